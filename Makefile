@@ -1,0 +1,44 @@
+# Two commands set everything up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+export SLEUTH_HOME ?= $(CURDIR)/.sleuth
+
+.PHONY: demo test lint typecheck install install-dev sample-pdfs bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+install: $(BIN)/python
+	$(BIN)/pip install -q -e .
+
+install-dev: $(BIN)/python
+	$(BIN)/pip install -q -e '.[dev,bench]'
+
+demo: install
+	$(BIN)/sleuth compile examples/acme-corpus --context acme --manifest examples/acme-manifest.json
+	$(BIN)/sleuth inspect acme
+	$(BIN)/sleuth search --context acme "How many days a week can employees work remotely?"
+	$(BIN)/sleuth search --context acme --mode keyword "ERR-4012"
+
+lint: install-dev
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check src tests benchmarks scripts
+
+typecheck: install-dev
+	$(BIN)/mypy --strict src/sleuth
+
+test: install-dev lint typecheck
+	$(BIN)/pytest
+
+# Regenerate the sample corpus PDFs (committed; needs the dev extra for fpdf2).
+sample-pdfs: install-dev
+	$(BIN)/python scripts/make_sample_pdfs.py examples/acme-corpus
+
+bench: install-dev
+	$(BIN)/python benchmarks/compile.py
+	$(BIN)/python benchmarks/retrieval.py
+
+clean:
+	rm -rf $(VENV) .sleuth .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,3 @@
+from sleuth.cli import main
+
+main()

@@ -1,0 +1,230 @@
+"""The `sleuth` command line: the same engine as the server, over the same `$SLEUTH_HOME`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from sleuth.compile.manifest import ManifestError
+from sleuth.compile.pipeline import CompileError, compile_context
+from sleuth.compile.sources import UnsafePath
+from sleuth.models.embedder import EmbedderError
+from sleuth.store.home import ContextDir, ContextNotFound, Home, InvalidSlug
+from sleuth.store.lock import CurateInFlight, curate_lock
+from sleuth.store.search import VersionReader
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Sleuth: compile a corpus into a context and search it.")
+console = Console()
+err = Console(stderr=True)
+
+
+class RichProgress:
+    """One progress bar per compile phase."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+        self._tasks: dict[str, TaskID] = {}
+
+    def start(self, phase: str, total: int) -> None:
+        self._tasks[phase] = self._progress.add_task(phase, total=total)
+
+    def advance(self, phase: str, amount: int = 1) -> None:
+        if phase in self._tasks:
+            self._progress.advance(self._tasks[phase], amount)
+
+    def finish(self, phase: str) -> None:
+        task = self._tasks.get(phase)
+        if task is not None:
+            total = self._progress.tasks[self._progress.task_ids.index(task)].total
+            self._progress.update(task, completed=total)
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    err.print(f"[red]error:[/red] {message}")
+    return typer.Exit(code)
+
+
+@app.command("compile")
+def compile_cmd(
+    sources: Annotated[list[Path], typer.Argument(help="Files, directories or archives to add.")],
+    context: Annotated[str, typer.Option("--context", "-c", help="Context slug (created if new).")],
+    manifest: Annotated[Path | None, typer.Option(help="Manifest JSON; replaces the pinned one.")] = None,
+    force: Annotated[bool, typer.Option(help="Discard the ledger and rebuild from scratch.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Create or update a context from SOURCES and curate it incrementally."""
+    columns = (TextColumn("{task.description:>9}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn())
+    try:
+        with Progress(*columns, console=err, transient=json_out) as bars:
+            report = compile_context(context, sources, manifest, force, progress=RichProgress(bars))
+    except ManifestError as exc:
+        raise _fail(str(exc)) from None
+    except (FileNotFoundError, InvalidSlug, UnsafePath, CurateInFlight, CompileError,
+            EmbedderError, json.JSONDecodeError) as exc:
+        raise _fail(str(exc)) from None
+    if json_out:
+        console.print_json(json.dumps(report.to_json()))
+        return
+    if report.delta == "empty":
+        console.print(f"[bold]{report.context}[/bold]: nothing changed; live version "
+                      f"{report.parent} stays")
+    else:
+        c = report.counts
+        console.print(
+            f"[bold]{report.context}[/bold]: version {report.version} is live — "
+            f"{c['sources_compiled']} sources ({len(report.new)} new, {len(report.changed)} changed, "
+            f"{len(report.deleted)} deleted), {c['pages']} pages, {c['chunks']} chunks, "
+            f"{c['artifacts']} artifacts, {c['edges']} edges; embedded {c['embedded']} "
+            f"({c['embedded_from_cache']} from cache) in {report.timings['total']:.1f}s")
+    for path, failure in sorted(report.failures.items()):
+        console.print(f"  [yellow]{failure['status']}[/yellow] {path}: {failure['reason']}")
+    for name, reason in report.artifacts_skipped_no_model.items():
+        console.print(f"  [yellow]skipped[/yellow] type {name}: {reason}")
+    for warning in report.warnings:
+        if "skipped: kind" not in warning:
+            console.print(f"  [yellow]warning[/yellow] {warning}")
+
+
+def _stats(ctx: ContextDir) -> dict[str, Any]:
+    version = ctx.live_version()
+    if version is None:
+        return {"version": None}
+    meta = json.loads((ctx.version_dir(version) / "version.json").read_text("utf-8"))
+    return {"version": version, **meta["counts"]}
+
+
+@app.command("contexts")
+def contexts_cmd(json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """List contexts with their stats."""
+    rows = []
+    for ctx, info in Home().contexts():
+        rows.append({"slug": info.slug, "id": info.id, "last_curated_at": info.last_curated_at,
+                     **_stats(ctx)})
+    if json_out:
+        console.print_json(json.dumps(rows))
+        return
+    table = Table("slug", "version", "sources", "pages", "chunks", "artifacts", "curated")
+    for r in rows:
+        table.add_row(r["slug"], r["version"] or "—", str(r.get("sources_compiled", "—")),
+                      str(r.get("pages", "—")), str(r.get("chunks", "—")),
+                      str(r.get("artifacts", "—")), r["last_curated_at"] or "never")
+    console.print(table)
+
+
+def _dir_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
+
+
+@app.command("inspect")
+def inspect_cmd(name: str, json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Show a context's manifest, sources, artifacts per type, tables and index sizes."""
+    try:
+        ctx = Home().find(name)
+    except ContextNotFound as exc:
+        raise _fail(str(exc), 1) from None
+    info = ctx.info()
+    version = ctx.live_version()
+    data: dict[str, Any] = {"slug": info.slug, "id": info.id, "live_version": version,
+                            "manifest": ctx.manifest_data(), "sample_queries": info.sample_queries}
+    if version is not None:
+        vdir = ctx.version_dir(version)
+        meta = json.loads((vdir / "version.json").read_text("utf-8"))
+        db = sqlite3.connect(f"file:{vdir / 'tables.sqlite'}?mode=ro&immutable=1", uri=True)
+        try:
+            data["sources"] = [dict(zip(("path", "title", "format", "pages"), row, strict=True))
+                               for row in db.execute("SELECT path, title, format, pages FROM _sources")]
+            data["artifacts_by_type"] = dict(db.execute(
+                "SELECT type, count(*) FROM _artifacts GROUP BY type").fetchall())
+            tables = [r[0] for r in db.execute(
+                "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
+            data["tables"] = {t: db.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]
+                              for t in tables}
+        finally:
+            db.close()
+        data["counts"] = meta["counts"]
+        data["index_bytes"] = {
+            "keyword": _dir_size(vdir / "index" / "keyword.sqlite"),
+            "dense": _dir_size(vdir / "index" / "dense"),
+            "tables": _dir_size(vdir / "tables.sqlite"),
+            "knowledge": _dir_size(vdir / "knowledge"),
+        }
+        ledger = json.loads(ctx.ledger_file.read_text("utf-8")) if ctx.ledger_file.exists() else {}
+        data["failures"] = ledger.get("failures", {})
+    if json_out:
+        console.print_json(json.dumps(data))
+        return
+    console.print(f"[bold]{info.slug}[/bold] ({info.id}) — live version {version or 'none'}")
+    console.print_json(json.dumps(data["manifest"]))
+    if version is None:
+        return
+    sources = Table("source", "title", "format", "pages", title="Sources")
+    for s in data["sources"]:
+        sources.add_row(s["path"], s["title"], s["format"], str(s["pages"]))
+    console.print(sources)
+    for path, failure in data["failures"].items():
+        console.print(f"  [yellow]{failure['status']}[/yellow] {path}: {failure['reason']}")
+    arts = Table("type", "artifacts", title="Artifacts")
+    for t, n in data["artifacts_by_type"].items():
+        arts.add_row(t, str(n))
+    console.print(arts)
+    tables = Table("table", "rows", title="Tables")
+    for t, n in data["tables"].items():
+        tables.add_row(t, str(n))
+    console.print(tables)
+    sizes = Table("index", "bytes", title="Index sizes")
+    for k, v in data["index_bytes"].items():
+        sizes.add_row(k, f"{v:,}")
+    console.print(sizes)
+
+
+@app.command("delete")
+def delete_cmd(name: str, yes: Annotated[bool, typer.Option("--yes", "-y")] = False) -> None:
+    """Delete a context and everything compiled from it."""
+    try:
+        ctx = Home().find(name)
+    except ContextNotFound as exc:
+        raise _fail(str(exc), 1) from None
+    if not yes and not typer.confirm(f"Delete context {name!r} and all its versions?"):
+        raise typer.Exit(1)
+    try:
+        with curate_lock(ctx.lock_file):
+            shutil.rmtree(ctx.root)
+    except CurateInFlight as exc:
+        raise _fail(str(exc)) from None
+    console.print(f"deleted {name}")
+
+
+@app.command("search")
+def search_cmd(
+    query: str,
+    context: Annotated[str, typer.Option("--context", "-c")],
+    mode: Annotated[str, typer.Option(help="hybrid | semantic | keyword")] = "hybrid",
+    top_k: Annotated[int, typer.Option(min=1, max=100)] = 5,
+) -> None:
+    """Search a context's chunks and print the hits with their page and offsets."""
+    if mode not in ("hybrid", "semantic", "keyword"):
+        raise _fail(f"unknown mode {mode!r}: use hybrid, semantic or keyword")
+    try:
+        reader = VersionReader.live(Home().find(context))
+    except (ContextNotFound, LookupError) as exc:
+        raise _fail(str(exc), 1) from None
+    for rank, hit in enumerate(reader.search(query, top_k, mode), 1):  # type: ignore[arg-type]
+        section = " > ".join(hit.section_path)
+        console.print(f"[bold]{rank}.[/bold] {hit.source_path} p. {hit.page} "
+                      f"[{hit.start}:{hit.end}] {section}  (score {hit.score:.4f})")
+        snippet = " ".join(hit.text.split())
+        console.print(f"   {snippet[:300]}{'…' if len(snippet) > 300 else ''}", highlight=False)
+
+
+def main() -> None:
+    app()

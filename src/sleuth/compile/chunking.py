@@ -1,0 +1,216 @@
+"""Chunking: cut page text into spans for embedding and keyword search (context.md §3.1, §7.2).
+
+A chunk never crosses a page boundary and, with `respect_sections`, never a section boundary. It is
+always an exact slice, `page.text[start:end]`; cuts prefer paragraph, then line, then sentence,
+then word boundaries. Tokens are counted as ⌈characters / 4⌉.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from sleuth.compile.manifest import Chunking
+from sleuth.compile.pages import Heading, Page
+
+CHARS_PER_TOKEN = 4
+_BREAKS = ("\n\n", "\n", ". ", "? ", "! ", "; ", ", ", " ")
+
+
+def count_tokens(text: str) -> int:
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    id: str
+    source_path: str
+    page: int
+    start: int
+    end: int
+    section_path: list[str]
+    text: str
+    tokens: int
+    sha256: str = field(repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "source_path": self.source_path,
+            "page": self.page,
+            "start": self.start,
+            "end": self.end,
+            "section_path": self.section_path,
+            "text": self.text,
+            "tokens": self.tokens,
+            "sha256": self.sha256,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Chunk:
+        return cls(
+            id=data["id"],
+            source_path=data["source_path"],
+            page=int(data["page"]),
+            start=int(data["start"]),
+            end=int(data["end"]),
+            section_path=list(data["section_path"]),
+            text=data["text"],
+            tokens=int(data["tokens"]),
+            sha256=data["sha256"],
+        )
+
+
+def chunk_id(source_path: str, page: int, start: int, text: str) -> str:
+    payload = "\x1f".join((source_path, str(page), str(start), text))
+    return "chk_" + hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+
+
+def make_chunk(source_path: str, page: Page, start: int, end: int, section_path: list[str]) -> Chunk:
+    text = page.text[start:end]
+    return Chunk(
+        id=chunk_id(source_path, page.page, start, text),
+        source_path=source_path,
+        page=page.page,
+        start=start,
+        end=end,
+        section_path=section_path,
+        text=text,
+        tokens=count_tokens(text),
+        sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+    )
+
+
+class SectionTracker:
+    """The heading stack, carried across pages so page 7 knows it is still in `Item 7`."""
+
+    def __init__(self) -> None:
+        self._stack: list[Heading] = []
+
+    def enter(self, heading: Heading) -> None:
+        while self._stack and self._stack[-1].level >= heading.level:
+            self._stack.pop()
+        self._stack.append(heading)
+
+    @property
+    def path(self) -> list[str]:
+        return [h.text for h in self._stack]
+
+
+def section_paths(pages: list[Page]) -> Iterator[tuple[Page, int, int, list[str]]]:
+    """(page, start, end, section path) for each section segment of each page, in order."""
+    tracker = SectionTracker()
+    for page in pages:
+        cuts = sorted({h.start for h in page.headings if 0 < h.start < len(page.text)})
+        bounds = [0, *cuts, len(page.text)]
+        by_start: dict[int, list[Heading]] = {}
+        for h in page.headings:
+            by_start.setdefault(h.start, []).append(h)
+        for a, b in zip(bounds, bounds[1:], strict=False):
+            for h in by_start.get(a, []):
+                tracker.enter(h)
+            yield page, a, b, tracker.path
+
+
+def chunk_pages(source_path: str, pages: list[Page], config: Chunking) -> list[Chunk]:
+    target = config.target_size * CHARS_PER_TOKEN
+    overlap = config.overlap * CHARS_PER_TOKEN
+    structured = config.strategy != "sliding_window" and config.respect_sections
+    chunks: list[Chunk] = []
+    if structured:
+        segments = _merge_heading_only(list(section_paths(pages)))
+    else:
+        segments = [(p, 0, len(p.text), path) for p, path in _page_paths(pages)]
+    for page, a, b, path in segments:
+        for start, end in split_span(page.text, a, b, target, overlap):
+            chunks.append(make_chunk(source_path, page, start, end, path))
+    if not structured:
+        # Structure is ignored for cutting, but a chunk still says which section it starts in.
+        chunks = [_with_section(c, pages) for c in chunks]
+    return chunks
+
+
+def _page_paths(pages: list[Page]) -> Iterator[tuple[Page, list[str]]]:
+    tracker = SectionTracker()
+    for page in pages:
+        yield page, tracker.path
+        for h in page.headings:
+            tracker.enter(h)
+
+
+def _with_section(chunk: Chunk, pages: list[Page]) -> Chunk:
+    path: list[str] = []
+    for page, a, _b, seg_path in section_paths(pages):
+        if page.page > chunk.page or (page.page == chunk.page and a > chunk.start):
+            break
+        path = seg_path
+    return Chunk(**{**chunk.__dict__, "section_path": path})
+
+
+def _merge_heading_only(
+    segments: list[tuple[Page, int, int, list[str]]],
+) -> list[tuple[Page, int, int, list[str]]]:
+    """A segment holding only its heading line joins the next segment of the same page when that
+    one is a subsection of it (a parent title belongs with its first child, not alone)."""
+    out: list[tuple[Page, int, int, list[str]]] = []
+    pending: tuple[Page, int, int, list[str]] | None = None
+    for seg in segments:
+        page, a, b, path = seg
+        if pending is not None:
+            p_page, p_a, _p_b, p_path = pending
+            if p_page is page and path[: len(p_path)] == p_path and len(path) > len(p_path):
+                seg = (page, p_a, b, path)
+            else:
+                out.append(pending)
+            pending = None
+        body = page.text[seg[1] : seg[2]].strip()
+        if "\n" not in body and seg[1] in {h.start for h in page.headings}:
+            pending = seg
+            continue
+        out.append(seg)
+    if pending is not None:
+        out.append(pending)
+    return out
+
+
+def split_span(text: str, a: int, b: int, target: int, overlap: int) -> Iterator[tuple[int, int]]:
+    """Windows of at most `target` chars over text[a:b], trimmed of surrounding whitespace."""
+    a, b = _trim(text, a, b)
+    while a < b:
+        if b - a <= target:
+            yield a, b
+            return
+        end = _best_cut(text, a, a + target)
+        s, e = _trim(text, a, end)
+        if s < e:
+            yield s, e
+        next_start = max(end - overlap, a + 1)
+        if overlap:
+            # Start the overlap at a word boundary so no chunk opens mid-word.
+            space = text.find(" ", next_start, end)
+            newline = text.find("\n", next_start, end)
+            candidates = [p + 1 for p in (space, newline) if p != -1]
+            if candidates:
+                next_start = min(candidates)
+        a, b = _trim(text, next_start, b)
+
+
+def _best_cut(text: str, start: int, limit: int) -> int:
+    """The last good boundary in the back 40% of the window, else the hard limit."""
+    floor = start + int((limit - start) * 0.6)
+    for sep in _BREAKS:
+        pos = text.rfind(sep, floor, limit)
+        if pos != -1:
+            return pos + len(sep)
+    return limit
+
+
+def _trim(text: str, a: int, b: int) -> tuple[int, int]:
+    while a < b and text[a].isspace():
+        a += 1
+    while b > a and text[b - 1].isspace():
+        b -= 1
+    return a, b

@@ -1,0 +1,333 @@
+"""The manifest: the one JSON document that configures a compile (context.md §3).
+
+Every field is optional and `{}` is a working manifest. Bounds come from the Nexus contract;
+the cross-field rules of §3.6 are Sleuth's own. Validation reports every problem with its JSON
+path, so a user fixes a manifest in one round trip instead of one error at a time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import unicodedata
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+Kind = Literal["summary", "topic", "entity", "event", "doc", "page", "glossary"]
+Scope = Literal["document", "corpus"]
+Format = Literal["markdown", "sqlite"]
+ColumnType = Literal["TEXT", "INTEGER", "REAL", "NUMERIC"]
+Strategy = Literal["markdown_heading", "sliding_window", "html", "csv", "code"]
+
+#: Kinds built without a model (context.md §4).
+DETERMINISTIC_KINDS: frozenset[str] = frozenset({"doc", "page", "glossary"})
+#: Allowed (scopes, formats) per kind (context.md §4).
+KIND_RULES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "doc": (frozenset({"document"}), frozenset({"markdown"})),
+    "page": (frozenset({"document"}), frozenset({"markdown"})),
+    "glossary": (frozenset({"corpus"}), frozenset({"markdown"})),
+    "summary": (frozenset({"document", "corpus"}), frozenset({"markdown"})),
+    "topic": (frozenset({"document", "corpus"}), frozenset({"markdown", "sqlite"})),
+    "entity": (frozenset({"document", "corpus"}), frozenset({"markdown", "sqlite"})),
+    "event": (frozenset({"document", "corpus"}), frozenset({"markdown", "sqlite"})),
+}
+EMBEDDING_MODELS: tuple[str, ...] = ("default", "minilm-l6-v2-int8")
+
+Str64 = Annotated[str, Field(max_length=64)]
+Str128 = Annotated[str, Field(max_length=128)]
+
+
+class _Model(BaseModel):
+    """Unknown fields are errors: a typo must not silently fall back to a default."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Chunking(_Model):
+    strategy: Strategy = "markdown_heading"
+    target_size: int = Field(512, ge=64, le=4096)
+    overlap: int = Field(64, ge=0, le=1024)
+    respect_sections: bool = True
+
+
+class Keyword(_Model):
+    enabled: bool = True
+
+
+class ChunksConfig(_Model):
+    enabled: bool = True
+    embedding_model: str = Field("default", max_length=128)
+    chunking: Chunking = Field(default_factory=Chunking)  # type: ignore[arg-type]
+    keyword: Keyword = Field(default_factory=Keyword)
+
+
+class Column(_Model):
+    name: Str64
+    type: ColumnType = "TEXT"
+    description: str | None = Field(None, max_length=256)
+
+
+class ArtifactType(_Model):
+    name: Str64
+    kind: Kind = "topic"
+    scope: Scope | None = None
+    icon: Str64 | None = None
+    description: str | None = Field(None, max_length=512)
+    coverage: list[Str128] = Field(default_factory=list, max_length=32)
+    sections: list[Str128] = Field(default_factory=list, max_length=64)
+    min_doc_count: int | None = Field(None, ge=1, le=64)
+    format: Format = "markdown"
+    columns: list[Column] = Field(default_factory=list, max_length=64)
+    natural_key: list[Str64] = Field(default_factory=list, max_length=16)
+
+    @property
+    def resolved_scope(self) -> Scope:
+        """A kind with a single allowed scope takes it when `scope` is omitted (§3.3)."""
+        if self.scope is not None:
+            return self.scope
+        scopes = KIND_RULES[self.kind][0]
+        return next(iter(scopes)) if len(scopes) == 1 else "corpus"  # type: ignore[return-value]
+
+    @property
+    def table_name(self) -> str:
+        return snake_case(self.name)
+
+    @property
+    def slug(self) -> str:
+        return slugify(self.name)
+
+
+class EdgeType(_Model):
+    name: Str64
+    from_: Str64 = Field(alias="from")
+    to: Str64
+    description: str | None = Field(None, max_length=512)
+    attributes: list[Str64] = Field(default_factory=list, max_length=16)
+
+
+class ArtifactsConfig(_Model):
+    enabled: bool | None = None
+    artifact_model: str = Field("lite", max_length=128)
+    artifact_types: list[ArtifactType] = Field(default_factory=list, max_length=32)
+    edge_types: list[EdgeType] = Field(default_factory=list, max_length=32)
+    min_doc_count: int = Field(1, ge=1, le=64)
+    max_tokens: int = Field(1500, ge=128, le=8192)
+    max_doc_chars: int = Field(60000, ge=1000, le=2_000_000)
+    extraction_window_chars: int = Field(0, ge=0, le=1_000_000)
+    mention_max_chars: int = Field(400, ge=100, le=4000)
+    max_mentions_per_artifact: int = Field(40, ge=1, le=500)
+    mention_context_chars: int = Field(8000, ge=1000, le=100_000)
+    max_artifacts_per_type: int = Field(10000, ge=1, le=10_000)
+
+    @property
+    def is_enabled(self) -> bool:
+        """Sleuth: absent + types declared means on; an explicit `false` wins (§3.2)."""
+        if self.enabled is None:
+            return bool(self.artifact_types)
+        return self.enabled
+
+
+class CurateManifest(_Model):
+    chunks: ChunksConfig = Field(default_factory=ChunksConfig)  # type: ignore[arg-type]
+    artifacts: ArtifactsConfig = Field(default_factory=ArtifactsConfig)  # type: ignore[arg-type]
+
+
+class OptimizeManifest(_Model):
+    """Stored so Nexus manifests round-trip; Sleuth has no optimize workflow yet (§3.5)."""
+
+    schedule: str = Field("0 * * * *", max_length=128)
+    latency_threshold_ms: int = Field(60000, ge=0, le=600_000)
+    min_group_size: int = Field(2, ge=1, le=100)
+    eval_pass_rate_threshold: float = Field(1.0, ge=0, le=1)
+    max_iterations: int = Field(20, ge=1, le=100)
+
+
+class SearchManifest(_Model):
+    instructions: str | None = Field(None, max_length=16000)
+
+
+class Manifest(_Model):
+    curate: CurateManifest = Field(default_factory=CurateManifest)
+    optimize: OptimizeManifest = Field(default_factory=OptimizeManifest)  # type: ignore[arg-type]
+    search: SearchManifest = Field(default_factory=SearchManifest)
+
+    @model_validator(mode="after")
+    def _check_rules(self) -> Manifest:
+        problems = list(_rule_problems(self))
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def type_named(self, name: str) -> ArtifactType | None:
+        folded = name.casefold()
+        return next(
+            (t for t in self.curate.artifacts.artifact_types if t.name.casefold() == folded), None
+        )
+
+    def curate_hash(self) -> str:
+        """Hash of the `curate` section: a change re-runs the compile legs (§5.2)."""
+        payload = self.curate.model_dump(mode="json", by_alias=True)
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+    def chunk_leg_hash(self) -> str:
+        """Hash of what decides chunks and their vectors: a change re-chunks every source."""
+        chunks = self.curate.chunks
+        payload = chunks.model_dump(mode="json")
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+class ManifestError(ValueError):
+    """A manifest broke a bound or a rule; `problems` lists each as `path: message`."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("invalid manifest:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+def _rule_problems(m: Manifest) -> list[str]:
+    problems: list[str] = []
+    chunks = m.curate.chunks
+    chunking = chunks.chunking
+    if chunking.overlap >= chunking.target_size:
+        problems.append(
+            f"curate.chunks.chunking.overlap: must be < target_size "
+            f"({chunking.overlap} >= {chunking.target_size})"
+        )
+    if not chunks.enabled and not chunks.keyword.enabled:
+        problems.append(
+            "curate.chunks: enabled=false (no dense vectors) with keyword.enabled=false "
+            "(no BM25) leaves nothing to search"
+        )
+    if chunks.embedding_model not in EMBEDDING_MODELS:
+        problems.append(
+            f"curate.chunks.embedding_model: unknown model {chunks.embedding_model!r}; "
+            f"available: {', '.join(EMBEDDING_MODELS)}"
+        )
+    arts = m.curate.artifacts
+    seen_names: dict[str, int] = {}
+    seen_tables: dict[str, int] = {}
+    for i, t in enumerate(arts.artifact_types):
+        path = f"curate.artifacts.artifact_types[{i}]"
+        if not t.name.strip():
+            problems.append(f"{path}.name: must not be empty")
+        if t.name.startswith("_"):
+            problems.append(f"{path}.name: must not start with '_' ({t.name!r})")
+        folded = t.name.casefold()
+        if folded in seen_names:
+            problems.append(
+                f"{path}.name: {t.name!r} duplicates artifact_types[{seen_names[folded]}] "
+                "(names are case-insensitive)"
+            )
+        else:
+            seen_names[folded] = i
+            table = t.table_name
+            if table in seen_tables:
+                problems.append(
+                    f"{path}.name: table name {table!r} collides with "
+                    f"artifact_types[{seen_tables[table]}]"
+                )
+            seen_tables.setdefault(table, i)
+        scopes, formats = KIND_RULES[t.kind]
+        if t.resolved_scope not in scopes:
+            problems.append(
+                f"{path}.scope: kind {t.kind!r} allows scope {' or '.join(sorted(scopes))}, "
+                f"not {t.resolved_scope!r}"
+            )
+        if t.format not in formats:
+            problems.append(
+                f"{path}.format: kind {t.kind!r} allows format {' or '.join(sorted(formats))}, "
+                f"not {t.format!r}"
+            )
+        if t.format == "sqlite":
+            if not t.columns:
+                problems.append(f"{path}.columns: a sqlite type must declare at least one column")
+            column_names = {snake_case(c.name) for c in t.columns}
+            for k, key in enumerate(t.natural_key):
+                if snake_case(key) not in column_names:
+                    problems.append(
+                        f"{path}.natural_key[{k}]: {key!r} is not a declared column"
+                    )
+        else:
+            if t.columns:
+                problems.append(f"{path}.columns: only allowed with format 'sqlite'")
+            if t.natural_key:
+                problems.append(f"{path}.natural_key: only allowed with format 'sqlite'")
+        if t.kind == "glossary":
+            if not t.sections:
+                problems.append(f"{path}.sections: a glossary type needs at least one section")
+        elif t.sections:
+            problems.append(f"{path}.sections: only allowed with kind 'glossary'")
+    types_by_name = {t.name.casefold(): t for t in arts.artifact_types}
+    edge_names: set[str] = set()
+    for i, e in enumerate(arts.edge_types):
+        path = f"curate.artifacts.edge_types[{i}]"
+        if e.name in edge_names:
+            problems.append(f"{path}.name: duplicate edge type {e.name!r}")
+        edge_names.add(e.name)
+        for end, value in (("from", e.from_), ("to", e.to)):
+            target = types_by_name.get(value.casefold())
+            if target is None:
+                problems.append(f"{path}.{end}: {value!r} is not a declared artifact type")
+            elif target.format != "markdown":
+                problems.append(
+                    f"{path}.{end}: {value!r} has format {target.format!r}; edges join "
+                    "markdown types only"
+                )
+    return problems
+
+
+def parse_manifest(data: Any) -> Manifest:
+    """Validate a manifest document; raise `ManifestError` naming every problem."""
+    if not isinstance(data, dict):
+        raise ManifestError([f"(root): must be a JSON object, not {type(data).__name__}"])
+    try:
+        return Manifest.model_validate(data)
+    except ValidationError as exc:
+        raise ManifestError(_describe(exc)) from None
+
+
+def load_manifest(path: Path) -> Manifest:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ManifestError([f"(file): cannot read {path}: {exc}"]) from None
+    except json.JSONDecodeError as exc:
+        raise ManifestError([f"(file): {path} is not valid JSON: {exc}"]) from None
+    return parse_manifest(data)
+
+
+def _describe(exc: ValidationError) -> list[str]:
+    problems: list[str] = []
+    for err in exc.errors():
+        loc = ".".join(
+            f"[{part}]" if isinstance(part, int) else str(part) for part in err["loc"]
+        ).replace(".[", "[")
+        msg = err["msg"]
+        if msg.startswith("Value error, "):
+            # Rule problems are already `path: message` strings joined by "; ".
+            problems.extend(msg.removeprefix("Value error, ").split("; "))
+            continue
+        problems.append(f"{loc or '(root)'}: {msg}")
+    return problems
+
+
+def snake_case(name: str) -> str:
+    """`Meeting Attendance` → `meeting_attendance`: the typed table and column naming rule."""
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", ascii_name)
+    out = re.sub(r"[^0-9a-zA-Z]+", "_", spaced).strip("_").lower()
+    if not out:
+        out = "t"
+    if out[0].isdigit():
+        out = "t_" + out
+    return out
+
+
+def slugify(name: str, limit: int = 80) -> str:
+    """Lowercase ASCII, runs of other characters → `-`, at most `limit` characters (§7.3)."""
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_name.lower()).strip("-")
+    return slug[:limit].rstrip("-") or "item"

@@ -1,0 +1,154 @@
+"""Pages: the unit every citation points into (context.md §1, §7.1).
+
+A parser turns one source into a `ParsedSource`: its pages' text plus the structure found in it
+(headings, tables) as offsets into that text. Nothing downstream re-reads the source file: chunks,
+artifacts and typed-table rows are all slices of these page texts, which is what makes every
+citation checkable.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+_TRAILING_SPACES = re.compile(r"[ \t]+(?=\n|$)")
+
+
+def normalize_text(text: str) -> str:
+    """The only changes made to extracted text: NFC, CRLF/CR → LF, trailing spaces per line."""
+    text = unicodedata.normalize("NFC", text)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return _TRAILING_SPACES.sub("", text)
+
+
+@dataclass(frozen=True)
+class Heading:
+    level: int
+    text: str
+    start: int  # offset of the heading line in the page text
+
+
+@dataclass(frozen=True)
+class TableRow:
+    start: int
+    end: int
+    cells: list[str]
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table found in a page; the first row is the header. Each row is a line of the page."""
+
+    rows: list[TableRow]
+
+
+@dataclass
+class Page:
+    page: int  # 1-based
+    text: str
+    headings: list[Heading] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "page": self.page,
+            "text": self.text,
+            "headings": [{"level": h.level, "text": h.text, "start": h.start} for h in self.headings],
+        }
+        if self.tables:
+            data["tables"] = [
+                [{"start": r.start, "end": r.end, "cells": r.cells} for r in t.rows]
+                for t in self.tables
+            ]
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Page:
+        return cls(
+            page=int(data["page"]),
+            text=str(data["text"]),
+            headings=[Heading(int(h["level"]), str(h["text"]), int(h["start"])) for h in data["headings"]],
+            tables=[
+                Table([TableRow(int(r["start"]), int(r["end"]), list(r["cells"])) for r in t])
+                for t in data.get("tables", [])
+            ],
+        )
+
+
+@dataclass
+class ParsedSource:
+    format: str  # pdf | markdown | html | docx | text | csv | json
+    pages: list[Page]
+    title: str | None = None  # document metadata title, when the format has one
+    images_skipped: int = 0  # pages with no text layer
+
+    @property
+    def chars(self) -> int:
+        return sum(len(p.text) for p in self.pages)
+
+
+class ParseError(Exception):
+    """A source yielded nothing usable; `status` is `skipped` or `failed` (context.md §5.3)."""
+
+    def __init__(self, status: str, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+class TextBuilder:
+    """Accumulates page text line by line while recording headings and table rows by offset.
+
+    Used by the parsers that build text from structure (HTML, DOCX); the result is already
+    normalized, so offsets recorded here stay valid.
+    """
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+        self._length = 0
+        self.headings: list[Heading] = []
+        self.tables: list[Table] = []
+
+    def _append(self, line: str) -> tuple[int, int]:
+        line = normalize_text(line).replace("\n", " ").strip()
+        if self._parts:
+            self._parts.append("\n")
+            self._length += 1
+        start = self._length
+        self._parts.append(line)
+        self._length += len(line)
+        return start, self._length
+
+    def paragraph(self, text: str) -> None:
+        if text.strip():
+            self._append(text)
+
+    def blank(self) -> None:
+        """A blank line between blocks, so paragraphs stay apart in the page text."""
+        if self._parts and self._parts[-1] != "\n":
+            self._parts.append("\n")
+            self._length += 1
+
+    def heading(self, level: int, text: str) -> None:
+        if not text.strip():
+            return
+        self.blank()
+        start, _ = self._append(text)
+        self.headings.append(Heading(level, " ".join(text.split()), start))
+
+    def table(self, rows: list[list[str]]) -> None:
+        rows = [[" ".join(c.split()) for c in row] for row in rows if any(c.strip() for c in row)]
+        if not rows:
+            return
+        self.blank()
+        out: list[TableRow] = []
+        for cells in rows:
+            start, end = self._append(" | ".join(cells))
+            out.append(TableRow(start, end, cells))
+        self.tables.append(Table(out))
+        self.blank()
+
+    def text(self) -> str:
+        return "".join(self._parts).rstrip("\n")

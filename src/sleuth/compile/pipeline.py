@@ -1,0 +1,720 @@
+"""The compiler: one generic run of the curation phases over a context (context.md §5.1).
+
+snapshot → delta → cleanup deletes → per-source (parse, pages, chunks) → embeddings →
+artifacts, edges, typed tables → finalize (tables, indexes, rosters, outline, integrity) → flip →
+collect. Everything is written into `versions/vNNNNNN.building/`; only a run that finishes renames
+it and replaces `LIVE`, so a crash at any point leaves the previous version queryable.
+
+Expensive work is per source and incremental: an unchanged source's page and chunk files are
+hard-linked from the parent version and its vectors come from the embedding cache. Artifacts,
+tables and indexes are rebuilt from the stored pages on every run, which is cheap and keeps
+corpus-wide outputs (rosters, glossary, mention edges, merged rows) consistent by construction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from sleuth.compile import artifacts as cards
+from sleuth.compile import edges as mention_edges
+from sleuth.compile import glossary as glossary_builder
+from sleuth.compile import rosters
+from sleuth.compile import typed_tables
+from sleuth.compile.artifacts import Artifact
+from sleuth.compile.chunking import Chunk, chunk_pages
+from sleuth.compile.extract import Extractor, NoModelExtractor
+from sleuth.compile.manifest import DETERMINISTIC_KINDS, Manifest, parse_manifest
+from sleuth.compile.pages import Page, ParseError
+from sleuth.compile.parse import parse_source
+from sleuth.compile.sources import ImportReport, import_sources, list_source_files
+from sleuth.compile.tables_db import write_tables
+from sleuth.models.embedder import EmbeddingCache, embed_cached, get_embedder
+from sleuth.store import dense, keyword
+from sleuth.store.home import ContextDir, Home, now_iso, write_json_atomic, write_text_atomic
+from sleuth.store.ledger import Failure, Ledger, SourceEntry, Tombstone
+from sleuth.store.lock import curate_lock
+
+#: A version that stopped being live less than this long ago may still be read by a turn.
+TURN_CAP_SECONDS = 900
+EMBED_BATCH = 256
+
+
+class Progress(Protocol):
+    """Where a compile reports its phases; the CLI draws a progress bar per phase."""
+
+    def start(self, phase: str, total: int) -> None: ...
+    def advance(self, phase: str, amount: int = 1) -> None: ...
+    def finish(self, phase: str) -> None: ...
+
+
+class NullProgress:
+    def start(self, phase: str, total: int) -> None:
+        pass
+
+    def advance(self, phase: str, amount: int = 1) -> None:
+        pass
+
+    def finish(self, phase: str) -> None:
+        pass
+
+
+class CompileError(RuntimeError):
+    """A fatal error (integrity check, embedder unavailable): the run does not flip."""
+
+
+@dataclass
+class CompileReport:
+    context: str
+    version: str | None
+    parent: str | None
+    flipped: bool
+    delta: str  # "empty" | "changed"
+    new: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    failures: dict[str, dict[str, str]] = field(default_factory=dict)
+    counts: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    artifacts_skipped_no_model: dict[str, str] = field(default_factory=dict)
+    imported: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def compile_context(
+    slug: str,
+    inputs: list[Path] | None = None,
+    manifest_file: Path | None = None,
+    force: bool = False,
+    home: Home | None = None,
+    progress: Progress | None = None,
+    extractor: Extractor | None = None,
+) -> CompileReport:
+    """Create the context if needed, import `inputs`, and curate it (the `sleuth compile` verb)."""
+    home = home or Home()
+    manifest_data: dict[str, Any] | None = None
+    if manifest_file is not None:
+        # Validate before touching anything: a bad manifest must leave no trace.
+        manifest_data = json.loads(manifest_file.read_text(encoding="utf-8"))
+        parse_manifest(manifest_data)
+    for given in inputs or []:
+        if not given.exists():
+            raise FileNotFoundError(f"no such file or directory: {given}")
+    ctx, _created = home.find_or_create(slug)
+    with curate_lock(ctx.lock_file):
+        if manifest_data is not None:
+            write_json_atomic(ctx.manifest_file, manifest_data)
+        imported = import_sources(ctx.sources, list(inputs)) if inputs else ImportReport()
+        manifest = parse_manifest(ctx.manifest_data())
+        run = CompileRun(ctx, home, manifest, force, progress or NullProgress(),
+                         extractor or NoModelExtractor())
+        report = run.execute()
+        report.imported = {
+            "copied": len(imported.copied),
+            "unchanged": len(imported.unchanged),
+            "deleted": len(imported.deleted),
+            "skipped": [{"path": p, "reason": r} for p, r in imported.skipped],
+        }
+        return report
+
+
+@dataclass
+class _SourceState:
+    """Per-source metadata kept in `knowledge/sources.json` of each version."""
+
+    path: str
+    title: str
+    format: str
+    pages: int
+    chars: int
+    sha256: str
+    size: int
+    mtime: float
+    curated_at: str
+    images_skipped: int = 0
+
+
+class CompileRun:
+    def __init__(self, ctx: ContextDir, home: Home, manifest: Manifest, force: bool,
+                 progress: Progress, extractor: Extractor) -> None:
+        self.ctx = ctx
+        self.home = home
+        self.manifest = manifest
+        self.force = force
+        self.progress = progress
+        self.extractor = extractor
+        self.timings: dict[str, float] = {}
+        self.warnings: list[str] = []
+        self.sample_queries: list[str] = []
+
+    @contextmanager
+    def _timed(self, phase: str) -> Iterator[None]:
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[phase] = round(self.timings.get(phase, 0.0) + time.perf_counter() - began, 4)
+
+    # ---------------------------------------------------------------- phases 0-1: snapshot, delta
+    def execute(self) -> CompileReport:
+        started = time.perf_counter()
+        self._remove_stale_builds()
+        ledger = Ledger() if self.force else Ledger.load(self.ctx.ledger_file)
+        previous_ledger = Ledger.load(self.ctx.ledger_file)
+        parent = self.ctx.live_version()
+        parent_dir = self.ctx.version_dir(parent) if parent else None
+        if parent_dir is not None and not parent_dir.is_dir():
+            parent_dir = None
+        parent_sources = _read_sources(parent_dir) if parent_dir and not self.force else {}
+
+        with self._timed("snapshot"):
+            snapshot = self._snapshot(ledger)
+        new = [p for p in snapshot if p not in ledger.manifest]
+        changed = [p for p in snapshot if p in ledger.manifest and snapshot[p].hash != ledger.manifest[p].hash]
+        deleted = sorted(p for p in ledger.manifest if p not in snapshot)
+        unchanged = [p for p in snapshot if p not in new and p not in changed]
+        curate_hash = self.manifest.curate_hash()
+        chunk_hash = self.manifest.chunk_leg_hash()
+        legs_changed = ledger.leg_hashes.get("curate") != curate_hash
+        chunk_leg_changed = ledger.leg_hashes.get("chunks") != chunk_hash
+
+        report = CompileReport(self.ctx.info().slug, None, parent, False, "changed",
+                               new=new, changed=changed, deleted=deleted, unchanged=unchanged)
+        if parent_dir is not None and not (new or changed or deleted or legs_changed):
+            report.delta = "empty"
+            report.failures = {p: f.model_dump() for p, f in previous_ledger.failures.items()}
+            report.timings = {**self.timings, "total": round(time.perf_counter() - started, 4)}
+            return report
+
+        version = self._next_version_name(previous_ledger)
+        building = self.ctx.versions / f"{version}.building"
+        building.mkdir(parents=True)
+        report.version = version
+        # On any error the half-built directory stays for inspection; the next run removes it.
+        self._build(building, version, parent_dir, parent_sources, snapshot, ledger,
+                    unchanged, chunk_leg_changed, report)
+        final = self.ctx.versions / version
+        os.rename(building, final)
+
+        # ------------------------------------------------------------------ flip, then the ledger
+        write_text_atomic(self.ctx.live_file, version + "\n")
+        report.flipped = True
+        now = now_iso()
+        ledger.live_version = version
+        ledger.versions_stamped = [*previous_ledger.versions_stamped, version]
+        ledger.leg_hashes = {"curate": curate_hash, "chunks": chunk_hash}
+        for path in deleted:
+            ledger.source_removed[path] = Tombstone(removed_version=version, removed_at=now)
+            ledger.manifest.pop(path, None)
+            ledger.chunk_ids.pop(path, None)
+            ledger.failures.pop(path, None)
+        ledger.save(self.ctx.ledger_file)
+        info = self.ctx.info()
+        info.last_curated_at = now
+        info.updated_at = now
+        info.sample_queries = self.sample_queries
+        self.ctx.save_info(info)
+        with self._timed("collect"):
+            self._collect(version, parent)
+        report.timings = {**self.timings, "total": round(time.perf_counter() - started, 4)}
+        return report
+
+    def _remove_stale_builds(self) -> None:
+        if self.ctx.versions.is_dir():
+            for entry in self.ctx.versions.iterdir():
+                if entry.name.endswith(".building"):
+                    shutil.rmtree(entry, ignore_errors=True)
+
+    def _snapshot(self, ledger: Ledger) -> dict[str, SourceEntry]:
+        files = list_source_files(self.ctx.sources)
+        self.progress.start("snapshot", len(files))
+        snapshot: dict[str, SourceEntry] = {}
+        for rel in files:
+            full = self.ctx.sources / rel
+            st = full.stat()
+            known = ledger.manifest.get(rel)
+            if known and not self.force and known.size == st.st_size and known.mtime == st.st_mtime:
+                digest = known.hash
+                curated_at = known.curated_at
+            else:
+                digest = _file_sha256(full)
+                curated_at = now_iso()
+            snapshot[rel] = SourceEntry(hash=digest, curated_at=curated_at, size=st.st_size,
+                                        mtime=st.st_mtime)
+            self.progress.advance("snapshot")
+        self.progress.finish("snapshot")
+        return snapshot
+
+    def _next_version_name(self, ledger: Ledger) -> str:
+        numbers = [int(v[1:]) for v in ledger.versions_stamped if v[1:].isdigit()]
+        if self.ctx.versions.is_dir():
+            for entry in self.ctx.versions.iterdir():
+                stem = entry.name.split(".")[0]
+                if stem.startswith("v") and stem[1:].isdigit():
+                    numbers.append(int(stem[1:]))
+        return f"v{max(numbers, default=0) + 1:06d}"
+
+    # ------------------------------------------------------------------- phases 3-6: the build
+    def _build(self, out: Path, version: str, parent_dir: Path | None,
+               parent_sources: dict[str, dict[str, Any]], snapshot: dict[str, SourceEntry],
+               ledger: Ledger, unchanged: list[str], chunk_leg_changed: bool,
+               report: CompileReport) -> None:
+        knowledge = out / "knowledge"
+        chunking = self.manifest.curate.chunks.chunking
+        states: dict[str, _SourceState] = {}
+        fresh_pages: dict[str, list[Page]] = {}
+        carried = set(unchanged) & set(parent_sources) if parent_dir else set()
+
+        self.progress.start("parse", len(snapshot))
+        with self._timed("parse"):
+            for rel in snapshot:
+                entry = snapshot[rel]
+                if rel in carried and parent_dir is not None:
+                    states[rel] = _SourceState(**parent_sources[rel])
+                    _link(parent_dir / "knowledge" / _pages_rel(rel), knowledge / _pages_rel(rel))
+                    if not chunk_leg_changed:
+                        _link(parent_dir / "knowledge" / _chunks_rel(rel), knowledge / _chunks_rel(rel))
+                    ledger.manifest[rel] = entry
+                    self.progress.advance("parse")
+                    continue
+                previously_failed = ledger.failures.get(rel)
+                if (previously_failed and rel in ledger.manifest
+                        and ledger.manifest[rel].hash == entry.hash and not self.force):
+                    self.progress.advance("parse")
+                    continue  # unchanged and still unreadable: nothing new to learn
+                try:
+                    parsed = parse_source(self.ctx.sources / rel)
+                except ParseError as exc:
+                    ledger.failures[rel] = Failure(version=version, status=exc.status, reason=exc.reason)
+                    ledger.manifest[rel] = entry
+                    if rel in parent_sources and parent_dir is not None:
+                        # A source that fails keeps its outputs from the previous version.
+                        states[rel] = _SourceState(**parent_sources[rel])
+                        _link(parent_dir / "knowledge" / _pages_rel(rel), knowledge / _pages_rel(rel))
+                        _link(parent_dir / "knowledge" / _chunks_rel(rel), knowledge / _chunks_rel(rel))
+                    self.progress.advance("parse")
+                    continue
+                ledger.failures.pop(rel, None)
+                ledger.manifest[rel] = entry
+                title = cards.document_title(rel, parsed.title, parsed.pages)
+                states[rel] = _SourceState(
+                    path=rel, title=title, format=parsed.format, pages=len(parsed.pages),
+                    chars=parsed.chars, sha256=entry.hash, size=entry.size, mtime=entry.mtime,
+                    curated_at=now_iso(), images_skipped=parsed.images_skipped,
+                )
+                _write_jsonl(knowledge / _pages_rel(rel), (p.to_json() for p in parsed.pages))
+                fresh_pages[rel] = parsed.pages
+                self.progress.advance("parse")
+        self.progress.finish("parse")
+
+        # Chunk every source whose chunk file is not carried over (new, changed, re-chunked).
+        all_chunks: dict[str, list[Chunk]] = {}
+        with self._timed("chunk"):
+            for rel in states:
+                target = knowledge / _chunks_rel(rel)
+                if target.exists():
+                    all_chunks[rel] = [Chunk.from_json(d) for d in _read_jsonl(target)]
+                    continue
+                pages = fresh_pages.get(rel) or _load_pages(knowledge, rel)
+                chunks = chunk_pages(rel, pages, chunking)
+                _check_chunks(chunks, pages)
+                _write_jsonl(target, (c.to_json() for c in chunks))
+                all_chunks[rel] = chunks
+        chunks_flat = [c for rel in sorted(all_chunks) for c in all_chunks[rel]]
+        for rel, chunks in all_chunks.items():
+            ledger.chunk_ids[rel] = [c.id for c in chunks]
+        for rel in list(ledger.chunk_ids):
+            if rel not in all_chunks:
+                ledger.chunk_ids.pop(rel)
+
+        # ----------------------------------------------------------------------- artifacts
+        arts_config = self.manifest.curate.artifacts
+        artifacts: list[Artifact] = []
+        glossary_entries: list[tuple[str, glossary_builder.Entry]] = []
+        typed: list[typed_tables.TypedTable] = []
+        pages_by_source: dict[str, list[Page]] = {}
+        skipped_no_model: dict[str, str] = {}
+        roster_files: dict[str, str] = {}
+        with self._timed("artifacts"):
+            if arts_config.is_enabled:
+                pages_by_source = {rel: fresh_pages.get(rel) or _load_pages(knowledge, rel)
+                                   for rel in sorted(states)}
+                artifacts, glossary_entries, typed, skipped_no_model = self._build_artifacts(
+                    pages_by_source, states)
+                self._build_edges(artifacts, pages_by_source, report)
+            elif arts_config.artifact_types:
+                self.warnings.append("artifact types are declared but curate.artifacts.enabled "
+                                     "is false: no artifacts were built")
+            cards.assign_slugs(artifacts)
+            _check_provenance(artifacts, typed, pages_by_source)
+            parent_outline = _read_outline(parent_dir)
+            artifact_files = self._write_artifacts(knowledge, artifacts, version, parent_outline)
+            roster_files = self._write_rosters(knowledge, states, artifacts, typed, skipped_no_model)
+
+        # ----------------------------------------------------------------------- embeddings
+        chunk_vectors: np.ndarray | None = None
+        artifact_vectors: np.ndarray | None = None
+        computed = 0
+        embedder = get_embedder(self.manifest.curate.chunks.embedding_model)
+        if self.manifest.curate.chunks.enabled:
+            cache = EmbeddingCache(self.home.embedding_cache_dir / f"{embedder.id}.sqlite", embedder.dim)
+            try:
+                with self._timed("embed"):
+                    texts = [_chunk_embed_text(c, states) for c in chunks_flat]
+                    art_texts = [a.search_text() for a in artifacts]
+                    self.progress.start("embed", len(texts) + len(art_texts))
+                    vectors: list[np.ndarray] = []
+                    for begin in range(0, len(texts) + len(art_texts), EMBED_BATCH):
+                        batch = (texts + art_texts)[begin : begin + EMBED_BATCH]
+                        vecs, n = embed_cached(embedder, cache, batch)
+                        vectors.append(vecs)
+                        computed += n
+                        self.progress.advance("embed", len(batch))
+                    self.progress.finish("embed")
+                    matrix = (np.concatenate(vectors) if vectors
+                              else np.zeros((0, embedder.dim), dtype=np.float32))
+                    chunk_vectors, artifact_vectors = matrix[: len(texts)], matrix[len(texts) :]
+            finally:
+                cache.close()
+
+        # ----------------------------------------------------------------------- finalize
+        self.progress.start("index", 3)
+        with self._timed("index"):
+            source_rows = [_source_row(s) for s in sorted(states.values(), key=lambda s: s.path)]
+            write_tables(out / "tables.sqlite", self.manifest, source_rows, chunks_flat, artifacts,
+                         artifact_files, glossary_entries, typed)
+            self.progress.advance("index")
+            index_dir = out / "index"
+            index_dir.mkdir(parents=True, exist_ok=True)
+            if self.manifest.curate.chunks.keyword.enabled:
+                keyword.build(
+                    index_dir / "keyword.sqlite",
+                    ((c.id, c.source_path, c.page, states[c.source_path].title,
+                      " > ".join(c.section_path), c.text) for c in chunks_flat),
+                    ((a.id, a.type, a.kind, a.name, a.body) for a in artifacts),
+                )
+            self.progress.advance("index")
+            if chunk_vectors is not None and artifact_vectors is not None:
+                dense_dir = index_dir / "dense"
+                dense.write(dense_dir, "chunks", [c.id for c in chunks_flat], chunk_vectors,
+                            embedder.id, embedder.dim)
+                dense.write(dense_dir, "artifacts", [a.id for a in artifacts], artifact_vectors,
+                            embedder.id, embedder.dim)
+                dense.write_meta(dense_dir, embedder.id, embedder.dim,
+                                 {"chunks": len(chunks_flat), "artifacts": len(artifacts)})
+            self.progress.advance("index")
+        self.progress.finish("index")
+
+        # ----------------------------------------------------------------------- report
+        failures = {p: f.model_dump() for p, f in ledger.failures.items() if p in snapshot}
+        ledger.failures = {p: f for p, f in ledger.failures.items() if p in snapshot}
+        by_type: dict[str, int] = {}
+        for a in artifacts:
+            by_type[a.type] = by_type.get(a.type, 0) + 1
+        counts: dict[str, Any] = {
+            "sources": len(snapshot),
+            "sources_compiled": len(states),
+            "sources_failed": sum(1 for f in failures.values() if f["status"] == "failed"),
+            "sources_skipped": sum(1 for f in failures.values() if f["status"] == "skipped"),
+            "sources_skipped_unreadable": sum(1 for f in failures.values()
+                                              if f["reason"] == "unsupported format"),
+            "sources_parsed": len(fresh_pages),
+            "pages": sum(s.pages for s in states.values()),
+            "images_skipped_no_vision": sum(s.images_skipped for s in states.values()),
+            "chunks": len(chunks_flat),
+            "artifacts": len(artifacts),
+            "artifacts_by_type": by_type,
+            "edges": sum(len(a.edges) for a in artifacts),
+            "glossary_terms": len(glossary_entries),
+            "rows_by_table": {t.name: len(t.rows) for t in typed},
+            "rows_screened": sum(t.screened for t in typed),
+            "rosters": len(roster_files),
+            "embedded": computed,
+            "embedded_from_cache": (len(chunks_flat) + len(artifacts) - computed
+                                    if self.manifest.curate.chunks.enabled else 0),
+        }
+        for t in typed:
+            self.warnings.extend(t.warnings)
+        report.failures = failures
+        report.counts = counts
+        report.warnings = self.warnings
+        report.artifacts_skipped_no_model = skipped_no_model
+        sample_queries = _sample_queries(states, pages_by_source)
+        write_json_atomic(knowledge / "sources.json",
+                          {s.path: asdict(s) for s in sorted(states.values(), key=lambda s: s.path)})
+        write_json_atomic(out / "version.json", {
+            "version": version,
+            "parent": parent_dir.name if parent_dir else None,
+            "created_at": now_iso(),
+            "flipped_at": now_iso(),
+            "manifest": self.manifest.model_dump(mode="json", by_alias=True),
+            "manifest_hash": self.manifest.curate_hash(),
+            "embedder": {"id": embedder.id, "dim": embedder.dim,
+                         "enabled": self.manifest.curate.chunks.enabled},
+            "keyword": self.manifest.curate.chunks.keyword.enabled,
+            "counts": counts,
+            "timings": dict(self.timings),
+            "warnings": self.warnings,
+            "artifacts_skipped_no_model": skipped_no_model,
+        })
+        self.sample_queries = sample_queries
+        ledger.embedding_model = {"id": embedder.id, "dim": embedder.dim}
+
+    def _build_artifacts(
+        self, pages_by_source: dict[str, list[Page]], states: dict[str, _SourceState],
+    ) -> tuple[list[Artifact], list[tuple[str, glossary_builder.Entry]],
+               list[typed_tables.TypedTable], dict[str, str]]:
+        out: list[Artifact] = []
+        glossary_entries: list[tuple[str, glossary_builder.Entry]] = []
+        typed: list[typed_tables.TypedTable] = []
+        skipped: dict[str, str] = {}
+        mtimes = {rel: s.mtime for rel, s in states.items()}
+        for art_type in self.manifest.curate.artifacts.artifact_types:
+            if art_type.format == "sqlite":
+                typed.append(typed_tables.build_table(art_type, pages_by_source, mtimes))
+                if not self.extractor.available():
+                    self.warnings.append(
+                        f"type {art_type.name!r}: rows were read from tables in the corpus only; "
+                        "rows stated in prose need a model")
+                continue
+            if art_type.kind == "doc":
+                for rel in sorted(pages_by_source):
+                    out.append(cards.build_doc(art_type, rel, states[rel].format, states[rel].title,
+                                               pages_by_source[rel]))
+            elif art_type.kind == "page":
+                for rel in sorted(pages_by_source):
+                    out.extend(cards.build_pages(art_type, rel, states[rel].title, pages_by_source[rel]))
+            elif art_type.kind == "glossary":
+                artifact, entries = glossary_builder.build_glossary(art_type, pages_by_source)
+                if artifact is not None:
+                    out.append(artifact)
+                glossary_entries.extend((art_type.name, e) for e in entries)
+                if not entries:
+                    self.warnings.append(
+                        f"type {art_type.name!r}: no entries found under the sections "
+                        f"{art_type.sections}")
+            elif not self.extractor.available():
+                skipped[art_type.name] = f"kind {art_type.kind!r} needs a model; none is configured"
+                self.warnings.append(f"type {art_type.name!r} skipped: kind {art_type.kind!r} "
+                                     "needs a model and none is configured")
+            elif art_type.resolved_scope == "document":
+                for rel in sorted(pages_by_source):
+                    out.extend(self.extractor.document(art_type, rel, pages_by_source[rel]))
+            else:
+                out.extend(self.extractor.corpus(art_type, pages_by_source))
+        return out, glossary_entries, typed, skipped
+
+    def _build_edges(self, artifacts: list[Artifact], pages_by_source: dict[str, list[Page]],
+                     report: CompileReport) -> None:
+        for edge_type in self.manifest.curate.artifacts.edge_types:
+            from_type = self.manifest.type_named(edge_type.from_)
+            to_type = self.manifest.type_named(edge_type.to)
+            if from_type is None or to_type is None:
+                continue
+            if from_type.kind in DETERMINISTIC_KINDS and to_type.kind in DETERMINISTIC_KINDS:
+                mention_edges.build_mention_edges(
+                    edge_type,
+                    [a for a in artifacts if a.type == from_type.name],
+                    [a for a in artifacts if a.type == to_type.name],
+                    pages_by_source,
+                )
+            elif not self.extractor.available():
+                self.warnings.append(f"edge type {edge_type.name!r} skipped: it joins a model kind "
+                                     "and no model is configured")
+
+    def _write_artifacts(self, knowledge: Path, artifacts: list[Artifact], version: str,
+                         parent_outline: dict[str, dict[str, Any]]) -> dict[str, str]:
+        files: dict[str, str] = {}
+        outline: list[dict[str, Any]] = []
+        for art in artifacts:
+            type_slug = next(t.slug for t in self.manifest.curate.artifacts.artifact_types
+                             if t.name == art.type)
+            rel = f"artifacts/{type_slug}/{art.slug}.md"
+            before = parent_outline.get(art.id, {})
+            created = before.get("created_version", version)
+            updated = (before.get("updated_version", version)
+                       if before.get("content_sha256") == art.content_sha() else version)
+            path = knowledge / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(art.to_markdown(created, updated), encoding="utf-8")
+            files[art.id] = rel
+            outline.append({"id": art.id, "name": art.name, "type": art.type, "kind": art.kind,
+                            "scope": art.scope, "format": art.format, "file": rel,
+                            "sources_count": len(art.sources), "created_version": created,
+                            "updated_version": updated, "content_sha256": art.content_sha()})
+        write_json_atomic(knowledge / "outline.json", {"artifacts": outline})
+        return files
+
+    def _write_rosters(self, knowledge: Path, states: dict[str, _SourceState],
+                       artifacts: list[Artifact], typed: list[typed_tables.TypedTable],
+                       skipped: dict[str, str]) -> dict[str, str]:
+        roster_dir = knowledge / "rosters"
+        roster_dir.mkdir(parents=True, exist_ok=True)
+        written: dict[str, str] = {}
+        srcs = [{"path": s.path, "title": s.title, "format": s.format, "pages": s.pages}
+                for s in sorted(states.values(), key=lambda s: s.path)]
+        (roster_dir / "_sources.md").write_text(rosters.sources_roster(srcs), encoding="utf-8")
+        written["_sources"] = "rosters/_sources.md"
+        if not self.manifest.curate.artifacts.is_enabled:
+            return written
+        tables_by_type = {t.type.name: t for t in typed}
+        for art_type in self.manifest.curate.artifacts.artifact_types:
+            if art_type.name in tables_by_type:
+                text = rosters.table_roster(tables_by_type[art_type.name])
+            else:
+                note = skipped.get(art_type.name)
+                text = rosters.type_roster(
+                    art_type, [a for a in artifacts if a.type == art_type.name],
+                    note=f"Not built: {note}." if note else None)
+            (roster_dir / f"{art_type.slug}.md").write_text(text, encoding="utf-8")
+            written[art_type.name] = f"rosters/{art_type.slug}.md"
+        return written
+
+    # ----------------------------------------------------------------------- phase 7: collect
+    def _collect(self, live: str, parent: str | None) -> None:
+        """Drop versions other than the live one and its predecessor, unless a turn may still
+        read them: one that stopped being live less than the turn cap ago is kept."""
+        names = sorted(e.name for e in self.ctx.versions.iterdir()
+                       if e.is_dir() and not e.name.endswith(".building"))
+        now = time.time()
+        for older, newer in zip(names, names[1:], strict=False):
+            if older in (live, parent):
+                continue
+            flipped_at = _flipped_epoch(self.ctx.versions / newer)
+            if flipped_at is not None and now - flipped_at > TURN_CAP_SECONDS:
+                shutil.rmtree(self.ctx.versions / older, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- helpers
+def _pages_rel(rel: str) -> str:
+    return f"pages/{rel}.jsonl"
+
+
+def _chunks_rel(rel: str) -> str:
+    return f"chunks/{rel}.jsonl"
+
+
+def _link(src: Path, dest: Path) -> None:
+    """Share an unchanged file with the parent version (hard link; copy across devices)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(src, dest)
+    except OSError:
+        shutil.copy2(src, dest)
+
+
+def _write_jsonl(path: Path, rows: Iterator[dict[str, Any]] | Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False))
+            fh.write("\n")
+
+
+def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                yield json.loads(line)
+
+
+def _load_pages(knowledge: Path, rel: str) -> list[Page]:
+    return [Page.from_json(d) for d in _read_jsonl(knowledge / _pages_rel(rel))]
+
+
+def _read_sources(version_dir: Path) -> dict[str, dict[str, Any]]:
+    try:
+        data: dict[str, dict[str, Any]] = json.loads(
+            (version_dir / "knowledge" / "sources.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    return data
+
+
+def _read_outline(version_dir: Path | None) -> dict[str, dict[str, Any]]:
+    if version_dir is None:
+        return {}
+    try:
+        data = json.loads((version_dir / "knowledge" / "outline.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    return {a["id"]: a for a in data.get("artifacts", [])}
+
+
+def _flipped_epoch(version_dir: Path) -> float | None:
+    try:
+        data = json.loads((version_dir / "version.json").read_text(encoding="utf-8"))
+        from datetime import datetime
+
+        return datetime.fromisoformat(data["flipped_at"].replace("Z", "+00:00")).timestamp()
+    except (FileNotFoundError, KeyError, ValueError):
+        return None
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _chunk_embed_text(chunk: Chunk, states: dict[str, _SourceState]) -> str:
+    """What the dense index sees: the document title and section path give a chunk the context
+    its own words often lack ("Item 7" alone does not say which company)."""
+    header = states[chunk.source_path].title
+    if chunk.section_path:
+        header += " — " + " > ".join(chunk.section_path[-2:])
+    return f"{header}\n{chunk.text}"
+
+
+def _source_row(state: _SourceState) -> dict[str, Any]:
+    row = asdict(state)
+    row.pop("images_skipped")
+    return row
+
+
+def _check_chunks(chunks: list[Chunk], pages: list[Page]) -> None:
+    by_page = {p.page: p.text for p in pages}
+    for c in chunks:
+        if by_page.get(c.page, "")[c.start : c.end] != c.text:
+            raise CompileError(f"integrity check failed: chunk {c.id} is not a slice of its page")
+
+
+def _check_provenance(artifacts: list[Artifact], typed: list[typed_tables.TypedTable],
+                      pages_by_source: dict[str, list[Page]]) -> None:
+    texts = {(s, p.page): p.text for s, pages in pages_by_source.items() for p in pages}
+    spans = [p for a in artifacts for p in a.provenance]
+    spans += [p for t in typed for row in t.rows for p in row.provenance]
+    spans += [e.evidence for a in artifacts for e in a.edges if e.evidence is not None]
+    for span in spans:
+        if texts.get((span.source, span.page), "")[span.start : span.end] != span.quote:
+            raise CompileError(f"integrity check failed: a provenance quote in {span.source} "
+                               f"p. {span.page} is not verbatim")
+
+
+def _sample_queries(states: dict[str, _SourceState],
+                    pages_by_source: dict[str, list[Page]]) -> list[str]:
+    queries: list[str] = []
+    for rel in sorted(states):
+        pages = pages_by_source.get(rel, [])
+        headings = [h.text for p in pages for h in p.headings if h.text != states[rel].title]
+        if headings:
+            queries.append(f"What does {states[rel].title} say about {headings[0]}?")
+        if len(queries) >= 5:
+            break
+    return queries

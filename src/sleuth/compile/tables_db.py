@@ -1,0 +1,118 @@
+"""`tables.sqlite` (context.md §7.5): system tables for sources, chunks, artifacts, edges and
+glossary terms, plus one typed table per `format: sqlite` type. Finished in rollback-journal mode
+so a read-only mount can open it."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from sleuth.compile.artifacts import Artifact
+from sleuth.compile.chunking import Chunk
+from sleuth.compile.glossary import Entry
+from sleuth.compile.manifest import Manifest
+from sleuth.compile.typed_tables import TypedTable
+
+_SCHEMA = """
+PRAGMA journal_mode=DELETE;
+CREATE TABLE _sources (path TEXT PRIMARY KEY, title TEXT, format TEXT, pages INTEGER,
+                       chars INTEGER, sha256 TEXT, size INTEGER, mtime REAL, curated_at TEXT);
+CREATE TABLE _chunks (id TEXT PRIMARY KEY, source TEXT NOT NULL, page INTEGER NOT NULL,
+                      start INTEGER NOT NULL, "end" INTEGER NOT NULL, section_path TEXT,
+                      tokens INTEGER);
+CREATE INDEX _chunks_source ON _chunks(source, page);
+CREATE TABLE _artifacts (id TEXT PRIMARY KEY, name TEXT NOT NULL, type TEXT NOT NULL,
+                         kind TEXT NOT NULL, scope TEXT NOT NULL, file TEXT, sources TEXT,
+                         mentions INTEGER);
+CREATE INDEX _artifacts_name ON _artifacts(name COLLATE NOCASE);
+CREATE TABLE _edges (from_id TEXT NOT NULL, from_name TEXT, type TEXT NOT NULL, to_id TEXT NOT NULL,
+                     to_name TEXT, attributes TEXT, source TEXT, page INTEGER, start INTEGER,
+                     "end" INTEGER);
+CREATE INDEX _edges_from ON _edges(from_id, type);
+CREATE INDEX _edges_to ON _edges(to_id, type);
+CREATE TABLE _glossary (term TEXT NOT NULL, definition TEXT, type TEXT, source TEXT, page INTEGER,
+                        start INTEGER, "end" INTEGER);
+CREATE TABLE _tables (name TEXT PRIMARY KEY, type TEXT, kind TEXT, scope TEXT, description TEXT,
+                      columns TEXT, natural_key TEXT);
+"""
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def write_tables(
+    path: Path,
+    manifest: Manifest,
+    sources: Iterable[dict[str, Any]],
+    chunks: Iterable[Chunk],
+    artifacts: list[Artifact],
+    artifact_files: dict[str, str],
+    glossary: list[tuple[str, Entry]],
+    typed: list[TypedTable],
+) -> None:
+    path.unlink(missing_ok=True)
+    db = sqlite3.connect(path)
+    try:
+        db.executescript(_SCHEMA)
+        with db:
+            db.executemany(
+                "INSERT INTO _sources VALUES (:path, :title, :format, :pages, :chars, :sha256, "
+                ":size, :mtime, :curated_at)",
+                list(sources),
+            )
+            db.executemany(
+                "INSERT INTO _chunks VALUES (?, ?, ?, ?, ?, ?, ?)",
+                ((c.id, c.source_path, c.page, c.start, c.end, json.dumps(c.section_path), c.tokens)
+                 for c in chunks),
+            )
+            db.executemany(
+                "INSERT INTO _artifacts VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                ((a.id, a.name, a.type, a.kind, a.scope, artifact_files.get(a.id),
+                  json.dumps(a.sources), a.mentions) for a in artifacts),
+            )
+            db.executemany(
+                "INSERT INTO _edges VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                ((a.id, a.name, e.type, e.to_id, e.to, json.dumps(e.attributes),
+                  e.evidence.source if e.evidence else None, e.evidence.page if e.evidence else None,
+                  e.evidence.start if e.evidence else None, e.evidence.end if e.evidence else None)
+                 for a in artifacts for e in a.edges),
+            )
+            db.executemany(
+                "INSERT INTO _glossary VALUES (?, ?, ?, ?, ?, ?, ?)",
+                ((e.term, e.definition, type_name, e.span.source, e.span.page, e.span.start,
+                  e.span.end) for type_name, e in glossary),
+            )
+            db.executemany(
+                "INSERT INTO _tables VALUES (?, ?, ?, ?, ?, ?, ?)",
+                ((t.table_name, t.name, t.kind, t.resolved_scope, t.description,
+                  json.dumps([c.model_dump() for c in t.columns]), json.dumps(t.natural_key))
+                 for t in manifest.curate.artifacts.artifact_types if t.format == "sqlite"),
+            )
+            for table in typed:
+                _write_typed(db, table)
+        db.execute("VACUUM")
+    finally:
+        db.close()
+
+
+def _write_typed(db: sqlite3.Connection, table: TypedTable) -> None:
+    cols = ", ".join(f"{_q(c.name)} {c.type}" for c in table.columns)
+    db.execute(
+        f"CREATE TABLE {_q(table.name)} (_row_id INTEGER PRIMARY KEY, {cols}, _sources TEXT, "
+        "_provenance TEXT, _conflicts TEXT)"
+    )
+    if table.natural_key:
+        keys = ", ".join(_q(k) for k in table.natural_key)
+        db.execute(f"CREATE UNIQUE INDEX {_q(table.name + '_natural_key')} ON {_q(table.name)} ({keys})")
+    names = [c.name for c in table.columns]
+    marks = ", ".join("?" * (len(names) + 3))
+    sql = (f"INSERT INTO {_q(table.name)} ({', '.join(_q(n) for n in names)}, _sources, _provenance, "
+           f"_conflicts) VALUES ({marks})")
+    for row in table.rows:
+        db.execute(sql, (*(row.values.get(n) for n in names), json.dumps(row.sources),
+                         json.dumps([p.to_json() for p in row.provenance]),
+                         json.dumps(row.conflicts)))

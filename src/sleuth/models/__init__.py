@@ -1,0 +1,1 @@
+"""Models: embedders now; LLM adapters (OpenAI-compatible, Anthropic, scripted) follow."""

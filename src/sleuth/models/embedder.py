@@ -1,0 +1,172 @@
+"""Text embedders. The default is all-MiniLM-L6-v2, int8 per-channel ONNX, run with onnxruntime
+and tokenizers from files shipped inside the package (stack.md, Decisions): no torch, and no hub
+download, ever. The graph already mean-pools and L2-normalizes, so vectors come out unit length.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import threading
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+Vectors = npt.NDArray[np.float32]
+
+DATA_DIR = Path(__file__).parent / "data" / "minilm-l6-v2"
+#: Pinned so a corrupted or swapped model file fails loudly instead of embedding garbage.
+MODEL_SHA256 = "17c5b61c392bfc7c1b528ad1e21f133b48b252f1285a2ff88e4cd070edf371e6"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+MAX_WORD_PIECES = 256  # MiniLM's max_seq_length: the vector covers a longer text's head only
+
+
+class Embedder(Protocol):
+    """The seam every embedder fills: a stable id (the cache key) and unit-length vectors."""
+
+    id: str
+    dim: int
+
+    def embed(self, texts: list[str]) -> Vectors: ...
+
+
+class EmbedderError(RuntimeError):
+    """The embedder cannot run (missing or corrupt model files): a fatal compile error."""
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class MiniLMEmbedder:
+    id = "minilm-l6-v2-int8"
+    dim = 384
+
+    def __init__(self, data_dir: Path = DATA_DIR, batch_size: int = 32) -> None:
+        self._data_dir = data_dir
+        self._batch_size = batch_size
+        self._lock = threading.Lock()
+        self._session: object | None = None
+
+    def _load(self) -> tuple[object, object]:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        model, tokenizer_file = self._data_dir / "model.onnx", self._data_dir / "tokenizer.json"
+        for path, expected in ((model, MODEL_SHA256), (tokenizer_file, TOKENIZER_SHA256)):
+            if not path.is_file():
+                raise EmbedderError(f"embedding model file missing: {path}")
+            if _sha256(path) != expected:
+                raise EmbedderError(f"embedding model file does not match its pinned sha256: {path}")
+        tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        # The shipped tokenizer.json pads to a fixed 128; pad to the batch's longest instead.
+        tokenizer.enable_truncation(MAX_WORD_PIECES)
+        tokenizer.enable_padding()
+        options = ort.SessionOptions()
+        threads = os.environ.get("SLEUTH_EMBED_THREADS")
+        if threads:
+            options.intra_op_num_threads = int(threads)
+        session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+        return session, tokenizer
+
+    @property
+    def _runtime(self) -> tuple[object, object]:
+        with self._lock:
+            if self._session is None:
+                self._session = self._load()
+            return self._session  # type: ignore[return-value]
+
+    def embed(self, texts: list[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        session, tokenizer = self._runtime
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        # Length-sorted batches: padding to the longest of similar lengths wastes little work.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for begin in range(0, len(order), self._batch_size):
+            idx = order[begin : begin + self._batch_size]
+            encoded = tokenizer.encode_batch([texts[i] or " " for i in idx])  # type: ignore[attr-defined]
+            feeds = {
+                "input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
+                "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64),
+                "token_type_ids": np.array([e.type_ids for e in encoded], dtype=np.int64),
+            }
+            out[idx] = session.run(None, feeds)[0]  # type: ignore[attr-defined]
+        return out
+
+
+@cache
+def get_embedder(name: str = "default") -> Embedder:
+    """Resolve a manifest's `embedding_model` id; one loaded model per process."""
+    if name in ("default", MiniLMEmbedder.id):
+        return MiniLMEmbedder()
+    raise EmbedderError(f"unknown embedding model {name!r}")
+
+
+@dataclass
+class EmbeddingCache:
+    """SHA-256 of the text → vector, per model: a vector is a pure function of model and text, so
+    re-compiles, changed manifests and `--force` never embed the same text twice."""
+
+    path: Path
+    dim: int
+
+    def __post_init__(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (sha TEXT PRIMARY KEY, vec BLOB NOT NULL)")
+
+    def get_many(self, shas: list[str]) -> dict[str, Vectors]:
+        found: dict[str, Vectors] = {}
+        unique = list(dict.fromkeys(shas))
+        for begin in range(0, len(unique), 500):
+            part = unique[begin : begin + 500]
+            marks = ",".join("?" * len(part))
+            for sha, blob in self._db.execute(
+                f"SELECT sha, vec FROM vectors WHERE sha IN ({marks})", part
+            ):
+                vec = np.frombuffer(blob, dtype=np.float32)
+                if vec.shape == (self.dim,):
+                    found[sha] = vec
+        return found
+
+    def put_many(self, items: dict[str, Vectors]) -> None:
+        with self._db:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO vectors (sha, vec) VALUES (?, ?)",
+                [(sha, np.asarray(v, dtype=np.float32).tobytes()) for sha, v in items.items()],
+            )
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def text_sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def embed_cached(embedder: Embedder, cache: EmbeddingCache, texts: list[str]) -> tuple[Vectors, int]:
+    """Vectors for `texts`, computing only those not in the cache; returns (vectors, computed)."""
+    shas = [text_sha(t) for t in texts]
+    known = cache.get_many(shas)
+    missing = [i for i, sha in enumerate(shas) if sha not in known]
+    missing_texts = list(dict.fromkeys(texts[i] for i in missing))
+    if missing_texts:
+        fresh = embedder.embed(missing_texts)
+        new = {text_sha(t): fresh[j] for j, t in enumerate(missing_texts)}
+        cache.put_many(new)
+        known.update(new)
+    out = np.zeros((len(texts), embedder.dim), dtype=np.float32)
+    for i, sha in enumerate(shas):
+        out[i] = known[sha]
+    return out, len(missing_texts)

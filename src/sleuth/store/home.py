@@ -1,0 +1,208 @@
+"""The data directory and the contexts in it (context.md §7).
+
+Contexts live under `contexts/<ctx_id>/` so renaming a slug moves nothing; `context.json` maps the
+slug to the id. Every JSON file is written to a temporary name and renamed into place, so a crash
+never leaves half a file behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import tempfile
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+SLUG_PATTERN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
+
+
+def sleuth_home() -> Path:
+    """`$SLEUTH_HOME`, else `$XDG_DATA_HOME/sleuth`, else `~/.local/share/sleuth`."""
+    env = os.environ.get("SLEUTH_HOME")
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_DATA_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share"
+    return base / "sleuth"
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, ensure_ascii=False, indent=2, sort_keys=False)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class ContextNotFound(LookupError):
+    pass
+
+
+class InvalidSlug(ValueError):
+    pass
+
+
+def check_slug(slug: str) -> str:
+    if not SLUG_PATTERN.match(slug):
+        raise InvalidSlug(
+            f"invalid context name {slug!r}: use 1-64 lowercase letters, digits and '-', "
+            "starting and ending with a letter or digit"
+        )
+    return slug
+
+
+@dataclass
+class ContextInfo:
+    """`context.json`: identity and description of one context."""
+
+    id: str
+    slug: str
+    name: str
+    description: str = ""
+    created_at: str = field(default_factory=now_iso)
+    updated_at: str = field(default_factory=now_iso)
+    last_curated_at: str | None = None
+    sample_queries: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ContextDir:
+    """Paths of one context directory."""
+
+    root: Path
+
+    @property
+    def info_file(self) -> Path:
+        return self.root / "context.json"
+
+    @property
+    def manifest_file(self) -> Path:
+        return self.root / "manifest.json"
+
+    @property
+    def ledger_file(self) -> Path:
+        return self.root / "ledger.json"
+
+    @property
+    def live_file(self) -> Path:
+        return self.root / "LIVE"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.root / "curate.lock"
+
+    @property
+    def sources(self) -> Path:
+        return self.root / "sources"
+
+    @property
+    def staging(self) -> Path:
+        return self.root / "staging"
+
+    @property
+    def versions(self) -> Path:
+        return self.root / "versions"
+
+    def info(self) -> ContextInfo:
+        return ContextInfo(**json.loads(self.info_file.read_text(encoding="utf-8")))
+
+    def save_info(self, info: ContextInfo) -> None:
+        write_json_atomic(self.info_file, asdict(info))
+
+    def live_version(self) -> str | None:
+        try:
+            name = self.live_file.read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            return None
+        return name or None
+
+    def version_dir(self, name: str) -> Path:
+        return self.versions / name
+
+    def manifest_data(self) -> dict[str, Any]:
+        try:
+            data: dict[str, Any] = json.loads(self.manifest_file.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        return data
+
+
+class Home:
+    """One `$SLEUTH_HOME`: find, create and list contexts."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = (root or sleuth_home()).resolve()
+
+    @property
+    def contexts_dir(self) -> Path:
+        return self.root / "contexts"
+
+    @property
+    def embedding_cache_dir(self) -> Path:
+        return self.root / "cache" / "embeddings"
+
+    def contexts(self) -> list[tuple[ContextDir, ContextInfo]]:
+        found: list[tuple[ContextDir, ContextInfo]] = []
+        if not self.contexts_dir.is_dir():
+            return found
+        for entry in sorted(self.contexts_dir.iterdir()):
+            ctx = ContextDir(entry)
+            if ctx.info_file.is_file():
+                found.append((ctx, ctx.info()))
+        return sorted(found, key=lambda pair: pair[1].slug)
+
+    def find(self, slug_or_id: str) -> ContextDir:
+        for ctx, info in self.contexts():
+            if slug_or_id in (info.slug, info.id):
+                return ctx
+        raise ContextNotFound(f"no context named {slug_or_id!r} in {self.root}")
+
+    def create(self, slug: str, name: str | None = None) -> ContextDir:
+        check_slug(slug)
+        try:
+            self.find(slug)
+        except ContextNotFound:
+            pass
+        else:
+            raise FileExistsError(f"context {slug!r} already exists")
+        ctx_id = "ctx_" + secrets.token_hex(8)
+        ctx = ContextDir(self.contexts_dir / ctx_id)
+        ctx.sources.mkdir(parents=True)
+        ctx.versions.mkdir()
+        ctx.save_info(ContextInfo(id=ctx_id, slug=slug, name=name or slug))
+        write_json_atomic(ctx.manifest_file, {})
+        return ctx
+
+    def find_or_create(self, slug: str) -> tuple[ContextDir, bool]:
+        try:
+            return self.find(slug), False
+        except ContextNotFound:
+            return self.create(slug), True

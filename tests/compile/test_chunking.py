@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from sleuth.compile.chunking import chunk_pages, count_tokens, split_span
+from sleuth.compile.manifest import Chunking
+from sleuth.compile.pages import Heading, Page
+
+WORDS = ("revenue policy sensor calibration remote employee the of and travel expense drift "
+         "ERR-4012 AX-220 pressure. quarterly! approval? manager").split()
+
+
+def random_text(rng: random.Random, n_words: int) -> str:
+    out = []
+    for _ in range(n_words):
+        out.append(rng.choice(WORDS))
+        r = rng.random()
+        out.append("\n\n" if r < 0.03 else "\n" if r < 0.08 else "  " if r < 0.1 else " ")
+    return "".join(out)
+
+
+def markdown_page(rng: random.Random) -> Page:
+    parts, headings, text = [], [], ""
+    for i in range(rng.randint(1, 6)):
+        level = rng.randint(1, 3)
+        line = f"{'#' * level} Section {i}\n"
+        headings.append(Heading(level, f"Section {i}", len(text)))
+        body = random_text(rng, rng.randint(0, 900)) + "\n\n"
+        text += line + body
+        parts.append(line + body)
+    return Page(1, text, headings)
+
+
+@pytest.mark.parametrize("seed", range(25))
+@pytest.mark.parametrize("strategy", ["markdown_heading", "sliding_window"])
+def test_every_chunk_is_an_exact_page_slice(seed: int, strategy: str) -> None:
+    rng = random.Random(seed)
+    pages = [markdown_page(rng) for _ in range(3)]
+    for number, page in enumerate(pages, 1):
+        page.page = number
+    config = Chunking(strategy=strategy, target_size=rng.choice([64, 128, 512]),
+                      overlap=rng.choice([0, 8, 32]))
+    chunks = chunk_pages("uploads/x.md", pages, config)
+    assert chunks
+    by_page = {p.page: p.text for p in pages}
+    for c in chunks:
+        assert by_page[c.page][c.start : c.end] == c.text
+        assert c.text == c.text.strip() and c.text
+        assert len(c.text) <= config.target_size * 4
+        assert c.tokens == count_tokens(c.text)
+        assert c.id.startswith("chk_") and len(c.id) == 20
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_chunks_never_cross_a_section_boundary(seed: int) -> None:
+    rng = random.Random(100 + seed)
+    page = markdown_page(rng)
+    chunks = chunk_pages("uploads/x.md", [page], Chunking(target_size=64, overlap=16))
+    starts = sorted(h.start for h in page.headings)
+    for c in chunks:
+        inside = [s for s in starts if c.start < s < c.end]
+        # Only a heading-only parent section may be merged into its first subsection.
+        for s in inside:
+            line_end = page.text.index("\n", s)
+            previous_heading = max(h for h in starts if h < s) if any(h < s for h in starts) else None
+            assert previous_heading is not None and previous_heading >= c.start
+            assert page.text[previous_heading:s].count("\n") <= 1, (c.text, line_end)
+
+
+def test_sections_carry_across_pages_and_ids_are_stable() -> None:
+    p1 = Page(1, "# Report\n\n## Item 7\n\nStart of item seven.", [Heading(1, "Report", 0), Heading(2, "Item 7", 10)])
+    p2 = Page(2, "Continued text on page two.", [])
+    chunks = chunk_pages("uploads/r.pdf", [p1, p2], Chunking())
+    assert chunks[-1].page == 2
+    assert chunks[-1].section_path == ["Report", "Item 7"]
+    again = chunk_pages("uploads/r.pdf", [p1, p2], Chunking())
+    assert [c.id for c in chunks] == [c.id for c in again]
+    moved = chunk_pages("uploads/other.pdf", [p1, p2], Chunking())
+    assert chunks[-1].id != moved[-1].id
+
+
+def test_overlap_repeats_text_between_neighbours() -> None:
+    text = " ".join(f"word{i}" for i in range(400))
+    spans = list(split_span(text, 0, len(text), target=400, overlap=80))
+    assert len(spans) > 5
+    for (a1, e1), (a2, _e2) in zip(spans, spans[1:], strict=False):
+        assert a2 < e1  # neighbours overlap
+        assert text[a2 - 1] == " "  # and each starts on a word boundary
+    assert spans[-1][1] == len(text)
+
+
+def test_window_prefers_paragraph_breaks() -> None:
+    para = "Sentence one is here. " * 10
+    text = para.strip() + "\n\n" + para.strip()
+    spans = list(split_span(text, 0, len(text), target=300, overlap=0))
+    assert text[spans[0][0] : spans[0][1]] == para.strip()
+
+
+def test_whitespace_only_page_gives_no_chunks() -> None:
+    assert chunk_pages("uploads/e.txt", [Page(1, "   \n\n  ")], Chunking()) == []

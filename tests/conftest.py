@@ -1,0 +1,82 @@
+"""Shared fixtures: a private `$SLEUTH_HOME` per test, small corpora written on the fly, and the
+bundled sample corpus compiled once per session."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fpdf import FPDF
+
+from sleuth.compile.pipeline import CompileReport, compile_context
+from sleuth.store.home import Home
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE_CORPUS = REPO / "examples" / "acme-corpus"
+SAMPLE_MANIFEST = REPO / "examples" / "acme-manifest.json"
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Home:
+    root = tmp_path / "home"
+    monkeypatch.setenv("SLEUTH_HOME", str(root))
+    return Home(root)
+
+
+def make_pdf(path: Path, pages: list[str], title: str | None = None,
+             bookmarks: list[tuple[int, str]] | None = None, password: str | None = None) -> Path:
+    """A real PDF with a text layer: one string per page (lines split on newlines)."""
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=11)
+    if title:
+        pdf.set_title(title)
+    if password:
+        pdf.set_encryption(owner_password=password + "-owner", user_password=password)
+    marks = dict(bookmarks or [])
+    for number, text in enumerate(pages, 1):
+        pdf.add_page()
+        if number in marks:
+            pdf.start_section(marks[number])
+        for line in text.split("\n"):
+            pdf.multi_cell(0, 6, line, new_x="LMARGIN", new_y="NEXT")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pdf.output(str(path))
+    return path
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    """A small mixed corpus the pipeline tests change, break and delete files in."""
+    root = tmp_path / "corpus"
+    (root / "notes").mkdir(parents=True)
+    (root / "notes" / "alpha.md").write_text(
+        "# Alpha Handbook\n\nAlpha covers onboarding.\n\n## Laptops\n\nEvery hire receives a "
+        "laptop on day one. Support tickets use the code HW-1107.\n\n## Badges\n\nBadges are "
+        "issued by Facilities within two days.\n", encoding="utf-8")
+    (root / "notes" / "beta.txt").write_text(
+        "Beta release notes.\nVersion 2.4 fixes the sync crash reported as BUG-88.\n",
+        encoding="utf-8")
+    (root / "web.html").write_text(
+        "<html><head><title>Gamma Guide</title><script>var x = 'tracking';</script></head>"
+        "<body><nav>Home | About</nav><main><h1>Gamma Guide</h1><p>Gamma explains the "
+        "refund process.</p><h2>Refunds</h2><p>Refunds are paid within 14 days.</p></main>"
+        "<footer>Copyright</footer></body></html>", encoding="utf-8")
+    make_pdf(root / "report.pdf", ["1. Summary\nRevenue grew to 10 million dollars.",
+                                   "2. Outlook\nThe outlook for next year is stable."],
+             title="Delta Report")
+    return root
+
+
+@pytest.fixture(scope="session")
+def sample_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Home, CompileReport]]:
+    """The bundled sample corpus compiled once with its manifest."""
+    root = tmp_path_factory.mktemp("sample") / "home"
+    mp = pytest.MonkeyPatch()
+    mp.setenv("SLEUTH_HOME", str(root))
+    home = Home(root)
+    report = compile_context("acme", [SAMPLE_CORPUS], SAMPLE_MANIFEST, home=home)
+    yield home, report
+    mp.undo()
+    shutil.rmtree(root, ignore_errors=True)
