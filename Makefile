@@ -34,7 +34,7 @@ test: install-dev lint typecheck
 
 # Regenerate the sample corpus PDFs (committed; needs the dev extra for fpdf2).
 sample-pdfs: install-dev
-	$(BIN)/python scripts/make_sample_pdfs.py examples/acme-corpus
+	$(BIN)/python scripts/make_sample_corpus.py examples/acme-corpus
 
 bench: install-dev
 	$(BIN)/python benchmarks/compile.py

@@ -42,10 +42,12 @@ class Pooled(torch.nn.Module):
         super().__init__()
         self.bert = bert
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                token_type_ids: torch.Tensor) -> torch.Tensor:
-        hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask,
-                           token_type_ids=token_type_ids).last_hidden_state
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+    ) -> torch.Tensor:
+        hidden = self.bert(
+            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+        ).last_hidden_state
         mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
         summed = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
         return torch.nn.functional.normalize(summed, p=2, dim=1)
@@ -57,7 +59,9 @@ def main(out_dir: Path) -> None:
     tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
     tokenizer.enable_truncation(256)
     tokenizer.enable_padding()
-    model = Pooled(AutoModel.from_pretrained(str(model_dir))).eval()
+    # Eager attention exports to plain MatMul/Softmax, which runs ~25% faster here than the SDPA
+    # export once quantized (26 against 21 passages of 220 words per second on 2 cores).
+    model = Pooled(AutoModel.from_pretrained(str(model_dir), attn_implementation="eager")).eval()
 
     enc = tokenizer.encode_batch(SAMPLES)
     feeds = {

@@ -25,8 +25,13 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Home:
     return Home(root)
 
 
-def make_pdf(path: Path, pages: list[str], title: str | None = None,
-             bookmarks: list[tuple[int, str]] | None = None, password: str | None = None) -> Path:
+def make_pdf(
+    path: Path,
+    pages: list[str],
+    title: str | None = None,
+    bookmarks: list[tuple[int, str]] | None = None,
+    password: str | None = None,
+) -> Path:
     """A real PDF with a text layer: one string per page (lines split on newlines)."""
     pdf = FPDF()
     pdf.set_font("Helvetica", size=11)
@@ -54,18 +59,27 @@ def corpus(tmp_path: Path) -> Path:
     (root / "notes" / "alpha.md").write_text(
         "# Alpha Handbook\n\nAlpha covers onboarding.\n\n## Laptops\n\nEvery hire receives a "
         "laptop on day one. Support tickets use the code HW-1107.\n\n## Badges\n\nBadges are "
-        "issued by Facilities within two days.\n", encoding="utf-8")
+        "issued by Facilities within two days.\n",
+        encoding="utf-8",
+    )
     (root / "notes" / "beta.txt").write_text(
-        "Beta release notes.\nVersion 2.4 fixes the sync crash reported as BUG-88.\n",
-        encoding="utf-8")
+        "Beta release notes.\nVersion 2.4 fixes the sync crash reported as BUG-88.\n", encoding="utf-8"
+    )
     (root / "web.html").write_text(
         "<html><head><title>Gamma Guide</title><script>var x = 'tracking';</script></head>"
         "<body><nav>Home | About</nav><main><h1>Gamma Guide</h1><p>Gamma explains the "
         "refund process.</p><h2>Refunds</h2><p>Refunds are paid within 14 days.</p></main>"
-        "<footer>Copyright</footer></body></html>", encoding="utf-8")
-    make_pdf(root / "report.pdf", ["1. Summary\nRevenue grew to 10 million dollars.",
-                                   "2. Outlook\nThe outlook for next year is stable."],
-             title="Delta Report")
+        "<footer>Copyright</footer></body></html>",
+        encoding="utf-8",
+    )
+    make_pdf(
+        root / "report.pdf",
+        [
+            "1. Summary\nRevenue grew to 10 million dollars.",
+            "2. Outlook\nThe outlook for next year is stable.",
+        ],
+        title="Delta Report",
+    )
     return root
 
 

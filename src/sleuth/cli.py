@@ -21,8 +21,9 @@ from sleuth.store.home import ContextDir, ContextNotFound, Home, InvalidSlug
 from sleuth.store.lock import CurateInFlight, curate_lock
 from sleuth.store.search import VersionReader
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="Sleuth: compile a corpus into a context and search it.")
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="Sleuth: compile a corpus into a context and search it."
+)
 console = Console()
 err = Console(stderr=True)
 
@@ -62,22 +63,27 @@ def compile_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Create or update a context from SOURCES and curate it incrementally."""
-    columns = (TextColumn("{task.description:>9}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn())
+    columns = (TextColumn("{task.description:>9}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     try:
         with Progress(*columns, console=err, transient=json_out) as bars:
             report = compile_context(context, sources, manifest, force, progress=RichProgress(bars))
     except ManifestError as exc:
         raise _fail(str(exc)) from None
-    except (FileNotFoundError, InvalidSlug, UnsafePath, CurateInFlight, CompileError,
-            EmbedderError, json.JSONDecodeError) as exc:
+    except (
+        FileNotFoundError,
+        InvalidSlug,
+        UnsafePath,
+        CurateInFlight,
+        CompileError,
+        EmbedderError,
+        json.JSONDecodeError,
+    ) as exc:
         raise _fail(str(exc)) from None
     if json_out:
         console.print_json(json.dumps(report.to_json()))
         return
     if report.delta == "empty":
-        console.print(f"[bold]{report.context}[/bold]: nothing changed; live version "
-                      f"{report.parent} stays")
+        console.print(f"[bold]{report.context}[/bold]: nothing changed; live version {report.parent} stays")
     else:
         c = report.counts
         console.print(
@@ -85,7 +91,8 @@ def compile_cmd(
             f"{c['sources_compiled']} sources ({len(report.new)} new, {len(report.changed)} changed, "
             f"{len(report.deleted)} deleted), {c['pages']} pages, {c['chunks']} chunks, "
             f"{c['artifacts']} artifacts, {c['edges']} edges; embedded {c['embedded']} "
-            f"({c['embedded_from_cache']} from cache) in {report.timings['total']:.1f}s")
+            f"({c['embedded_from_cache']} from cache) in {report.timings['total']:.1f}s"
+        )
     for path, failure in sorted(report.failures.items()):
         console.print(f"  [yellow]{failure['status']}[/yellow] {path}: {failure['reason']}")
     for name, reason in report.artifacts_skipped_no_model.items():
@@ -108,20 +115,29 @@ def contexts_cmd(json_out: Annotated[bool, typer.Option("--json")] = False) -> N
     """List contexts with their stats."""
     rows = []
     for ctx, info in Home().contexts():
-        rows.append({"slug": info.slug, "id": info.id, "last_curated_at": info.last_curated_at,
-                     **_stats(ctx)})
+        rows.append(
+            {"slug": info.slug, "id": info.id, "last_curated_at": info.last_curated_at, **_stats(ctx)}
+        )
     if json_out:
         console.print_json(json.dumps(rows))
         return
     table = Table("slug", "version", "sources", "pages", "chunks", "artifacts", "curated")
     for r in rows:
-        table.add_row(r["slug"], r["version"] or "—", str(r.get("sources_compiled", "—")),
-                      str(r.get("pages", "—")), str(r.get("chunks", "—")),
-                      str(r.get("artifacts", "—")), r["last_curated_at"] or "never")
+        table.add_row(
+            r["slug"],
+            r["version"] or "—",
+            str(r.get("sources_compiled", "—")),
+            str(r.get("pages", "—")),
+            str(r.get("chunks", "—")),
+            str(r.get("artifacts", "—")),
+            r["last_curated_at"] or "never",
+        )
     console.print(table)
 
 
 def _dir_size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
 
 
@@ -134,21 +150,29 @@ def inspect_cmd(name: str, json_out: Annotated[bool, typer.Option("--json")] = F
         raise _fail(str(exc), 1) from None
     info = ctx.info()
     version = ctx.live_version()
-    data: dict[str, Any] = {"slug": info.slug, "id": info.id, "live_version": version,
-                            "manifest": ctx.manifest_data(), "sample_queries": info.sample_queries}
+    data: dict[str, Any] = {
+        "slug": info.slug,
+        "id": info.id,
+        "live_version": version,
+        "manifest": ctx.manifest_data(),
+        "sample_queries": info.sample_queries,
+    }
     if version is not None:
         vdir = ctx.version_dir(version)
         meta = json.loads((vdir / "version.json").read_text("utf-8"))
         db = sqlite3.connect(f"file:{vdir / 'tables.sqlite'}?mode=ro&immutable=1", uri=True)
         try:
-            data["sources"] = [dict(zip(("path", "title", "format", "pages"), row, strict=True))
-                               for row in db.execute("SELECT path, title, format, pages FROM _sources")]
-            data["artifacts_by_type"] = dict(db.execute(
-                "SELECT type, count(*) FROM _artifacts GROUP BY type").fetchall())
-            tables = [r[0] for r in db.execute(
-                "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
-            data["tables"] = {t: db.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]
-                              for t in tables}
+            data["sources"] = [
+                dict(zip(("path", "title", "format", "pages"), row, strict=True))
+                for row in db.execute("SELECT path, title, format, pages FROM _sources")
+            ]
+            data["artifacts_by_type"] = dict(
+                db.execute("SELECT type, count(*) FROM _artifacts GROUP BY type").fetchall()
+            )
+            tables = [
+                r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")
+            ]
+            data["tables"] = {t: db.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
         finally:
             db.close()
         data["counts"] = meta["counts"]
@@ -177,10 +201,10 @@ def inspect_cmd(name: str, json_out: Annotated[bool, typer.Option("--json")] = F
     for t, n in data["artifacts_by_type"].items():
         arts.add_row(t, str(n))
     console.print(arts)
-    tables = Table("table", "rows", title="Tables")
+    table_list = Table("table", "rows", title="Tables")
     for t, n in data["tables"].items():
-        tables.add_row(t, str(n))
-    console.print(tables)
+        table_list.add_row(t, str(n))
+    console.print(table_list)
     sizes = Table("index", "bytes", title="Index sizes")
     for k, v in data["index_bytes"].items():
         sizes.add_row(k, f"{v:,}")
@@ -220,8 +244,10 @@ def search_cmd(
         raise _fail(str(exc), 1) from None
     for rank, hit in enumerate(reader.search(query, top_k, mode), 1):  # type: ignore[arg-type]
         section = " > ".join(hit.section_path)
-        console.print(f"[bold]{rank}.[/bold] {hit.source_path} p. {hit.page} "
-                      f"[{hit.start}:{hit.end}] {section}  (score {hit.score:.4f})")
+        console.print(
+            f"[bold]{rank}.[/bold] {hit.source_path} p. {hit.page} "
+            f"[{hit.start}:{hit.end}] {section}  (score {hit.score:.4f})"
+        )
         snippet = " ".join(hit.text.split())
         console.print(f"   {snippet[:300]}{'…' if len(snippet) > 300 else ''}", highlight=False)
 

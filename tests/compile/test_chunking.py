@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -8,8 +9,26 @@ from sleuth.compile.chunking import chunk_pages, count_tokens, split_span
 from sleuth.compile.manifest import Chunking
 from sleuth.compile.pages import Heading, Page
 
-WORDS = ("revenue policy sensor calibration remote employee the of and travel expense drift "
-         "ERR-4012 AX-220 pressure. quarterly! approval? manager").split()
+WORDS = [
+    "revenue",
+    "policy",
+    "sensor",
+    "calibration",
+    "remote",
+    "employee",
+    "the",
+    "of",
+    "and",
+    "travel",
+    "expense",
+    "drift",
+    "ERR-4012",
+    "AX-220",
+    "pressure.",
+    "quarterly!",
+    "approval?",
+    "manager",
+]
 
 
 def random_text(rng: random.Random, n_words: int) -> str:
@@ -40,8 +59,9 @@ def test_every_chunk_is_an_exact_page_slice(seed: int, strategy: str) -> None:
     pages = [markdown_page(rng) for _ in range(3)]
     for number, page in enumerate(pages, 1):
         page.page = number
-    config = Chunking(strategy=strategy, target_size=rng.choice([64, 128, 512]),
-                      overlap=rng.choice([0, 8, 32]))
+    config = Chunking(
+        strategy=strategy, target_size=rng.choice([64, 128, 512]), overlap=rng.choice([0, 8, 32])
+    )
     chunks = chunk_pages("uploads/x.md", pages, config)
     assert chunks
     by_page = {p.page: p.text for p in pages}
@@ -70,7 +90,11 @@ def test_chunks_never_cross_a_section_boundary(seed: int) -> None:
 
 
 def test_sections_carry_across_pages_and_ids_are_stable() -> None:
-    p1 = Page(1, "# Report\n\n## Item 7\n\nStart of item seven.", [Heading(1, "Report", 0), Heading(2, "Item 7", 10)])
+    p1 = Page(
+        1,
+        "# Report\n\n## Item 7\n\nStart of item seven.",
+        [Heading(1, "Report", 0), Heading(2, "Item 7", 10)],
+    )
     p2 = Page(2, "Continued text on page two.", [])
     chunks = chunk_pages("uploads/r.pdf", [p1, p2], Chunking())
     assert chunks[-1].page == 2
@@ -85,7 +109,7 @@ def test_overlap_repeats_text_between_neighbours() -> None:
     text = " ".join(f"word{i}" for i in range(400))
     spans = list(split_span(text, 0, len(text), target=400, overlap=80))
     assert len(spans) > 5
-    for (a1, e1), (a2, _e2) in zip(spans, spans[1:], strict=False):
+    for (_a1, e1), (a2, _e2) in itertools.pairwise(spans):
         assert a2 < e1  # neighbours overlap
         assert text[a2 - 1] == " "  # and each starts on a word boundary
     assert spans[-1][1] == len(text)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from sleuth.compile.manifest import ManifestError, load_manifest, parse_manifest, snake_case, slugify
+from sleuth.compile.manifest import ManifestError, load_manifest, parse_manifest, slugify, snake_case
 
 
 def problems(data: object) -> list[str]:
@@ -100,19 +100,30 @@ def test_type_rules() -> None:
         (types({"name": "Meeting Log"}, {"name": "meeting-log"}), "table name 'meeting_log' collides"),
         (types({"name": "D", "kind": "doc", "scope": "corpus"}), "allows scope document"),
         (types({"name": "G", "kind": "glossary"}), "needs at least one section"),
-        (types({"name": "S", "kind": "summary", "format": "sqlite", "columns": [{"name": "a"}]}),
-         "allows format markdown"),
+        (
+            types({"name": "S", "kind": "summary", "format": "sqlite", "columns": [{"name": "a"}]}),
+            "allows format markdown",
+        ),
         (types({"name": "T", "format": "sqlite"}), "at least one column"),
         (types({"name": "T", "columns": [{"name": "a"}]}), "only allowed with format 'sqlite'"),
         (types({"name": "T", "natural_key": ["a"]}), "only allowed with format 'sqlite'"),
-        (types({"name": "T", "format": "sqlite", "columns": [{"name": "a"}], "natural_key": ["b"]}),
-         "'b' is not a declared column"),
+        (
+            types({"name": "T", "format": "sqlite", "columns": [{"name": "a"}], "natural_key": ["b"]}),
+            "'b' is not a declared column",
+        ),
         (types({"name": "T", "sections": ["Glossary"]}), "only allowed with kind 'glossary'"),
-        (types({"name": "Party", "kind": "entity"}, edges=[{"name": "e", "from": "Party", "to": "Nope"}]),
-         "'Nope' is not a declared artifact type"),
-        (types({"name": "R", "kind": "entity", "format": "sqlite", "columns": [{"name": "a"}]},
-               {"name": "D", "kind": "doc"}, edges=[{"name": "e", "from": "D", "to": "R"}]),
-         "edges join markdown types only"),
+        (
+            types({"name": "Party", "kind": "entity"}, edges=[{"name": "e", "from": "Party", "to": "Nope"}]),
+            "'Nope' is not a declared artifact type",
+        ),
+        (
+            types(
+                {"name": "R", "kind": "entity", "format": "sqlite", "columns": [{"name": "a"}]},
+                {"name": "D", "kind": "doc"},
+                edges=[{"name": "e", "from": "D", "to": "R"}],
+            ),
+            "edges join markdown types only",
+        ),
         (types({"name": "x" * 65}), "artifact_types[0].name"),
         (types(*({"name": f"T{i}", "kind": "doc"} for i in range(33))), "curate.artifacts.artifact_types"),
     ]
@@ -122,23 +133,32 @@ def test_type_rules() -> None:
 
 
 def test_scope_defaults_follow_the_kind() -> None:
-    m = parse_manifest(types({"name": "D", "kind": "doc"}, {"name": "G", "kind": "glossary",
-                                                             "sections": ["Glossary"]},
-                             {"name": "E", "kind": "entity"}))
+    m = parse_manifest(
+        types(
+            {"name": "D", "kind": "doc"},
+            {"name": "G", "kind": "glossary", "sections": ["Glossary"]},
+            {"name": "E", "kind": "entity"},
+        )
+    )
     scopes = [t.resolved_scope for t in m.curate.artifacts.artifact_types]
     assert scopes == ["document", "corpus", "corpus"]
     assert m.curate.artifacts.is_enabled  # absent + types declared = on
 
 
 def test_explicit_false_turns_artifacts_off() -> None:
-    m = parse_manifest({"curate": {"artifacts": {"enabled": False,
-                                                 "artifact_types": [{"name": "D", "kind": "doc"}]}}})
+    m = parse_manifest(
+        {"curate": {"artifacts": {"enabled": False, "artifact_types": [{"name": "D", "kind": "doc"}]}}}
+    )
     assert m.curate.artifacts.is_enabled is False
 
 
 def test_edge_from_is_read_from_the_json_name() -> None:
-    m = parse_manifest(types({"name": "D", "kind": "doc"},
-                             edges=[{"name": "cites", "from": "D", "to": "D", "attributes": ["role"]}]))
+    m = parse_manifest(
+        types(
+            {"name": "D", "kind": "doc"},
+            edges=[{"name": "cites", "from": "D", "to": "D", "attributes": ["role"]}],
+        )
+    )
     assert m.curate.artifacts.edge_types[0].from_ == "D"
     dumped = m.model_dump(by_alias=True)
     assert dumped["curate"]["artifacts"]["edge_types"][0]["from"] == "D"

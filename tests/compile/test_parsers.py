@@ -39,11 +39,13 @@ def test_markdown_pipe_table_rows_are_page_slices(tmp_path: Path) -> None:
 
 
 def test_html_drops_chrome_and_keeps_headings_and_tables(tmp_path: Path) -> None:
-    html = ("<html><head><title>Doc T</title><style>p{}</style></head><body>"
-            "<nav>Menu Home</nav><header>Site header</header><article><h1>Main Title</h1>"
-            "<p>First <b>bold</b> paragraph.</p><h2>Specs</h2><table><tr><th>Key</th><th>Value"
-            "</th></tr><tr><td>Range</td><td>0-100 C</td></tr></table></article>"
-            "<script>alert('x')</script><footer>Footer text</footer></body></html>")
+    html = (
+        "<html><head><title>Doc T</title><style>p{}</style></head><body>"
+        "<nav>Menu Home</nav><header>Site header</header><article><h1>Main Title</h1>"
+        "<p>First <b>bold</b> paragraph.</p><h2>Specs</h2><table><tr><th>Key</th><th>Value"
+        "</th></tr><tr><td>Range</td><td>0-100 C</td></tr></table></article>"
+        "<script>alert('x')</script><footer>Footer text</footer></body></html>"
+    )
     parsed = parse_source(write(tmp_path, "p.html", html))
     page = parsed.pages[0]
     assert parsed.title == "Doc T"
@@ -72,13 +74,22 @@ def test_docx_paragraphs_headings_and_table_rows(tmp_path: Path) -> None:
     page = parsed.pages[0]
     assert parsed.title == "Handbook"
     assert [(h.level, h.text) for h in page.headings] == [(1, "Welcome"), (2, "Hours")]
-    assert page.text.index("Hello and welcome.") < page.text.index("Annual | 25") < page.text.index("Core hours")
+    assert (
+        page.text.index("Hello and welcome.") < page.text.index("Annual | 25") < page.text.index("Core hours")
+    )
     assert [r.cells for r in page.tables[0].rows] == [["Leave Type", "Days"], ["Annual", "25"]]
 
 
 def test_pdf_pages_are_physical_and_one_based(tmp_path: Path) -> None:
-    path = make_pdf(tmp_path / "r.pdf", ["1. Overview\nPAGE-ONE text.", "PART II\nItem 7. Results\nPAGE-TWO",
-                                         "2.1 Revenue by Segment\nPAGE-THREE"], title="Report X")
+    path = make_pdf(
+        tmp_path / "r.pdf",
+        [
+            "1. Overview\nPAGE-ONE text.",
+            "PART II\nItem 7. Results\nPAGE-TWO",
+            "2.1 Revenue by Segment\nPAGE-THREE",
+        ],
+        title="Report X",
+    )
     parsed = parse_source(path)
     assert parsed.format == "pdf" and parsed.title == "Report X"
     assert [p.page for p in parsed.pages] == [1, 2, 3]
@@ -91,8 +102,11 @@ def test_pdf_pages_are_physical_and_one_based(tmp_path: Path) -> None:
 
 
 def test_pdf_bookmarks_win_over_heuristics(tmp_path: Path) -> None:
-    path = make_pdf(tmp_path / "b.pdf", ["Timeline\nAt 09:00 units failed.", "Root Cause\nA bad config."],
-                    bookmarks=[(1, "Timeline"), (2, "Root Cause")])
+    path = make_pdf(
+        tmp_path / "b.pdf",
+        ["Timeline\nAt 09:00 units failed.", "Root Cause\nA bad config."],
+        bookmarks=[(1, "Timeline"), (2, "Root Cause")],
+    )
     parsed = parse_source(path)
     assert [h.text for p in parsed.pages for h in p.headings] == ["Timeline", "Root Cause"]
 
@@ -110,8 +124,11 @@ def test_csv_rows_have_exact_spans_even_with_quoted_newlines(tmp_path: Path) -> 
     text = 'sku,name,price\nA-1,"Widget, large",10.5\nB-2,"Two\nlines",3\n'
     page = parse_source(write(tmp_path, "p.csv", text)).pages[0]
     rows = page.tables[0].rows
-    assert [r.cells for r in rows] == [["sku", "name", "price"], ["A-1", "Widget, large", "10.5"],
-                                       ["B-2", "Two\nlines", "3"]]
+    assert [r.cells for r in rows] == [
+        ["sku", "name", "price"],
+        ["A-1", "Widget, large", "10.5"],
+        ["B-2", "Two\nlines", "3"],
+    ]
     assert page.text[rows[2].start : rows[2].end] == 'B-2,"Two\nlines",3'
 
 
@@ -136,8 +153,9 @@ def test_json_is_kept_as_written(tmp_path: Path) -> None:
         ("bad.jsonl", b'{"a": 1}\n{oops}\n', "failed", "corrupt: invalid JSON on line 2"),
     ],
 )
-def test_unreadable_files_get_a_status_and_reason(tmp_path: Path, name: str, data: bytes, status: str,
-                                                  reason: str) -> None:
+def test_unreadable_files_get_a_status_and_reason(
+    tmp_path: Path, name: str, data: bytes, status: str, reason: str
+) -> None:
     with pytest.raises(ParseError) as info:
         parse_source(write(tmp_path, name, data))
     assert info.value.status == status

@@ -34,8 +34,13 @@ class Provenance:
     quote: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, "page": self.page, "start": self.start, "end": self.end,
-                "quote": self.quote}
+        return {
+            "source": self.source,
+            "page": self.page,
+            "start": self.start,
+            "end": self.end,
+            "quote": self.quote,
+        }
 
 
 @dataclass(frozen=True)
@@ -99,9 +104,13 @@ class Artifact:
                     "to": e.to,
                     "to_type": e.to_type,
                     "attributes": e.attributes,
-                    "evidence": None if e.evidence is None else {
-                        "source": e.evidence.source, "page": e.evidence.page,
-                        "start": e.evidence.start, "end": e.evidence.end,
+                    "evidence": None
+                    if e.evidence is None
+                    else {
+                        "source": e.evidence.source,
+                        "page": e.evidence.page,
+                        "start": e.evidence.start,
+                        "end": e.evidence.end,
                     },
                 }
                 for e in self.edges
@@ -184,12 +193,10 @@ def outline_entries(pages: list[Page]) -> list[tuple[int, int, str]]:
     return [(h.level, p.page, h.text) for p in pages for h in p.headings]
 
 
-def build_doc(art_type: ArtifactType, source_path: str, fmt: str, title: str,
-              pages: list[Page]) -> Artifact:
+def build_doc(art_type: ArtifactType, source_path: str, fmt: str, title: str, pages: list[Page]) -> Artifact:
     outline = outline_entries(pages)
     lead = lead_span(pages)
-    lines = [f"# {title}", "", f"- Source: `{source_path}`", f"- Format: {fmt}",
-             f"- Pages: {len(pages)}", ""]
+    lines = [f"# {title}", "", f"- Source: `{source_path}`", f"- Format: {fmt}", f"- Pages: {len(pages)}", ""]
     if lead is not None:
         lines += ["## Summary", "", lead.quote.strip(), ""]
     if outline:
@@ -199,9 +206,9 @@ def build_doc(art_type: ArtifactType, source_path: str, fmt: str, title: str,
             lines.append(f"{'  ' * (level - min_level)}- {text} (p. {page_no})")
         if len(outline) > MAX_OUTLINE:
             lines.append(f"- … and {len(outline) - MAX_OUTLINE} more headings")
-    provenance = [] if lead is None else [
-        Provenance(source_path, lead.page, lead.start, lead.end, lead.quote)
-    ]
+    provenance = (
+        [] if lead is None else [Provenance(source_path, lead.page, lead.start, lead.end, lead.quote)]
+    )
     return Artifact(
         name=title,
         type=art_type.name,
@@ -219,8 +226,7 @@ def build_doc(art_type: ArtifactType, source_path: str, fmt: str, title: str,
     )
 
 
-def build_pages(art_type: ArtifactType, source_path: str, title: str,
-                pages: list[Page]) -> list[Artifact]:
+def build_pages(art_type: ArtifactType, source_path: str, title: str, pages: list[Page]) -> list[Artifact]:
     paths_by_page: dict[int, list[list[str]]] = {}
     for page, _a, _b, path in section_paths(pages):
         if path and path not in paths_by_page.setdefault(page.page, []):

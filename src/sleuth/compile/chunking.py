@@ -8,6 +8,7 @@ then word boundaries. Tokens are counted as ⌈characters / 4⌉.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -109,7 +110,7 @@ def section_paths(pages: list[Page]) -> Iterator[tuple[Page, int, int, list[str]
         by_start: dict[int, list[Heading]] = {}
         for h in page.headings:
             by_start.setdefault(h.start, []).append(h)
-        for a, b in zip(bounds, bounds[1:], strict=False):
+        for a, b in itertools.pairwise(bounds):
             for h in by_start.get(a, []):
                 tracker.enter(h)
             yield page, a, b, tracker.path
@@ -158,7 +159,7 @@ def _merge_heading_only(
     out: list[tuple[Page, int, int, list[str]]] = []
     pending: tuple[Page, int, int, list[str]] | None = None
     for seg in segments:
-        page, a, b, path = seg
+        page, _a, b, path = seg
         if pending is not None:
             p_page, p_a, _p_b, p_path = pending
             if p_page is page and path[: len(p_path)] == p_path and len(path) > len(p_path):

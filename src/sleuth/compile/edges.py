@@ -18,18 +18,28 @@ def _texts_of(artifact: Artifact, pages_by_source: dict[str, list[Page]]) -> lis
     return [(s, p) for s in artifact.sources for p in pages_by_source.get(s, [])]
 
 
-def build_mention_edges(edge_type: EdgeType, sources: list[Artifact], targets: list[Artifact],
-                        pages_by_source: dict[str, list[Page]]) -> int:
+def _distinctive(name: str) -> bool:
+    """A name worth matching: a single lowercase word (a title taken from a file name such as
+    `catalog`) would match ordinary prose everywhere."""
+    name = name.strip()
+    return len(name) >= 3 and (" " in name or any(ch.isupper() or ch.isdigit() for ch in name))
+
+
+def build_mention_edges(
+    edge_type: EdgeType,
+    sources: list[Artifact],
+    targets: list[Artifact],
+    pages_by_source: dict[str, list[Page]],
+) -> int:
     """Attach edges of `edge_type` to the `sources` artifacts; returns how many were made."""
     by_name: dict[str, list[Artifact]] = {}
     for target in targets:
-        if len(target.name.strip()) >= 3:
+        if _distinctive(target.name):
             by_name.setdefault(target.name.casefold(), []).append(target)
     if not by_name:
         return 0
     names = sorted(by_name, key=len, reverse=True)
-    pattern = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(n) for n in names) + r")(?!\w)",
-                         re.IGNORECASE)
+    pattern = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(n) for n in names) + r")(?!\w)", re.IGNORECASE)
     made = 0
     for artifact in sources:
         first: dict[str, Provenance] = {}
@@ -37,8 +47,7 @@ def build_mention_edges(edge_type: EdgeType, sources: list[Artifact], targets: l
             for match in pattern.finditer(page.text):
                 key = match.group(0).casefold()
                 if key not in first:
-                    first[key] = Provenance(source, page.page, match.start(), match.end(),
-                                            match.group(0))
+                    first[key] = Provenance(source, page.page, match.start(), match.end(), match.group(0))
         for key in sorted(first):
             for target in by_name.get(key, []):
                 if target.id == artifact.id:

@@ -14,7 +14,10 @@ from sleuth.compile.pages import Page
 _NUMBERING = re.compile(r"^\s*(?:(?:section|§)\s*)?[\dIVXivx]+(?:\.\d+)*[.)]?\s+", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
 _BOLD = re.compile(r"^(?:\*\*|__)(?P<term>[^*_]{1,80}?)(?:\*\*|__)\s*(?:[:\u2013\u2014-]\s*)?(?P<def>\S.*)$")
-_MEANS = re.compile(r"^[\"\u201c](?P<term>[^\"\u201d]{1,80})[\"\u201d]\s+(?P<def>(?:means|refers to|shall mean)\b.*)$", re.IGNORECASE)
+_MEANS = re.compile(
+    r"^[\"\u201c](?P<term>[^\"\u201d]{1,80})[\"\u201d]\s+(?P<def>(?:means|refers to|shall mean)\b.*)$",
+    re.IGNORECASE,
+)
 _COLON = re.compile(r"^(?P<term>[A-Za-z0-9][^:.!?]{0,60}?)\s*:\s+(?P<def>\S.*)$")
 _DL_DEF = re.compile(r"^:\s+(?P<def>\S.*)$")
 
@@ -96,13 +99,15 @@ def read_entries(source: str, page: Page, start: int, end: int) -> list[Entry]:
 
 def _entry(source: str, page: Page, term: str, definition: str, start: int, end: int) -> Entry:
     return Entry(
-        term=" ".join(term.strip().strip("*_\"\u201c\u201d").split()),
+        term=" ".join(term.strip().strip('*_"\u201c\u201d').split()),
         definition=definition.strip(),
         span=Provenance(source, page.page, start, end, page.text[start:end]),
     )
 
 
-def build_glossary(art_type: ArtifactType, pages_by_source: dict[str, list[Page]]) -> tuple[Artifact | None, list[Entry]]:
+def build_glossary(
+    art_type: ArtifactType, pages_by_source: dict[str, list[Page]]
+) -> tuple[Artifact | None, list[Entry]]:
     wanted = {normalize_heading(s) for s in art_type.sections}
     entries: list[Entry] = []
     for source in sorted(pages_by_source):

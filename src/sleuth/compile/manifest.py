@@ -60,7 +60,7 @@ class Keyword(_Model):
 class ChunksConfig(_Model):
     enabled: bool = True
     embedding_model: str = Field("default", max_length=128)
-    chunking: Chunking = Field(default_factory=Chunking)  # type: ignore[arg-type]
+    chunking: Chunking = Field(default_factory=Chunking)
     keyword: Keyword = Field(default_factory=Keyword)
 
 
@@ -89,7 +89,7 @@ class ArtifactType(_Model):
         if self.scope is not None:
             return self.scope
         scopes = KIND_RULES[self.kind][0]
-        return next(iter(scopes)) if len(scopes) == 1 else "corpus"  # type: ignore[return-value]
+        return "document" if scopes == {"document"} else "corpus"
 
     @property
     def table_name(self) -> str:
@@ -131,8 +131,8 @@ class ArtifactsConfig(_Model):
 
 
 class CurateManifest(_Model):
-    chunks: ChunksConfig = Field(default_factory=ChunksConfig)  # type: ignore[arg-type]
-    artifacts: ArtifactsConfig = Field(default_factory=ArtifactsConfig)  # type: ignore[arg-type]
+    chunks: ChunksConfig = Field(default_factory=ChunksConfig)
+    artifacts: ArtifactsConfig = Field(default_factory=ArtifactsConfig)
 
 
 class OptimizeManifest(_Model):
@@ -151,7 +151,7 @@ class SearchManifest(_Model):
 
 class Manifest(_Model):
     curate: CurateManifest = Field(default_factory=CurateManifest)
-    optimize: OptimizeManifest = Field(default_factory=OptimizeManifest)  # type: ignore[arg-type]
+    optimize: OptimizeManifest = Field(default_factory=OptimizeManifest)
     search: SearchManifest = Field(default_factory=SearchManifest)
 
     @model_validator(mode="after")
@@ -163,9 +163,7 @@ class Manifest(_Model):
 
     def type_named(self, name: str) -> ArtifactType | None:
         folded = name.casefold()
-        return next(
-            (t for t in self.curate.artifacts.artifact_types if t.name.casefold() == folded), None
-        )
+        return next((t for t in self.curate.artifacts.artifact_types if t.name.casefold() == folded), None)
 
     def curate_hash(self) -> str:
         """Hash of the `curate` section: a change re-runs the compile legs (§5.2)."""
@@ -226,8 +224,7 @@ def _rule_problems(m: Manifest) -> list[str]:
             table = t.table_name
             if table in seen_tables:
                 problems.append(
-                    f"{path}.name: table name {table!r} collides with "
-                    f"artifact_types[{seen_tables[table]}]"
+                    f"{path}.name: table name {table!r} collides with artifact_types[{seen_tables[table]}]"
                 )
             seen_tables.setdefault(table, i)
         scopes, formats = KIND_RULES[t.kind]
@@ -247,9 +244,7 @@ def _rule_problems(m: Manifest) -> list[str]:
             column_names = {snake_case(c.name) for c in t.columns}
             for k, key in enumerate(t.natural_key):
                 if snake_case(key) not in column_names:
-                    problems.append(
-                        f"{path}.natural_key[{k}]: {key!r} is not a declared column"
-                    )
+                    problems.append(f"{path}.natural_key[{k}]: {key!r} is not a declared column")
         else:
             if t.columns:
                 problems.append(f"{path}.columns: only allowed with format 'sqlite'")
@@ -273,8 +268,7 @@ def _rule_problems(m: Manifest) -> list[str]:
                 problems.append(f"{path}.{end}: {value!r} is not a declared artifact type")
             elif target.format != "markdown":
                 problems.append(
-                    f"{path}.{end}: {value!r} has format {target.format!r}; edges join "
-                    "markdown types only"
+                    f"{path}.{end}: {value!r} has format {target.format!r}; edges join markdown types only"
                 )
     return problems
 
@@ -302,9 +296,9 @@ def load_manifest(path: Path) -> Manifest:
 def _describe(exc: ValidationError) -> list[str]:
     problems: list[str] = []
     for err in exc.errors():
-        loc = ".".join(
-            f"[{part}]" if isinstance(part, int) else str(part) for part in err["loc"]
-        ).replace(".[", "[")
+        loc = ".".join(f"[{part}]" if isinstance(part, int) else str(part) for part in err["loc"]).replace(
+            ".[", "["
+        )
         msg = err["msg"]
         if msg.startswith("Value error, "):
             # Rule problems are already `path: message` strings joined by "; ".

@@ -59,8 +59,7 @@ class Page:
         }
         if self.tables:
             data["tables"] = [
-                [{"start": r.start, "end": r.end, "cells": r.cells} for r in t.rows]
-                for t in self.tables
+                [{"start": r.start, "end": r.end, "cells": r.cells} for r in t.rows] for t in self.tables
             ]
         return data
 

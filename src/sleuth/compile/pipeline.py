@@ -14,6 +14,7 @@ corpus-wide outputs (rosters, glossary, mention edges, merged rows) consistent b
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -29,8 +30,7 @@ import numpy as np
 from sleuth.compile import artifacts as cards
 from sleuth.compile import edges as mention_edges
 from sleuth.compile import glossary as glossary_builder
-from sleuth.compile import rosters
-from sleuth.compile import typed_tables
+from sleuth.compile import rosters, typed_tables
 from sleuth.compile.artifacts import Artifact
 from sleuth.compile.chunking import Chunk, chunk_pages
 from sleuth.compile.extract import Extractor, NoModelExtractor
@@ -120,8 +120,9 @@ def compile_context(
             write_json_atomic(ctx.manifest_file, manifest_data)
         imported = import_sources(ctx.sources, list(inputs)) if inputs else ImportReport()
         manifest = parse_manifest(ctx.manifest_data())
-        run = CompileRun(ctx, home, manifest, force, progress or NullProgress(),
-                         extractor or NoModelExtractor())
+        run = CompileRun(
+            ctx, home, manifest, force, progress or NullProgress(), extractor or NoModelExtractor()
+        )
         report = run.execute()
         report.imported = {
             "copied": len(imported.copied),
@@ -149,8 +150,15 @@ class _SourceState:
 
 
 class CompileRun:
-    def __init__(self, ctx: ContextDir, home: Home, manifest: Manifest, force: bool,
-                 progress: Progress, extractor: Extractor) -> None:
+    def __init__(
+        self,
+        ctx: ContextDir,
+        home: Home,
+        manifest: Manifest,
+        force: bool,
+        progress: Progress,
+        extractor: Extractor,
+    ) -> None:
         self.ctx = ctx
         self.home = home
         self.manifest = manifest
@@ -184,7 +192,9 @@ class CompileRun:
         with self._timed("snapshot"):
             snapshot = self._snapshot(ledger)
         new = [p for p in snapshot if p not in ledger.manifest]
-        changed = [p for p in snapshot if p in ledger.manifest and snapshot[p].hash != ledger.manifest[p].hash]
+        changed = [
+            p for p in snapshot if p in ledger.manifest and snapshot[p].hash != ledger.manifest[p].hash
+        ]
         deleted = sorted(p for p in ledger.manifest if p not in snapshot)
         unchanged = [p for p in snapshot if p not in new and p not in changed]
         curate_hash = self.manifest.curate_hash()
@@ -192,8 +202,17 @@ class CompileRun:
         legs_changed = ledger.leg_hashes.get("curate") != curate_hash
         chunk_leg_changed = ledger.leg_hashes.get("chunks") != chunk_hash
 
-        report = CompileReport(self.ctx.info().slug, None, parent, False, "changed",
-                               new=new, changed=changed, deleted=deleted, unchanged=unchanged)
+        report = CompileReport(
+            self.ctx.info().slug,
+            None,
+            parent,
+            False,
+            "changed",
+            new=new,
+            changed=changed,
+            deleted=deleted,
+            unchanged=unchanged,
+        )
         if parent_dir is not None and not (new or changed or deleted or legs_changed):
             report.delta = "empty"
             report.failures = {p: f.model_dump() for p, f in previous_ledger.failures.items()}
@@ -205,8 +224,17 @@ class CompileRun:
         building.mkdir(parents=True)
         report.version = version
         # On any error the half-built directory stays for inspection; the next run removes it.
-        self._build(building, version, parent_dir, parent_sources, snapshot, ledger,
-                    unchanged, chunk_leg_changed, report)
+        self._build(
+            building,
+            version,
+            parent_dir,
+            parent_sources,
+            snapshot,
+            ledger,
+            unchanged,
+            chunk_leg_changed,
+            report,
+        )
         final = self.ctx.versions / version
         os.rename(building, final)
 
@@ -253,8 +281,9 @@ class CompileRun:
             else:
                 digest = _file_sha256(full)
                 curated_at = now_iso()
-            snapshot[rel] = SourceEntry(hash=digest, curated_at=curated_at, size=st.st_size,
-                                        mtime=st.st_mtime)
+            snapshot[rel] = SourceEntry(
+                hash=digest, curated_at=curated_at, size=st.st_size, mtime=st.st_mtime
+            )
             self.progress.advance("snapshot")
         self.progress.finish("snapshot")
         return snapshot
@@ -269,10 +298,18 @@ class CompileRun:
         return f"v{max(numbers, default=0) + 1:06d}"
 
     # ------------------------------------------------------------------- phases 3-6: the build
-    def _build(self, out: Path, version: str, parent_dir: Path | None,
-               parent_sources: dict[str, dict[str, Any]], snapshot: dict[str, SourceEntry],
-               ledger: Ledger, unchanged: list[str], chunk_leg_changed: bool,
-               report: CompileReport) -> None:
+    def _build(
+        self,
+        out: Path,
+        version: str,
+        parent_dir: Path | None,
+        parent_sources: dict[str, dict[str, Any]],
+        snapshot: dict[str, SourceEntry],
+        ledger: Ledger,
+        unchanged: list[str],
+        chunk_leg_changed: bool,
+        report: CompileReport,
+    ) -> None:
         knowledge = out / "knowledge"
         chunking = self.manifest.curate.chunks.chunking
         states: dict[str, _SourceState] = {}
@@ -292,8 +329,12 @@ class CompileRun:
                     self.progress.advance("parse")
                     continue
                 previously_failed = ledger.failures.get(rel)
-                if (previously_failed and rel in ledger.manifest
-                        and ledger.manifest[rel].hash == entry.hash and not self.force):
+                if (
+                    previously_failed
+                    and rel in ledger.manifest
+                    and ledger.manifest[rel].hash == entry.hash
+                    and not self.force
+                ):
                     self.progress.advance("parse")
                     continue  # unchanged and still unreadable: nothing new to learn
                 try:
@@ -312,9 +353,16 @@ class CompileRun:
                 ledger.manifest[rel] = entry
                 title = cards.document_title(rel, parsed.title, parsed.pages)
                 states[rel] = _SourceState(
-                    path=rel, title=title, format=parsed.format, pages=len(parsed.pages),
-                    chars=parsed.chars, sha256=entry.hash, size=entry.size, mtime=entry.mtime,
-                    curated_at=now_iso(), images_skipped=parsed.images_skipped,
+                    path=rel,
+                    title=title,
+                    format=parsed.format,
+                    pages=len(parsed.pages),
+                    chars=parsed.chars,
+                    sha256=entry.hash,
+                    size=entry.size,
+                    mtime=entry.mtime,
+                    curated_at=now_iso(),
+                    images_skipped=parsed.images_skipped,
                 )
                 _write_jsonl(knowledge / _pages_rel(rel), (p.to_json() for p in parsed.pages))
                 fresh_pages[rel] = parsed.pages
@@ -351,14 +399,18 @@ class CompileRun:
         roster_files: dict[str, str] = {}
         with self._timed("artifacts"):
             if arts_config.is_enabled:
-                pages_by_source = {rel: fresh_pages.get(rel) or _load_pages(knowledge, rel)
-                                   for rel in sorted(states)}
+                pages_by_source = {
+                    rel: fresh_pages.get(rel) or _load_pages(knowledge, rel) for rel in sorted(states)
+                }
                 artifacts, glossary_entries, typed, skipped_no_model = self._build_artifacts(
-                    pages_by_source, states)
+                    pages_by_source, states
+                )
                 self._build_edges(artifacts, pages_by_source, report)
             elif arts_config.artifact_types:
-                self.warnings.append("artifact types are declared but curate.artifacts.enabled "
-                                     "is false: no artifacts were built")
+                self.warnings.append(
+                    "artifact types are declared but curate.artifacts.enabled "
+                    "is false: no artifacts were built"
+                )
             cards.assign_slugs(artifacts)
             _check_provenance(artifacts, typed, pages_by_source)
             parent_outline = _read_outline(parent_dir)
@@ -371,7 +423,7 @@ class CompileRun:
         computed = 0
         embedder = get_embedder(self.manifest.curate.chunks.embedding_model)
         if self.manifest.curate.chunks.enabled:
-            cache = EmbeddingCache(self.home.embedding_cache_dir / f"{embedder.id}.sqlite", embedder.dim)
+            cache = EmbeddingCache.for_embedder(self.home.embedding_cache_dir, embedder)
             try:
                 with self._timed("embed"):
                     texts = [_chunk_embed_text(c, states) for c in chunks_flat]
@@ -385,8 +437,9 @@ class CompileRun:
                         computed += n
                         self.progress.advance("embed", len(batch))
                     self.progress.finish("embed")
-                    matrix = (np.concatenate(vectors) if vectors
-                              else np.zeros((0, embedder.dim), dtype=np.float32))
+                    matrix = (
+                        np.concatenate(vectors) if vectors else np.zeros((0, embedder.dim), dtype=np.float32)
+                    )
                     chunk_vectors, artifact_vectors = matrix[: len(texts)], matrix[len(texts) :]
             finally:
                 cache.close()
@@ -395,27 +448,55 @@ class CompileRun:
         self.progress.start("index", 3)
         with self._timed("index"):
             source_rows = [_source_row(s) for s in sorted(states.values(), key=lambda s: s.path)]
-            write_tables(out / "tables.sqlite", self.manifest, source_rows, chunks_flat, artifacts,
-                         artifact_files, glossary_entries, typed)
+            write_tables(
+                out / "tables.sqlite",
+                self.manifest,
+                source_rows,
+                chunks_flat,
+                artifacts,
+                artifact_files,
+                glossary_entries,
+                typed,
+            )
             self.progress.advance("index")
             index_dir = out / "index"
             index_dir.mkdir(parents=True, exist_ok=True)
             if self.manifest.curate.chunks.keyword.enabled:
                 keyword.build(
                     index_dir / "keyword.sqlite",
-                    ((c.id, c.source_path, c.page, states[c.source_path].title,
-                      " > ".join(c.section_path), c.text) for c in chunks_flat),
+                    (
+                        (
+                            c.id,
+                            c.source_path,
+                            c.page,
+                            states[c.source_path].title,
+                            " > ".join(c.section_path),
+                            c.text,
+                        )
+                        for c in chunks_flat
+                    ),
                     ((a.id, a.type, a.kind, a.name, a.body) for a in artifacts),
                 )
             self.progress.advance("index")
             if chunk_vectors is not None and artifact_vectors is not None:
                 dense_dir = index_dir / "dense"
-                dense.write(dense_dir, "chunks", [c.id for c in chunks_flat], chunk_vectors,
-                            embedder.id, embedder.dim)
-                dense.write(dense_dir, "artifacts", [a.id for a in artifacts], artifact_vectors,
-                            embedder.id, embedder.dim)
-                dense.write_meta(dense_dir, embedder.id, embedder.dim,
-                                 {"chunks": len(chunks_flat), "artifacts": len(artifacts)})
+                dense.write(
+                    dense_dir, "chunks", [c.id for c in chunks_flat], chunk_vectors, embedder.id, embedder.dim
+                )
+                dense.write(
+                    dense_dir,
+                    "artifacts",
+                    [a.id for a in artifacts],
+                    artifact_vectors,
+                    embedder.id,
+                    embedder.dim,
+                )
+                dense.write_meta(
+                    dense_dir,
+                    embedder.id,
+                    embedder.dim,
+                    {"chunks": len(chunks_flat), "artifacts": len(artifacts)},
+                )
             self.progress.advance("index")
         self.progress.finish("index")
 
@@ -430,8 +511,9 @@ class CompileRun:
             "sources_compiled": len(states),
             "sources_failed": sum(1 for f in failures.values() if f["status"] == "failed"),
             "sources_skipped": sum(1 for f in failures.values() if f["status"] == "skipped"),
-            "sources_skipped_unreadable": sum(1 for f in failures.values()
-                                              if f["reason"] == "unsupported format"),
+            "sources_skipped_unreadable": sum(
+                1 for f in failures.values() if f["reason"] == "unsupported format"
+            ),
             "sources_parsed": len(fresh_pages),
             "pages": sum(s.pages for s in states.values()),
             "images_skipped_no_vision": sum(s.images_skipped for s in states.values()),
@@ -444,8 +526,9 @@ class CompileRun:
             "rows_screened": sum(t.screened for t in typed),
             "rosters": len(roster_files),
             "embedded": computed,
-            "embedded_from_cache": (len(chunks_flat) + len(artifacts) - computed
-                                    if self.manifest.curate.chunks.enabled else 0),
+            "embedded_from_cache": (
+                len(chunks_flat) + len(artifacts) - computed if self.manifest.curate.chunks.enabled else 0
+            ),
         }
         for t in typed:
             self.warnings.extend(t.warnings)
@@ -454,30 +537,44 @@ class CompileRun:
         report.warnings = self.warnings
         report.artifacts_skipped_no_model = skipped_no_model
         sample_queries = _sample_queries(states, pages_by_source)
-        write_json_atomic(knowledge / "sources.json",
-                          {s.path: asdict(s) for s in sorted(states.values(), key=lambda s: s.path)})
-        write_json_atomic(out / "version.json", {
-            "version": version,
-            "parent": parent_dir.name if parent_dir else None,
-            "created_at": now_iso(),
-            "flipped_at": now_iso(),
-            "manifest": self.manifest.model_dump(mode="json", by_alias=True),
-            "manifest_hash": self.manifest.curate_hash(),
-            "embedder": {"id": embedder.id, "dim": embedder.dim,
-                         "enabled": self.manifest.curate.chunks.enabled},
-            "keyword": self.manifest.curate.chunks.keyword.enabled,
-            "counts": counts,
-            "timings": dict(self.timings),
-            "warnings": self.warnings,
-            "artifacts_skipped_no_model": skipped_no_model,
-        })
+        write_json_atomic(
+            knowledge / "sources.json",
+            {s.path: asdict(s) for s in sorted(states.values(), key=lambda s: s.path)},
+        )
+        write_json_atomic(
+            out / "version.json",
+            {
+                "version": version,
+                "parent": parent_dir.name if parent_dir else None,
+                "created_at": now_iso(),
+                "flipped_at": now_iso(),
+                "manifest": self.manifest.model_dump(mode="json", by_alias=True),
+                "manifest_hash": self.manifest.curate_hash(),
+                "embedder": {
+                    "id": embedder.id,
+                    "dim": embedder.dim,
+                    "enabled": self.manifest.curate.chunks.enabled,
+                },
+                "keyword": self.manifest.curate.chunks.keyword.enabled,
+                "counts": counts,
+                "timings": dict(self.timings),
+                "warnings": self.warnings,
+                "artifacts_skipped_no_model": skipped_no_model,
+            },
+        )
         self.sample_queries = sample_queries
         ledger.embedding_model = {"id": embedder.id, "dim": embedder.dim}
 
     def _build_artifacts(
-        self, pages_by_source: dict[str, list[Page]], states: dict[str, _SourceState],
-    ) -> tuple[list[Artifact], list[tuple[str, glossary_builder.Entry]],
-               list[typed_tables.TypedTable], dict[str, str]]:
+        self,
+        pages_by_source: dict[str, list[Page]],
+        states: dict[str, _SourceState],
+    ) -> tuple[
+        list[Artifact],
+        list[tuple[str, glossary_builder.Entry]],
+        list[typed_tables.TypedTable],
+        dict[str, str],
+    ]:
         out: list[Artifact] = []
         glossary_entries: list[tuple[str, glossary_builder.Entry]] = []
         typed: list[typed_tables.TypedTable] = []
@@ -489,12 +586,16 @@ class CompileRun:
                 if not self.extractor.available():
                     self.warnings.append(
                         f"type {art_type.name!r}: rows were read from tables in the corpus only; "
-                        "rows stated in prose need a model")
+                        "rows stated in prose need a model"
+                    )
                 continue
             if art_type.kind == "doc":
                 for rel in sorted(pages_by_source):
-                    out.append(cards.build_doc(art_type, rel, states[rel].format, states[rel].title,
-                                               pages_by_source[rel]))
+                    out.append(
+                        cards.build_doc(
+                            art_type, rel, states[rel].format, states[rel].title, pages_by_source[rel]
+                        )
+                    )
             elif art_type.kind == "page":
                 for rel in sorted(pages_by_source):
                     out.extend(cards.build_pages(art_type, rel, states[rel].title, pages_by_source[rel]))
@@ -505,12 +606,14 @@ class CompileRun:
                 glossary_entries.extend((art_type.name, e) for e in entries)
                 if not entries:
                     self.warnings.append(
-                        f"type {art_type.name!r}: no entries found under the sections "
-                        f"{art_type.sections}")
+                        f"type {art_type.name!r}: no entries found under the sections {art_type.sections}"
+                    )
             elif not self.extractor.available():
                 skipped[art_type.name] = f"kind {art_type.kind!r} needs a model; none is configured"
-                self.warnings.append(f"type {art_type.name!r} skipped: kind {art_type.kind!r} "
-                                     "needs a model and none is configured")
+                self.warnings.append(
+                    f"type {art_type.name!r} skipped: kind {art_type.kind!r} "
+                    "needs a model and none is configured"
+                )
             elif art_type.resolved_scope == "document":
                 for rel in sorted(pages_by_source):
                     out.extend(self.extractor.document(art_type, rel, pages_by_source[rel]))
@@ -518,8 +621,9 @@ class CompileRun:
                 out.extend(self.extractor.corpus(art_type, pages_by_source))
         return out, glossary_entries, typed, skipped
 
-    def _build_edges(self, artifacts: list[Artifact], pages_by_source: dict[str, list[Page]],
-                     report: CompileReport) -> None:
+    def _build_edges(
+        self, artifacts: list[Artifact], pages_by_source: dict[str, list[Page]], report: CompileReport
+    ) -> None:
         for edge_type in self.manifest.curate.artifacts.edge_types:
             from_type = self.manifest.type_named(edge_type.from_)
             to_type = self.manifest.type_named(edge_type.to)
@@ -533,40 +637,68 @@ class CompileRun:
                     pages_by_source,
                 )
             elif not self.extractor.available():
-                self.warnings.append(f"edge type {edge_type.name!r} skipped: it joins a model kind "
-                                     "and no model is configured")
+                self.warnings.append(
+                    f"edge type {edge_type.name!r} skipped: it joins a model kind and no model is configured"
+                )
 
-    def _write_artifacts(self, knowledge: Path, artifacts: list[Artifact], version: str,
-                         parent_outline: dict[str, dict[str, Any]]) -> dict[str, str]:
+    def _write_artifacts(
+        self,
+        knowledge: Path,
+        artifacts: list[Artifact],
+        version: str,
+        parent_outline: dict[str, dict[str, Any]],
+    ) -> dict[str, str]:
         files: dict[str, str] = {}
         outline: list[dict[str, Any]] = []
         for art in artifacts:
-            type_slug = next(t.slug for t in self.manifest.curate.artifacts.artifact_types
-                             if t.name == art.type)
+            type_slug = next(
+                t.slug for t in self.manifest.curate.artifacts.artifact_types if t.name == art.type
+            )
             rel = f"artifacts/{type_slug}/{art.slug}.md"
             before = parent_outline.get(art.id, {})
             created = before.get("created_version", version)
-            updated = (before.get("updated_version", version)
-                       if before.get("content_sha256") == art.content_sha() else version)
+            updated = (
+                before.get("updated_version", version)
+                if before.get("content_sha256") == art.content_sha()
+                else version
+            )
             path = knowledge / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(art.to_markdown(created, updated), encoding="utf-8")
             files[art.id] = rel
-            outline.append({"id": art.id, "name": art.name, "type": art.type, "kind": art.kind,
-                            "scope": art.scope, "format": art.format, "file": rel,
-                            "sources_count": len(art.sources), "created_version": created,
-                            "updated_version": updated, "content_sha256": art.content_sha()})
+            outline.append(
+                {
+                    "id": art.id,
+                    "name": art.name,
+                    "type": art.type,
+                    "kind": art.kind,
+                    "scope": art.scope,
+                    "format": art.format,
+                    "file": rel,
+                    "sources_count": len(art.sources),
+                    "created_version": created,
+                    "updated_version": updated,
+                    "content_sha256": art.content_sha(),
+                }
+            )
         write_json_atomic(knowledge / "outline.json", {"artifacts": outline})
         return files
 
-    def _write_rosters(self, knowledge: Path, states: dict[str, _SourceState],
-                       artifacts: list[Artifact], typed: list[typed_tables.TypedTable],
-                       skipped: dict[str, str]) -> dict[str, str]:
+    def _write_rosters(
+        self,
+        knowledge: Path,
+        states: dict[str, _SourceState],
+        artifacts: list[Artifact],
+        typed: list[typed_tables.TypedTable],
+        skipped: dict[str, str],
+    ) -> dict[str, str]:
         roster_dir = knowledge / "rosters"
         roster_dir.mkdir(parents=True, exist_ok=True)
         written: dict[str, str] = {}
-        srcs = [{"path": s.path, "title": s.title, "format": s.format, "pages": s.pages}
-                for s in sorted(states.values(), key=lambda s: s.path)]
+        srcs = [
+            {"path": s.path, "title": s.title, "format": s.format, "pages": s.pages}
+            for s in sorted(states.values(), key=lambda s: s.path)
+        ]
         (roster_dir / "_sources.md").write_text(rosters.sources_roster(srcs), encoding="utf-8")
         written["_sources"] = "rosters/_sources.md"
         if not self.manifest.curate.artifacts.is_enabled:
@@ -578,8 +710,10 @@ class CompileRun:
             else:
                 note = skipped.get(art_type.name)
                 text = rosters.type_roster(
-                    art_type, [a for a in artifacts if a.type == art_type.name],
-                    note=f"Not built: {note}." if note else None)
+                    art_type,
+                    [a for a in artifacts if a.type == art_type.name],
+                    note=f"Not built: {note}." if note else None,
+                )
             (roster_dir / f"{art_type.slug}.md").write_text(text, encoding="utf-8")
             written[art_type.name] = f"rosters/{art_type.slug}.md"
         return written
@@ -588,10 +722,11 @@ class CompileRun:
     def _collect(self, live: str, parent: str | None) -> None:
         """Drop versions other than the live one and its predecessor, unless a turn may still
         read them: one that stopped being live less than the turn cap ago is kept."""
-        names = sorted(e.name for e in self.ctx.versions.iterdir()
-                       if e.is_dir() and not e.name.endswith(".building"))
+        names = sorted(
+            e.name for e in self.ctx.versions.iterdir() if e.is_dir() and not e.name.endswith(".building")
+        )
         now = time.time()
-        for older, newer in zip(names, names[1:], strict=False):
+        for older, newer in itertools.pairwise(names):
             if older in (live, parent):
                 continue
             flipped_at = _flipped_epoch(self.ctx.versions / newer)
@@ -639,7 +774,8 @@ def _load_pages(knowledge: Path, rel: str) -> list[Page]:
 def _read_sources(version_dir: Path) -> dict[str, dict[str, Any]]:
     try:
         data: dict[str, dict[str, Any]] = json.loads(
-            (version_dir / "knowledge" / "sources.json").read_text(encoding="utf-8"))
+            (version_dir / "knowledge" / "sources.json").read_text(encoding="utf-8")
+        )
     except FileNotFoundError:
         return {}
     return data
@@ -695,20 +831,21 @@ def _check_chunks(chunks: list[Chunk], pages: list[Page]) -> None:
             raise CompileError(f"integrity check failed: chunk {c.id} is not a slice of its page")
 
 
-def _check_provenance(artifacts: list[Artifact], typed: list[typed_tables.TypedTable],
-                      pages_by_source: dict[str, list[Page]]) -> None:
+def _check_provenance(
+    artifacts: list[Artifact], typed: list[typed_tables.TypedTable], pages_by_source: dict[str, list[Page]]
+) -> None:
     texts = {(s, p.page): p.text for s, pages in pages_by_source.items() for p in pages}
     spans = [p for a in artifacts for p in a.provenance]
     spans += [p for t in typed for row in t.rows for p in row.provenance]
     spans += [e.evidence for a in artifacts for e in a.edges if e.evidence is not None]
     for span in spans:
         if texts.get((span.source, span.page), "")[span.start : span.end] != span.quote:
-            raise CompileError(f"integrity check failed: a provenance quote in {span.source} "
-                               f"p. {span.page} is not verbatim")
+            raise CompileError(
+                f"integrity check failed: a provenance quote in {span.source} p. {span.page} is not verbatim"
+            )
 
 
-def _sample_queries(states: dict[str, _SourceState],
-                    pages_by_source: dict[str, list[Page]]) -> list[str]:
+def _sample_queries(states: dict[str, _SourceState], pages_by_source: dict[str, list[Page]]) -> list[str]:
     queries: list[str] = []
     for rel in sorted(states):
         pages = pages_by_source.get(rel, [])

@@ -25,7 +25,9 @@ def _front(data: dict[str, Any]) -> str:
 
 def first_sentence(body: str) -> str:
     lines = [ln.strip() for ln in body.splitlines()]
-    text = " ".join(ln for ln in lines if ln and not ln.startswith(("#", "- Source:", "- Format:", "- Pages:")))
+    text = " ".join(
+        ln for ln in lines if ln and not ln.startswith(("#", "- Source:", "- Format:", "- Pages:"))
+    )
     for end in (". ", "? ", "! "):
         pos = text.find(end)
         if 0 < pos < SUMMARY_CHARS:
@@ -34,9 +36,21 @@ def first_sentence(body: str) -> str:
 
 
 def sources_roster(sources: list[dict[str, Any]]) -> str:
-    lines = [_front({"sleuth_roster": 1, "name": "All Sources", "type": "_sources",
-                     "scope": "index", "count": len(sources)}),
-             "# All Sources", "", "| Path | Title | Format | Pages |", "|---|---|---|---|"]
+    lines = [
+        _front(
+            {
+                "sleuth_roster": 1,
+                "name": "All Sources",
+                "type": "_sources",
+                "scope": "index",
+                "count": len(sources),
+            }
+        ),
+        "# All Sources",
+        "",
+        "| Path | Title | Format | Pages |",
+        "|---|---|---|---|",
+    ]
     for s in sources:
         lines.append(f"| {_cell(s['path'])} | {_cell(s['title'])} | {s['format']} | {s['pages']} |")
     return "\n".join(lines) + "\n"
@@ -44,8 +58,19 @@ def sources_roster(sources: list[dict[str, Any]]) -> str:
 
 def type_roster(art_type: ArtifactType, artifacts: list[Artifact], note: str | None = None) -> str:
     name = f"All {art_type.name}"
-    lines = [_front({"sleuth_roster": 1, "name": name, "type": art_type.name, "scope": "index",
-                     "count": len(artifacts)}), f"# {name}", ""]
+    lines = [
+        _front(
+            {
+                "sleuth_roster": 1,
+                "name": name,
+                "type": art_type.name,
+                "scope": "index",
+                "count": len(artifacts),
+            }
+        ),
+        f"# {name}",
+        "",
+    ]
     if note:
         lines += [note, ""]
     lines += ["| Name | Summary | Sources |", "|---|---|---|"]
@@ -57,10 +82,23 @@ def type_roster(art_type: ArtifactType, artifacts: list[Artifact], note: str | N
 
 def table_roster(table: TypedTable) -> str:
     name = f"All {table.type.name}"
-    lines = [_front({"sleuth_roster": 1, "name": name, "type": table.type.name, "scope": "index",
-                     "count": len(table.rows), "table": table.name}),
-             f"# {name}", "", f"Table `{table.name}`: {len(table.rows)} rows. "
-             f"Query it with `query_db(\"SELECT * FROM {table.name}\")`.", ""]
+    lines = [
+        _front(
+            {
+                "sleuth_roster": 1,
+                "name": name,
+                "type": table.type.name,
+                "scope": "index",
+                "count": len(table.rows),
+                "table": table.name,
+            }
+        ),
+        f"# {name}",
+        "",
+        f"Table `{table.name}`: {len(table.rows)} rows. "
+        f'Query it with `query_db("SELECT * FROM {table.name}")`.',
+        "",
+    ]
     if table.natural_key:
         keys = sorted({" / ".join(str(r.values.get(k)) for k in table.natural_key) for r in table.rows})
         lines.append(f"Distinct {', '.join(table.natural_key)}:")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import tarfile
 import zipfile
 from collections.abc import Iterator
@@ -204,9 +203,7 @@ def _archive_members(path: Path, report: ImportReport) -> dict[str, _Source]:
                 if _check_member(info.filename, info.file_size, total, report):
                     total += info.file_size
                     mtime = _zip_mtime(info)
-                    members[str(safe_relative_path(info.filename))] = _BytesSource(
-                        archive.read(info), mtime
-                    )
+                    members[str(safe_relative_path(info.filename))] = _BytesSource(archive.read(info), mtime)
     else:
         with tarfile.open(path) as archive:
             for member in archive.getmembers():
@@ -219,9 +216,7 @@ def _archive_members(path: Path, report: ImportReport) -> dict[str, _Source]:
                     total += member.size
                     handle = archive.extractfile(member)
                     data = handle.read() if handle else b""
-                    members[str(safe_relative_path(member.name))] = _BytesSource(
-                        data, float(member.mtime)
-                    )
+                    members[str(safe_relative_path(member.name))] = _BytesSource(data, float(member.mtime))
     return members
 
 

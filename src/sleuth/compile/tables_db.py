@@ -66,31 +66,68 @@ def write_tables(
             )
             db.executemany(
                 "INSERT INTO _chunks VALUES (?, ?, ?, ?, ?, ?, ?)",
-                ((c.id, c.source_path, c.page, c.start, c.end, json.dumps(c.section_path), c.tokens)
-                 for c in chunks),
+                (
+                    (c.id, c.source_path, c.page, c.start, c.end, json.dumps(c.section_path), c.tokens)
+                    for c in chunks
+                ),
             )
             db.executemany(
                 "INSERT INTO _artifacts VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                ((a.id, a.name, a.type, a.kind, a.scope, artifact_files.get(a.id),
-                  json.dumps(a.sources), a.mentions) for a in artifacts),
+                (
+                    (
+                        a.id,
+                        a.name,
+                        a.type,
+                        a.kind,
+                        a.scope,
+                        artifact_files.get(a.id),
+                        json.dumps(a.sources),
+                        a.mentions,
+                    )
+                    for a in artifacts
+                ),
             )
             db.executemany(
                 "INSERT INTO _edges VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                ((a.id, a.name, e.type, e.to_id, e.to, json.dumps(e.attributes),
-                  e.evidence.source if e.evidence else None, e.evidence.page if e.evidence else None,
-                  e.evidence.start if e.evidence else None, e.evidence.end if e.evidence else None)
-                 for a in artifacts for e in a.edges),
+                (
+                    (
+                        a.id,
+                        a.name,
+                        e.type,
+                        e.to_id,
+                        e.to,
+                        json.dumps(e.attributes),
+                        e.evidence.source if e.evidence else None,
+                        e.evidence.page if e.evidence else None,
+                        e.evidence.start if e.evidence else None,
+                        e.evidence.end if e.evidence else None,
+                    )
+                    for a in artifacts
+                    for e in a.edges
+                ),
             )
             db.executemany(
                 "INSERT INTO _glossary VALUES (?, ?, ?, ?, ?, ?, ?)",
-                ((e.term, e.definition, type_name, e.span.source, e.span.page, e.span.start,
-                  e.span.end) for type_name, e in glossary),
+                (
+                    (e.term, e.definition, type_name, e.span.source, e.span.page, e.span.start, e.span.end)
+                    for type_name, e in glossary
+                ),
             )
             db.executemany(
                 "INSERT INTO _tables VALUES (?, ?, ?, ?, ?, ?, ?)",
-                ((t.table_name, t.name, t.kind, t.resolved_scope, t.description,
-                  json.dumps([c.model_dump() for c in t.columns]), json.dumps(t.natural_key))
-                 for t in manifest.curate.artifacts.artifact_types if t.format == "sqlite"),
+                (
+                    (
+                        t.table_name,
+                        t.name,
+                        t.kind,
+                        t.resolved_scope,
+                        t.description,
+                        json.dumps([c.model_dump() for c in t.columns]),
+                        json.dumps(t.natural_key),
+                    )
+                    for t in manifest.curate.artifacts.artifact_types
+                    if t.format == "sqlite"
+                ),
             )
             for table in typed:
                 _write_typed(db, table)
@@ -110,9 +147,17 @@ def _write_typed(db: sqlite3.Connection, table: TypedTable) -> None:
         db.execute(f"CREATE UNIQUE INDEX {_q(table.name + '_natural_key')} ON {_q(table.name)} ({keys})")
     names = [c.name for c in table.columns]
     marks = ", ".join("?" * (len(names) + 3))
-    sql = (f"INSERT INTO {_q(table.name)} ({', '.join(_q(n) for n in names)}, _sources, _provenance, "
-           f"_conflicts) VALUES ({marks})")
+    sql = (
+        f"INSERT INTO {_q(table.name)} ({', '.join(_q(n) for n in names)}, _sources, _provenance, "
+        f"_conflicts) VALUES ({marks})"
+    )
     for row in table.rows:
-        db.execute(sql, (*(row.values.get(n) for n in names), json.dumps(row.sources),
-                         json.dumps([p.to_json() for p in row.provenance]),
-                         json.dumps(row.conflicts)))
+        db.execute(
+            sql,
+            (
+                *(row.values.get(n) for n in names),
+                json.dumps(row.sources),
+                json.dumps([p.to_json() for p in row.provenance]),
+                json.dumps(row.conflicts),
+            ),
+        )

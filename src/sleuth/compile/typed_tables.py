@@ -56,8 +56,10 @@ def resolve_columns(art_type: ArtifactType) -> tuple[list[ColumnSpec], list[str]
     for col in art_type.columns:
         name = snake_case(col.name)
         if name in seen:
-            warnings.append(f"type {art_type.name!r}: column {col.name!r} normalizes to {name!r}, "
-                            "which an earlier column already uses; it is ignored")
+            warnings.append(
+                f"type {art_type.name!r}: column {col.name!r} normalizes to {name!r}, "
+                "which an earlier column already uses; it is ignored"
+            )
             continue
         seen.add(name)
         columns.append(ColumnSpec(name, col.type, col.description))
@@ -86,8 +88,9 @@ def coerce(value: str, column_type: str) -> tuple[Any, bool]:
     return number, True
 
 
-def build_table(art_type: ArtifactType, pages_by_source: dict[str, list[Page]],
-                mtimes: dict[str, float]) -> TypedTable:
+def build_table(
+    art_type: ArtifactType, pages_by_source: dict[str, list[Page]], mtimes: dict[str, float]
+) -> TypedTable:
     columns, warnings = resolve_columns(art_type)
     key = [snake_case(k) for k in art_type.natural_key]
     table = TypedTable(art_type, columns, key, [], warnings=warnings)
@@ -111,8 +114,7 @@ def build_table(art_type: ArtifactType, pages_by_source: dict[str, list[Page]],
                         values[col.name] = value
                     if all(v is None for v in values.values()):
                         continue
-                    span = Provenance(source, page.page, row.start, row.end,
-                                      page.text[row.start : row.end])
+                    span = Provenance(source, page.page, row.start, row.end, page.text[row.start : row.end])
                     found.append(Row(values, [source], [span]))
     table.rows = _merge(found, key, mtimes) if key else found
     return table
@@ -135,13 +137,23 @@ def _merge(rows: list[Row], key: list[str], mtimes: dict[str, float]) -> list[Ro
         winner = Row(dict(ordered[0].values), [], [], [])
         for row in ordered:
             for col, value in row.values.items():
+                if col in key:
+                    continue  # equal up to case by construction of the group
                 current = winner.values.get(col)
                 if current is None:
                     winner.values[col] = value
                 elif value is not None and value != current:
                     span = row.provenance[0]
-                    winner.conflicts.append({"column": col, "value": value, "source": span.source,
-                                             "page": span.page, "start": span.start, "end": span.end})
+                    winner.conflicts.append(
+                        {
+                            "column": col,
+                            "value": value,
+                            "source": span.source,
+                            "page": span.page,
+                            "start": span.start,
+                            "end": span.end,
+                        }
+                    )
             for source in row.sources:
                 if source not in winner.sources:
                     winner.sources.append(source)

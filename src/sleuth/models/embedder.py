@@ -21,16 +21,18 @@ Vectors = npt.NDArray[np.float32]
 
 DATA_DIR = Path(__file__).parent / "data" / "minilm-l6-v2"
 #: Pinned so a corrupted or swapped model file fails loudly instead of embedding garbage.
-MODEL_SHA256 = "17c5b61c392bfc7c1b528ad1e21f133b48b252f1285a2ff88e4cd070edf371e6"
+MODEL_SHA256 = "91421827bde3ef1825d62527619a25c860dce6c9671d89561d5d0681815253f8"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 MAX_WORD_PIECES = 256  # MiniLM's max_seq_length: the vector covers a longer text's head only
 
 
 class Embedder(Protocol):
-    """The seam every embedder fills: a stable id (the cache key) and unit-length vectors."""
+    """The seam every embedder fills: an id, a fingerprint of its weights (cached vectors from
+    other weights are discarded) and unit-length vectors."""
 
     id: str
     dim: int
+    fingerprint: str
 
     def embed(self, texts: list[str]) -> Vectors: ...
 
@@ -50,6 +52,7 @@ def _sha256(path: Path) -> str:
 class MiniLMEmbedder:
     id = "minilm-l6-v2-int8"
     dim = 384
+    fingerprint = MODEL_SHA256
 
     def __init__(self, data_dir: Path = DATA_DIR, batch_size: int = 32) -> None:
         self._data_dir = data_dir
@@ -119,12 +122,24 @@ class EmbeddingCache:
 
     path: Path
     dim: int
+    fingerprint: str
 
     def __post_init__(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (sha TEXT PRIMARY KEY, vec BLOB NOT NULL)")
+        with self._db:
+            self._db.execute("CREATE TABLE IF NOT EXISTS vectors (sha TEXT PRIMARY KEY, vec BLOB NOT NULL)")
+            self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
+            if row is None or row[0] != self.fingerprint:
+                # Vectors from other weights would silently mix spaces: start over.
+                self._db.execute("DELETE FROM vectors")
+                self._db.execute("INSERT OR REPLACE INTO meta VALUES ('fingerprint', ?)", (self.fingerprint,))
+
+    @classmethod
+    def for_embedder(cls, directory: Path, embedder: Embedder) -> EmbeddingCache:
+        return cls(directory / f"{embedder.id}.sqlite", embedder.dim, embedder.fingerprint)
 
     def get_many(self, shas: list[str]) -> dict[str, Vectors]:
         found: dict[str, Vectors] = {}
@@ -132,9 +147,7 @@ class EmbeddingCache:
         for begin in range(0, len(unique), 500):
             part = unique[begin : begin + 500]
             marks = ",".join("?" * len(part))
-            for sha, blob in self._db.execute(
-                f"SELECT sha, vec FROM vectors WHERE sha IN ({marks})", part
-            ):
+            for sha, blob in self._db.execute(f"SELECT sha, vec FROM vectors WHERE sha IN ({marks})", part):
                 vec = np.frombuffer(blob, dtype=np.float32)
                 if vec.shape == (self.dim,):
                     found[sha] = vec

@@ -21,8 +21,9 @@ class DenseHit:
     score: float  # cosine similarity
 
 
-def write(directory: Path, namespace: str, ids: list[str], vectors: npt.NDArray[np.float32],
-          model: str, dim: int) -> None:
+def write(
+    directory: Path, namespace: str, ids: list[str], vectors: npt.NDArray[np.float32], model: str, dim: int
+) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     matrix = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(ids), dim)
     np.save(directory / f"{namespace}.npy", matrix, allow_pickle=False)
@@ -39,15 +40,15 @@ class DenseIndex:
 
     def __init__(self, directory: Path, namespace: str) -> None:
         self.ids: list[str] = json.loads((directory / f"{namespace}.ids.json").read_text("utf-8"))
-        self.matrix: npt.NDArray[np.float32] = np.load(directory / f"{namespace}.npy",
-                                                       allow_pickle=False)
+        self.matrix: npt.NDArray[np.float32] = np.load(directory / f"{namespace}.npy", allow_pickle=False)
         self._row = {cid: i for i, cid in enumerate(self.ids)}
 
     def __len__(self) -> int:
         return len(self.ids)
 
-    def search(self, vector: npt.NDArray[np.float32], top_k: int = 10,
-               allowed: Sequence[str] | None = None) -> list[DenseHit]:
+    def search(
+        self, vector: npt.NDArray[np.float32], top_k: int = 10, allowed: Sequence[str] | None = None
+    ) -> list[DenseHit]:
         if not self.ids:
             return []
         if allowed is not None:

@@ -22,9 +22,56 @@ ARTIFACT_WEIGHTS = (3.0, 1.0)
 _WORD = re.compile(r"[\w][\w\-./:#@+']*[\w]|[\w]", re.UNICODE)
 _PARTS = re.compile(r"[^\W_]+", re.UNICODE)
 _STOP = frozenset(
-    "a an and are as at be by did do does for from had has have how i in is it its of on or "
-    "that the their there these this to was were what when where which who why will with "
-    "give provide show tell me please".split()
+    (
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "their",
+        "there",
+        "these",
+        "this",
+        "to",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "give",
+        "provide",
+        "show",
+        "tell",
+        "me",
+        "please",
+    )
 )
 
 
@@ -49,8 +96,11 @@ def match_expression(query: str) -> str | None:
     return " OR ".join(f'"{t}"' for t in unique)
 
 
-def build(path: Path, chunks: Iterable[tuple[str, str, int, str, str, str]],
-          artifacts: Iterable[tuple[str, str, str, str, str]]) -> None:
+def build(
+    path: Path,
+    chunks: Iterable[tuple[str, str, int, str, str, str]],
+    artifacts: Iterable[tuple[str, str, str, str, str]],
+) -> None:
     """Write the index. chunks: (id, source, page, title, section, text);
     artifacts: (id, type, kind, name, text)."""
     path.unlink(missing_ok=True)
@@ -93,14 +143,14 @@ class KeywordIndex:
     """Read-only access to one version's lexical index."""
 
     def __init__(self, path: Path) -> None:
-        self._db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True,
-                                   check_same_thread=False)
+        self._db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True, check_same_thread=False)
 
     def close(self) -> None:
         self._db.close()
 
-    def search_chunks(self, query: str, top_k: int = 10,
-                      sources: Sequence[str] | None = None) -> list[KeywordHit]:
+    def search_chunks(
+        self, query: str, top_k: int = 10, sources: Sequence[str] | None = None
+    ) -> list[KeywordHit]:
         expression = match_expression(query)
         if expression is None:
             return []
@@ -116,8 +166,9 @@ class KeywordIndex:
         params.append(top_k)
         return [KeywordHit(cid, -score) for cid, score in self._db.execute(sql, params)]
 
-    def search_artifacts(self, query: str, top_k: int = 10, kind: str | None = None,
-                         type: str | None = None) -> list[KeywordHit]:
+    def search_artifacts(
+        self, query: str, top_k: int = 10, kind: str | None = None, type: str | None = None
+    ) -> list[KeywordHit]:
         expression = match_expression(query)
         if expression is None:
             return []

@@ -91,29 +91,34 @@ class VersionReader:
         wanted = set(sources)
         return [cid for cid, c in self.chunks.items() if c.source_path in wanted]
 
-    def semantic(self, query: str, top_k: int = 10,
-                 sources: Sequence[str] | None = None) -> list[tuple[str, float]]:
+    def semantic(
+        self, query: str, top_k: int = 10, sources: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
         if self._dense is None:
             return []
         vector = self.embedder.embed([query])[0]
         return [(h.id, h.score) for h in self._dense.search(vector, top_k, self._allowed(sources))]
 
-    def keyword(self, query: str, top_k: int = 10,
-                sources: Sequence[str] | None = None) -> list[tuple[str, float]]:
+    def keyword(
+        self, query: str, top_k: int = 10, sources: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
         if self._keyword is None:
             return []
         return [(h.id, h.score) for h in self._keyword.search_chunks(query, top_k, sources)]
 
-    def search(self, query: str, top_k: int = 10, mode: Mode = "hybrid",
-               sources: Sequence[str] | None = None) -> list[SearchHit]:
+    def search(
+        self, query: str, top_k: int = 10, mode: Mode = "hybrid", sources: Sequence[str] | None = None
+    ) -> list[SearchHit]:
         if mode == "semantic":
             ranked = self.semantic(query, top_k, sources)
         elif mode == "keyword":
             ranked = self.keyword(query, top_k, sources)
         else:
             depth = max(top_k * 5, 50)
-            lists = [[i for i, _ in self.semantic(query, depth, sources)],
-                     [i for i, _ in self.keyword(query, depth, sources)]]
+            lists = [
+                [i for i, _ in self.semantic(query, depth, sources)],
+                [i for i, _ in self.keyword(query, depth, sources)],
+            ]
             ranked = rrf([r for r in lists if r])[:top_k]
         return [self._hit(cid, score) for cid, score in ranked]
 

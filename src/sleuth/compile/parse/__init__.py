@@ -29,8 +29,26 @@ PARSERS: dict[str, Parser] = {
     ".json": text.parse_json,
     ".jsonl": text.parse_jsonl,
     # Code is read as plain text until a code-aware parser exists (§5.3, later).
-    **{ext: text.parse_text for ext in (".py", ".js", ".ts", ".go", ".rs", ".java", ".sql", ".sh",
-                                        ".yaml", ".yml", ".toml", ".c", ".h", ".cpp", ".rb")},
+    **{
+        ext: text.parse_text
+        for ext in (
+            ".py",
+            ".js",
+            ".ts",
+            ".go",
+            ".rs",
+            ".java",
+            ".sql",
+            ".sh",
+            ".yaml",
+            ".yml",
+            ".toml",
+            ".c",
+            ".h",
+            ".cpp",
+            ".rb",
+        )
+    },
 }
 
 

@@ -14,9 +14,31 @@ from sleuth.compile.parse.text import decode
 _DROP = "script, style, noscript, template, nav, footer, header, aside, form, svg, iframe"
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _BLOCKS = {
-    "p", "div", "section", "article", "main", "li", "ul", "ol", "dl", "dt", "dd", "blockquote",
-    "pre", "figure", "figcaption", "body", "html", "table", "tr", "br", "hr", "details", "summary",
-    "address", "caption",
+    "p",
+    "div",
+    "section",
+    "article",
+    "main",
+    "li",
+    "ul",
+    "ol",
+    "dl",
+    "dt",
+    "dd",
+    "blockquote",
+    "pre",
+    "figure",
+    "figcaption",
+    "body",
+    "html",
+    "table",
+    "tr",
+    "br",
+    "hr",
+    "details",
+    "summary",
+    "address",
+    "caption",
 }
 
 
@@ -63,9 +85,7 @@ def _walk(node: LexborNode, out: TextBuilder) -> None:
 
 
 def _has_block(node: LexborNode) -> bool:
-    return any(
-        c.tag in _BLOCKS or c.tag in _HEADINGS for c in node.iter(include_text=False)
-    )
+    return any(c.tag in _BLOCKS or c.tag in _HEADINGS for c in node.iter(include_text=False))
 
 
 def _table_rows(table: LexborNode) -> list[list[str]]:

@@ -56,10 +56,10 @@ def _read_pdfium(data: bytes) -> tuple[list[str], str | None, list[tuple[int, st
         toc: list[tuple[int, str, int]] = []
         for bookmark in pdf.get_toc(max_depth=6):
             dest = bookmark.get_dest()
-            index = dest.get_index() if dest is not None else None
+            page_index: int | None = dest.get_index() if dest is not None else None
             text = (bookmark.get_title() or "").strip()
-            if index is not None and text:
-                toc.append((bookmark.level + 1, text, index))
+            if page_index is not None and text:
+                toc.append((bookmark.level + 1, text, page_index))
         return texts, title, toc
     finally:
         pdf.close()

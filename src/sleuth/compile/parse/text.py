@@ -80,4 +80,3 @@ def _csv_rows(content: str) -> list[TableRow]:
             rows.append(TableRow(start, end, [c.strip() for c in cells]))
         start = position
     return rows
-

@@ -1,0 +1,121 @@
+"""Compile throughput on FinanceBench: pages/s, peak RSS, index size, time per phase.
+
+    .venv/bin/python benchmarks/compile.py [--pdfs DIR] [--limit N] [--home DIR]
+
+Runs, in one process and one table:
+  1. a parse-only baseline (pypdfium2 text of every page, nothing else),
+  2. a cold compile (empty embedding cache),
+  3. an unchanged re-compile (must do no work),
+  4. a `--force` compile (re-parses and re-chunks everything; vectors come from the cache).
+The compiled context is left in --home so benchmarks/retrieval.py can reuse it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_PDFS = REPO.parent / "shared" / "data" / "financebench" / "pdfs"
+DEFAULT_HOME = REPO / "benchmarks" / "results" / "home"
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def dir_mb(path: Path) -> float:
+    if path.is_file():
+        return path.stat().st_size / 1e6
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6 if path.exists() else 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--pdfs", type=Path, default=DEFAULT_PDFS)
+    parser.add_argument("--limit", type=int, default=0, help="only the first N files (0 = all)")
+    parser.add_argument("--home", type=Path, default=DEFAULT_HOME)
+    parser.add_argument("--keep-cache", action="store_true", help="do not empty the embedding cache first")
+    args = parser.parse_args()
+
+    files = sorted(args.pdfs.glob("*.pdf"))
+    if args.limit:
+        files = files[: args.limit]
+    if not files:
+        sys.exit(f"no PDFs under {args.pdfs}")
+    corpus = args.home.parent / "corpus" / "pdfs"
+    if corpus.exists():
+        shutil.rmtree(corpus)
+    corpus.mkdir(parents=True)
+    for f in files:
+        os.link(f, corpus / f.name) if f.stat().st_dev == corpus.stat().st_dev else shutil.copy2(f, corpus)
+    if args.home.exists():
+        contexts = args.home / "contexts"
+        shutil.rmtree(contexts, ignore_errors=True)
+        if not args.keep_cache:
+            shutil.rmtree(args.home / "cache", ignore_errors=True)
+    os.environ["SLEUTH_HOME"] = str(args.home)
+
+    import pypdfium2 as pdfium
+
+    from sleuth.compile.pipeline import compile_context
+    from sleuth.store.home import Home
+
+    began = time.perf_counter()
+    pages = 0
+    for f in files:
+        pdf = pdfium.PdfDocument(f)
+        for i in range(len(pdf)):
+            pdf[i].get_textpage().get_text_bounded()
+        pages += len(pdf)
+        pdf.close()
+    parse_only = time.perf_counter() - began
+
+    home = Home(args.home)
+    rows: list[tuple[str, float, dict[str, float], dict[str, int | float]]] = []
+    for label, force in (("cold compile", False), ("unchanged re-compile", False), ("--force compile", True)):
+        began = time.perf_counter()
+        report = compile_context("financebench", [corpus], home=home, force=force)
+        rows.append((label, time.perf_counter() - began, report.timings, report.counts))
+
+    version = home.find("financebench").live_version()
+    assert version is not None
+    vdir = home.find("financebench").version_dir(version)
+    counts = rows[0][3]
+
+    print(
+        f"\nFinanceBench compile: {len(files)} PDFs, {pages:,} pages, "
+        f"{counts.get('chunks', 0):,} chunks, {os.cpu_count()} CPUs\n"
+    )
+    print("| run | wall s | pages/s | vs parse-only | embedded | parse s | chunk s | embed s | index s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    print(
+        f"| parse-only baseline (pypdfium2) | {parse_only:.1f} | {pages / parse_only:,.0f} | 1.00 | - "
+        f"| {parse_only:.1f} | - | - | - |"
+    )
+    for label, wall, timings, c in rows:
+        print(
+            f"| {label} | {wall:.1f} | {pages / wall:,.1f} | {parse_only / wall:.3f} | "
+            f"{c.get('embedded', 0):,} | {timings.get('parse', 0):.1f} | {timings.get('chunk', 0):.1f} | "
+            f"{timings.get('embed', 0):.1f} | {timings.get('index', 0):.1f} |"
+        )
+    print(f"\npeak RSS: {peak_rss_mb():,.0f} MB")
+    print("| index part | MB |")
+    print("|---|---|")
+    for name, path in (
+        ("keyword.sqlite", vdir / "index" / "keyword.sqlite"),
+        ("dense (chunks + artifacts)", vdir / "index" / "dense"),
+        ("tables.sqlite", vdir / "tables.sqlite"),
+        ("knowledge (pages + chunks)", vdir / "knowledge"),
+        ("embedding cache", args.home / "cache"),
+    ):
+        print(f"| {name} | {dir_mb(path):,.1f} |")
+
+
+if __name__ == "__main__":
+    main()

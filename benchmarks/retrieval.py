@@ -1,0 +1,147 @@
+"""Retrieval quality on FinanceBench: is the evidence page in the top-5 / top-10 pages?
+
+    .venv/bin/python benchmarks/retrieval.py [--home DIR]
+
+Needs the context that benchmarks/compile.py leaves in --home. For each question, Sleuth's
+semantic, keyword and hybrid search over chunks are turned into a page ranking (first occurrence
+of each page), next to two baselines computed in the same run:
+  - plain BM25 over whole pages (bm25s, English stop words),
+  - plain dense over whole pages (the same MiniLM embedder, one vector per page).
+Two scopes: the whole corpus (74 filings), and within the question's own filing (what an agent
+does once it has picked the document: `search_in_sources`). Pages are 1-based in Sleuth;
+FinanceBench's `evidence_page_num` is 0-based.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data" / "financebench"
+DEFAULT_HOME = REPO / "benchmarks" / "results" / "home"
+Page = tuple[str, int]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--home", type=Path, default=DEFAULT_HOME)
+    parser.add_argument("--questions", type=Path, default=DATA / "questions.jsonl")
+    parser.add_argument("--context", default="financebench")
+    args = parser.parse_args()
+
+    import bm25s
+
+    from sleuth.models.embedder import EmbeddingCache, embed_cached
+    from sleuth.store.home import Home
+    from sleuth.store.search import VersionReader
+
+    home = Home(args.home)
+    ctx = home.find(args.context)
+    reader = VersionReader.live(ctx)
+    sources = json.loads((reader.root / "knowledge" / "sources.json").read_text("utf-8"))
+    by_doc = {Path(p).stem: p for p in sources}
+
+    questions = []
+    for line in args.questions.read_text("utf-8").splitlines():
+        q = json.loads(line)
+        gold = {
+            (by_doc[e["evidence_doc_name"]], int(e["evidence_page_num"]) + 1)
+            for e in q["evidence"]
+            if e["evidence_doc_name"] in by_doc
+        }
+        if gold:
+            questions.append((q["question"], by_doc[q["doc_name"]], gold))
+
+    # Whole pages, as the baselines see them.
+    pages: list[Page] = []
+    texts: list[str] = []
+    for path in sorted(sources):
+        with (reader.root / "knowledge" / "pages" / f"{path}.jsonl").open(encoding="utf-8") as fh:
+            for row in fh:
+                page = json.loads(row)
+                pages.append((path, page["page"]))
+                texts.append(page["text"])
+    page_source = np.array([p[0] for p in pages])
+
+    began = time.perf_counter()
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
+    bm25_build = time.perf_counter() - began
+
+    began = time.perf_counter()
+    cache = EmbeddingCache.for_embedder(home.embedding_cache_dir, reader.embedder)
+    page_vectors = np.concatenate(
+        [embed_cached(reader.embedder, cache, texts[i : i + 256])[0] for i in range(0, len(texts), 256)]
+    )
+    cache.close()
+    dense_build = time.perf_counter() - began
+
+    def bm25_pages(query: str, doc: str | None) -> list[Page]:
+        k = len(texts) if doc else 50
+        ids, _scores = retriever.retrieve(
+            bm25s.tokenize([query], stopwords="en", show_progress=False), k=k, show_progress=False
+        )
+        ranked = [pages[i] for i in ids[0]]
+        return [p for p in ranked if doc is None or p[0] == doc][:10]
+
+    def dense_pages(query: str, doc: str | None) -> list[Page]:
+        scores = page_vectors @ reader.embedder.embed([query])[0]
+        if doc:
+            scores = np.where(page_source == doc, scores, -np.inf)
+        return [pages[i] for i in np.argsort(-scores)[:10]]
+
+    def sleuth_pages(mode: str) -> Callable[[str, str | None], list[Page]]:
+        def rank(query: str, doc: str | None) -> list[Page]:
+            hits = reader.search(
+                query,
+                top_k=100,
+                mode=mode,  # type: ignore[arg-type]
+                sources=[doc] if doc else None,
+            )
+            ordered: list[Page] = []
+            for h in hits:
+                if (h.source_path, h.page) not in ordered:
+                    ordered.append((h.source_path, h.page))
+            return ordered[:10]
+
+        return rank
+
+    methods: list[tuple[str, Callable[[str, str | None], list[Page]]]] = [
+        ("baseline: BM25 over pages (bm25s)", bm25_pages),
+        ("baseline: dense over pages (MiniLM)", dense_pages),
+        ("Sleuth keyword (FTS5 BM25, chunks)", sleuth_pages("keyword")),
+        ("Sleuth semantic (MiniLM, chunks)", sleuth_pages("semantic")),
+        ("Sleuth hybrid (RRF, chunks)", sleuth_pages("hybrid")),
+    ]
+    print(
+        f"\nFinanceBench retrieval: {len(questions)} questions, {len(pages):,} pages, "
+        f"{len(reader.chunks):,} chunks (BM25 page index {bm25_build:.1f}s, page vectors "
+        f"{dense_build:.1f}s)\n"
+    )
+    print("| method | R@5 corpus | R@10 corpus | R@5 in filing | R@10 in filing | ms/query |")
+    print("|---|---|---|---|---|---|")
+    for name, rank in methods:
+        hits = {"c5": 0, "c10": 0, "d5": 0, "d10": 0}
+        began = time.perf_counter()
+        for question, doc, gold in questions:
+            corpus_ranked, doc_ranked = rank(question, None), rank(question, doc)
+            hits["c5"] += bool(gold & set(corpus_ranked[:5]))
+            hits["c10"] += bool(gold & set(corpus_ranked[:10]))
+            hits["d5"] += bool(gold & set(doc_ranked[:5]))
+            hits["d10"] += bool(gold & set(doc_ranked[:10]))
+        ms = (time.perf_counter() - began) * 1000 / (2 * len(questions))
+        n = len(questions)
+        print(
+            f"| {name} | {hits['c5'] / n:.3f} | {hits['c10'] / n:.3f} | {hits['d5'] / n:.3f} | "
+            f"{hits['d10'] / n:.3f} | {ms:.1f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""Index search results on the sample corpus: keyword (FTS5 BM25), semantic (MiniLM) and hybrid."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from sleuth.compile.pipeline import CompileReport
+from sleuth.models.embedder import MiniLMEmbedder, get_embedder
+from sleuth.store.home import Home
+from sleuth.store.keyword import KeywordIndex, match_expression
+from sleuth.store.search import VersionReader, rrf
+
+
+@pytest.fixture(scope="module")
+def reader(sample_home: tuple[Home, CompileReport]) -> VersionReader:
+    home, _ = sample_home
+    return VersionReader.live(home.find("acme"))
+
+
+def test_match_expression_quotes_terms_and_keeps_identifiers_whole() -> None:
+    assert match_expression("What does ERR-4012 mean?") == '"err 4012" OR "mean"'
+    assert match_expression("parse_config failed") == '"parse config" OR "failed"'
+    assert match_expression('drop table "x" OR 1=1; --') == '"drop" OR "table" OR "x" OR "1"'
+    assert match_expression("the of") == '"the" OR "of"'  # only stop words: keep them
+    assert match_expression("?!") is None
+
+
+def test_keyword_finds_exact_identifiers(reader: VersionReader) -> None:
+    hits = reader.search("ERR-4012", top_k=10, mode="keyword")
+    assert hits
+    assert all("ERR-4012" in h.text or "ERR-4012" in " ".join(h.section_path) for h in hits[:3])
+    firmware = reader.search("FW-3.2.1", mode="keyword")
+    assert firmware and "FW-3.2.1" in firmware[0].text
+
+
+def test_semantic_finds_paraphrases(reader: VersionReader) -> None:
+    hits = reader.search("How many days per week may staff work from home?", top_k=3, mode="semantic")
+    assert any(h.source_path.endswith("remote-work-policy.md") for h in hits)
+    assert "travel-policy.md" not in {h.source_path.rsplit("/", 1)[-1] for h in hits}
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_hybrid_fuses_both(reader: VersionReader) -> None:
+    hits = reader.search("What was Acme's revenue in 2025?", top_k=5, mode="hybrid")
+    assert any(h.source_path.endswith("annual-report-2025.pdf") and "48.2" in h.text for h in hits)
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_hits_carry_what_a_citation_needs(
+    reader: VersionReader, sample_home: tuple[Home, CompileReport]
+) -> None:
+    for hit in reader.search("incident root cause configuration outage", top_k=5):
+        lines = (reader.root / "knowledge" / "pages" / f"{hit.source_path}.jsonl").read_text().splitlines()
+        page = next(json.loads(x) for x in lines if json.loads(x)["page"] == hit.page)
+        assert page["text"][hit.start : hit.end] == hit.text
+        assert hit.id.startswith("chk_")
+
+
+def test_search_can_be_restricted_to_sources(reader: VersionReader) -> None:
+    only = ["uploads/acme-corpus/policies/travel-policy.md"]
+    for mode in ("keyword", "semantic", "hybrid"):
+        hits = reader.search("remote work approval", top_k=5, mode=mode, sources=only)  # type: ignore[arg-type]
+        assert hits and {h.source_path for h in hits} == set(only)
+
+
+def test_artifact_namespace_is_searchable(reader: VersionReader) -> None:
+    index = KeywordIndex(reader.root / "index" / "keyword.sqlite")
+    try:
+        hits = index.search_artifacts("MTBF", kind="glossary")
+        assert hits
+        assert index.search_artifacts("MTBF", kind="doc", type="Nope") == []
+    finally:
+        index.close()
+    ids = json.loads((reader.root / "index" / "dense" / "artifacts.ids.json").read_text())
+    matrix = np.load(reader.root / "index" / "dense" / "artifacts.npy")
+    assert matrix.shape == (len(ids), 384)
+
+
+def test_rrf_rewards_agreement() -> None:
+    fused = rrf([["a", "b", "c"], ["b", "a", "d"]])
+    assert [i for i, _ in fused][:2] in (["a", "b"], ["b", "a"])
+    assert fused[-1][0] in {"c", "d"}
+
+
+def test_embedder_is_offline_pinned_and_normalized() -> None:
+    embedder = get_embedder("default")
+    assert isinstance(embedder, MiniLMEmbedder)
+    vectors = embedder.embed(["remote work three days", "work from home up to three days", "pressure sensor"])
+    assert vectors.shape == (3, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-3)
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
+    long_text = "word " * 2000  # truncated to 256 word pieces, never an error
+    assert embedder.embed([long_text]).shape == (1, 384)
