@@ -13,6 +13,7 @@ The compiled context is left in --home so benchmarks/retrieval.py can reuse it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import resource
 import shutil
@@ -41,6 +42,12 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="only the first N files (0 = all)")
     parser.add_argument("--home", type=Path, default=DEFAULT_HOME)
     parser.add_argument("--keep-cache", action="store_true", help="do not empty the embedding cache first")
+    parser.add_argument("--context", default="financebench")
+    parser.add_argument(
+        "--embedding-model",
+        default="default",
+        help="default (MiniLM int8 ONNX) or minilm-l6-v2-static (the lite embedder)",
+    )
     args = parser.parse_args()
 
     files = sorted(args.pdfs.glob("*.pdf"))
@@ -54,17 +61,24 @@ def main() -> None:
     corpus.mkdir(parents=True)
     for f in files:
         os.link(f, corpus / f.name) if f.stat().st_dev == corpus.stat().st_dev else shutil.copy2(f, corpus)
-    if args.home.exists():
-        contexts = args.home / "contexts"
-        shutil.rmtree(contexts, ignore_errors=True)
-        if not args.keep_cache:
-            shutil.rmtree(args.home / "cache", ignore_errors=True)
     os.environ["SLEUTH_HOME"] = str(args.home)
+
+    import json
 
     import pypdfium2 as pdfium
 
     from sleuth.compile.pipeline import compile_context
-    from sleuth.store.home import Home
+    from sleuth.models.embedder import get_embedder
+    from sleuth.store.home import ContextNotFound, Home
+
+    home = Home(args.home)
+    with contextlib.suppress(ContextNotFound):
+        shutil.rmtree(home.find(args.context).root)
+    embedder = get_embedder(args.embedding_model)
+    if not args.keep_cache:
+        (home.embedding_cache_dir / f"{embedder.id}.sqlite").unlink(missing_ok=True)
+    manifest = args.home.parent / f"{args.context}.manifest.json"
+    manifest.write_text(json.dumps({"curate": {"chunks": {"embedding_model": args.embedding_model}}}))
 
     began = time.perf_counter()
     pages = 0
@@ -76,16 +90,15 @@ def main() -> None:
         pdf.close()
     parse_only = time.perf_counter() - began
 
-    home = Home(args.home)
     rows: list[tuple[str, float, dict[str, float], dict[str, int | float]]] = []
     for label, force in (("cold compile", False), ("unchanged re-compile", False), ("--force compile", True)):
         began = time.perf_counter()
-        report = compile_context("financebench", [corpus], home=home, force=force)
+        report = compile_context(args.context, [corpus], manifest, home=home, force=force)
         rows.append((label, time.perf_counter() - began, report.timings, report.counts))
 
-    version = home.find("financebench").live_version()
+    version = home.find(args.context).live_version()
     assert version is not None
-    vdir = home.find("financebench").version_dir(version)
+    vdir = home.find(args.context).version_dir(version)
     counts = rows[0][3]
 
     print(

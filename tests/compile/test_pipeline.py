@@ -204,9 +204,9 @@ def test_crash_mid_compile_leaves_previous_version_live(
 
 def test_killed_compile_process_leaves_previous_version_live(home: Home, corpus: Path) -> None:
     compile_context("docs", [corpus], home=home)
-    for i in range(40):  # enough new text that embedding takes a while
+    for i in range(16):  # enough new text that embedding takes seconds
         (corpus / f"extra-{i}.md").write_text(
-            f"# Extra {i}\n\n" + " ".join(f"token{i}x{j} sentence about item {j}." for j in range(400))
+            f"# Extra {i}\n\n" + " ".join(f"token{i}x{j} sentence about item {j}." for j in range(300))
         )
     env = {**os.environ, "SLEUTH_HOME": str(home.root)}
     proc = subprocess.Popen(
@@ -318,3 +318,13 @@ def test_cli_compile_inspect_contexts_and_search(home: Home, corpus: Path) -> No
     assert missing.returncode == 1 and "no context named 'nope'" in missing.stderr
     bad_name = run("compile", str(corpus), "--context", "Bad Name!")
     assert bad_name.returncode == 2 and "invalid context name" in bad_name.stderr
+
+
+def test_one_compile_per_context_at_a_time(home: Home, corpus: Path) -> None:
+    from sleuth.store.lock import CurateInFlight, curate_lock
+
+    compile_context("docs", [corpus], home=home)
+    ctx = home.find("docs")
+    with curate_lock(ctx.lock_file), pytest.raises(CurateInFlight):
+        compile_context("docs", [corpus], home=home)
+    assert compile_context("docs", [corpus], home=home).delta == "empty"

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from sleuth.compile.pipeline import CompileReport
-from sleuth.models.embedder import MiniLMEmbedder, get_embedder
+from sleuth.compile.pipeline import CompileReport, compile_context
+from sleuth.models.embedder import MiniLMEmbedder, StaticEmbedder, get_embedder
 from sleuth.store.home import Home
 from sleuth.store.keyword import KeywordIndex, match_expression
 from sleuth.store.search import VersionReader, rrf
@@ -26,6 +27,7 @@ def test_match_expression_quotes_terms_and_keeps_identifiers_whole() -> None:
     assert match_expression('drop table "x" OR 1=1; --') == '"drop" OR "table" OR "x" OR "1"'
     assert match_expression("the of") == '"the" OR "of"'  # only stop words: keep them
     assert match_expression("?!") is None
+    assert match_expression("FY2018 capex") == '"fy2018" OR "2018" OR "capex"'
 
 
 def test_keyword_finds_exact_identifiers(reader: VersionReader) -> None:
@@ -95,3 +97,16 @@ def test_embedder_is_offline_pinned_and_normalized() -> None:
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
     long_text = "word " * 2000  # truncated to 256 word pieces, never an error
     assert embedder.embed([long_text]).shape == (1, 384)
+
+
+def test_lite_static_embedder_compiles_and_searches(home: Home, corpus: Path, tmp_path: Path) -> None:
+    manifest = tmp_path / "lite.json"
+    manifest.write_text(json.dumps({"curate": {"chunks": {"embedding_model": "minilm-l6-v2-static"}}}))
+    compile_context("lite", [corpus], manifest, home=home)
+    reader = VersionReader.live(home.find("lite"))
+    assert reader.meta["embedder"]["id"] == "minilm-l6-v2-static"
+    assert np.load(reader.root / "index" / "dense" / "chunks.npy").shape[1] == 256
+    hits = reader.search("when are refunds paid", top_k=2, mode="semantic")
+    assert hits[0].source_path.endswith("web.html")
+    vectors = StaticEmbedder().embed(["refund", ""])
+    assert np.isclose(np.linalg.norm(vectors[0]), 1.0) and not vectors[1].any()

@@ -22,7 +22,7 @@ LEAD_CHARS = 1200
 PAGE_CARD_CHARS = 800
 MAX_OUTLINE = 50
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]?(?=\s)")
-_JUNK_TITLES = re.compile(r"^(untitled|microsoft word\b.*|document\d*|\s*)$", re.IGNORECASE)
+_JUNK_TITLES = re.compile(r"^(untitled|microsoft word\b.*|document\d*|[\d\s\-_./]*)$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

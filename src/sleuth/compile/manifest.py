@@ -34,7 +34,8 @@ KIND_RULES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "entity": (frozenset({"document", "corpus"}), frozenset({"markdown", "sqlite"})),
     "event": (frozenset({"document", "corpus"}), frozenset({"markdown", "sqlite"})),
 }
-EMBEDDING_MODELS: tuple[str, ...] = ("default", "minilm-l6-v2-int8")
+#: Ids accepted by `curate.chunks.embedding_model`; "default" is MiniLM int8.
+EMBEDDING_MODELS: tuple[str, ...] = ("default", "minilm-l6-v2-int8", "minilm-l6-v2-static")
 
 Str64 = Annotated[str, Field(max_length=64)]
 Str128 = Annotated[str, Field(max_length=128)]
@@ -283,14 +284,20 @@ def parse_manifest(data: Any) -> Manifest:
         raise ManifestError(_describe(exc)) from None
 
 
-def load_manifest(path: Path) -> Manifest:
+def read_manifest_file(path: Path) -> dict[str, Any]:
+    """The JSON document in `path`, validated; unreadable or invalid JSON is a `ManifestError`."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise ManifestError([f"(file): cannot read {path}: {exc}"]) from None
     except json.JSONDecodeError as exc:
         raise ManifestError([f"(file): {path} is not valid JSON: {exc}"]) from None
-    return parse_manifest(data)
+    parse_manifest(data)
+    return data  # type: ignore[no-any-return]
+
+
+def load_manifest(path: Path) -> Manifest:
+    return parse_manifest(read_manifest_file(path))
 
 
 def _describe(exc: ValidationError) -> list[str]:

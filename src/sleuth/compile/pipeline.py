@@ -17,6 +17,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import shutil
 import time
 from collections.abc import Iterator
@@ -34,7 +35,7 @@ from sleuth.compile import rosters, typed_tables
 from sleuth.compile.artifacts import Artifact
 from sleuth.compile.chunking import Chunk, chunk_pages
 from sleuth.compile.extract import Extractor, NoModelExtractor
-from sleuth.compile.manifest import DETERMINISTIC_KINDS, Manifest, parse_manifest
+from sleuth.compile.manifest import DETERMINISTIC_KINDS, Manifest, parse_manifest, read_manifest_file
 from sleuth.compile.pages import Page, ParseError
 from sleuth.compile.parse import parse_source
 from sleuth.compile.sources import ImportReport, import_sources, list_source_files
@@ -106,11 +107,8 @@ def compile_context(
 ) -> CompileReport:
     """Create the context if needed, import `inputs`, and curate it (the `sleuth compile` verb)."""
     home = home or Home()
-    manifest_data: dict[str, Any] | None = None
-    if manifest_file is not None:
-        # Validate before touching anything: a bad manifest must leave no trace.
-        manifest_data = json.loads(manifest_file.read_text(encoding="utf-8"))
-        parse_manifest(manifest_data)
+    # Validate before touching anything: a bad manifest must leave no trace.
+    manifest_data = read_manifest_file(manifest_file) if manifest_file is not None else None
     for given in inputs or []:
         if not given.exists():
             raise FileNotFoundError(f"no such file or directory: {given}")
@@ -809,10 +807,20 @@ def _file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def context_header(state: _SourceState) -> str:
+    """The document's title, plus its file name when the title does not already say it: filings
+    often carry a title such as `0001410636-21-000101`, while the file is
+    `AMERICANWATERWORKS_2020_10K.pdf`."""
+    stem = re.sub(r"[_\-.]+", " ", Path(state.path).stem).strip()
+    if stem and " ".join(stem.casefold().split()) not in " ".join(state.title.casefold().split()):
+        return f"{state.title} ({stem})"
+    return state.title
+
+
 def _chunk_embed_text(chunk: Chunk, states: dict[str, _SourceState]) -> str:
-    """What the dense index sees: the document title and section path give a chunk the context
+    """What the dense index sees: the document header and section path give a chunk the context
     its own words often lack ("Item 7" alone does not say which company)."""
-    header = states[chunk.source_path].title
+    header = context_header(states[chunk.source_path])
     if chunk.section_path:
         header += " — " + " > ".join(chunk.section_path[-2:])
     return f"{header}\n{chunk.text}"

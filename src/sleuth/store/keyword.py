@@ -21,6 +21,7 @@ ARTIFACT_WEIGHTS = (3.0, 1.0)
 
 _WORD = re.compile(r"[\w][\w\-./:#@+']*[\w]|[\w]", re.UNICODE)
 _PARTS = re.compile(r"[^\W_]+", re.UNICODE)
+_YEAR = re.compile(r"(?<![0-9])(?:19|20)[0-9]{2}(?![0-9])")
 _STOP = frozenset(
     (
         "a",
@@ -89,6 +90,8 @@ def match_expression(query: str) -> str | None:
         if not parts:
             continue
         terms.append(" ".join(parts).lower())
+        # "FY2018" should also find "fiscal 2018": a year glued to letters counts on its own too.
+        terms.extend(m.group(0) for m in _YEAR.finditer(word) if m.group(0) != word)
     content = [t for t in terms if t not in _STOP] or terms
     unique = list(dict.fromkeys(content))
     if not unique:
