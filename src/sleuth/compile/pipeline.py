@@ -558,6 +558,7 @@ class CompileRun:
                 "timings": dict(self.timings),
                 "warnings": self.warnings,
                 "artifacts_skipped_no_model": skipped_no_model,
+                "sample_queries": sample_queries,
             },
         )
         self.sample_queries = sample_queries

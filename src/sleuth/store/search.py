@@ -13,6 +13,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
+import numpy.typing as npt
+
 from sleuth.compile.chunking import Chunk
 from sleuth.models.embedder import Embedder, get_embedder
 from sleuth.store.dense import DenseIndex
@@ -53,6 +56,7 @@ class VersionReader:
         self.root = version_dir
         self.meta: dict[str, Any] = json.loads((version_dir / "version.json").read_text("utf-8"))
         self._embedder = embedder
+        self._page_cache: dict[str, dict[int, str]] = {}
 
     @classmethod
     def live(cls, ctx: ContextDir) -> VersionReader:
@@ -91,12 +95,22 @@ class VersionReader:
         wanted = set(sources)
         return [cid for cid, c in self.chunks.items() if c.source_path in wanted]
 
+    def embed_query(self, query: str) -> npt.NDArray[np.float32]:
+        return np.asarray(self.embedder.embed([query])[0], dtype=np.float32)
+
     def semantic(
-        self, query: str, top_k: int = 10, sources: Sequence[str] | None = None
+        self,
+        query: str,
+        top_k: int = 10,
+        sources: Sequence[str] | None = None,
+        vector: npt.NDArray[np.float32] | None = None,
     ) -> list[tuple[str, float]]:
+        """Exact inner product over the chunk matrix; `vector` is the query's embedding when the
+        caller already has it (inside the sandbox it comes from the host)."""
         if self._dense is None:
             return []
-        vector = self.embedder.embed([query])[0]
+        if vector is None:
+            vector = self.embed_query(query)
         return [(h.id, h.score) for h in self._dense.search(vector, top_k, self._allowed(sources))]
 
     def keyword(
@@ -107,20 +121,84 @@ class VersionReader:
         return [(h.id, h.score) for h in self._keyword.search_chunks(query, top_k, sources)]
 
     def search(
-        self, query: str, top_k: int = 10, mode: Mode = "hybrid", sources: Sequence[str] | None = None
+        self,
+        query: str,
+        top_k: int = 10,
+        mode: Mode = "hybrid",
+        sources: Sequence[str] | None = None,
+        vector: npt.NDArray[np.float32] | None = None,
     ) -> list[SearchHit]:
         if mode == "semantic":
-            ranked = self.semantic(query, top_k, sources)
+            ranked = self.semantic(query, top_k, sources, vector)
         elif mode == "keyword":
             ranked = self.keyword(query, top_k, sources)
         else:
             depth = max(top_k * 5, 50)
             lists = [
-                [i for i, _ in self.semantic(query, depth, sources)],
+                [i for i, _ in self.semantic(query, depth, sources, vector)],
                 [i for i, _ in self.keyword(query, depth, sources)],
             ]
             ranked = rrf([r for r in lists if r])[:top_k]
         return [self._hit(cid, score) for cid, score in ranked]
+
+    # ------------------------------------------------------------------ artifacts and pages
+    @cached_property
+    def outline(self) -> list[dict[str, Any]]:
+        """Every artifact of the version (`knowledge/outline.json`)."""
+        path = self.root / "knowledge" / "outline.json"
+        if not path.exists():
+            return []
+        data: list[dict[str, Any]] = json.loads(path.read_text("utf-8"))["artifacts"]
+        return data
+
+    @cached_property
+    def _dense_artifacts(self) -> DenseIndex | None:
+        directory = self.root / "index" / "dense"
+        return DenseIndex(directory, "artifacts") if (directory / "artifacts.npy").exists() else None
+
+    def search_artifacts(
+        self,
+        query: str,
+        top_k: int = 10,
+        kind: str | None = None,
+        type: str | None = None,
+        vector: npt.NDArray[np.float32] | None = None,
+    ) -> list[tuple[str, float]]:
+        """Hybrid (dense + BM25, RRF) search over artifact bodies, optionally by kind or type."""
+        allowed = [
+            a["id"]
+            for a in self.outline
+            if (kind is None or a["kind"] == kind)
+            and (type is None or a["type"].casefold() == type.casefold())
+        ]
+        if not allowed:
+            return []
+        depth = max(top_k * 5, 50)
+        lists: list[list[str]] = []
+        if self._dense_artifacts is not None:
+            if vector is None:
+                vector = self.embed_query(query)
+            lists.append([h.id for h in self._dense_artifacts.search(vector, depth, allowed)])
+        if self._keyword is not None:
+            lists.append([h.id for h in self._keyword.search_artifacts(query, depth, kind, type)])
+        return rrf([r for r in lists if r])[:top_k]
+
+    def page_text(self, source_path: str, page: int) -> str | None:
+        """The stored text of one page: what every citation is checked against."""
+        return self._pages(source_path).get(page)
+
+    def _pages(self, source_path: str) -> dict[int, str]:
+        cache = self._page_cache
+        if source_path not in cache:
+            path = self.root / "knowledge" / "pages" / f"{source_path}.jsonl"
+            pages: dict[int, str] = {}
+            if path.is_file():
+                with path.open(encoding="utf-8") as fh:
+                    for line in fh:
+                        row = json.loads(line)
+                        pages[int(row["page"])] = row["text"]
+            cache[source_path] = pages
+        return cache[source_path]
 
     def _hit(self, cid: str, score: float) -> SearchHit:
         c = self.chunks[cid]

@@ -1,0 +1,1 @@
+"""The retrieval SDK: the primitives model-written code calls (runtime.md §5)."""

@@ -1,0 +1,223 @@
+"""What the SDK returns (runtime.md §5.3): small frozen records with compact, stable reprs that
+always show the evidence label, because the model only sees what its code prints.
+
+Reads are plain calls whose results may also be awaited (models mix the two up), so every record
+here, and the list and dict subclasses below, return themselves from `__await__`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def _short(text: str, limit: int = 200) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+class SelfAwaitable:
+    """`await x` gives back `x`: a read's result works whether or not the model awaits it."""
+
+    def __await__(self: T) -> Generator[Any, None, T]:
+        return self
+        yield  # pragma: no cover - makes this a generator
+
+
+class AwaitableList(list[T], SelfAwaitable):
+    pass
+
+
+class AwaitableDict(dict[str, Any], SelfAwaitable):
+    pass
+
+
+@dataclass(frozen=True)
+class Span(SelfAwaitable):
+    """A verbatim piece of one page."""
+
+    ref: str
+    context: str
+    source_path: str
+    page: int
+    start: int
+    end: int
+    text: str
+    section_path: list[str]
+    via: str  # "chunk" | "artifact" | "table"
+    artifact_name: str | None = None
+
+    def __repr__(self) -> str:
+        where = f"{self.source_path} p.{self.page} [{self.start}:{self.end}]"
+        return f"Span({self.ref} {where} {_short(self.text)!r})"
+
+
+@dataclass(frozen=True)
+class Hit(SelfAwaitable):
+    id: str
+    score: float
+    kind: str  # "chunk" | "artifact" | "provenance"
+    name: str
+    context: str
+    fields: dict[str, Any] = field(default_factory=dict)
+    # chunk and provenance hits
+    source_path: str | None = None
+    page: int | None = None
+    chunk_text: str | None = None
+    start: int | None = None
+    end: int | None = None
+    section_path: list[str] = field(default_factory=list)
+    artifact: str | None = None
+    # artifact hits
+    type: str | None = None
+    artifact_kind: str | None = None
+    scope: str | None = None
+    sources: list[str] = field(default_factory=list)
+    snippet: str | None = None
+    span_: Span | None = field(default=None, repr=False)
+
+    @property
+    def span(self) -> Span | None:
+        return self.span_
+
+    @property
+    def ref(self) -> str | None:
+        return self.span_.ref if self.span_ is not None else None
+
+    def __repr__(self) -> str:
+        if self.kind == "artifact":
+            return (
+                f"Hit(artifact {self.type} {self.name!r} score={self.score:.2f} "
+                f"sources={len(self.sources)} {_short(self.snippet or '')!r})"
+            )
+        section = f" §{' > '.join(self.section_path)}" if self.section_path else ""
+        return (
+            f"Hit({self.ref} {self.kind} {self.source_path} p.{self.page}{section} "
+            f"score={self.score:.2f} {_short(self.chunk_text or '')!r})"
+        )
+
+
+@dataclass(frozen=True)
+class ArtifactRef(SelfAwaitable):
+    name: str
+    type: str
+    kind: str
+    scope: str
+    context: str
+    sources_count: int
+
+
+@dataclass(frozen=True)
+class Edge(SelfAwaitable):
+    type: str
+    from_name: str
+    to_name: str
+    direction: str  # "out" | "in", seen from the artifact read
+    attributes: dict[str, Any]
+    evidence: Span | None
+
+
+@dataclass(frozen=True)
+class Artifact(SelfAwaitable):
+    id: str
+    name: str
+    type: str
+    kind: str
+    scope: str
+    context: str
+    body: str
+    fields: dict[str, Any]
+    edges: list[Edge]
+    sources: list[str]
+    provenance: list[Span]
+
+    def __repr__(self) -> str:
+        refs = ", ".join(s.ref for s in self.provenance[:8])
+        more = f" +{len(self.provenance) - 8}" if len(self.provenance) > 8 else ""
+        body = self.body if len(self.body) <= 500 else self.body[:500] + "…"
+        return (
+            f"Artifact({self.type} {self.name!r} kind={self.kind} scope={self.scope} "
+            f"sources={len(self.sources)} edges={len(self.edges)} provenance=[{refs}{more}])\n{body}"
+        )
+
+
+@dataclass(frozen=True)
+class RosterEntry(SelfAwaitable):
+    name: str
+    summary: str
+    sources: list[str]
+
+
+@dataclass(frozen=True)
+class Roster(SelfAwaitable):
+    name: str
+    type: str | None
+    count: int
+    entries: list[RosterEntry]
+    body: str
+    context: str
+
+    def __repr__(self) -> str:
+        return f"Roster({self.name!r} count={self.count} context={self.context})"
+
+
+@dataclass(frozen=True)
+class Column(SelfAwaitable):
+    name: str
+    type: str
+    description: str
+
+
+@dataclass(frozen=True)
+class TypeSpec(SelfAwaitable):
+    name: str
+    kind: str
+    scope: str
+    format: str
+    description: str
+    coverage: list[str]
+    sections: list[str]
+    columns: list[Column]
+    natural_key: list[str]
+    edge_types: list[dict[str, Any]]
+    count: int
+    table: str | None
+    context: str
+
+
+@dataclass(frozen=True)
+class Table(SelfAwaitable):
+    name: str
+    type: str | None
+    columns: list[Column]
+    row_count: int
+    natural_key: list[str]
+    context: str
+
+
+class Rows(AwaitableList[dict[str, Any]]):
+    """Rows of one statement, with the columns, whether the row cap cut them, and timing."""
+
+    def __init__(
+        self, rows: list[dict[str, Any]], columns: list[str], truncated: bool, sql: str, elapsed_ms: float
+    ) -> None:
+        super().__init__(rows)
+        self.columns = columns
+        self.truncated = truncated
+        self.sql = sql
+        self.elapsed_ms = elapsed_ms
+
+    def __repr__(self) -> str:
+        note = f"\n[truncated at {len(self)} rows]" if self.truncated else ""
+        return f"Rows({len(self)} rows, columns={self.columns}){list.__repr__(self)}{note}"
+
+
+@dataclass(frozen=True)
+class Graph(SelfAwaitable):
+    start: ArtifactRef
+    nodes: list[ArtifactRef]
+    edges: list[Edge]
+    truncated: bool
