@@ -1,0 +1,320 @@
+"""The host side of the sandbox: start the zygote, open a sandbox per turn, run steps, answer host
+function calls from a registry, and kill by pidfd when anything goes wrong.
+
+The registry is the boundary (sandbox.md §5): code in the sandbox can write any message to its
+channel, so the host runs only names it registered, with validated arguments.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sleuth.sandbox.limits import Limits
+from sleuth.sandbox.protocol import LineReader, ProtocolError, send
+
+
+class SandboxUnavailable(RuntimeError):
+    """The host cannot provide the configured isolation floor (`503 sandbox_unavailable`)."""
+
+
+class SandboxDied(RuntimeError):
+    """The sandbox was killed (hard timeout, out of memory, protocol violation); its state is lost."""
+
+
+HostFunction = Callable[[dict[str, Any]], Any]
+
+
+def embed_function(args: dict[str, Any]) -> list[list[float]]:
+    """`embed`: ≤ 96 texts of ≤ 8,000 chars with a served model id → unit vectors."""
+    from sleuth.models.embedder import EmbedderError, get_embedder
+
+    texts, model = args.get("texts"), args.get("model", "default")
+    if not isinstance(texts, list) or not 1 <= len(texts) <= 96:
+        raise ValueError("texts must be a list of 1-96 strings")
+    if not all(isinstance(t, str) and len(t) <= 8000 for t in texts):
+        raise ValueError("each text must be a string of at most 8,000 characters")
+    if not isinstance(model, str):
+        raise ValueError("model must be a string")
+    try:
+        embedder = get_embedder(model)
+    except EmbedderError as exc:
+        raise ValueError(str(exc)) from None
+    vectors: list[list[float]] = embedder.embed(texts).tolist()
+    return vectors
+
+
+DEFAULT_REGISTRY: dict[str, HostFunction] = {"embed": embed_function}
+MAX_RESULT_BYTES = 1 << 20
+
+
+@dataclass
+class StepResult:
+    ok: bool
+    output: str
+    output_chars: int
+    truncated: bool
+    full_output: str
+    error: dict[str, Any] | None
+    calls: list[dict[str, Any]]
+    spans: list[dict[str, Any]]
+    final: dict[str, Any] | None
+    duration_ms: float
+    round_trip_ms: float
+    rpc_calls: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Sandbox:
+    """One turn's sandbox. Use as a context manager, or call `close()`; it is killed either way."""
+
+    def __init__(
+        self, sock: socket.socket, pid: int, limits: Limits, registry: dict[str, HostFunction]
+    ) -> None:
+        self._sock = sock
+        self.pid = pid
+        self._pidfd = os.pidfd_open(pid) if pid > 0 else -1
+        self.limits = limits
+        self._registry = registry
+        self._reader = LineReader()
+        self._pending: list[dict[str, Any]] = []
+        self._step = 0
+        self.ready: dict[str, Any] = {}
+        self.alive = True
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _read(self, deadline: float) -> dict[str, Any]:
+        while not self._pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            self._sock.settimeout(remaining)
+            try:
+                data = self._sock.recv(1 << 20)
+            except TimeoutError:
+                raise
+            except OSError as exc:
+                raise ProtocolError(f"channel error: {exc}") from None
+            if not data:
+                raise ProtocolError("channel closed")
+            self._pending.extend(self._reader.feed(data))
+        return self._pending.pop(0)
+
+    def wait_ready(self, timeout_s: float = 30.0) -> dict[str, Any]:
+        try:
+            message = self._read(time.monotonic() + timeout_s)
+        except (TimeoutError, ProtocolError) as exc:
+            self.kill()
+            raise SandboxUnavailable(f"the sandbox did not start: {exc}") from None
+        if message.get("t") != "ready" or not message.get("ok"):
+            self.kill()
+            missing = ", ".join(message.get("missing") or []) or "unknown"
+            raise SandboxUnavailable(
+                f"sandbox below the {self.limits.floor!r} floor; missing: {missing}; "
+                f"details: {json.dumps(message.get('disabled', {}))}"
+            )
+        self.ready = message
+        return message
+
+    def exec(self, code: str, timeout_s: float | None = None, max_output: int | None = None) -> StepResult:
+        """Run one step; raises `SandboxDied` when the sandbox had to be killed."""
+        if not self.alive:
+            raise SandboxDied("the sandbox is no longer running")
+        self._step += 1
+        timeout = self.limits.step_timeout_s if timeout_s is None else timeout_s
+        began = time.monotonic()
+        deadline = began + timeout + self.limits.hard_kill_grace_s
+        rpc_calls: list[dict[str, Any]] = []
+        try:
+            send(
+                self._sock,
+                {
+                    "t": "exec",
+                    "id": self._step,
+                    "step": self._step,
+                    "code": code,
+                    "timeout_s": timeout,
+                    "max_output": max_output or self.limits.max_output,
+                    "truncate": "head",
+                    "full_output_cap": self.limits.full_output_cap,
+                },
+            )
+            while True:
+                message = self._read(deadline)
+                if message["t"] == "rpc":
+                    rpc_calls.append(self._answer_rpc(message))
+                elif message["t"] == "result" and message.get("id") == self._step:
+                    break
+                else:
+                    raise ProtocolError(f"unexpected message {message['t']!r}")
+        except TimeoutError:
+            self.kill()
+            raise SandboxDied(
+                f"step {self._step} ran past its timeout plus {self.limits.hard_kill_grace_s:g} s "
+                "and the sandbox was killed; all variables are lost"
+            ) from None
+        except (ProtocolError, OSError) as exc:
+            self.kill()
+            raise SandboxDied(
+                f"the sandbox broke its channel ({exc}) and was killed; all variables are lost"
+            ) from None
+        return StepResult(
+            ok=bool(message["ok"]),
+            output=str(message["output"]),
+            output_chars=int(message["output_chars"]),
+            truncated=bool(message["truncated"]),
+            full_output=str(message["full_output"]),
+            error=message.get("error"),
+            calls=list(message.get("calls") or []),
+            spans=list(message.get("spans") or []),
+            final=message.get("final"),
+            duration_ms=float(message.get("duration_ms", 0)),
+            round_trip_ms=(time.monotonic() - began) * 1000,
+            rpc_calls=rpc_calls,
+        )
+
+    def _answer_rpc(self, message: dict[str, Any]) -> dict[str, Any]:
+        fn, call_id, args = message.get("fn"), message.get("id"), message.get("args")
+        began = time.monotonic()
+        handler = self._registry.get(fn) if isinstance(fn, str) else None
+        if handler is None:
+            reply: dict[str, Any] = {
+                "t": "rpc_result",
+                "id": call_id,
+                "ok": False,
+                "error": {"type": "HostError", "message": f"no such host function: {fn!r}"},
+            }
+        elif not isinstance(args, dict):
+            reply = {
+                "t": "rpc_result",
+                "id": call_id,
+                "ok": False,
+                "error": {"type": "HostError", "message": "arguments must be a JSON object"},
+            }
+        else:
+            try:
+                result = handler(args)
+                if len(json.dumps(result)) > MAX_RESULT_BYTES:
+                    raise ValueError("result exceeds 1 MiB")
+                reply = {"t": "rpc_result", "id": call_id, "ok": True, "result": result}
+            except Exception as exc:
+                reply = {
+                    "t": "rpc_result",
+                    "id": call_id,
+                    "ok": False,
+                    "error": {"type": type(exc).__name__, "message": str(exc)[:500]},
+                }
+        send(self._sock, reply)
+        return {"fn": fn, "ok": reply["ok"], "ms": round((time.monotonic() - began) * 1000, 2)}
+
+    def kill(self) -> None:
+        if self._pidfd >= 0:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+            os.close(self._pidfd)
+            self._pidfd = -1
+        self.alive = False
+        self._sock.close()
+
+    def close(self) -> None:
+        """Ask politely, then kill by pidfd regardless (sandbox.md §4)."""
+        if not self.alive:
+            return
+        try:
+            send(self._sock, {"t": "close"})
+            self._read(time.monotonic() + 1.0)
+        except (TimeoutError, ProtocolError, OSError):
+            pass
+        self.kill()
+
+
+class SandboxHost:
+    """Owns the zygote; `start_turn` opens a fresh sandbox over the given context versions."""
+
+    def __init__(self, limits: Limits | None = None, registry: dict[str, HostFunction] | None = None) -> None:
+        self.limits = limits or Limits()
+        self.registry = dict(DEFAULT_REGISTRY if registry is None else registry)
+        self._control: socket.socket | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self.info: dict[str, Any] = {}
+
+    def __enter__(self) -> SandboxHost:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _zygote(self) -> socket.socket:
+        if self._control is not None and self._process is not None and self._process.poll() is None:
+            return self._control
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "LANG": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "OPENBLAS_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+            "MALLOC_ARENA_MAX": "2",
+        }
+        for key in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):  # needed by this CPU's OpenBLAS, not secrets
+            if key in os.environ:
+                env[key] = os.environ[key]
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "sleuth.sandbox.zygote", str(theirs.fileno())],
+            pass_fds=[theirs.fileno()],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            cwd="/",
+        )
+        theirs.close()
+        ours.settimeout(60)
+        hello = json.loads(ours.recv(1 << 16) or b"{}")
+        if hello.get("t") != "zygote_ready":
+            raise SandboxUnavailable("the sandbox zygote did not start")
+        self.info = hello
+        self._control = ours
+        return ours
+
+    def start_turn(self, contexts: dict[str, Path], limits: Limits | None = None) -> Sandbox:
+        limits = limits or self.limits
+        control = self._zygote()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        message = {
+            "t": "spawn",
+            "turn": time.monotonic_ns(),
+            "limits": limits.to_json(),
+            "contexts": {slug: str(Path(p).resolve()) for slug, p in contexts.items()},
+            "host_functions": sorted(self.registry),
+        }
+        socket.send_fds(control, [json.dumps(message).encode()], [theirs.fileno()])
+        theirs.close()
+        reply = json.loads(control.recv(1 << 16) or b"{}")
+        if reply.get("t") != "spawned" or int(reply.get("pid", -1)) <= 0:
+            ours.close()
+            raise SandboxUnavailable("the zygote could not fork a sandbox")
+        sandbox = Sandbox(ours, int(reply["pid"]), limits, self.registry)
+        sandbox.wait_ready()
+        return sandbox
+
+    def close(self) -> None:
+        if self._process is not None:
+            self._process.kill()
+            self._process.wait()
+        if self._control is not None:
+            self._control.close()
+        self._process = self._control = None

@@ -1,0 +1,354 @@
+"""Kernel isolation layers, applied by the turn's child in the order of sandbox.md §2.1.
+
+Each function applies one layer and raises `OSError` when the host does not allow it; the caller
+records which layers took effect and fails closed below the configured floor. Everything goes
+through ctypes and the stdlib, except seccomp, which uses `pyseccomp` over the system libseccomp.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import os
+import resource
+import socket
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+CLONE_THREAD = 0x00010000
+
+MS_RDONLY = 1
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_NOEXEC = 8
+MS_REMOUNT = 32
+MS_BIND = 4096
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+MNT_DETACH = 2
+
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+
+SYS_PIVOT_ROOT = 155
+SYS_LANDLOCK_CREATE_RULESET = 444
+SYS_LANDLOCK_ADD_RULE = 445
+SYS_LANDLOCK_RESTRICT_SELF = 446
+
+# Landlock access rights, by the ABI that introduced them.
+_FS_ABI1 = (1 << 13) - 1  # EXECUTE … MAKE_SYM
+FS_EXECUTE = 1 << 0
+FS_WRITE_FILE = 1 << 1
+FS_READ_FILE = 1 << 2
+FS_READ_DIR = 1 << 3
+FS_REFER = 1 << 13  # ABI 2
+FS_TRUNCATE = 1 << 14  # ABI 3
+FS_IOCTL_DEV = 1 << 15  # ABI 5
+NET_BIND_TCP = 1 << 0  # ABI 4
+NET_CONNECT_TCP = 1 << 1
+SCOPE_ABSTRACT_UNIX = 1 << 0  # ABI 6
+SCOPE_SIGNAL = 1 << 1
+FS_READ = FS_READ_FILE | FS_READ_DIR
+
+
+def _check(result: int, what: str) -> int:
+    if result < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+    return result
+
+
+def unshare(flags: int) -> None:
+    _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    _check(
+        _libc.mount(
+            source.encode() if source else None,
+            target.encode(),
+            fstype.encode() if fstype else None,
+            ctypes.c_ulong(flags),
+            data.encode() if data else None,
+        ),
+        f"mount {target}",
+    )
+
+
+def umount2(target: str, flags: int) -> None:
+    _check(_libc.umount2(target.encode(), ctypes.c_int(flags)), f"umount {target}")
+
+
+def pivot_root(new_root: str, put_old: str) -> None:
+    _check(_libc.syscall(SYS_PIVOT_ROOT, new_root.encode(), put_old.encode()), "pivot_root")
+
+
+def prctl(option: int, arg: int) -> None:
+    _check(
+        _libc.prctl(
+            ctypes.c_int(option), ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)
+        ),
+        "prctl",
+    )
+
+
+# --------------------------------------------------------------------------- file system (2, 4)
+@dataclass
+class RootPlan:
+    """What the minimal root contains: read-only binds at their host paths, plus the contexts."""
+
+    root: str
+    scratch_mb: int
+    uid: int
+    contexts: dict[str, str] = field(default_factory=dict)  # slug -> host version directory
+
+    def python_paths(self) -> list[str]:
+        paths = {sys.base_prefix, sys.prefix, *(p for p in sys.path if p)}
+        existing = sorted({str(Path(p).resolve()) for p in paths if Path(p).is_dir()} - {"/"})
+        # Drop paths nested in another listed path: binding the parent covers them.
+        return [
+            p for p in existing if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in existing)
+        ]
+
+
+def build_root(plan: RootPlan) -> list[str]:
+    """Mount a tmpfs root with only what Python and the turn need, then pivot into it.
+
+    Must run in a fresh mount namespace (and pid namespace, for /proc). Returns the read-only paths
+    for the Landlock allow-list.
+    """
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
+    root = plan.root
+    mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=0755")
+    readable: list[str] = []
+    system = [
+        p for p in ("/usr", "/lib", "/lib64", "/etc/ld.so.cache", "/etc/localtime") if os.path.exists(p)
+    ]
+    for path in [*system, *plan.python_paths()]:
+        _bind_ro(path, root)
+        readable.append(path)
+    for slug, version_dir in plan.contexts.items():
+        target = f"/ctx/{slug}"
+        _bind_ro(version_dir, root, target)
+        readable.append(target)
+    os.makedirs(f"{root}/dev", mode=0o755, exist_ok=True)
+    for device in ("null", "zero", "urandom", "random"):
+        open(f"{root}/dev/{device}", "w").close()
+        mount(f"/dev/{device}", f"{root}/dev/{device}", None, MS_BIND)
+    os.makedirs(f"{root}/scratch", mode=0o700, exist_ok=True)
+    mount(
+        "tmpfs",
+        f"{root}/scratch",
+        "tmpfs",
+        MS_NOSUID | MS_NODEV | MS_NOEXEC,
+        f"size={plan.scratch_mb}m,mode=0700,uid={plan.uid},gid={plan.uid}",
+    )
+    os.makedirs(f"{root}/proc", mode=0o555, exist_ok=True)
+    mount("proc", f"{root}/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    os.makedirs(f"{root}/.old", mode=0o700, exist_ok=True)
+    pivot_root(root, f"{root}/.old")
+    os.chdir("/")
+    umount2("/.old", MNT_DETACH)
+    os.rmdir("/.old")
+    mount(None, "/", None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    os.chdir("/scratch")
+    return readable
+
+
+def _bind_ro(source: str, root: str, target: str | None = None) -> None:
+    target = target or source
+    dest = f"{root}{target}"
+    parent = os.path.dirname(dest)
+    os.makedirs(parent, mode=0o755, exist_ok=True)
+    if os.path.isdir(source):
+        os.makedirs(dest, mode=0o755, exist_ok=True)
+    else:
+        open(dest, "a").close()
+    mount(source, dest, None, MS_BIND | MS_REC)
+    mount(None, dest, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_REC)
+
+
+# --------------------------------------------------------------------------- identity (5), rlimits (6)
+def drop_privileges(uid: int) -> None:
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)  # from root to non-root: the kernel clears every capability
+
+
+def set_rlimits(cpu_s: int, memory_bytes: int, nproc: int, fsize_bytes: int, nofile: int) -> None:
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (fsize_bytes, fsize_bytes))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def current_vm_bytes() -> int:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+# --------------------------------------------------------------------------- Landlock (8)
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
+
+
+class _PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def landlock_abi() -> int:
+    result = _libc.syscall(SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    return max(int(result), 0)
+
+
+def apply_landlock(read_only: Iterable[str], read_write: Iterable[str]) -> int:
+    """Allow-list the file system (no execute anywhere), deny TCP bind/connect (ABI ≥ 4) and scope
+    abstract sockets and signals (ABI ≥ 6). Returns the ABI used."""
+    abi = landlock_abi()
+    if abi < 1:
+        raise OSError(errno.ENOSYS, "Landlock is not available")
+    handled = _FS_ABI1
+    if abi >= 2:
+        handled |= FS_REFER
+    if abi >= 3:
+        handled |= FS_TRUNCATE
+    if abi >= 5:
+        handled |= FS_IOCTL_DEV
+    attr = _RulesetAttr(
+        handled,
+        (NET_BIND_TCP | NET_CONNECT_TCP) if abi >= 4 else 0,
+        (SCOPE_ABSTRACT_UNIX | SCOPE_SIGNAL) if abi >= 6 else 0,
+    )
+    size = ctypes.sizeof(_RulesetAttr) if abi >= 6 else (16 if abi >= 4 else 8)
+    ruleset = _check(
+        _libc.syscall(
+            SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)
+        ),
+        "landlock_create_ruleset",
+    )
+    try:
+        read_rights = FS_READ
+        write_rights = handled & ~FS_EXECUTE
+        for paths, rights in ((read_only, read_rights), (read_write, write_rights)):
+            for path in paths:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+                try:
+                    is_dir = os.path.isdir(path)
+                    allowed = rights if is_dir else rights & (FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE)
+                    rule = _PathBeneathAttr(allowed & handled, fd)
+                    _check(
+                        _libc.syscall(SYS_LANDLOCK_ADD_RULE, ruleset, 1, ctypes.byref(rule), 0),
+                        f"landlock_add_rule {path}",
+                    )
+                finally:
+                    os.close(fd)
+        _check(_libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0), "landlock_restrict_self")
+    finally:
+        os.close(ruleset)
+    return abi
+
+
+# --------------------------------------------------------------------------- seccomp (9)
+_DENY_EPERM = (
+    "fork",
+    "vfork",
+    "execve",
+    "execveat",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "unshare",
+    "setns",
+    "bpf",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "perf_event_open",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "kexec_load",
+    "kexec_file_load",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "setuid",
+    "setgid",
+    "setreuid",
+    "setregid",
+    "setresuid",
+    "setresgid",
+    "setgroups",
+    "setfsuid",
+    "setfsgid",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "userfaultfd",
+    "open_by_handle_at",
+    "name_to_handle_at",
+    "personality",
+    "acct",
+    "quotactl",
+    "mknod",
+    "mknodat",
+    "fanotify_init",
+    "move_mount",
+    "open_tree",
+    "fsopen",
+    "fsmount",
+    "fsconfig",
+)
+
+
+def preload_seccomp() -> str | None:
+    """Import pyseccomp (and so load libseccomp) now; returns why it is unavailable, if it is."""
+    try:
+        import pyseccomp  # noqa: F401
+    except (ImportError, RuntimeError, OSError) as exc:
+        return str(exc)
+    return None
+
+
+def apply_seccomp() -> None:
+    """A deny-list filter (sandbox.md §2.1, layer 9): no new processes or programs, no sockets but
+    AF_UNIX, none of the privileged calls. Threads stay allowed (clone with CLONE_THREAD)."""
+    import pyseccomp as sc
+
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    flt = sc.SyscallFilter(defaction=sc.ALLOW)
+    for name in _DENY_EPERM:
+        try:
+            flt.add_rule(sc.ERRNO(errno.EPERM), name)
+        except (RuntimeError, ValueError, OSError):  # a name this kernel/libseccomp does not know
+            continue
+    flt.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
+    flt.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+    flt.add_rule(sc.ERRNO(errno.EAFNOSUPPORT), "socket", sc.Arg(0, sc.NE, socket.AF_UNIX))
+    flt.add_rule(sc.ERRNO(errno.EAFNOSUPPORT), "socketpair", sc.Arg(0, sc.NE, socket.AF_UNIX))
+    flt.load()

@@ -1,0 +1,374 @@
+"""The REPL that runs inside a turn's sandbox (runtime.md §4.3, sandbox.md §2.2).
+
+One globals dict and one event loop live for the whole turn. Each step is compiled with top-level
+`await` allowed; a step that awaits runs as a coroutine on the persistent loop under
+`asyncio.wait_for`, a plain step runs directly under an interval timer. Output goes to a capped
+stream, a trailing expression is echoed, and tracebacks show the model's own lines only.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import inspect
+import signal
+import socket
+import time
+import traceback
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from sleuth.sandbox.output import CappedStream, observation
+from sleuth.sandbox.protocol import LineReader, ProtocolError, recv_one, send
+from sleuth.sdk.errors import HostError
+from sleuth.sdk.knowledge import FinalAnswer, Knowledge, ScopedContext
+
+READS = (
+    "outline_knowledge",
+    "read_artifact",
+    "read_rosters",
+    "describe_type",
+    "query_db",
+    "list_tables",
+    "walk_graph",
+    "get_fact",
+)
+SEARCHES = (
+    "search_knowledge",
+    "search_source",
+    "search_source_by_keyword",
+    "search_in_sources",
+    "cite_from_artifact",
+)
+PRIMITIVES = READS + SEARCHES
+
+
+class StepTimeout(BaseException):
+    """The step ran past its timeout; the REPL state is kept."""
+
+
+class CpuBudgetExceeded(BaseException):
+    """The turn used up its CPU budget (RLIMIT_CPU)."""
+
+
+class Channel:
+    """The child's end of the turn socket: blocking reads between steps, host calls during them."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.reader = LineReader()
+        self.pending: list[dict[str, Any]] = []
+        self._waiting: dict[int, asyncio.Future[Any]] = {}
+        self._next_id = 0
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        loop.add_reader(self.sock.fileno(), self._on_readable)
+
+    def _on_readable(self) -> None:
+        try:
+            data = self.sock.recv(1 << 16)
+        except BlockingIOError:
+            return
+        if not data:
+            raise SystemExit("channel closed")
+        self.pending.extend(self.reader.feed(data))
+        self._dispatch()
+
+    def _dispatch(self) -> None:
+        keep = []
+        for message in self.pending:
+            if message["t"] == "rpc_result" and message.get("id") in self._waiting:
+                future = self._waiting.pop(message["id"])
+                if not future.done():
+                    if message.get("ok"):
+                        future.set_result(message.get("result"))
+                    else:
+                        error = message.get("error") or {}
+                        future.set_exception(
+                            HostError(f"{error.get('type', 'Error')}: {error.get('message', '')}")
+                        )
+            else:
+                keep.append(message)
+        self.pending[:] = keep
+
+    async def call(self, fn: str, args: dict[str, Any]) -> Any:
+        assert self.loop is not None
+        self._next_id += 1
+        future: asyncio.Future[Any] = self.loop.create_future()
+        self._waiting[self._next_id] = future
+        send(self.sock, {"t": "rpc", "id": self._next_id, "fn": fn, "args": args})
+        return await future
+
+    def next_message(self) -> dict[str, Any]:
+        return recv_one(self.sock, self.reader, self.pending)
+
+
+class PendingSearch:
+    """What a search returns when the model forgets `await`: awaitable, and loud about it."""
+
+    def __init__(self, name: str, coro: Coroutine[Any, Any, Any]) -> None:
+        self._name = name
+        self._coro = coro
+        self._awaited = False
+
+    def __await__(self) -> Any:
+        self._awaited = True
+        return self._coro.__await__()
+
+    def __repr__(self) -> str:
+        return f"<pending {self._name}(...): search functions are async; write `await {self._name}(...)`>"
+
+    def __getattr__(self, attr: str) -> Any:
+        raise AttributeError(
+            f"{self._name}(...) was not awaited; write `await {self._name}(...)` before using .{attr}"
+        )
+
+    def __iter__(self) -> Any:
+        raise TypeError(f"{self._name}(...) was not awaited; write `await {self._name}(...)`")
+
+    def __len__(self) -> int:
+        raise TypeError(f"{self._name}(...) was not awaited; write `await {self._name}(...)`")
+
+    def __del__(self) -> None:
+        if not self._awaited:  # never awaited: close it quietly instead of a RuntimeWarning
+            self._coro.close()
+
+
+class Repl:
+    def __init__(self, knowledge: Knowledge, channel: Channel | None = None) -> None:
+        self.knowledge = knowledge
+        self.channel = channel
+        self.loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self.loop)
+        if channel is not None:
+            channel.attach(self.loop)
+        self.calls: list[dict[str, Any]] = []
+        self.globals: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
+        self._bind()
+        self._known_spans = 0
+
+    def _bind(self) -> None:
+        import collections
+        import datetime
+        import itertools
+        import json
+        import math
+        import re
+        import statistics
+
+        namespace = self.globals
+        namespace.update(
+            asyncio=asyncio,
+            json=json,
+            re=re,
+            math=math,
+            statistics=statistics,
+            collections=collections,
+            itertools=itertools,
+            datetime=datetime,
+            np=np,
+        )
+        for name in READS:
+            namespace[name] = self._traced(name, getattr(self.knowledge, name))
+        for name in SEARCHES:
+            namespace[name] = self._traced_search(name, getattr(self.knowledge, name))
+        namespace["final"] = namespace["answer"] = self.knowledge.final
+
+    def run_on_loop(self, main: Any, *, debug: bool | None = None) -> Any:
+        """`asyncio.run` in the sandbox runs on the persistent loop (models write it often)."""
+        if self.loop.is_running():
+            raise RuntimeError("asyncio.run() cannot be used inside a step that awaits; write `await ...`")
+        return self.loop.run_until_complete(main)
+
+    def _record(
+        self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], began: float, ok: bool
+    ) -> None:
+        shown = [repr(a)[:120] for a in args] + [f"{k}={v!r}"[:120] for k, v in kwargs.items()]
+        self.calls.append(
+            {
+                "fn": name,
+                "args": ", ".join(shown),
+                "ms": round((time.perf_counter() - began) * 1000, 2),
+                "ok": ok,
+            }
+        )
+
+    def _traced(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            began = time.perf_counter()
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException:
+                self._record(name, args, kwargs, began, False)
+                raise
+            self._record(name, args, kwargs, began, True)
+            return result
+
+        call.__name__ = name
+        call.__doc__ = fn.__doc__
+        call.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
+        return call
+
+    def _traced_search(self, name: str, fn: Callable[..., Coroutine[Any, Any, Any]]) -> Callable[..., Any]:
+        async def traced(*args: Any, **kwargs: Any) -> Any:
+            began = time.perf_counter()
+            try:
+                result = await fn(*args, **kwargs)
+            except BaseException:
+                self._record(name, args, kwargs, began, False)
+                raise
+            self._record(name, args, kwargs, began, True)
+            return result
+
+        def call(*args: Any, **kwargs: Any) -> PendingSearch:
+            return PendingSearch(name, traced(*args, **kwargs))
+
+        call.__name__ = name
+        call.__doc__ = fn.__doc__
+        call.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
+        return call
+
+    # ------------------------------------------------------------------------------- steps
+    def run_step(
+        self, step: int, code: str, timeout_s: float, max_output: int, full_output_cap: int
+    ) -> dict[str, Any]:
+        import sys
+
+        began, cpu_began = time.perf_counter(), time.process_time()
+        stream = CappedStream(full_output_cap)
+        saved = sys.stdout, sys.stderr
+        sys.stdout = sys.stderr = stream
+        self.calls = []
+        error: dict[str, Any] | None = None
+        final: dict[str, Any] | None = None
+        filename = f"<step-{step}>"
+        try:
+            compiled = self._compile(code, filename)
+            if compiled.co_flags & inspect.CO_COROUTINE:
+                self._run_async(compiled, timeout_s)
+            else:
+                self._run_sync(compiled, timeout_s)
+            value = self.globals.pop("__sleuth_echo__", None)
+            if value is not None:
+                stream.write(repr(value) + "\n")
+        except FinalAnswer as done:
+            final = {"answer": done.answer, "evidence": done.evidence}
+        except SystemExit:
+            pass
+        except BaseException as exc:
+            error = _describe(exc, filename)
+            stream.write(error["traceback"])
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            sys.stdout, sys.stderr = saved
+        text = "".join(stream.parts)
+        shown, truncated = observation(
+            text, stream.total, max_output, error["traceback"].rstrip().splitlines()[-1] if error else None
+        )
+        spans = self.knowledge.evidence.all()
+        new_spans = spans[self._known_spans :]
+        self._known_spans = len(spans)
+        return {
+            "t": "result",
+            "ok": error is None,
+            "output": shown,
+            "output_chars": stream.total,
+            "truncated": truncated,
+            "full_output": text,
+            "error": error,
+            "calls": self.calls,
+            "spans": [
+                {
+                    "ref": s.ref,
+                    "context": s.context,
+                    "source_path": s.source_path,
+                    "page": s.page,
+                    "start": s.start,
+                    "end": s.end,
+                    "text": s.text,
+                    "via": s.via,
+                    "artifact_name": s.artifact_name,
+                }
+                for s in new_spans
+            ],
+            "final": final,
+            "duration_ms": round((time.perf_counter() - began) * 1000, 3),
+            "cpu_ms": round((time.process_time() - cpu_began) * 1000, 3),
+        }
+
+    def _compile(self, code: str, filename: str) -> Any:
+        tree = ast.parse(code, filename, "exec")
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = tree.body[-1]
+            tree.body[-1] = ast.Assign(targets=[ast.Name("__sleuth_echo__", ast.Store())], value=last.value)
+            ast.copy_location(tree.body[-1], last)
+            ast.fix_missing_locations(tree)
+        return compile(tree, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+
+    def _run_sync(self, compiled: Any, timeout_s: float) -> None:
+        signal.setitimer(signal.ITIMER_REAL, timeout_s)
+        exec(compiled, self.globals)
+
+    def _run_async(self, compiled: Any, timeout_s: float) -> None:
+        coro = eval(compiled, self.globals)
+        # The itimer is a backstop for blocking calls that never yield to the loop.
+        signal.setitimer(signal.ITIMER_REAL, timeout_s + 1.0)
+        try:
+            self.loop.run_until_complete(asyncio.wait_for(coro, timeout_s))
+        except TimeoutError:
+            raise StepTimeout(f"step exceeded {timeout_s:g} s") from None
+
+
+def _describe(exc: BaseException, filename: str) -> dict[str, Any]:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith("<step-")]
+    lines = ["Traceback (most recent call last):\n"] if frames else []
+    lines += traceback.format_list(frames)
+    lines += traceback.format_exception_only(type(exc), exc)
+    return {"type": type(exc).__name__, "message": str(exc)[:2000], "traceback": "".join(lines)}
+
+
+def _on_alarm(_signum: int, _frame: Any) -> None:
+    raise StepTimeout("step exceeded its time limit")
+
+
+def _on_xcpu(_signum: int, _frame: Any) -> None:
+    raise CpuBudgetExceeded("the turn used up its CPU budget")
+
+
+def serve(sock: socket.socket, contexts: list[ScopedContext], ready: dict[str, Any]) -> None:
+    """The sandbox main loop: announce readiness, then answer `exec` until `close`."""
+    signal.signal(signal.SIGALRM, _on_alarm)
+    signal.signal(signal.SIGXCPU, _on_xcpu)
+    channel = Channel(sock)
+
+    async def embed(model: str, text: str) -> npt.NDArray[np.float32]:
+        result = await channel.call("embed", {"texts": [text], "model": model})
+        return np.asarray(result[0], dtype=np.float32)
+
+    repl = Repl(Knowledge(contexts, embed=embed), channel)
+    asyncio.run = repl.run_on_loop  # this process is the turn's sandbox
+    send(sock, ready)
+    while True:
+        try:
+            message = channel.next_message()
+        except ProtocolError:
+            return
+        if message["t"] == "close":
+            send(sock, {"t": "bye"})
+            return
+        if message["t"] != "exec":
+            continue
+        result = repl.run_step(
+            int(message.get("step", 1)),
+            str(message["code"]),
+            float(message["timeout_s"]),
+            int(message["max_output"]),
+            int(message["full_output_cap"]),
+        )
+        result["id"] = message.get("id")
+        send(sock, result)

@@ -1,0 +1,228 @@
+"""The zygote (sandbox.md §2): started once with a scrubbed environment, it imports the SDK and the
+REPL, then forks a child per turn. Child A joins new namespaces and forks B, which becomes PID 1
+of the new pid namespace, locks itself down layer by layer and serves the REPL.
+
+    python -m sleuth.sandbox.zygote CONTROL_FD
+
+The control channel is an AF_UNIX SOCK_SEQPACKET socket: each `spawn` message arrives with the
+turn's socket attached (SCM_RIGHTS), so the zygote never holds more than one turn's channel.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import selectors
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sleuth.sandbox import layers
+from sleuth.sandbox.limits import Limits
+from sleuth.sandbox.protocol import send
+from sleuth.sandbox.repl import serve
+from sleuth.sdk.knowledge import ScopedContext
+
+PR_SET_CHILD_SUBREAPER = 36
+UID_BASE = 200_000
+UID_SPAN = 50_000
+
+
+def main(control_fd: int) -> None:
+    # `python -m` puts the working directory first on sys.path; it is not part of the install.
+    sys.path[:] = [p for p in sys.path if p not in ("", "/", os.getcwd())]
+    control = socket.socket(fileno=control_fd)
+    layers.preload_seccomp()  # it finds libseccomp with ldconfig, which a locked-down child cannot run
+    layers.prctl(PR_SET_CHILD_SUBREAPER, 1)
+    layers.prctl(layers.PR_SET_PDEATHSIG, signal.SIGKILL)  # the host went away: so do we
+    mount_point = tempfile.mkdtemp(prefix="sleuth-root-")
+    selector = selectors.DefaultSelector()
+    selector.register(control, selectors.EVENT_READ)
+    control.send(
+        json.dumps({"t": "zygote_ready", "pid": os.getpid(), "landlock_abi": layers.landlock_abi()}).encode()
+    )
+    counter = 0
+    try:
+        while True:
+            for _key, _events in selector.select(timeout=0.25):
+                data, fds, _flags, _addr = socket.recv_fds(control, 1 << 20, 1)
+                if not data:
+                    return
+                message = json.loads(data)
+                if message.get("t") != "spawn" or len(fds) != 1:
+                    for fd in fds:
+                        os.close(fd)
+                    continue
+                counter += 1
+                pid = _spawn(message, fds[0], mount_point, UID_BASE + (os.getpid() * 7 + counter) % UID_SPAN)
+                os.close(fds[0])
+                control.send(json.dumps({"t": "spawned", "turn": message.get("turn"), "pid": pid}).encode())
+            _reap()
+    finally:
+        shutil.rmtree(mount_point, ignore_errors=True)
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _spawn(message: dict[str, Any], turn_fd: int, mount_point: str, uid: int) -> int:
+    """Fork A → unshare → fork B; returns B's pid (in the zygote's, i.e. the host's, namespace)."""
+    read_end, write_end = os.pipe()
+    pid_a = os.fork()
+    if pid_a == 0:  # child A
+        os.close(read_end)
+        code = 1
+        try:
+            layers.prctl(layers.PR_SET_PDEATHSIG, signal.SIGKILL)
+            namespaces: list[str] = []
+            for flag, name in (
+                (layers.CLONE_NEWNS, "mount"),
+                (layers.CLONE_NEWPID, "pid"),
+                (layers.CLONE_NEWNET, "net"),
+                (layers.CLONE_NEWIPC, "ipc"),
+                (layers.CLONE_NEWUTS, "uts"),
+            ):
+                try:
+                    layers.unshare(flag)
+                    namespaces.append(name)
+                except OSError:
+                    pass
+            pid_b = os.fork()
+            if pid_b == 0:
+                os.close(write_end)
+                _child(message, turn_fd, mount_point, uid, namespaces)
+                os._exit(0)
+            os.write(write_end, str(pid_b).encode())
+            os.close(write_end)
+            _pid, status = os.waitpid(pid_b, 0)
+            code = os.waitstatus_to_exitcode(status) & 0xFF
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as fh:
+        data = fh.read()
+    return int(data) if data else -1
+
+
+def _child(message: dict[str, Any], turn_fd: int, mount_point: str, uid: int, namespaces: list[str]) -> None:
+    """B: lock down (sandbox.md §2.1, layers 2-9), then serve the REPL. Never returns normally."""
+    sock = socket.socket(fileno=turn_fd)
+    limits = Limits.from_json(message["limits"])
+    contexts: dict[str, str] = message["contexts"]
+    layers_on: list[str] = []
+    disabled: dict[str, str] = {}
+    try:
+        layers.prctl(layers.PR_SET_PDEATHSIG, signal.SIGKILL)
+        if namespaces:
+            layers_on.append("namespaces")
+        readable = [*layers.RootPlan(mount_point, limits.scratch_mb, uid).python_paths(), "/usr", "/lib"]
+        scratch = "/scratch"
+        if "mount" in namespaces and "pid" in namespaces:
+            readable = layers.build_root(layers.RootPlan(mount_point, limits.scratch_mb, uid, contexts))
+            layers_on.append("pivot_root")
+            mounted = {slug: f"/ctx/{slug}" for slug in contexts}
+        else:
+            disabled["pivot_root"] = "no mount or pid namespace"
+            scratch = tempfile.mkdtemp(prefix="sleuth-scratch-")
+            os.chown(scratch, uid, uid)
+            os.chdir(scratch)
+            mounted = dict(contexts)
+            readable += list(contexts.values())
+        try:
+            layers.drop_privileges(uid)
+            layers_on.append("uid")
+        except OSError as exc:
+            disabled["uid"] = str(exc)
+        budget = limits.memory_mb * 1024 * 1024
+        layers.set_rlimits(
+            limits.cpu_s,
+            layers.current_vm_bytes() + budget,
+            limits.pids,
+            limits.scratch_mb * 1024 * 1024,
+            limits.nofile,
+        )
+        layers_on.append("rlimits")
+        os.environ.clear()
+        os.environ.update(HOME=scratch, TMPDIR=scratch, PATH="/nonexistent", LANG="C.UTF-8")
+        landlock_abi = 0
+        try:
+            layers.prctl(layers.PR_SET_NO_NEW_PRIVS, 1)
+            devices = [d for d in ("/dev/urandom", "/dev/random", "/dev/zero", "/proc") if os.path.exists(d)]
+            landlock_abi = layers.apply_landlock(readable + devices, [scratch, "/dev/null"])
+            layers_on.append("landlock")
+        except OSError as exc:
+            disabled["landlock"] = str(exc)
+        try:
+            layers.apply_seccomp()
+            layers_on.append("seccomp")
+        except Exception as exc:
+            disabled["seccomp"] = f"{type(exc).__name__}: {exc}"
+        random.seed(os.urandom(16))
+        np.random.seed(int.from_bytes(os.urandom(4), "little"))
+        ok, missing = meets_floor(limits.floor, layers_on, landlock_abi)
+        ready = {
+            "t": "ready",
+            "ok": ok,
+            "missing": missing,
+            "mode": "root" if "uid" in layers_on else "nons",
+            "layers": layers_on,
+            "disabled": disabled,
+            "landlock_abi": landlock_abi,
+            "namespaces": namespaces,
+            "cgroup": None,
+            "python": sys.version.split()[0],
+        }
+        if not ok:
+            send(sock, ready)
+            return
+        serve(sock, [ScopedContext(slug, Path(path)) for slug, path in mounted.items()], ready)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            send(
+                sock,
+                {
+                    "t": "ready",
+                    "ok": False,
+                    "missing": ["setup"],
+                    "layers": layers_on,
+                    "disabled": {**disabled, "setup": f"{type(exc).__name__}: {exc}"},
+                },
+            )
+    finally:
+        os._exit(0)
+
+
+def meets_floor(floor: str, active: list[str], landlock_abi: int) -> tuple[bool, list[str]]:
+    """standard: seccomp, rlimits, and Landlock or a pivoted root; strict: all of them and ABI ≥ 4."""
+    missing: list[str] = []
+    if floor == "none":
+        return True, missing
+    for layer in ("seccomp", "rlimits"):
+        if layer not in active:
+            missing.append(layer)
+    if floor == "standard" and "landlock" not in active and "pivot_root" not in active:
+        missing.append("landlock or pivot_root")
+    if floor == "strict":
+        missing += [x for x in ("namespaces", "pivot_root", "uid", "landlock") if x not in active]
+        if landlock_abi < 4:
+            missing.append("landlock ABI >= 4")
+    return not missing, missing
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]))
