@@ -1,0 +1,62 @@
+"""A sandbox host shared by the sandbox tests, and the mode they reached, printed at the end."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sleuth.compile.pipeline import CompileReport
+from sleuth.sandbox import Limits, Sandbox, SandboxHost
+from sleuth.store.home import Home
+
+REACHED: dict[str, object] = {}
+
+
+@pytest.fixture(scope="session")
+def acme_version(sample_home: tuple[Home, CompileReport]) -> Path:
+    home, _ = sample_home
+    ctx = home.find("acme")
+    live = ctx.live_version()
+    assert live is not None
+    return ctx.version_dir(live)
+
+
+@pytest.fixture(scope="session")
+def host() -> Iterator[SandboxHost]:
+    with SandboxHost(Limits(step_timeout_s=5, hard_kill_grace_s=2)) as h:
+        yield h
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.fixture
+def sandbox(host: SandboxHost, acme_version: Path) -> Iterator[Sandbox]:
+    """A fresh sandbox; afterwards it must be gone and the next turn must work."""
+    sb = host.start_turn({"acme": acme_version})
+    REACHED.update(mode=sb.ready["mode"], layers=sb.ready["layers"], landlock_abi=sb.ready["landlock_abi"],
+                   disabled=sb.ready["disabled"])
+    yield sb
+    sb.close()
+    import time
+
+    deadline = time.monotonic() + 5
+    while _alive(sb.pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not _alive(sb.pid), "the sandbox outlived its turn"
+    with host.start_turn({"acme": acme_version}) as after:
+        assert after.exec("1 + 1").output == "2\n"
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if REACHED:
+        terminalreporter.write_line(
+            f"sandbox mode reached: {REACHED['mode']}; layers: {', '.join(REACHED['layers'])}; "  # type: ignore[arg-type]
+            f"landlock ABI {REACHED['landlock_abi']}; disabled: {REACHED['disabled'] or 'none'}")

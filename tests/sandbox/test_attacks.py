@@ -1,0 +1,307 @@
+"""The attack suite (sandbox.md §9): every case must be stopped, and each test fails if it is not.
+
+Each test runs hostile code as a REPL step in a fresh sandbox; the fixture then checks that the
+sandbox is gone and that the next turn starts and runs a step.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import socketserver
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sleuth.sandbox import Limits, Sandbox, SandboxDied, SandboxHost
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the full sandbox needs root (CI runs as root)")
+
+
+def run(sb: Sandbox, code: str, **kwargs: object) -> str:
+    result = sb.exec(code, **kwargs)  # type: ignore[arg-type]
+    return result.output
+
+
+@pytest.fixture(scope="module")
+def tcp_service() -> Iterator[int]:
+    """A real service on 127.0.0.1 that the sandbox must not reach."""
+
+    class Handler(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            self.request.sendall(b"HTTP/1.0 200 OK\r\n\r\nSECRET-FROM-HOST")
+
+    server = socketserver.TCPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def host_secret(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("host") / "secret.txt"
+    path.write_text("HOST-SECRET-TOKEN")
+    path.chmod(0o644)
+    path.parent.chmod(0o755)
+    return path
+
+
+# ----------------------------------------------------------------------------- network
+def test_tcp_to_a_real_host_service(sandbox: Sandbox, tcp_service: int) -> None:
+    out = run(sandbox, f"import socket\nsocket.create_connection(('127.0.0.1', {tcp_service}), timeout=2)")
+    assert "Errno 97" in out and "SECRET" not in out  # EAFNOSUPPORT from seccomp
+
+
+def test_urllib_to_a_real_host_service(sandbox: Sandbox, tcp_service: int) -> None:
+    out = run(sandbox, f"import urllib.request\nurllib.request.urlopen('http://127.0.0.1:{tcp_service}/', timeout=2).read()")
+    assert "URLError" in out and "SECRET" not in out
+
+
+def test_dns_lookup_fails(sandbox: Sandbox) -> None:
+    out = run(sandbox, "import socket\nsocket.getaddrinfo('example.com', 443)")
+    assert "gaierror" in out or "Errno" in out
+
+
+def test_raw_inet_socket_syscall(sandbox: Sandbox) -> None:
+    out = run(sandbox, "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                       "fd = libc.syscall(41, 2, 1, 0)\nprint(fd, ctypes.get_errno())")
+    assert out.split() == ["-1", "97"]
+
+
+def test_abstract_unix_socket_on_the_host(sandbox: Sandbox) -> None:
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind("\0sleuth-attack-test")
+    listener.listen(1)
+    try:
+        out = run(sandbox, "import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect('\\0sleuth-attack-test')")
+        assert "ConnectionRefusedError" in out or "PermissionError" in out or "Errno" in out
+    finally:
+        listener.close()
+
+
+# ----------------------------------------------------------------------------- files
+def test_write_outside_scratch(sandbox: Sandbox) -> None:
+    out = run(sandbox, "open('/etc/evil', 'w').write('x')")
+    assert "Error" in out and not Path("/etc/evil").exists()
+
+
+def test_write_into_the_context(sandbox: Sandbox, acme_version: Path) -> None:
+    out = run(sandbox, "open('/ctx/acme/evil.txt', 'w').write('x')")
+    assert ("Read-only file system" in out or "Permission denied" in out)
+    assert not (acme_version / "evil.txt").exists()
+
+
+def test_modify_a_context_file(sandbox: Sandbox, acme_version: Path) -> None:
+    before = (acme_version / "version.json").read_bytes()
+    out = run(sandbox, "open('/ctx/acme/version.json', 'a').write('x')")
+    assert "Error" in out and (acme_version / "version.json").read_bytes() == before
+
+
+def test_read_a_host_secret_file(sandbox: Sandbox, host_secret: Path) -> None:
+    out = run(sandbox, f"print(open({str(host_secret)!r}).read())")
+    assert "HOST-SECRET-TOKEN" not in out and ("FileNotFoundError" in out or "PermissionError" in out)
+
+
+def test_read_another_context(sandbox: Sandbox, acme_version: Path) -> None:
+    other = acme_version.parents[2]  # the contexts directory on the host
+    out = run(sandbox, f"import os\nprint(os.listdir({str(other)!r}))")
+    assert "FileNotFoundError" in out or "PermissionError" in out
+
+
+def test_read_etc_passwd(sandbox: Sandbox) -> None:
+    out = run(sandbox, "print(open('/etc/passwd').read())")
+    assert "root:" not in out
+
+
+def test_list_the_server_users_home(sandbox: Sandbox) -> None:
+    out = run(sandbox, "import os\nprint(os.listdir(os.path.expanduser('~root')))")
+    assert "Error" in out
+
+
+def test_sdk_path_traversal(sandbox: Sandbox) -> None:
+    out = run(sandbox, "hits = await search_in_sources(['../../../etc/passwd', '/ctx/../etc/shadow'], 'root')\n"
+                       "print(len(hits))\n"
+                       "try:\n    read_artifact('../../etc/passwd')\nexcept Exception as e:\n    print(type(e).__name__)")
+    assert out.split() == ["0", "NotFoundError"]
+
+
+def test_symlink_in_scratch_to_a_host_file(sandbox: Sandbox, host_secret: Path) -> None:
+    out = run(sandbox, f"import os\nos.symlink({str(host_secret)!r}, 'link')\nprint(open('link').read())")
+    assert "HOST-SECRET-TOKEN" not in out and "Error" in out
+
+
+def test_proc_shows_only_the_sandbox(sandbox: Sandbox) -> None:
+    out = run(sandbox, "import os\nprint(sorted(p for p in os.listdir('/proc') if p.isdigit()))")
+    assert out.strip() == "['1']"
+
+
+def test_fill_the_scratch(sandbox: Sandbox) -> None:
+    out = run(sandbox, "chunk = b'x' * (1 << 20)\nwith open('big', 'wb') as f:\n"
+                       "    for _ in range(100):\n        f.write(chunk)")
+    assert "No space left on device" in out or "File too large" in out
+
+
+# ----------------------------------------------------------------------------- processes
+def test_fork_bomb(sandbox: Sandbox) -> None:
+    out = run(sandbox, "import os\nfor _ in range(1000):\n    os.fork()")
+    assert "PermissionError" in out
+
+
+def test_subprocess(sandbox: Sandbox) -> None:
+    out = run(sandbox, "import subprocess\nsubprocess.run(['id'])")
+    assert "PermissionError" in out or "OSError" in out
+
+
+def test_os_system_and_posix_spawn(sandbox: Sandbox) -> None:
+    out = run(sandbox, "import os\nprint(os.system('id'))\ntry:\n"
+                       "    os.posix_spawn('/usr/bin/id', ['id'], {})\nexcept OSError as e:\n    print('denied', e.errno)")
+    lines = out.split("\n")
+    assert lines[0] != "0" and lines[1].startswith("denied")
+
+
+def test_execve_through_ctypes(sandbox: Sandbox) -> None:
+    out = run(sandbox, "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                       "print(libc.execve(b'/usr/bin/id', None, None), ctypes.get_errno())")
+    assert out.split() == ["-1", "1"]
+
+
+def test_thread_bomb(sandbox: Sandbox) -> None:
+    out = run(sandbox, "import threading, time\nthreads = []\ntry:\n    for i in range(500):\n"
+                       "        t = threading.Thread(target=time.sleep, args=(3,), daemon=True)\n"
+                       "        t.start()\n        threads.append(t)\nexcept RuntimeError as e:\n"
+                       "    print('stopped at', len(threads))")
+    assert out.startswith("stopped at") and int(out.split()[-1]) < 64
+
+
+@pytest.mark.parametrize(
+    ("name", "call"),
+    [
+        ("ptrace", "libc.ptrace(16, 1, 0, 0)"),  # PTRACE_ATTACH to PID 1
+        ("unshare", "libc.unshare(0x10000000)"),  # CLONE_NEWUSER
+        ("mount", "libc.mount(b'none', b'/scratch', b'tmpfs', 0, None)"),
+        ("setuid", "libc.setuid(0)"),
+        ("chroot", "libc.chroot(b'/scratch')"),
+        ("bpf", "libc.syscall(321, 0, 0, 0)"),
+    ],
+)
+def test_privileged_calls(sandbox: Sandbox, name: str, call: str) -> None:
+    out = run(sandbox, f"import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nprint({call}, ctypes.get_errno())")
+    assert out.split()[0] == "-1" and out.split()[1] in {"1", "13"}, (name, out)  # EPERM / EACCES
+
+
+def test_kill_the_zygote(sandbox: Sandbox, host: SandboxHost) -> None:
+    zygote = host.info["pid"]
+    out = run(sandbox, f"import os\nos.kill({zygote}, 9)")
+    assert "ProcessLookupError" in out or "PermissionError" in out
+    assert Path(f"/proc/{zygote}").exists()
+
+
+def test_no_secrets_in_the_environment(host: SandboxHost, acme_version: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret")
+    with SandboxHost() as fresh, fresh.start_turn({"acme": acme_version}) as sb:
+        out = sb.exec("import os\nprint(sorted(os.environ))").output
+    assert out.strip() == "['HOME', 'LANG', 'PATH', 'TMPDIR']"
+
+
+# ----------------------------------------------------------------------------- time and memory
+def test_busy_loop_times_out_and_keeps_state(sandbox: Sandbox) -> None:
+    sandbox.exec("kept = 41")
+    result = sandbox.exec("while True:\n    pass", timeout_s=1)
+    assert not result.ok and result.error is not None and result.error["type"] == "StepTimeout"
+    assert 900 < result.duration_ms < 2500
+    assert sandbox.exec("print(kept + 1)").output == "42\n"
+
+
+def test_async_busy_loop_times_out(sandbox: Sandbox) -> None:
+    result = sandbox.exec("while True:\n    await asyncio.sleep(0)", timeout_s=1)
+    assert result.error is not None and result.error["type"] == "StepTimeout"
+
+
+def test_blocking_sleep_inside_an_async_step(sandbox: Sandbox) -> None:
+    result = sandbox.exec("import time\nawait asyncio.sleep(0)\ntime.sleep(100)", timeout_s=1)
+    assert result.error is not None and result.error["type"] == "StepTimeout"
+    assert result.duration_ms < 3500
+
+
+def test_code_that_swallows_every_exception_is_killed(host: SandboxHost, acme_version: Path) -> None:
+    with host.start_turn({"acme": acme_version}, Limits(step_timeout_s=1, hard_kill_grace_s=1)) as sb:
+        with pytest.raises(SandboxDied, match="all variables are lost"):
+            sb.exec("while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n"
+                    "        pass")
+        assert not sb.alive
+
+
+def test_memory_bomb_raises_memory_error_and_the_repl_survives(sandbox: Sandbox) -> None:
+    out = run(sandbox, "x = bytearray(2 * 1024 ** 3)")
+    assert "MemoryError" in out
+    out = run(sandbox, "y = np.ones(10 ** 9)")
+    assert "MemoryError" in out or "Unable to allocate" in out
+    assert run(sandbox, "print('alive')") == "alive\n"
+
+
+def test_cpu_budget(host: SandboxHost, acme_version: Path) -> None:
+    with host.start_turn({"acme": acme_version}, Limits(step_timeout_s=30, cpu_s=2)) as sb:
+        result = sb.exec("while True:\n    pass")
+    assert result.error is not None and result.error["type"] == "CpuBudgetExceeded"
+    assert result.duration_ms < 6000
+
+
+# ----------------------------------------------------------------------------- channel and SDK
+def test_unregistered_host_function(sandbox: Sandbox) -> None:
+    out = run(sandbox, "import gc\nchannel = next(o for o in gc.get_objects() if type(o).__name__ == 'Channel')\n"
+                       "try:\n    await channel.call('shutil.rmtree', {'path': '/'})\nexcept Exception as e:\n"
+                       "    print(type(e).__name__, e)")
+    assert out.startswith("HostError") and "no such host function" in out
+
+
+def test_bad_arguments_to_a_host_function(sandbox: Sandbox) -> None:
+    out = run(sandbox, "import gc\nchannel = next(o for o in gc.get_objects() if type(o).__name__ == 'Channel')\n"
+                       "try:\n    await channel.call('embed', {'texts': ['x'] * 1000})\nexcept Exception as e:\n"
+                       "    print(type(e).__name__, e)")
+    assert out.startswith("HostError") and "1-96" in out
+
+
+def test_sqlite_file_lands_in_scratch_only(sandbox: Sandbox) -> None:
+    out = run(sandbox, "import sqlite3, os\ndb = sqlite3.connect('x.db')\ndb.execute('create table t(a)')\n"
+                       "db.commit()\nprint(os.path.abspath('x.db'))")
+    assert out.strip() == "/scratch/x.db"
+
+
+@pytest.mark.parametrize(
+    "sql",
+    ["INSERT INTO product (sku) VALUES ('X')", "ATTACH DATABASE '/scratch/e.db' AS e",
+     "SELECT load_extension('/scratch/x.so')", "PRAGMA query_only = 0", "PRAGMA journal_mode = WAL",
+     "PRAGMA writable_schema = 1", "VACUUM INTO '/scratch/copy.db'", "CREATE TEMP TABLE t (a)",
+     "SELECT 1; DELETE FROM product"],
+)
+def test_query_db_writes(sandbox: Sandbox, sql: str) -> None:
+    out = run(sandbox, f"try:\n    query_db({sql!r})\nexcept Exception as e:\n    print(type(e).__name__)")
+    assert out.strip() == "QueryError"
+
+
+def test_huge_output_is_cut_with_the_exact_notice(sandbox: Sandbox) -> None:
+    result = sandbox.exec("print('y' * 100_000_000, end='')", max_output=10_000)
+    assert result.output_chars == 100_000_000 and result.truncated
+    assert result.output == "y" * 10_000 + "\n[truncated: showing 10,000 of 100,000,000 chars]"
+    assert len(result.full_output) == 1 << 20
+
+
+def test_one_20mb_line(sandbox: Sandbox) -> None:
+    result = sandbox.exec("import sys\n_ = sys.stdout.write('z' * 20_000_000 + '\\n')")
+    assert result.output.endswith("[truncated: showing 10,000 of 20,000,001 chars]")
+
+
+def test_closing_the_channel_from_inside(sandbox: Sandbox) -> None:
+    with pytest.raises(SandboxDied, match="broke its channel"):
+        sandbox.exec("import gc\nch = next(o for o in gc.get_objects() if type(o).__name__ == 'Channel')\n"
+                     "ch.sock.close()")
+
+
+def test_malformed_line_on_the_channel(sandbox: Sandbox) -> None:
+    with pytest.raises(SandboxDied):
+        sandbox.exec("import gc\nch = next(o for o in gc.get_objects() if type(o).__name__ == 'Channel')\n"
+                     "ch.sock.sendall(b'not json at all\\n')\nimport time\ntime.sleep(2)")
