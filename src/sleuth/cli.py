@@ -252,5 +252,45 @@ def search_cmd(
         console.print(f"   {snippet[:300]}{'…' if len(snippet) > 300 else ''}", highlight=False)
 
 
+@app.command("exec")
+def exec_cmd(
+    file: Annotated[Path, typer.Argument(help="Python file to run as one REPL step.")],
+    context: Annotated[list[str], typer.Option("--context", "-c", help="Context slug (1-10).")],
+    max_tool_output_chars: Annotated[int, typer.Option(min=1, max=100_000)] = 10_000,
+    timeout: Annotated[float, typer.Option(help="Step timeout in seconds.", min=0.1, max=900)] = 30.0,
+) -> None:
+    """Run FILE as one REPL step in a fresh sandbox and print what the model would see."""
+    from sleuth.sandbox import Limits, SandboxDied, SandboxHost, SandboxUnavailable
+
+    if not 1 <= len(context) <= 10:
+        raise _fail("give 1 to 10 --context options")
+    try:
+        code = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _fail(f"cannot read {file}: {exc}") from None
+    home = Home()
+    versions: dict[str, Path] = {}
+    for slug in context:
+        try:
+            ctx = home.find(slug)
+        except ContextNotFound as exc:
+            raise _fail(str(exc), 2) from None
+        live = ctx.live_version()
+        if live is None:
+            raise _fail(f"context {slug!r} has no live version: compile it first", 2)
+        versions[ctx.info().slug] = ctx.version_dir(live)
+    limits = Limits(step_timeout_s=timeout, max_output=max_tool_output_chars)
+    try:
+        with SandboxHost(limits) as host, host.start_turn(versions) as sandbox:
+            result = sandbox.exec(code)
+    except SandboxUnavailable as exc:
+        raise _fail(str(exc), 2) from None
+    except SandboxDied as exc:
+        raise _fail(str(exc), 1) from None
+    typer.echo(result.output, nl=not result.output.endswith("\n") and bool(result.output))
+    if not result.ok:
+        raise typer.Exit(1)
+
+
 def main() -> None:
     app()

@@ -41,8 +41,12 @@ def _alive(pid: int) -> bool:
 def sandbox(host: SandboxHost, acme_version: Path) -> Iterator[Sandbox]:
     """A fresh sandbox; afterwards it must be gone and the next turn must work."""
     sb = host.start_turn({"acme": acme_version})
-    REACHED.update(mode=sb.ready["mode"], layers=sb.ready["layers"], landlock_abi=sb.ready["landlock_abi"],
-                   disabled=sb.ready["disabled"])
+    REACHED.update(
+        mode=sb.ready["mode"],
+        layers=sb.ready["layers"],
+        landlock_abi=sb.ready["landlock_abi"],
+        disabled=sb.ready["disabled"],
+    )
     yield sb
     sb.close()
     import time
@@ -59,4 +63,5 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if REACHED:
         terminalreporter.write_line(
             f"sandbox mode reached: {REACHED['mode']}; layers: {', '.join(REACHED['layers'])}; "  # type: ignore[arg-type]
-            f"landlock ABI {REACHED['landlock_abi']}; disabled: {REACHED['disabled'] or 'none'}")
+            f"landlock ABI {REACHED['landlock_abi']}; disabled: {REACHED['disabled'] or 'none'}"
+        )

@@ -57,7 +57,10 @@ def test_tcp_to_a_real_host_service(sandbox: Sandbox, tcp_service: int) -> None:
 
 
 def test_urllib_to_a_real_host_service(sandbox: Sandbox, tcp_service: int) -> None:
-    out = run(sandbox, f"import urllib.request\nurllib.request.urlopen('http://127.0.0.1:{tcp_service}/', timeout=2).read()")
+    out = run(
+        sandbox,
+        f"import urllib.request\nurllib.request.urlopen('http://127.0.0.1:{tcp_service}/', timeout=2).read()",
+    )
     assert "URLError" in out and "SECRET" not in out
 
 
@@ -67,8 +70,11 @@ def test_dns_lookup_fails(sandbox: Sandbox) -> None:
 
 
 def test_raw_inet_socket_syscall(sandbox: Sandbox) -> None:
-    out = run(sandbox, "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-                       "fd = libc.syscall(41, 2, 1, 0)\nprint(fd, ctypes.get_errno())")
+    out = run(
+        sandbox,
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "fd = libc.syscall(41, 2, 1, 0)\nprint(fd, ctypes.get_errno())",
+    )
     assert out.split() == ["-1", "97"]
 
 
@@ -77,7 +83,9 @@ def test_abstract_unix_socket_on_the_host(sandbox: Sandbox) -> None:
     listener.bind("\0sleuth-attack-test")
     listener.listen(1)
     try:
-        out = run(sandbox, "import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect('\\0sleuth-attack-test')")
+        out = run(
+            sandbox, "import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect('\\0sleuth-attack-test')"
+        )
         assert "ConnectionRefusedError" in out or "PermissionError" in out or "Errno" in out
     finally:
         listener.close()
@@ -91,7 +99,7 @@ def test_write_outside_scratch(sandbox: Sandbox) -> None:
 
 def test_write_into_the_context(sandbox: Sandbox, acme_version: Path) -> None:
     out = run(sandbox, "open('/ctx/acme/evil.txt', 'w').write('x')")
-    assert ("Read-only file system" in out or "Permission denied" in out)
+    assert "Read-only file system" in out or "Permission denied" in out
     assert not (acme_version / "evil.txt").exists()
 
 
@@ -123,9 +131,12 @@ def test_list_the_server_users_home(sandbox: Sandbox) -> None:
 
 
 def test_sdk_path_traversal(sandbox: Sandbox) -> None:
-    out = run(sandbox, "hits = await search_in_sources(['../../../etc/passwd', '/ctx/../etc/shadow'], 'root')\n"
-                       "print(len(hits))\n"
-                       "try:\n    read_artifact('../../etc/passwd')\nexcept Exception as e:\n    print(type(e).__name__)")
+    out = run(
+        sandbox,
+        "hits = await search_in_sources(['../../../etc/passwd', '/ctx/../etc/shadow'], 'root')\n"
+        "print(len(hits))\n"
+        "try:\n    read_artifact('../../etc/passwd')\nexcept Exception as e:\n    print(type(e).__name__)",
+    )
     assert out.split() == ["0", "NotFoundError"]
 
 
@@ -140,8 +151,11 @@ def test_proc_shows_only_the_sandbox(sandbox: Sandbox) -> None:
 
 
 def test_fill_the_scratch(sandbox: Sandbox) -> None:
-    out = run(sandbox, "chunk = b'x' * (1 << 20)\nwith open('big', 'wb') as f:\n"
-                       "    for _ in range(100):\n        f.write(chunk)")
+    out = run(
+        sandbox,
+        "chunk = b'x' * (1 << 20)\nwith open('big', 'wb') as f:\n"
+        "    for _ in range(100):\n        f.write(chunk)",
+    )
     assert "No space left on device" in out or "File too large" in out
 
 
@@ -157,23 +171,32 @@ def test_subprocess(sandbox: Sandbox) -> None:
 
 
 def test_os_system_and_posix_spawn(sandbox: Sandbox) -> None:
-    out = run(sandbox, "import os\nprint(os.system('id'))\ntry:\n"
-                       "    os.posix_spawn('/usr/bin/id', ['id'], {})\nexcept OSError as e:\n    print('denied', e.errno)")
+    out = run(
+        sandbox,
+        "import os\nprint(os.system('id'))\ntry:\n"
+        "    os.posix_spawn('/usr/bin/id', ['id'], {})\nexcept OSError as e:\n    print('denied', e.errno)",
+    )
     lines = out.split("\n")
     assert lines[0] != "0" and lines[1].startswith("denied")
 
 
 def test_execve_through_ctypes(sandbox: Sandbox) -> None:
-    out = run(sandbox, "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-                       "print(libc.execve(b'/usr/bin/id', None, None), ctypes.get_errno())")
+    out = run(
+        sandbox,
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "print(libc.execve(b'/usr/bin/id', None, None), ctypes.get_errno())",
+    )
     assert out.split() == ["-1", "1"]
 
 
 def test_thread_bomb(sandbox: Sandbox) -> None:
-    out = run(sandbox, "import threading, time\nthreads = []\ntry:\n    for i in range(500):\n"
-                       "        t = threading.Thread(target=time.sleep, args=(3,), daemon=True)\n"
-                       "        t.start()\n        threads.append(t)\nexcept RuntimeError as e:\n"
-                       "    print('stopped at', len(threads))")
+    out = run(
+        sandbox,
+        "import threading, time\nthreads = []\ntry:\n    for i in range(500):\n"
+        "        t = threading.Thread(target=time.sleep, args=(3,), daemon=True)\n"
+        "        t.start()\n        threads.append(t)\nexcept RuntimeError as e:\n"
+        "    print('stopped at', len(threads))",
+    )
     assert out.startswith("stopped at") and int(out.split()[-1]) < 64
 
 
@@ -189,7 +212,9 @@ def test_thread_bomb(sandbox: Sandbox) -> None:
     ],
 )
 def test_privileged_calls(sandbox: Sandbox, name: str, call: str) -> None:
-    out = run(sandbox, f"import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nprint({call}, ctypes.get_errno())")
+    out = run(
+        sandbox, f"import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nprint({call}, ctypes.get_errno())"
+    )
     assert out.split()[0] == "-1" and out.split()[1] in {"1", "13"}, (name, out)  # EPERM / EACCES
 
 
@@ -200,7 +225,9 @@ def test_kill_the_zygote(sandbox: Sandbox, host: SandboxHost) -> None:
     assert Path(f"/proc/{zygote}").exists()
 
 
-def test_no_secrets_in_the_environment(host: SandboxHost, acme_version: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_secrets_in_the_environment(
+    host: SandboxHost, acme_version: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret")
     with SandboxHost() as fresh, fresh.start_turn({"acme": acme_version}) as sb:
         out = sb.exec("import os\nprint(sorted(os.environ))").output
@@ -230,8 +257,10 @@ def test_blocking_sleep_inside_an_async_step(sandbox: Sandbox) -> None:
 def test_code_that_swallows_every_exception_is_killed(host: SandboxHost, acme_version: Path) -> None:
     with host.start_turn({"acme": acme_version}, Limits(step_timeout_s=1, hard_kill_grace_s=1)) as sb:
         with pytest.raises(SandboxDied, match="all variables are lost"):
-            sb.exec("while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n"
-                    "        pass")
+            sb.exec(
+                "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n"
+                "        pass"
+            )
         assert not sb.alive
 
 
@@ -252,31 +281,47 @@ def test_cpu_budget(host: SandboxHost, acme_version: Path) -> None:
 
 # ----------------------------------------------------------------------------- channel and SDK
 def test_unregistered_host_function(sandbox: Sandbox) -> None:
-    out = run(sandbox, "import gc\nchannel = next(o for o in gc.get_objects() if type(o).__name__ == 'Channel')\n"
-                       "try:\n    await channel.call('shutil.rmtree', {'path': '/'})\nexcept Exception as e:\n"
-                       "    print(type(e).__name__, e)")
+    out = run(
+        sandbox,
+        "import gc\nchannel = next(o for o in gc.get_objects() if type(o).__name__ == 'Channel')\n"
+        "try:\n    await channel.call('shutil.rmtree', {'path': '/'})\nexcept Exception as e:\n"
+        "    print(type(e).__name__, e)",
+    )
     assert out.startswith("HostError") and "no such host function" in out
 
 
 def test_bad_arguments_to_a_host_function(sandbox: Sandbox) -> None:
-    out = run(sandbox, "import gc\nchannel = next(o for o in gc.get_objects() if type(o).__name__ == 'Channel')\n"
-                       "try:\n    await channel.call('embed', {'texts': ['x'] * 1000})\nexcept Exception as e:\n"
-                       "    print(type(e).__name__, e)")
+    out = run(
+        sandbox,
+        "import gc\nchannel = next(o for o in gc.get_objects() if type(o).__name__ == 'Channel')\n"
+        "try:\n    await channel.call('embed', {'texts': ['x'] * 1000})\nexcept Exception as e:\n"
+        "    print(type(e).__name__, e)",
+    )
     assert out.startswith("HostError") and "1-96" in out
 
 
 def test_sqlite_file_lands_in_scratch_only(sandbox: Sandbox) -> None:
-    out = run(sandbox, "import sqlite3, os\ndb = sqlite3.connect('x.db')\ndb.execute('create table t(a)')\n"
-                       "db.commit()\nprint(os.path.abspath('x.db'))")
+    out = run(
+        sandbox,
+        "import sqlite3, os\ndb = sqlite3.connect('x.db')\ndb.execute('create table t(a)')\n"
+        "db.commit()\nprint(os.path.abspath('x.db'))",
+    )
     assert out.strip() == "/scratch/x.db"
 
 
 @pytest.mark.parametrize(
     "sql",
-    ["INSERT INTO product (sku) VALUES ('X')", "ATTACH DATABASE '/scratch/e.db' AS e",
-     "SELECT load_extension('/scratch/x.so')", "PRAGMA query_only = 0", "PRAGMA journal_mode = WAL",
-     "PRAGMA writable_schema = 1", "VACUUM INTO '/scratch/copy.db'", "CREATE TEMP TABLE t (a)",
-     "SELECT 1; DELETE FROM product"],
+    [
+        "INSERT INTO product (sku) VALUES ('X')",
+        "ATTACH DATABASE '/scratch/e.db' AS e",
+        "SELECT load_extension('/scratch/x.so')",
+        "PRAGMA query_only = 0",
+        "PRAGMA journal_mode = WAL",
+        "PRAGMA writable_schema = 1",
+        "VACUUM INTO '/scratch/copy.db'",
+        "CREATE TEMP TABLE t (a)",
+        "SELECT 1; DELETE FROM product",
+    ],
 )
 def test_query_db_writes(sandbox: Sandbox, sql: str) -> None:
     out = run(sandbox, f"try:\n    query_db({sql!r})\nexcept Exception as e:\n    print(type(e).__name__)")
@@ -297,11 +342,15 @@ def test_one_20mb_line(sandbox: Sandbox) -> None:
 
 def test_closing_the_channel_from_inside(sandbox: Sandbox) -> None:
     with pytest.raises(SandboxDied, match="broke its channel"):
-        sandbox.exec("import gc\nch = next(o for o in gc.get_objects() if type(o).__name__ == 'Channel')\n"
-                     "ch.sock.close()")
+        sandbox.exec(
+            "import gc\nch = next(o for o in gc.get_objects() if type(o).__name__ == 'Channel')\n"
+            "ch.sock.close()"
+        )
 
 
 def test_malformed_line_on_the_channel(sandbox: Sandbox) -> None:
     with pytest.raises(SandboxDied):
-        sandbox.exec("import gc\nch = next(o for o in gc.get_objects() if type(o).__name__ == 'Channel')\n"
-                     "ch.sock.sendall(b'not json at all\\n')\nimport time\ntime.sleep(2)")
+        sandbox.exec(
+            "import gc\nch = next(o for o in gc.get_objects() if type(o).__name__ == 'Channel')\n"
+            "ch.sock.sendall(b'not json at all\\n')\nimport time\ntime.sleep(2)"
+        )

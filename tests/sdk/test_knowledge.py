@@ -121,14 +121,16 @@ def test_search_in_sources_and_cite_from_artifact(kb: Knowledge) -> None:
 
 
 def test_query_db_rows_truncation_and_provenance_labels(kb: Knowledge) -> None:
-    rows = kb.query_db("SELECT attendee, _provenance FROM meeting_attendance WHERE present = ? ORDER BY attendee",
-                       ["no"])
+    rows = kb.query_db(
+        "SELECT attendee, _provenance FROM meeting_attendance WHERE present = ? ORDER BY attendee", ["no"]
+    )
     assert rows.columns == ["attendee", "_provenance"] and not rows.truncated
     assert rows[0]["_provenance"][0].startswith("E")
     span = kb.evidence.get(rows[0]["_provenance"][0])
     assert span is not None and span.via == "table" and "| no |" in span.text
-    many = kb.query_db("WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM n WHERE x < 2000) "
-                       "SELECT x FROM n")
+    many = kb.query_db(
+        "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM n WHERE x < 2000) SELECT x FROM n"
+    )
     assert len(many) == 1000 and many.truncated
     with pytest.raises(QueryError, match="Tables: .*product\\(.*Tip: query_db holds table data only"):
         kb.query_db("SELECT nope FROM product")

@@ -35,10 +35,13 @@ def ro(db_path: Path) -> ReadOnlyDatabase:
 
 
 def test_selects_ctes_and_fts_work(ro: ReadOnlyDatabase) -> None:
-    cols, rows, truncated = ro.execute("SELECT sku, price FROM product WHERE price > ? ORDER BY price", [1000])
+    cols, rows, truncated = ro.execute(
+        "SELECT sku, price FROM product WHERE price > ? ORDER BY price", [1000]
+    )
     assert cols == ["sku", "price"] and rows == [("AX-220", 1249.0), ("BX-5", 2150.0)] and not truncated
-    _, rows, _ = ro.execute("WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 5) "
-                            "SELECT sum(x) FROM n")
+    _, rows, _ = ro.execute(
+        "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 5) SELECT sum(x) FROM n"
+    )
     assert rows == [(15,)]
     _, rows, _ = ro.execute("SELECT body FROM notes WHERE notes MATCH 'sensor' ORDER BY bm25(notes)")
     assert rows == [("pressure sensor calibration",)]
@@ -86,26 +89,32 @@ def test_writes_and_escapes_are_refused(sql: str, ro: ReadOnlyDatabase, db_path:
 
 def test_runaway_query_is_stopped_at_the_deadline(ro: ReadOnlyDatabase) -> None:
     with pytest.raises(QueryError, match=r"exceeded 0\.3 s"):
-        ro.execute("WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n",
-                   time_limit=0.3)
+        ro.execute(
+            "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n",
+            time_limit=0.3,
+        )
     assert ro.execute("SELECT 1")[1] == [(1,)]
 
 
 def test_row_cap_reports_truncation(ro: ReadOnlyDatabase) -> None:
     cols, rows, truncated = ro.execute(
-        "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 5000) SELECT x FROM n")
+        "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 5000) SELECT x FROM n"
+    )
     assert len(rows) == 1000 and truncated and cols == ["x"]
 
 
 def test_other_contexts_are_attached_read_only(db_path: Path, tmp_path: Path) -> None:
     other = tmp_path / "other.sqlite"
     db = sqlite3.connect(other)
-    db.executescript("CREATE TABLE product (sku TEXT, price REAL); INSERT INTO product VALUES ('AX-220', 1199);")
+    db.executescript(
+        "CREATE TABLE product (sku TEXT, price REAL); INSERT INTO product VALUES ('AX-220', 1199);"
+    )
     db.commit()
     db.close()
     ro = ReadOnlyDatabase(db_path, attach={"emea_catalog": other})
-    _, rows, _ = ro.execute("SELECT a.sku, a.price, b.price FROM product a JOIN emea_catalog.product b "
-                            "USING (sku)")
+    _, rows, _ = ro.execute(
+        "SELECT a.sku, a.price, b.price FROM product a JOIN emea_catalog.product b USING (sku)"
+    )
     assert rows == [("AX-220", 1249.0, 1199.0)]
     with pytest.raises(QueryError):
         ro.execute("DELETE FROM emea_catalog.product")

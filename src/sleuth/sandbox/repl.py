@@ -134,6 +134,9 @@ class PendingSearch:
     def __len__(self) -> int:
         raise TypeError(f"{self._name}(...) was not awaited; write `await {self._name}(...)`")
 
+    def __getitem__(self, _index: object) -> Any:
+        raise TypeError(f"{self._name}(...) was not awaited; write `await {self._name}(...)`")
+
     def __del__(self) -> None:
         if not self._awaited:  # never awaited: close it quietly instead of a RuntimeWarning
             self._coro.close()

@@ -1,0 +1,133 @@
+"""REPL semantics (runtime.md §4.3-4.4), in process and through a real sandbox."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sleuth.sandbox import Sandbox
+from sleuth.sandbox.output import observation
+from sleuth.sandbox.protocol import LineReader, ProtocolError, encode
+from sleuth.sandbox.repl import Repl
+from sleuth.sdk.knowledge import Knowledge, ScopedContext
+
+
+@pytest.fixture
+def repl(acme_version: Path) -> Repl:
+    return Repl(Knowledge([ScopedContext("acme", acme_version)]))
+
+
+def step(repl: Repl, code: str, n: int = 1, limit: int = 10_000, timeout: float = 10) -> dict[str, object]:
+    return repl.run_step(n, code, timeout, limit, 1 << 20)
+
+
+def test_state_persists_and_the_last_expression_is_echoed(repl: Repl) -> None:
+    assert step(repl, "x = 20")["output"] == ""
+    assert step(repl, "def double(v):\n    return v * 2\ndouble(x) + 2", 2)["output"] == "42\n"
+    assert step(repl, "None", 3)["output"] == ""
+
+
+def test_top_level_await_and_gather(repl: Repl) -> None:
+    result = step(
+        repl,
+        "a, b = await asyncio.gather(search_source('remote work', top_k=2), "
+        "search_source_by_keyword('ERR-4012', top_k=2))\nprint(len(a), len(b))",
+    )
+    assert result["ok"] and result["output"] == "2 2\n"
+    calls = sorted(c["fn"] for c in result["calls"])  # type: ignore[union-attr]
+    assert calls == ["search_source", "search_source_by_keyword"]
+    assert result["spans"] and result["spans"][0]["ref"] == "E1"  # type: ignore[index]
+
+
+def test_reads_work_with_or_without_await(repl: Repl) -> None:
+    result = step(repl, "a = get_fact('source_count')\nb = await get_fact('source_count')\nprint(a, b)")
+    assert result["output"] == "21 21\n"
+
+
+def test_unawaited_search_says_to_await(repl: Repl) -> None:
+    out = step(repl, "hits = search_source('remote work')\nprint(hits)\nhits[0]")["output"]
+    assert str(out).count("write `await search_source(...)`") == 2
+
+
+def test_asyncio_run_is_tolerated(sandbox: Sandbox) -> None:
+    out = sandbox.exec(
+        "async def main():\n    return await search_source('travel hotel', top_k=1)\n"
+        "hits = asyncio.run(main())\nprint(len(hits))"
+    ).output
+    assert out == "1\n"
+    inside = sandbox.exec("await asyncio.sleep(0)\nasyncio.run(asyncio.sleep(0))").output
+    assert "write `await ...`" in inside
+
+
+def test_tracebacks_show_only_the_models_lines(repl: Repl) -> None:
+    result = step(repl, "x = 1\nread_artifact('No Such Thing')", 7)
+    error = result["error"]
+    assert isinstance(error, dict) and error["type"] == "NotFoundError"
+    trace = error["traceback"]
+    assert 'File "<step-7>", line 2' in trace and "knowledge.py" not in trace
+    assert "SystemExit" not in str(step(repl, "raise SystemExit(3)")["output"])
+
+
+def test_truncation_notice_keeps_the_error_line() -> None:
+    text = "a" * 50 + "\nValueError: boom"
+    shown, cut = observation(text, len(text), 20, "ValueError: boom")
+    assert cut and shown == "a" * 20 + "\n[truncated: showing 20 of 67 chars]\nValueError: boom"
+    assert observation("short", 5, 20) == ("short", False)
+
+
+def test_final_is_reported(repl: Repl) -> None:
+    result = step(
+        repl,
+        "hits = await search_source('revenue 2025', top_k=1)\n"
+        "try:\n    final('Revenue was $48.2 million.', evidence=hits)\nexcept Exception:\n    pass",
+    )
+    assert result["final"] == {"answer": "Revenue was $48.2 million.", "evidence": ["E1"]}
+
+
+def test_protocol_rejects_bad_lines() -> None:
+    reader = LineReader()
+    assert reader.feed(encode({"t": "exec", "id": 1})[:5]) == []
+    assert reader.feed(encode({"t": "exec", "id": 1})[5:]) == [{"t": "exec", "id": 1}]
+    for bad in (b"[1, 2]\n", b'{"x": 1}\n', b"not json\n"):
+        with pytest.raises(ProtocolError):
+            LineReader().feed(bad)
+
+
+def test_a_real_sandbox_round_trip(sandbox: Sandbox) -> None:
+    assert sandbox.ready["ok"] and "seccomp" in sandbox.ready["layers"]
+    first = sandbox.exec("rows = query_db('SELECT count(*) AS n FROM product')\nrows[0]['n']")
+    assert first.output == "10\n" and first.calls[0]["fn"] == "query_db"
+    hits = sandbox.exec("hits = await search_source('What does ERR-4012 mean?', top_k=3)\nprint(hits[0].ref)")
+    assert hits.output == "E1\n" and [c["fn"] for c in hits.rpc_calls] == ["embed"]
+
+
+def test_sleuth_exec_cli(sample_home: tuple[object, object], tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    home, _ = sample_home
+    env = {**os.environ, "SLEUTH_HOME": str(home.root)}  # type: ignore[attr-defined]
+    script = tmp_path / "q.py"
+    script.write_text(
+        "rows = query_db('SELECT sku FROM product ORDER BY sku LIMIT 2')\nprint(rows)\nprint('x' * 5000)"
+    )
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "sleuth", "exec", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    done = run("--context", "acme", str(script), "--max-tool-output-chars", "200")
+    assert done.returncode == 0, done.stderr
+    assert "AX-220" in done.stdout and "[truncated: showing 200 of 5,0" in done.stdout
+    script.write_text("x = 1\nraise ValueError('bad step')")
+    failed = run("--context", "acme", str(script))
+    assert failed.returncode == 1 and "ValueError: bad step" in failed.stdout
+    missing = run("--context", "nope", str(script))
+    assert missing.returncode == 2 and "no context named 'nope'" in missing.stderr
