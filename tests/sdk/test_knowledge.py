@@ -132,7 +132,7 @@ def test_query_db_rows_truncation_and_provenance_labels(kb: Knowledge) -> None:
         "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM n WHERE x < 2000) SELECT x FROM n"
     )
     assert len(many) == 1000 and many.truncated
-    with pytest.raises(QueryError, match="Tables: .*product\\(.*Tip: query_db holds table data only"):
+    with pytest.raises(QueryError, match=r"Tables: .*product\(.*Tip: query_db holds table data only"):
         kb.query_db("SELECT nope FROM product")
     with pytest.raises(QueryError):
         kb.query_db("DELETE FROM product")
