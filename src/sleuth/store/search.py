@@ -89,11 +89,17 @@ class VersionReader:
         path = self.root / "index" / "keyword.sqlite"
         return KeywordIndex(path) if path.exists() else None
 
+    @cached_property
+    def _chunks_by_source(self) -> dict[str, list[str]]:
+        by_source: dict[str, list[str]] = {}
+        for cid, chunk in self.chunks.items():
+            by_source.setdefault(chunk.source_path, []).append(cid)
+        return by_source
+
     def _allowed(self, sources: Sequence[str] | None) -> list[str] | None:
         if sources is None:
             return None
-        wanted = set(sources)
-        return [cid for cid, c in self.chunks.items() if c.source_path in wanted]
+        return [cid for source in dict.fromkeys(sources) for cid in self._chunks_by_source.get(source, [])]
 
     def embed_query(self, query: str) -> npt.NDArray[np.float32]:
         return np.asarray(self.embedder.embed([query])[0], dtype=np.float32)

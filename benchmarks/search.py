@@ -1,0 +1,131 @@
+"""Latency of the search primitives at 10k and 100k chunks, next to an exact NumPy scan.
+
+    .venv/bin/python benchmarks/search.py [--sizes 10000 100000] [--queries 200]
+
+The corpus is synthetic (word sequences drawn from a fixed vocabulary, one identifier per chunk,
+random unit vectors of 384 dimensions), written in the real on-disk layout with the real index
+writers, and searched through the SDK (`Knowledge`) exactly as a REPL step would, except that the
+query vector is handed in (inside the sandbox it comes from the host's `embed` function, which is
+timed separately by benchmarks/sandbox.py and the compile benchmark).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+_SYLLABLES = ["ka", "ro", "mi", "te", "sun", "dor", "vel", "pa", "lin", "qua", "ex", "tor", "ban", "ci", "mo"]
+#: 5,000 pseudo-words with Zipf-like frequencies, so term statistics look like prose.
+WORDS = sorted({a + b + c for a in _SYLLABLES for b in _SYLLABLES for c in _SYLLABLES})[:5000]
+_WEIGHTS = 1.0 / np.arange(1, len(WORDS) + 1) ** 1.07
+_WEIGHTS /= _WEIGHTS.sum()
+
+
+def build_version(root: Path, n_chunks: int, rng: np.random.Generator) -> npt.NDArray[np.float32]:
+    from sleuth.compile.manifest import parse_manifest
+    from sleuth.compile.tables_db import write_tables
+    from sleuth.store import dense, keyword
+
+    per_source = 100
+    chunk_rows, kw_rows = [], []
+    by_source: dict[str, list[dict[str, object]]] = {}
+    for i in range(n_chunks):
+        source = f"uploads/synthetic/doc-{i // per_source:05d}.txt"
+        text = " ".join(rng.choice(WORDS, size=60, p=_WEIGHTS)) + f" REF-{i:06d}."
+        cid = "chk_" + hashlib.sha256(f"{source}{i}".encode()).hexdigest()[:16]
+        row = {"id": cid, "source_path": source, "page": 1, "start": 0, "end": len(text), "section_path": [],
+               "text": text, "tokens": len(text) // 4, "sha256": ""}
+        by_source.setdefault(source, []).append(row)
+        kw_rows.append((cid, source, 1, source, "", text))
+        chunk_rows.append(cid)
+    for source, rows in by_source.items():
+        path = root / "knowledge" / "chunks" / f"{source}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (root / "knowledge" / "sources.json").write_text(json.dumps({s: {"path": s} for s in by_source}))
+    (root / "index").mkdir(exist_ok=True)
+    keyword.build(root / "index" / "keyword.sqlite", kw_rows, [])
+    matrix = rng.standard_normal((n_chunks, 384)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    dense.write(root / "index" / "dense", "chunks", chunk_rows, matrix, "bench", 384)
+    dense.write(root / "index" / "dense", "artifacts", [], np.zeros((0, 384), np.float32), "bench", 384)
+    write_tables(root / "tables.sqlite", parse_manifest({}), [], [], [], {}, [], [])
+    (root / "version.json").write_text(json.dumps({
+        "version": "v000001", "manifest": parse_manifest({}).model_dump(mode="json", by_alias=True),
+        "embedder": {"id": "minilm-l6-v2-int8", "dim": 384, "enabled": True}, "keyword": True,
+        "counts": {}, "flipped_at": ""}))
+    return matrix
+
+
+def timed(fn: object, runs: list[object]) -> list[float]:
+    out = []
+    for arg in runs:
+        began = time.perf_counter()
+        fn(arg)  # type: ignore[operator]
+        out.append((time.perf_counter() - began) * 1000)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--queries", type=int, default=200)
+    args = parser.parse_args()
+
+    from sleuth.sdk.knowledge import Knowledge, ScopedContext
+
+    rng = np.random.default_rng(7)
+    print("\n| chunks | primitive | p50 ms | p99 ms |")
+    print("|---|---|---|---|")
+    for size in args.sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp) / "v000001"
+            began = time.perf_counter()
+            matrix = build_version(root, size, rng)
+            build_s = time.perf_counter() - began
+            vectors = [v / np.linalg.norm(v) for v in rng.standard_normal((args.queries, 384)).astype(np.float32)]
+            # Queries read like questions: a few words, mostly of middle frequency.
+            queries = [" ".join(rng.choice(WORDS[20:2000], size=4)) for _ in range(args.queries)]
+            current: dict[str, npt.NDArray[np.float32]] = {}
+
+            async def embed(_model: str, text: str) -> npt.NDArray[np.float32]:
+                return current.get(text, vectors[0])
+
+            kb = Knowledge([ScopedContext("bench", root)], embed=embed)
+            for q, v in zip(queries, vectors, strict=True):
+                current[q] = v
+            kb.outline_knowledge()  # load the chunk table once, as the first step of a turn would
+            asyncio.run(kb.search_source(queries[0]))
+            loop = asyncio.new_event_loop()
+            sources = [f"uploads/synthetic/doc-{i:05d}.txt" for i in range(5)]
+            rows = {
+                "numpy exact scan (baseline)": timed(
+                    lambda i: np.argpartition(-(matrix @ vectors[i]), 10)[:10], list(range(args.queries))),
+                "search_source (hybrid)": timed(
+                    lambda q: loop.run_until_complete(kb.search_source(q, top_k=10)), queries),
+                "search_source_by_keyword": timed(
+                    lambda q: loop.run_until_complete(kb.search_source_by_keyword(q, top_k=10)), queries),
+                "search_source_by_keyword (identifier)": timed(
+                    lambda i: loop.run_until_complete(kb.search_source_by_keyword(f"REF-{i:06d}", top_k=10)),
+                    list(range(args.queries))),
+                "search_in_sources (5 sources)": timed(
+                    lambda q: loop.run_until_complete(kb.search_in_sources(sources, q, max_total=10)), queries),
+            }
+            loop.close()
+            for name, values in rows.items():
+                print(f"| {size:,} | {name} | {statistics.median(values):.2f} | "
+                      f"{sorted(values)[int(0.99 * (len(values) - 1))]:.2f} |")
+            print(f"| {size:,} | (build of the synthetic version: {build_s:.1f} s) | | |")
+
+
+if __name__ == "__main__":
+    main()
