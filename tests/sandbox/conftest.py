@@ -55,6 +55,17 @@ def sandbox(host: SandboxHost, acme_version: Path) -> Iterator[Sandbox]:
     while _alive(sb.pid) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not _alive(sb.pid), "the sandbox outlived its turn"
+    groups = Path("/sys/fs/cgroup/pids/sleuth")
+    zygote = str(host.info["pid"])
+    while (
+        groups.is_dir()
+        and time.monotonic() < deadline
+        and any(d.name.startswith(zygote + "-") for d in groups.iterdir() if d.is_dir())
+    ):
+        time.sleep(0.05)
+    assert not (
+        groups.is_dir() and any(d.name.startswith(zygote + "-") for d in groups.iterdir() if d.is_dir())
+    ), "the turn's cgroup was left behind"
     with host.start_turn({"acme": acme_version}) as after:
         assert after.exec("1 + 1").output == "2\n"
 

@@ -354,3 +354,12 @@ def test_malformed_line_on_the_channel(sandbox: Sandbox) -> None:
             "import gc\nch = next(o for o in gc.get_objects() if type(o).__name__ == 'Channel')\n"
             "ch.sock.sendall(b'not json at all\\n')\nimport time\ntime.sleep(2)"
         )
+
+
+def test_the_turn_runs_in_its_own_cgroup(sandbox: Sandbox) -> None:
+    if sandbox.ready["cgroup"] is None:
+        pytest.skip("this host delegates no cgroup to the sandbox")
+    out = run(sandbox, "print(open('/proc/self/cgroup').read())")
+    assert "/sleuth/" in out
+    groups = [g for g in Path("/sys/fs/cgroup/pids/sleuth").iterdir() if g.is_dir()]
+    assert any((g / "pids.max").read_text().strip() == "64" for g in groups)

@@ -82,7 +82,10 @@ class Sandbox:
     ) -> None:
         self._sock = sock
         self.pid = pid
-        self._pidfd = os.pidfd_open(pid) if pid > 0 else -1
+        try:
+            self._pidfd = os.pidfd_open(pid) if pid > 0 else -1
+        except ProcessLookupError:  # it died during set-up; its `ready` message says why
+            self._pidfd = -1
         self.limits = limits
         self._registry = registry
         self._reader = LineReader()
@@ -312,9 +315,14 @@ class SandboxHost:
         return sandbox
 
     def close(self) -> None:
-        if self._process is not None:
-            self._process.kill()
-            self._process.wait()
+        """Closing the control channel tells the zygote to end its turns and clean up; it is
+        killed if it has not exited within a few seconds."""
         if self._control is not None:
             self._control.close()
+        if self._process is not None:
+            try:
+                self._process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
         self._process = self._control = None

@@ -7,6 +7,7 @@ through ctypes and the stdlib, except seccomp, which uses `pyseccomp` over the s
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import errno
@@ -177,6 +178,59 @@ def _bind_ro(source: str, root: str, target: str | None = None) -> None:
         open(dest, "a").close()
     mount(source, dest, None, MS_BIND | MS_REC)
     mount(None, dest, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_REC)
+
+
+# --------------------------------------------------------------------------- cgroup (1)
+CGROUP_V1 = Path("/sys/fs/cgroup")
+
+
+def create_cgroup(name: str, memory_bytes: int, pids: int) -> list[Path]:
+    """Per-turn cgroup v1 directories for the memory and pids controllers, with their limits.
+
+    Returns the directories made (empty where the host does not delegate them). cgroup v2 and
+    systemd delegation are later work (sandbox.md §11).
+    """
+    made: list[Path] = []
+    for controller, settings in (
+        ("pids", {"pids.max": str(pids)}),
+        ("memory", {"memory.limit_in_bytes": str(memory_bytes)}),
+    ):
+        base = CGROUP_V1 / controller
+        if not (base / "cgroup.procs").exists() or not os.access(base, os.W_OK):
+            continue
+        directory = base / "sleuth" / name
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            for file, value in settings.items():
+                (directory / file).write_text(value)
+        except OSError:
+            remove_cgroups([directory])
+            continue
+        made.append(directory)
+    return made
+
+
+def remove_stale_cgroups() -> None:
+    """Remove empty turn cgroups left by a zygote that was killed (named `<zygote pid>-<n>`)."""
+    for controller in ("pids", "memory"):
+        parent = CGROUP_V1 / controller / "sleuth"
+        if not parent.is_dir():
+            continue
+        for directory in parent.iterdir():
+            owner = directory.name.split("-", 1)[0]
+            if directory.is_dir() and owner.isdigit() and not Path(f"/proc/{owner}").exists():
+                remove_cgroups([directory])
+
+
+def join_cgroups(directories: list[Path]) -> None:
+    for directory in directories:
+        (directory / "cgroup.procs").write_text("0")  # "0" means the writing process
+
+
+def remove_cgroups(directories: list[Path]) -> None:
+    for directory in directories:
+        with contextlib.suppress(OSError):
+            directory.rmdir()
 
 
 # --------------------------------------------------------------------------- identity (5), rlimits (6)

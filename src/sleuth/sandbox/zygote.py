@@ -20,6 +20,7 @@ import signal
 import socket
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ def main(control_fd: int) -> None:
     # `python -m` puts the working directory first on sys.path; it is not part of the install.
     sys.path[:] = [p for p in sys.path if p not in ("", "/", os.getcwd())]
     control = socket.socket(fileno=control_fd)
+    layers.remove_stale_cgroups()
     layers.preload_seccomp()  # it finds libseccomp with ldconfig, which a locked-down child cannot run
     layers.prctl(PR_SET_CHILD_SUBREAPER, 1)
     layers.prctl(layers.PR_SET_PDEATHSIG, signal.SIGKILL)  # the host went away: so do we
@@ -50,6 +52,7 @@ def main(control_fd: int) -> None:
         json.dumps({"t": "zygote_ready", "pid": os.getpid(), "landlock_abi": layers.landlock_abi()}).encode()
     )
     counter = 0
+    cgroups: dict[int, list[Path]] = {}  # child A's pid -> its turn's cgroup directories
     try:
         while True:
             for _key, _events in selector.select(timeout=0.25):
@@ -62,15 +65,30 @@ def main(control_fd: int) -> None:
                         os.close(fd)
                     continue
                 counter += 1
-                pid = _spawn(message, fds[0], mount_point, UID_BASE + (os.getpid() * 7 + counter) % UID_SPAN)
+                limits = Limits.from_json(message["limits"])
+                groups = layers.create_cgroup(
+                    f"{os.getpid()}-{counter}", (limits.memory_mb + 256) << 20, limits.pids
+                )
+                pid_a, pid = _spawn(
+                    message, fds[0], mount_point, UID_BASE + (os.getpid() * 7 + counter) % UID_SPAN, groups
+                )
+                cgroups[pid_a] = groups
                 os.close(fds[0])
                 control.send(json.dumps({"t": "spawned", "turn": message.get("turn"), "pid": pid}).encode())
-            _reap()
+            _reap(cgroups)
     finally:
         shutil.rmtree(mount_point, ignore_errors=True)
+        for pid_a in list(cgroups):  # the host went away: end every turn, then clean up after them
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid_a, signal.SIGKILL)
+        deadline = time.monotonic() + 2
+        while cgroups and time.monotonic() < deadline:
+            _reap(cgroups)
+            time.sleep(0.01)
 
 
-def _reap() -> None:
+def _reap(cgroups: dict[int, list[Path]]) -> None:
+    """Collect exited children; a turn's cgroups go once its child A (which outlives B) is gone."""
     while True:
         try:
             pid, _status = os.waitpid(-1, os.WNOHANG)
@@ -78,10 +96,14 @@ def _reap() -> None:
             return
         if pid == 0:
             return
+        layers.remove_cgroups(cgroups.pop(pid, []))
 
 
-def _spawn(message: dict[str, Any], turn_fd: int, mount_point: str, uid: int) -> int:
-    """Fork A → unshare → fork B; returns B's pid (in the zygote's, i.e. the host's, namespace)."""
+def _spawn(
+    message: dict[str, Any], turn_fd: int, mount_point: str, uid: int, groups: list[Path]
+) -> tuple[int, int]:
+    """Fork A → join the cgroups → unshare → fork B; returns (A's pid, B's pid) in the zygote's
+    (that is, the host's) pid namespace."""
     read_end, write_end = os.pipe()
     pid_a = os.fork()
     if pid_a == 0:  # child A
@@ -89,6 +111,10 @@ def _spawn(message: dict[str, Any], turn_fd: int, mount_point: str, uid: int) ->
         code = 1
         try:
             layers.prctl(layers.PR_SET_PDEATHSIG, signal.SIGKILL)
+            try:
+                layers.join_cgroups(groups)  # first, while still privileged
+            except OSError:
+                groups = []
             namespaces: list[str] = []
             for flag, name in (
                 (layers.CLONE_NEWNS, "mount"),
@@ -105,7 +131,7 @@ def _spawn(message: dict[str, Any], turn_fd: int, mount_point: str, uid: int) ->
             pid_b = os.fork()
             if pid_b == 0:
                 os.close(write_end)
-                _child(message, turn_fd, mount_point, uid, namespaces)
+                _child(message, turn_fd, mount_point, uid, namespaces, "v1" if groups else None)
                 os._exit(0)
             os.write(write_end, str(pid_b).encode())
             os.close(write_end)
@@ -116,10 +142,17 @@ def _spawn(message: dict[str, Any], turn_fd: int, mount_point: str, uid: int) ->
     os.close(write_end)
     with os.fdopen(read_end, "rb") as fh:
         data = fh.read()
-    return int(data) if data else -1
+    return pid_a, int(data) if data else -1
 
 
-def _child(message: dict[str, Any], turn_fd: int, mount_point: str, uid: int, namespaces: list[str]) -> None:
+def _child(
+    message: dict[str, Any],
+    turn_fd: int,
+    mount_point: str,
+    uid: int,
+    namespaces: list[str],
+    cgroup: str | None,
+) -> None:
     """B: lock down (sandbox.md §2.1, layers 2-9), then serve the REPL. Never returns normally."""
     sock = socket.socket(fileno=turn_fd)
     limits = Limits.from_json(message["limits"])
@@ -128,6 +161,8 @@ def _child(message: dict[str, Any], turn_fd: int, mount_point: str, uid: int, na
     disabled: dict[str, str] = {}
     try:
         layers.prctl(layers.PR_SET_PDEATHSIG, signal.SIGKILL)
+        if cgroup:
+            layers_on.append("cgroup")
         if namespaces:
             layers_on.append("namespaces")
         readable = [*layers.RootPlan(mount_point, limits.scratch_mb, uid).python_paths(), "/usr", "/lib"]
@@ -184,7 +219,7 @@ def _child(message: dict[str, Any], turn_fd: int, mount_point: str, uid: int, na
             "disabled": disabled,
             "landlock_abi": landlock_abi,
             "namespaces": namespaces,
-            "cgroup": None,
+            "cgroup": cgroup,
             "python": sys.version.split()[0],
         }
         if not ok:
