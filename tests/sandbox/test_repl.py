@@ -131,3 +131,17 @@ def test_sleuth_exec_cli(sample_home: tuple[object, object], tmp_path: Path) -> 
     assert failed.returncode == 1 and "ValueError: bad step" in failed.stdout
     missing = run("--context", "nope", str(script))
     assert missing.returncode == 2 and "no context named 'nope'" in missing.stderr
+
+
+def test_isolation_floor_rules() -> None:
+    from sleuth.sandbox.zygote import meets_floor
+
+    full = ["cgroup", "namespaces", "pivot_root", "uid", "rlimits", "landlock", "seccomp"]
+    assert meets_floor("standard", full, 7) == (True, [])
+    assert meets_floor("strict", full, 7) == (True, [])
+    assert meets_floor("standard", ["rlimits", "landlock", "seccomp"], 7) == (True, [])  # the `nons` mode
+    assert meets_floor("standard", ["rlimits", "landlock"], 7) == (False, ["seccomp"])
+    assert meets_floor("standard", ["rlimits", "seccomp"], 0) == (False, ["landlock or pivot_root"])
+    assert meets_floor("strict", ["rlimits", "landlock", "seccomp"], 3)[1] == [
+        "namespaces", "pivot_root", "uid", "landlock ABI >= 4"]
+    assert meets_floor("none", [], 0) == (True, [])

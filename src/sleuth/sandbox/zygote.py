@@ -46,6 +46,9 @@ def main(control_fd: int) -> None:
     layers.prctl(PR_SET_CHILD_SUBREAPER, 1)
     layers.prctl(layers.PR_SET_PDEATHSIG, signal.SIGKILL)  # the host went away: so do we
     mount_point = tempfile.mkdtemp(prefix="sleuth-root-")
+    # Without a mount namespace a turn's scratch is a directory here, removed when the turn ends.
+    scratch_root = tempfile.mkdtemp(prefix="sleuth-scratch-")
+    os.chmod(scratch_root, 0o711)
     selector = selectors.DefaultSelector()
     selector.register(control, selectors.EVENT_READ)
     control.send(
@@ -69,13 +72,12 @@ def main(control_fd: int) -> None:
                 groups = layers.create_cgroup(
                     f"{os.getpid()}-{counter}", (limits.memory_mb + 256) << 20, limits.pids
                 )
-                pid_a, pid = _spawn(
-                    message, fds[0], mount_point, UID_BASE + (os.getpid() * 7 + counter) % UID_SPAN, groups
-                )
+                uid = UID_BASE + (os.getpid() * 7 + counter) % UID_SPAN
+                pid_a, pid = _spawn(message, fds[0], (mount_point, scratch_root), uid, groups)
                 cgroups[pid_a] = groups
                 os.close(fds[0])
                 control.send(json.dumps({"t": "spawned", "turn": message.get("turn"), "pid": pid}).encode())
-            _reap(cgroups)
+            _reap(cgroups, scratch_root)
     finally:
         shutil.rmtree(mount_point, ignore_errors=True)
         for pid_a in list(cgroups):  # the host went away: end every turn, then clean up after them
@@ -83,11 +85,12 @@ def main(control_fd: int) -> None:
                 os.kill(pid_a, signal.SIGKILL)
         deadline = time.monotonic() + 2
         while cgroups and time.monotonic() < deadline:
-            _reap(cgroups)
+            _reap(cgroups, scratch_root)
             time.sleep(0.01)
+        shutil.rmtree(scratch_root, ignore_errors=True)
 
 
-def _reap(cgroups: dict[int, list[Path]]) -> None:
+def _reap(cgroups: dict[int, list[Path]], scratch_root: str) -> None:
     """Collect exited children; a turn's cgroups go once its child A (which outlives B) is gone."""
     while True:
         try:
@@ -97,10 +100,11 @@ def _reap(cgroups: dict[int, list[Path]]) -> None:
         if pid == 0:
             return
         layers.remove_cgroups(cgroups.pop(pid, []))
+        shutil.rmtree(f"{scratch_root}/{pid}", ignore_errors=True)
 
 
 def _spawn(
-    message: dict[str, Any], turn_fd: int, mount_point: str, uid: int, groups: list[Path]
+    message: dict[str, Any], turn_fd: int, dirs: tuple[str, str], uid: int, groups: list[Path]
 ) -> tuple[int, int]:
     """Fork A → join the cgroups → unshare → fork B; returns (A's pid, B's pid) in the zygote's
     (that is, the host's) pid namespace."""
@@ -131,7 +135,7 @@ def _spawn(
             pid_b = os.fork()
             if pid_b == 0:
                 os.close(write_end)
-                _child(message, turn_fd, mount_point, uid, namespaces, "v1" if groups else None)
+                _child(message, turn_fd, dirs, uid, namespaces, "v1" if groups else None)
                 os._exit(0)
             os.write(write_end, str(pid_b).encode())
             os.close(write_end)
@@ -148,12 +152,16 @@ def _spawn(
 def _child(
     message: dict[str, Any],
     turn_fd: int,
-    mount_point: str,
+    dirs: tuple[str, str],
     uid: int,
     namespaces: list[str],
     cgroup: str | None,
 ) -> None:
-    """B: lock down (sandbox.md §2.1, layers 2-9), then serve the REPL. Never returns normally."""
+    """B: lock down (sandbox.md §2.1, layers 2-9), then serve the REPL. Never returns normally.
+
+    `dirs` is (mount point for the new root, parent of scratch directories without namespaces).
+    """
+    mount_point, scratch_root = dirs
     sock = socket.socket(fileno=turn_fd)
     limits = Limits.from_json(message["limits"])
     contexts: dict[str, str] = message["contexts"]
@@ -173,8 +181,10 @@ def _child(
             mounted = {slug: f"/ctx/{slug}" for slug in contexts}
         else:
             disabled["pivot_root"] = "no mount or pid namespace"
-            scratch = tempfile.mkdtemp(prefix="sleuth-scratch-")
-            os.chown(scratch, uid, uid)
+            scratch = f"{scratch_root}/{os.getppid()}"  # named after child A, which the zygote reaps
+            os.mkdir(scratch, 0o700)
+            if os.geteuid() == 0:
+                os.chown(scratch, uid, uid)
             os.chdir(scratch)
             mounted = dict(contexts)
             readable += list(contexts.values())
