@@ -94,3 +94,12 @@ def sample_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Home
     yield home, report
     mp.undo()
     shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def sample_version(sample_home: tuple[Home, CompileReport]) -> Path:
+    """The live version directory of the compiled sample corpus."""
+    home, _ = sample_home
+    live = home.find("acme").live_version()
+    assert live is not None
+    return home.find("acme").version_dir(live)

@@ -20,13 +20,9 @@ from sleuth.store.home import Home
 MINUTES = "uploads/acme-corpus/minutes/"
 
 
-@pytest.fixture(scope="module")
-def version(sample_home: tuple[Home, CompileReport]) -> Path:
-    home, _report = sample_home
-    ctx = home.find("acme")
-    live = ctx.live_version()
-    assert live is not None
-    return ctx.version_dir(live)
+@pytest.fixture(scope="session")
+def version(sample_version: Path) -> Path:
+    return sample_version
 
 
 def query(version: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:

@@ -7,20 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from sleuth.compile.pipeline import CompileReport
 from sleuth.sandbox import Limits, Sandbox, SandboxHost
-from sleuth.store.home import Home
 
 REACHED: dict[str, object] = {}
 
 
 @pytest.fixture(scope="session")
-def acme_version(sample_home: tuple[Home, CompileReport]) -> Path:
-    home, _ = sample_home
-    ctx = home.find("acme")
-    live = ctx.live_version()
-    assert live is not None
-    return ctx.version_dir(live)
+def acme_version(sample_version: Path) -> Path:
+    return sample_version
 
 
 @pytest.fixture(scope="session")

@@ -143,5 +143,9 @@ def test_isolation_floor_rules() -> None:
     assert meets_floor("standard", ["rlimits", "landlock"], 7) == (False, ["seccomp"])
     assert meets_floor("standard", ["rlimits", "seccomp"], 0) == (False, ["landlock or pivot_root"])
     assert meets_floor("strict", ["rlimits", "landlock", "seccomp"], 3)[1] == [
-        "namespaces", "pivot_root", "uid", "landlock ABI >= 4"]
+        "namespaces",
+        "pivot_root",
+        "uid",
+        "landlock ABI >= 4",
+    ]
     assert meets_floor("none", [], 0) == (True, [])

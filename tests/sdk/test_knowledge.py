@@ -8,20 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from sleuth.compile.pipeline import CompileReport
 from sleuth.sdk.errors import AmbiguousError, LimitError, NotFoundError, QueryError
 from sleuth.sdk.knowledge import FinalAnswer, Knowledge, ScopedContext
 from sleuth.sdk.types import Hit
-from sleuth.store.home import Home
 
 
-@pytest.fixture(scope="module")
-def version_dir(sample_home: tuple[Home, CompileReport]) -> Path:
-    home, _ = sample_home
-    ctx = home.find("acme")
-    live = ctx.live_version()
-    assert live is not None
-    return ctx.version_dir(live)
+@pytest.fixture(scope="session")
+def version_dir(sample_version: Path) -> Path:
+    return sample_version
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ corpus-wide outputs (rosters, glossary, mention edges, merged rows) consistent b
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import os
@@ -40,7 +39,7 @@ from sleuth.compile.pages import Page, ParseError
 from sleuth.compile.parse import parse_source
 from sleuth.compile.sources import ImportReport, import_sources, list_source_files
 from sleuth.compile.tables_db import write_tables
-from sleuth.models.embedder import EmbeddingCache, embed_cached, get_embedder
+from sleuth.models.embedder import EmbeddingCache, embed_cached, file_sha256, get_embedder
 from sleuth.store import dense, keyword
 from sleuth.store.home import ContextDir, Home, now_iso, write_json_atomic, write_text_atomic
 from sleuth.store.ledger import Failure, Ledger, SourceEntry, Tombstone
@@ -277,7 +276,7 @@ class CompileRun:
                 digest = known.hash
                 curated_at = known.curated_at
             else:
-                digest = _file_sha256(full)
+                digest = file_sha256(full)
                 curated_at = now_iso()
             snapshot[rel] = SourceEntry(
                 hash=digest, curated_at=curated_at, size=st.st_size, mtime=st.st_mtime
@@ -798,14 +797,6 @@ def _flipped_epoch(version_dir: Path) -> float | None:
         return datetime.fromisoformat(data["flipped_at"].replace("Z", "+00:00")).timestamp()
     except (FileNotFoundError, KeyError, ValueError):
         return None
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def context_header(state: _SourceState) -> str:

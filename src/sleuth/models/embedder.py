@@ -41,7 +41,8 @@ class EmbedderError(RuntimeError):
     """The embedder cannot run (missing or corrupt model files): a fatal compile error."""
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file, read in 1 MiB blocks."""
     digest = hashlib.sha256()
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -68,7 +69,7 @@ class MiniLMEmbedder:
         for path, expected in ((model, MODEL_SHA256), (tokenizer_file, TOKENIZER_SHA256)):
             if not path.is_file():
                 raise EmbedderError(f"embedding model file missing: {path}")
-            if _sha256(path) != expected:
+            if file_sha256(path) != expected:
                 raise EmbedderError(f"embedding model file does not match its pinned sha256: {path}")
         tokenizer = Tokenizer.from_file(str(tokenizer_file))
         # The shipped tokenizer.json pads to a fixed 128; pad to the batch's longest instead.
@@ -134,7 +135,7 @@ class StaticEmbedder:
         for path, expected in ((matrix_file, STATIC_SHA256), (tokenizer_file, STATIC_TOKENIZER_SHA256)):
             if not path.is_file():
                 raise EmbedderError(f"embedding model file missing: {path}")
-            if self._check and _sha256(path) != expected:
+            if self._check and file_sha256(path) != expected:
                 raise EmbedderError(f"embedding model file does not match its pinned sha256: {path}")
         matrix = np.load(matrix_file, allow_pickle=False).astype(np.float32)
         tokenizer = Tokenizer.from_file(str(tokenizer_file))

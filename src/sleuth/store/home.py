@@ -35,24 +35,14 @@ def now_iso() -> str:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.fchmod(fd, 0o644)  # mkstemp makes 0600; the sandbox's unprivileged uid must read these
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, ensure_ascii=False, indent=2, sort_keys=False)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
 def write_text_atomic(path: Path, text: str) -> None:
+    """Write to a temporary file in the same directory, fsync, then rename over `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.fchmod(fd, 0o644)
+    os.fchmod(fd, 0o644)  # mkstemp makes 0600; the sandbox's unprivileged uid must read these
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
