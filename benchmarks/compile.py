@@ -102,7 +102,7 @@ def main() -> None:
     counts = rows[0][3]
 
     print(
-        f"\nFinanceBench compile: {len(files)} PDFs, {pages:,} pages, "
+        f"\nFinanceBench compile ({embedder.id}): {len(files)} PDFs, {pages:,} pages, "
         f"{counts.get('chunks', 0):,} chunks, {os.cpu_count()} CPUs\n"
     )
     print("| run | wall s | pages/s | vs parse-only | embedded | parse s | chunk s | embed s | index s |")

@@ -90,19 +90,33 @@ def main() -> None:
             sandbox.close()
 
     p50_start, p50_fresh = statistics.median(starts), statistics.median(fresh)
-    print(f"\nsandbox mode: {mode['mode']}; layers: {', '.join(mode['layers'])}; landlock ABI {mode['landlock_abi']}")
+    layers = ", ".join(mode["layers"])
+    print(f"\nsandbox mode: {mode['mode']}; layers: {layers}; landlock ABI {mode['landlock_abi']}")
     print(f"zygote start + first turn: {zygote_first:.0f} ms (once per server)\n")
     print("| measure | p50 | p90 | n |")
     print("|---|---|---|---|")
-    print(f"| turn start (fork → all layers → ready) | {p50_start:.1f} ms | {pct(starts, 0.9):.1f} ms | {len(starts)} |")
-    print(f"| fresh `python -c 'import sleuth.sdk.knowledge'` | {p50_fresh:.1f} ms | {pct(fresh, 0.9):.1f} ms "
-          f"| {len(fresh)} |")
+    print(
+        f"| turn start (fork → all layers → ready) | {p50_start:.1f} ms | {pct(starts, 0.9):.1f} ms "
+        f"| {len(starts)} |"
+    )
+    print(
+        f"| fresh `python -c 'import sleuth.sdk.knowledge'` | {p50_fresh:.1f} ms | {pct(fresh, 0.9):.1f} ms "
+        f"| {len(fresh)} |"
+    )
     print(f"| speed-up of the zygote | {p50_fresh / p50_start:.1f}× | | |")
-    print(f"| step round trip `exec('pass')` | {statistics.median(trips):.3f} ms | {pct(trips, 0.9):.3f} ms "
-          f"| {len(trips)} |")
-    print(f"| step printing 9 kB | {statistics.median(prints):.3f} ms | {pct(prints, 0.9):.3f} ms | {len(prints)} |")
-    print(f"| Pss per live sandbox ({args.live} live, numpy used) | {statistics.median(per_sandbox) / 1024:.1f} MiB "
-          f"| {max(per_sandbox) / 1024:.1f} MiB (max) | {args.live} |")
+    print(
+        f"| step round trip `exec('pass')` | {statistics.median(trips):.3f} ms "
+        f"| {pct(trips, 0.9):.3f} ms | {len(trips)} |"
+    )
+    print(
+        f"| step printing 9 kB | {statistics.median(prints):.3f} ms | {pct(prints, 0.9):.3f} ms "
+        f"| {len(prints)} |"
+    )
+    print(
+        f"| Pss per live sandbox ({args.live} live, numpy used) "
+        f"| {statistics.median(per_sandbox) / 1024:.1f} MiB | {max(per_sandbox) / 1024:.1f} MiB (max) "
+        f"| {args.live} |"
+    )
     print(f"\n(zygote pid {zygote_pid})")
 
 

@@ -42,8 +42,17 @@ def build_version(root: Path, n_chunks: int, rng: np.random.Generator) -> npt.ND
         source = f"uploads/synthetic/doc-{i // per_source:05d}.txt"
         text = " ".join(rng.choice(WORDS, size=60, p=_WEIGHTS)) + f" REF-{i:06d}."
         cid = "chk_" + hashlib.sha256(f"{source}{i}".encode()).hexdigest()[:16]
-        row = {"id": cid, "source_path": source, "page": 1, "start": 0, "end": len(text), "section_path": [],
-               "text": text, "tokens": len(text) // 4, "sha256": ""}
+        row = {
+            "id": cid,
+            "source_path": source,
+            "page": 1,
+            "start": 0,
+            "end": len(text),
+            "section_path": [],
+            "text": text,
+            "tokens": len(text) // 4,
+            "sha256": "",
+        }
         by_source.setdefault(source, []).append(row)
         kw_rows.append((cid, source, 1, source, "", text))
         chunk_rows.append(cid)
@@ -59,10 +68,18 @@ def build_version(root: Path, n_chunks: int, rng: np.random.Generator) -> npt.ND
     dense.write(root / "index" / "dense", "chunks", chunk_rows, matrix, "bench", 384)
     dense.write(root / "index" / "dense", "artifacts", [], np.zeros((0, 384), np.float32), "bench", 384)
     write_tables(root / "tables.sqlite", parse_manifest({}), [], [], [], {}, [], [])
-    (root / "version.json").write_text(json.dumps({
-        "version": "v000001", "manifest": parse_manifest({}).model_dump(mode="json", by_alias=True),
-        "embedder": {"id": "minilm-l6-v2-int8", "dim": 384, "enabled": True}, "keyword": True,
-        "counts": {}, "flipped_at": ""}))
+    (root / "version.json").write_text(
+        json.dumps(
+            {
+                "version": "v000001",
+                "manifest": parse_manifest({}).model_dump(mode="json", by_alias=True),
+                "embedder": {"id": "minilm-l6-v2-int8", "dim": 384, "enabled": True},
+                "keyword": True,
+                "counts": {},
+                "flipped_at": "",
+            }
+        )
+    )
     return matrix
 
 
@@ -81,50 +98,56 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     args = parser.parse_args()
 
-    from sleuth.sdk.knowledge import Knowledge, ScopedContext
-
     rng = np.random.default_rng(7)
     print("\n| chunks | primitive | p50 ms | p99 ms |")
     print("|---|---|---|---|")
     for size in args.sizes:
         with tempfile.TemporaryDirectory() as tmp:
-            root = Path(tmp) / "v000001"
-            began = time.perf_counter()
-            matrix = build_version(root, size, rng)
-            build_s = time.perf_counter() - began
-            vectors = [v / np.linalg.norm(v) for v in rng.standard_normal((args.queries, 384)).astype(np.float32)]
-            # Queries read like questions: a few words, mostly of middle frequency.
-            queries = [" ".join(rng.choice(WORDS[20:2000], size=4)) for _ in range(args.queries)]
-            current: dict[str, npt.NDArray[np.float32]] = {}
+            measure(Path(tmp) / "v000001", size, args.queries, rng)
 
-            async def embed(_model: str, text: str) -> npt.NDArray[np.float32]:
-                return current.get(text, vectors[0])
 
-            kb = Knowledge([ScopedContext("bench", root)], embed=embed)
-            for q, v in zip(queries, vectors, strict=True):
-                current[q] = v
-            kb.outline_knowledge()  # load the chunk table once, as the first step of a turn would
-            asyncio.run(kb.search_source(queries[0]))
-            loop = asyncio.new_event_loop()
-            sources = [f"uploads/synthetic/doc-{i:05d}.txt" for i in range(5)]
-            rows = {
-                "numpy exact scan (baseline)": timed(
-                    lambda i: np.argpartition(-(matrix @ vectors[i]), 10)[:10], list(range(args.queries))),
-                "search_source (hybrid)": timed(
-                    lambda q: loop.run_until_complete(kb.search_source(q, top_k=10)), queries),
-                "search_source_by_keyword": timed(
-                    lambda q: loop.run_until_complete(kb.search_source_by_keyword(q, top_k=10)), queries),
-                "search_source_by_keyword (identifier)": timed(
-                    lambda i: loop.run_until_complete(kb.search_source_by_keyword(f"REF-{i:06d}", top_k=10)),
-                    list(range(args.queries))),
-                "search_in_sources (5 sources)": timed(
-                    lambda q: loop.run_until_complete(kb.search_in_sources(sources, q, max_total=10)), queries),
-            }
-            loop.close()
-            for name, values in rows.items():
-                print(f"| {size:,} | {name} | {statistics.median(values):.2f} | "
-                      f"{sorted(values)[int(0.99 * (len(values) - 1))]:.2f} |")
-            print(f"| {size:,} | (build of the synthetic version: {build_s:.1f} s) | | |")
+def measure(root: Path, size: int, n_queries: int, rng: np.random.Generator) -> None:
+    from sleuth.sdk.knowledge import Knowledge, ScopedContext
+
+    began = time.perf_counter()
+    matrix = build_version(root, size, rng)
+    build_s = time.perf_counter() - began
+    vectors = [v / np.linalg.norm(v) for v in rng.standard_normal((n_queries, 384)).astype(np.float32)]
+    # Queries read like questions: a few words, mostly of middle frequency.
+    queries = [" ".join(rng.choice(WORDS[20:2000], size=4)) for _ in range(n_queries)]
+    by_text = dict(zip(queries, vectors, strict=True))
+
+    async def embed(_model: str, text: str) -> npt.NDArray[np.float32]:
+        return by_text.get(text, vectors[0])
+
+    kb = Knowledge([ScopedContext("bench", root)], embed=embed)
+    kb.outline_knowledge()
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(kb.search_source(queries[0]))  # load the chunk table once, as a turn would
+    sources = [f"uploads/synthetic/doc-{i:05d}.txt" for i in range(5)]
+    indexes = list(range(n_queries))
+    rows = {
+        "numpy exact scan (baseline)": timed(
+            lambda i: np.argpartition(-(matrix @ vectors[i]), 10)[:10], indexes
+        ),
+        "search_source (hybrid)": timed(
+            lambda q: loop.run_until_complete(kb.search_source(q, top_k=10)), queries
+        ),
+        "search_source_by_keyword": timed(
+            lambda q: loop.run_until_complete(kb.search_source_by_keyword(q, top_k=10)), queries
+        ),
+        "search_source_by_keyword (identifier)": timed(
+            lambda i: loop.run_until_complete(kb.search_source_by_keyword(f"REF-{i:06d}", top_k=10)), indexes
+        ),
+        "search_in_sources (5 sources)": timed(
+            lambda q: loop.run_until_complete(kb.search_in_sources(sources, q, max_total=10)), queries
+        ),
+    }
+    loop.close()
+    for name, values in rows.items():
+        p99 = sorted(values)[int(0.99 * (len(values) - 1))]
+        print(f"| {size:,} | {name} | {statistics.median(values):.2f} | {p99:.2f} |")
+    print(f"| {size:,} | (build of the synthetic version: {build_s:.1f} s) | | |")
 
 
 if __name__ == "__main__":
