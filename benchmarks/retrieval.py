@@ -50,11 +50,11 @@ def main() -> None:
     questions = []
     for line in args.questions.read_text("utf-8").splitlines():
         q = json.loads(line)
-        gold = {
-            (by_doc[e["evidence_doc_name"]], int(e["evidence_page_num"]) + 1)
-            for e in q["evidence"]
-            if e["evidence_doc_name"] in by_doc
-        }
+        gold = set()
+        for e in q["evidence"]:
+            doc = e.get("evidence_doc_name") or e.get("doc_name") or q["doc_name"]  # both spellings occur
+            if doc in by_doc:
+                gold.add((by_doc[doc], int(e["evidence_page_num"]) + 1))
         if gold:
             questions.append((q["question"], by_doc[q["doc_name"]], gold))
 

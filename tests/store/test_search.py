@@ -82,6 +82,17 @@ def test_artifact_namespace_is_searchable(reader: VersionReader) -> None:
     assert matrix.shape == (len(ids), 384)
 
 
+def test_hybrid_weights_favour_bm25_only_for_identifiers() -> None:
+    from sleuth.store.search import DENSE_WEIGHT, hybrid_weights
+
+    for query in ("What does ERR-4012 mean?", "FW-3.2.1 release", "why does parse_config fail"):
+        assert hybrid_weights(query) == (1.0, 1.0), query
+    for query in ("FY2018 capital expenditure for 3M", "the 10-K of 3M", "version 2.4 notes"):
+        assert hybrid_weights(query) == (DENSE_WEIGHT, 1.0), query
+    fused = rrf([["a", "b"], ["b", "c"]], weights=[3.0, 1.0])
+    assert [i for i, _ in fused] == ["b", "a", "c"]  # agreement still wins; then the dense list
+
+
 def test_rrf_rewards_agreement() -> None:
     fused = rrf([["a", "b", "c"], ["b", "a", "d"]])
     assert [i for i, _ in fused][:2] in (["a", "b"], ["b", "a"])
