@@ -23,6 +23,15 @@ def host() -> Iterator[SandboxHost]:
         yield h
 
 
+def _pids_cgroup(pid: int) -> Path | None:
+    """The v1 pids cgroup directory a process is in, when it is one of Sleuth's."""
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        _id, controllers, path = line.split(":", 2)
+        if "pids" in controllers.split(",") and "/sleuth/" in path:
+            return Path("/sys/fs/cgroup/pids") / path.lstrip("/")
+    return None
+
+
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as fh:
@@ -35,6 +44,7 @@ def _alive(pid: int) -> bool:
 def sandbox(host: SandboxHost, acme_version: Path) -> Iterator[Sandbox]:
     """A fresh sandbox; afterwards it must be gone and the next turn must work."""
     sb = host.start_turn({"acme": acme_version})
+    own_cgroup = _pids_cgroup(sb.pid)
     REACHED.update(
         mode=sb.ready["mode"],
         layers=sb.ready["layers"],
@@ -49,17 +59,9 @@ def sandbox(host: SandboxHost, acme_version: Path) -> Iterator[Sandbox]:
     while _alive(sb.pid) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not _alive(sb.pid), "the sandbox outlived its turn"
-    groups = Path("/sys/fs/cgroup/pids/sleuth")
-    zygote = str(host.info["pid"])
-    while (
-        groups.is_dir()
-        and time.monotonic() < deadline
-        and any(d.name.startswith(zygote + "-") for d in groups.iterdir() if d.is_dir())
-    ):
+    while own_cgroup is not None and own_cgroup.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not (
-        groups.is_dir() and any(d.name.startswith(zygote + "-") for d in groups.iterdir() if d.is_dir())
-    ), "the turn's cgroup was left behind"
+    assert own_cgroup is None or not own_cgroup.exists(), "the turn's cgroup was left behind"
     with host.start_turn({"acme": acme_version}) as after:
         assert after.exec("1 + 1").output == "2\n"
 

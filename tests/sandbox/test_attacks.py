@@ -363,3 +363,25 @@ def test_the_turn_runs_in_its_own_cgroup(sandbox: Sandbox) -> None:
     assert "/sleuth/" in out
     groups = [g for g in Path("/sys/fs/cgroup/pids/sleuth").iterdir() if g.is_dir()]
     assert any((g / "pids.max").read_text().strip() == "64" for g in groups)
+
+
+FD_LISTING = """
+import os
+links = {}
+for name in os.listdir("/proc/self/fd"):
+    try:
+        links[int(name)] = os.readlink(f"/proc/self/fd/{name}")
+    except OSError:
+        pass  # the listing's own descriptor, already closed
+print(links)
+"""
+
+
+def test_no_inherited_descriptors_but_the_channel(sandbox: Sandbox, host: SandboxHost) -> None:
+    """Nothing the zygote holds (its channel to the host, the next turn's slot) reaches a turn."""
+    zygote = Path(f"/proc/{host.info['pid']}/fd")
+    held = {os.readlink(fd) for fd in zygote.iterdir() if os.readlink(fd).startswith("socket:")}
+    assert held
+    links = eval(run(sandbox, FD_LISTING))
+    assert not held & set(links.values())
+    assert all(links[fd].endswith("null") for fd in range(3))  # stdio is /dev/null, not the host's

@@ -21,6 +21,7 @@ import socket
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,8 @@ def main(control_fd: int) -> None:
     )
     counter = 0
     cgroups: dict[int, list[Path]] = {}  # child A's pid -> its turn's cgroup directories
+    dirs = (mount_point, scratch_root)
+    spare: _Slot | None = _prepare_slot(counter, _cgroup_limits(Limits()), dirs, cgroups)
     try:
         while True:
             for _key, _events in selector.select(timeout=0.25):
@@ -67,19 +70,24 @@ def main(control_fd: int) -> None:
                     for fd in fds:
                         os.close(fd)
                     continue
-                counter += 1
-                limits = Limits.from_json(message["limits"])
-                groups = layers.create_cgroup(
-                    f"{os.getpid()}-{counter}", (limits.memory_mb + 256) << 20, limits.pids
-                )
-                uid = UID_BASE + (os.getpid() * 7 + counter) % UID_SPAN
-                pid_a, pid = _spawn(message, fds[0], (mount_point, scratch_root), uid, groups)
-                cgroups[pid_a] = groups
+                wanted = _cgroup_limits(Limits.from_json(message["limits"]))
+                slot = spare if spare is not None and spare.wanted == wanted else None
+                if slot is None:
+                    _discard(spare)
+                    counter += 1
+                    slot = _prepare_slot(counter, wanted, dirs, cgroups)
+                spare = None
+                pid = slot.launch(message, fds[0])
                 os.close(fds[0])
                 control.send(json.dumps({"t": "spawned", "turn": message.get("turn"), "pid": pid}).encode())
+                # The next turn's child A joins its cgroup now, off the critical path: the cgroup v1
+                # attach alone waits ~15 ms for an RCU grace period.
+                counter += 1
+                spare = _prepare_slot(counter, wanted, dirs, cgroups)
             _reap(cgroups, scratch_root)
     finally:
         shutil.rmtree(mount_point, ignore_errors=True)
+        _discard(spare)
         for pid_a in list(cgroups):  # the host went away: end every turn, then clean up after them
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid_a, signal.SIGKILL)
@@ -88,6 +96,10 @@ def main(control_fd: int) -> None:
             _reap(cgroups, scratch_root)
             time.sleep(0.01)
         shutil.rmtree(scratch_root, ignore_errors=True)
+
+
+def _cgroup_limits(limits: Limits) -> tuple[int, int]:
+    return (limits.memory_mb + 256) << 20, limits.pids
 
 
 def _reap(cgroups: dict[int, list[Path]], scratch_root: str) -> None:
@@ -103,17 +115,44 @@ def _reap(cgroups: dict[int, list[Path]], scratch_root: str) -> None:
         shutil.rmtree(f"{scratch_root}/{pid}", ignore_errors=True)
 
 
-def _spawn(
-    message: dict[str, Any], turn_fd: int, dirs: tuple[str, str], uid: int, groups: list[Path]
-) -> tuple[int, int]:
-    """Fork A → join the cgroups → unshare → fork B; returns (A's pid, B's pid) in the zygote's
-    (that is, the host's) pid namespace."""
-    read_end, write_end = os.pipe()
+@dataclass
+class _Slot:
+    """A child A forked ahead of time: in its cgroups and new namespaces, waiting for a turn."""
+
+    pid_a: int
+    channel: socket.socket
+    wanted: tuple[int, int]
+
+    def launch(self, message: dict[str, Any], turn_fd: int) -> int:
+        """Hand A the turn; returns B's pid in the zygote's (that is, the host's) pid namespace."""
+        try:
+            socket.send_fds(self.channel, [json.dumps(message).encode()], [turn_fd])
+            data = self.channel.recv(64)
+        except OSError:
+            data = b""
+        self.channel.close()
+        return int(data) if data else -1
+
+
+def _discard(slot: _Slot | None) -> None:
+    if slot is not None:
+        slot.channel.close()  # A sees EOF and exits; `_reap` removes its cgroups
+
+
+def _prepare_slot(
+    counter: int, wanted: tuple[int, int], dirs: tuple[str, str], cgroups: dict[int, list[Path]]
+) -> _Slot:
+    """Fork A → join the cgroups → unshare; A then waits for a turn and forks B for it."""
+    groups = layers.create_cgroup(f"{os.getpid()}-{counter}", *wanted)
+    uid = UID_BASE + (os.getpid() * 7 + counter) % UID_SPAN
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid_a = os.fork()
     if pid_a == 0:  # child A
-        os.close(read_end)
         code = 1
         try:
+            # Keep nothing of the zygote's: not its control channel to the host, not other slots.
+            os.closerange(3, theirs.fileno())
+            os.closerange(theirs.fileno() + 1, 1 << 16)
             layers.prctl(layers.PR_SET_PDEATHSIG, signal.SIGKILL)
             try:
                 layers.join_cgroups(groups)  # first, while still privileged
@@ -132,21 +171,25 @@ def _spawn(
                     namespaces.append(name)
                 except OSError:
                     pass
-            pid_b = os.fork()
-            if pid_b == 0:
-                os.close(write_end)
-                _child(message, turn_fd, dirs, uid, namespaces, "v1" if groups else None)
-                os._exit(0)
-            os.write(write_end, str(pid_b).encode())
-            os.close(write_end)
-            _pid, status = os.waitpid(pid_b, 0)
-            code = os.waitstatus_to_exitcode(status) & 0xFF
+            data, fds, _flags, _addr = socket.recv_fds(theirs, 1 << 20, 1)
+            if data and len(fds) == 1:
+                pid_b = os.fork()
+                if pid_b == 0:
+                    theirs.close()
+                    _child(json.loads(data), fds[0], dirs, uid, namespaces, "v1" if groups else None)
+                    os._exit(0)
+                os.close(fds[0])
+                theirs.send(str(pid_b).encode())
+                theirs.close()
+                _pid, status = os.waitpid(pid_b, 0)
+                code = os.waitstatus_to_exitcode(status) & 0xFF
+            else:  # discarded before a turn came
+                code = 0
         finally:
             os._exit(code)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as fh:
-        data = fh.read()
-    return pid_a, int(data) if data else -1
+    theirs.close()
+    cgroups[pid_a] = groups
+    return _Slot(pid_a, ours, wanted)
 
 
 def _child(
@@ -162,6 +205,10 @@ def _child(
     `dirs` is (mount point for the new root, parent of scratch directories without namespaces).
     """
     mount_point, scratch_root = dirs
+    null = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1, 2):  # C-level writes must not reach the host's terminal
+        os.dup2(null, fd)
+    os.close(null)
     sock = socket.socket(fileno=turn_fd)
     limits = Limits.from_json(message["limits"])
     contexts: dict[str, str] = message["contexts"]
