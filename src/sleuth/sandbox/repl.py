@@ -109,37 +109,35 @@ class Channel:
 
 
 class PendingSearch:
-    """What a search returns when the model forgets `await`: awaitable, and loud about it."""
+    """What a search returns when the model forgets `await`: awaitable, and loud about it.
 
-    def __init__(self, name: str, coro: Coroutine[Any, Any, Any]) -> None:
+    The coroutine is only made when the search is awaited, so a search that never is leaves
+    nothing behind (no "coroutine was never awaited" warning)."""
+
+    def __init__(self, name: str, start: Callable[[], Coroutine[Any, Any, Any]]) -> None:
         self._name = name
-        self._coro = coro
-        self._awaited = False
+        self._start = start
 
     def __await__(self) -> Any:
-        self._awaited = True
-        return self._coro.__await__()
+        return self._start().__await__()
+
+    def _hint(self) -> str:
+        return f"{self._name}(...) was not awaited; write `await {self._name}(...)`"
 
     def __repr__(self) -> str:
         return f"<pending {self._name}(...): search functions are async; write `await {self._name}(...)`>"
 
     def __getattr__(self, attr: str) -> Any:
-        raise AttributeError(
-            f"{self._name}(...) was not awaited; write `await {self._name}(...)` before using .{attr}"
-        )
+        raise AttributeError(f"{self._hint()} before using .{attr}")
 
     def __iter__(self) -> Any:
-        raise TypeError(f"{self._name}(...) was not awaited; write `await {self._name}(...)`")
+        raise TypeError(self._hint())
 
     def __len__(self) -> int:
-        raise TypeError(f"{self._name}(...) was not awaited; write `await {self._name}(...)`")
+        raise TypeError(self._hint())
 
     def __getitem__(self, _index: object) -> Any:
-        raise TypeError(f"{self._name}(...) was not awaited; write `await {self._name}(...)`")
-
-    def __del__(self) -> None:
-        if not self._awaited:  # never awaited: close it quietly instead of a RuntimeWarning
-            self._coro.close()
+        raise TypeError(self._hint())
 
 
 class Repl:
@@ -229,7 +227,7 @@ class Repl:
             return result
 
         def call(*args: Any, **kwargs: Any) -> PendingSearch:
-            return PendingSearch(name, traced(*args, **kwargs))
+            return PendingSearch(name, lambda: traced(*args, **kwargs))
 
         call.__name__ = name
         call.__doc__ = fn.__doc__
