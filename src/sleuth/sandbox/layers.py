@@ -7,7 +7,6 @@ through ctypes and the stdlib, except seccomp, which uses `pyseccomp` over the s
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import ctypes.util
 import errno
@@ -227,10 +226,18 @@ def join_cgroups(directories: list[Path]) -> None:
         (directory / "cgroup.procs").write_text("0")  # "0" means the writing process
 
 
-def remove_cgroups(directories: list[Path]) -> None:
+def remove_cgroups(directories: list[Path]) -> list[Path]:
+    """Remove turn cgroups; returns those still busy (the kernel may need a moment after the last
+    task exits), for the caller to retry."""
+    busy: list[Path] = []
     for directory in directories:
-        with contextlib.suppress(OSError):
+        try:
             directory.rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            busy.append(directory)
+    return busy
 
 
 # --------------------------------------------------------------------------- identity (5), rlimits (6)

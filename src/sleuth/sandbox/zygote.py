@@ -88,7 +88,7 @@ def main(control_fd: int) -> None:
     finally:
         shutil.rmtree(mount_point, ignore_errors=True)
         _discard(spare)
-        for pid_a in list(cgroups):  # the host went away: end every turn, then clean up after them
+        for pid_a in [p for p in cgroups if p > 0]:  # the host went away: end every turn, then clean up
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid_a, signal.SIGKILL)
         deadline = time.monotonic() + 2
@@ -103,7 +103,14 @@ def _cgroup_limits(limits: Limits) -> tuple[int, int]:
 
 
 def _reap(cgroups: dict[int, list[Path]], scratch_root: str) -> None:
-    """Collect exited children; a turn's cgroups go once its child A (which outlives B) is gone."""
+    """Collect exited children; a turn's cgroups go once its child A (which outlives B) is gone.
+
+    Entries under a negative pid belong to children already reaped whose cgroups are not removed yet.
+    """
+    for key in [k for k in cgroups if k < 0]:
+        busy = layers.remove_cgroups(cgroups.pop(key))
+        if busy:
+            cgroups[key] = busy
     while True:
         try:
             pid, _status = os.waitpid(-1, os.WNOHANG)
@@ -111,7 +118,9 @@ def _reap(cgroups: dict[int, list[Path]], scratch_root: str) -> None:
             return
         if pid == 0:
             return
-        layers.remove_cgroups(cgroups.pop(pid, []))
+        busy = layers.remove_cgroups(cgroups.pop(pid, []))
+        if busy:
+            cgroups[-pid] = busy  # retried on the next pass until the kernel lets them go
         shutil.rmtree(f"{scratch_root}/{pid}", ignore_errors=True)
 
 
