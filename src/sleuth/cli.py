@@ -13,8 +13,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from sleuth.compile.errors import CompileError
 from sleuth.compile.manifest import ManifestError
-from sleuth.compile.pipeline import CompileError, compile_context
+from sleuth.compile.pipeline import compile_context
 from sleuth.compile.sources import UnsafePath
 from sleuth.models.embedder import EmbedderError
 from sleuth.store.home import ContextDir, ContextNotFound, Home, InvalidSlug

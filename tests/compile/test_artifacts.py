@@ -232,15 +232,16 @@ def test_natural_key_merge_prefers_the_newest_source_and_records_conflicts() -> 
 def test_titles_skip_placeholders_and_headers_add_the_file_name() -> None:
     from sleuth.compile.artifacts import document_title
     from sleuth.compile.pages import Heading
-    from sleuth.compile.pipeline import _SourceState, context_header
+    from sleuth.compile.pipeline import context_header
+    from sleuth.compile.version_files import SourceState
 
     pages = [Page(1, "PART I\nItem 1. Business", [Heading(1, "PART I", 0)])]
     assert document_title("uploads/a/AMCOR_2023Q2_10Q.pdf", "0001410636-21-000101", pages) == "PART I"
     assert document_title("uploads/a/x.pdf", "Microsoft Word - draft.docx", []) == "x"
     assert document_title("uploads/a/x.pdf", "Annual Report", pages) == "Annual Report"
 
-    def state(path: str, title: str) -> _SourceState:
-        return _SourceState(path, title, "pdf", 1, 1, "", 1, 0.0, "")
+    def state(path: str, title: str) -> SourceState:
+        return SourceState(path, title, "pdf", 1, 1, "", 1, 0.0, "")
 
     assert context_header(state("uploads/f/AMCOR_2023Q2_10Q.pdf", "PART I")) == "PART I (AMCOR 2023Q2 10Q)"
     assert (

@@ -14,7 +14,6 @@ corpus-wide outputs (rosters, glossary, mention edges, merged rows) consistent b
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import re
 import shutil
@@ -28,17 +27,18 @@ from typing import Any, Protocol
 import numpy as np
 
 from sleuth.compile import artifacts as cards
-from sleuth.compile import edges as mention_edges
 from sleuth.compile import glossary as glossary_builder
-from sleuth.compile import rosters, typed_tables
+from sleuth.compile import integrity, typed_tables, version_files
+from sleuth.compile.artifact_leg import ArtifactLeg
 from sleuth.compile.artifacts import Artifact
 from sleuth.compile.chunking import Chunk, chunk_pages
 from sleuth.compile.extract import Extractor, NoModelExtractor
-from sleuth.compile.manifest import DETERMINISTIC_KINDS, Manifest, parse_manifest, read_manifest_file
+from sleuth.compile.manifest import Manifest, parse_manifest, read_manifest_file
 from sleuth.compile.pages import Page, ParseError
 from sleuth.compile.parse import parse_source
 from sleuth.compile.sources import ImportReport, import_sources, list_source_files
 from sleuth.compile.tables_db import write_tables
+from sleuth.compile.version_files import SourceState
 from sleuth.models.embedder import EmbeddingCache, embed_cached, file_sha256, get_embedder
 from sleuth.store import dense, keyword
 from sleuth.store.home import ContextDir, Home, now_iso, write_json_atomic, write_text_atomic
@@ -67,10 +67,6 @@ class NullProgress:
 
     def finish(self, phase: str) -> None:
         pass
-
-
-class CompileError(RuntimeError):
-    """A fatal error (integrity check, embedder unavailable): the run does not flip."""
 
 
 @dataclass
@@ -130,22 +126,6 @@ def compile_context(
         return report
 
 
-@dataclass
-class _SourceState:
-    """Per-source metadata kept in `knowledge/sources.json` of each version."""
-
-    path: str
-    title: str
-    format: str
-    pages: int
-    chars: int
-    sha256: str
-    size: int
-    mtime: float
-    curated_at: str
-    images_skipped: int = 0
-
-
 class CompileRun:
     def __init__(
         self,
@@ -184,7 +164,7 @@ class CompileRun:
         parent_dir = self.ctx.version_dir(parent) if parent else None
         if parent_dir is not None and not parent_dir.is_dir():
             parent_dir = None
-        parent_sources = _read_sources(parent_dir) if parent_dir and not self.force else {}
+        parent_sources = version_files.read_sources(parent_dir) if parent_dir and not self.force else {}
 
         with self._timed("snapshot"):
             snapshot = self._snapshot(ledger)
@@ -309,7 +289,7 @@ class CompileRun:
     ) -> None:
         knowledge = out / "knowledge"
         chunking = self.manifest.curate.chunks.chunking
-        states: dict[str, _SourceState] = {}
+        states: dict[str, SourceState] = {}
         fresh_pages: dict[str, list[Page]] = {}
         carried = set(unchanged) & set(parent_sources) if parent_dir else set()
 
@@ -318,10 +298,8 @@ class CompileRun:
             for rel in snapshot:
                 entry = snapshot[rel]
                 if rel in carried and parent_dir is not None:
-                    states[rel] = _SourceState(**parent_sources[rel])
-                    _link(parent_dir / "knowledge" / _pages_rel(rel), knowledge / _pages_rel(rel))
-                    if not chunk_leg_changed:
-                        _link(parent_dir / "knowledge" / _chunks_rel(rel), knowledge / _chunks_rel(rel))
+                    states[rel] = SourceState(**parent_sources[rel])
+                    version_files.carry(parent_dir, out, rel, with_chunks=not chunk_leg_changed)
                     ledger.manifest[rel] = entry
                     self.progress.advance("parse")
                     continue
@@ -341,15 +319,14 @@ class CompileRun:
                     ledger.manifest[rel] = entry
                     if rel in parent_sources and parent_dir is not None:
                         # A source that fails keeps its outputs from the previous version.
-                        states[rel] = _SourceState(**parent_sources[rel])
-                        _link(parent_dir / "knowledge" / _pages_rel(rel), knowledge / _pages_rel(rel))
-                        _link(parent_dir / "knowledge" / _chunks_rel(rel), knowledge / _chunks_rel(rel))
+                        states[rel] = SourceState(**parent_sources[rel])
+                        version_files.carry(parent_dir, out, rel, with_chunks=not chunk_leg_changed)
                     self.progress.advance("parse")
                     continue
                 ledger.failures.pop(rel, None)
                 ledger.manifest[rel] = entry
                 title = cards.document_title(rel, parsed.title, parsed.pages)
-                states[rel] = _SourceState(
+                states[rel] = SourceState(
                     path=rel,
                     title=title,
                     format=parsed.format,
@@ -361,7 +338,9 @@ class CompileRun:
                     curated_at=now_iso(),
                     images_skipped=parsed.images_skipped,
                 )
-                _write_jsonl(knowledge / _pages_rel(rel), (p.to_json() for p in parsed.pages))
+                version_files.write_jsonl(
+                    knowledge / version_files.pages_rel(rel), (p.to_json() for p in parsed.pages)
+                )
                 fresh_pages[rel] = parsed.pages
                 self.progress.advance("parse")
         self.progress.finish("parse")
@@ -370,14 +349,14 @@ class CompileRun:
         all_chunks: dict[str, list[Chunk]] = {}
         with self._timed("chunk"):
             for rel in states:
-                target = knowledge / _chunks_rel(rel)
+                target = knowledge / version_files.chunks_rel(rel)
                 if target.exists():
-                    all_chunks[rel] = [Chunk.from_json(d) for d in _read_jsonl(target)]
+                    all_chunks[rel] = [Chunk.from_json(d) for d in version_files.read_jsonl(target)]
                     continue
-                pages = fresh_pages.get(rel) or _load_pages(knowledge, rel)
+                pages = fresh_pages.get(rel) or version_files.load_pages(knowledge, rel)
                 chunks = chunk_pages(rel, pages, chunking)
-                _check_chunks(chunks, pages)
-                _write_jsonl(target, (c.to_json() for c in chunks))
+                integrity.check_chunks(chunks, pages)
+                version_files.write_jsonl(target, (c.to_json() for c in chunks))
                 all_chunks[rel] = chunks
         chunks_flat = [c for rel in sorted(all_chunks) for c in all_chunks[rel]]
         for rel, chunks in all_chunks.items():
@@ -394,25 +373,25 @@ class CompileRun:
         pages_by_source: dict[str, list[Page]] = {}
         skipped_no_model: dict[str, str] = {}
         roster_files: dict[str, str] = {}
+        leg = ArtifactLeg(self.manifest, self.extractor, self.warnings)
         with self._timed("artifacts"):
             if arts_config.is_enabled:
                 pages_by_source = {
-                    rel: fresh_pages.get(rel) or _load_pages(knowledge, rel) for rel in sorted(states)
+                    rel: fresh_pages.get(rel) or version_files.load_pages(knowledge, rel)
+                    for rel in sorted(states)
                 }
-                artifacts, glossary_entries, typed, skipped_no_model = self._build_artifacts(
-                    pages_by_source, states
-                )
-                self._build_edges(artifacts, pages_by_source, report)
+                artifacts, glossary_entries, typed, skipped_no_model = leg.build(pages_by_source, states)
+                leg.build_edges(artifacts, pages_by_source)
             elif arts_config.artifact_types:
                 self.warnings.append(
                     "artifact types are declared but curate.artifacts.enabled "
                     "is false: no artifacts were built"
                 )
             cards.assign_slugs(artifacts)
-            _check_provenance(artifacts, typed, pages_by_source)
-            parent_outline = _read_outline(parent_dir)
-            artifact_files = self._write_artifacts(knowledge, artifacts, version, parent_outline)
-            roster_files = self._write_rosters(knowledge, states, artifacts, typed, skipped_no_model)
+            integrity.check_provenance(artifacts, typed, pages_by_source)
+            parent_outline = version_files.read_outline(parent_dir)
+            artifact_files = leg.write_files(knowledge, artifacts, version, parent_outline)
+            roster_files = leg.write_rosters(knowledge, states, artifacts, typed, skipped_no_model)
 
         # ----------------------------------------------------------------------- embeddings
         chunk_vectors: np.ndarray | None = None
@@ -563,159 +542,6 @@ class CompileRun:
         self.sample_queries = sample_queries
         ledger.embedding_model = {"id": embedder.id, "dim": embedder.dim}
 
-    def _build_artifacts(
-        self,
-        pages_by_source: dict[str, list[Page]],
-        states: dict[str, _SourceState],
-    ) -> tuple[
-        list[Artifact],
-        list[tuple[str, glossary_builder.Entry]],
-        list[typed_tables.TypedTable],
-        dict[str, str],
-    ]:
-        out: list[Artifact] = []
-        glossary_entries: list[tuple[str, glossary_builder.Entry]] = []
-        typed: list[typed_tables.TypedTable] = []
-        skipped: dict[str, str] = {}
-        mtimes = {rel: s.mtime for rel, s in states.items()}
-        for art_type in self.manifest.curate.artifacts.artifact_types:
-            if art_type.format == "sqlite":
-                typed.append(typed_tables.build_table(art_type, pages_by_source, mtimes))
-                if not self.extractor.available():
-                    self.warnings.append(
-                        f"type {art_type.name!r}: rows were read from tables in the corpus only; "
-                        "rows stated in prose need a model"
-                    )
-                continue
-            if art_type.kind == "doc":
-                for rel in sorted(pages_by_source):
-                    out.append(
-                        cards.build_doc(
-                            art_type, rel, states[rel].format, states[rel].title, pages_by_source[rel]
-                        )
-                    )
-            elif art_type.kind == "page":
-                for rel in sorted(pages_by_source):
-                    out.extend(cards.build_pages(art_type, rel, states[rel].title, pages_by_source[rel]))
-            elif art_type.kind == "glossary":
-                artifact, entries = glossary_builder.build_glossary(art_type, pages_by_source)
-                if artifact is not None:
-                    out.append(artifact)
-                glossary_entries.extend((art_type.name, e) for e in entries)
-                if not entries:
-                    self.warnings.append(
-                        f"type {art_type.name!r}: no entries found under the sections {art_type.sections}"
-                    )
-            elif not self.extractor.available():
-                skipped[art_type.name] = f"kind {art_type.kind!r} needs a model; none is configured"
-                self.warnings.append(
-                    f"type {art_type.name!r} skipped: kind {art_type.kind!r} "
-                    "needs a model and none is configured"
-                )
-            elif art_type.resolved_scope == "document":
-                for rel in sorted(pages_by_source):
-                    out.extend(self.extractor.document(art_type, rel, pages_by_source[rel]))
-            else:
-                out.extend(self.extractor.corpus(art_type, pages_by_source))
-        return out, glossary_entries, typed, skipped
-
-    def _build_edges(
-        self, artifacts: list[Artifact], pages_by_source: dict[str, list[Page]], report: CompileReport
-    ) -> None:
-        for edge_type in self.manifest.curate.artifacts.edge_types:
-            from_type = self.manifest.type_named(edge_type.from_)
-            to_type = self.manifest.type_named(edge_type.to)
-            if from_type is None or to_type is None:
-                continue
-            if from_type.kind in DETERMINISTIC_KINDS and to_type.kind in DETERMINISTIC_KINDS:
-                mention_edges.build_mention_edges(
-                    edge_type,
-                    [a for a in artifacts if a.type == from_type.name],
-                    [a for a in artifacts if a.type == to_type.name],
-                    pages_by_source,
-                )
-            elif not self.extractor.available():
-                self.warnings.append(
-                    f"edge type {edge_type.name!r} skipped: it joins a model kind and no model is configured"
-                )
-
-    def _write_artifacts(
-        self,
-        knowledge: Path,
-        artifacts: list[Artifact],
-        version: str,
-        parent_outline: dict[str, dict[str, Any]],
-    ) -> dict[str, str]:
-        files: dict[str, str] = {}
-        outline: list[dict[str, Any]] = []
-        for art in artifacts:
-            type_slug = next(
-                t.slug for t in self.manifest.curate.artifacts.artifact_types if t.name == art.type
-            )
-            rel = f"artifacts/{type_slug}/{art.slug}.md"
-            before = parent_outline.get(art.id, {})
-            created = before.get("created_version", version)
-            updated = (
-                before.get("updated_version", version)
-                if before.get("content_sha256") == art.content_sha()
-                else version
-            )
-            path = knowledge / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(art.to_markdown(created, updated), encoding="utf-8")
-            files[art.id] = rel
-            outline.append(
-                {
-                    "id": art.id,
-                    "name": art.name,
-                    "type": art.type,
-                    "kind": art.kind,
-                    "scope": art.scope,
-                    "format": art.format,
-                    "file": rel,
-                    "sources_count": len(art.sources),
-                    "created_version": created,
-                    "updated_version": updated,
-                    "content_sha256": art.content_sha(),
-                }
-            )
-        write_json_atomic(knowledge / "outline.json", {"artifacts": outline})
-        return files
-
-    def _write_rosters(
-        self,
-        knowledge: Path,
-        states: dict[str, _SourceState],
-        artifacts: list[Artifact],
-        typed: list[typed_tables.TypedTable],
-        skipped: dict[str, str],
-    ) -> dict[str, str]:
-        roster_dir = knowledge / "rosters"
-        roster_dir.mkdir(parents=True, exist_ok=True)
-        written: dict[str, str] = {}
-        srcs = [
-            {"path": s.path, "title": s.title, "format": s.format, "pages": s.pages}
-            for s in sorted(states.values(), key=lambda s: s.path)
-        ]
-        (roster_dir / "_sources.md").write_text(rosters.sources_roster(srcs), encoding="utf-8")
-        written["_sources"] = "rosters/_sources.md"
-        if not self.manifest.curate.artifacts.is_enabled:
-            return written
-        tables_by_type = {t.type.name: t for t in typed}
-        for art_type in self.manifest.curate.artifacts.artifact_types:
-            if art_type.name in tables_by_type:
-                text = rosters.table_roster(tables_by_type[art_type.name])
-            else:
-                note = skipped.get(art_type.name)
-                text = rosters.type_roster(
-                    art_type,
-                    [a for a in artifacts if a.type == art_type.name],
-                    note=f"Not built: {note}." if note else None,
-                )
-            (roster_dir / f"{art_type.slug}.md").write_text(text, encoding="utf-8")
-            written[art_type.name] = f"rosters/{art_type.slug}.md"
-        return written
-
     # ----------------------------------------------------------------------- phase 7: collect
     def _collect(self, live: str, parent: str | None) -> None:
         """Drop versions other than the live one and its predecessor, unless a turn may still
@@ -727,79 +553,12 @@ class CompileRun:
         for older, newer in itertools.pairwise(names):
             if older in (live, parent):
                 continue
-            flipped_at = _flipped_epoch(self.ctx.versions / newer)
+            flipped_at = version_files.flipped_epoch(self.ctx.versions / newer)
             if flipped_at is not None and now - flipped_at > TURN_CAP_SECONDS:
                 shutil.rmtree(self.ctx.versions / older, ignore_errors=True)
 
 
-# --------------------------------------------------------------------------- helpers
-def _pages_rel(rel: str) -> str:
-    return f"pages/{rel}.jsonl"
-
-
-def _chunks_rel(rel: str) -> str:
-    return f"chunks/{rel}.jsonl"
-
-
-def _link(src: Path, dest: Path) -> None:
-    """Share an unchanged file with the parent version (hard link; copy across devices)."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.link(src, dest)
-    except OSError:
-        shutil.copy2(src, dest)
-
-
-def _write_jsonl(path: Path, rows: Iterator[dict[str, Any]] | Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False))
-            fh.write("\n")
-
-
-def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                yield json.loads(line)
-
-
-def _load_pages(knowledge: Path, rel: str) -> list[Page]:
-    return [Page.from_json(d) for d in _read_jsonl(knowledge / _pages_rel(rel))]
-
-
-def _read_sources(version_dir: Path) -> dict[str, dict[str, Any]]:
-    try:
-        data: dict[str, dict[str, Any]] = json.loads(
-            (version_dir / "knowledge" / "sources.json").read_text(encoding="utf-8")
-        )
-    except FileNotFoundError:
-        return {}
-    return data
-
-
-def _read_outline(version_dir: Path | None) -> dict[str, dict[str, Any]]:
-    if version_dir is None:
-        return {}
-    try:
-        data = json.loads((version_dir / "knowledge" / "outline.json").read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    return {a["id"]: a for a in data.get("artifacts", [])}
-
-
-def _flipped_epoch(version_dir: Path) -> float | None:
-    try:
-        data = json.loads((version_dir / "version.json").read_text(encoding="utf-8"))
-        from datetime import datetime
-
-        return datetime.fromisoformat(data["flipped_at"].replace("Z", "+00:00")).timestamp()
-    except (FileNotFoundError, KeyError, ValueError):
-        return None
-
-
-def context_header(state: _SourceState) -> str:
+def context_header(state: SourceState) -> str:
     """The document's title, plus its file name when the title does not already say it: filings
     often carry a title such as `0001410636-21-000101`, while the file is
     `AMERICANWATERWORKS_2020_10K.pdf`."""
@@ -809,7 +568,7 @@ def context_header(state: _SourceState) -> str:
     return state.title
 
 
-def _chunk_embed_text(chunk: Chunk, states: dict[str, _SourceState]) -> str:
+def _chunk_embed_text(chunk: Chunk, states: dict[str, SourceState]) -> str:
     """What the dense index sees: the document header and section path give a chunk the context
     its own words often lack ("Item 7" alone does not say which company)."""
     header = context_header(states[chunk.source_path])
@@ -818,34 +577,13 @@ def _chunk_embed_text(chunk: Chunk, states: dict[str, _SourceState]) -> str:
     return f"{header}\n{chunk.text}"
 
 
-def _source_row(state: _SourceState) -> dict[str, Any]:
+def _source_row(state: SourceState) -> dict[str, Any]:
     row = asdict(state)
     row.pop("images_skipped")
     return row
 
 
-def _check_chunks(chunks: list[Chunk], pages: list[Page]) -> None:
-    by_page = {p.page: p.text for p in pages}
-    for c in chunks:
-        if by_page.get(c.page, "")[c.start : c.end] != c.text:
-            raise CompileError(f"integrity check failed: chunk {c.id} is not a slice of its page")
-
-
-def _check_provenance(
-    artifacts: list[Artifact], typed: list[typed_tables.TypedTable], pages_by_source: dict[str, list[Page]]
-) -> None:
-    texts = {(s, p.page): p.text for s, pages in pages_by_source.items() for p in pages}
-    spans = [p for a in artifacts for p in a.provenance]
-    spans += [p for t in typed for row in t.rows for p in row.provenance]
-    spans += [e.evidence for a in artifacts for e in a.edges if e.evidence is not None]
-    for span in spans:
-        if texts.get((span.source, span.page), "")[span.start : span.end] != span.quote:
-            raise CompileError(
-                f"integrity check failed: a provenance quote in {span.source} p. {span.page} is not verbatim"
-            )
-
-
-def _sample_queries(states: dict[str, _SourceState], pages_by_source: dict[str, list[Page]]) -> list[str]:
+def _sample_queries(states: dict[str, SourceState], pages_by_source: dict[str, list[Page]]) -> list[str]:
     queries: list[str] = []
     for rel in sorted(states):
         pages = pages_by_source.get(rel, [])

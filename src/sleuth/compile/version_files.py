@@ -1,0 +1,102 @@
+"""The files of one version's `knowledge/` tree (context.md §7.1-7.2) and how versions share them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sleuth.compile.pages import Page
+
+
+@dataclass
+class SourceState:
+    """Per-source metadata kept in `knowledge/sources.json` of each version."""
+
+    path: str
+    title: str
+    format: str
+    pages: int
+    chars: int
+    sha256: str
+    size: int
+    mtime: float
+    curated_at: str
+    images_skipped: int = 0
+
+
+def pages_rel(rel: str) -> str:
+    return f"pages/{rel}.jsonl"
+
+
+def chunks_rel(rel: str) -> str:
+    return f"chunks/{rel}.jsonl"
+
+
+def link(src: Path, dest: Path) -> None:
+    """Share an unchanged file with the parent version (hard link; copy across devices)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(src, dest)
+    except OSError:
+        shutil.copy2(src, dest)
+
+
+def carry(parent: Path, version: Path, rel: str, with_chunks: bool) -> None:
+    """Share an unchanged source's page file (and chunk file, unless chunking changed) with the
+    parent version; a missing chunk file is rebuilt from the pages."""
+    link(parent / "knowledge" / pages_rel(rel), version / "knowledge" / pages_rel(rel))
+    if with_chunks:
+        link(parent / "knowledge" / chunks_rel(rel), version / "knowledge" / chunks_rel(rel))
+
+
+def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False))
+            fh.write("\n")
+
+
+def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                yield json.loads(line)
+
+
+def load_pages(knowledge: Path, rel: str) -> list[Page]:
+    return [Page.from_json(d) for d in read_jsonl(knowledge / pages_rel(rel))]
+
+
+def read_sources(version_dir: Path) -> dict[str, dict[str, Any]]:
+    try:
+        data: dict[str, dict[str, Any]] = json.loads(
+            (version_dir / "knowledge" / "sources.json").read_text(encoding="utf-8")
+        )
+    except FileNotFoundError:
+        return {}
+    return data
+
+
+def read_outline(version_dir: Path | None) -> dict[str, dict[str, Any]]:
+    if version_dir is None:
+        return {}
+    try:
+        data = json.loads((version_dir / "knowledge" / "outline.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    return {a["id"]: a for a in data.get("artifacts", [])}
+
+
+def flipped_epoch(version_dir: Path) -> float | None:
+    try:
+        data = json.loads((version_dir / "version.json").read_text(encoding="utf-8"))
+        return datetime.fromisoformat(data["flipped_at"].replace("Z", "+00:00")).timestamp()
+    except (FileNotFoundError, KeyError, ValueError):
+        return None
