@@ -25,7 +25,11 @@ def host() -> Iterator[SandboxHost]:
 
 def _pids_cgroup(pid: int) -> Path | None:
     """The v1 pids cgroup directory a process is in, when it is one of Sleuth's."""
-    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+    try:
+        text = Path(f"/proc/{pid}/cgroup").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
         _id, controllers, path = line.split(":", 2)
         if "pids" in controllers.split(",") and "/sleuth/" in path:
             return Path("/sys/fs/cgroup/pids") / path.lstrip("/")
@@ -36,7 +40,7 @@ def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as fh:
             return fh.read().split()[2] != "Z"
-    except FileNotFoundError:
+    except OSError:  # FileNotFoundError, or ProcessLookupError when it exits while being read
         return False
 
 
