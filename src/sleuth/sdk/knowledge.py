@@ -192,21 +192,7 @@ class Knowledge:
         span = self.evidence.register(
             ctx.slug, c.source_path, c.page, c.start, c.end, c.text, c.section_path, via, artifact
         )
-        return Hit(
-            id=chunk_id,
-            score=score,
-            kind="chunk",
-            name=c.source_path,
-            context=ctx.slug,
-            source_path=c.source_path,
-            page=c.page,
-            chunk_text=c.text,
-            start=c.start,
-            end=c.end,
-            section_path=c.section_path,
-            artifact=artifact,
-            span_=span,
-        )
+        return Hit.from_span(chunk_id, score, "chunk", span)
 
     def _artifact_hit(self, ctx: _Context, artifact_id: str, score: float) -> Hit:
         meta = ctx.artifacts[artifact_id]
@@ -549,22 +535,7 @@ class Knowledge:
         out: list[Hit] = []
         for p in provenance[:max_total]:
             span = self._register_span(ctx, p, "artifact", meta["name"])
-            out.append(
-                Hit(
-                    id=aid,
-                    score=1.0,
-                    kind="provenance",
-                    name=span.source_path,
-                    context=ctx.slug,
-                    source_path=span.source_path,
-                    page=span.page,
-                    chunk_text=span.text,
-                    start=span.start,
-                    end=span.end,
-                    artifact=meta["name"],
-                    span_=span,
-                )
-            )
+            out.append(Hit.from_span(aid, 1.0, "provenance", span))
         if wanted and len(out) < max_total:
             for q in wanted:
                 _check_query(q)

@@ -79,6 +79,25 @@ class Hit(SelfAwaitable):
     snippet: str | None = None
     span_: Span | None = field(default=None, repr=False)
 
+    @classmethod
+    def from_span(cls, hit_id: str, score: float, kind: str, span: Span) -> Hit:
+        """A chunk or provenance hit: everything a citation needs comes from its span."""
+        return cls(
+            id=hit_id,
+            score=score,
+            kind=kind,
+            name=span.source_path,
+            context=span.context,
+            source_path=span.source_path,
+            page=span.page,
+            chunk_text=span.text,
+            start=span.start,
+            end=span.end,
+            section_path=span.section_path,
+            artifact=span.artifact_name,
+            span_=span,
+        )
+
     @property
     def span(self) -> Span | None:
         return self.span_
