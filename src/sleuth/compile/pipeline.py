@@ -158,8 +158,8 @@ class CompileRun:
     def execute(self) -> CompileReport:
         started = time.perf_counter()
         self._remove_stale_builds()
-        ledger = Ledger() if self.force else Ledger.load(self.ctx.ledger_file)
         previous_ledger = Ledger.load(self.ctx.ledger_file)
+        ledger = Ledger() if self.force else previous_ledger.model_copy(deep=True)
         parent = self.ctx.live_version()
         parent_dir = self.ctx.version_dir(parent) if parent else None
         if parent_dir is not None and not parent_dir.is_dir():

@@ -212,6 +212,7 @@ class Knowledge:
         )
 
     def _fuse(self, per_context: list[list[Hit]], top_k: int) -> list[Hit]:
+        """Reciprocal-rank fusion of hit lists (one per context, or one per query)."""
         if len(per_context) == 1:
             return per_context[0][:top_k]
         by_key = {(h.context, h.id): h for hits in per_context for h in hits}
@@ -503,16 +504,7 @@ class Knowledge:
         for q in queries:
             _check_query(q)
         lists = [await self._search_chunks(q, max_total, "hybrid", context, paths) for q in queries]
-        if len(lists) == 1:
-            return AwaitableList(lists[0])
-        by_key = {(h.context, h.id): h for hits in lists for h in hits}
-        fused = rrf([[f"{h.context}\x1f{h.id}" for h in hits] for hits in lists])[:max_total]
-        return AwaitableList(
-            [
-                Hit(**{**by_key[tuple(k.split("\x1f", 1))].__dict__, "score": s})  # type: ignore[index]
-                for k, s in fused
-            ]
-        )
+        return AwaitableList(self._fuse(lists, max_total))
 
     async def cite_from_artifact(
         self,
