@@ -292,8 +292,10 @@ class Repl:
                     "start": s.start,
                     "end": s.end,
                     "text": s.text,
+                    "section_path": list(s.section_path),
                     "via": s.via,
                     "artifact_name": s.artifact_name,
+                    "score": self.knowledge.evidence.scores.get(s.ref),
                 }
                 for s in new_spans
             ],

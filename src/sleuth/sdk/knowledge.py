@@ -72,6 +72,11 @@ class Evidence:
 
     def __init__(self) -> None:
         self._labels: dict[tuple[str, str, int, int, int], Span] = {}
+        self.scores: dict[str, float] = {}  # label → best retrieval score seen (Citation.score)
+
+    def note_score(self, span: Span, score: float) -> None:
+        if score > self.scores.get(span.ref, float("-inf")):
+            self.scores[span.ref] = score
 
     def register(
         self,
@@ -192,6 +197,7 @@ class Knowledge:
         span = self.evidence.register(
             ctx.slug, c.source_path, c.page, c.start, c.end, c.text, c.section_path, via, artifact
         )
+        self.evidence.note_score(span, score)
         return Hit.from_span(chunk_id, score, "chunk", span)
 
     def _artifact_hit(self, ctx: _Context, artifact_id: str, score: float) -> Hit:
@@ -527,6 +533,7 @@ class Knowledge:
         out: list[Hit] = []
         for p in provenance[:max_total]:
             span = self._register_span(ctx, p, "artifact", meta["name"])
+            self.evidence.note_score(span, 1.0)
             out.append(Hit.from_span(aid, 1.0, "provenance", span))
         if wanted and len(out) < max_total:
             for q in wanted:

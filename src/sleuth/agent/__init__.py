@@ -1,0 +1,2 @@
+"""The query runtime: orientation, the agent loop, evidence, synthesis, citations, shapes, the
+offline planner and replay (runtime.md)."""

@@ -1,0 +1,179 @@
+"""The one seam every language model sits behind (runtime.md §12): `Model.complete(messages, tools,
+params) -> Reply`. Providers, the scripted test model and the offline planner each implement it, so
+the agent loop never knows which one it talks to.
+
+Messages are provider-neutral; each adapter translates them to its wire format. Tool calls are the
+native protocol; text-protocol models get no tools and answer with fenced code (agent/actions.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Role = Literal["system", "user", "assistant", "tool"]
+ToolProtocol = Literal["native", "text"]
+PromptProfile = Literal["standard", "small"]
+Provider = Literal["openai", "anthropic", "openai-compatible", "offline", "scripted"]
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass
+class Message:
+    """One conversation entry. `tool` messages answer the assistant tool call `tool_call_id`."""
+
+    role: Role
+    content: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            data["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls]
+        if self.tool_call_id is not None:
+            data["tool_call_id"] = self.tool_call_id
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Message:
+        return cls(
+            role=data["role"],
+            content=data.get("content") or "",
+            tool_calls=[ToolCall(c["id"], c["name"], dict(c["arguments"])) for c in data.get("tool_calls", [])],
+            tool_call_id=data.get("tool_call_id"),
+        )
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A native tool: name, description and a JSON Schema for its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0  # input tokens read from the provider's prompt cache
+    cache_write_tokens: int = 0  # input tokens written to it
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cached_tokens + other.cached_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+    @property
+    def fresh_tokens(self) -> int:
+        return max(0, self.input_tokens - self.cached_tokens - self.cache_write_tokens)
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cached_tokens": self.cached_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Usage:
+        return cls(**{k: int(data.get(k, 0)) for k in ("input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens")})
+
+
+@dataclass
+class Reply:
+    """What a model answered: text, native tool calls (possibly several), usage, and who answered."""
+
+    text: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    finish_reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls],
+            "usage": self.usage.to_json(),
+            "model": self.model,
+            "finish_reason": self.finish_reason,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Reply:
+        return cls(
+            text=data.get("text") or "",
+            tool_calls=[ToolCall(c["id"], c["name"], dict(c["arguments"])) for c in data.get("tool_calls", [])],
+            usage=Usage.from_json(data.get("usage") or {}),
+            model=data.get("model") or "",
+            finish_reason=data.get("finish_reason"),
+        )
+
+
+@dataclass(frozen=True)
+class CompletionParams:
+    max_tokens: int = 2048
+    temperature: float | None = None
+    seed: int | None = None
+    json_mode: bool = False  # ask for one JSON object when the provider supports it
+    reasoning_effort: str | None = None  # thinking_level, for models that expose one
+    timeout_s: float = 120.0
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """One catalog entry (`[models."<id>"]` in config.toml). `api_key` never leaves the host process."""
+
+    id: str
+    provider: Provider
+    model: str
+    base_url: str | None = None
+    api_key: str | None = None
+    api_key_env: str | None = None
+    tool_protocol: ToolProtocol = "native"
+    prompt_profile: PromptProfile = "standard"
+    context_window: int = 128_000
+    temperature: float | None = None
+    seed: int | None = None
+    price_input_per_token: float | None = None
+    price_output_per_token: float | None = None
+    label: str | None = None
+
+    def public(self) -> dict[str, Any]:
+        """The catalog view: never the key."""
+        return {
+            "id": self.id,
+            "label": self.label or self.id,
+            "provider": self.provider,
+            "tool_protocol": self.tool_protocol,
+            "context_window": self.context_window,
+        }
+
+
+class ModelError(Exception):
+    """A provider call failed. `retryable` for timeouts, 429 and 5xx (runtime.md §12 fallback)."""
+
+    def __init__(self, message: str, *, retryable: bool = False, status: int | None = None) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.status = status
+
+
+class Model(Protocol):
+    """A chat model. `complete` is synchronous: each turn runs on its own worker thread."""
+
+    config: ModelConfig
+
+    def complete(self, messages: list[Message], tools: list[ToolSpec], params: CompletionParams) -> Reply: ...
