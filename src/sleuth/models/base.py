@@ -36,7 +36,9 @@ class Message:
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.tool_calls:
-            data["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls]
+            data["tool_calls"] = [
+                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls
+            ]
         if self.tool_call_id is not None:
             data["tool_call_id"] = self.tool_call_id
         return data
@@ -46,7 +48,9 @@ class Message:
         return cls(
             role=data["role"],
             content=data.get("content") or "",
-            tool_calls=[ToolCall(c["id"], c["name"], dict(c["arguments"])) for c in data.get("tool_calls", [])],
+            tool_calls=[
+                ToolCall(c["id"], c["name"], dict(c["arguments"])) for c in data.get("tool_calls", [])
+            ],
             tool_call_id=data.get("tool_call_id"),
         )
 
@@ -89,7 +93,12 @@ class Usage:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Usage:
-        return cls(**{k: int(data.get(k, 0)) for k in ("input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens")})
+        return cls(
+            **{
+                k: int(data.get(k, 0))
+                for k in ("input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens")
+            }
+        )
 
 
 @dataclass
@@ -115,7 +124,9 @@ class Reply:
     def from_json(cls, data: dict[str, Any]) -> Reply:
         return cls(
             text=data.get("text") or "",
-            tool_calls=[ToolCall(c["id"], c["name"], dict(c["arguments"])) for c in data.get("tool_calls", [])],
+            tool_calls=[
+                ToolCall(c["id"], c["name"], dict(c["arguments"])) for c in data.get("tool_calls", [])
+            ],
             usage=Usage.from_json(data.get("usage") or {}),
             model=data.get("model") or "",
             finish_reason=data.get("finish_reason"),
@@ -140,7 +151,7 @@ class ModelConfig:
     provider: Provider
     model: str
     base_url: str | None = None
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)  # never printed, never in a trace
     api_key_env: str | None = None
     tool_protocol: ToolProtocol = "native"
     prompt_profile: PromptProfile = "standard"

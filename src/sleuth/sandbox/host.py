@@ -293,8 +293,16 @@ class SandboxHost:
         self._control = ours
         return ours
 
-    def start_turn(self, contexts: dict[str, Path], limits: Limits | None = None) -> Sandbox:
+    def start_turn(
+        self,
+        contexts: dict[str, Path],
+        limits: Limits | None = None,
+        registry: dict[str, HostFunction] | None = None,
+    ) -> Sandbox:
+        """A fresh sandbox over the given versions. `registry` replaces the host's functions for this
+        turn only (the agent wraps them to record results for replay)."""
         limits = limits or self.limits
+        registry = self.registry if registry is None else registry
         control = self._zygote()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         message = {
@@ -302,7 +310,7 @@ class SandboxHost:
             "turn": time.monotonic_ns(),
             "limits": limits.to_json(),
             "contexts": {slug: str(Path(p).resolve()) for slug, p in contexts.items()},
-            "host_functions": sorted(self.registry),
+            "host_functions": sorted(registry),
         }
         socket.send_fds(control, [json.dumps(message).encode()], [theirs.fileno()])
         theirs.close()
@@ -310,7 +318,7 @@ class SandboxHost:
         if reply.get("t") != "spawned" or int(reply.get("pid", -1)) <= 0:
             ours.close()
             raise SandboxUnavailable("the zygote could not fork a sandbox")
-        sandbox = Sandbox(ours, int(reply["pid"]), limits, self.registry)
+        sandbox = Sandbox(ours, int(reply["pid"]), limits, registry)
         sandbox.wait_ready()
         return sandbox
 

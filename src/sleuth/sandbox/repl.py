@@ -187,15 +187,24 @@ class Repl:
         return self.loop.run_until_complete(main)
 
     def _record(
-        self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], began: float, ok: bool
+        self,
+        name: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        began: float,
+        ok: bool,
+        result: Any = None,
+        error: BaseException | None = None,
     ) -> None:
-        shown = [repr(a)[:120] for a in args] + [f"{k}={v!r}"[:120] for k, v in kwargs.items()]
+        shown = [_compact(a) for a in args] + [f"{k}={_compact(v)}" for k, v in kwargs.items()]
         self.calls.append(
             {
                 "fn": name,
                 "args": ", ".join(shown),
                 "ms": round((time.perf_counter() - began) * 1000, 2),
                 "ok": ok,
+                "result": _summary(result) if ok else {},
+                "error": None if error is None else f"{type(error).__name__}: {str(error)[:300]}",
             }
         )
 
@@ -204,10 +213,10 @@ class Repl:
             began = time.perf_counter()
             try:
                 result = fn(*args, **kwargs)
-            except BaseException:
-                self._record(name, args, kwargs, began, False)
+            except BaseException as exc:
+                self._record(name, args, kwargs, began, False, error=exc)
                 raise
-            self._record(name, args, kwargs, began, True)
+            self._record(name, args, kwargs, began, True, result)
             return result
 
         call.__name__ = name
@@ -220,10 +229,10 @@ class Repl:
             began = time.perf_counter()
             try:
                 result = await fn(*args, **kwargs)
-            except BaseException:
-                self._record(name, args, kwargs, began, False)
+            except BaseException as exc:
+                self._record(name, args, kwargs, began, False, error=exc)
                 raise
-            self._record(name, args, kwargs, began, True)
+            self._record(name, args, kwargs, began, True, result)
             return result
 
         def call(*args: Any, **kwargs: Any) -> PendingSearch:
@@ -325,6 +334,33 @@ class Repl:
             self.loop.run_until_complete(asyncio.wait_for(coro, timeout_s))
         except TimeoutError:
             raise StepTimeout(f"step exceeded {timeout_s:g} s") from None
+
+
+def _compact(value: Any) -> str:
+    """A call argument for the trace: strings cut to 200 chars, lists to their length."""
+    if isinstance(value, str):
+        return repr(value[:200])
+    if isinstance(value, list | tuple):
+        return f"[{len(value)} items]"
+    return repr(value)[:200]
+
+
+def _summary(result: Any) -> dict[str, Any]:
+    """A call's result for the trace: counts and the top hit, never the payload (api.md §8.5)."""
+    from sleuth.sdk.types import Hit, Rows
+
+    if isinstance(result, Rows):
+        return {"rows": len(result), "truncated": result.truncated}
+    if isinstance(result, list):
+        hits = [r for r in result if isinstance(r, Hit)]
+        if hits:
+            top = hits[0]
+            where = f"{top.name} p.{top.page}" if top.kind != "artifact" else f"{top.type} {top.name}"
+            return {"hits": len(result), "top": where[:200]}
+        return {"items": len(result)}
+    if result is None:
+        return {}
+    return {"type": type(result).__name__}
 
 
 def _describe(exc: BaseException, filename: str) -> dict[str, Any]:

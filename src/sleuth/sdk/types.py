@@ -79,6 +79,32 @@ class Hit(SelfAwaitable):
     snippet: str | None = None
     span_: Span | None = field(default=None, repr=False)
 
+    def __post_init__(self) -> None:
+        """`fields` carries the documented keys too (runtime.md §5.3), so `h.fields["chunk_text"]`,
+        the form every example shows, works as well as `h.chunk_text`."""
+        if self.kind == "artifact":
+            documented: dict[str, Any] = {
+                "type": self.type,
+                "artifact_kind": self.artifact_kind,
+                "scope": self.scope,
+                "sources": list(self.sources),
+                "snippet": self.snippet,
+                "context": self.context,
+            }
+        else:
+            documented = {
+                "source_path": self.source_path,
+                "page": self.page,
+                "chunk_text": self.chunk_text,
+                "start": self.start,
+                "end": self.end,
+                "section_path": list(self.section_path),
+                "context": self.context,
+            }
+            if self.kind == "provenance" or self.artifact:
+                documented["artifact"] = self.artifact
+        object.__setattr__(self, "fields", {**self.fields, **documented})
+
     @classmethod
     def from_span(cls, hit_id: str, score: float, kind: str, span: Span) -> Hit:
         """A chunk or provenance hit: everything a citation needs comes from its span."""

@@ -1,4 +1,4 @@
-"""The `sleuth` command line: the same engine as the server, over the same `$SLEUTH_HOME`."""
+"""Commands that build and look into contexts: compile, contexts, inspect, delete, search, exec."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from sleuth.cli.app import app, console, err, fail
 from sleuth.compile.errors import CompileError
 from sleuth.compile.manifest import ManifestError
 from sleuth.compile.pipeline import compile_context
@@ -21,12 +21,6 @@ from sleuth.models.embedder import EmbedderError
 from sleuth.store.home import ContextDir, ContextNotFound, Home, InvalidSlug
 from sleuth.store.lock import CurateInFlight, curate_lock
 from sleuth.store.search import VersionReader
-
-app = typer.Typer(
-    add_completion=False, no_args_is_help=True, help="Sleuth: compile a corpus into a context and search it."
-)
-console = Console()
-err = Console(stderr=True)
 
 
 class RichProgress:
@@ -50,11 +44,6 @@ class RichProgress:
             self._progress.update(task, completed=total)
 
 
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    err.print(f"[red]error:[/red] {message}")
-    return typer.Exit(code)
-
-
 @app.command("compile")
 def compile_cmd(
     sources: Annotated[list[Path], typer.Argument(help="Files, directories or archives to add.")],
@@ -69,7 +58,7 @@ def compile_cmd(
         with Progress(*columns, console=err, transient=json_out) as bars:
             report = compile_context(context, sources, manifest, force, progress=RichProgress(bars))
     except ManifestError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     except (
         FileNotFoundError,
         InvalidSlug,
@@ -79,7 +68,7 @@ def compile_cmd(
         EmbedderError,
         json.JSONDecodeError,
     ) as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     if json_out:
         console.print_json(json.dumps(report.to_json()))
         return
@@ -148,7 +137,7 @@ def inspect_cmd(name: str, json_out: Annotated[bool, typer.Option("--json")] = F
     try:
         ctx = Home().find(name)
     except ContextNotFound as exc:
-        raise _fail(str(exc), 1) from None
+        raise fail(str(exc), 1) from None
     info = ctx.info()
     version = ctx.live_version()
     data: dict[str, Any] = {
@@ -218,14 +207,14 @@ def delete_cmd(name: str, yes: Annotated[bool, typer.Option("--yes", "-y")] = Fa
     try:
         ctx = Home().find(name)
     except ContextNotFound as exc:
-        raise _fail(str(exc), 1) from None
+        raise fail(str(exc), 1) from None
     if not yes and not typer.confirm(f"Delete context {name!r} and all its versions?"):
         raise typer.Exit(1)
     try:
         with curate_lock(ctx.lock_file):
             shutil.rmtree(ctx.root)
     except CurateInFlight as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     console.print(f"deleted {name}")
 
 
@@ -238,11 +227,11 @@ def search_cmd(
 ) -> None:
     """Search a context's chunks and print the hits with their page and offsets."""
     if mode not in ("hybrid", "semantic", "keyword"):
-        raise _fail(f"unknown mode {mode!r}: use hybrid, semantic or keyword")
+        raise fail(f"unknown mode {mode!r}: use hybrid, semantic or keyword")
     try:
         reader = VersionReader.live(Home().find(context))
     except (ContextNotFound, LookupError) as exc:
-        raise _fail(str(exc), 1) from None
+        raise fail(str(exc), 1) from None
     for rank, hit in enumerate(reader.search(query, top_k, mode), 1):  # type: ignore[arg-type]
         section = " > ".join(hit.section_path)
         console.print(
@@ -264,34 +253,30 @@ def exec_cmd(
     from sleuth.sandbox import Limits, SandboxDied, SandboxHost, SandboxUnavailable
 
     if not 1 <= len(context) <= 10:
-        raise _fail("give 1 to 10 --context options")
+        raise fail("give 1 to 10 --context options")
     try:
         code = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise _fail(f"cannot read {file}: {exc}") from None
+        raise fail(f"cannot read {file}: {exc}") from None
     home = Home()
     versions: dict[str, Path] = {}
     for slug in context:
         try:
             ctx = home.find(slug)
         except ContextNotFound as exc:
-            raise _fail(str(exc), 2) from None
+            raise fail(str(exc), 2) from None
         live = ctx.live_version()
         if live is None:
-            raise _fail(f"context {slug!r} has no live version: compile it first", 2)
+            raise fail(f"context {slug!r} has no live version: compile it first", 2)
         versions[ctx.info().slug] = ctx.version_dir(live)
     limits = Limits(step_timeout_s=timeout, max_output=max_tool_output_chars)
     try:
         with SandboxHost(limits) as host, host.start_turn(versions) as sandbox:
             result = sandbox.exec(code)
     except SandboxUnavailable as exc:
-        raise _fail(str(exc), 2) from None
+        raise fail(str(exc), 2) from None
     except SandboxDied as exc:
-        raise _fail(str(exc), 1) from None
+        raise fail(str(exc), 1) from None
     typer.echo(result.output, nl=not result.output.endswith("\n") and bool(result.output))
     if not result.ok:
         raise typer.Exit(1)
-
-
-def main() -> None:
-    app()

@@ -1,0 +1,268 @@
+"""The extractive synthesizer (runtime.md §10.3): an answer written without a model.
+
+It serves the offline planner and stands in when every synthesis model fails (§8.6). It never writes
+a claim of its own: counts and lists come from the planner's draft, everything else is quoted. Each
+quoted sentence is an exact slice of an evidence span's text, and spans are slices of page text, so
+citation verification (§8.4) passes by construction.
+
+The text helpers here (content words, identifier tokens) are shared with the planner so the two
+agree on what a question is about.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sleuth.agent.spans import EvidenceSpan
+
+_STOP_TEXT = """
+    a about above across after again against all also am an and any are as at be been before being below
+    between both but by can cannot could did do does doing done down during each either else enumerate
+    ever every few for from further get gets give given had has have having he her here hers him his how
+    i if in into is it its itself just know let list many may me mean means might more most much must my
+    name named names need neither no nor not number of off often on once one only or other our ours out
+    over own per please same say says shall she should show so some such tell than that the their theirs
+    them then there these they this those through to too total under until up upon us very was we were
+    what whats when where whether which while who whom whose why will with within without would yes yet
+    you your yours
+"""
+STOP_WORDS = frozenset(_STOP_TEXT.split())
+PRONOUNS = frozenset({"it", "they", "this", "that", "those", "he", "she"})
+
+_WORD = re.compile(r"[a-z0-9]+")
+_IDENT_CODE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2,}[-_]?\d+(?:[-_.][A-Za-z0-9]+)*(?![A-Za-z0-9])")
+_IDENT_FILE = re.compile(r"(?<![\w.-])[\w-]+\.[A-Za-z][A-Za-z0-9]{1,4}(?![\w])")
+_IDENT_SNAKE = re.compile(r"(?<![\w])[a-z0-9]+(?:_[a-z0-9]+)+(?![\w])")
+_IDENT_CAMEL = re.compile(r"(?<![\w])[a-z]+[A-Z][A-Za-z0-9]*(?![\w])")
+_QUOTED = re.compile(r"\"([^\"\n]{2,200})\"|“([^”\n]{2,200})”|(?<![\w])'([^'\n]{2,200})'(?![\w])")
+_AMOUNT_WORDS = (
+    "rate|amount|percentage|percent|price|cost|fee|limit|cap|maximum|minimum|total|budget|salary|revenue"
+)
+_AMOUNT = re.compile(
+    rf"\bhow (?:much|many|long)\b|\bwhat(?:'s| is| was| are)\b.*\b(?:{_AMOUNT_WORDS})s?\b", re.IGNORECASE
+)
+_MARKER = re.compile(r"\[E(\d+)\]")
+_UNIT_START = re.compile(r"^\s*(?:#{1,6}\s|[-*+•]\s|>|\||\d{1,3}[.)]\s|\[[ xX]\]\s)")
+_LEAD = re.compile(r"(?:#{1,6}\s+|[-*+•]\s+|>\s*|\|\s*|\d{1,3}[.)]\s+|\[[ xX]\]\s+)+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"”')\]]?\s+(?=[\"“(\[]?[A-Z0-9$€£])")
+_PUNCTUATED = re.compile(r"[.!?;:,](?:\s|$)")  # a line holding a sentence end is no heading
+_NUMBERED_HEADING = re.compile(r"\d+(?:\.\d+)+\.?\s+[A-Z][^.!?;:,\n]{0,60}$")  # "2.1 Revenue by Segment"
+MAX_QUOTED_CHARS = 700
+MAX_SENTENCE_CHARS = 400
+
+
+def normalize_word(word: str) -> str:
+    """Lower-case and strip a plural ending, so "products" meets the table `product` (§10.2)."""
+    word = word.lower()
+    if len(word) <= 3 or word.isdigit():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "xes", "zes", "ches", "shes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def raw_words(text: str) -> list[str]:
+    """Lower-cased alphanumeric words, in order (underscores and hyphens split words)."""
+    return _WORD.findall(text.lower())
+
+
+def content_words(text: str) -> list[str]:
+    """The words that carry meaning: stop words removed, plurals stripped, first occurrence order."""
+    out: list[str] = []
+    for word in raw_words(text):
+        if word in STOP_WORDS:
+            continue
+        norm = normalize_word(word)
+        if norm not in out:
+            out.append(norm)
+    return out
+
+
+def quoted_phrases(text: str) -> list[str]:
+    """Phrases in double, curly or single quotes, in order of appearance."""
+    return [next(g for g in m.groups() if g is not None).strip() for m in _QUOTED.finditer(text)]
+
+
+def identifier_tokens(text: str) -> list[str]:
+    """Codes (`ERR-4012`), file names, snake_case, camelCase and quoted phrases, in order, de-duplicated."""
+    found: list[tuple[int, str]] = []
+    for pattern in (_IDENT_CODE, _IDENT_FILE, _IDENT_SNAKE, _IDENT_CAMEL):
+        found += [(m.start(), m.group(0)) for m in pattern.finditer(text)]
+    found += [
+        (m.start(), next(g for g in m.groups() if g is not None).strip()) for m in _QUOTED.finditer(text)
+    ]
+    out: list[str] = []
+    for _pos, token in sorted(found):
+        if token and token.casefold() not in (t.casefold() for t in out):
+            out.append(token)
+    return out
+
+
+def asks_for_amount(ask: str) -> bool:
+    """True for "how much / many / long …" and "what is the … rate, amount, percentage, limit …"."""
+    return _AMOUNT.search(ask) is not None
+
+
+@dataclass(frozen=True)
+class _Sentence:
+    position: int  # 1-based position of its span in the evidence list
+    span: EvidenceSpan
+    start: int  # offsets into span.text
+    end: int
+
+    @property
+    def text(self) -> str:
+        return self.span.text[self.start : self.end]
+
+
+def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
+    """Narrow [start, end) past whitespace, list and heading markers and table pipes."""
+    while start < end and text[start].isspace():
+        start += 1
+    lead = _LEAD.match(text, start, end)
+    if lead:
+        start = lead.end()
+    while end > start and (text[end - 1].isspace() or text[end - 1] == "|"):
+        end -= 1
+    return start, end
+
+
+def _units(text: str) -> list[tuple[int, int]]:
+    """Paragraph-like units: blank lines end one; headings, bullets and table rows stand alone, and
+    so does a short unpunctuated line that opens a paragraph (a heading in PDF or DOCX text).
+    Hard-wrapped prose lines stay together, so a sentence is not cut at a line break."""
+    units: list[tuple[int, int]] = []
+    start: int | None = None
+    single = False  # the open unit is a one-line heading or table row
+    closed = True  # the previous line ended a sentence
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        stripped = line.strip()
+        bare = stripped[m.end() :] if (m := _LEAD.match(stripped)) else stripped
+        short = 0 < len(bare) <= 60 and not _PUNCTUATED.search(bare)
+        begins = _UNIT_START.match(line) is not None or (short and closed)
+        if not stripped or begins or single:
+            if start is not None:
+                units.append((start, offset))
+            start = None
+        if stripped:
+            if start is None:
+                start = offset
+            single = stripped.startswith(("#", "|")) or (short and begins)
+            closed = stripped[-1] in ".!?:" or single
+        else:
+            closed = True
+        offset += len(line)
+    if start is not None:
+        units.append((start, offset))
+    return units
+
+
+def _split_sentences(text: str) -> list[tuple[int, int]]:
+    """Sentence offsets in `text`; each slice is verbatim and trimmed of markup at its edges."""
+    out: list[tuple[int, int]] = []
+    for ustart, uend in _units(text):
+        cuts = [ustart] + [m.end() for m in _SENTENCE_END.finditer(text, ustart, uend)] + [uend]
+        for a, b in itertools.pairwise(cuts):
+            s, e = _trimmed(text, a, b)
+            if text[a:s].lstrip().startswith("#") or _NUMBERED_HEADING.match(text[s:e]):
+                continue  # a heading names a section; it does not say anything
+            if len(_WORD.findall(text[s:e].lower())) >= 4 and any(ch.isalpha() for ch in text[s:e]):
+                if e - s > MAX_SENTENCE_CHARS:
+                    cut = text.rfind(" ", s, s + MAX_SENTENCE_CHARS)
+                    e = cut if cut > s else s + MAX_SENTENCE_CHARS
+                    while e > s and text[e - 1] in " ,;:":
+                        e -= 1
+                out.append((s, e))
+    return out
+
+
+def _translate_draft(draft: str, evidence: Sequence[EvidenceSpan]) -> str:
+    """`[E7]` → `[n]` (n = position in `evidence`); markers naming absent evidence are dropped."""
+    positions = {span.ref: n for n, span in enumerate(evidence, 1)}
+
+    def marker(match: re.Match[str]) -> str:
+        n = positions.get(f"E{match.group(1)}")
+        return f"[{n}]" if n is not None else ""
+
+    lines = [line.rstrip() for line in _MARKER.sub(marker, draft).split("\n")]
+    return "\n".join(re.sub(r"(?<=\S) {2,}(?=\S)", " ", line) for line in lines).strip()
+
+
+def _score_sentences(ask: str, evidence: Sequence[EvidenceSpan]) -> list[tuple[float, _Sentence]]:
+    terms = content_words(ask)
+    idents = [t.casefold() for t in identifier_tokens(ask)]
+    amount = asks_for_amount(ask)
+    span_words = [set(content_words(span.text)) for span in evidence]
+    total = len(evidence)
+    idf = {}
+    for term in terms:
+        df = sum(1 for words in span_words if term in words)
+        idf[term] = math.log(1 + (total - df + 0.5) / (df + 0.5))
+    scored: list[tuple[float, _Sentence]] = []
+    for position, span in enumerate(evidence, 1):
+        for start, end in _split_sentences(span.text):
+            sentence = _Sentence(position, span, start, end)
+            text = sentence.text
+            words = set(content_words(text))
+            score = sum(idf[t] for t in terms if t in words)
+            folded = text.casefold()
+            score += 2.0 * sum(1 for ident in idents if ident in folded)
+            # Sleuth's addition to §10.3: a sentence that *starts* with the identifier (a table row
+            # keyed by it, a definition) is about it, not merely mentioning it.
+            lead = folded.lstrip(" \t|*-#>")
+            score += 1.0 * sum(1 for ident in idents if lead.startswith(ident))
+            if score > 0 and amount and any(ch.isdigit() for ch in text):
+                score += 0.5
+            if score > 0:
+                scored.append((round(score, 9), sentence))
+    scored.sort(key=lambda x: (-x[0], x[1].span.source_path, x[1].span.page, x[1].span.start + x[1].start))
+    return scored
+
+
+def _pick(scored: list[tuple[float, _Sentence]]) -> list[_Sentence]:
+    """Top three, from distinct spans where possible, at most 700 quoted chars, in score order."""
+    chosen: list[_Sentence] = []
+    used_spans: set[int] = set()
+    total = 0
+    for distinct in (True, False):
+        for _score, sentence in scored:
+            if len(chosen) == 3:
+                break
+            if sentence in chosen or (distinct and sentence.position in used_spans):
+                continue
+            if any(c.text == sentence.text for c in chosen):
+                continue  # the same words from another context or an overlapping chunk
+            size = sentence.end - sentence.start
+            if chosen and total + size > MAX_QUOTED_CHARS:
+                continue
+            chosen.append(sentence)
+            used_spans.add(sentence.position)
+            total += size
+    order = {id(s): i for i, (_score, s) in enumerate(scored)}
+    return sorted(chosen, key=lambda s: order[id(s)])
+
+
+def extractive_answer(
+    ask: str, evidence: Sequence[EvidenceSpan], draft: str | None, slugs: Sequence[str]
+) -> str:
+    """The answer for `ask` from `evidence`, with `[n]` markers = 1-based positions in `evidence`.
+
+    A planner draft (count and list questions) is returned with its `[E7]` markers translated;
+    otherwise the best-matching sentences are quoted (§10.3)."""
+    if draft is not None and draft.strip():
+        return _translate_draft(draft, evidence)
+    chosen = _pick(_score_sentences(ask, evidence))
+    if not chosen:
+        return f"No evidence for this question was found in {', '.join(slugs)}."
+    return "\n".join(
+        f'According to {s.span.source_path} (p. {s.span.page}): "{s.text}" [{s.position}]' for s in chosen
+    )

@@ -1,0 +1,385 @@
+"""The agent loop (runtime.md §4): the model decides, the code runs in the turn's sandbox, the
+truncated output goes back, until the model finishes or a limit stops it.
+
+The loop knows nothing about synthesis or storage: it returns what happened (steps, evidence,
+the draft answer, why it stopped) and reports each step through `emit` as it goes.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sleuth.agent.actions import SDK_NAMES, TOOLS, Action, parse_reply, rejection_message, reserved_binding
+from sleuth.agent.evidence import mark_seen
+from sleuth.agent.records import QueryStep, StepCost, StopReason, Strategy, TraceCall
+from sleuth.agent.spans import EvidenceSpan
+from sleuth.models.base import CompletionParams, Message, Model, ModelError, Reply, Usage
+from sleuth.sandbox.host import Sandbox, SandboxDied, StepResult
+
+MAX_CODE_CHARS = 20_000
+MAX_TRACE_CALLS = 200
+CATEGORIES = {
+    "outline_knowledge": "read",
+    "read_artifact": "read",
+    "read_rosters": "read",
+    "describe_type": "read",
+    "search_knowledge": "search",
+    "search_source": "search",
+    "search_source_by_keyword": "search",
+    "search_in_sources": "search",
+    "cite_from_artifact": "search",
+    "query_db": "structured",
+    "list_tables": "structured",
+    "walk_graph": "graph",
+    "get_fact": "facts",
+}
+SCORE_SPACES = {
+    "search_knowledge": "hybrid_rrf",
+    "search_source": "hybrid_rrf",
+    "search_in_sources": "hybrid_rrf",
+    "cite_from_artifact": "hybrid_rrf",
+    "search_source_by_keyword": "bm25",
+}
+_CALL = re.compile(r"\b(" + "|".join(SDK_NAMES) + r")\s*\(")
+
+
+class TurnFailed(Exception):
+    """The turn cannot complete (every model failed, the sandbox could not be restarted)."""
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    max_steps: int = 8
+    step_timeout_s: float = 30.0
+    max_tool_output_chars: int = 10_000
+    max_failed_in_a_row: int = 3
+    max_reply_tokens: int = 2048
+    temperature: float | None = None
+    seed: int | None = None
+    reasoning_effort: str | None = None
+
+
+@dataclass
+class ModelCallRecord:
+    """One model call, for the replay log and the trace's model accounting."""
+
+    phase: str
+    messages: list[dict[str, Any]]
+    reply: dict[str, Any] | None
+    error: str | None
+    ms: float
+
+
+@dataclass
+class LoopResult:
+    steps: list[QueryStep]
+    spans: dict[str, EvidenceSpan]
+    final_labels: list[str]
+    draft: str | None
+    stop_reason: StopReason
+    usage: Usage
+    observations: list[tuple[list[str], str]]  # (fns called, observation) per step: computed results
+    full_outputs: list[str]
+    model_calls: list[ModelCallRecord] = field(default_factory=list)
+    answered_by: str | None = None
+    total_hits: int = 0
+
+
+class AgentLoop:
+    """One turn's loop. `restart_sandbox` gives a fresh sandbox when a step killed the old one."""
+
+    def __init__(
+        self,
+        model: Model,
+        sandbox: Sandbox,
+        messages: list[Message],
+        settings: LoopSettings,
+        *,
+        deadline: float,
+        emit: Callable[[QueryStep], None],
+        restart_sandbox: Callable[[], Sandbox],
+        tools: Sequence[str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.model = model
+        self.sandbox = sandbox
+        self.messages = messages
+        self.settings = settings
+        self.deadline = deadline
+        self.emit = emit
+        self.restart_sandbox = restart_sandbox
+        self.disabled = [n for n in SDK_NAMES if tools is not None and n not in tools]
+        self.clock = clock
+        self.protocol = model.config.tool_protocol
+        self.result = LoopResult([], {}, [], None, "final", Usage(), [], [])
+        self._seen_counter = 0
+        self._elided: set[int] = set()
+        self._finished = False
+
+    # ------------------------------------------------------------------------------ the loop
+    def run(self) -> LoopResult:
+        failed_in_a_row = 0
+        number = 0
+        while True:
+            if number >= self.settings.max_steps:
+                self.result.stop_reason = "max_steps"
+                break
+            if self.clock() >= self.deadline:
+                self.result.stop_reason = "timeout"
+                break
+            number += 1
+            began = self.clock()
+            reply = self._decide()
+            decide_ms = (self.clock() - began) * 1000
+            action = parse_reply(reply, self.protocol)
+            if action.kind != "code":
+                self._remember_reply(reply, action, None)
+                self.result.draft = action.answer
+                self.result.final_labels = self._known_labels(action.evidence)
+                self.result.stop_reason = "final" if action.kind == "final" else "no_tool_call"
+                break
+            step = self._run_step(number, action, reply, decide_ms)
+            failed_in_a_row = failed_in_a_row + 1 if step.status == "failed" else 0
+            if self._finished:
+                break
+            if failed_in_a_row >= self.settings.max_failed_in_a_row:
+                self.result.stop_reason = "errors"
+                break
+        return self.result
+
+    def _decide(self) -> Reply:
+        self._fit_context_window()
+        tools = TOOLS if self.protocol == "native" else []
+        params = CompletionParams(
+            max_tokens=self.settings.max_reply_tokens,
+            temperature=self.settings.temperature
+            if self.settings.temperature is not None
+            else self.model.config.temperature,
+            seed=self.settings.seed if self.settings.seed is not None else self.model.config.seed,
+            reasoning_effort=self.settings.reasoning_effort,
+            timeout_s=max(5.0, min(120.0, self.deadline - self.clock())),
+        )
+        sent = [m.to_json() for m in self.messages]
+        began = self.clock()
+        try:
+            reply = self.model.complete(self.messages, tools, params)
+        except ModelError as exc:
+            self.result.model_calls.append(
+                ModelCallRecord("loop", sent, None, str(exc), (self.clock() - began) * 1000)
+            )
+            raise TurnFailed(f"model failed: {exc}") from exc
+        self.result.model_calls.append(
+            ModelCallRecord("loop", sent, reply.to_json(), None, (self.clock() - began) * 1000)
+        )
+        self.result.usage = self.result.usage + reply.usage
+        self.result.answered_by = reply.model or self.model.config.id
+        return reply
+
+    def _run_step(self, number: int, action: Action, reply: Reply, decide_ms: float) -> QueryStep:
+        step_id = f"step_{number}"
+        code = action.code[:MAX_CODE_CHARS]
+        usage = reply.usage
+        self.result.steps.append(
+            QueryStep(
+                step_id=step_id,
+                status="running",
+                commentary=action.commentary,
+                code={"language": "python", "source": code},
+                model=reply.model or self.model.config.id,
+            )
+        )
+        self.emit(self.result.steps[-1])
+        problem = action.problem or self._refusal(action.code)
+        began = self.clock()
+        outcome: StepResult | None = None
+        error: dict[str, str] | None
+        if problem is not None:
+            observation, error = problem, {"type": "StepRejected", "message": problem}
+        else:
+            timeout = max(1.0, min(self.settings.step_timeout_s, self.deadline - self.clock()))
+            try:
+                outcome = self.sandbox.exec(action.code, timeout, self.settings.max_tool_output_chars)
+            except SandboxDied as exc:
+                observation, error = f"SandboxDied: {exc}", {"type": "SandboxDied", "message": str(exc)}
+                self.sandbox = self.restart_sandbox()
+            else:
+                observation, error = self._observe(outcome)
+        execute_ms = (self.clock() - began) * 1000
+        calls = [self._trace_call(c) for c in (outcome.calls if outcome else [])]
+        fns = list(dict.fromkeys(c.fn for c in calls))
+        cum = self.result.usage
+        step = QueryStep(
+            step_id=step_id,
+            status="failed" if error else "completed",
+            commentary=action.commentary,
+            fns=fns,
+            strategy=_strategy(
+                calls, sorted({str(s["context"]) for s in (outcome.spans if outcome else [])})
+            ),
+            tool_calls=calls[:MAX_TRACE_CALLS],
+            code={"language": "python", "source": code},
+            trace_truncated={
+                "truncated": len(calls) > MAX_TRACE_CALLS,
+                "dropped_documents": 0,
+                "dropped_tool_calls": max(0, len(calls) - MAX_TRACE_CALLS),
+            },
+            cost=StepCost(
+                tokens_in=usage.input_tokens,
+                tokens_out=usage.output_tokens,
+                decide_ms=round(decide_ms),
+                execute_ms=round(execute_ms),
+                tokens_in_cached=usage.cached_tokens,
+                tokens_in_cache_write=usage.cache_write_tokens,
+                tokens_in_fresh=usage.fresh_tokens,
+            ),
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            total_tokens=usage.input_tokens + usage.output_tokens,
+            cum_input_tokens=cum.input_tokens,
+            cum_output_tokens=cum.output_tokens,
+            output=observation,
+            output_chars=outcome.output_chars if outcome else len(observation),
+            output_truncated=outcome.truncated if outcome else False,
+            error=error,
+            model=reply.model or self.model.config.id,
+        )
+        self.result.steps[-1] = step
+        self.result.observations.append((fns, observation))
+        self.result.full_outputs.append(outcome.full_output if outcome else observation)
+        self.result.total_hits += sum(int(c.result.get("hits", 0)) for c in calls)
+        self._remember_reply(reply, action, observation)
+        self.emit(step)
+        if outcome is not None and outcome.final is not None:
+            self.result.draft = _text(outcome.final.get("answer"))
+            self.result.final_labels = self._known_labels(outcome.final.get("evidence") or [])
+            self.result.stop_reason = "final"
+            self._finished = True
+        return step
+
+    # ------------------------------------------------------------------------------ pieces
+    def _refusal(self, code: str) -> str | None:
+        name = reserved_binding(code)
+        if name is not None:
+            return rejection_message(name)
+        used = set(_CALL.findall(code))
+        for disabled in self.disabled:
+            if disabled in used:
+                return f"Step not run: `{disabled}` is not enabled for these queries."
+        return None
+
+    def _observe(self, outcome: StepResult) -> tuple[str, dict[str, str] | None]:
+        for data in outcome.spans:
+            span = EvidenceSpan.from_sandbox(data)
+            known = self.result.spans.get(span.ref)
+            if known is None:
+                self.result.spans[span.ref] = span
+            elif span.score is not None and (known.score is None or span.score > known.score):
+                known.score = span.score
+        observation = outcome.output
+        hints = []
+        if outcome.output_chars == 0 and outcome.final is None:
+            hints.append("[hint] the step printed nothing; print what you need to see")
+        message = (outcome.error or {}).get("message", "")
+        if "PendingSearch" in message or "was not awaited" in message or "never awaited" in message:
+            hints.append("[hint] search functions are async; write `await search_source(...)`")
+        if hints:
+            observation = (observation.rstrip("\n") + "\n" if observation else "") + "\n".join(hints)
+        self._seen_counter = mark_seen(self.result.spans.values(), outcome.output, self._seen_counter)
+        error = None
+        if not outcome.ok and outcome.error is not None:
+            error = {
+                "type": str(outcome.error.get("type")),
+                "message": str(outcome.error.get("message"))[:2000],
+            }
+        return observation, error
+
+    def _trace_call(self, call: dict[str, Any]) -> TraceCall:
+        fn = str(call.get("fn"))
+        return TraceCall(
+            fn=fn,
+            category=CATEGORIES.get(fn, "host"),
+            args=str(call.get("args", ""))[:1000],
+            result=dict(call.get("result") or {}),
+            duration_ms=float(call.get("ms", 0.0)),
+            ok=bool(call.get("ok", True)),
+            score_space=SCORE_SPACES.get(fn),
+            error=call.get("error"),
+        )
+
+    def _known_labels(self, labels: Sequence[Any]) -> list[str]:
+        return [str(label) for label in labels if str(label) in self.result.spans]
+
+    def _remember_reply(self, reply: Reply, action: Action, observation: str | None) -> None:
+        """Append the model's action and the observation to the conversation, in the protocol's form."""
+        if self.protocol == "native" and reply.tool_calls:
+            self.messages.append(Message("assistant", reply.text, tool_calls=list(reply.tool_calls)))
+            if observation is None:
+                observation = "ok"
+            for i, call in enumerate(reply.tool_calls):
+                self.messages.append(
+                    Message("tool", observation if i == 0 else "(ran in the same step)", tool_call_id=call.id)
+                )
+        else:
+            self.messages.append(Message("assistant", reply.text))
+            if observation is not None:
+                self.messages.append(Message("user", f"Output of the step:\n{observation}"))
+
+    def _fit_context_window(self) -> None:
+        """Replace the oldest observations by a stub when the conversation outgrows the window."""
+        budget = (self.model.config.context_window - self.settings.max_reply_tokens) * 4
+        observations = [
+            i
+            for i, m in enumerate(self.messages)
+            if i >= 2
+            and (m.role == "tool" or (m.role == "user" and m.content.startswith("Output of the step")))
+        ]
+        for index in observations:
+            if sum(len(m.content) for m in self.messages) <= budget:
+                return
+            if index in self._elided:
+                continue
+            message = self.messages[index]
+            self.messages[index] = Message(
+                message.role,
+                f"[observation elided: {len(message.content):,} chars]",
+                tool_call_id=message.tool_call_id,
+            )
+            self._elided.add(index)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _strategy(calls: Sequence[TraceCall], scope: list[str]) -> Strategy:
+    """`strategy.kind` derived from the calls (runtime.md §7)."""
+    fns = list(dict.fromkeys(c.fn for c in calls))
+    if not fns:
+        return Strategy(kind="none", fns=[], label="no SDK calls", scope=scope)
+    first = fns[0]
+    categories = {CATEGORIES.get(f, "host") for f in fns}
+    if first == "query_db":
+        kind, label = "sql_first", "SQL over the typed tables"
+    elif first == "read_rosters":
+        kind, label = "rosters_first", "read the rosters"
+    elif first == "search_source_by_keyword" and categories <= {"search"} and len(fns) == 1:
+        kind, label = "keyword", "keyword search for exact terms"
+    elif first == "walk_graph":
+        kind, label = "graph", "walk the artifact graph"
+    elif first in (
+        "search_knowledge",
+        "read_artifact",
+        "outline_knowledge",
+        "describe_type",
+        "cite_from_artifact",
+    ):
+        kind, label = "artifacts_first", "artifacts, then their sources"
+    elif first in ("search_source", "search_in_sources", "search_source_by_keyword"):
+        kind, label = "chunks_first", "search the source chunks"
+    else:
+        kind, label = "mixed", "mixed calls"
+    return Strategy(kind=kind, fns=fns, label=label, scope=scope)

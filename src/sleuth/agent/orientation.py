@@ -1,0 +1,256 @@
+"""The orientation prompt (runtime.md §3): block A (rules and tools), block B (contexts and
+instructions), block C (history and the ask).
+
+A and B form the system message and are byte-identical for every turn of a session, so provider
+prompt caches and local servers' prefix caches reuse them; only C changes. The prompt texts are
+data files in `agent/prompts/`, and the SDK reference is generated from the SDK's own signatures
+and docstrings, so the prompt cannot drift from the code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from sleuth.agent.actions import SDK_NAMES
+from sleuth.sdk.knowledge import Knowledge, ScopedContext
+
+PROMPT_VERSION = "2026-11-30.1"
+MAX_DESCRIPTIONS_CHARS = 12_000
+SEARCHES = {
+    "search_knowledge",
+    "search_source",
+    "search_source_by_keyword",
+    "search_in_sources",
+    "cite_from_artifact",
+}
+
+
+def prompt_text(name: str) -> str:
+    return resources.files("sleuth.agent").joinpath("prompts", name).read_text("utf-8")
+
+
+@dataclass(frozen=True)
+class ContextBrief:
+    """What the host knows about one scoped context for this turn: identity and pinned version."""
+
+    slug: str
+    name: str
+    description: str
+    version_dir: Path
+    version: str
+
+
+@dataclass
+class ContextOverview:
+    """Block B's material for one context, read on the host from the pinned version."""
+
+    brief: ContextBrief
+    counts: dict[str, int]
+    types: list[dict[str, Any]]
+    edge_types: list[dict[str, Any]]
+    tables: list[dict[str, Any]]
+    rosters: list[dict[str, Any]]
+    sample_queries: list[str]
+    instructions: str | None
+    manifest_sha256: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def overview(brief: ContextBrief) -> ContextOverview:
+    """Read the pinned version's types, tables and rosters through the SDK's own reads."""
+    knowledge = Knowledge([ScopedContext(brief.slug, brief.version_dir)])
+    try:
+        by_type: dict[str, int] = dict(knowledge.get_fact("artifacts_by_type"))
+        version_meta = json.loads((brief.version_dir / "version.json").read_text("utf-8"))
+        manifest: dict[str, Any] = version_meta.get("manifest") or {}
+        manifest_bytes = json.dumps(manifest, sort_keys=True).encode()
+        artifacts = (manifest.get("curate") or {}).get("artifacts") or {}
+        types = []
+        for declared in artifacts.get("artifact_types") or []:
+            spec = knowledge.describe_type(declared["name"])
+            types.append(
+                {
+                    "name": spec.name,
+                    "kind": spec.kind,
+                    "scope": spec.scope,
+                    "format": spec.format,
+                    "count": spec.count if spec.table else by_type.get(spec.name, spec.count),
+                    "description": spec.description,
+                    "samples": [
+                        a.name for a in knowledge.outline_knowledge(type=spec.name)[:5] if spec.table is None
+                    ],
+                    "table": spec.table,
+                }
+            )
+        tables = [
+            {
+                "name": t.name,
+                "columns": [(c.name, c.type) for c in t.columns],
+                "row_count": t.row_count,
+                "natural_key": list(t.natural_key),
+            }
+            for t in knowledge.list_tables()
+        ]
+        rosters = [{"name": r.name, "type": r.type, "count": r.count} for r in knowledge.read_rosters()]
+        return ContextOverview(
+            brief=brief,
+            counts={
+                "sources": int(knowledge.get_fact("source_count")),
+                "pages": int(knowledge.get_fact("page_count")),
+                "chunks": int(knowledge.get_fact("chunk_count")),
+                "artifacts": int(knowledge.get_fact("artifact_count")),
+            },
+            types=types,
+            edge_types=[
+                {
+                    "name": e.get("name"),
+                    "from": e.get("from"),
+                    "to": e.get("to"),
+                    "description": e.get("description"),
+                }
+                for e in artifacts.get("edge_types") or []
+            ],
+            tables=tables,
+            rosters=rosters,
+            sample_queries=list(knowledge.get_fact("sample_queries"))[:5],
+            instructions=((manifest.get("search") or {}).get("instructions") or None),
+            manifest_sha256=hashlib.sha256(manifest_bytes).hexdigest(),
+        )
+    finally:
+        knowledge.close()
+
+
+def sdk_reference(tools: Sequence[str] | None = None) -> str:
+    """Signatures and docstrings of the enabled primitives, generated from `Knowledge`."""
+    enabled = [n for n in SDK_NAMES if tools is None or n in tools]
+    lines = ["## SDK reference", "```python"]
+    for name in [*enabled, "final"]:
+        fn = getattr(Knowledge, name)
+        try:
+            signature = inspect.signature(fn, eval_str=True)
+        except NameError:
+            signature = inspect.signature(fn)
+        shown = str(signature).replace("(self, ", "(").replace("(self)", "()")
+        for qualified in ("collections.abc.", "typing.", "sleuth.sdk.types.", "sleuth.sdk.knowledge."):
+            shown = shown.replace(qualified, "")
+        prefix = "async def" if name in SEARCHES else "def"
+        doc = (inspect.getdoc(fn) or "").replace("\n", "\n    ")
+        lines.append(f"{prefix} {name}{shown}:")
+        lines.append(f'    """{doc}"""')
+    lines.append("answer = final")
+    lines.append("```")
+    lines.append(
+        "Hits: `h.ref` (evidence label), `h.name`, `h.score`, `h.kind`, `h.fields` (chunk hits: source_path, "
+        "page, chunk_text, section_path; artifact hits: type, sources, snippet). Rows from `query_db` are "
+        "dicts; `_provenance` holds evidence labels."
+    )
+    return "\n".join(lines)
+
+
+def block_a(profile: str, protocol: str, max_output: int, tools: Sequence[str] | None) -> str:
+    parts = [
+        prompt_text("rules.md").replace("{max_tool_output_chars}", f"{max_output:,}"),
+        prompt_text("protocol_native.md" if protocol == "native" else "protocol_text.md"),
+        sdk_reference(tools),
+        prompt_text("examples.md"),
+    ]
+    if profile == "small":
+        parts.append(prompt_text("small_notes.md"))
+    return "\n\n".join(p.strip() for p in parts)
+
+
+def _describe_context(o: ContextOverview, level: int) -> str:
+    """One context's description. `level` shortens it: 1 drops sample names, 2 cuts descriptions
+    to 60 chars, 3 summarises types beyond the 20 largest as counts (runtime.md §3.B)."""
+    cut = 60 if level >= 2 else 160
+    b = o.brief
+    lines = [f"### Context `{b.slug}` — {b.name}"]
+    if b.description:
+        lines.append(b.description[: cut * 4] if level < 2 else b.description[:cut])
+    c = o.counts
+    lines.append(
+        f"{c['sources']} sources, {c['pages']} pages, {c['chunks']} chunks, {c['artifacts']} artifacts "
+        f"(version {b.version})."
+    )
+    types = sorted(o.types, key=lambda t: -int(t["count"]))
+    shown, rest = (types[:20], types[20:]) if level >= 3 else (types, [])
+    if shown:
+        lines.append("Artifact types:")
+    for t in shown:
+        line = f"- {t['name']} (kind {t['kind']}, scope {t['scope']}, format {t['format']}, {t['count']})"
+        if t.get("table"):
+            line += f", table `{t['table']}`"
+        if t.get("description"):
+            line += f": {t['description'][:cut]}"
+        if level < 1 and t.get("samples"):
+            line += " — e.g. " + "; ".join(repr(s) for s in t["samples"])
+        lines.append(line)
+    if rest:
+        lines.append(f"- … and {len(rest)} more types with {sum(int(t['count']) for t in rest)} artifacts")
+    if o.edge_types:
+        lines.append(
+            "Edge types: " + "; ".join(f"{e['name']} ({e['from']} → {e['to']})" for e in o.edge_types)
+        )
+    lines.append("Tables (query_db, SQLite):")
+    for t in o.tables:
+        columns = ", ".join(f"{n} {ty}" for n, ty in t["columns"])
+        lines.append(f"- {t['name']}({columns}) — {t['row_count']} rows")
+    if o.rosters:
+        lines.append("Rosters: " + ", ".join(f"{r['name']} ({r['count']})" for r in o.rosters))
+    if o.sample_queries:
+        lines.append("Sample queries: " + " | ".join(o.sample_queries))
+    return "\n".join(lines)
+
+
+def instructions_text(
+    overviews: Sequence[ContextOverview], system_prompt: str | None, guardrails: str | None
+) -> str:
+    """The layering of runtime.md §9: context instructions (in scope order), then the session's
+    system prompt appended, then guardrails. Never shortened."""
+    parts = [f"Instructions for `{o.brief.slug}`:\n{o.instructions}" for o in overviews if o.instructions]
+    if system_prompt:
+        parts.append(f"Session instructions:\n{system_prompt}")
+    if guardrails:
+        parts.append(f"## Guardrails\n{guardrails}")
+    return "\n\n".join(parts)
+
+
+def block_b(overviews: Sequence[ContextOverview], system_prompt: str | None, guardrails: str | None) -> str:
+    for level in range(4):
+        described = "\n\n".join(_describe_context(o, level) for o in overviews)
+        if len(described) <= MAX_DESCRIPTIONS_CHARS:
+            break
+    else:
+        described = described[:MAX_DESCRIPTIONS_CHARS]
+    parts = ["## Contexts in scope", described]
+    instructions = instructions_text(overviews, system_prompt, guardrails)
+    if instructions:
+        parts += ["## Instructions", instructions]
+    return "\n\n".join(parts)
+
+
+def system_message(
+    overviews: Sequence[ContextOverview],
+    *,
+    profile: str,
+    protocol: str,
+    max_output: int,
+    tools: Sequence[str] | None,
+    system_prompt: str | None,
+    guardrails: str | None,
+) -> str:
+    return (
+        block_a(profile, protocol, max_output, tools) + "\n\n" + block_b(overviews, system_prompt, guardrails)
+    )
+
+
+def ask_message(ask: str, max_steps: int) -> str:
+    """Block C's last message: the ask and the step budget."""
+    return f"{ask}\n\nYou have at most {max_steps} steps."

@@ -1,0 +1,818 @@
+"""The offline planner (runtime.md §10): a deterministic stand-in for the model.
+
+With no model configured Sleuth still answers. The planner plays the model's part behind the same
+`Model` seam: it writes real SDK code that runs in the turn's sandbox, with the same events,
+truncation, trace and citation checks as a model's code. Like a model, it learns what happened only
+from what its code printed: every step prints, as its first line, `#PLAN ` and a compact JSON summary,
+and the planner reads that line and nothing else. A cut or missing line makes it finish with what it
+has.
+
+Question classes (§10.1, checked in order): `count` (SQL count over a matching table, the `_sources`
+table, or a roster), `list` (a roster, `SELECT DISTINCT` over a table, or the sources), `exact_id`
+(keyword searches for the identifiers plus one hybrid search) and `general` (search, drill into the
+top artifact and sources, then `final` with the eight best spans). Everything is deterministic: the
+same ask over the same version gives byte-identical code, drafts and evidence lists.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from sleuth.agent.extractive import (
+    PRONOUNS,
+    STOP_WORDS,
+    content_words,
+    identifier_tokens,
+    normalize_word,
+    quoted_phrases,
+    raw_words,
+)
+from sleuth.models.base import CompletionParams, Message, ModelConfig, Reply, ToolCall, ToolSpec, Usage
+from sleuth.sdk.errors import SleuthError
+from sleuth.sdk.knowledge import Knowledge, ScopedContext
+
+QuestionClass = Literal["count", "list", "exact_id", "general"]
+
+OFFLINE_MODEL = ModelConfig(
+    id="sleuth/offline", provider="offline", model="offline-planner", tool_protocol="native"
+)
+MAX_ASK_CHARS = 2000  # the SDK's `query` limit (§5.1)
+MAX_PLAN_CHARS = 2000  # the whole `#PLAN …` line
+RRF_K = 60
+FINAL_EVIDENCE = 8
+LIST_SHOWN = 50
+MAX_STEPS_GUARD = 6  # the planner needs at most four; this only stops a confused conversation
+
+_COUNT = re.compile(r"\b(?:how many|number of|count of|how often|total number)\b", re.IGNORECASE)
+_LIST = re.compile(
+    r"\b(?:list|name all|enumerate|what are the|all the)\b|\bwhich\b(?=.*\bare\b)", re.IGNORECASE
+)
+_YEAR = re.compile(r"(?<!\d)(19\d\d|20\d\d)(?!\d)")
+_TIME_COLUMN = ("date", "year", "period", "created", "time")
+_DOC_NOUNS = frozenset({"document", "doc", "file", "source", "page"})
+_STEPS_LEFT = re.compile(r"at most (\d+) steps?", re.IGNORECASE)
+_ERROR_LINE = re.compile(r"^(?:Traceback \(most recent call last\)|[A-Za-z_.]*(?:Error|Exception): )", re.M)
+
+
+# ---------------------------------------------------------------------------------------- scope
+@dataclass(frozen=True)
+class TableInfo:
+    """One table of one context, as `list_tables` describes it."""
+
+    context: str
+    name: str
+    columns: tuple[tuple[str, str], ...]  # (name, SQLite type)
+    row_count: int
+    natural_key: tuple[str, ...]
+    type: str | None  # the artifact type it holds; None for system tables (`_sources`, …)
+
+    @property
+    def user_columns(self) -> list[tuple[str, str]]:
+        """Columns the model may mean; `_provenance`, `_row_id` and the like are bookkeeping."""
+        return [(c, t) for c, t in self.columns if not c.startswith("_")]
+
+    def has_column(self, name: str) -> bool:
+        return any(c == name for c, _t in self.columns)
+
+    @property
+    def words(self) -> frozenset[str]:
+        """Words of the table name, its type name and its columns (§10.2)."""
+        names = [self.name, self.type or "", *(c for c, _t in self.user_columns)]
+        return frozenset(normalize_word(w) for n in names for w in raw_words(n) if w not in STOP_WORDS)
+
+
+@dataclass(frozen=True)
+class TypeInfo:
+    """One artifact type of one context: its kind, count, whether its roster lists entries, its table."""
+
+    context: str
+    name: str
+    kind: str
+    count: int
+    has_roster: bool  # a roster with entries (typed tables' rosters only point at the table)
+    table: str | None
+
+    @property
+    def words(self) -> frozenset[str]:
+        return frozenset(normalize_word(w) for w in raw_words(self.name) if w not in STOP_WORDS)
+
+
+@dataclass(frozen=True)
+class PlannerScope:
+    """What the planner knows before the first step: per scoped context, its tables and types."""
+
+    slugs: tuple[str, ...]
+    tables: tuple[TableInfo, ...] = ()
+    types: tuple[TypeInfo, ...] = ()
+
+    def tables_of(self, slug: str) -> list[TableInfo]:
+        return [t for t in self.tables if t.context == slug]
+
+    def types_of(self, slug: str) -> list[TypeInfo]:
+        return [t for t in self.types if t.context == slug]
+
+    def has_table(self, slug: str, name: str) -> bool:
+        return any(t.context == slug and t.name == name for t in self.tables)
+
+
+def planner_scope(contexts: Mapping[str, Path]) -> PlannerScope:
+    """Read the pinned versions' tables and types on the host (trusted code; metadata only)."""
+    knowledge = Knowledge([ScopedContext(slug, Path(path)) for slug, path in contexts.items()])
+    tables: list[TableInfo] = []
+    types: list[TypeInfo] = []
+    try:
+        for slug in contexts:
+            try:
+                listed = knowledge.list_tables(context=slug)
+            except (SleuthError, OSError):
+                listed = []
+            tables += [
+                TableInfo(
+                    slug,
+                    t.name,
+                    tuple((c.name, c.type.upper()) for c in t.columns),
+                    t.row_count,
+                    tuple(t.natural_key),
+                    t.type,
+                )
+                for t in listed
+            ]
+            rosters = {r.type: r for r in knowledge.read_rosters(context=slug) if r.type}
+            names = list(rosters)
+            for ref in knowledge.outline_knowledge(context=slug):
+                if ref.kind != "roster" and ref.type not in names:
+                    names.append(ref.type)
+            for name in names:
+                try:
+                    spec = knowledge.describe_type(name, context=slug)
+                except SleuthError:
+                    continue
+                roster = rosters.get(name)
+                has_roster = roster is not None and len(roster.entries) > 0
+                types.append(TypeInfo(slug, spec.name, spec.kind, spec.count, has_roster, spec.table))
+    finally:
+        knowledge.close()
+    return PlannerScope(tuple(contexts), tuple(tables), tuple(types))
+
+
+# -------------------------------------------------------------------------------- classification
+def classify(ask: str) -> QuestionClass:
+    """The class the words of the ask suggest (§10.1), before tables and types are matched."""
+    if _COUNT.search(ask):
+        return "count"
+    if _LIST.search(ask):
+        return "list"
+    if identifier_tokens(ask):
+        return "exact_id"
+    return "general"
+
+
+def _head(ask: str, trigger: re.Pattern[str]) -> str | None:
+    """The first content word after the class trigger ("how many *products*"), as written."""
+    match = trigger.search(ask)
+    tail = ask[match.end() :] if match else ask
+    for words in (raw_words(tail), raw_words(ask)):
+        for word in words:
+            if word not in STOP_WORDS and not word.isdigit():
+                return word
+    return None
+
+
+def _quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+@dataclass(frozen=True)
+class _Target:
+    """What a count or list step reads, with its filter and wording."""
+
+    how: Literal["table", "sources", "roster"]
+    label: str
+    table: TableInfo | None = None
+    type: TypeInfo | None = None
+    where: tuple[str, ...] = ()
+    params: tuple[str, ...] = ()
+    filter_phrase: str = ""
+    source_slugs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Hit:
+    """One entry of a `#PLAN` list: a span (with a label) or an artifact."""
+
+    key: str
+    ref: str | None
+    score: float
+    path: str  # source path; for an artifact its first source (or its name)
+    page: int
+    start: int
+    artifact: str | None = None
+    context: str | None = None
+    source: str | None = None
+
+
+@dataclass
+class _Finish:
+    answer: str | None
+    evidence: list[str]
+
+
+# ------------------------------------------------------------------------------------- the planner
+class OfflinePlanner:
+    """A `Model` that plans with fixed rules (§10). One instance per turn.
+
+    After the turn, `count` and `items` hold what a count or list step computed, so the loop can fill
+    a `shape` with them (§10.3); `question_class` is the class the planner acted on and `draft` the
+    answer it handed to `final`. `general_only` (the `search_rag` workflow, §12) skips the classes and
+    runs the general search and drill."""
+
+    def __init__(
+        self,
+        ask: str,
+        scope: PlannerScope,
+        previous_ask: str | None = None,
+        *,
+        general_only: bool = False,
+    ) -> None:
+        self.config: ModelConfig = OFFLINE_MODEL
+        self.ask = ask
+        self.scope = scope
+        self.previous_ask = previous_ask
+        self.general_only = general_only
+        self.count: int | None = None
+        self.items: list[str] | None = None
+        self.draft: str | None = None
+        self._ask = ask[:MAX_ASK_CHARS]
+        self._words = content_words(self._ask)
+        self._query = self._search_query()
+        self.detected_class: QuestionClass = "general" if general_only else classify(self._ask)
+        self._target: _Target | None = None
+        if self.detected_class in ("count", "list"):
+            self._target = self._match(self.detected_class)
+        matched = self._target is not None or self.detected_class in ("exact_id", "general")
+        self.question_class: QuestionClass = self.detected_class if matched else "general"
+
+    # ------------------------------------------------------------------------ the Model seam
+    def complete(self, messages: list[Message], tools: list[ToolSpec], params: CompletionParams) -> Reply:
+        """The next action: a `run_python` step, or `final` once the evidence is in hand."""
+        done = sum(1 for m in messages if m.role == "tool")
+        if done == 0:
+            return self._first_step()
+        last = next(m for m in reversed(messages) if m.role == "tool")
+        plan = read_plan(last.content)
+        budget = _step_budget(messages)
+        if plan is None:
+            failed = _ERROR_LINE.search(last.content) is not None
+            if done == 1 and failed and self.question_class in ("count", "list"):
+                return self._general_search(done)  # the SQL step failed: refine once, as a search
+            return self._finish(done, self._fallback(messages))
+        if done >= MAX_STEPS_GUARD:
+            return self._finish(done, self._final_from(plan))
+        step, kind = plan.get("step"), plan.get("class")
+        if step == "list" and not plan.get("total") and done == 1:
+            return self._general_search(done)  # nothing listed: refine once, as a search
+        if step == "search" and kind == "exact_id":
+            if not _hits(plan, "keyword") and done == 1 and (budget is None or done < budget):
+                return self._general_search(done)  # keyword search found nothing: fall back
+            return self._finish(done, self._final_from(plan))
+        if step == "search":
+            return self._drill(done, plan, budget)
+        return self._finish(done, self._final_from(plan))
+
+    # ------------------------------------------------------------------------ matching (§10.2)
+    def _match(self, kind: QuestionClass) -> _Target | None:
+        """The table, roster or `_sources` a count or list question is about.
+
+        Candidates need a word overlap ≥ 1; the one naming the counted noun ("how many *products*")
+        wins, then the best overlap, then the §10.1 order of the class, then the larger, then scope
+        order."""
+        head = _head(self._ask, _COUNT if kind == "count" else _LIST)
+        head_norm = normalize_word(head) if head else ""
+        words = set(self._words)
+        rank = (
+            {"table": 0, "sources": 1, "roster": 2}
+            if kind == "count"
+            else {"roster": 0, "table": 1, "sources": 2}
+        )
+        best: tuple[tuple[int, int, int, int, int], _Target] | None = None
+
+        def offer(target: _Target, vocabulary: frozenset[str], size: int, order: int) -> None:
+            nonlocal best
+            overlap = len(words & vocabulary)
+            if not overlap:
+                return
+            key = (0 if head_norm in vocabulary else 1, -overlap, rank[target.how], -size, order)
+            if best is None or key < best[0]:
+                best = (key, target)
+
+        for order, table in enumerate(self.scope.tables):
+            if table.type is not None:  # system tables answer only through the `_sources` rule
+                offer(self._table_target(table, head, head_norm), table.words, table.row_count, order)
+        for order, typ in enumerate(self.scope.types):
+            if typ.has_roster and typ.count > 0:  # typed tables' rosters only point at the table
+                label = head if head and head_norm in typ.words else typ.name.lower()
+                offer(_Target("roster", label, type=typ), typ.words, typ.count, order)
+        slugs = tuple(s for s in self.scope.slugs if self.scope.has_table(s, "_sources"))
+        if head and head_norm in _DOC_NOUNS and slugs:
+            offer(_Target("sources", head, source_slugs=slugs), frozenset({head_norm}), 0, 0)
+        return best[1] if best else None
+
+    def _table_target(self, table: TableInfo, head: str | None, head_norm: str) -> _Target:
+        where, params, phrases = self._where(table)
+        fallback = f"{table.type or table.name} rows"
+        label = head if head and head_norm in table.words else fallback
+        return _Target("table", label, table, None, where, params, phrases)
+
+    def _where(self, table: TableInfo) -> tuple[tuple[str, ...], tuple[str, ...], str]:
+        """WHERE clauses from a year and a quoted phrase only; values bound as parameters."""
+        where: list[str] = []
+        params: list[str] = []
+        phrase_parts: list[str] = []
+        year = _YEAR.search(self._ask)
+        if year:
+            column = next(
+                (
+                    c
+                    for c, t in table.user_columns
+                    if any(k in c.lower() for k in _TIME_COLUMN) and ("TEXT" in t or "year" in c.lower())
+                ),
+                None,
+            )
+            if column is not None:
+                where.append(f"substr({_quote_ident(column)}, 1, 4) = ?")
+                params.append(year.group(1))
+                phrase_parts.append(f" with {column} in {year.group(1)}")
+        phrases = quoted_phrases(self._ask)
+        text_columns = [c for c, t in table.user_columns if "TEXT" in t or t == ""]
+        if phrases and text_columns:
+            words = set(self._words)
+
+            def rank(item: tuple[int, str]) -> tuple[int, int, int]:
+                index, column = item
+                overlap = len(words & {normalize_word(w) for w in raw_words(column)})
+                return (-overlap, 0 if column in table.natural_key else 1, index)
+
+            column = min(enumerate(text_columns), key=rank)[1]
+            where.append(f"{_quote_ident(column)} LIKE ?")
+            params.append(f"%{phrases[0]}%")
+            phrase_parts.append(f' where {column} contains "{phrases[0]}"')
+        return tuple(where), tuple(params), "".join(phrase_parts)
+
+    def _search_query(self) -> str | None:
+        """Follow-ups (§10.1): a short ask with a pronoun borrows the previous turn's content words."""
+        if not self.previous_ask or len(self._words) >= 6:
+            return None
+        if not any(w in PRONOUNS for w in raw_words(self._ask)):
+            return None
+        extra: list[str] = []
+        for word in raw_words(self.previous_ask):
+            norm = normalize_word(word)
+            if word in STOP_WORDS or norm in self._words or word in extra:
+                continue
+            extra.append(word)
+        if not extra:
+            return None
+        return (self._ask + " " + " ".join(extra))[:MAX_ASK_CHARS]
+
+    # ------------------------------------------------------------------------ code generation
+    def _ctx(self, slug: str | None) -> str:
+        return f", context={slug!r}" if slug is not None and len(self.scope.slugs) > 1 else ""
+
+    def _preamble(self, comment: str, helper: bool = True) -> list[str]:
+        lines = [f"# Offline planner: {comment}", f"ask = {self._ask!r}"]
+        if self._query is not None:
+            lines.append(f"query = {self._query!r}  # a follow-up: the previous question's words added")
+        return lines + (_PLAN_HELPER.splitlines() if helper else [])
+
+    @property
+    def _q(self) -> str:
+        return "query" if self._query is not None else "ask"
+
+    def _first_step(self) -> Reply:
+        target = self._target
+        if self.question_class == "count" and target is not None:
+            return self._run(0, self._count_code(target), f"Count the {target.label} with SQL.")
+        if self.question_class == "list" and target is not None:
+            return self._run(0, self._list_code(target), f"List the {target.label}.")
+        if self.question_class == "exact_id":
+            return self._run(0, self._exact_code(), "Keyword search for the identifiers and a hybrid search.")
+        return self._general_search(0)
+
+    def _general_search(self, done: int) -> Reply:
+        self.question_class = "general"
+        return self._run(done, self._general_code(), "Search the source chunks and the artifacts.")
+
+    def _count_code(self, target: _Target) -> str:
+        show = 'print("#PLAN " + json.dumps(plan, ensure_ascii=False, separators=(",", ":")))'
+        if target.how == "roster":
+            assert target.type is not None
+            lines = self._preamble(f"count the {target.label} in the roster of {target.type.name!r}.", False)
+            lines += [
+                f"roster = read_rosters(type={target.type.name!r}{self._ctx(target.type.context)})[0]",
+                "n = len(roster.entries)",
+                'plan = {"step": "count", "class": "count", "n": n, "refs": [], "roster": roster.name}',
+                show,
+                "print(roster)",
+                "print([e.name for e in roster.entries[:20]])",
+            ]
+            return "\n".join(lines) + "\n"
+        if target.how == "sources":
+            measure = "SUM(pages)" if normalize_word(target.label) == "page" else "COUNT(*)"
+            sql = f"SELECT {measure} AS n FROM _sources"
+            lines = self._preamble(f"count the {target.label} in the `_sources` table.", False)
+            if len(self.scope.slugs) > 1:
+                slugs = list(target.source_slugs)
+                lines += [
+                    f"counts = {{slug: query_db({sql!r}, [], context=slug)[0]['n'] or 0",
+                    f"          for slug in {slugs!r}}}",
+                    "n = sum(counts.values())",
+                ]
+                shown = "counts"
+            else:
+                lines += [f"rows = query_db({sql!r}, [])", 'n = rows[0]["n"] or 0']
+                shown = "rows"
+            lines += [
+                'plan = {"step": "count", "class": "count", "n": n, "refs": [], "table": "_sources"}',
+                show,
+                f"print({shown})",
+            ]
+            return "\n".join(lines) + "\n"
+        table = target.table
+        assert table is not None
+        name = _quote_ident(table.name)
+        where = f" WHERE {' AND '.join(target.where)}" if target.where else ""
+        args = f"{list(target.params)!r}{self._ctx(table.context)}"
+        lines = self._preamble(f"count the rows of table `{table.name}`.", False)
+        lines.append(f"rows = query_db({f'SELECT COUNT(*) AS n FROM {name}{where}'!r}, {args})")
+        if table.has_column("_provenance"):
+            lines += [
+                f"cited = query_db({f'SELECT _provenance FROM {name}{where} LIMIT 3'!r}, {args})",
+                'refs = [r["_provenance"][0] for r in cited if r["_provenance"]]',
+            ]
+        else:
+            lines += ["cited = []", "refs = []"]
+        lines += [
+            f'plan = {{"step": "count", "class": "count", "n": rows[0]["n"] or 0, "refs": refs, '
+            f'"table": {table.name!r}}}',
+            show,
+            "print(rows)",
+            "print(cited)",
+        ]
+        return "\n".join(lines) + "\n"
+
+    def _list_code(self, target: _Target) -> str:
+        lines = self._preamble(f"list the {target.label}.")
+        if target.how == "roster":
+            assert target.type is not None
+            lines += [
+                f"roster = read_rosters(type={target.type.name!r}{self._ctx(target.type.context)})[0]",
+                "items = [[e.name[:200], None] for e in roster.entries]",
+            ]
+        elif target.how == "sources":
+            sql = "SELECT path, title FROM _sources ORDER BY path"
+            if len(self.scope.slugs) > 1:
+                slugs = list(target.source_slugs)
+                lines.append(f"rows = [r for slug in {slugs!r} for r in query_db({sql!r}, [], context=slug)]")
+            else:
+                lines.append(f"rows = query_db({sql!r}, [])")
+            lines += [
+                "items = [",
+                '    [("{} ({})".format(r["title"], r["path"]) if r["title"] else r["path"])[:200], None]',
+                "    for r in rows",
+                "]",
+            ]
+        else:
+            table = target.table
+            assert table is not None
+            keys = [k for k in table.natural_key if table.has_column(k)]
+            text_columns = [c for c, t in table.user_columns if "TEXT" in t]
+            columns = keys or text_columns[:1] or [c for c, _t in table.user_columns][:1]
+            name = _quote_ident(table.name)
+            where = f" WHERE {' AND '.join(target.where)}" if target.where else ""
+            args = f"{list(target.params)!r}{self._ctx(table.context)}"
+            selected = ", ".join(_quote_ident(c) for c in columns)
+            order = ", ".join(str(i) for i in range(1, len(columns) + 1))
+            sql = f"SELECT DISTINCT {selected} FROM {name}{where} ORDER BY {order} LIMIT 200"
+            lines += [f"cols = {columns!r}", f"rows = query_db({sql!r}, {args})", "first = {}"]
+            if table.has_column("_provenance"):
+                lines += [
+                    f"for r in query_db({f'SELECT {selected}, _provenance FROM {name}{where}'!r}, {args}):",
+                    '    if r["_provenance"]:',
+                    '        first.setdefault(tuple(r[c] for c in cols), r["_provenance"][0])',
+                ]
+            lines += [
+                "items = [",
+                '    [", ".join(str(r[c]) for c in cols)[:200], first.get(tuple(r[c] for c in cols))]',
+                "    for r in rows",
+                "    if any(r[c] is not None for c in cols)",
+                "]",
+            ]
+        lines += [
+            'plan = {"step": "list", "class": "list", "total": len(items), "items": items[:]}',
+            'print(plan_line(plan, ["items"]))',
+            "for text, ref in items:",
+            '    print("-", text if ref is None else f"{text} {ref}")',
+        ]
+        return "\n".join(lines) + "\n"
+
+    def _exact_code(self) -> str:
+        lines = self._preamble("exact identifiers: keyword search for each, plus one hybrid search.")
+        lines += [
+            f"tokens = {identifier_tokens(self._ask)!r}",
+            "*found, chunks = await asyncio.gather(",
+            "    *(search_source_by_keyword(t, top_k=5) for t in tokens[:3]),",
+            f"    search_source({self._q}, top_k=5),",
+            ")",
+            "paths = sorted({h.name for hits in [*found, chunks] for h in hits})",
+            "plan = {",
+            '    "step": "search",',
+            '    "class": "exact_id",',
+            '    "paths": paths,',
+            '    "keyword": [[i, *row(h)] for i, hits in enumerate(found) for h in hits],',
+            '    "chunks": [row(h) for h in chunks],',
+            "}",
+            'print(plan_line(plan, ["keyword", "chunks"]))',
+            "for h in {h.ref: h for hits in [*found, chunks] for h in hits}.values():",
+            '    print(h.ref, h.name, "p.", h.fields["page"], h.fields["chunk_text"][:300])',
+        ]
+        return "\n".join(lines) + "\n"
+
+    def _general_code(self) -> str:
+        lines = self._preamble("what the documents say: hybrid search over chunks and artifacts.")
+        lines += [
+            "chunks, arts = await asyncio.gather(",
+            f"    search_source({self._q}, top_k=10), search_knowledge({self._q}, top_k=5)",
+            ")",
+            'firsts = [a.fields["sources"][0] if a.fields["sources"] else None for a in arts]',
+            "paths = sorted({h.name for h in chunks} | {s for s in firsts if s})",
+            "plan = {",
+            '    "step": "search",',
+            '    "class": "general",',
+            '    "paths": paths,',
+            '    "chunks": [row(h) for h in chunks],',
+            '    "artifacts": [',
+            "        [a.name, a.fields['context'], round(a.score, 6), paths.index(s) if s else -1]",
+            "        for a, s in zip(arts, firsts)",
+            "    ],",
+            "}",
+            'print(plan_line(plan, ["chunks", "artifacts"]))',
+            "for h in chunks:",
+            '    print(h.ref, h.name, "p.", h.fields["page"], h.fields["chunk_text"][:300])',
+            "for a in arts:",
+            "    print(a)",
+        ]
+        return "\n".join(lines) + "\n"
+
+    def _drill_code(self, artifact: _Hit | None, sources: list[str]) -> str:
+        lines = self._preamble("drill into the top artifact and the top sources.")
+        lines.append(f"sources = {sources!r}")
+        inside = f"search_in_sources(sources, {self._q}, max_total=12)"
+        cite = ""
+        if artifact is not None:
+            ctx = self._ctx(artifact.context)
+            cite = f"cite_from_artifact({artifact.artifact!r}, [{self._q}], max_total=6{ctx})"
+        if cite and sources:
+            lines.append(f"cited, inside = await asyncio.gather({cite}, {inside})")
+        elif cite:  # an artifact without sources: its own quotes are all there is
+            lines += [f"cited = await {cite}", "inside = []"]
+        else:
+            lines += ["cited = []", f"inside = await {inside}"]
+        lines += [
+            "paths = sorted({h.name for h in [*chunks, *cited, *inside]})",
+            "plan = {",
+            '    "step": "drill",',
+            '    "class": "general",',
+            '    "paths": paths,',
+            '    "chunks": [row(h) for h in chunks],',
+            '    "cited": [row(h) for h in cited],',
+            '    "inside": [row(h) for h in inside],',
+            "}",
+            'print(plan_line(plan, ["chunks", "cited", "inside"]))',
+            "for h in {h.ref: h for h in [*cited, *inside]}.values():",
+            '    print(h.ref, h.name, "p.", h.fields["page"], h.fields["chunk_text"][:300])',
+        ]
+        return "\n".join(lines) + "\n"
+
+    # ------------------------------------------------------------------------ decisions
+    def _drill(self, done: int, plan: dict[str, Any], budget: int | None) -> Reply:
+        """Step 2 of `general`: cite from the top artifact only if it ranks first after fusion."""
+        chunks = _hits(plan, "chunks")
+        artifacts = _artifact_hits(plan)
+        fused = _fuse([chunks, artifacts])
+        if not fused or (budget is not None and done >= budget):
+            return self._finish(done, _Finish(None, _top_labels([chunks])))
+        top = fused[0] if fused[0].artifact is not None else None
+        sources: list[str] = []
+        for hit in fused:
+            source = hit.source if hit.artifact is not None else hit.path
+            if source and source not in sources:
+                sources.append(source)
+            if len(sources) == 3:
+                break
+        if top is None and not sources:
+            return self._finish(done, _Finish(None, _top_labels([chunks])))
+        return self._run(done, self._drill_code(top, sources), "Drill into the top artifact and sources.")
+
+    def _final_from(self, plan: dict[str, Any]) -> _Finish:
+        """Step 3 of `general` (and the fallback for any plan): the best spans by fused rank."""
+        if plan.get("step") == "count":
+            return self._count_final(plan)
+        if plan.get("step") == "list":
+            return self._list_final(plan)
+        lists = [*_group_keyword(plan)] + [_hits(plan, k) for k in ("chunks", "cited", "inside")]
+        return _Finish(None, _top_labels(lists))
+
+    def _count_final(self, plan: dict[str, Any]) -> _Finish:
+        n = plan.get("n")
+        target = self._target
+        if not isinstance(n, int) or target is None:
+            return _Finish(None, [])
+        refs = [r for r in plan.get("refs") or [] if isinstance(r, str)][:3]
+        self.count = n
+        if target.how == "roster":
+            where = f"roster `{plan.get('roster') or ''}`"
+        elif target.how == "sources":
+            where = "table `_sources`"
+        else:
+            where = f"table `{target.table.name if target.table else plan.get('table')}`"
+        text = f"There are {n} {target.label}{target.filter_phrase} (counted in {where})."
+        if refs:
+            text += " " + "".join(f"[{r}]" for r in refs)
+        return _Finish(text, refs)
+
+    def _list_final(self, plan: dict[str, Any]) -> _Finish:
+        target = self._target
+        raw = plan.get("items") or []
+        items: list[tuple[str, str | None]] = []
+        for entry in raw if isinstance(raw, list) else []:
+            if isinstance(entry, list) and entry and isinstance(entry[0], str):
+                ref = entry[1] if len(entry) > 1 and isinstance(entry[1], str) else None
+                items.append((entry[0], ref))
+        total = plan.get("total")
+        total = total if isinstance(total, int) and total >= len(items) else len(items)
+        self.items = [text for text, _ref in items]
+        if target is None or not items:
+            return _Finish(None, [])
+        shown = items[:LIST_SHOWN]
+        lines = [f"The {target.label}{target.filter_phrase} are:"]
+        lines += [f"- {text}" + (f" [{ref}]" if ref else "") for text, ref in shown]
+        if total > len(shown):
+            lines.append(f"… and {total - len(shown)} more")
+        refs: list[str] = []
+        for _text, ref in shown:
+            if ref and ref not in refs:
+                refs.append(ref)
+        return _Finish("\n".join(lines), refs)
+
+    def _fallback(self, messages: list[Message]) -> _Finish:
+        """Finish with what the most recent readable plan showed (a cut line reads as none)."""
+        for message in reversed(messages):
+            if message.role != "tool":
+                continue
+            plan = read_plan(message.content)
+            if plan is not None:
+                return self._final_from(plan)
+        return _Finish(None, [])
+
+    # ------------------------------------------------------------------------ replies
+    def _run(self, done: int, code: str, commentary: str) -> Reply:
+        call = ToolCall(f"offline_{done + 1}", "run_python", {"code": code, "commentary": commentary[:200]})
+        return Reply("", [call], Usage(), self.config.id, "tool_calls")
+
+    def _finish(self, done: int, finish: _Finish) -> Reply:
+        self.draft = finish.answer
+        arguments: dict[str, Any] = {"evidence": finish.evidence}
+        if finish.answer is not None:
+            arguments = {"answer": finish.answer, "evidence": finish.evidence}
+        return Reply(
+            "",
+            [ToolCall(f"offline_{done + 1}", "final", arguments)],
+            Usage(),
+            self.config.id,
+            "tool_calls",
+        )
+
+
+_PLAN_LIMIT = MAX_PLAN_CHARS - len("#PLAN ")
+_PLAN_HELPER = f'''def plan_line(plan, lists):
+    """`#PLAN ` and compact JSON for the planner; the longest lists are cut until the line fits."""
+    line = json.dumps(plan, ensure_ascii=False, separators=(",", ":"))
+    while len(line) > {_PLAN_LIMIT} and any(plan[k] for k in lists):
+        plan[max((k for k in lists if plan[k]), key=lambda k: len(plan[k]))].pop()
+        plan["cut"] = True
+        line = json.dumps(plan, ensure_ascii=False, separators=(",", ":"))
+    if len(line) > {_PLAN_LIMIT}:
+        line = json.dumps({{"step": plan["step"], "class": plan["class"], "cut": True}})
+    return "#PLAN " + line
+
+def row(h):
+    return [h.ref, round(h.score, 6), paths.index(h.name), h.fields["page"], h.fields["start"]]
+'''
+"""Defined in every step that prints hits or items (a step that kills the sandbox loses the REPL)."""
+
+
+# ---------------------------------------------------------------------------------- plan reading
+def read_plan(observation: str) -> dict[str, Any] | None:
+    """The JSON of the first `#PLAN ` line of an observation; None when missing or cut."""
+    for line in observation.splitlines():
+        if line.startswith("#PLAN "):
+            try:
+                data = json.loads(line[len("#PLAN ") :])
+            except json.JSONDecodeError:
+                return None
+            return data if isinstance(data, dict) else None
+    return None
+
+
+def _step_budget(messages: list[Message]) -> int | None:
+    """`max_steps` as the orientation states it ("You have at most N steps"), when it does."""
+    for message in reversed(messages):
+        if message.role in ("user", "system"):
+            found = _STEPS_LEFT.findall(message.content)
+            if found:
+                return int(found[-1])
+    return None
+
+
+def _path(plan: dict[str, Any], index: Any) -> str:
+    paths = plan.get("paths") or []
+    if isinstance(index, int) and 0 <= index < len(paths) and isinstance(paths[index], str):
+        return str(paths[index])
+    return ""
+
+
+def _span_hit(plan: dict[str, Any], entry: Any) -> _Hit | None:
+    if not (isinstance(entry, list) and len(entry) >= 5 and isinstance(entry[0], str)):
+        return None
+    ref, score, path, page, start = entry[:5]
+    if not isinstance(score, int | float) or not isinstance(page, int) or not isinstance(start, int):
+        return None
+    return _Hit(ref, ref, float(score), _path(plan, path), page, start)
+
+
+def _hits(plan: dict[str, Any], key: str) -> list[_Hit]:
+    entries = plan.get(key)
+    if key == "keyword":
+        entries = [e[1:] for e in entries or [] if isinstance(e, list) and e]
+    hits = [_span_hit(plan, e) for e in entries or []] if isinstance(entries, list) else []
+    return [h for h in hits if h is not None]
+
+
+def _group_keyword(plan: dict[str, Any]) -> list[list[_Hit]]:
+    """The keyword entries of an exact_id plan, one list per token (each fused as its own ranking)."""
+    groups: dict[int, list[_Hit]] = {}
+    for entry in plan.get("keyword") or []:
+        if isinstance(entry, list) and entry and isinstance(entry[0], int):
+            hit = _span_hit(plan, entry[1:])
+            if hit is not None:
+                groups.setdefault(entry[0], []).append(hit)
+    return [groups[k] for k in sorted(groups)]
+
+
+def _artifact_hits(plan: dict[str, Any]) -> list[_Hit]:
+    out: list[_Hit] = []
+    for entry in plan.get("artifacts") or []:
+        if not (isinstance(entry, list) and len(entry) >= 4 and isinstance(entry[0], str)):
+            continue
+        name, context, score, source = entry[:4]
+        if not isinstance(score, int | float):
+            continue
+        path = _path(plan, source)
+        out.append(
+            _Hit(
+                f"artifact\x1f{context}\x1f{name}",
+                None,
+                float(score),
+                path or name,
+                0,
+                0,
+                name,
+                context if isinstance(context, str) else None,
+                path or None,
+            )
+        )
+    return out
+
+
+def _fuse(lists: Sequence[Sequence[_Hit]]) -> list[_Hit]:
+    """Reciprocal-rank fusion (k = 60); ties by score desc, source path, page, start (§10.3)."""
+    fused: dict[str, float] = {}
+    best: dict[str, _Hit] = {}
+    for hits in lists:
+        for rank, hit in enumerate(hits, 1):
+            fused[hit.key] = fused.get(hit.key, 0.0) + 1.0 / (RRF_K + rank)
+            if hit.key not in best or hit.score > best[hit.key].score:
+                best[hit.key] = hit
+    return sorted(
+        best.values(),
+        key=lambda h: (-round(fused[h.key], 12), -h.score, h.path, h.page, h.start, h.key),
+    )
+
+
+def _top_labels(lists: Sequence[Sequence[_Hit]]) -> list[str]:
+    return [h.ref for h in _fuse(lists) if h.ref is not None][:FINAL_EVIDENCE]

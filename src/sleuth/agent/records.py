@@ -1,0 +1,137 @@
+"""The records a turn produces (api.md §8.2–8.6): Query, QueryStep, TraceCall, Rollup, Synthesis.
+
+They are pydantic models because they cross boundaries: the CLI prints them with `--json`, the
+store keeps them as JSON, and the HTTP API serves them unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+QueryStatus = Literal["in_progress", "completed", "failed", "cancelled"]
+StopReason = Literal[
+    "final", "no_tool_call", "max_steps", "errors", "timeout", "cancelled", "failed", "retrieval_only"
+]
+
+
+class TraceCall(BaseModel):
+    fn: str
+    category: str
+    args: str
+    result: dict[str, Any] = Field(default_factory=dict)
+    duration_ms: float = 0.0
+    ok: bool = True
+    score_space: str | None = None
+    error: str | None = None
+
+
+class Strategy(BaseModel):
+    kind: str = "none"
+    fns: list[str] = Field(default_factory=list)
+    label: str = ""
+    scope: list[str] = Field(default_factory=list)
+
+
+class StepCost(BaseModel):
+    tokens_in: int = 0
+    tokens_out: int = 0
+    decide_ms: int = 0
+    execute_ms: int = 0
+    tokens_in_cached: int = 0
+    tokens_in_cache_write: int = 0
+    tokens_in_fresh: int = 0
+
+
+class QueryStep(BaseModel):
+    step_id: str
+    status: Literal["running", "completed", "failed"]
+    commentary: str = ""
+    fns: list[str] = Field(default_factory=list)
+    strategy: Strategy = Field(default_factory=Strategy)
+    tool_calls: list[TraceCall] = Field(default_factory=list)
+    code: dict[str, str] = Field(default_factory=dict)
+    trace_truncated: dict[str, Any] = Field(
+        default_factory=lambda: {"truncated": False, "dropped_documents": 0, "dropped_tool_calls": 0}
+    )
+    cost: StepCost = Field(default_factory=StepCost)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    cum_input_tokens: int = 0
+    cum_output_tokens: int = 0
+    output: str | None = None
+    output_chars: int | None = None
+    output_truncated: bool | None = None
+    error: dict[str, str] | None = None
+    model: str | None = None
+
+
+class Rollup(BaseModel):
+    n_steps: int = 0
+    n_tool_calls: int = 0
+    by_category: dict[str, int] = Field(default_factory=dict)
+    total_hits: int = 0
+    duration_ms: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    stop_reason: StopReason = "final"
+    evidence_seen: int = 0
+    citations_dropped: int = 0
+
+
+class Synthesis(BaseModel):
+    status: Literal["completed", "degraded", "failed"] = "completed"
+    tokens_in: int = 0
+    tokens_out: int = 0
+    ms: int = 0
+    answer_preview: str = ""
+    tokens_in_cached: int = 0
+    tokens_in_cache_write: int = 0
+    tokens_in_fresh: int = 0
+    method: Literal["model", "extractive"] = "model"
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    cost_usd: float | None = None
+
+
+class Query(BaseModel):
+    id: str
+    object: Literal["query"] = "query"
+    session_id: str
+    model: str | None = None
+    created: int
+    status: QueryStatus = "in_progress"
+    error: str | None = None
+    previous_query_id: str | None = None
+    comparison: list[dict[str, Any]] | None = None
+    feedback: dict[str, Any] | None = None
+    input: list[dict[str, str]] = Field(default_factory=list)
+    output: list[dict[str, Any]] = Field(default_factory=list)
+    output_json: dict[str, Any] | None = None
+    output_grounding: dict[str, list[int]] | None = None
+    citations: list[dict[str, Any]] = Field(default_factory=list)
+    max_steps: int | None = None
+    max_tool_output_chars: int | None = None
+    thinking_level: str | None = None
+    steps: list[QueryStep] = Field(default_factory=list)
+    rollup: Rollup | None = None
+    synthesis: Synthesis | None = None
+    trace_ref: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    runtime_ms: int = 0
+
+    @property
+    def answer(self) -> str:
+        """The answer text: the concatenation of all `output_text` parts (Sleuth writes one)."""
+        return "".join(
+            part.get("text", "")
+            for message in self.output
+            for part in message.get("content", [])
+            if part.get("type") == "output_text"
+        )

@@ -1,0 +1,171 @@
+"""The synthesis call (runtime.md §8.2, §8.5): a separate model call that sees only the evidence the
+loop surfaced, the computed results and the conversation, and writes the answer with `[n]` markers
+(or, with a `shape`, one JSON object whose `data` is validated against it).
+
+Markers here are positions in the evidence list; citations.py turns them into verified citations.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sleuth.agent.evidence import format_evidence
+from sleuth.agent.loop import ModelCallRecord
+from sleuth.agent.orientation import prompt_text
+from sleuth.agent.shape import extract_json_object, validate
+from sleuth.agent.spans import EvidenceSpan
+from sleuth.models.base import CompletionParams, Message, Model, ModelError, Usage
+
+
+class ShapeInvalid(Exception):
+    """The synthesis document stayed invalid after one repair (`output did not match shape: …`)."""
+
+    def __init__(self, errors: list[str], text: str) -> None:
+        super().__init__("output did not match shape: " + "; ".join(errors[:5]))
+        self.errors = errors
+        self.text = text
+
+
+@dataclass
+class SynthesisInput:
+    ask: str
+    instructions: str
+    history: list[Message]
+    draft: str | None
+    computed: str
+    evidence: list[EvidenceSpan]
+    shape: dict[str, Any] | None = None
+
+
+@dataclass
+class SynthesisOutput:
+    text: str
+    data: dict[str, Any] | None = None
+    grounding: dict[str, list[int]] | None = None  # JSON pointer → evidence positions (1-based)
+    usage: Usage = field(default_factory=Usage)
+    ms: float = 0.0
+    calls: list[ModelCallRecord] = field(default_factory=list)
+    model: str | None = None
+
+
+def synthesis_messages(inp: SynthesisInput) -> list[Message]:
+    system = prompt_text("synthesis.md").strip()
+    if inp.instructions:
+        system += "\n\n## Instructions\n" + inp.instructions
+    if inp.shape is not None:
+        system += "\n\n## Output format\n" + prompt_text("synthesis_shape.md").strip()
+        system += "\n\nJSON Schema of `data`:\n" + json.dumps(inp.shape, ensure_ascii=False)
+    parts = [f"Question: {inp.ask}"]
+    if inp.draft:
+        parts.append(f"Draft answer from the research loop (check it against the evidence):\n{inp.draft}")
+    if inp.computed:
+        parts.append(f"Computed results:\n{inp.computed}")
+    parts.append("Evidence:\n" + (format_evidence(inp.evidence) if inp.evidence else "(none)"))
+    return [Message("system", system), *inp.history, Message("user", "\n\n".join(parts))]
+
+
+def synthesize(model: Model, inp: SynthesisInput, max_tokens: int = 2048) -> SynthesisOutput:
+    """One synthesis call, plus one repair call when a shape document is invalid.
+
+    Raises ModelError when the model fails (the caller degrades to the extractive synthesizer) and
+    ShapeInvalid when the document is still invalid after the repair."""
+    messages = synthesis_messages(inp)
+    params = CompletionParams(
+        max_tokens=max_tokens,
+        temperature=model.config.temperature,
+        seed=model.config.seed,
+        json_mode=inp.shape is not None,
+    )
+    out = SynthesisOutput(text="")
+    began = time.monotonic()
+    reply = _call(model, messages, params, out)
+    if inp.shape is None:
+        out.text = reply.strip()
+        out.ms = (time.monotonic() - began) * 1000
+        return out
+    document, errors = _parse_document(reply, inp.shape)
+    if errors:
+        messages = [
+            *messages,
+            Message("assistant", reply),
+            Message(
+                "user",
+                "The JSON did not match the schema:\n"
+                + "\n".join(errors)
+                + "\nReply again with one corrected JSON object.",
+            ),
+        ]
+        reply = _call(model, messages, params, out)
+        document, errors = _parse_document(reply, inp.shape)
+    out.ms = (time.monotonic() - began) * 1000
+    if errors or document is None:
+        text = str(document.get("answer", "")) if document else ""
+        raise ShapeInvalid(errors or ["no JSON object in the reply"], text)
+    out.text = str(document.get("answer") or "").strip()
+    out.data = document["data"]
+    grounding: dict[str, list[int]] = {}
+    for pointer, numbers in (document.get("grounding") or {}).items():
+        if isinstance(pointer, str) and isinstance(numbers, list):
+            grounding[pointer] = [
+                int(n) for n in numbers if isinstance(n, int | float) and not isinstance(n, bool)
+            ]
+    out.grounding = grounding
+    return out
+
+
+def _call(model: Model, messages: list[Message], params: CompletionParams, out: SynthesisOutput) -> str:
+    sent = [m.to_json() for m in messages]
+    began = time.monotonic()
+    try:
+        reply = model.complete(messages, [], params)
+    except ModelError as exc:
+        out.calls.append(
+            ModelCallRecord("synthesis", sent, None, str(exc), (time.monotonic() - began) * 1000)
+        )
+        raise
+    out.calls.append(
+        ModelCallRecord("synthesis", sent, reply.to_json(), None, (time.monotonic() - began) * 1000)
+    )
+    out.usage = out.usage + reply.usage
+    out.model = reply.model or model.config.id
+    return reply.text
+
+
+def _parse_document(reply: str, shape: dict[str, Any]) -> tuple[dict[str, Any] | None, list[str]]:
+    document = extract_json_object(reply)
+    if document is None:
+        return None, ["/: the reply held no JSON object"]
+    if "data" not in document:
+        return document, ['/: the object needs a "data" member']
+    return document, validate(document["data"], shape)
+
+
+def history_messages(turns: Sequence[dict[str, Any]], budget_chars: int = 24_000) -> list[Message]:
+    """Earlier completed turns as user/assistant pairs (runtime.md §9): the ask, then the answer with
+    its source list. The most recent turns that fit in the budget are kept, oldest first."""
+    pairs: list[tuple[Message, Message]] = []
+    used = 0
+    for query in reversed(list(turns)):
+        ask = "".join(str(m.get("content", "")) for m in query.get("input") or [])
+        answer = "".join(
+            str(part.get("text", ""))
+            for message in query.get("output") or []
+            for part in message.get("content") or []
+            if part.get("type") == "output_text"
+        )
+        sources = [
+            f"[{i}] {c.get('source')} p.{(c.get('pages') or [1])[0]}"
+            for i, c in enumerate(query.get("citations") or [], 1)
+        ]
+        if sources:
+            answer += "\nSources: " + " ".join(sources)
+        size = len(ask) + len(answer)
+        if used + size > budget_chars:
+            break
+        used += size
+        pairs.append((Message("user", ask), Message("assistant", answer)))
+    return [m for pair in reversed(pairs) for m in pair]

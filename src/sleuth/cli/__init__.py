@@ -1,0 +1,10 @@
+"""The `sleuth` command line. Each module registers its commands on the one Typer app."""
+
+from sleuth.cli import answer, contexts, evaluate
+from sleuth.cli.app import app
+
+__all__ = ["answer", "app", "contexts", "evaluate", "main"]
+
+
+def main() -> None:
+    app()

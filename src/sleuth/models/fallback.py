@@ -1,0 +1,47 @@
+"""Fallback across a session's models (runtime.md §12): a request that fails with a timeout, 429 or
+5xx is retried twice (1 s, then 2 s), then the next model is tried; any other error moves on at once.
+When every model fails, the error names each model and its last error, so the turn's failure says why.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from sleuth.models.base import CompletionParams, Message, Model, ModelError, Reply, ToolSpec
+
+
+class FallbackModel:
+    """`Model` over an ordered list of models; `Reply.model` names the one that answered."""
+
+    def __init__(
+        self,
+        models: Sequence[Model],
+        sleep: Callable[[float], None] = time.sleep,
+        delays: Sequence[float] = (1.0, 2.0),
+    ) -> None:
+        if not models:
+            raise ValueError("FallbackModel needs at least one model")
+        self.models = list(models)
+        self.config = self.models[0].config
+        self._sleep = sleep
+        self._delays = tuple(delays)
+
+    def complete(self, messages: list[Message], tools: list[ToolSpec], params: CompletionParams) -> Reply:
+        failures: list[tuple[str, ModelError]] = []
+        for model in self.models:
+            attempt = 0
+            while True:
+                try:
+                    reply = model.complete(messages, tools, params)
+                except ModelError as exc:
+                    if exc.retryable and attempt < len(self._delays):
+                        self._sleep(self._delays[attempt])
+                        attempt += 1
+                        continue
+                    failures.append((model.config.id, exc))
+                    break
+                reply.model = model.config.id
+                return reply
+        summary = "; ".join(f"{model_id}: {exc}" for model_id, exc in failures)
+        raise ModelError(f"all models failed: {summary}", retryable=False, status=failures[-1][1].status)

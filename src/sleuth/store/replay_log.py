@@ -1,0 +1,91 @@
+"""The replay log `queries/<qry_id>/replay.jsonl.gz` (context.md §7, api.md §8.6).
+
+One JSON record per line: every model response and host-function result of a turn, so the turn can be
+re-run deterministically (runtime.md §11). The file is written once, when the turn ends, to a temporary
+name and renamed into place, so a reader never sees half a log. The gzip header carries no name and
+mtime 0, so the same records always give the same bytes (replays and packs can compare them).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+QUERY_ID_PATTERN = re.compile(r"qry_[0-9a-f-]{8,64}")
+REPLAY_FILE = "replay.jsonl.gz"
+
+
+class InvalidQueryId(ValueError):
+    """A query id that is not `qry_<hex>`; refused so a path built from it never leaves the home."""
+
+
+def check_query_id(query_id: str) -> str:
+    # fullmatch, not `^…$`: `$` would accept a trailing newline.
+    if not isinstance(query_id, str) or not QUERY_ID_PATTERN.fullmatch(query_id):
+        raise InvalidQueryId(f"invalid query id {query_id!r}: expected 'qry_' and 8-64 of [0-9a-f-]")
+    return query_id
+
+
+def query_dir(root: Path, query_id: str) -> Path:
+    """`<root>/queries/<qry_id>/`, the per-turn directory under the home root."""
+    return Path(root) / "queries" / check_query_id(query_id)
+
+
+def replay_log_path(root: Path, query_id: str) -> Path:
+    return query_dir(root, query_id) / REPLAY_FILE
+
+
+def write_replay_log(root: Path, query_id: str, records: Iterable[dict[str, Any]]) -> Path:
+    """Write (or replace) the turn's replay log atomically; returns its path."""
+    path = replay_log_path(root, query_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.fchmod(fd, 0o644)  # mkstemp makes 0600; other local readers (sandbox uid, backups) need to read it
+    try:
+        with os.fdopen(fd, "wb") as raw:
+            # filename="" keeps the temporary name out of the gzip header; mtime=0 keeps the time out.
+            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as gz:
+                for record in records:
+                    if not isinstance(record, dict):
+                        raise TypeError(f"replay records must be dicts, got {type(record).__name__}")
+                    line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+                    gz.write(line.encode("utf-8") + b"\n")
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def read_replay_log(root: Path, query_id: str) -> list[dict[str, Any]]:
+    """All records of the turn's replay log, in the order they were written."""
+    path = replay_log_path(root, query_id)
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            return [json.loads(line) for line in fh if line.strip()]
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"no replay log for query {query_id} (expected {path}); the turn may predate replay logs, "
+            "still be running, or its session was deleted"
+        ) from None
+
+
+def delete_replay_log(root: Path, query_id: str) -> bool:
+    """Remove the turn's whole `queries/<qry_id>/` directory; False when there was nothing to remove."""
+    directory = query_dir(root, query_id)
+    if directory.is_symlink():
+        directory.unlink()
+        return True
+    if not directory.exists():
+        return False
+    shutil.rmtree(directory)
+    return True

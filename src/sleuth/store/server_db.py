@@ -1,0 +1,601 @@
+"""`server.sqlite`: the durable store of sessions, queries, their events and traces (context.md §7).
+
+The CLI (`sleuth ask`, `trace`, `replay`) and the HTTP server share it. It is written with SQLAlchemy
+Core, not the ORM, so the same statements can later run on PostgreSQL; only the engine set-up below is
+SQLite-specific (WAL, foreign keys, busy timeout, `BEGIN IMMEDIATE` for writes).
+
+Every method is one short transaction on one shared Engine, so a `ServerDB` may be used from several
+threads at once. Writes take SQLite's write lock when they begin (`BEGIN IMMEDIATE`), which makes the
+read-then-write methods (`append_event`'s seq, `delete_session`'s busy check, `save_trace`'s upsert)
+atomic without retry loops; readers are never blocked in WAL mode.
+
+Values go in and out as plain JSON-serialisable dicts. The Query object (api.md §8.2) is stored whole
+as the caller gives it; the store reads only its `id`, `session_id`, `status` and `created`, and keeps
+`feedback` in its own column, overlaid on the document when read, so a late `update_query` with an
+older copy of the document cannot lose feedback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import (
+    Column,
+    Engine,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    and_,
+    create_engine,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy import event as sa_event
+from sqlalchemy.engine import Connection, Row
+
+from sleuth.store.replay_log import delete_replay_log
+
+if TYPE_CHECKING:
+    from sleuth.store.home import Home
+
+SCHEMA_VERSION = 1
+INTERRUPTED_ERROR = "interrupted: the process stopped during this turn"
+BUSY_TIMEOUT_MS = 10_000
+TITLE_CHARS = 80
+TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+
+metadata = MetaData()
+
+meta_t = Table(
+    "meta",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+sessions_t = Table(
+    "sessions",
+    metadata,
+    Column("id", String(80), primary_key=True),
+    Column("scope", Text, nullable=False),  # JSON list of context slugs
+    Column("title", String(TITLE_CHARS), nullable=False),
+    Column("system_prompt", Text),
+    Column("guardrails", Text),
+    Column("models", Text, nullable=False),  # JSON list
+    Column("tools", Text),  # JSON list or null
+    Column("workflow", String(64), nullable=False),
+    Column("last_query_id", String(80)),
+    Column("active_query_id", String(80)),  # the turn in flight: one per session
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+)
+
+queries_t = Table(
+    "queries",
+    metadata,
+    Column("id", String(80), primary_key=True),
+    Column("session_id", String(80), ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False),
+    Column("status", String(32), nullable=False),
+    Column("created", Integer, nullable=False),
+    Column("updated", Float, nullable=False),
+    Column("document", Text, nullable=False),  # the whole Query object, JSON
+    Column("feedback", Text),  # JSON {rating, comment} or null
+    Index("ix_queries_session_created", "session_id", "created", "id"),
+    Index("ix_queries_status", "status"),
+)
+
+events_t = Table(
+    "events",
+    metadata,
+    Column("query_id", String(80), ForeignKey("queries.id", ondelete="CASCADE"), primary_key=True),
+    Column("seq", Integer, primary_key=True, autoincrement=False),  # 1-based per query
+    Column("type", String(128), nullable=False),
+    Column("data", Text, nullable=False),  # the whole event dict, JSON
+)
+
+traces_t = Table(
+    "traces",
+    metadata,
+    Column("query_id", String(80), ForeignKey("queries.id", ondelete="CASCADE"), primary_key=True),
+    Column("document", Text, nullable=False),
+)
+
+
+class ServerDBError(Exception):
+    """Base of the store's own errors."""
+
+
+class SessionNotFound(ServerDBError, LookupError):
+    """No such session (`404 session_not_found` over HTTP)."""
+
+
+class SessionBusy(ServerDBError):
+    """A turn is in flight on the session (`409 session_busy` over HTTP)."""
+
+
+class QueryNotFound(ServerDBError, LookupError):
+    """No such query (`404` over HTTP)."""
+
+
+_id_lock = threading.Lock()
+_id_last_ms = 0
+_id_counter = 0
+
+
+def new_id(prefix: str) -> str:
+    """`<prefix>_` + a UUIDv7-shaped id: 48-bit Unix milliseconds, then a 12-bit counter, then random.
+
+    Time comes first and the counter keeps ids made in the same millisecond (or after the clock stepped
+    back) increasing, so within a process `ORDER BY id` is creation order; across processes it is
+    creation order to the millisecond.
+    """
+    global _id_last_ms, _id_counter
+    with _id_lock:
+        ms = time.time_ns() // 1_000_000
+        if ms > _id_last_ms:
+            _id_last_ms, _id_counter = ms, int.from_bytes(os.urandom(2), "big") & 0x1FF
+        else:
+            _id_counter += 1
+            if _id_counter > 0xFFF:
+                _id_last_ms, _id_counter = _id_last_ms + 1, 0
+        ms, counter = _id_last_ms, _id_counter
+    rand = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
+    value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | counter << 64 | 0b10 << 62 | rand
+    h = f"{value:032x}"
+    return f"{prefix}_{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _title(text: str) -> str:
+    """The opening ask on one line, cut to 80 characters (api.md §10.1)."""
+    return " ".join(text.split())[:TITLE_CHARS]
+
+
+def _session_dict(row: Row[Any]) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "scope": _loads(row.scope),
+        "title": row.title,
+        "system_prompt": row.system_prompt,
+        "guardrails": row.guardrails,
+        "models": _loads(row.models),
+        "tools": _loads(row.tools),
+        "workflow": row.workflow,
+        "last_query_id": row.last_query_id,
+        "active_query_id": row.active_query_id,
+        "created_at": row.created_at,
+        "updated_at": row.updated_at,
+    }
+
+
+def _query_document(row: Row[Any]) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(row.document)
+    document["feedback"] = _loads(row.feedback)
+    return document
+
+
+def _query_fields(query: dict[str, Any]) -> tuple[str, str, str]:
+    try:
+        query_id, session_id, status = query["id"], query["session_id"], query["status"]
+    except KeyError as exc:
+        raise ValueError(
+            f"a query needs 'id', 'session_id' and 'status'; {exc.args[0]!r} is missing"
+        ) from None
+    if not all(isinstance(v, str) and v for v in (query_id, session_id, status)):
+        raise ValueError("query 'id', 'session_id' and 'status' must be non-empty strings")
+    return query_id, session_id, status
+
+
+class ServerDB:
+    """One `server.sqlite`. Create with `ServerDB.for_home(home)`; close with `close()` (or `with`).
+
+    `replay_root` is the home root under which `queries/<qry_id>/` directories live; `delete_session`
+    removes those of the deleted turns after the rows are gone. It defaults to the database's own
+    directory, since `server.sqlite` sits at the home root; pass it explicitly for any other layout.
+    """
+
+    def __init__(self, path: Path, *, replay_root: Path | None = None) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.replay_root = Path(replay_root) if replay_root is not None else self.path.parent
+        self._engine = _sqlite_engine(self.path)
+        # Same pool and dialect; the option tells the "begin" hook to take the write lock up front.
+        self._writer = self._engine.execution_options(sleuth_write=True)
+        try:
+            metadata.create_all(self._writer)  # under the write lock: two processes may open at once
+            self._check_schema_version()
+        except BaseException:
+            self._engine.dispose()
+            raise
+
+    @classmethod
+    def for_home(cls, home: Home) -> ServerDB:
+        return cls(home.root / "server.sqlite", replay_root=home.root)
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    def __enter__(self) -> ServerDB:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        with self._engine.connect() as conn:
+            yield conn
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        with self._writer.begin() as conn:
+            yield conn
+
+    def _check_schema_version(self) -> None:
+        with self._write() as conn:
+            found = conn.execute(select(meta_t.c.value).where(meta_t.c.key == "schema_version")).scalar()
+            if found is None:
+                conn.execute(insert(meta_t).values(key="schema_version", value=str(SCHEMA_VERSION)))
+            elif int(found) > SCHEMA_VERSION:
+                raise ServerDBError(
+                    f"{self.path} has schema version {found}, newer than this Sleuth understands "
+                    f"({SCHEMA_VERSION}); upgrade Sleuth"
+                )
+
+    @property
+    def schema_version(self) -> int:
+        with self._read() as conn:
+            return int(
+                conn.execute(select(meta_t.c.value).where(meta_t.c.key == "schema_version")).scalar_one()
+            )
+
+    # --- sessions ---------------------------------------------------------------------------------
+
+    def create_session(
+        self,
+        scope: list[str],
+        title: str,
+        system_prompt: str | None = None,
+        guardrails: str | None = None,
+        models: list[str] | None = None,
+        tools: list[str] | None = None,
+        workflow: str = "search",
+    ) -> dict[str, Any]:
+        """A new session; scope, prompts, models, tools and workflow are pinned here (runtime.md §9)."""
+        now = time.time()
+        session: dict[str, Any] = {
+            "id": new_id("ses"),
+            "scope": list(scope),
+            "title": _title(title),
+            "system_prompt": system_prompt,
+            "guardrails": guardrails,
+            "models": list(models or []),
+            "tools": None if tools is None else list(tools),
+            "workflow": workflow,
+            "last_query_id": None,
+            "active_query_id": None,
+            "created_at": now,
+            "updated_at": now,
+        }
+        row = {
+            **session,
+            "scope": _dumps(session["scope"]),
+            "models": _dumps(session["models"]),
+            "tools": None if tools is None else _dumps(session["tools"]),
+        }
+        with self._write() as conn:
+            conn.execute(insert(sessions_t).values(**row))
+        return session
+
+    def get_session(self, session_id: str) -> dict[str, Any] | None:
+        with self._read() as conn:
+            row = conn.execute(select(sessions_t).where(sessions_t.c.id == session_id)).first()
+        return None if row is None else _session_dict(row)
+
+    def list_sessions(self, limit: int = 50) -> list[dict[str, Any]]:
+        """Newest first."""
+        stmt = (
+            select(sessions_t)
+            .order_by(sessions_t.c.created_at.desc(), sessions_t.c.id.desc())
+            .limit(max(0, int(limit)))
+        )
+        with self._read() as conn:
+            return [_session_dict(row) for row in conn.execute(stmt)]
+
+    def active_query_count(self) -> int:
+        """Turns in flight (`queries_active` of `GET /sessions`)."""
+        stmt = select(func.count()).select_from(sessions_t).where(sessions_t.c.active_query_id.is_not(None))
+        with self._read() as conn:
+            return int(conn.execute(stmt).scalar_one())
+
+    def delete_session(self, session_id: str) -> bool:
+        """Delete the session with its queries, events and traces, then its turns' replay logs.
+
+        False when there is no such session; `SessionBusy` while a turn runs. The rows go in one
+        transaction; the replay directories are removed after it commits (a crash in between leaves
+        orphan files, never rows pointing at missing files).
+        """
+        with self._write() as conn:
+            row = conn.execute(
+                select(sessions_t.c.active_query_id).where(sessions_t.c.id == session_id)
+            ).first()
+            if row is None:
+                return False
+            if row.active_query_id is not None:
+                raise SessionBusy(f"session {session_id} has a turn in flight ({row.active_query_id})")
+            query_ids = list(
+                conn.execute(select(queries_t.c.id).where(queries_t.c.session_id == session_id)).scalars()
+            )
+            # ON DELETE CASCADE takes the queries and, through them, their events and traces.
+            conn.execute(delete(sessions_t).where(sessions_t.c.id == session_id))
+        for query_id in query_ids:
+            # An id we did not make, or a file we cannot remove: the rows are already gone, go on.
+            with suppress(OSError, ValueError):
+                delete_replay_log(self.replay_root, query_id)
+        return True
+
+    def claim_session(self, session_id: str, query_id: str) -> bool:
+        """Mark `query_id` as the session's turn in flight; False when another turn holds it.
+
+        One conditional UPDATE, so two racing callers can never both win. `SessionNotFound` when the
+        session does not exist.
+        """
+        with self._write() as conn:
+            result = conn.execute(
+                update(sessions_t)
+                .where(sessions_t.c.id == session_id, sessions_t.c.active_query_id.is_(None))
+                .values(active_query_id=query_id, updated_at=time.time())
+            )
+            if result.rowcount == 1:
+                return True
+            if conn.execute(select(sessions_t.c.id).where(sessions_t.c.id == session_id)).first() is None:
+                raise SessionNotFound(f"no session {session_id}")
+            return False
+
+    def release_session(self, session_id: str, query_id: str) -> bool:
+        """End the turn: if `query_id` holds the claim, clear it and record the turn as the last one.
+
+        A caller that does not hold the claim (a claim that failed, a turn already recovered) changes
+        nothing, so `try: claim … finally: release` is safe; returns whether the claim was released.
+        """
+        with self._write() as conn:
+            result = conn.execute(
+                update(sessions_t)
+                .where(sessions_t.c.id == session_id, sessions_t.c.active_query_id == query_id)
+                .values(active_query_id=None, last_query_id=query_id, updated_at=time.time())
+            )
+            return result.rowcount == 1
+
+    # --- queries ----------------------------------------------------------------------------------
+
+    def insert_query(self, query: dict[str, Any]) -> None:
+        """Store a new turn. `SessionNotFound` if its session does not exist."""
+        query_id, session_id, status = _query_fields(query)
+        now = time.time()
+        created = int(query.get("created") or now)
+        feedback = query.get("feedback")
+        with self._write() as conn:
+            if conn.execute(select(sessions_t.c.id).where(sessions_t.c.id == session_id)).first() is None:
+                raise SessionNotFound(f"no session {session_id}")
+            conn.execute(
+                insert(queries_t).values(
+                    id=query_id,
+                    session_id=session_id,
+                    status=status,
+                    created=created,
+                    updated=now,
+                    document=_dumps(query),
+                    feedback=None if feedback is None else _dumps(feedback),
+                )
+            )
+
+    def update_query(self, query: dict[str, Any]) -> None:
+        """Replace the stored document and status (feedback is kept: see `set_feedback`)."""
+        query_id, _session_id, status = _query_fields(query)
+        with self._write() as conn:
+            result = conn.execute(
+                update(queries_t)
+                .where(queries_t.c.id == query_id)
+                .values(status=status, updated=time.time(), document=_dumps(query))
+            )
+            if result.rowcount != 1:
+                raise QueryNotFound(f"no query {query_id}")
+
+    def get_query(self, query_id: str) -> dict[str, Any] | None:
+        with self._read() as conn:
+            row = conn.execute(select(queries_t).where(queries_t.c.id == query_id)).first()
+        return None if row is None else _query_document(row)
+
+    def queries_for_session(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's turns, oldest first."""
+        stmt = (
+            select(queries_t)
+            .where(queries_t.c.session_id == session_id)
+            .order_by(queries_t.c.created, queries_t.c.id)
+        )
+        with self._read() as conn:
+            return [_query_document(row) for row in conn.execute(stmt)]
+
+    def previous_completed_queries(
+        self, session_id: str, before_query_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The conversation history of runtime.md §9: completed turns, oldest first.
+
+        With `before_query_id`, only turns created before that one (an unknown id sets no bound, so a
+        caller may ask before inserting the new turn). Failed and cancelled turns are left out.
+        """
+        conditions = [queries_t.c.session_id == session_id, queries_t.c.status == "completed"]
+        with self._read() as conn:
+            if before_query_id is not None:
+                bound = conn.execute(
+                    select(queries_t.c.created, queries_t.c.id).where(queries_t.c.id == before_query_id)
+                ).first()
+                if bound is not None:
+                    conditions.append(
+                        or_(
+                            queries_t.c.created < bound.created,
+                            and_(queries_t.c.created == bound.created, queries_t.c.id < bound.id),
+                        )
+                    )
+            stmt = select(queries_t).where(*conditions).order_by(queries_t.c.created, queries_t.c.id)
+            return [_query_document(row) for row in conn.execute(stmt)]
+
+    def set_feedback(self, query_id: str, feedback: dict[str, Any] | None) -> None:
+        """Store (or replace, or with None clear) the turn's feedback (api.md §10.3).
+
+        Validation of rating and comment length is the caller's (the API answers 400 for it).
+        """
+        with self._write() as conn:
+            result = conn.execute(
+                update(queries_t)
+                .where(queries_t.c.id == query_id)
+                .values(feedback=None if feedback is None else _dumps(feedback), updated=time.time())
+            )
+            if result.rowcount != 1:
+                raise QueryNotFound(f"no query {query_id}")
+
+    # --- events and traces ------------------------------------------------------------------------
+
+    def append_event(self, query_id: str, event: dict[str, Any]) -> int:
+        """Store one stream event of the turn (api.md §9.3); returns its seq (1, 2, 3, … per query).
+
+        The seq is max+1 read inside the same write transaction, so concurrent appends never collide.
+        """
+        event_type = event.get("type")
+        if not isinstance(event_type, str) or not event_type:
+            raise ValueError("an event needs a non-empty string 'type'")
+        data = _dumps(event)
+        with self._write() as conn:
+            if conn.execute(select(queries_t.c.id).where(queries_t.c.id == query_id)).first() is None:
+                raise QueryNotFound(f"no query {query_id}")
+            last = conn.execute(
+                select(func.coalesce(func.max(events_t.c.seq), 0)).where(events_t.c.query_id == query_id)
+            ).scalar_one()
+            seq = int(last) + 1
+            conn.execute(insert(events_t).values(query_id=query_id, seq=seq, type=event_type, data=data))
+        return seq
+
+    def events(self, query_id: str, since_seq: int = 1) -> list[dict[str, Any]]:
+        """Stored events with seq ≥ `since_seq` (inclusive, as `Last-Event-ID` resume wants), in order.
+
+        Each is the dict given to `append_event` plus its `seq`.
+        """
+        stmt = (
+            select(events_t.c.seq, events_t.c.data)
+            .where(events_t.c.query_id == query_id, events_t.c.seq >= since_seq)
+            .order_by(events_t.c.seq)
+        )
+        with self._read() as conn:
+            return [{**json.loads(row.data), "seq": row.seq} for row in conn.execute(stmt)]
+
+    def save_trace(self, query_id: str, trace: dict[str, Any]) -> None:
+        """Store or replace the turn's trace (api.md §8.6)."""
+        document = _dumps(trace)
+        with self._write() as conn:
+            if conn.execute(select(queries_t.c.id).where(queries_t.c.id == query_id)).first() is None:
+                raise QueryNotFound(f"no query {query_id}")
+            result = conn.execute(
+                update(traces_t).where(traces_t.c.query_id == query_id).values(document=document)
+            )
+            if result.rowcount == 0:
+                conn.execute(insert(traces_t).values(query_id=query_id, document=document))
+
+    def get_trace(self, query_id: str) -> dict[str, Any] | None:
+        with self._read() as conn:
+            text = conn.execute(select(traces_t.c.document).where(traces_t.c.query_id == query_id)).scalar()
+        return None if text is None else dict(json.loads(text))
+
+    # --- crash recovery ---------------------------------------------------------------------------
+
+    def recover_interrupted(self, now: float | None = None, *, error: str = INTERRUPTED_ERROR) -> int:
+        """Fail every turn left `in_progress` and clear every session claim; returns the turns failed.
+
+        Call once when a server or CLI process starts: a turn still in progress then belongs to a
+        process that died, and must not stay pollable forever nor keep its session busy. The document's
+        `status` and `error` are rewritten too. Caveat: every process sharing the home counts as "the"
+        process, so do not call this while another one may be running turns on the same database.
+        """
+        stamp = time.time() if now is None else now
+        with self._write() as conn:
+            rows = conn.execute(
+                select(queries_t.c.id, queries_t.c.document).where(queries_t.c.status == "in_progress")
+            ).all()
+            for row in rows:
+                document: dict[str, Any] = json.loads(row.document)
+                document["status"] = "failed"
+                document["error"] = error
+                conn.execute(
+                    update(queries_t)
+                    .where(queries_t.c.id == row.id)
+                    .values(status="failed", updated=stamp, document=_dumps(document))
+                )
+            claimed = conn.execute(
+                select(sessions_t.c.id, sessions_t.c.active_query_id).where(
+                    sessions_t.c.active_query_id.is_not(None)
+                )
+            ).all()
+            for session in claimed:
+                stored = conn.execute(
+                    select(queries_t.c.id).where(queries_t.c.id == session.active_query_id)
+                ).first()
+                values: dict[str, Any] = {"active_query_id": None, "updated_at": stamp}
+                if stored is not None:  # the interrupted turn was stored: it is the session's latest
+                    values["last_query_id"] = session.active_query_id
+                conn.execute(update(sessions_t).where(sessions_t.c.id == session.id).values(**values))
+        return len(rows)
+
+
+def _sqlite_engine(path: Path) -> Engine:
+    """One Engine for the file: WAL, foreign keys, busy timeout, and `BEGIN IMMEDIATE` for writers.
+
+    pysqlite's own implicit transactions are switched off (isolation_level=None) so SQLAlchemy's
+    "begin" hook decides how each transaction starts: deferred for reads, immediate for writes, so a
+    read-then-write transaction can never fail on lock upgrade.
+    """
+    engine = create_engine(
+        f"sqlite:///{path}",
+        connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000},
+    )
+
+    def on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None
+        cursor = dbapi_conn.cursor()
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        finally:
+            cursor.close()
+
+    def on_begin(conn: Connection) -> None:
+        conn.exec_driver_sql(
+            "BEGIN IMMEDIATE" if conn.get_execution_options().get("sleuth_write") else "BEGIN"
+        )
+
+    listen: Callable[..., None] = sa_event.listen
+    listen(engine, "connect", on_connect)
+    listen(engine, "begin", on_begin)
+    return engine

@@ -1,0 +1,336 @@
+"""`server.sqlite` on real files: sessions, one turn per session, events, cascade, crash recovery."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sleuth.store.home import Home
+from sleuth.store.replay_log import read_replay_log, write_replay_log
+from sleuth.store.server_db import (
+    INTERRUPTED_ERROR,
+    SCHEMA_VERSION,
+    QueryNotFound,
+    ServerDB,
+    ServerDBError,
+    SessionBusy,
+    SessionNotFound,
+    new_id,
+)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[ServerDB]:
+    store = ServerDB.for_home(Home(tmp_path))
+    yield store
+    store.close()
+
+
+def make_query(session_id: str, status: str = "in_progress", **extra: Any) -> dict[str, Any]:
+    query: dict[str, Any] = {
+        "id": new_id("qry"),
+        "object": "query",
+        "session_id": session_id,
+        "status": status,
+        "error": None,
+        "created": 1764460800,
+        "input": [{"role": "user", "content": "How long do returns take?"}],
+        "output": [],
+        "feedback": None,
+    }
+    query.update(extra)
+    return query
+
+
+def raw(path: Path, sql: str) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(path) as conn:
+        return conn.execute(sql).fetchall()
+
+
+def test_new_id_is_time_ordered_and_uuid_shaped() -> None:
+    ids = [new_id("qry") for _ in range(5000)]
+    assert ids == sorted(ids)
+    assert len(set(ids)) == len(ids)
+    head = ids[0]
+    assert head.startswith("qry_") and len(head) == 40
+    assert [len(part) for part in head[4:].split("-")] == [8, 4, 4, 4, 12]
+    assert head[4:][14] == "7"  # UUID version nibble
+
+
+def test_file_settings(db: ServerDB, tmp_path: Path) -> None:
+    assert db.path == tmp_path.resolve() / "server.sqlite"
+    assert raw(db.path, "PRAGMA journal_mode") == [("wal",)]
+    assert raw(db.path, "SELECT value FROM meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
+    assert db.schema_version == SCHEMA_VERSION
+
+
+def test_newer_schema_refused(tmp_path: Path) -> None:
+    ServerDB(tmp_path / "s.sqlite").close()
+    with sqlite3.connect(tmp_path / "s.sqlite") as conn:
+        conn.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
+    with pytest.raises(ServerDBError, match="newer than this Sleuth"):
+        ServerDB(tmp_path / "s.sqlite")
+
+
+def test_sessions_crud(db: ServerDB) -> None:
+    ask = "  How long\ndo customers have to return an item? " + "x" * 100
+    first = db.create_session(["support-kb"], ask, system_prompt="Be brief.", models=["sleuth/offline"])
+    second = db.create_session(["a", "b"], "second", guardrails="No PII.", tools=["search"], workflow="rag")
+    assert first["id"].startswith("ses_")
+    assert first["title"] == ("How long do customers have to return an item? " + "x" * 100)[:80]
+    assert len(first["title"]) == 80
+    assert first["tools"] is None and first["models"] == ["sleuth/offline"]
+    assert db.get_session(first["id"]) == first
+    assert db.get_session(second["id"]) == second
+    assert db.get_session("ses_missing") is None
+    assert [s["id"] for s in db.list_sessions()] == [second["id"], first["id"]]
+    assert [s["id"] for s in db.list_sessions(limit=1)] == [second["id"]]
+    assert db.delete_session(first["id"]) is True
+    assert db.delete_session(first["id"]) is False
+    assert [s["id"] for s in db.list_sessions()] == [second["id"]]
+
+
+def test_claim_and_release(db: ServerDB) -> None:
+    ses = db.create_session(["kb"], "q")["id"]
+    q1, q2 = new_id("qry"), new_id("qry")
+    assert db.claim_session(ses, q1) is True
+    assert db.claim_session(ses, q2) is False
+    assert db.active_query_count() == 1
+    with pytest.raises(SessionBusy):
+        db.delete_session(ses)
+    assert db.release_session(ses, q2) is False  # not the holder: nothing changes
+    assert db.get_session(ses)["active_query_id"] == q1  # type: ignore[index]
+    assert db.get_session(ses)["last_query_id"] is None  # type: ignore[index]
+    assert db.release_session(ses, q1) is True
+    session = db.get_session(ses)
+    assert session is not None
+    assert session["active_query_id"] is None and session["last_query_id"] == q1
+    assert session["updated_at"] >= session["created_at"]
+    assert db.claim_session(ses, q2) is True
+    with pytest.raises(SessionNotFound):
+        db.claim_session("ses_missing", q1)
+
+
+def test_claim_race_has_one_winner(db: ServerDB) -> None:
+    ses = db.create_session(["kb"], "race")["id"]
+    n = 16
+    barrier = threading.Barrier(n)
+    results: dict[str, bool] = {}
+
+    def contend(query_id: str) -> None:
+        barrier.wait()
+        results[query_id] = db.claim_session(ses, query_id)
+
+    threads = [threading.Thread(target=contend, args=(new_id("qry"),)) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    winners = [qid for qid, won in results.items() if won]
+    assert len(results) == n and len(winners) == 1
+    assert db.get_session(ses)["active_query_id"] == winners[0]  # type: ignore[index]
+
+
+def test_claim_race_across_connections(tmp_path: Path) -> None:
+    """Two ServerDB objects (as two processes would have) on one file: still one winner."""
+    path = tmp_path / "server.sqlite"
+    a, b = ServerDB(path), ServerDB(path)
+    ses = a.create_session(["kb"], "race")["id"]
+    barrier = threading.Barrier(2)
+    results: list[bool] = []
+
+    def contend(store: ServerDB) -> None:
+        barrier.wait()
+        results.append(store.claim_session(ses, new_id("qry")))
+
+    threads = [threading.Thread(target=contend, args=(s,)) for s in (a, b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == [False, True]
+    a.close()
+    b.close()
+
+
+def test_queries(db: ServerDB) -> None:
+    ses = db.create_session(["kb"], "q")["id"]
+    q1 = make_query(ses, created=100)
+    q2 = make_query(ses, created=100)
+    q3 = make_query(ses, created=101)
+    for q in (q3, q1, q2):  # insertion order does not matter: created, then id
+        db.insert_query(q)
+    assert db.get_query(q1["id"]) == q1
+    assert db.get_query("qry_missing") is None
+    assert [q["id"] for q in db.queries_for_session(ses)] == [q1["id"], q2["id"], q3["id"]]
+
+    done = {**q1, "status": "completed", "output": [{"role": "assistant", "content": []}]}
+    db.update_query(done)
+    assert db.get_query(q1["id"]) == done
+    db.update_query({**q2, "status": "failed", "error": "boom"})
+    db.update_query({**q3, "status": "completed"})
+    history = db.previous_completed_queries(ses)
+    assert [q["id"] for q in history] == [q1["id"], q3["id"]]
+    assert [q["id"] for q in db.previous_completed_queries(ses, before_query_id=q3["id"])] == [q1["id"]]
+    assert db.previous_completed_queries(ses, before_query_id=q1["id"]) == []
+    assert len(db.previous_completed_queries(ses, before_query_id="qry_not_yet_stored")) == 2
+
+    with pytest.raises(SessionNotFound):
+        db.insert_query(make_query("ses_missing"))
+    with pytest.raises(QueryNotFound):
+        db.update_query(make_query(ses))
+    with pytest.raises(ValueError, match="status"):
+        db.insert_query({"id": new_id("qry"), "session_id": ses})
+
+
+def test_feedback_replace(db: ServerDB) -> None:
+    ses = db.create_session(["kb"], "q")["id"]
+    q = make_query(ses, status="completed")
+    db.insert_query(q)
+    db.set_feedback(q["id"], {"rating": "up", "comment": "good"})
+    db.set_feedback(q["id"], {"rating": "down", "comment": None})
+    assert db.get_query(q["id"])["feedback"] == {"rating": "down", "comment": None}  # type: ignore[index]
+    db.update_query(q)  # an older copy of the document does not lose the feedback
+    assert db.get_query(q["id"])["feedback"] == {"rating": "down", "comment": None}  # type: ignore[index]
+    db.set_feedback(q["id"], None)
+    assert db.get_query(q["id"])["feedback"] is None  # type: ignore[index]
+    with pytest.raises(QueryNotFound):
+        db.set_feedback("qry_missing", {"rating": "up"})
+
+
+def test_events_order_and_since(db: ServerDB) -> None:
+    ses = db.create_session(["kb"], "q")["id"]
+    q, other = make_query(ses), make_query(ses)
+    db.insert_query(q)
+    db.insert_query(other)
+    types = ["response.created", "response.step", "response.step", "response.completed"]
+    seqs = [db.append_event(q["id"], {"type": t, "query_id": q["id"], "n": i}) for i, t in enumerate(types)]
+    assert seqs == [1, 2, 3, 4]
+    assert db.append_event(other["id"], {"type": "response.created"}) == 1
+    stored = db.events(q["id"])
+    assert [e["seq"] for e in stored] == [1, 2, 3, 4]
+    assert [e["type"] for e in stored] == types
+    assert stored[1] == {"type": "response.step", "query_id": q["id"], "n": 1, "seq": 2}
+    assert [e["seq"] for e in db.events(q["id"], since_seq=3)] == [3, 4]  # inclusive
+    assert db.events(q["id"], since_seq=5) == []
+    assert raw(db.path, "SELECT type FROM events WHERE seq = 4") == [("response.completed",)]
+    with pytest.raises(ValueError, match="type"):
+        db.append_event(q["id"], {"delta": "no type"})
+    with pytest.raises(QueryNotFound):
+        db.append_event("qry_missing", {"type": "x"})
+
+
+def test_concurrent_appends_get_distinct_seqs(db: ServerDB) -> None:
+    ses = db.create_session(["kb"], "q")["id"]
+    q = make_query(ses)
+    db.insert_query(q)
+    seqs: list[int] = []
+    lock = threading.Lock()
+
+    def append(worker: int) -> None:
+        for i in range(10):
+            seq = db.append_event(q["id"], {"type": "response.step", "worker": worker, "i": i})
+            with lock:
+                seqs.append(seq)
+
+    threads = [threading.Thread(target=append, args=(w,)) for w in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(seqs) == list(range(1, 81))
+    assert [e["seq"] for e in db.events(q["id"])] == list(range(1, 81))
+
+
+def test_traces(db: ServerDB) -> None:
+    ses = db.create_session(["kb"], "q")["id"]
+    q = make_query(ses)
+    db.insert_query(q)
+    assert db.get_trace(q["id"]) is None
+    db.save_trace(q["id"], {"query_id": q["id"], "steps": []})
+    db.save_trace(q["id"], {"query_id": q["id"], "steps": [{"step_id": "step_1"}]})
+    assert db.get_trace(q["id"]) == {"query_id": q["id"], "steps": [{"step_id": "step_1"}]}
+    with pytest.raises(QueryNotFound):
+        db.save_trace("qry_missing", {})
+
+
+def test_delete_cascades_and_removes_replay_logs(db: ServerDB) -> None:
+    keep = db.create_session(["kb"], "keep")["id"]
+    gone = db.create_session(["kb"], "gone")["id"]
+    kept_q, gone_q = make_query(keep), make_query(gone)
+    for q in (kept_q, gone_q):
+        db.insert_query(q)
+        db.append_event(q["id"], {"type": "response.created"})
+        db.save_trace(q["id"], {"query_id": q["id"]})
+        write_replay_log(db.replay_root, q["id"], [{"kind": "model"}])
+
+    assert db.delete_session(gone) is True
+    assert db.get_query(gone_q["id"]) is None
+    assert db.events(gone_q["id"]) == []
+    assert db.get_trace(gone_q["id"]) is None
+    for table in ("queries", "events", "traces"):
+        column = "id" if table == "queries" else "query_id"
+        assert raw(db.path, f"SELECT {column} FROM {table}") == [(kept_q["id"],)]
+    assert not (db.replay_root / "queries" / gone_q["id"]).exists()
+    assert read_replay_log(db.replay_root, kept_q["id"]) == [{"kind": "model"}]
+
+
+def test_data_survives_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "server.sqlite"
+    first = ServerDB(path)
+    ses = first.create_session(["kb"], "persist", models=["m"])
+    q = make_query(ses["id"], status="completed")
+    first.insert_query(q)
+    first.append_event(q["id"], {"type": "response.created"})
+    first.save_trace(q["id"], {"query_id": q["id"]})
+    first.set_feedback(q["id"], {"rating": "up"})
+    first.close()
+
+    second = ServerDB(path)
+    assert second.get_session(ses["id"]) == ses
+    assert second.get_query(q["id"]) == {**q, "feedback": {"rating": "up"}}
+    assert second.events(q["id"]) == [{"type": "response.created", "seq": 1}]
+    assert second.get_trace(q["id"]) == {"query_id": q["id"]}
+    second.close()
+
+
+def test_recover_interrupted_after_crash(tmp_path: Path) -> None:
+    path = tmp_path / "server.sqlite"
+    crashed = ServerDB(path)
+    ses = crashed.create_session(["kb"], "crash")["id"]
+    idle = crashed.create_session(["kb"], "idle")["id"]
+    done = make_query(ses, status="completed")
+    crashed.insert_query(done)
+    running = make_query(ses, runtime_ms=1200)
+    assert crashed.claim_session(ses, running["id"])
+    crashed.insert_query(running)
+    crashed.append_event(running["id"], {"type": "response.created"})
+    orphan = new_id("qry")  # claimed, but the process died before storing the query
+    assert crashed.claim_session(idle, orphan)
+    del crashed  # no close(): the process "died"
+
+    fresh = ServerDB(path)
+    assert fresh.claim_session(ses, new_id("qry")) is False  # still held until recovery
+    assert fresh.recover_interrupted(now=1764461000.0) == 1
+    failed = fresh.get_query(running["id"])
+    assert failed == {**running, "status": "failed", "error": INTERRUPTED_ERROR}
+    assert fresh.get_query(done["id"]) == done
+    assert raw(path, f"SELECT status, updated FROM queries WHERE id = '{running['id']}'") == [
+        ("failed", 1764461000.0)
+    ]
+    session = fresh.get_session(ses)
+    assert session is not None
+    assert session["active_query_id"] is None and session["last_query_id"] == running["id"]
+    idle_session = fresh.get_session(idle)
+    assert idle_session is not None
+    assert idle_session["active_query_id"] is None and idle_session["last_query_id"] is None
+    assert fresh.active_query_count() == 0
+    assert fresh.events(running["id"]) == [{"type": "response.created", "seq": 1}]
+    assert fresh.recover_interrupted() == 0  # idempotent
+    assert fresh.claim_session(ses, new_id("qry")) is True
+    fresh.close()
