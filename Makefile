@@ -22,6 +22,7 @@ demo: install
 	$(BIN)/sleuth search --context acme "How many days a week can employees work remotely?"
 	$(BIN)/sleuth search --context acme --mode keyword "ERR-4012"
 	$(BIN)/sleuth exec --context acme examples/demo-step.py
+	$(BIN)/sleuth ask --context acme "How many days a week can employees work remotely?"
 
 lint: install-dev
 	$(BIN)/ruff check src tests benchmarks scripts
