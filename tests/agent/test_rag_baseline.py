@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sleuth.agent.evaluation import EvalQuestion, PageLookup, citation_verifies, run_eval
-from sleuth.agent.rag_baseline import LAST_SEARCH, SEARCH_TOOL, RagBaseline, format_chunks
+from sleuth.agent.evaluation.rag_baseline import LAST_SEARCH, SEARCH_TOOL, RagBaseline, format_chunks
 from sleuth.agent.spans import EvidenceSpan
 from sleuth.models.base import ModelError, Reply, ToolCall
 from sleuth.models.scripted import ScriptedModel

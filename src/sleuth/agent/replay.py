@@ -15,7 +15,7 @@ from typing import Any
 
 from sleuth.agent.orientation import ContextBrief
 from sleuth.agent.records import Query
-from sleuth.agent.turn import PreparedTurn, Runtime, TurnRequest, _new_query_id
+from sleuth.agent.turn import PreparedTurn, Runtime, TurnRequest, new_query_id
 from sleuth.models.base import ModelConfig, ModelError, Reply
 from sleuth.models.scripted import ScriptedModel
 from sleuth.sandbox.host import HostFunction
@@ -114,7 +114,7 @@ def replay(home: Home, query_id: str, db: ServerDB | None = None) -> dict[str, A
                 workflow=turn_record.get("workflow") or "search",
             )
             query = Query(
-                id=_new_query_id(),
+                id=new_query_id(),
                 session_id=session["id"],
                 created=int(time.time()),
                 input=[{"role": "user", "content": request_data["ask"]}],

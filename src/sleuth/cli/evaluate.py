@@ -67,7 +67,7 @@ def eval_cmd(
         summarize,
         write_report,
     )
-    from sleuth.agent.rag_baseline import RagBaseline
+    from sleuth.agent.evaluation.rag_baseline import RagBaseline
     from sleuth.models.base import Model
     from sleuth.models.catalog import Catalog, CatalogError, build_model
     from sleuth.store.search import VersionReader

@@ -714,7 +714,16 @@ class Knowledge:
         for item in evidence or []:
             label = item if isinstance(item, str) else item.ref
             if label is None or self.evidence.get(label) is None:
-                raise LimitError(f"{item!r} is not an evidence label seen in this turn")
+                known = [s.ref for s in self.evidence.all()]
+                hint = (
+                    f"labels so far: {', '.join(known[:30])}{' …' if len(known) > 30 else ''}"
+                    if known
+                    else "no spans have been returned yet (query_db counts carry none)"
+                )
+                raise LimitError(
+                    f"{item!r} is not an evidence label of this turn; {hint}. "
+                    "Call final() with known labels, or with no evidence to answer from the printed results."
+                )
             labels.append(label)
         raise FinalAnswer(answer, labels)
 

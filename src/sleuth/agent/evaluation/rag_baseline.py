@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sleuth.agent.citations import build_citations
-from sleuth.agent.evaluation import AnswerRecord, EvalQuestion, PageLookup
+from sleuth.agent.evaluation.questions import EvalQuestion
+from sleuth.agent.evaluation.runner import AnswerRecord, PageLookup
 from sleuth.agent.extractive import extractive_answer
 from sleuth.agent.spans import EvidenceSpan
 from sleuth.models.base import CompletionParams, Message, Model, ModelError, Reply, ToolSpec, Usage

@@ -1,0 +1,336 @@
+"""Scoring one answer against the gold: the numeric and text rules, the heuristic verdict and the LLM
+judge.
+
+Matching rules (all documented here because accuracy numbers are only comparable when they are):
+
+- `numeric_match` applies when the gold answer states a number. The gold's *key numbers* are its
+  numbers minus framing numbers (bare integers that are years 1900–2100, days of a date such as
+  `January 28`, or period lengths such as `12 months`; kept only when the gold has no other number);
+  numbers glued to letters (`FY2022`, `Q2`, `10-K`, `3M`, `COVID-19`) never count. A key number is
+  matched by any number in the prediction that agrees within 1% relative, or equals it once rounded
+  half-up to the gold's displayed decimals (gold `1.9%` accepts `1.87%`). Citation markers, file
+  paths and page references are removed from the prediction first.
+  Signs: `-1,234`, `(1,234)`, `$(1,234)`, `(2.1)%` and `−1.2` are negative (`(3.4%)` and a bullet
+  dash are not); a sign mismatch is forgiven when either text words the direction (`decreased`,
+  `decline`, `loss`, …).
+  Scales: when both sides state a scale (`million`, `bn`, `$1.5B`) the full values are compared; when
+  only one does, the bare number may be in units, thousands, millions or billions (filings state
+  tables "in millions"). A percentage also matches its fraction (`25%` = `0.25`).
+  A gold with n key numbers needs ⌈2n/3⌉ of them matched (a derived change such as "a 3.4% jump" is
+  often left out of a correct answer).
+- `text_match` applies to every gold: after Unicode folding and punctuation removal, the gold is
+  contained in the prediction, or at least 60% of the gold's content words appear in it. A gold that
+  opens with yes/no fails when the prediction opens with the opposite.
+- The heuristic verdict is `numeric_match` when it applies (vetoed by a contradicting yes/no), else
+  `text_match`. With a judge model, the final verdict is the judge's; the heuristic is kept beside it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+
+from sleuth.agent.extractive import content_words
+from sleuth.models.base import CompletionParams, Message, Model, ModelError
+
+__all__ = [
+    "JUDGE_SYSTEM",
+    "MatchResult",
+    "Number",
+    "extract_numbers",
+    "judge",
+    "numeric_match",
+    "score_answer",
+    "text_match",
+]
+
+REL_TOLERANCE = 0.01
+TEXT_RECALL = 0.6
+
+
+# ==================================================================================== numbers
+
+
+@dataclass(frozen=True)
+class Number:
+    """A number as written: signed value before any scale, displayed decimals, stated scale."""
+
+    value: float
+    decimals: int
+    scale: float | None = None
+    percent: bool = False
+    currency: bool = False
+    plain_integer: bool = False  # no decimals, no thousands separator, no currency, unit or scale
+    framing: bool = False  # a year, a day of a date or a period length (`12 months`): not an answer
+
+
+_CORE = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)")
+_SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+_SHORT_SCALES = {"k": 1e3, "m": 1e6, "mm": 1e6, "mn": 1e6, "mln": 1e6, "b": 1e9, "bn": 1e9, "t": 1e12}
+_GLUED = re.compile(r"[A-Za-z]+")
+_SPACED_UNIT = re.compile(
+    r"\s*(?:(?P<pct>%|percent\b|per\s+cent\b|percentage\s+points?\b|pp\b)"
+    r"|(?P<word>thousand|million|billion|trillion)s?\b|(?P<short>mn|mln|bn|mm)\b)",
+    re.IGNORECASE,
+)
+_CURRENCIES = ("US$", "USD", "EUR", "GBP", "$", "€", "£")
+_MINUS = "-−–"  # hyphen-minus, minus sign, en dash (PDF text uses all three)
+_NEGATIVE_CUE = re.compile(
+    r"\b(?:decreas\w*|declin\w*|drop\w*|fell|fall\w*|lower\w*|loss\w*|negative|deficit\w*|down|"
+    r"reduc\w*|shr[iau]nk\w*|contract\w*|outflow\w*|less)\b",
+    re.IGNORECASE,
+)
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
+    r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+)
+_MONTH_BEFORE = re.compile(rf"\b{_MONTH}\s+$", re.IGNORECASE)
+_MONTH_AFTER = re.compile(rf"\s+{_MONTH}\b", re.IGNORECASE)
+_PERIOD_AFTER = re.compile(r"\s*-?\s*(?:months?|years?|weeks?|quarters?|days?)\b", re.IGNORECASE)
+_MARKERS = re.compile(r"[\[【［]\s*\d{1,3}(?:\s*[-–,;]\s*\d{1,3})*\s*[\]】］]")
+_PATHS = re.compile(r"\S+\.(?:pdf|md|txt|html?|docx|csv|jsonl?)\b", re.IGNORECASE)
+_PAGE_REFS = re.compile(r"\b(?:pp?\.|pages?)\s*\d+(?:\s*[-–]\s*\d+)?", re.IGNORECASE)
+
+
+def _is_bullet(text: str, pos: int) -> bool:
+    """A dash that opens a line other than the first is a list bullet, not a sign (`\n-100% equity`)."""
+    line_start = text.rfind("\n", 0, pos) + 1
+    return line_start > 0 and not text[line_start:pos].strip()
+
+
+def _scan_prefix(text: str, start: int) -> tuple[bool, bool, bool]:
+    """Walk back from a number over a sign, a currency and an opening parenthesis, in any order:
+    `-$5`, `$-5`, `($5)`, `$(5)`, `USD 5`. Returns (negative, currency, parenthesised)."""
+    pos, negative, currency, paren = start, False, False, False
+    for _ in range(3):
+        if not negative and pos > 0 and text[pos - 1] in _MINUS:
+            before = text[pos - 2] if pos >= 2 else " "
+            if not before.isalnum() and before not in ".,)" and not _is_bullet(text, pos - 1):
+                negative, pos = True, pos - 1
+                continue
+        if not currency:
+            back = pos - 1 if pos > 0 and text[pos - 1] == " " else pos  # one space: `USD 1,577`
+            symbol = next((s for s in _CURRENCIES if text[:back].endswith(s)), None)
+            if symbol is not None:
+                left = back - len(symbol)
+                if not (symbol[0].isalpha() and left > 0 and text[left - 1].isalpha()):
+                    currency, pos = True, left
+                    continue
+        if not paren and pos > 0 and text[pos - 1] == "(":
+            paren, pos = True, pos - 1
+            continue
+        break
+    return negative, currency, paren
+
+
+def extract_numbers(text: str) -> list[Number]:
+    """Every number in `text` with its sign, currency, percent and scale (see the module rules)."""
+    text = unicodedata.normalize("NFKC", text).replace("\u2212", "-")
+    out: list[Number] = []
+    for m in _CORE.finditer(text):
+        core = m.group(1)
+        if m.start() >= 2 and text[m.start() - 1] == "-" and text[m.start() - 2].isalpha():
+            continue  # `COVID-19`, `Form-10`: part of a name
+        negative, currency, paren = _scan_prefix(text, m.start())
+        end = m.end()
+        scale: float | None = None
+        glued = _GLUED.match(text, end)
+        if glued:
+            suffix = glued.group().lower()
+            decimal_or_money = currency or "." in core
+            if suffix in ("mn", "mln", "bn", "mm") or (decimal_or_money and suffix in _SHORT_SCALES):
+                scale, end = _SHORT_SCALES[suffix], glued.end()
+            elif suffix == "x":
+                end = glued.end()
+            else:
+                continue  # `3M`, `10K`, `2nd`: part of a name, not a quantity
+        elif end < len(text) - 1 and text[end] == "-" and text[end + 1].isalpha():
+            continue  # `10-K`, `8-K`, `10-year`
+        percent = False
+        unit = _SPACED_UNIT.match(text, end)
+        if unit and scale is None:
+            if unit.group("pct"):
+                percent = True
+            elif unit.group("word"):
+                scale = _SCALES[unit.group("word").lower()]
+            elif unit.group("short"):
+                scale = _SHORT_SCALES[unit.group("short").lower()]
+            end = unit.end()
+        try:
+            value = float(core.replace(",", ""))
+        except ValueError:
+            continue
+        decimals = len(core.split(".", 1)[1]) if "." in core else 0
+        plain = decimals == 0 and "," not in core and not (currency or percent or scale)
+        if paren and not percent and text[end : end + 2] == ")%":
+            negative, percent = True, True  # `(2.1)%`, a table's negative percentage
+        elif paren and not percent and text[end : end + 1] == ")" and not (plain and 1900 <= value <= 2100):
+            negative = True  # `(1,234)`; `(3.4%)` and `(2018)` stay positive
+        framing = plain and (
+            1900 <= value <= 2100
+            or (
+                value <= 31
+                and (
+                    _MONTH_BEFORE.search(text, max(0, m.start() - 12), m.start())
+                    or _MONTH_AFTER.match(text, end)
+                )
+            )
+            or _PERIOD_AFTER.match(text, end) is not None
+        )
+        signed = -value if negative else value
+        out.append(Number(signed, decimals, scale, percent, currency, plain, bool(framing)))
+    return out
+
+
+def _clean_prediction(text: str) -> str:
+    """Drop what is not part of the answer's claims: citation markers, file paths, page references."""
+    return _PAGE_REFS.sub(" ", _PATHS.sub(" ", _MARKERS.sub(" ", text)))
+
+
+def _key_numbers(gold: str) -> list[Number]:
+    """The gold's answer numbers: framing numbers (years, dates, `12 months`) only when it has no other."""
+    numbers = extract_numbers(gold)
+    if not all(n.framing for n in numbers):
+        numbers = [n for n in numbers if not n.framing]
+    unique: list[Number] = []
+    for n in numbers:
+        if all((n.value, n.scale, n.percent) != (u.value, u.scale, u.percent) for u in unique):
+            unique.append(n)
+    return unique
+
+
+def _rounds_to(value: float, gold: float, decimals: int) -> bool:
+    try:
+        quantum = Decimal(1).scaleb(-decimals)
+        return Decimal(repr(value)).quantize(quantum, ROUND_HALF_UP) == Decimal(repr(gold)).quantize(
+            quantum, ROUND_HALF_UP
+        )
+    except InvalidOperation:
+        return False
+
+
+def _close(value: float, gold: float, decimals: int) -> bool:
+    if gold == 0:
+        return abs(value) < 0.5 * 10.0**-decimals
+    return abs(value - gold) <= REL_TOLERANCE * abs(gold) or _rounds_to(value, gold, decimals)
+
+
+def _agree(pred: Number, gold: Number, forgive_sign: bool) -> bool:
+    """Does `pred` state `gold`, in the gold's units, under the scale, percent and sign rules?"""
+    values = [pred.value]
+    if pred.scale and gold.scale:
+        values = [pred.value * pred.scale / gold.scale]
+    elif pred.scale:
+        values += [pred.value * pred.scale / f for f in (1.0, 1e3, 1e6, 1e9)]
+    elif gold.scale:
+        values += [pred.value * f / gold.scale for f in (1.0, 1e3, 1e6, 1e9)]
+    if pred.percent and not gold.percent:
+        values += [v / 100 for v in values]
+    elif gold.percent and not pred.percent:
+        values += [v * 100 for v in values]
+    target = abs(gold.value) if forgive_sign else gold.value
+    return any(_close(abs(v) if forgive_sign else v, target, gold.decimals) for v in values)
+
+
+def numeric_match(predicted: str, gold: str) -> bool | None:
+    """Does the prediction state the gold's key numbers? None when the gold states none."""
+    wanted = _key_numbers(gold)
+    if not wanted:
+        return None
+    cleaned = _clean_prediction(predicted)
+    stated = extract_numbers(cleaned)
+    if not stated:
+        return False
+    forgive = bool(_NEGATIVE_CUE.search(cleaned) or _NEGATIVE_CUE.search(gold))
+    matched = sum(1 for g in wanted if any(_agree(p, g, forgive) for p in stated))
+    return matched >= math.ceil(2 * len(wanted) / 3)
+
+
+# ==================================================================================== text
+
+
+def _fold(text: str) -> str:
+    """Unicode-folded, case-folded, punctuation to spaces (keeping `.` and `%` inside numbers)."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    text = re.sub(r"[.,](?!\d)|(?<!\d)[.,]|[^\w\s.,%]", " ", text)
+    return " ".join(text.split())
+
+
+def _polarity(text: str) -> str | None:
+    words = _fold(_MARKERS.sub(" ", text)).split()
+    return words[0] if words and words[0] in ("yes", "no") else None
+
+
+def text_match(predicted: str, gold: str) -> bool | None:
+    """Normalised containment, or content-word recall ≥ 0.6; None for an empty gold."""
+    gold_folded, pred_folded = _fold(gold), _fold(_MARKERS.sub(" ", predicted))
+    if not gold_folded:
+        return None
+    gold_pol, pred_pol = _polarity(gold), _polarity(predicted)
+    if gold_pol and pred_pol and gold_pol != pred_pol:
+        return False
+    if gold_folded in ("yes", "no"):
+        return pred_pol == gold_pol
+    if f" {gold_folded} " in f" {pred_folded} ":
+        return True
+    words = set(content_words(gold_folded))
+    if not words:
+        return gold_pol is not None and pred_pol == gold_pol
+    recall = len(words & set(content_words(pred_folded))) / len(words)
+    return recall >= TEXT_RECALL
+
+
+@dataclass(frozen=True)
+class MatchResult:
+    numeric: bool | None
+    text: bool | None
+    correct: bool
+
+
+def score_answer(predicted: str, gold: str) -> MatchResult:
+    """The heuristic verdict: the numeric rule when it applies (a contradicting yes/no vetoes it)."""
+    numeric = numeric_match(predicted, gold)
+    text = text_match(predicted, gold)
+    if numeric is not None:
+        gold_pol, pred_pol = _polarity(gold), _polarity(predicted)
+        correct = numeric and not (gold_pol and pred_pol and gold_pol != pred_pol)
+    else:
+        correct = bool(text)
+    return MatchResult(numeric, text, bool(correct))
+
+
+# ==================================================================================== judge
+
+JUDGE_SYSTEM = (
+    "You grade answers to questions about documents against a gold answer. Reply with exactly one "
+    "word: YES if the candidate answer is correct, otherwise NO.\n"
+    "Correct means: it gives the same key facts, figures and conclusion as the gold answer. Numbers may "
+    "be rounded or written in other units (1,577 million = 1.577 billion; 25% = 0.25) and may differ by "
+    "about 1%. Extra detail is fine if it does not contradict the gold answer. A refusal, a 'not found', "
+    "a different figure or the opposite conclusion is NO."
+)
+_VERDICT = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
+
+
+def judge(model: Model, question: str, gold: str, predicted: str) -> bool | None:
+    """An LLM verdict (temperature 0, strict yes/no); None when the model fails or says neither."""
+    if not predicted.strip():
+        return False
+    messages = [
+        Message("system", JUDGE_SYSTEM),
+        Message(
+            "user",
+            f"Question: {question}\n\nGold answer: {gold}\n\nCandidate answer: {_MARKERS.sub('', predicted)}"
+            "\n\nIs the candidate answer correct? Reply YES or NO.",
+        ),
+    ]
+    params = CompletionParams(max_tokens=256, temperature=0.0, seed=model.config.seed, timeout_s=120.0)
+    try:
+        reply = model.complete(messages, [], params)
+    except ModelError:
+        return None
+    found = _VERDICT.search(reply.text)
+    return None if found is None else found.group(1).lower() == "yes"

@@ -1,0 +1,198 @@
+"""A turn's trace (api.md §8.6) and replay log (runtime.md §11), assembled from what the turn recorded."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
+
+from sleuth.agent.loop import LoopResult, ModelCallRecord
+from sleuth.agent.orientation import PROMPT_VERSION, ContextBrief
+from sleuth.agent.records import Query, QueryStep
+from sleuth.agent.spans import EvidenceSpan
+from sleuth.models.base import ModelConfig
+from sleuth.store.replay_log import write_replay_log
+from sleuth.store.server_db import ServerDB
+
+if TYPE_CHECKING:
+    from sleuth.agent.turn import PreparedTurn, TurnRequest
+
+
+def sleuth_version() -> str:
+    try:
+        return version("sleuth")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+# ---------------------------------------------------------------------------------- the trace
+def build_trace(
+    query: Query,
+    loop_result: LoopResult | None,
+    model_calls: Sequence[ModelCallRecord],
+    host_log: Sequence[dict[str, Any]],
+    *,
+    sandbox: dict[str, Any],
+    briefs: Sequence[ContextBrief],
+    ignored_fields: list[str],
+    citations_dropped: list[dict[str, Any]],
+    ungrounded_fields: list[str],
+) -> dict[str, Any]:
+    """The trace fields known once the turn has ended, in api.md §8.6's order. The caller merges them
+    over the notes its stages left on the way (orientation, synthesis_error, internal_error)."""
+    return {
+        "query_id": query.id,
+        "steps": trace_steps(query.steps, loop_result.full_outputs if loop_result else []),
+        "rollup": query.rollup.model_dump(mode="json") if query.rollup else None,
+        "sandbox": sandbox,
+        "models": model_accounting(model_calls),
+        "usage_seams": usage_seams(host_log),
+        "evidence": evidence_table(loop_result.spans.values() if loop_result else []),
+        "citations_dropped": citations_dropped,
+        "ungrounded_fields": ungrounded_fields,
+        "synthesis": query.synthesis.model_dump(mode="json") if query.synthesis else None,
+        "ignored_fields": ignored_fields,
+        "versions": versions(briefs),
+        "replay": {"available": True},
+    }
+
+
+def trace_steps(steps: Sequence[QueryStep], full_outputs: Sequence[str]) -> list[dict[str, Any]]:
+    """The finished steps, each with its full output (≤ 1 MiB) where the Query keeps a cut one."""
+    entries = []
+    for i, step in enumerate(s for s in steps if s.status != "running"):
+        entry = step.model_dump(mode="json")
+        entry["calls"] = entry.pop("tool_calls")
+        entry["full_output"] = full_outputs[i][: 1 << 20] if i < len(full_outputs) else step.output
+        entries.append(entry)
+    return entries
+
+
+def model_accounting(calls: Iterable[ModelCallRecord]) -> list[dict[str, Any]]:
+    """Calls, tokens and time per model that answered, loop and synthesis together."""
+    models: dict[str, dict[str, Any]] = {}
+    for call in calls:
+        reply = call.reply or {}
+        mid = str(reply.get("model") or "unknown")
+        usage = reply.get("usage") or {}
+        entry = models.setdefault(
+            mid, {"id": mid, "calls": 0, "input_tokens": 0, "output_tokens": 0, "ms": 0.0}
+        )
+        entry["calls"] += 1
+        entry["input_tokens"] += int(usage.get("input_tokens", 0))
+        entry["output_tokens"] += int(usage.get("output_tokens", 0))
+        entry["ms"] = round(entry["ms"] + call.ms, 1)
+    return list(models.values())
+
+
+def usage_seams(host_log: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Usage outside the models: embedding requests, their tokens estimated at 4 characters each."""
+    embeds = [h for h in host_log if h["fn"] == "embed"]
+    if not embeds:
+        return []
+    return [
+        {
+            "kind": "embed",
+            "model": str((embeds[0]["args"] or {}).get("model", "default")),
+            "tokens": sum(sum(len(t) for t in (h["args"].get("texts") or [])) // 4 for h in embeds),
+            "requests": len(embeds),
+        }
+    ]
+
+
+def evidence_table(spans: Iterable[EvidenceSpan]) -> list[dict[str, Any]]:
+    return [
+        {
+            "ref": s.ref,
+            "context": s.context,
+            "source": s.source_path,
+            "page": s.page,
+            "start": s.start,
+            "end": s.end,
+            "kind": s.via,
+            "seen": s.seen,
+            "cited": s.cited,
+        }
+        for s in spans
+    ]
+
+
+def versions(briefs: Sequence[ContextBrief]) -> dict[str, Any]:
+    return {
+        "sleuth": sleuth_version(),
+        "prompt": PROMPT_VERSION,
+        "contexts": {b.slug: b.version for b in briefs},
+        "manifests": {b.slug: _manifest_hash(b) for b in briefs},
+    }
+
+
+def _manifest_hash(brief: ContextBrief) -> str:
+    path = brief.version_dir / "version.json"
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+# ---------------------------------------------------------------------------------- the replay log
+def turn_record(turn: PreparedTurn, model: ModelConfig) -> dict[str, Any]:
+    """The log's first record: what replay needs to rebuild the request and pin the same contexts."""
+    session, query = turn.session, turn.query
+    return {
+        "kind": "turn",
+        "request": _request_json(turn.request),
+        "contexts": {b.slug: b.version for b in turn.briefs},
+        "models": [c.id for c in turn.model_configs],
+        "model": {
+            "id": model.id,
+            "tool_protocol": model.tool_protocol,
+            "context_window": model.context_window,
+            "prompt_profile": model.prompt_profile,
+        },
+        "workflow": turn.workflow,
+        "max_steps": query.max_steps,
+        "max_tool_output_chars": query.max_tool_output_chars,
+        "tools": session.get("tools"),
+    }
+
+
+def _request_json(request: TurnRequest) -> dict[str, Any]:
+    return {
+        "ask": request.ask,
+        "scope": request.scope,
+        "shape": request.shape,
+        "max_steps": request.max_steps,
+        "timeout_seconds": request.timeout_seconds,
+        "max_tool_output_chars": request.max_tool_output_chars,
+        "system_prompt": request.system_prompt,
+        "guardrails": request.guardrails,
+        "tools": request.tools,
+        "workflow": request.workflow,
+        "thinking_level": request.thinking_level,
+    }
+
+
+def replay_records(
+    turn_records: Iterable[dict[str, Any]],
+    model_calls: Iterable[ModelCallRecord],
+    host_log: Iterable[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """The whole log: the turn's own records (turn, planner), every model call, every host result."""
+    records = [*turn_records]
+    records += [
+        {"kind": "model", "phase": c.phase, "messages": c.messages, "reply": c.reply, "error": c.error}
+        for c in model_calls
+    ]
+    records += host_log
+    return records
+
+
+def persist(db: ServerDB, query_id: str, trace: dict[str, Any], records: list[dict[str, Any]]) -> None:
+    """Write the replay log, then the trace. A log that cannot be written costs the turn its replay,
+    noted in the trace, never its answer."""
+    try:
+        write_replay_log(db.replay_root, query_id, records)
+    except OSError as exc:
+        trace["replay"] = {"available": False, "error": str(exc)}
+    db.save_trace(query_id, trace)
