@@ -1,0 +1,70 @@
+"""`sleuth ask`, `sleuth trace` and `sleuth replay` end to end on the compiled sample corpus, with
+the offline planner (no model configured)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from sleuth.cli import app
+from sleuth.compile.pipeline import CompileReport
+from sleuth.store.home import Home
+
+
+@pytest.fixture
+def runner(sample_home: tuple[Home, CompileReport], monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    home, _ = sample_home
+    monkeypatch.setenv("SLEUTH_HOME", str(home.root))
+    monkeypatch.delenv("SLEUTH_MODEL", raising=False)
+    return CliRunner()
+
+
+def test_ask_streams_steps_then_the_cited_answer(runner: CliRunner) -> None:
+    result = runner.invoke(
+        app, ["ask", "--context", "acme", "What is the hotel limit per night when travelling?"]
+    )
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "▶ step_1" in out and "search_source(" in out  # the live step, its code and SDK calls
+    assert "answer" in out and "$220 per night" in out
+    assert "[1] uploads/acme-corpus/" in out  # numbered citations with file and page
+    assert "model sleuth/offline" in out and "session ses_" in out
+
+
+def test_ask_json_trace_and_replay(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["ask", "-c", "acme", "How many products are in the catalog?", "--json"])
+    assert result.exit_code == 0, result.output
+    query = json.loads(result.stdout)
+    assert query["object"] == "query" and query["status"] == "completed"
+    assert query["output"][0]["content"][0]["text"].startswith("There are 10 products")
+    assert query["citations"] and query["model"] == "sleuth/offline"
+
+    trace = runner.invoke(app, ["trace", query["id"], "--json"])
+    assert trace.exit_code == 0, trace.output
+    data = json.loads(trace.stdout)
+    assert data["query_id"] == query["id"] and data["steps"][0]["calls"][0]["fn"] == "query_db"
+    assert data["versions"]["contexts"] == {"acme": "v000001"}
+
+    shown = runner.invoke(app, ["trace", query["id"]])
+    assert shown.exit_code == 0 and "evidence:" in shown.output
+
+    replayed = runner.invoke(app, ["replay", query["id"]])
+    assert replayed.exit_code == 0, replayed.output
+    assert "identical" in replayed.output
+
+    follow = runner.invoke(app, ["ask", "--session", query["session_id"], "List all products", "--json"])
+    assert follow.exit_code == 0, follow.output
+    assert json.loads(follow.stdout)["previous_query_id"] == query["id"]
+
+
+def test_ask_errors_are_clear(runner: CliRunner) -> None:
+    missing = runner.invoke(app, ["ask", "-c", "nope", "anything"])
+    assert missing.exit_code == 2 and "context_not_found" in missing.output
+    no_scope = runner.invoke(app, ["ask", "anything"])
+    assert no_scope.exit_code == 2 and "scope_required" in no_scope.output
+    bad_model = runner.invoke(app, ["ask", "-c", "acme", "q", "--model", "nope"])
+    assert bad_model.exit_code == 2 and "model_unavailable" in bad_model.output
+    unknown = runner.invoke(app, ["trace", "qry_00000000-0000-0000-0000-000000000000"])
+    assert unknown.exit_code == 1
