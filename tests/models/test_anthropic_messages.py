@@ -3,43 +3,16 @@ placement and caching, tool_use / tool_result translation, usage accounting and 
 
 from __future__ import annotations
 
-import json
-import threading
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
 from sleuth.models.anthropic_messages import JSON_INSTRUCTION, AnthropicModel
 from sleuth.models.base import CompletionParams, Message, ModelConfig, ModelError, ToolCall, ToolSpec
+from tests.models.wire import Canned, WireServer, wire_server
 
 KEY = "sk-ant-test-SECRET-987654321"
-
-
-@dataclass
-class Canned:
-    status: int = 200
-    body: Any = None
-    delay_s: float = 0.0
-
-
-@dataclass
-class Recorded:
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]
-
-
-@dataclass
-class FakeServer:
-    """Answers each POST with the next canned response and records what it was sent."""
-
-    url: str = ""
-    responses: list[Canned] = field(default_factory=list)
-    requests: list[Recorded] = field(default_factory=list)
 
 
 @pytest.fixture(autouse=True)
@@ -52,39 +25,9 @@ def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def server() -> Iterator[FakeServer]:
-    fake = FakeServer()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = int(self.headers.get("content-length") or 0)
-            body = json.loads(self.rfile.read(length) or b"{}")
-            fake.requests.append(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-            canned = fake.responses.pop(0) if fake.responses else Canned(500, error_body("api_error", "none"))
-            if canned.delay_s:
-                time.sleep(canned.delay_s)
-            payload = json.dumps(canned.body).encode()
-            try:
-                self.send_response(canned.status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-            except OSError:
-                pass  # the client gave up (timeout test)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    httpd.block_on_close = False
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    fake.url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    yield fake
-    httpd.shutdown()
-    httpd.server_close()
+def server() -> Iterator[WireServer]:
+    with wire_server(Canned(500, error_body("api_error", "none")), "") as wire:
+        yield wire
 
 
 def error_body(kind: str, message: str) -> dict[str, Any]:
@@ -127,7 +70,7 @@ RUN_PYTHON = ToolSpec(
 )
 
 
-def test_translation_of_a_tool_conversation(server: FakeServer) -> None:
+def test_translation_of_a_tool_conversation(server: WireServer) -> None:
     server.responses.append(
         Canned(
             body=message_body(
@@ -226,7 +169,7 @@ def test_translation_of_a_tool_conversation(server: FakeServer) -> None:
     assert "output_config" not in body
 
 
-def test_no_tools_json_mode_and_effort(server: FakeServer) -> None:
+def test_no_tools_json_mode_and_effort(server: WireServer) -> None:
     server.responses.append(Canned(body=message_body([{"type": "text", "text": '{"ok": true}'}])))
     reply = AnthropicModel(config(server.url)).complete(
         [Message("system", "Rules."), Message("user", "Give JSON.")],
@@ -245,7 +188,7 @@ def test_no_tools_json_mode_and_effort(server: FakeServer) -> None:
     assert body["output_config"] == {"effort": "low"}
 
 
-def test_without_system_messages_no_system_is_sent(server: FakeServer) -> None:
+def test_without_system_messages_no_system_is_sent(server: WireServer) -> None:
     server.responses.append(Canned(body=message_body([{"type": "text", "text": "hi"}])))
     AnthropicModel(config(server.url)).complete([Message("user", "hello")], [], CompletionParams())
     assert "system" not in server.requests[0].body
@@ -261,7 +204,7 @@ def test_without_system_messages_no_system_is_sent(server: FakeServer) -> None:
         (403, "permission_error", False),
     ],
 )
-def test_http_errors_map_to_model_error(server: FakeServer, status: int, kind: str, retryable: bool) -> None:
+def test_http_errors_map_to_model_error(server: WireServer, status: int, kind: str, retryable: bool) -> None:
     server.responses.append(Canned(status, error_body(kind, f"failure {status}")))
     with pytest.raises(ModelError) as info:
         AnthropicModel(config(server.url)).complete([Message("user", "q")], [], CompletionParams())
@@ -271,7 +214,7 @@ def test_http_errors_map_to_model_error(server: FakeServer, status: int, kind: s
     assert len(server.requests) == 1  # the SDK does not retry by itself
 
 
-def test_error_never_leaks_the_key(server: FakeServer) -> None:
+def test_error_never_leaks_the_key(server: WireServer) -> None:
     server.responses.append(Canned(401, error_body("authentication_error", f"invalid x-api-key {KEY}")))
     with pytest.raises(ModelError) as info:
         AnthropicModel(config(server.url)).complete([Message("user", "q")], [], CompletionParams())
@@ -279,7 +222,7 @@ def test_error_never_leaks_the_key(server: FakeServer) -> None:
     assert info.value.retryable is False and info.value.status == 401
 
 
-def test_timeout_is_retryable(server: FakeServer) -> None:
+def test_timeout_is_retryable(server: WireServer) -> None:
     server.responses.append(Canned(body=message_body([{"type": "text", "text": "late"}]), delay_s=1.0))
     with pytest.raises(ModelError) as info:
         AnthropicModel(config(server.url)).complete(

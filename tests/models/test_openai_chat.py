@@ -3,13 +3,9 @@ what goes on the wire (messages, tools, sampling, JSON mode) and how replies and
 
 from __future__ import annotations
 
-import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -18,31 +14,9 @@ import pytest
 from sleuth.models.base import CompletionParams, Message, ModelConfig, ModelError, ToolCall, ToolSpec
 from sleuth.models.catalog import Catalog, build_model
 from sleuth.models.openai_chat import OpenAIChatModel
+from tests.models.wire import Canned, WireServer, wire_server
 
 KEY = "sk-test-SECRET-0123456789"
-
-
-@dataclass
-class Canned:
-    status: int = 200
-    body: Any = None
-    delay_s: float = 0.0
-
-
-@dataclass
-class Recorded:
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]
-
-
-@dataclass
-class FakeServer:
-    """Answers each POST with the next canned response and records what it was sent."""
-
-    url: str = ""
-    responses: list[Canned] = field(default_factory=list)
-    requests: list[Recorded] = field(default_factory=list)
 
 
 @pytest.fixture(autouse=True)
@@ -54,41 +28,9 @@ def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def server() -> Iterator[FakeServer]:
-    fake = FakeServer()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = int(self.headers.get("content-length") or 0)
-            body = json.loads(self.rfile.read(length) or b"{}")
-            fake.requests.append(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-            canned = (
-                fake.responses.pop(0) if fake.responses else Canned(500, {"error": {"message": "no canned"}})
-            )
-            if canned.delay_s:
-                time.sleep(canned.delay_s)
-            payload = json.dumps(canned.body).encode()
-            try:
-                self.send_response(canned.status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-            except OSError:
-                pass  # the client gave up (timeout test)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    httpd.block_on_close = False
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    fake.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    yield fake
-    httpd.shutdown()
-    httpd.server_close()
+def server() -> Iterator[WireServer]:
+    with wire_server(Canned(500, {"error": {"message": "no canned"}}), "/v1") as wire:
+        yield wire
 
 
 def completion(
@@ -130,7 +72,7 @@ RUN_PYTHON = ToolSpec(
 )
 
 
-def test_text_reply_and_request_shape(server: FakeServer) -> None:
+def test_text_reply_and_request_shape(server: WireServer) -> None:
     server.responses.append(Canned(body=completion("The answer is 42.")))
     model = OpenAIChatModel(local(server.url, temperature=0.0, seed=1))
     reply = model.complete(
@@ -159,7 +101,7 @@ def test_text_reply_and_request_shape(server: FakeServer) -> None:
     assert "response_format" not in body and "reasoning_effort" not in body
 
 
-def test_tool_calls_round_trip(server: FakeServer) -> None:
+def test_tool_calls_round_trip(server: WireServer) -> None:
     server.responses.append(
         Canned(
             body=completion(
@@ -232,7 +174,7 @@ def test_tool_calls_round_trip(server: FakeServer) -> None:
     assert body["temperature"] == 0.5 and body["seed"] == 7  # params win over config
 
 
-def test_json_mode_reasoning_effort_and_hosted_token_limit(server: FakeServer) -> None:
+def test_json_mode_reasoning_effort_and_hosted_token_limit(server: WireServer) -> None:
     server.responses.append(Canned(body=completion('{"a": 1}')))
     config = ModelConfig(
         id="openai:gpt-x", provider="openai", model="gpt-x", base_url=server.url, api_key=KEY
@@ -254,7 +196,7 @@ def test_json_mode_reasoning_effort_and_hosted_token_limit(server: FakeServer) -
     ("status", "retryable"),
     [(429, True), (500, True), (503, True), (400, False), (404, False)],
 )
-def test_http_errors_map_to_model_error(server: FakeServer, status: int, retryable: bool) -> None:
+def test_http_errors_map_to_model_error(server: WireServer, status: int, retryable: bool) -> None:
     server.responses.append(Canned(status, {"error": {"message": f"boom {status}", "type": "x"}}))
     with pytest.raises(ModelError) as info:
         OpenAIChatModel(local(server.url)).complete([Message("user", "q")], [], CompletionParams())
@@ -265,7 +207,7 @@ def test_http_errors_map_to_model_error(server: FakeServer, status: int, retryab
     assert len(server.requests) == 1  # the SDK does not retry by itself: fallback owns that
 
 
-def test_error_never_leaks_the_key(server: FakeServer) -> None:
+def test_error_never_leaks_the_key(server: WireServer) -> None:
     server.responses.append(Canned(401, {"error": {"message": f"Incorrect API key provided: {KEY}"}}))
     with pytest.raises(ModelError) as info:
         OpenAIChatModel(local(server.url)).complete([Message("user", "q")], [], CompletionParams())
@@ -274,7 +216,7 @@ def test_error_never_leaks_the_key(server: FakeServer) -> None:
     assert info.value.retryable is False and info.value.status == 401
 
 
-def test_timeout_is_retryable(server: FakeServer) -> None:
+def test_timeout_is_retryable(server: WireServer) -> None:
     server.responses.append(Canned(body=completion(), delay_s=1.0))
     started = time.monotonic()
     with pytest.raises(ModelError) as info:
@@ -309,7 +251,7 @@ def test_missing_key_fails_the_call_not_the_build(monkeypatch: pytest.MonkeyPatc
     assert info.value.retryable is False
 
 
-def test_key_from_environment(server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_key_from_environment(server: WireServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SLEUTH_TEST_KEY", "env-key-123")
     server.responses.append(Canned(body=completion()))
     config = local(server.url, api_key=None, api_key_env="SLEUTH_TEST_KEY")
@@ -317,13 +259,13 @@ def test_key_from_environment(server: FakeServer, monkeypatch: pytest.MonkeyPatc
     assert server.requests[0].headers["authorization"] == "Bearer env-key-123"
 
 
-def test_tool_message_needs_its_call_id(server: FakeServer) -> None:
+def test_tool_message_needs_its_call_id(server: WireServer) -> None:
     with pytest.raises(ModelError, match="tool_call_id"):
         OpenAIChatModel(local(server.url)).complete([Message("tool", "orphan")], [], CompletionParams())
     assert server.requests == []
 
 
-def test_build_model_sends_the_key_resolved_from_env(server: FakeServer, tmp_path: Path) -> None:
+def test_build_model_sends_the_key_resolved_from_env(server: WireServer, tmp_path: Path) -> None:
     """A catalog entry naming `api_key_env` reaches the server with that variable's value."""
     (tmp_path / "config.toml").write_text(
         f'[models."hosted"]\nprovider = "openai"\nmodel = "gpt-x"\nbase_url = "{server.url}"\n'

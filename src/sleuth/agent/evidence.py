@@ -153,11 +153,22 @@ def _hard_breaks(text: str) -> list[int]:
     for line in lines:
         if prev is not None:
             blank = not prev.strip() or not line.strip()
-            if blank or _BLOCK_LINE.match(line) or _HARD_LINE.match(prev):
+            if blank or _BLOCK_LINE.match(line) or _HARD_LINE.match(prev) or _is_title(prev, line):
                 breaks.append(pos)
         prev = line
         pos += len(line) + 1
     return breaks
+
+
+def _is_title(line: str, following: str) -> bool:
+    """A bare heading line ("Remote Work") before a capitalised line: short, no closing punctuation,
+    and title-cased, so a hard-wrapped sentence ("It keeps the rule") is never cut there."""
+    words = line.split()
+    if not words or len(words) > 8 or len(line.strip()) > 60 or line.rstrip()[-1] in ".,;:!?":
+        return False
+    capitalised = sum(1 for w in words if w[0].isupper() or w[0].isdigit())
+    nxt = following.lstrip()
+    return capitalised * 2 > len(words) and words[0][0].isupper() and bool(nxt) and nxt[0].isupper()
 
 
 def _strip(text: str, a: int, b: int) -> tuple[int, int] | None:

@@ -70,7 +70,8 @@ def print_answer(query: dict[str, Any], out: Console) -> None:
         section = " > ".join((c.get("section_paths") or [[]])[0])
         where = f"{c['source']} p.{c['pages'][0]}" + (f" § {section}" if section else "")
         out.print(f"[bold][{n}][/bold] {where}", highlight=False)
-        out.print(f'    "{c["grounding"]}"', highlight=False, markup=False)
+        quote = " ".join(str(c["grounding"]).split())
+        out.print(f'    "{quote}"', highlight=False, markup=False)
     synthesis = query.get("synthesis") or {}
     usage = query.get("usage") or {}
     out.print(

@@ -29,7 +29,7 @@ from sleuth.models.base import (
     Usage,
 )
 from sleuth.models.catalog import resolve_api_key
-from sleuth.models.openai_chat import error_detail, scrub, status_retryable
+from sleuth.models.openai_chat import map_sdk_error
 
 if TYPE_CHECKING:
     import anthropic
@@ -193,20 +193,4 @@ class AnthropicModel:
             raise ModelError(f"{self.config.id}: malformed response: {exc}") from exc
 
     def _map_error(self, exc: Exception, params: CompletionParams) -> ModelError:
-        """SDK exception → ModelError with a retry verdict; the key never appears in the message."""
-        sdk = self._anthropic
-        where = self.config.base_url or "api.anthropic.com"
-        if isinstance(exc, sdk.APITimeoutError):
-            message, retryable, status = f"timed out after {params.timeout_s:g} s ({where})", True, None
-        elif isinstance(exc, sdk.APIConnectionError):
-            cause = f" ({exc.__cause__})" if exc.__cause__ else ""
-            message, retryable, status = f"could not connect to {where}{cause}", True, None
-        elif isinstance(exc, sdk.APIStatusError):
-            status = int(exc.status_code)
-            detail = error_detail(exc.body, str(exc))
-            message, retryable = f"HTTP {status}: {detail}", status_retryable(status)
-        else:
-            message, retryable, status = f"{type(exc).__name__}: {exc}", False, None
-        return ModelError(
-            scrub(f"{self.config.id}: {message}", self._api_key), retryable=retryable, status=status
-        )
+        return map_sdk_error(self._anthropic, exc, self.config, params, self._api_key, "api.anthropic.com")

@@ -226,20 +226,25 @@ class OpenAIChatModel:
             raise ModelError(f"{self.config.id}: malformed response: {exc}") from exc
 
     def _map_error(self, exc: Exception, params: CompletionParams) -> ModelError:
-        """SDK exception → ModelError with a retry verdict; the key never appears in the message."""
-        sdk = self._openai
-        where = self.config.base_url or "api.openai.com"
-        if isinstance(exc, sdk.APITimeoutError):
-            message, retryable, status = f"timed out after {params.timeout_s:g} s ({where})", True, None
-        elif isinstance(exc, sdk.APIConnectionError):
-            cause = f" ({exc.__cause__})" if exc.__cause__ else ""
-            message, retryable, status = f"could not connect to {where}{cause}", True, None
-        elif isinstance(exc, sdk.APIStatusError):
-            status = int(exc.status_code)
-            detail = error_detail(exc.body, str(exc))
-            message, retryable = f"HTTP {status}: {detail}", status_retryable(status)
-        else:
-            message, retryable, status = f"{type(exc).__name__}: {exc}", False, None
-        return ModelError(
-            scrub(f"{self.config.id}: {message}", self._api_key), retryable=retryable, status=status
-        )
+        return map_sdk_error(self._openai, exc, self.config, params, self._api_key, "api.openai.com")
+
+
+def map_sdk_error(
+    sdk: Any, exc: Exception, config: ModelConfig, params: CompletionParams, api_key: str | None, host: str
+) -> ModelError:
+    """SDK exception → ModelError with a retry verdict; the key never appears in the message. The
+    `openai` and `anthropic` SDKs share this exception hierarchy, so both adapters use it."""
+    where = config.base_url or host
+    status: int | None = None
+    if isinstance(exc, sdk.APITimeoutError):
+        message, retryable = f"timed out after {params.timeout_s:g} s ({where})", True
+    elif isinstance(exc, sdk.APIConnectionError):
+        cause = f" ({exc.__cause__})" if exc.__cause__ else ""
+        message, retryable = f"could not connect to {where}{cause}", True
+    elif isinstance(exc, sdk.APIStatusError):
+        status = int(exc.status_code)
+        detail = error_detail(exc.body, str(exc))
+        message, retryable = f"HTTP {status}: {detail}", status_retryable(status)
+    else:
+        message, retryable = f"{type(exc).__name__}: {exc}", False
+    return ModelError(scrub(f"{config.id}: {message}", api_key), retryable=retryable, status=status)

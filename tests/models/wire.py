@@ -1,0 +1,73 @@
+"""A real HTTP server on 127.0.0.1 that answers each POST with the next canned JSON response and
+records what it was sent: the provider adapters are tested against their wire formats, not mocks."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Canned:
+    status: int = 200
+    body: Any = None
+    delay_s: float = 0.0
+
+
+@dataclass
+class Recorded:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+@dataclass
+class WireServer:
+    url: str = ""
+    responses: list[Canned] = field(default_factory=list)
+    requests: list[Recorded] = field(default_factory=list)
+
+
+@contextmanager
+def wire_server(fallback: Canned, path: str = "") -> Iterator[WireServer]:
+    """Serve until the block ends; `fallback` answers when no canned response is left."""
+    wire = WireServer()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            wire.requests.append(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+            canned = wire.responses.pop(0) if wire.responses else fallback
+            if canned.delay_s:
+                time.sleep(canned.delay_s)
+            payload = json.dumps(canned.body).encode()
+            try:
+                self.send_response(canned.status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+            except OSError:
+                pass  # the client gave up (timeout test)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    httpd.block_on_close = False
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    wire.url = f"http://127.0.0.1:{httpd.server_address[1]}{path}"
+    try:
+        yield wire
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
