@@ -37,7 +37,10 @@ _WORD = re.compile(r"[a-z0-9]+")
 _IDENT_CODE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2,}[-_]?\d+(?:[-_.][A-Za-z0-9]+)*(?![A-Za-z0-9])")
 _IDENT_FILE = re.compile(r"(?<![\w.-])[\w-]+\.[A-Za-z][A-Za-z0-9]{1,4}(?![\w])")
 _IDENT_SNAKE = re.compile(r"(?<![\w])[a-z0-9]+(?:_[a-z0-9]+)+(?![\w])")
-_IDENT_CAMEL = re.compile(r"(?<![\w])[a-z]+[A-Z][A-Za-z0-9]*(?![\w])")
+_IDENT_CAMEL = re.compile(r"(?<![\w])[a-z]{2,}[A-Z][A-Za-z0-9]*(?![\w])")
+# Reporting periods look like codes but name no single passage: "FY2018" is on every page of a
+# filing. Sleuth leaves them to the hybrid search (a deliberate departure from runtime.md §10.1).
+_PERIOD = re.compile(r"^(?:FY|CY|Q[1-4]|[1-2]H|H[1-2])[-_]?(?:\d{2}|\d{4})$|^Q[1-4]$")
 _QUOTED = re.compile(r"\"([^\"\n]{2,200})\"|“([^”\n]{2,200})”|(?<![\w])'([^'\n]{2,200})'(?![\w])")
 _AMOUNT_WORDS = (
     "rate|amount|percentage|percent|price|cost|fee|limit|cap|maximum|minimum|total|budget|salary|revenue"
@@ -101,6 +104,8 @@ def identifier_tokens(text: str) -> list[str]:
     ]
     out: list[str] = []
     for _pos, token in sorted(found):
+        if _PERIOD.match(token):
+            continue
         if token and token.casefold() not in (t.casefold() for t in out):
             out.append(token)
     return out

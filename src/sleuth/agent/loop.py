@@ -21,6 +21,7 @@ from sleuth.models.base import CompletionParams, Message, Model, ModelError, Rep
 from sleuth.sandbox.host import Sandbox, SandboxDied, StepResult
 
 MAX_CODE_CHARS = 20_000
+MODEL_CALL_TIMEOUT_S = 300.0  # local CPU servers prefill a few thousand tokens in minutes
 MAX_TRACE_CALLS = 200
 CATEGORIES = {
     "outline_knowledge": "read",
@@ -161,7 +162,7 @@ class AgentLoop:
             else self.model.config.temperature,
             seed=self.settings.seed if self.settings.seed is not None else self.model.config.seed,
             reasoning_effort=self.settings.reasoning_effort,
-            timeout_s=max(5.0, min(120.0, self.deadline - self.clock())),
+            timeout_s=max(5.0, min(MODEL_CALL_TIMEOUT_S, self.deadline - self.clock())),
         )
         sent = [m.to_json() for m in self.messages]
         began = self.clock()

@@ -254,7 +254,9 @@ class TurnRun:
                 request.ask, instructions, history, result.draft, computed, evidence, request.shape
             )
             try:
-                out = synthesize(self._provider_model(), inp)
+                out = synthesize(
+                    self._provider_model(), inp, timeout_s=max(10.0, self.deadline - time.monotonic())
+                )
             except ShapeInvalid as exc:
                 self.fail(str(exc), answer=exc.text, evidence=evidence)
                 return

@@ -68,7 +68,9 @@ def synthesis_messages(inp: SynthesisInput) -> list[Message]:
     return [Message("system", system), *inp.history, Message("user", "\n\n".join(parts))]
 
 
-def synthesize(model: Model, inp: SynthesisInput, max_tokens: int = 2048) -> SynthesisOutput:
+def synthesize(
+    model: Model, inp: SynthesisInput, max_tokens: int = 2048, timeout_s: float = 300.0
+) -> SynthesisOutput:
     """One synthesis call, plus one repair call when a shape document is invalid.
 
     Raises ModelError when the model fails (the caller degrades to the extractive synthesizer) and
@@ -79,6 +81,7 @@ def synthesize(model: Model, inp: SynthesisInput, max_tokens: int = 2048) -> Syn
         temperature=model.config.temperature,
         seed=model.config.seed,
         json_mode=inp.shape is not None,
+        timeout_s=timeout_s,
     )
     out = SynthesisOutput(text="")
     began = time.monotonic()
