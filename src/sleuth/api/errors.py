@@ -1,0 +1,22 @@
+"""The error envelope of api.md §4: every non-2xx answer is `{"message", "code", …}`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ApiError(Exception):
+    """Raised by routes; the app turns it into the envelope with its status and extra keys."""
+
+    def __init__(
+        self, status: int, code: str, message: str, headers: dict[str, str] | None = None, **extra: Any
+    ):
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = headers or {}
+        self.extra = extra
+
+    def body(self) -> dict[str, Any]:
+        return {"message": self.message, "code": self.code, **self.extra}

@@ -1,0 +1,89 @@
+"""A real Sleuth API server on 127.0.0.1 (uvicorn in a thread) over the compiled sample corpus, and an
+httpx client for it. Tests talk HTTP; nothing is called in-process."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+
+from sleuth.agent.turn import Runtime
+from sleuth.api import create_app
+from sleuth.api.state import ApiSettings, ApiState
+from sleuth.compile.pipeline import CompileReport
+from sleuth.models.base import ModelConfig
+from sleuth.models.scripted import ScriptedModel, ScriptItem
+from sleuth.sandbox import SandboxHost
+from sleuth.store.home import Home
+from sleuth.store.server_db import ServerDB
+
+
+@dataclass
+class LiveServer:
+    url: str
+    state: ApiState
+    client: httpx.Client
+    scripted: ScriptedModel
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def api_host() -> Iterator[SandboxHost]:
+    with SandboxHost() as host:
+        yield host
+
+
+ServerFactory = Callable[..., LiveServer]
+
+
+@pytest.fixture
+def make_server(
+    sample_home: tuple[Home, CompileReport], api_host: SandboxHost, tmp_path: Path
+) -> Iterator[ServerFactory]:
+    """`make_server(replies=None, **settings)` → a started server; provider models resolve to one
+    scripted model with `replies` (the offline planner needs none)."""
+    home, _ = sample_home
+    started: list[tuple[uvicorn.Server, threading.Thread, httpx.Client]] = []
+
+    def factory(replies: list[ScriptItem] | None = None, **settings: object) -> LiveServer:
+        scripted = ScriptedModel(replies or [])
+
+        def build(config: ModelConfig) -> ScriptedModel:
+            return scripted
+
+        db = ServerDB(tmp_path / "server.sqlite", replay_root=tmp_path)
+        runtime = Runtime(home, db=db, sandbox_host=api_host, model_factory=build)
+        state = ApiState(home=home, db=db, runtime=runtime, settings=ApiSettings(**settings))  # type: ignore[arg-type]
+        port = _free_port()
+        server = uvicorn.Server(
+            uvicorn.Config(create_app(state), host="127.0.0.1", port=port, log_level="warning")
+        )
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 10
+        while not server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the API server did not start")
+            time.sleep(0.02)
+        url = f"http://127.0.0.1:{port}"
+        client = httpx.Client(base_url=url, timeout=60)
+        started.append((server, thread, client))
+        return LiveServer(url, state, client, scripted)
+
+    yield factory
+    for server, thread, client in started:
+        client.close()
+        server.should_exit = True
+        thread.join(timeout=10)
