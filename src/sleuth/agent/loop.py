@@ -105,7 +105,10 @@ class AgentLoop:
         restart_sandbox: Callable[[], Sandbox],
         tools: Sequence[str] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        should_stop: Callable[[], bool] = lambda: False,
     ) -> None:
+        """`should_stop` is polled between steps (cancel, hard time cap): when it turns true the loop
+        ends with stop_reason `cancelled` and never restarts a sandbox that was killed to stop it."""
         self.model = model
         self.sandbox = sandbox
         self.messages = messages
@@ -115,6 +118,7 @@ class AgentLoop:
         self.restart_sandbox = restart_sandbox
         self.disabled = [n for n in SDK_NAMES if tools is not None and n not in tools]
         self.clock = clock
+        self.should_stop = should_stop
         self.protocol = model.config.tool_protocol
         self.result = LoopResult([], {}, [], None, "final", Usage(), [], [])
         self._seen_counter = 0
@@ -126,6 +130,9 @@ class AgentLoop:
         failed_in_a_row = 0
         number = 0
         while True:
+            if self.should_stop():
+                self.result.stop_reason = "cancelled"
+                break
             if number >= self.settings.max_steps:
                 self.result.stop_reason = "max_steps"
                 break
@@ -136,6 +143,9 @@ class AgentLoop:
             began = self.clock()
             reply = self._decide()
             decide_ms = (self.clock() - began) * 1000
+            if self.should_stop():  # a model call cannot be interrupted: drop its decision instead
+                self.result.stop_reason = "cancelled"
+                break
             action = parse_reply(reply, self.protocol)
             if action.kind != "code":
                 self._remember_reply(reply, action, None)
@@ -205,8 +215,15 @@ class AgentLoop:
             try:
                 outcome = self.sandbox.exec(action.code, timeout, self.settings.max_tool_output_chars)
             except SandboxDied as exc:
-                observation, error = f"SandboxDied: {exc}", {"type": "SandboxDied", "message": str(exc)}
-                self.sandbox = self.restart_sandbox()
+                if self.should_stop():  # killed to stop the turn: no restart, the loop ends next
+                    message = "the step was interrupted: the turn is stopping"
+                    observation, error = (
+                        f"Interrupted: {message}",
+                        {"type": "Interrupted", "message": message},
+                    )
+                else:
+                    observation, error = f"SandboxDied: {exc}", {"type": "SandboxDied", "message": str(exc)}
+                    self.sandbox = self.restart_sandbox()
             else:
                 observation, error = self._observe(outcome)
         execute_ms = (self.clock() - began) * 1000

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import socket
+import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Literal
 
 from sleuth.agent.citations import build_citations, renumber_grounding
 from sleuth.agent.evidence import computed_results, select_evidence
@@ -36,6 +39,25 @@ MAX_EVIDENCE_CHARS = 40_000
 MIN_EVIDENCE_CHARS = 2_000
 SYNTHESIS_REPLY_TOKENS = 2_048
 PROMPT_OVERHEAD_CHARS = 3_000  # the synthesis rules, the shape and the ask
+CANCELLED_ERROR = "cancelled by client"  # api.md §9.4
+# Every sandbox start goes through this one long-lived thread. Concurrent turns (the API runs several)
+# must not interleave starts: `SandboxHost.start_turn` talks to the zygote over one control socket,
+# request then reply, and restarts a dead zygote, with no lock of its own. And the zygote dies with the
+# *thread* that started it (PR_SET_PDEATHSIG), so a turn on a short-lived worker thread must not be the
+# one to start it. A start takes tens of milliseconds, so one thread for all of them costs nothing.
+_SANDBOX_STARTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sleuth-sandbox-start")
+StopCause = Literal["cancelled", "timeout"]
+
+
+def timeout_error(seconds: int) -> str:
+    """The error of a turn that passed its wall-clock cap (api.md §9.1)."""
+    return f"turn timed out after {seconds} s"
+
+
+def synthesis_reserve(timeout_seconds: float) -> float:
+    """Seconds kept back from the loop for synthesis: a fifth of the cap (at most 60 s), but half of a
+    short cap (up to 5 s), so a short turn still finishes under its hard cap instead of timing out."""
+    return min(60.0, max(0.2 * timeout_seconds, min(0.5 * timeout_seconds, 5.0)))
 
 
 class TurnRun:
@@ -58,6 +80,54 @@ class TurnRun:
         self.replay_records: list[dict[str, Any]] = []
         self.planner: OfflinePlanner | None = None  # when the offline planner plays the model
         self._readers: dict[str, VersionReader] | None = None
+        self._stop_cause: StopCause | None = None
+        self._stop_lock = threading.Lock()
+        self._watchdog: threading.Timer | None = None
+
+    # ---------------------------------------------------------------------------- stopping
+    def start_watchdog(self) -> None:
+        """Enforce the hard cap: at `timeout_seconds` the turn is interrupted like a cancel."""
+        remaining = max(0.0, self.deadline - time.monotonic())
+        self._watchdog = threading.Timer(remaining, self.interrupt, args=("timeout",))
+        self._watchdog.daemon = True
+        self._watchdog.start()
+
+    def interrupt(self, cause: StopCause) -> None:
+        """Stop the turn from another thread (cancel, time cap): raise the flag the loop checks between
+        steps, then cut the sandbox's channel so a running step ends now. The turn's own thread, which
+        is blocked on that channel, kills the sandbox process and ends the turn: `Sandbox` is not
+        thread-safe, so nothing here closes it."""
+        with self._stop_lock:
+            if self._stop_cause is None:
+                self._stop_cause = cause
+        self.turn.cancel_event.set()
+        sandbox = self.sandbox
+        channel = getattr(sandbox, "_sock", None)
+        if isinstance(channel, socket.socket):
+            with contextlib.suppress(OSError):
+                channel.shutdown(socket.SHUT_RDWR)
+
+    def stopping(self) -> bool:
+        """Cancelled, or past the hard cap (checked by the clock too: the watchdog is best-effort)."""
+        return self.turn.cancel_event.is_set() or time.monotonic() >= self.deadline
+
+    def _stop_now(self) -> None:
+        """End an interrupted turn: `cancelled`, or `failed` with the time-out error. Finished steps,
+        the trace and the events stay; a step still marked running is closed as failed."""
+        with self._stop_lock:
+            cause = self._stop_cause or ("cancelled" if self.turn.cancel_event.is_set() else "timeout")
+            self._stop_cause = cause
+        for step in [s for s in self.query.steps if s.status == "running"]:
+            message = "the step was interrupted: the turn is stopping"
+            self._step_event(
+                step.model_copy(
+                    update={"status": "failed", "error": {"type": "Interrupted", "message": message}}
+                )
+            )
+        if cause == "timeout":
+            self.fail(timeout_error(self.turn.request.timeout_seconds), stop_reason="timeout")
+        else:
+            self.cancel()
 
     # ---------------------------------------------------------------------------- events
     def emit(self, event: dict[str, Any]) -> None:
@@ -81,6 +151,9 @@ class TurnRun:
     def execute(self) -> None:
         turn, request = self.turn, self.turn.request
         self.emit({"type": "response.created", "session_id": self.query.session_id})
+        if self.stopping():  # cancelled while it waited in the queue
+            self._stop_now()
+            return
         contexts = {b.slug: b.version_dir for b in turn.briefs}
         overviews = [overview(b) for b in turn.briefs]
         history = history_messages(
@@ -116,7 +189,10 @@ class TurnRun:
         except SandboxUnavailable as exc:
             self.fail(f"sandbox_unavailable: {exc}")
             return
-        reserve = min(60.0, 0.2 * request.timeout_seconds)
+        if self.stopping():
+            self._stop_now()
+            return
+        reserve = synthesis_reserve(request.timeout_seconds)
         settings = LoopSettings(
             max_steps=self.query.max_steps or 8,
             step_timeout_s=self.rt.limits.step_timeout_s,
@@ -132,18 +208,25 @@ class TurnRun:
             emit=self._step_event,
             restart_sandbox=lambda: self._restart_sandbox(contexts),
             tools=session.get("tools"),
+            should_stop=self.stopping,
         )
         try:
             result = loop.run()
         except TurnFailed as exc:
             self.loop_result = loop.result
             self.model_calls += loop.result.model_calls
-            self.fail(str(exc))
+            if self.stopping():
+                self._stop_now()
+            else:
+                self.fail(str(exc))
             return
         finally:
             self.sandbox = loop.sandbox
         self.loop_result = result
         self.model_calls += result.model_calls
+        if self.stopping():
+            self._stop_now()
+            return
         self.query.model = (
             model.config.id if self.planner is not None else (result.answered_by or model.config.id)
         )
@@ -195,7 +278,9 @@ class TurnRun:
 
     def _start_sandbox(self, contexts: dict[str, Any]) -> Sandbox:
         host = self.rt.sandbox_host
-        sandbox = host.start_turn(contexts, registry=self._recording_registry())
+        sandbox = _SANDBOX_STARTER.submit(
+            host.start_turn, contexts, registry=self._recording_registry()
+        ).result()
         self.sandbox_info = {
             "backend": "local",
             "mode": sandbox.ready.get("mode"),
@@ -255,7 +340,7 @@ class TurnRun:
             )
             try:
                 out = synthesize(
-                    self._provider_model(), inp, timeout_s=max(10.0, self.deadline - time.monotonic())
+                    self._provider_model(), inp, timeout_s=max(1.0, self.deadline - time.monotonic())
                 )
             except ShapeInvalid as exc:
                 self.fail(str(exc), answer=exc.text, evidence=evidence)
@@ -275,6 +360,9 @@ class TurnRun:
                 synthesis.tokens_in_fresh = out.usage.fresh_tokens
                 self.query.model = out.model or self.query.model
         synthesis.ms = round((time.monotonic() - began) * 1000)
+        if self.stopping():  # cancelled or out of time while the answer was written: not released
+            self._stop_now()
+            return
         extra = sorted(
             {n for numbers in (grounding or {}).values() for n in numbers if 1 <= n <= len(evidence)}
         )
@@ -417,6 +505,7 @@ class TurnRun:
         *,
         answer: str | None = None,
         evidence: list[EvidenceSpan] | None = None,
+        stop_reason: StopReason = "failed",
     ) -> None:
         if self.terminal:
             return
@@ -424,12 +513,22 @@ class TurnRun:
         q.error = error
         if answer:
             q.output = [{"role": "assistant", "content": [{"type": "output_text", "text": answer}]}]
-        q.rollup = self._rollup("failed")
+        q.rollup = self._rollup(stop_reason)
         q.usage = self._usage(None)
         if detail:
             self.trace["internal_error"] = detail[-4000:]
         self.emit({"type": "response.turn_rollup", **q.rollup.model_dump(mode="json")})
         self._finish("failed", error)
+
+    def cancel(self) -> None:
+        """End the turn `cancelled` (api.md §9.4): steps so far are kept and the trace is persisted."""
+        if self.terminal:
+            return
+        q = self.query
+        q.rollup = self._rollup("cancelled")
+        q.usage = self._usage(None)
+        self.emit({"type": "response.turn_rollup", **q.rollup.model_dump(mode="json")})
+        self._finish("cancelled", CANCELLED_ERROR)
 
     def _finish(self, status: str, error: str | None) -> None:
         q = self.query
@@ -465,6 +564,8 @@ class TurnRun:
         persist(self.rt.db, q.id, self.trace, records)
 
     def close(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
         if self.sandbox is not None:
             self.sandbox.close()
             self.sandbox = None

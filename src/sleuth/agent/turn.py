@@ -86,6 +86,7 @@ class PreparedTurn:
     model_override: Model | None = None  # replay: a scripted model for the loop and synthesis
     request_replay: dict[str, Any] | None = None  # replay: recorded planner results
     registry_override: dict[str, HostFunction] | None = None  # replay: recorded host results
+    cancel_event: threading.Event = field(default_factory=threading.Event)  # set: stop between steps
 
     @property
     def offline(self) -> bool:
@@ -120,6 +121,10 @@ class Runtime:
         self._own_host = sandbox_host is None
         self.model_factory = model_factory
         self._lock = threading.Lock()
+        # Turns admitted and not yet finished (queued or running), so `cancel` can reach them.
+        self._turns: dict[str, PreparedTurn] = {}
+        self._runs: dict[str, TurnRun] = {}
+        self._turns_lock = threading.Lock()
         if recover:
             self.db.recover_interrupted()
 
@@ -143,8 +148,14 @@ class Runtime:
         self.close()
 
     # ------------------------------------------------------------------------------ admission
-    def prepare(self, request: TurnRequest) -> PreparedTurn:
-        """Validate, resolve the session, scope and models, store the Query `in_progress`."""
+    def prepare(
+        self, request: TurnRequest, admit: Callable[[dict[str, Any] | None], None] | None = None
+    ) -> PreparedTurn:
+        """Validate, resolve the session, scope and models, store the Query `in_progress`.
+
+        `admit(session or None)` runs after every check and before anything is stored: the server's own
+        checks (busy session, comparison group, capacity) go there, in api.md §8.1's order, and may raise.
+        """
         ask = request.ask
         if not isinstance(ask, str) or not ask.strip() or len(ask) > 20_000:
             raise TurnError("invalid_request", "ask must be a non-blank string of 1-20,000 characters")
@@ -201,6 +212,8 @@ class Runtime:
                 check_shape(request.shape)
             except ValueError as exc:
                 raise TurnError("invalid_shape", str(exc)) from None
+        if admit is not None:
+            admit(session)
         if session is None:
             session = self.db.create_session(
                 scope=scope,
@@ -225,7 +238,10 @@ class Runtime:
         if not self.db.claim_session(session["id"], query.id):
             raise TurnError("session_busy", "a turn of this session is still running", 409)
         self.db.insert_query(query.model_dump(mode="json"))
-        return PreparedTurn(request, query, session, briefs, configs, workflow, ignored)
+        prepared = PreparedTurn(request, query, session, briefs, configs, workflow, ignored)
+        with self._turns_lock:
+            self._turns[query.id] = prepared
+        return prepared
 
     def _brief(self, slug: str) -> ContextBrief:
         try:
@@ -245,14 +261,42 @@ class Runtime:
     def run(self, turn: PreparedTurn, on_event: Emit | None = None) -> Query:
         """Run a prepared turn to a terminal state. Never raises for a failure inside the turn."""
         runner = TurnRun(self, turn, on_event)
+        with self._turns_lock:
+            self._turns[turn.query.id] = turn
+            self._runs[turn.query.id] = runner
         try:
+            runner.start_watchdog()
             runner.execute()
         except Exception as exc:  # a crash inside a turn fails the query, never the process
             runner.fail(f"internal error: {type(exc).__name__}: {exc}", traceback.format_exc())
         finally:
             runner.close()
             self.db.release_session(turn.session["id"], turn.query.id)
+            with self._turns_lock:
+                self._turns.pop(turn.query.id, None)
+                self._runs.pop(turn.query.id, None)
         return runner.query
+
+    # ------------------------------------------------------------------------------ control
+    def cancel(self, query_id: str) -> bool:
+        """Ask a turn admitted here to stop (api.md §9.4): a queued turn ends as soon as it starts, a
+        running one between steps, its sandbox killed. False when this runtime does not hold the turn
+        (unknown, finished, or run by another process)."""
+        with self._turns_lock:
+            turn = self._turns.get(query_id)
+            runner = self._runs.get(query_id)
+        if turn is None:
+            return False
+        if runner is not None:
+            runner.interrupt("cancelled")
+        else:
+            turn.cancel_event.set()
+        return True
+
+    def is_active(self, query_id: str) -> bool:
+        """Admitted here and not yet finished: its events may still grow."""
+        with self._turns_lock:
+            return query_id in self._turns
 
 
 def new_query_id() -> str:

@@ -12,7 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from sleuth.api import contexts, queries, sessions, system
+from sleuth.api import contexts, mcp, queries, sessions, system
 from sleuth.api.errors import ApiError
 from sleuth.api.state import ApiState
 from sleuth.api.versioning import DEFAULT_VERSION, HEADER, VERSIONS
@@ -107,6 +107,7 @@ def create_app(state: ApiState) -> FastAPI:
     for router in ROUTERS:
         app.include_router(router, prefix="/api")
         app.include_router(router, prefix="/api/v0", include_in_schema=False)
+    mcp.mount(app)  # the MCP server at /mcp (api.md §11), with its session manager in the lifespan
     return app
 
 

@@ -1,7 +1,600 @@
-"""Routes: queries (api.md). Filled in by its owner module."""
+"""Routes: queries (api.md §8–§10.3): `POST /query` in its three modes (sync, background, SSE), the
+Query, its cancel, trace, events, feedback and replay, and `GET /models`.
+
+`POST /query` reads its body itself instead of letting FastAPI bind it, so the checks run in the
+documented order (§8.1 "Validation order"): credentials (the dependency) → JSON syntax → unknown fields
+→ extensions under `2026-07` → types and ranges → option conflicts → session → (in `Runtime.prepare`)
+scope, models, shape → (in its `admit` hook) busy session, comparison group, sandbox, capacity. Nothing
+is stored until every check passed. The turn then runs on the bounded executor (turns.py), never on the
+request: a client that goes away leaves it running.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import json
+import threading
+from concurrent.futures import Future
+from functools import partial
+from typing import Annotated, Any, Literal, TypeVar
+
+from fastapi import APIRouter, Header, Request, Response
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from sleuth.agent.records import Query
+from sleuth.agent.replay import ReplayError, replay
+from sleuth.agent.turn import PreparedTurn, TurnError, TurnRequest
+from sleuth.api.auth import LOCAL, AdminKey, AnyKey, Principal
+from sleuth.api.errors import ApiError
+from sleuth.api.sse import follow, stream_response
+from sleuth.api.state import ApiState, api_state
+from sleuth.api.system import sandbox_report
+from sleuth.api.turns import TurnExecutor, executor, wait_for, wait_until
+from sleuth.api.versioning import require_unstable
+from sleuth.compile.manifest import EMBEDDING_MODELS
+from sleuth.models import embedder
+from sleuth.models.catalog import CatalogError
+from sleuth.store.server_db import TERMINAL_STATUSES, QueryNotFound
 
 router = APIRouter()
+
+EXTENSION_FIELDS = ("max_tool_output_chars",)  # request fields accepted only under `unstable`
+INT_BOUNDS: dict[str, tuple[int, int]] = {
+    "timeout_seconds": (1, 900),
+    "max_steps": (1, 50),
+    "max_retrieved": (1, 200),
+    "max_retrieved_chars": (1, 20_000),
+    "max_tool_output_chars": (1, 100_000),
+}
+MAX_SHAPE_BYTES = 32 * 1024
+COMPARISON_GROUP_SIZE = 3
+CANCEL_WAIT_S = 10.0  # how long `cancel` waits for the turn to reach its terminal state
+RETRIEVAL_ONLY_FIELDS = ("retrieval_only", "pointers_only", "chunks_only", "artifacts_only")
+
+Workflow = Literal["search", "search_cc", "search_rag", "query_search", "query_sac", "query_cc", "query_rag"]
+ThinkingLevel = Literal["minimal", "low", "medium", "high"]
+
+
+class QueryRequest(BaseModel):
+    """The body of `POST /query` (api.md §8.1). Strict: `"100"` is not an integer, `1` not a bool."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    ask: str = Field(min_length=1, max_length=20_000)
+    scope: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(
+        None, min_length=1, max_length=10
+    )
+    session_id: str | None = Field(None, max_length=200)
+    previous_query_id: str | None = Field(None, max_length=200)
+    workflow: Workflow | None = None
+    system_prompt: str | None = Field(None, max_length=16_000)
+    guardrails: str | None = Field(None, max_length=8_000)
+    shape: dict[str, Any] | None = None
+    model: str | None = Field(None, max_length=200)
+    models: list[Annotated[str, Field(max_length=200)]] | None = Field(None, min_length=1, max_length=5)
+    tools: list[Annotated[str, Field(max_length=64)]] | None = Field(None, max_length=64)
+    stream: bool = False
+    background: bool = False
+    timeout_seconds: int = Field(900, ge=1, le=900)
+    max_steps: int | None = Field(None, ge=1, le=50)
+    thinking_level: ThinkingLevel | None = None
+    compose: bool = True
+    retrieval_only: bool = False
+    pointers_only: bool = False
+    chunks_only: bool = False
+    artifacts_only: bool = False
+    max_retrieved: int = Field(20, ge=1, le=200)
+    max_retrieved_chars: int = Field(2_000, ge=1, le=20_000)
+    comparison_group: str | None = Field(None, min_length=1, max_length=128)
+    max_tool_output_chars: int | None = Field(
+        None, ge=1, le=100_000, description="[ext] requires X-Pinecone-Api-Version: unstable"
+    )
+
+
+class FeedbackRequest(BaseModel):
+    """The body of `POST /queries/{id}/feedback` (api.md §10.3)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    rating: Literal["up", "down"]
+    comment: str | None = Field(None, max_length=2_000)
+
+
+def _body_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The OpenAPI request body of a route that parses its own JSON (so the order of checks is ours)."""
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {"schema": model.model_json_schema(ref_template="#/$defs/{model}")}
+            },
+        }
+    }
+
+
+def error_responses(*pairs: tuple[int, str]) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses=`: the documented error statuses of a route, with the envelope."""
+    return {
+        status: {
+            "description": code,
+            "content": {"application/json": {"example": {"message": code.replace("_", " "), "code": code}}},
+        }
+        for status, code in pairs
+    }
+
+
+# ---------------------------------------------------------------------------------- request parsing
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _invalid(field: str, message: str) -> ApiError:
+    return ApiError(400, "invalid_request", message, field=field)
+
+
+async def _json_object(request: Request) -> dict[str, Any]:
+    """The body as a JSON object, or `400 invalid_request` (field `body`)."""
+    raw = await request.body()
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise _invalid("body", "malformed JSON body") from None
+    if not isinstance(data, dict):
+        raise _invalid("body", "the body must be a JSON object")
+    return data
+
+
+def _unknown_fields(data: dict[str, Any], model: type[BaseModel]) -> None:
+    for name in data:
+        if name not in model.model_fields:
+            raise _invalid(name, f"unknown field {name!r}")
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _validated(data: dict[str, Any], model: type[M]) -> M:
+    """`model` from `data`, the first problem as `400 invalid_request` naming its field."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = first.get("loc", ())
+        name = str(loc[0]) if loc else "body"
+        if name in INT_BOUNDS:
+            low, high = INT_BOUNDS[name]
+            message = f"{name} must be an integer from {low} to {high}; got {_shown(data.get(name))}"
+        elif first.get("type") == "missing":
+            message = f"{name} is required"
+        else:
+            path = name + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc[1:])
+            message = f"{path}: {first.get('msg', 'invalid value')}"
+        raise _invalid(name, message) from None
+
+
+def parse_query_request(request: Request, data: dict[str, Any]) -> QueryRequest:
+    """Unknown fields → extensions → types and ranges → values → option conflicts (api.md §8.1)."""
+    _unknown_fields(data, QueryRequest)
+    for name in EXTENSION_FIELDS:
+        if name in data:
+            require_unstable(request, name)
+    body = _validated(data, QueryRequest)
+    if not body.ask.strip():
+        raise _invalid("ask", "ask must not be blank")
+    if body.shape is not None and len(json.dumps(body.shape).encode()) > MAX_SHAPE_BYTES:
+        raise _invalid("shape", "shape must be at most 32 KiB of JSON")
+    if body.stream and body.background:
+        raise ApiError(400, "conflicting_options", "stream and background exclude each other", field="stream")
+    retrieval = [name for name in RETRIEVAL_ONLY_FIELDS if getattr(body, name)]
+    if not body.compose:
+        retrieval.insert(0, "compose")
+    if body.chunks_only and body.artifacts_only:
+        raise ApiError(
+            400,
+            "conflicting_options",
+            "chunks_only and artifacts_only exclude each other",
+            field="chunks_only",
+        )
+    if retrieval and body.shape is not None:
+        raise ApiError(
+            400,
+            "conflicting_options",
+            f"shape cannot be combined with a retrieval-only turn ({retrieval[0]})",
+            field="shape",
+        )
+    if retrieval:
+        raise _invalid(retrieval[0], "retrieval_only is not supported yet")
+    return body
+
+
+# ---------------------------------------------------------------------------------- in-memory records
+class ComparisonGroups:
+    """Turns of each `comparison_group` (at most 3), kept in memory: the group is not a stored field,
+    so it spans one server process. Places are taken at admission and filled once the turn is stored."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._members: dict[str, list[dict[str, str | None]]] = {}
+        self._group_of: dict[str, str] = {}
+
+    def take(self, group: str) -> dict[str, str | None]:
+        with self._lock:
+            members = self._members.setdefault(group, [])
+            if len(members) >= COMPARISON_GROUP_SIZE:
+                raise ApiError(
+                    409,
+                    "comparison_group_full",
+                    f"comparison group {group!r} already has {COMPARISON_GROUP_SIZE} turns",
+                )
+            place: dict[str, str | None] = {"query_id": None, "workflow": None}
+            members.append(place)
+            return place
+
+    def fill(self, group: str, place: dict[str, str | None], query_id: str, workflow: str) -> None:
+        with self._lock:
+            place.update(query_id=query_id, workflow=workflow)
+            self._group_of[query_id] = group
+
+    def drop(self, group: str, place: dict[str, str | None]) -> None:
+        with self._lock:
+            members = self._members.get(group, [])
+            if place in members:
+                members.remove(place)
+
+    def others(self, query_id: str) -> list[dict[str, str]] | None:
+        """The other turns of `query_id`'s group; None when it is in none (that this process knows)."""
+        with self._lock:
+            group = self._group_of.get(query_id)
+            if group is None:
+                return None
+            return [
+                {"query_id": str(m["query_id"]), "workflow": str(m["workflow"])}
+                for m in self._members.get(group, [])
+                if m["query_id"] is not None and m["query_id"] != query_id
+            ]
+
+
+class QueryRecords:
+    """What the API remembers beside the database: comparison groups and who created each session
+    (the server database has no column for either)."""
+
+    def __init__(self) -> None:
+        self.groups = ComparisonGroups()
+        self._creators: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def set_creator(self, session_id: str, name: str) -> None:
+        with self._lock:
+            self._creators[session_id] = name
+
+    def creator(self, session_id: str) -> str:
+        """The principal that opened the session; `local` for sessions this process did not open
+        (the CLI's turns, or a server that has restarted since)."""
+        with self._lock:
+            return self._creators.get(session_id, LOCAL)
+
+
+_records_lock = threading.Lock()
+
+
+def records(request: Request) -> QueryRecords:
+    app_state: Any = request.app.state
+    with _records_lock:
+        found: QueryRecords | None = getattr(app_state, "sleuth_query_records", None)
+        if found is None:
+            found = QueryRecords()
+            app_state.sleuth_query_records = found
+        return found
+
+
+def present(state: ApiState, memory: QueryRecords, document: dict[str, Any]) -> dict[str, Any]:
+    """A stored Query as served: `comparison` brought up to date with the group's later turns."""
+    others = memory.groups.others(str(document.get("id")))
+    if others is None:
+        return document
+    comparison = []
+    for other in others:
+        stored = state.db.get_query(other["query_id"])
+        model = stored.get("model") if stored else None
+        comparison.append({"workflow": other["workflow"], "query_id": other["query_id"], "model": model})
+    return {**document, "comparison": comparison}
+
+
+# ---------------------------------------------------------------------------------- admission
+def _turn_request(body: QueryRequest, session_id: str | None) -> TurnRequest:
+    return TurnRequest(
+        ask=body.ask,
+        scope=body.scope,
+        session_id=session_id,
+        model=body.model,
+        models=body.models,
+        shape=body.shape,
+        max_steps=body.max_steps,
+        timeout_seconds=body.timeout_seconds,
+        max_tool_output_chars=body.max_tool_output_chars or 10_000,
+        system_prompt=body.system_prompt,
+        guardrails=body.guardrails,
+        tools=body.tools,
+        workflow=body.workflow,
+        thinking_level=body.thinking_level,
+        allow_model_specs=False,  # over HTTP: catalog ids and tiers only, never a URL of the caller's
+    )
+
+
+def _session_of(state: ApiState, body: QueryRequest) -> str | None:
+    """Session resolution: `previous_query_id` names a turn whose session is continued."""
+    if body.previous_query_id is None:
+        return body.session_id
+    previous = state.db.get_query(body.previous_query_id)
+    if previous is None:
+        raise ApiError(404, "query_not_found", f"no query {body.previous_query_id!r}")
+    session_id = str(previous["session_id"])
+    if body.session_id is not None and body.session_id != session_id:
+        raise _invalid(
+            "previous_query_id",
+            f"previous_query_id {body.previous_query_id!r} belongs to session {session_id!r}, "
+            f"not to session_id {body.session_id!r}",
+        )
+    return session_id
+
+
+def _admit(
+    state: ApiState, turns: TurnExecutor, memory: QueryRecords, body: QueryRequest, who: Principal
+) -> tuple[dict[str, Any], Future[Query]]:
+    """Prepare, store and submit one turn (on a worker thread: it reads files and writes the database).
+
+    Returns the stored in-progress Query and the turn's future. Admission and submission happen in this
+    one call, so a request cancelled meanwhile cannot leave a stored turn that never runs.
+    """
+    session_id = _session_of(state, body)
+    taken: list[tuple[str, dict[str, str | None]]] = []
+    reserved = False
+
+    def admit(session: dict[str, Any] | None) -> None:
+        nonlocal reserved
+        if session is None:
+            _check_models_available(state, body)
+        elif session.get("active_query_id"):
+            raise TurnError("session_busy", "a turn of this session is still running", 409)
+        if body.comparison_group is not None:
+            taken.append((body.comparison_group, memory.groups.take(body.comparison_group)))
+        report = sandbox_report(state)
+        if not report.get("ok"):
+            missing = ", ".join(report.get("missing") or []) or "unknown"
+            raise ApiError(
+                503, "sandbox_unavailable", f"the sandbox is below its isolation floor (missing: {missing})"
+            )
+        turns.reserve()
+        reserved = True
+
+    try:
+        prepared = state.runtime.prepare(_turn_request(body, session_id), admit)
+    except BaseException:
+        if reserved:
+            turns.unreserve()
+        for group, place in taken:
+            memory.groups.drop(group, place)
+        raise
+    if session_id is None:
+        memory.set_creator(str(prepared.session["id"]), who.name)
+    for group, place in taken:
+        _join_group(state, memory, prepared, group, place)
+    snapshot = present(state, memory, prepared.query.model_dump(mode="json"))
+    return snapshot, turns.submit(prepared)
+
+
+def _check_models_available(state: ApiState, body: QueryRequest) -> None:
+    catalog = state.runtime.catalog
+    names: list[str | None] = list(body.models or []) or [body.model]
+    for name in names:
+        try:
+            config = catalog.resolve(name, allow_specs=False)
+        except CatalogError as exc:
+            raise TurnError("model_unavailable", str(exc)) from None
+        if not catalog.available(config):
+            raise TurnError("model_unavailable", f"model {config.id!r} is not available on this server")
+
+
+def _join_group(
+    state: ApiState, memory: QueryRecords, turn: PreparedTurn, group: str, place: dict[str, str | None]
+) -> None:
+    """Record the turn in its group; its own `comparison` lists the turns before it (stored with it)."""
+    memory.groups.fill(group, place, turn.query.id, turn.workflow)
+    turn.query.comparison = present(state, memory, {"id": turn.query.id}).get("comparison") or []
+    state.db.update_query(turn.query.model_dump(mode="json"))
+
+
+def _error_of(exc: TurnError) -> ApiError:
+    return ApiError(exc.status, exc.code, str(exc))
+
+
+# ---------------------------------------------------------------------------------- routes
+@router.post(
+    "/query",
+    summary="Run a query turn (sync, background or SSE)",
+    response_model=None,
+    openapi_extra=_body_schema(QueryRequest),
+    responses={
+        202: {"description": "background: the Query in progress"},
+        **error_responses(
+            (400, "invalid_request"),
+            (404, "context_not_found"),
+            (409, "session_busy"),
+            (429, "too_many_queries"),
+            (503, "sandbox_unavailable"),
+            (504, "query_timeout"),
+        ),
+    },
+)
+async def post_query(request: Request, who: AnyKey) -> Response:
+    state = api_state(request)
+    body = parse_query_request(request, await _json_object(request))
+    turns = executor(request)
+    memory = records(request)
+    try:
+        snapshot, future = await turns.admit(partial(_admit, state, turns, memory, body, who))
+    except TurnError as exc:
+        raise _error_of(exc) from None
+    query_id = str(snapshot["id"])
+    if body.background:
+        return JSONResponse(snapshot, status_code=202, headers={"Location": f"/api/queries/{query_id}"})
+    if body.stream:
+        return stream_response(
+            follow(state.db, turns, query_id, 1, lambda doc: present(state, memory, doc)), query_id
+        )
+    finished = await wait_for(future)
+    document = await run_in_threadpool(_stored, state, memory, query_id)
+    if (
+        finished.status == "failed"
+        and finished.rollup is not None
+        and finished.rollup.stop_reason == "timeout"
+    ):
+        raise ApiError(504, "query_timeout", finished.error or "the turn timed out", query_id=query_id)
+    return JSONResponse(document)
+
+
+def _stored(state: ApiState, memory: QueryRecords, query_id: str) -> dict[str, Any]:
+    document = state.db.get_query(query_id)
+    if document is None:
+        raise ApiError(404, "query_not_found", f"no query {query_id!r}")
+    return present(state, memory, document)
+
+
+@router.get(
+    "/queries/{query_id}", summary="A query turn", responses=error_responses((404, "query_not_found"))
+)
+async def get_query(request: Request, query_id: str, who: AnyKey) -> dict[str, Any]:
+    return await run_in_threadpool(_stored, api_state(request), records(request), query_id)
+
+
+@router.post(
+    "/queries/{query_id}/cancel",
+    summary="Cancel a running turn (idempotent on a finished one)",
+    responses=error_responses((404, "query_not_found")),
+)
+async def cancel_query(request: Request, query_id: str, who: AnyKey) -> dict[str, Any]:
+    state, memory, turns = api_state(request), records(request), executor(request)
+    document = await run_in_threadpool(_stored, state, memory, query_id)
+    if document.get("status") in TERMINAL_STATUSES:
+        return document
+    if await run_in_threadpool(turns.cancel, query_id):
+
+        def finished() -> bool:  # ended, its session released and its place in the pool free
+            return not state.runtime.is_active(query_id) and not turns.holds(query_id)
+
+        await wait_until(finished, turns.hub, query_id, CANCEL_WAIT_S)
+    return await run_in_threadpool(_stored, state, memory, query_id)
+
+
+@router.get(
+    "/queries/{query_id}/trace",
+    summary="The trace of a finished turn",
+    responses=error_responses((404, "query_not_found"), (409, "query_not_terminal")),
+)
+async def get_trace(request: Request, query_id: str, who: AnyKey) -> dict[str, Any]:
+    state = api_state(request)
+    document = await run_in_threadpool(_stored, state, records(request), query_id)
+    if document.get("status") not in TERMINAL_STATUSES:
+        raise ApiError(409, "query_not_terminal", f"query {query_id} is still running", query_id=query_id)
+    trace = await run_in_threadpool(state.db.get_trace, query_id)
+    if trace is None:  # a turn interrupted by a restart has no trace; say so rather than 404
+        return {
+            "query_id": query_id,
+            "steps": [],
+            "rollup": document.get("rollup"),
+            "replay": {"available": False},
+        }
+    return trace
+
+
+@router.get(
+    "/queries/{query_id}/events",
+    summary="The turn's events as SSE: replayed from Last-Event-ID (inclusive), then live",
+    response_model=None,
+    responses={
+        200: {"description": "text/event-stream", "content": {"text/event-stream": {}}},
+        **error_responses((404, "query_not_found")),
+    },
+)
+async def get_events(
+    request: Request,
+    query_id: str,
+    who: AnyKey,
+    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+) -> Response:
+    state, memory = api_state(request), records(request)
+    since = 1
+    if last_event_id is not None and last_event_id.strip():
+        try:
+            since = int(last_event_id.strip())
+        except ValueError:
+            raise _invalid(
+                "Last-Event-ID", f"Last-Event-ID must be an event id; got {last_event_id!r}"
+            ) from None
+    await run_in_threadpool(_stored, state, memory, query_id)
+    frames = follow(state.db, executor(request), query_id, since, lambda doc: present(state, memory, doc))
+    return stream_response(frames, query_id)
+
+
+@router.post(
+    "/queries/{query_id}/feedback",
+    summary="Rate a turn (a second call replaces the first)",
+    status_code=204,
+    response_class=Response,
+    openapi_extra=_body_schema(FeedbackRequest),
+    responses=error_responses((400, "invalid_request"), (404, "query_not_found")),
+)
+async def post_feedback(request: Request, query_id: str, who: AnyKey) -> Response:
+    data = await _json_object(request)
+    _unknown_fields(data, FeedbackRequest)
+    body = _validated(data, FeedbackRequest)
+    feedback = {"rating": body.rating, "comment": body.comment}
+    try:
+        await run_in_threadpool(api_state(request).db.set_feedback, query_id, feedback)
+    except QueryNotFound:
+        raise ApiError(404, "query_not_found", f"no query {query_id!r}") from None
+    return Response(status_code=204)
+
+
+@router.post(
+    "/queries/{query_id}/replay",
+    summary="Re-run a finished turn from its replay log and compare [ext]",
+    responses=error_responses(
+        (400, "requires_unstable_version"),
+        (404, "query_not_found"),
+        (409, "query_not_terminal"),
+    ),
+)
+async def replay_query(request: Request, query_id: str, who: AdminKey) -> dict[str, Any]:
+    require_unstable(request, "POST /queries/{id}/replay")
+    state = api_state(request)
+    document = await run_in_threadpool(_stored, state, records(request), query_id)
+    if document.get("status") not in TERMINAL_STATUSES:
+        raise ApiError(409, "query_not_terminal", f"query {query_id} is still running", query_id=query_id)
+    try:
+        report: dict[str, Any] = await run_in_threadpool(replay, state.home, query_id, state.db)
+    except ReplayError as exc:
+        status = 404 if exc.code == "query_not_found" else 409
+        raise ApiError(status, exc.code, str(exc), query_id=query_id) from None
+    return report
+
+
+@router.get("/models", summary="The model catalog")
+async def get_models(request: Request, who: AnyKey) -> dict[str, Any]:
+    catalog = api_state(request).runtime.catalog
+    return {**catalog.public(), "embedding_models": embedding_models()}
+
+
+def embedding_models() -> list[dict[str, Any]]:
+    """`embedding_models` [ext]: the embedders a manifest may name, available when their files ship."""
+    files = {
+        embedder.MiniLMEmbedder.id: (embedder.MiniLMEmbedder.dim, embedder.DATA_DIR / "model.onnx"),
+        embedder.StaticEmbedder.id: (embedder.StaticEmbedder.dim, embedder.STATIC_DIR / "embeddings.npy"),
+    }
+    return [
+        {"id": name, "dim": files[name][0], "available": files[name][1].is_file()}
+        for name in EMBEDDING_MODELS
+        if name in files
+    ]

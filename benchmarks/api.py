@@ -1,0 +1,199 @@
+"""Concurrent turns through the HTTP API, next to the same turns run in-process, in one run.
+
+    .venv/bin/python benchmarks/api.py [--turns 50] [--concurrency 4]
+
+Compiles the sample corpus into a scratch home, starts a real `sleuth serve` on 127.0.0.1, sends
+`--turns` offline-planner questions at once (`background: true`, then polling), and reports p50/p99
+latency, errors and the server's peak RSS. Then it runs the same questions in-process through
+`Runtime` on a pool of the same size, so the table shows what the HTTP layer adds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+QUESTIONS = [
+    "What is the hotel limit per night when travelling?",
+    "How many products are in the catalog?",
+    "What does ERR-4012 mean?",
+    "How many days a week can employees work remotely?",
+    "List all products",
+]
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process and its children (the sandbox zygote and its turns)."""
+    total = 0
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines() if ":\t" in line)
+        except OSError:
+            continue
+        if status.parent.name == str(pid) or fields.get("PPid", "").strip() == str(pid):
+            total += int(fields.get("VmRSS", "0 kB").split()[0])
+    return total / 1024
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def over_http(home: Path, turns: int, concurrency: int) -> tuple[list[float], int, float, float]:
+    port = free_port()
+    env = {**os.environ, "SLEUTH_HOME": str(home)}
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sleuth",
+            "serve",
+            "--port",
+            str(port),
+            "--max-concurrent-turns",
+            str(concurrency),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    peak = 0.0
+    stop = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not stop.is_set():
+            peak = max(peak, rss_mb(server.pid))
+            time.sleep(0.2)
+
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("the server did not start")
+            time.sleep(0.2)
+        threading.Thread(target=sample, daemon=True).start()
+        latencies: list[float] = []
+        errors = 0
+        lock = threading.Lock()
+
+        def one(i: int) -> None:
+            nonlocal errors
+            began = time.perf_counter()
+            with httpx.Client(base_url=url, timeout=120) as client:
+                body = {"ask": QUESTIONS[i % len(QUESTIONS)], "scope": ["acme"], "background": True}
+                created = client.post("/api/query", json=body)
+                if created.status_code != 202:
+                    with lock:
+                        errors += 1
+                    return
+                query_id = created.json()["id"]
+                while True:
+                    query = client.get(f"/api/queries/{query_id}").json()
+                    if query["status"] != "in_progress":
+                        break
+                    time.sleep(0.05)
+            with lock:
+                if query["status"] == "completed":
+                    latencies.append(time.perf_counter() - began)
+                else:
+                    errors += 1
+
+        began = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=turns) as pool:
+            list(pool.map(one, range(turns)))
+        wall = time.perf_counter() - began
+        return latencies, errors, peak, wall
+    finally:
+        stop.set()
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+def in_process(home: Path, turns: int, concurrency: int) -> tuple[list[float], int, float]:
+    from sleuth.agent.turn import Runtime, TurnRequest
+    from sleuth.store.home import Home
+
+    latencies: list[float] = []
+    errors = 0
+    lock = threading.Lock()
+    with Runtime(Home(home)) as runtime:
+
+        def one(i: int, submitted: float) -> None:
+            nonlocal errors
+            query = runtime.ask(TurnRequest(ask=QUESTIONS[i % len(QUESTIONS)], scope=["acme"]))
+            with lock:  # latency from submission, so queueing counts as it does over HTTP
+                if query.status == "completed":
+                    latencies.append(time.perf_counter() - submitted)
+                else:
+                    errors += 1
+
+        began = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+            for i in range(turns):
+                pool.submit(one, i, time.perf_counter())
+        return latencies, errors, time.perf_counter() - began
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--turns", type=int, default=50)
+    parser.add_argument("--concurrency", type=int, default=4)
+    args = parser.parse_args()
+
+    from sleuth.compile.pipeline import compile_context
+    from sleuth.store.home import Home
+
+    home = Path(tempfile.mkdtemp(prefix="sleuth-bench-api-"))
+    compile_context(
+        "acme", [REPO / "examples" / "acme-corpus"], REPO / "examples" / "acme-manifest.json", home=Home(home)
+    )
+
+    http_lat, http_err, peak, http_wall = over_http(home, args.turns, args.concurrency)
+    proc_lat, proc_err, proc_wall = in_process(home, args.turns, args.concurrency)
+
+    print(f"{args.turns} offline-planner turns, {args.concurrency} running at once, sample corpus")
+    print(f"{'':<12}{'p50 s':>8}{'p99 s':>8}{'mean s':>8}{'wall s':>8}{'errors':>8}{'peak RSS MB':>13}")
+    for name, lat, err, wall, rss in (
+        ("http", http_lat, http_err, http_wall, f"{peak:.0f}"),
+        ("in-process", proc_lat, proc_err, proc_wall, "-"),
+    ):
+        mean = statistics.fmean(lat) if lat else float("nan")
+        print(
+            f"{name:<12}{pct(lat, 0.5):>8.2f}{pct(lat, 0.99):>8.2f}{mean:>8.2f}{wall:>8.1f}{err:>8}{rss:>13}"
+        )
+    if proc_wall > 0:
+        print(f"throughput ratio http / in-process: {proc_wall / http_wall:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""What the context route modules share: finding a context, `context.extra.json`, the per-context
+source-tree lock, the `task_in_flight` check and safe request paths.
+
+Context fields that `context.json` (`ContextInfo`) does not carry yet (`kind`, `guide`, `created_by`,
+`last_source_import_at`) are kept beside it in `context.extra.json`, written atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from sleuth.api.errors import ApiError
+from sleuth.api.state import ApiState
+from sleuth.api.tasks import TaskService, walk_files
+from sleuth.compile.sources import UnsafePath, safe_relative_path
+from sleuth.store.home import ContextDir, ContextNotFound, write_json_atomic
+from sleuth.store.lock import CurateInFlight, curate_lock
+
+EXTRA_FILE = "context.extra.json"
+#: Workflows that write the knowledge tree: one at a time per context (`409 task_in_flight`).
+EXCLUSIVE_WORKFLOWS = ("curate", "restore", "pack")
+
+_extra_lock = threading.Lock()  # read-modify-write of context.extra.json
+_tree_locks: dict[str, threading.Lock] = {}
+_tree_locks_guard = threading.Lock()
+
+
+def tree_lock(ctx: ContextDir) -> threading.Lock:
+    """Per context: a source-tree limit check and the write it allows happen together, and a delete
+    never interleaves with them."""
+    with _tree_locks_guard:
+        return _tree_locks.setdefault(ctx.root.name, threading.Lock())
+
+
+class StrictBody(BaseModel):
+    """Unknown fields are `400 invalid_request`, so a typo never passes silently (api.md §1)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def find_context(state: ApiState, slug: str) -> ContextDir:
+    """The context by slug or id, or `404 context_not_found`."""
+    for attempt in range(2):
+        try:
+            return state.home.find(slug)
+        except ContextNotFound:
+            break
+        except FileNotFoundError:  # another context was deleted while the home was scanned
+            if attempt:
+                raise
+    raise ApiError(404, "context_not_found", f"no context {slug!r}", slug=slug)
+
+
+def read_extra(ctx: ContextDir) -> dict[str, Any]:
+    try:
+        data: dict[str, Any] = json.loads((ctx.root / EXTRA_FILE).read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+    return data
+
+
+def update_extra(ctx: ContextDir, **changes: Any) -> None:
+    with _extra_lock:
+        if ctx.info_file.exists():  # never recreate the directory of a deleted context
+            write_json_atomic(ctx.root / EXTRA_FILE, {**read_extra(ctx), **changes})
+
+
+def has_sources(ctx: ContextDir) -> bool:
+    return next(walk_files(ctx.sources), None) is not None
+
+
+def conflict_check(service: TaskService, ctx: ContextDir, workflows: tuple[str, ...]) -> None:
+    """`409 task_in_flight` when a conflicting task of this server, or a compile started elsewhere
+    (the CLI holds `curate.lock`), is working on the context."""
+    busy = service.store.active(ctx.info().id, workflows)
+    if busy:
+        task_id = busy[0]["id"]
+        raise ApiError(
+            409, "task_in_flight", f"task {task_id} ({busy[0]['workflow']}) is active", task_id=task_id
+        )
+    try:
+        with curate_lock(ctx.lock_file):
+            pass
+    except CurateInFlight:
+        raise ApiError(
+            409, "task_in_flight", "a compile started outside this server is running", task_id=None
+        ) from None
+
+
+def safe_rel(name: str) -> PurePosixPath:
+    try:
+        return safe_relative_path(name)
+    except UnsafePath as exc:
+        raise ApiError(400, "unsafe_path", str(exc), field="path") from None
+
+
+def prune_empty_dirs(directory: Path, root: Path) -> None:
+    while directory != root and directory.is_relative_to(root):
+        try:
+            directory.rmdir()
+        except OSError:
+            return
+        directory = directory.parent

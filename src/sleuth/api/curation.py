@@ -1,0 +1,234 @@
+"""Routes: curation (api.md §6.3): start a curate, read the ledger, delete sources with a
+deletion-only curate. A curate is `CompileRun` under `curate_lock`, run as a background task
+(api/tasks.py).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Body, Request
+from pydantic import Field
+
+from sleuth.api import tasks
+from sleuth.api.auth import AdminKey, AnyKey
+from sleuth.api.context_files import (
+    EXCLUSIVE_WORKFLOWS,
+    StrictBody,
+    conflict_check,
+    find_context,
+    has_sources,
+    prune_empty_dirs,
+    safe_rel,
+    tree_lock,
+)
+from sleuth.api.errors import ApiError
+from sleuth.api.state import ApiState, api_state
+from sleuth.api.tasks import TaskHandle, TaskService, resolve_in, task_service
+from sleuth.compile.extract import NoModelExtractor
+from sleuth.compile.manifest import parse_manifest
+from sleuth.compile.pipeline import CompileReport, CompileRun
+from sleuth.models.catalog import CatalogError
+from sleuth.store.home import ContextDir, write_json_atomic
+from sleuth.store.ledger import Ledger
+from sleuth.store.lock import CurateInFlight, curate_lock
+
+router = APIRouter()
+
+
+CURATE_PHASES = ("snapshot", "parse", "embed", "index")
+
+
+class CurateRequest(StrictBody):
+    force: bool = False
+    model: str | None = Field(None, min_length=1, max_length=256)
+    legs: list[Literal["chunks", "artifacts"]] | None = Field(None, min_length=1, max_length=2)
+    # Contract fields Sleuth accepts and ignores (§13).
+    pinecone_api_key: Any = None
+    batch_size: Any = None
+    scope: Any = None
+    trigger: Any = None
+
+
+class DeleteSourcesRequest(StrictBody):
+    sources: list[str] = Field(min_length=1, max_length=10_000)
+
+
+def _ids(vdir: Path | None, table: str) -> set[str]:
+    if vdir is None or not (vdir / "tables.sqlite").is_file():
+        return set()
+    db = sqlite3.connect(f"file:{vdir / 'tables.sqlite'}?mode=ro&immutable=1", uri=True)
+    try:
+        return {row[0] for row in db.execute(f'SELECT id FROM "{table}"')}
+    except sqlite3.Error:
+        return set()
+    finally:
+        db.close()
+
+
+def curate_output(ctx: ContextDir, report: CompileReport, force: bool) -> dict[str, Any]:
+    """The contract's `CurateRunOutput` (api.md §6.3) from the compiler's report, plus [ext] fields.
+    Sleuth's curation calls no language model, so usage counts embeddings only."""
+    mode = "full" if force else "incremental"
+    if report.delta == "empty":
+        return {
+            "status": "completed",
+            "flipped": False,
+            "versioned": False,
+            "mode": mode,
+            "delta": "empty",
+            "live_version": report.parent,
+            "warnings": report.warnings,
+        }
+    live = report.version
+    vdir = ctx.version_dir(live) if live else None
+    pdir = ctx.version_dir(report.parent) if report.parent else None
+    new_chunks, old_chunks = _ids(vdir, "_chunks"), _ids(pdir, "_chunks")
+    new_arts, old_arts = _ids(vdir, "_artifacts"), _ids(pdir, "_artifacts")
+    counts = report.counts
+    embedder = "unknown"
+    if vdir is not None and (vdir / "version.json").is_file():
+        embedder = json.loads((vdir / "version.json").read_text("utf-8"))["embedder"]["id"]
+    failed = sorted(p for p, f in report.failures.items() if f.get("status") == "failed")
+    return {
+        "status": "completed",
+        "flipped": report.flipped,
+        "versioned": report.version is not None,
+        "mode": mode,
+        "scope": "all",
+        "images_skipped_no_vision": counts.get("images_skipped_no_vision", 0),
+        "sources_skipped_unreadable": counts.get("sources_skipped_unreadable", 0),
+        "usage": {
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "total_tokens": 0,
+            "by_model": {},
+            "embed_by_model": {embedder: counts.get("embedded", 0)},
+        },
+        "sample_queries": ctx.info().sample_queries,
+        "delta": {
+            "new": len(report.new),
+            "changed": len(report.changed),
+            "deleted": len(report.deleted),
+            "processed": counts.get("sources_parsed", 0),
+            "failed": len(failed),
+            "failed_sources": failed,
+            "corpus_artifacts": counts.get("artifacts", 0),
+            "corpus_edges": counts.get("edges", 0),
+            "corpus_artifacts_screened": 0,
+            "screened": 0,
+            "chunks_created": len(new_chunks - old_chunks),
+            "chunks_updated": 0,
+            "artifacts_created": len(new_arts - old_arts),
+            "artifacts_updated": len(new_arts & old_arts),
+            "chunks_screened": 0,
+            "artifacts_screened": 0,
+            "artifacts_errored": 0,
+            "sources_content_truncated": 0,
+        },
+        "live_version": live if report.flipped else report.parent,
+        "artifacts_skipped_no_model": report.artifacts_skipped_no_model,
+        "warnings": report.warnings,
+        "failures": report.failures,
+        "counts": counts,
+    }
+
+
+def _curate_job(state: ApiState, ctx: ContextDir, force: bool, chunks_only: bool) -> tasks.Job:
+    """A compile of the context as it is now, under its `curate.lock`. The handle is the compiler's
+    progress sink, so a cancel stops the run at its next step, always before the flip."""
+
+    def job(handle: TaskHandle) -> dict[str, Any]:
+        try:
+            with curate_lock(ctx.lock_file):
+                data = ctx.manifest_data()
+                if chunks_only:
+                    data.setdefault("curate", {}).setdefault("artifacts", {})["enabled"] = False
+                manifest = parse_manifest(data)
+                report = CompileRun(ctx, state.home, manifest, force, handle, NoModelExtractor()).execute()
+        except CurateInFlight:
+            raise RuntimeError("another compile of this context is running") from None
+        handle.files_dir.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(handle.files_dir / "curate-report.json", report.to_json())
+        return curate_output(ctx, report, force)
+
+    return job
+
+
+def _start_curate(
+    state: ApiState,
+    service: TaskService,
+    ctx: ContextDir,
+    who: str,
+    task_input: dict[str, Any],
+    force: bool = False,
+    chunks_only: bool = False,
+) -> dict[str, Any]:
+    info = ctx.info()
+    task = service.store.create(
+        "curate", context_id=info.id, context_slug=info.slug, created_by=who, input=task_input
+    )
+    service.submit(task, _curate_job(state, ctx, force, chunks_only), phases=CURATE_PHASES)
+    return task
+
+
+@router.post("/contexts/{slug}/curate")
+def start_curate(
+    request: Request,
+    slug: str,
+    who: AdminKey,
+    body: Annotated[CurateRequest | None, Body()] = None,
+) -> dict[str, Any]:
+    """Start a curate task: incremental, or with `force` a full rebuild (ledger discarded)."""
+    state, service = api_state(request), task_service(request)
+    ctx = find_context(state, slug)
+    body = body or CurateRequest()
+    if body.model is not None:
+        try:
+            config = state.runtime.catalog.resolve(body.model, allow_specs=False)
+        except CatalogError as exc:
+            raise ApiError(400, "model_unavailable", str(exc), field="model") from None
+        if not state.runtime.catalog.available(config):
+            raise ApiError(400, "model_unavailable", f"model {config.id!r} is not available", field="model")
+    if not has_sources(ctx):
+        raise ApiError(409, "no_sources", "the context has no sources: upload files first")
+    task_input = {"force": body.force, "model": body.model, "legs": body.legs, "trigger": "api"}
+    with service.claiming():
+        conflict_check(service, ctx, EXCLUSIVE_WORKFLOWS)
+        chunks_only = body.legs is not None and "artifacts" not in body.legs
+        task = _start_curate(state, service, ctx, who.name, task_input, body.force, chunks_only)
+    return {"task_id": task["id"], "state": "curating"}
+
+
+@router.get("/contexts/{slug}/curate")
+def curation_state(request: Request, slug: str, _who: AnyKey) -> dict[str, Any]:
+    """The curation ledger (`CurationState`, context.md §6)."""
+    ctx = find_context(api_state(request), slug)
+    return Ledger.load(ctx.ledger_file).model_dump(mode="json")
+
+
+@router.post("/contexts/{slug}/curate/delete-sources")
+def delete_sources(request: Request, slug: str, body: DeleteSourcesRequest, who: AdminKey) -> dict[str, Any]:
+    """Delete the named sources and start a deletion-only curate (no model calls)."""
+    state, service = api_state(request), task_service(request)
+    ctx = find_context(state, slug)
+    wanted = [str(safe_rel(p)) for p in body.sources]
+    deleted: list[str] = []
+    not_found: list[str] = []
+    with service.claiming():
+        conflict_check(service, ctx, EXCLUSIVE_WORKFLOWS)
+        with tree_lock(ctx):
+            for rel in wanted:
+                target = resolve_in(ctx.sources, rel)
+                if target.is_file() and not target.is_symlink():
+                    target.unlink()
+                    prune_empty_dirs(target.parent, ctx.sources)
+                    deleted.append(rel)
+                else:
+                    not_found.append(rel)
+        task_input = {"sources": wanted, "trigger": "delete-sources", "deletion_only": True}
+        task = _start_curate(state, service, ctx, who.name, task_input)
+    return {"task_id": task["id"], "state": "curating", "deleted": deleted, "not_found": not_found}

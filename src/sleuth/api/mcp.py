@@ -1,0 +1,595 @@
+"""The MCP server (api.md §11), built on the official MCP Python SDK, over HTTP at `/mcp` and over stdio.
+
+Tools: the three of the Nexus MCP guide (`list_contexts`, `query_context`, `get_query`) and each retrieval
+primitive of the SDK (runtime.md §5.2) against one context named by the required `context` argument.
+
+- Over HTTP the endpoint is Streamable HTTP, stateless and answering in JSON: the tools need no
+  server-to-client requests, so no MCP session is kept and a credential is never bound to one. Each request
+  authenticates like every other route (`auth.principal`; in no-auth mode everyone is the admin `local`);
+  a refusal is the usual `401 unauthenticated` envelope.
+- Over stdio (`sleuth mcp`) the tools run as the local admin, with this process's own turn executor.
+- `query_context` admits a turn exactly like `POST /query` with `background: true` (`queries._admit`):
+  same checks, capacity and sandbox floor, same executor, so `GET /api/queries/{id}` sees it too.
+- The primitives run here on the host against the context's live version, read-only: they are Sleuth's
+  own code, not model code, so no sandbox is needed; `query_db` keeps its hardened read-only connection.
+  Results are the JSON form of the SDK's dataclasses; evidence labels are numbered per tool call.
+- Failures the caller can act on are tool errors whose text is the §4 envelope `{"message", "code"}`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from concurrent.futures import Future
+from concurrent.futures import wait as wait_futures
+from dataclasses import dataclass, fields, is_dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import anyio
+import anyio.to_thread
+from fastapi import APIRouter, FastAPI
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+import sleuth
+from sleuth.agent.records import Query
+from sleuth.agent.turn import Runtime, TurnError
+from sleuth.api.auth import LOCAL, Principal, principal
+from sleuth.api.errors import ApiError
+from sleuth.api.queries import QueryRecords, QueryRequest, _admit, _validated, records
+from sleuth.api.state import ApiSettings, ApiState, api_state
+from sleuth.api.tasks import task_service
+from sleuth.api.turns import TurnExecutor, executor
+from sleuth.sdk.errors import AmbiguousError, HostError, LimitError, NotFoundError, QueryError, SleuthError
+from sleuth.sdk.knowledge import Evidence, Knowledge, ScopedContext
+from sleuth.sdk.types import Hit, Rows
+from sleuth.store.home import ContextDir, ContextInfo, ContextNotFound, Home
+from sleuth.store.server_db import ServerDB
+from sleuth.store.tasks import TaskStore
+
+MCP_PATH = "/mcp"
+PRINCIPAL_STATE = "sleuth_principal"  # request.state key: the principal the endpoint authenticated
+LOCAL_ADMIN = Principal(LOCAL, "admin")
+STOP_WAIT_S = 10.0  # `sleuth mcp` exit: how long cancelled turns get to reach their terminal state
+INSTRUCTIONS = (
+    "Sleuth answers questions over compiled knowledge contexts with verified citations. Call "
+    "list_contexts, then query_context and poll get_query until its status is completed, failed or "
+    "cancelled. For your own retrieval, the SDK tools (search_source, search_knowledge, read_artifact, "
+    "query_db, ...) each read one context, named by their `context` argument."
+)
+READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+STARTS_TURN = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
+SDK_ERROR_CODES: dict[type[SleuthError], str] = {
+    NotFoundError: "not_found",
+    AmbiguousError: "ambiguous_name",
+    QueryError: "query_error",
+    LimitError: "invalid_request",
+    HostError: "host_error",
+}
+
+# Tool arguments: JSON Schema bounds mirror the SDK's own checks, which still run (runtime.md §5.1).
+Slug = Annotated[str, Field(min_length=1, max_length=200, description="The context's slug (list_contexts).")]
+SearchText = Annotated[str, Field(min_length=1, max_length=2000, description="What to look for.")]
+TopK = Annotated[int, Field(ge=1, le=100, description="How many hits to return (1-100).")]
+MaxTotal = Annotated[int, Field(ge=1, le=100, description="At most this many hits (1-100).")]
+ArtifactName = Annotated[
+    str, Field(min_length=1, description="An artifact's name (exact, any case, or slug).")
+]
+Texts = str | list[str]
+
+
+class ToolFailure(Exception):
+    """A failure the caller can act on: reported as a tool error carrying the §4 envelope."""
+
+    def __init__(self, code: str, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.code = code
+        self.extra = extra
+
+    def envelope(self) -> dict[str, Any]:
+        return {"message": str(self), "code": self.code, **self.extra}
+
+
+@dataclass(frozen=True)
+class Engine:
+    """What one tool call runs on: the server's state, turn executor, query records, task table and the
+    caller. Over HTTP it comes from the app (shared with the routes); `sleuth mcp` builds its own."""
+
+    state: ApiState
+    turns: TurnExecutor
+    records: QueryRecords
+    tasks: TaskStore
+    who: Principal
+    pending: set[Future[Query]] | None = None  # stdio: turns to wait for before the process exits
+
+    @classmethod
+    def of_request(cls, request: Request) -> Engine:
+        """The engine of the app serving `request`, with the principal the endpoint authenticated."""
+        who = getattr(request.state, PRINCIPAL_STATE, None)
+        if not isinstance(who, Principal):  # never served without the endpoint: fail closed
+            raise ToolFailure("unauthenticated", "this request was not authenticated")
+        return cls(api_state(request), executor(request), records(request), task_service(request).store, who)
+
+
+EngineOf = Callable[[Context], Engine]
+
+
+def _http_engine(ctx: Context) -> Engine:
+    request = ctx.request_context.request
+    if not isinstance(request, Request):
+        raise ToolFailure("unauthenticated", "this MCP server only answers HTTP requests")
+    return Engine.of_request(request)
+
+
+# ------------------------------------------------------------------------------------------ results
+def to_json(value: Any) -> Any:
+    """The JSON form of an SDK result: dataclass fields, recursively; a Hit adds its `span` and `ref`
+    (runtime.md §5.3) instead of the private `span_`; Rows keep their columns and truncation."""
+    if isinstance(value, Hit):
+        out = {f.name: to_json(getattr(value, f.name)) for f in fields(value) if f.name != "span_"}
+        return {**out, "span": to_json(value.span), "ref": value.ref}
+    if isinstance(value, Rows):
+        return {
+            "columns": list(value.columns),
+            "rows": [to_json(row) for row in value],
+            "truncated": value.truncated,
+            "elapsed_ms": round(value.elapsed_ms, 1),
+        }
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_json(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): to_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [to_json(v) for v in value]
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return int(value)  # the SDK's awaitable int subclass, too
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+def _result(value: Any) -> CallToolResult:
+    """JSON text for every client, and the same value as structured content (an object, as the
+    2025 protocol versions require: non-objects are wrapped as `{"result": ...}`, the SDK's convention)."""
+    structured = value if isinstance(value, dict) else {"result": value}
+    text = json.dumps(value, ensure_ascii=False)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
+
+
+def _error(envelope: dict[str, Any]) -> CallToolResult:
+    text = json.dumps(envelope, ensure_ascii=False)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=envelope, is_error=True
+    )
+
+
+def _failure_of(exc: Exception) -> ToolFailure | None:
+    """The caller-facing failure an exception stands for; None for a bug (the SDK reports those
+    without their details and logs them)."""
+    if isinstance(exc, ToolFailure):
+        return exc
+    if isinstance(exc, TurnError | ApiError):
+        return ToolFailure(exc.code, str(exc))
+    if isinstance(exc, SleuthError):
+        code = next((c for kind, c in SDK_ERROR_CODES.items() if isinstance(exc, kind)), "sdk_error")
+        return ToolFailure(code, str(exc), error=type(exc).__name__)
+    return None
+
+
+# ------------------------------------------------------------------------------------- the SDK pool
+class KnowledgePool:
+    """Warm SDK instances, one idle per context version: loading a version's chunks and indexes costs
+    far more than one search. A borrowed instance gets fresh evidence labels (they are per tool call),
+    and instances of a version that is no longer live are closed when its context is next used."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: dict[tuple[str, Path], Knowledge] = {}
+
+    @contextlib.contextmanager
+    def borrow(self, scoped: ScopedContext) -> Iterator[Knowledge]:
+        key = (scoped.slug, scoped.version_dir)
+        with self._lock:
+            retired = [self._idle.pop(k) for k in list(self._idle) if k[0] == scoped.slug and k != key]
+            knowledge = self._idle.pop(key, None)
+        for old in retired:
+            old.close()
+        if knowledge is None:
+            knowledge = Knowledge([scoped])
+        knowledge.evidence = Evidence()
+        try:
+            yield knowledge
+        finally:
+            with self._lock:
+                kept = key not in self._idle
+                if kept:
+                    self._idle[key] = knowledge
+            if not kept:
+                knowledge.close()
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = list(self._idle.values()), {}
+        for knowledge in idle:
+            knowledge.close()
+
+
+# ------------------------------------------------------------------------------------------ tools
+def _doc(name: str) -> str:
+    """A primitive's description: the SDK docstring the sandboxed model reads, plus the tool's terms."""
+    doc = getattr(Knowledge, name).__doc__ or ""
+    lines = [line.strip() for line in doc.strip().splitlines()]
+    return " ".join(lines) + " Reads one context: `context` (its slug) is required."
+
+
+class Tools:
+    """The tool functions. Each takes the SDK `Context` (hidden from the schema) to find its engine."""
+
+    def __init__(self, engine_of: EngineOf, only: str | None = None) -> None:
+        self._engine_of = engine_of
+        self._only = only  # `sleuth mcp --context SLUG`: the one context this server serves
+        self.pool = KnowledgePool()
+
+    async def _guarded(self, ctx: Context, work: Callable[[Engine], Any]) -> CallToolResult:
+        """Run blocking `work` on a worker thread with the call's engine; its value as JSON, or a
+        caller-facing failure as a tool error."""
+        try:
+            engine = self._engine_of(ctx)
+            return _result(await anyio.to_thread.run_sync(work, engine))
+        except Exception as exc:
+            failure = _failure_of(exc)
+            if failure is None:
+                raise
+            return _error(failure.envelope())
+
+    def _context(self, engine: Engine, slug: str) -> tuple[ContextDir, ContextInfo]:
+        hint = f"; this server serves {self._only!r} only" if self._only is not None else ""
+        try:
+            ctx = engine.state.home.find(slug)
+        except (ContextNotFound, ValueError):
+            raise ToolFailure("context_not_found", f"no context {slug!r}{hint}") from None
+        info = ctx.info()
+        if self._only is not None and info.slug != self._only:
+            raise ToolFailure("context_not_found", f"no context {slug!r}{hint}")
+        return ctx, info
+
+    def _listed(self, engine: Engine) -> list[tuple[ContextDir, ContextInfo]]:
+        return [(c, i) for c, i in engine.state.home.contexts() if self._only in (None, i.slug)]
+
+    # ---------------------------------------------------------------------- the Nexus tools
+    async def list_contexts(self, ctx: Context) -> CallToolResult:
+        def work(engine: Engine) -> list[dict[str, Any]]:
+            out = []
+            for context, info in self._listed(engine):
+                out.append(
+                    {
+                        "slug": info.slug,
+                        "name": info.name,
+                        "id": info.id,
+                        "description": info.description or None,
+                        "queryable": context.live_version() is not None,
+                        "is_curating": bool(engine.tasks.active(info.id, ("curate",))),
+                        "is_optimizing": False,
+                        "last_curated_at": info.last_curated_at,
+                        "last_optimized_at": None,
+                    }
+                )
+            return out
+
+        return await self._guarded(ctx, work)
+
+    async def query_context(
+        self,
+        context: Slug,
+        question: Annotated[
+            str, Field(min_length=1, max_length=20_000, description="The question to answer.")
+        ],
+        ctx: Context,
+    ) -> CallToolResult:
+        def work(engine: Engine) -> dict[str, Any]:
+            _, info = self._context(engine, context)
+            body = _validated({"ask": question, "scope": [info.slug], "background": True}, QueryRequest)
+            if not body.ask.strip():
+                raise ToolFailure("invalid_request", "question must not be blank", field="question")
+            snapshot, future = _admit(engine.state, engine.turns, engine.records, body, engine.who)
+            if engine.pending is not None:
+                engine.pending.add(future)
+                future.add_done_callback(engine.pending.discard)
+            session = engine.state.db.get_session(str(snapshot["session_id"])) or {}
+            model = snapshot.get("model") or next(iter(session.get("models") or []), None)
+            return {"query_id": snapshot["id"], "status": snapshot["status"], "model": model}
+
+        return await self._guarded(ctx, work)
+
+    async def get_query(
+        self, query_id: Annotated[str, Field(min_length=1, max_length=200)], ctx: Context
+    ) -> CallToolResult:
+        def work(engine: Engine) -> dict[str, Any]:
+            document = engine.state.db.get_query(query_id)
+            if document is None:
+                raise ToolFailure("query_not_found", f"no query {query_id!r}")
+            status = document.get("status")
+            text = "".join(
+                part.get("text", "")
+                for message in document.get("output") or []
+                for part in message.get("content") or []
+                if part.get("type") == "output_text"
+            )
+            return {
+                "query_id": document["id"],
+                "answer": text if status == "completed" else None,
+                "output_json": document.get("output_json"),
+                "citations": document.get("citations") or [],
+                "model": document.get("model"),
+                "status": status,
+                "error": document.get("error"),
+            }
+
+        return await self._guarded(ctx, work)
+
+    # ---------------------------------------------------------------------- the SDK primitives
+    async def _primitive(self, ctx: Context, slug: str, call: Callable[[Knowledge], Any]) -> CallToolResult:
+        """`call` on a warm SDK instance over the context's live version, in a worker thread; a search
+        (a coroutine) runs to completion on that thread's own event loop, off the server's loop. The
+        instance reads this one context, so the primitives' own `context=` is left at None."""
+
+        def work(engine: Engine) -> Any:
+            context, info = self._context(engine, slug)
+            live = context.live_version()
+            if live is None:
+                raise ToolFailure("context_not_curated", f"context {info.slug!r} has no compiled version yet")
+            with self.pool.borrow(ScopedContext(info.slug, context.version_dir(live))) as knowledge:
+                value = call(knowledge)
+                if asyncio.iscoroutine(value):
+                    value = asyncio.run(value)
+                return to_json(value)
+
+        return await self._guarded(ctx, work)
+
+    async def outline_knowledge(
+        self,
+        context: Slug,
+        ctx: Context,
+        type: str | None = None,
+        scope: Literal["document", "corpus", "index"] | None = None,
+    ) -> CallToolResult:
+        return await self._primitive(ctx, context, lambda k: k.outline_knowledge(type, scope))
+
+    async def read_artifact(self, context: Slug, name: ArtifactName, ctx: Context) -> CallToolResult:
+        return await self._primitive(ctx, context, lambda k: k.read_artifact(name))
+
+    async def read_rosters(self, context: Slug, ctx: Context, type: str | None = None) -> CallToolResult:
+        return await self._primitive(ctx, context, lambda k: k.read_rosters(type))
+
+    async def describe_type(
+        self, context: Slug, name: Annotated[str, Field(min_length=1)], ctx: Context
+    ) -> CallToolResult:
+        return await self._primitive(ctx, context, lambda k: k.describe_type(name))
+
+    async def search_knowledge(
+        self,
+        context: Slug,
+        query: SearchText,
+        ctx: Context,
+        top_k: TopK = 10,
+        kind: str | None = None,
+        type: str | None = None,
+    ) -> CallToolResult:
+        return await self._primitive(ctx, context, lambda k: k.search_knowledge(query, top_k, kind, type))
+
+    async def search_source(
+        self, context: Slug, query: SearchText, ctx: Context, top_k: TopK = 10
+    ) -> CallToolResult:
+        return await self._primitive(ctx, context, lambda k: k.search_source(query, top_k))
+
+    async def search_source_by_keyword(
+        self, context: Slug, query: SearchText, ctx: Context, top_k: TopK = 10
+    ) -> CallToolResult:
+        return await self._primitive(ctx, context, lambda k: k.search_source_by_keyword(query, top_k))
+
+    async def search_in_sources(
+        self,
+        context: Slug,
+        sources: Annotated[Texts, Field(description="Source paths, e.g. an artifact's `sources`.")],
+        query: Annotated[Texts, Field(description="One query, or several searched separately and fused.")],
+        ctx: Context,
+        max_total: MaxTotal = 20,
+    ) -> CallToolResult:
+        return await self._primitive(ctx, context, lambda k: k.search_in_sources(sources, query, max_total))
+
+    async def cite_from_artifact(
+        self,
+        context: Slug,
+        name: ArtifactName,
+        ctx: Context,
+        queries: Texts | None = None,
+        max_total: Annotated[int, Field(ge=1, le=100, description="At most this many hits (1-100).")] = 8,
+    ) -> CallToolResult:
+        return await self._primitive(ctx, context, lambda k: k.cite_from_artifact(name, queries, max_total))
+
+    async def query_db(
+        self,
+        context: Slug,
+        sql: Annotated[str, Field(min_length=1, description="One read-only statement (SQLite dialect).")],
+        ctx: Context,
+        params: list[Any] | dict[str, Any] | None = None,
+    ) -> CallToolResult:
+        return await self._primitive(ctx, context, lambda k: k.query_db(sql, params))
+
+    async def list_tables(self, context: Slug, ctx: Context) -> CallToolResult:
+        return await self._primitive(ctx, context, lambda k: k.list_tables())
+
+    async def walk_graph(
+        self,
+        context: Slug,
+        name: ArtifactName,
+        ctx: Context,
+        max_hops: Annotated[int, Field(ge=1, le=4, description="Hops to follow (1-4).")] = 2,
+        edge_types: list[str] | None = None,
+    ) -> CallToolResult:
+        return await self._primitive(ctx, context, lambda k: k.walk_graph(name, max_hops, edge_types))
+
+    async def get_fact(
+        self, context: Slug, key: Annotated[str, Field(min_length=1)], ctx: Context
+    ) -> CallToolResult:
+        return await self._primitive(ctx, context, lambda k: k.get_fact(key))
+
+
+PRIMITIVES = (
+    "outline_knowledge",
+    "read_artifact",
+    "read_rosters",
+    "describe_type",
+    "search_knowledge",
+    "search_source",
+    "search_source_by_keyword",
+    "search_in_sources",
+    "cite_from_artifact",
+    "query_db",
+    "list_tables",
+    "walk_graph",
+    "get_fact",
+)
+
+
+def build_server(engine_of: EngineOf, only: str | None = None) -> tuple[MCPServer, Tools]:
+    """The MCP server with every tool registered; `engine_of` finds a call's engine (HTTP or stdio)."""
+    server: MCPServer = MCPServer(
+        "sleuth", instructions=INSTRUCTIONS, version=sleuth.__version__, log_level="WARNING"
+    )
+    tools = Tools(engine_of, only)
+    nexus: list[tuple[str, str, ToolAnnotations]] = [
+        (
+            "list_contexts",
+            "Every context of this Sleuth server: slug, name, id, description, whether it can be "
+            "queried (queryable: it has a compiled version) and whether it is being curated.",
+            READ_ONLY,
+        ),
+        (
+            "query_context",
+            "Ask one context a question. Starts a background turn and returns {query_id, status, model} "
+            "at once; poll get_query until status is completed, failed or cancelled.",
+            STARTS_TURN,
+        ),
+        (
+            "get_query",
+            "A turn started by query_context: its status, and once completed the answer, output_json "
+            "and citations (verbatim quotes with their source and page).",
+            READ_ONLY,
+        ),
+    ]
+    for name, description, hints in nexus:
+        server.add_tool(
+            getattr(tools, name),
+            name=name,
+            description=description,
+            annotations=hints,
+            structured_output=False,
+        )
+    for name in PRIMITIVES:
+        server.add_tool(
+            getattr(tools, name),
+            name=name,
+            description=_doc(name),
+            annotations=READ_ONLY,
+            structured_output=False,
+        )
+    return server, tools
+
+
+# ------------------------------------------------------------------------------------------ HTTP
+class _Endpoint:
+    """`/mcp`: authenticate like every route, then hand the request to the SDK's session manager.
+
+    An ASGI class (not a function), so Starlette routes every method to it untouched. A refused
+    credential raises `ApiError`, which the app turns into its usual envelope."""
+
+    def __init__(self, server: MCPServer) -> None:
+        self.server = server
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        who = await run_in_threadpool(principal, request)  # key checks read the database
+        setattr(request.state, PRINCIPAL_STATE, who)
+        await self.server.session_manager.handle_request(scope, receive, send)
+
+
+def _start_session_manager(server: MCPServer) -> None:
+    """Give `server` a fresh session manager: stateless JSON, so no session binds a credential and
+    nothing needs resuming. The SDK's DNS-rebinding check is off: its fixed loopback allow-list would
+    refuse `sleuth serve --host 0.0.0.0`, and credentials are checked like on every other route. The
+    Starlette app this returns is not used: `/mcp` is routed to the manager directly (a Mount would
+    answer `/mcp` with a redirect to `/mcp/`)."""
+    server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        stateless_http=True,
+        json_response=True,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+
+
+def mount(app: FastAPI) -> None:
+    """Serve MCP at `/mcp` on `app` (outside `/api`), and run the SDK's session manager in the app's
+    lifespan: a mounted app's own lifespan would never run."""
+    server, tools = build_server(_http_engine)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Any) -> AsyncIterator[None]:
+        _start_session_manager(server)  # a fresh manager per run: one can run only once
+        async with server.session_manager.run():
+            try:
+                yield
+            finally:
+                tools.pool.close()
+
+    app.router.routes.append(Route(MCP_PATH, _Endpoint(server), name="mcp", include_in_schema=False))
+    app.include_router(APIRouter(lifespan=lifespan))
+
+
+# ------------------------------------------------------------------------------------------ stdio
+def serve_stdio(home: Home, only: str | None = None) -> None:
+    """`sleuth mcp`: serve over stdin/stdout until the client closes them, as the local admin. Turns
+    still running at exit are cancelled and given a few seconds to record it."""
+    if only is not None:
+        only = home.find(only).info().slug  # ContextNotFound: the caller reports it before anything starts
+    db = ServerDB.for_home(home)
+    runtime = Runtime(home, db=db)
+    settings = ApiSettings()
+    turns = TurnExecutor(runtime, settings.max_concurrent_turns, settings.max_queued_turns)
+    task_store = TaskStore(db.path)
+    pending: set[Future[Query]] = set()
+    engine = Engine(
+        ApiState(home=home, db=db, runtime=runtime, settings=settings),
+        turns,
+        QueryRecords(),
+        task_store,
+        LOCAL_ADMIN,
+        pending,
+    )
+    server, tools = build_server(lambda _ctx: engine, only)
+    try:
+        anyio.run(server.run_stdio_async)
+    finally:
+        turns.shutdown()
+        wait_futures(list(pending), timeout=STOP_WAIT_S)
+        tools.pool.close()
+        task_store.close()
+        runtime.close()
+        db.close()

@@ -1,0 +1,151 @@
+"""`sleuth serve`: the API over one `$SLEUTH_HOME`, with the start-up duties of api.md §3 and §9.2.
+
+At start the server (1) fails every turn left `in_progress` by a server that died (`server restarted`):
+such a turn has no thread left to finish it, and polling clients must see it end; (2) seeds the
+operator's admin key from `SLEUTH_API_KEY`; (3) probes the sandbox in the background, so `GET
+/version` answers at once and a host below the isolation floor is logged at start-up.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import os
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+
+import uvicorn
+from fastapi import FastAPI, Request, Response
+
+from sleuth.agent.turn import Runtime
+from sleuth.api.app import create_app
+from sleuth.api.state import ApiSettings, ApiState
+from sleuth.api.system import sandbox_report
+from sleuth.store.home import Home
+from sleuth.store.keys import KeyStore
+from sleuth.store.server_db import ServerDB
+
+log = logging.getLogger("sleuth.server")
+RESTART_ERROR = "server restarted"  # api.md §9.2
+API_KEY_ENV = "SLEUTH_API_KEY"
+REMOTE_WARNING_EVERY = 1000  # api.md §3.3: no-auth on a public address warns every 1,000th request
+LOOPBACK_NAMES = ("localhost",)
+
+
+class ServeError(ValueError):
+    """The options cannot be served safely (no-auth on a public address without --allow-remote)."""
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    host: str = "127.0.0.1"
+    port: int = 8088
+    auth: bool | None = None  # None: keys off on loopback, on elsewhere (api.md §3.3)
+    allow_remote: bool = False
+    max_concurrent_turns: int = 4
+    project_id: str = "local"
+    project_name: str = "local"
+
+
+def is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1 and `localhost`; anything else (0.0.0.0, ::, a public name) is remote."""
+    name = host.strip().strip("[]").lower()
+    if name in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def resolve_auth(options: ServeOptions) -> bool:
+    """Whether keys are required; `ServeError` for no-auth on a remote address without `allow_remote`."""
+    loopback = is_loopback(options.host)
+    auth = (not loopback) if options.auth is None else options.auth
+    if not auth and not loopback and not options.allow_remote:
+        raise ServeError(
+            f"refusing to serve without API keys on {options.host}, which is not a loopback address; "
+            "use --auth (and `sleuth keys create`), or --allow-remote to accept the risk"
+        )
+    return auth
+
+
+def build_state(home: Home, settings: ApiSettings, *, environ: Mapping[str, str] | None = None) -> ApiState:
+    """The server's state over `home`: interrupted turns failed, the env's admin key seeded."""
+    env: Mapping[str, str] = os.environ if environ is None else environ
+    db = ServerDB.for_home(home)
+    try:
+        failed = db.recover_interrupted(error=RESTART_ERROR)
+        if failed:
+            log.warning("%d turn(s) were in flight when the server stopped; marked failed", failed)
+        secret = env.get(API_KEY_ENV, "").strip()
+        if secret and KeyStore.for_db(db).seed(secret) is None:
+            log.warning("%s holds a revoked key; it was not restored", API_KEY_ENV)
+        if settings.auth and not KeyStore.for_db(db).list_keys(include_revoked=False):
+            log.warning("API keys are required but none exist: create one with `sleuth keys create`")
+        runtime = Runtime(home, db=db)  # recovery is done above, with the restart reason
+    except BaseException:
+        db.close()
+        raise
+    return ApiState(home=home, db=db, runtime=runtime, settings=settings)
+
+
+def _probe_in_background(state: ApiState) -> None:
+    def probe() -> None:
+        report = sandbox_report(state)
+        if report.get("ok"):
+            log.info("sandbox: %s mode, layers %s", report.get("mode"), ", ".join(report.get("layers") or []))
+        elif not report.get("missing"):  # nothing to probe with yet: not a fault
+            log.info("sandbox: %s", report.get("detail"))
+        else:
+            log.warning(
+                "sandbox below its %r floor (missing: %s)%s; turns will fail with sandbox_unavailable",
+                state.runtime.sandbox_host.limits.floor,
+                ", ".join(report["missing"]),
+                f": {report['detail']}" if report.get("detail") else "",
+            )
+
+    threading.Thread(target=probe, name="sandbox-probe", daemon=True).start()
+
+
+def _warn_remote_every(app: FastAPI, host: str) -> None:
+    count = 0
+    lock = threading.Lock()
+
+    @app.middleware("http")
+    async def remote_warning(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        nonlocal count
+        with lock:
+            count += 1
+            warn = count % REMOTE_WARNING_EVERY == 0
+        if warn:
+            log.warning("serving %s without API keys (--allow-remote): %d requests so far", host, count)
+        return await call_next(request)
+
+
+def serve(home: Home, options: ServeOptions, *, log_level: str = "info") -> None:
+    """Run the server until interrupted; `ServeError` before anything starts if the options are unsafe."""
+    auth = resolve_auth(options)
+    settings = ApiSettings(
+        auth=auth,
+        max_concurrent_turns=options.max_concurrent_turns,
+        project_id=options.project_id,
+        project_name=options.project_name,
+    )
+    state = build_state(home, settings)
+    try:
+        app = create_app(state)
+        if not auth and not is_loopback(options.host):
+            log.warning(
+                "serving %s without API keys (--allow-remote): anyone who can reach it is admin", options.host
+            )
+            _warn_remote_every(app, options.host)
+        _probe_in_background(state)
+        config = uvicorn.Config(app, host=options.host, port=options.port, log_level=log_level)
+        uvicorn.Server(config).run()
+    finally:
+        state.runtime.close()
+        state.db.close()

@@ -1,0 +1,379 @@
+"""Routes: source import (one file, or an archive expanded by an `import` task) and the source tree:
+list, stats, manifest, read, delete (api.md §6.2).
+
+Blocking work (file copies, tree walks, deletes) runs in worker threads: plain `def` routes run in
+FastAPI's thread pool, and the `async` upload route (which streams the multipart body) hands its disk
+work to `run_in_threadpool`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tarfile
+import zipfile
+from collections.abc import Iterator
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import IO, Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import FileResponse
+from starlette.datastructures import UploadFile
+
+from sleuth.api.auth import AdminKey, AnyKey
+from sleuth.api.context_files import find_context, prune_empty_dirs, safe_rel, tree_lock, update_extra
+from sleuth.api.errors import ApiError
+from sleuth.api.state import ApiState, api_state
+from sleuth.api.tasks import (
+    TaskHandle,
+    TaskService,
+    dir_listing,
+    file_response,
+    iso,
+    resolve_file,
+    task_service,
+    tree_stats,
+    walk_files,
+)
+from sleuth.api.uploads import (
+    MULTIPART_OVERHEAD,
+    UPLOAD_SCHEMA,
+    SourceLimits,
+    copy_capped,
+    parse_upload,
+    single_file,
+    staging_dir,
+)
+from sleuth.compile.sources import UnsafePath, archive_stem, is_archive, safe_join, safe_relative_path
+from sleuth.store.home import ContextDir, now_iso
+
+router = APIRouter()
+
+
+@dataclass
+class _Usage:
+    """Files and bytes in a source tree. An archive import counts once and keeps the tally itself,
+    so expanding N members costs one tree walk, not N."""
+
+    files: int = 0
+    bytes: int = 0
+
+    @classmethod
+    def of(cls, ctx: ContextDir) -> _Usage:
+        usage = cls()
+        for _rel, st in walk_files(ctx.sources):
+            usage.files += 1
+            usage.bytes += st.st_size
+        return usage
+
+
+class _LimitHit(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code = status, code
+
+
+def _place(
+    ctx: ContextDir, rel: PurePosixPath, src: IO[bytes], limits: SourceLimits, usage: _Usage | None = None
+) -> dict[str, Any]:
+    """Write one file into the source tree: staged in `staging/`, checked against the per-file and
+    per-context limits, then renamed into place (a reader never sees half a file). `usage`, when
+    given, is the caller's running tally (updated here); otherwise the tree is counted."""
+    tmp = staging_dir(ctx) / f"{os.urandom(8).hex()}.partial"
+    try:
+        try:
+            size, sha = copy_capped(src, tmp, limits.max_file_bytes)
+        except OverflowError:
+            raise _LimitHit(
+                413, "file_too_large", f"{rel}: over the per-file limit of {limits.max_file_bytes} bytes"
+            ) from None
+        with tree_lock(ctx):
+            if not ctx.info_file.exists():
+                raise ApiError(404, "context_not_found", "the context was deleted during the upload")
+            dest = safe_join(ctx.sources, str(rel))
+            if dest.is_dir():
+                raise _LimitHit(400, "invalid_request", f"{rel}: a directory exists at that path")
+            old = dest.stat().st_size if dest.is_file() else None
+            tally = usage if usage is not None else _Usage.of(ctx)
+            if old is None and tally.files + 1 > limits.max_files_per_context:
+                raise _LimitHit(
+                    409,
+                    "context_file_limit",
+                    f"the context holds {tally.files} files; the limit is {limits.max_files_per_context}",
+                )
+            if tally.bytes - (old or 0) + size > limits.max_context_bytes:
+                raise _LimitHit(
+                    413,
+                    "context_byte_limit",
+                    f"the context would hold more than {limits.max_context_bytes} bytes",
+                )
+            try:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+            except (FileExistsError, NotADirectoryError):
+                raise _LimitHit(400, "invalid_request", f"{rel}: a parent of the path is a file") from None
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, dest)
+            tally.files += 1 if old is None else 0
+            tally.bytes += size - (old or 0)
+        return {"path": str(rel), "size": size, "sha256": sha}
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _store_plain(
+    state: ApiState, service: TaskService, ctx: ContextDir, rel: PurePosixPath, upload: UploadFile, who: str
+) -> dict[str, Any]:
+    limits = SourceLimits.of(state)
+    upload.file.seek(0)
+    try:
+        placed = _place(ctx, rel, upload.file, limits)
+    except _LimitHit as hit:
+        raise ApiError(hit.status, hit.code, str(hit), field="file") from None
+    except UnsafePath as exc:
+        raise ApiError(400, "unsafe_path", str(exc), field="path") from None
+    try:
+        info = ctx.info()
+    except FileNotFoundError:
+        raise ApiError(404, "context_not_found", "the context was deleted during the upload") from None
+    update_extra(ctx, last_source_import_at=now_iso())
+    task = service.store.create(
+        "import",
+        context_id=info.id,
+        context_slug=info.slug,
+        created_by=who,
+        input={"path": str(rel.parent), "filename": upload.filename},
+        state="completed",
+        output={"files": [{**placed, "action": "copied", "reason": None}]},
+    )
+    return {"task_id": task["id"], "state": "completed", "files": [placed]}
+
+
+def _stage_archive(
+    state: ApiState,
+    service: TaskService,
+    ctx: ContextDir,
+    folder: PurePosixPath,
+    upload: UploadFile,
+    who: str,
+) -> dict[str, Any]:
+    """Stage the archive and start an `import` task that expands it."""
+    limits = SourceLimits.of(state)
+    name = str(upload.filename)
+    info = ctx.info()
+    task = service.store.create(
+        "import",
+        context_id=info.id,
+        context_slug=info.slug,
+        created_by=who,
+        input={"path": str(folder), "filename": name, "archive": True},
+    )
+    try:
+        staged_dir = staging_dir(ctx, task["id"])
+    except ApiError as exc:
+        service.store.finish(task["id"], "failed", error=exc.message)
+        raise
+    staged = staged_dir / PurePosixPath(name).name
+    upload.file.seek(0)
+    try:
+        copy_capped(upload.file, staged, limits.max_upload_bytes)
+    except BaseException as exc:
+        shutil.rmtree(staged_dir, ignore_errors=True)
+        service.store.finish(task["id"], "failed", error=f"staging the archive failed: {exc}")
+        if isinstance(exc, OverflowError):
+            raise ApiError(
+                413, "file_too_large", f"the archive is over {limits.max_upload_bytes} bytes"
+            ) from None
+        raise
+    target = folder / archive_stem(Path(name))
+
+    def job(handle: TaskHandle) -> dict[str, Any]:
+        try:
+            return _expand_archive(ctx, staged, target, limits, handle)
+        finally:
+            shutil.rmtree(staged_dir, ignore_errors=True)
+
+    service.submit(task, job, phases=("extract",))
+    return {"task_id": task["id"], "state": "importing", "files": []}
+
+
+@dataclass
+class _Member:
+    name: str
+    size: int
+    regular: bool
+    open: Any  # () -> IO[bytes]
+
+
+def _members(archive: Path) -> Iterator[_Member]:
+    """Every non-directory member of a zip or tar, with a lazy opener (nothing is read up front)."""
+    if archive.name.lower().endswith(".zip"):
+        with zipfile.ZipFile(archive) as zf:
+            for info in zf.infolist():
+                if info.is_dir():
+                    continue
+                mode = (info.external_attr >> 16) & 0o170000
+                regular = not mode or mode == 0o100000
+
+                def opener(zi: zipfile.ZipInfo = info, z: zipfile.ZipFile = zf) -> IO[bytes]:
+                    return z.open(zi)
+
+                yield _Member(info.filename, info.file_size, regular, opener)
+    else:
+        with tarfile.open(archive, "r:*") as tf:
+            for member in tf:
+                if member.isdir():
+                    continue
+
+                def topener(m: tarfile.TarInfo = member, t: tarfile.TarFile = tf) -> IO[bytes]:
+                    handle = t.extractfile(m)
+                    if handle is None:
+                        raise OSError("member has no data")
+                    return handle
+
+                yield _Member(member.name, member.size, member.isfile(), topener)
+
+
+def _member_count(archive: Path) -> int:
+    """Members to expand, for progress: known up front for a zip; a tar must be read to count."""
+    if not archive.name.lower().endswith(".zip"):
+        return 0
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            return sum(1 for info in zf.infolist() if not info.is_dir())
+    except (zipfile.BadZipFile, OSError):
+        return 0
+
+
+def _expand_archive(
+    ctx: ContextDir, archive: Path, target: PurePosixPath, limits: SourceLimits, handle: TaskHandle
+) -> dict[str, Any]:
+    """The import task: each member is `extracted`, `skipped` (unsafe name, link, device, limit) or
+    `failed` (unreadable), with a reason; nothing unsafe is ever written."""
+    results: list[dict[str, Any]] = []
+    handle.output = {"archive": archive.name, "files": results}
+    handle.start("extract", _member_count(archive))
+    total = 0
+    usage = _Usage.of(ctx)
+    try:
+        for member in _members(archive):
+            handle.advance("extract")  # also the cancel check
+            row: dict[str, Any] = {"member": member.name, "path": None, "action": "skipped", "reason": None}
+            results.append(row)
+            if not member.regular:
+                row["reason"] = "not a regular file (link or device)"
+                continue
+            try:
+                rel = target / safe_relative_path(member.name)
+                safe_relative_path(str(rel))
+            except UnsafePath as exc:
+                row["reason"] = str(exc)
+                continue
+            row["path"] = str(rel)
+            if member.size > limits.max_file_bytes:
+                row["reason"] = f"file_too_large: over {limits.max_file_bytes} bytes"
+                continue
+            if total + member.size > limits.max_upload_bytes:
+                row["reason"] = "the archive expands beyond the upload limit"
+                continue
+            try:
+                with member.open() as src:
+                    placed = _place(ctx, rel, src, limits, usage)
+            except _LimitHit as hit:
+                row["reason"] = f"{hit.code}: {hit}"
+                continue
+            except (OSError, zipfile.BadZipFile, tarfile.TarError, UnsafePath, EOFError) as exc:
+                row["action"], row["reason"] = "failed", str(exc) or type(exc).__name__
+                continue
+            total += placed["size"]
+            row.update(placed, action="extracted")
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError) as exc:
+        raise ValueError(f"{archive.name} is not a readable archive: {exc}") from None
+    handle.finish("extract")
+    with suppress(FileNotFoundError):
+        update_extra(ctx, last_source_import_at=now_iso())
+    counts = {a: sum(1 for r in results if r["action"] == a) for a in ("extracted", "skipped", "failed")}
+    return {"archive": archive.name, "files": results, "counts": counts}
+
+
+@router.post("/contexts/{slug}/import/upload", openapi_extra=UPLOAD_SCHEMA)
+async def upload_source(
+    request: Request, slug: str, who: AdminKey, path: Annotated[str, Query(max_length=1024)] = "uploads"
+) -> dict[str, Any]:
+    """One file per request (multipart field `file`) stored at `<path>/<filename>`; an archive is
+    staged and expanded by an `import` task."""
+    state, service = api_state(request), task_service(request)
+    ctx = await run_in_threadpool(find_context, state, slug)
+    folder = safe_rel(path)
+    limits = SourceLimits.of(state)
+    form = await parse_upload(request, limits.max_upload_bytes + MULTIPART_OVERHEAD)
+    try:
+        upload, filename = single_file(form)
+        rel = safe_rel(f"{folder}/{filename}")
+        size = upload.size or 0
+        if is_archive(Path(filename)):
+            if size > limits.max_upload_bytes:
+                raise ApiError(413, "file_too_large", f"the archive is over {limits.max_upload_bytes} bytes")
+            return await run_in_threadpool(_stage_archive, state, service, ctx, rel.parent, upload, who.name)
+        if size > limits.max_file_bytes:
+            raise ApiError(413, "file_too_large", f"the file is over {limits.max_file_bytes} bytes")
+        return await run_in_threadpool(_store_plain, state, service, ctx, rel, upload, who.name)
+    finally:
+        await form.close()
+
+
+# --- sources --------------------------------------------------------------------------------------
+
+
+@router.get("/contexts/{slug}/source/list")
+def list_sources_root(request: Request, slug: str, _who: AnyKey) -> dict[str, Any]:
+    return dir_listing(find_context(api_state(request), slug).sources, "", missing_root_is_empty=True)
+
+
+@router.get("/contexts/{slug}/source/list/{path:path}")
+def list_sources(request: Request, slug: str, path: str, _who: AnyKey) -> dict[str, Any]:
+    return dir_listing(find_context(api_state(request), slug).sources, path, missing_root_is_empty=True)
+
+
+@router.get("/contexts/{slug}/source/stats")
+def source_stats(request: Request, slug: str, _who: AnyKey) -> dict[str, Any]:
+    state = api_state(request)
+    stats = tree_stats(find_context(state, slug).sources)
+    limits = SourceLimits.of(state)
+    return {
+        **stats,
+        "max_files_per_context": limits.max_files_per_context,
+        "max_bytes_per_context": limits.max_context_bytes,
+        "max_bytes_per_file": limits.max_file_bytes,
+        "used_files": stats["file_count"],
+        "used_bytes": stats["total_size"],
+    }
+
+
+@router.get("/contexts/{slug}/source/manifest")
+def source_manifest(request: Request, slug: str, _who: AnyKey) -> dict[str, Any]:
+    """Every source file (the staging area is outside the source tree, so never listed)."""
+    ctx = find_context(api_state(request), slug)
+    files = [
+        {"path": rel, "size": st.st_size, "last_modified": iso(st.st_mtime)}
+        for rel, st in walk_files(ctx.sources)
+    ]
+    return {"files": files, "total": len(files)}
+
+
+@router.get("/contexts/{slug}/source/read/{path:path}")
+def read_source(request: Request, slug: str, path: str, _who: AnyKey) -> FileResponse:
+    return file_response(resolve_file(find_context(api_state(request), slug).sources, path))
+
+
+@router.delete("/contexts/{slug}/source/delete/{path:path}")
+def delete_source(request: Request, slug: str, path: str, _who: AdminKey) -> dict[str, Any]:
+    """The file leaves the source tree now; its chunks and artifacts leave at the next curate."""
+    ctx = find_context(api_state(request), slug)
+    with tree_lock(ctx):
+        target = resolve_file(ctx.sources, path)
+        target.unlink()
+        prune_empty_dirs(target.parent, ctx.sources)
+    return {"deleted": True, "path": str(safe_rel(path))}

@@ -1,0 +1,135 @@
+"""`sleuth serve` and `sleuth keys create|list|revoke` (api.md §3, README CLI table)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from sleuth.cli.app import app, console, err, fail
+from sleuth.store.home import Home
+
+keys_app = typer.Typer(no_args_is_help=True, help="API keys: create (shown once), list, revoke.")
+app.add_typer(keys_app, name="keys")
+
+
+class Role(StrEnum):
+    admin = "admin"
+    query = "query"
+
+
+@app.command("serve")
+def serve_cmd(
+    host: Annotated[
+        str, typer.Option(help="Address to bind; loopback means no-auth by default.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535)] = 8088,
+    auth: Annotated[
+        bool | None,
+        typer.Option("--auth/--no-auth", help="Require API keys (default: only on non-loopback addresses)."),
+    ] = None,
+    allow_remote: Annotated[
+        bool, typer.Option("--allow-remote", help="Allow --no-auth on a non-loopback address (warns).")
+    ] = False,
+    max_concurrent_turns: Annotated[int, typer.Option(min=1, max=256, help="Turns executing at once.")] = 4,
+    project_id: Annotated[str, typer.Option(envvar="SLEUTH_PROJECT_ID", help="Reported by /auth.")] = "local",
+    project_name: Annotated[
+        str, typer.Option(envvar="SLEUTH_PROJECT_NAME", help="Reported by /auth.")
+    ] = "local",
+    log_level: Annotated[str, typer.Option(help="debug | info | warning | error")] = "info",
+) -> None:
+    """Serve the HTTP API (OpenAPI at /api/openapi.json) over $SLEUTH_HOME until interrupted."""
+    from sleuth.api.server import ServeError, ServeOptions, resolve_auth, serve
+
+    options = ServeOptions(
+        host=host,
+        port=port,
+        auth=auth,
+        allow_remote=allow_remote,
+        max_concurrent_turns=max_concurrent_turns,
+        project_id=project_id,
+        project_name=project_name,
+    )
+    try:
+        required = resolve_auth(options)
+    except ServeError as exc:
+        raise fail(str(exc)) from None
+    logging.basicConfig(level=log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s")
+    shown = f"[{host}]" if ":" in host else host
+    err.print(
+        f"Sleuth on http://{shown}:{port}/api · auth: {'api_key' if required else 'none'}", highlight=False
+    )
+    serve(Home(), options, log_level=log_level.lower())
+
+
+def _stamp(epoch: float | None) -> str:
+    return "-" if epoch is None else datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@keys_app.command("create")
+def keys_create(
+    name: Annotated[str, typer.Option("--name", help="Unique among active keys; used by revoke.")],
+    role: Annotated[
+        Role, typer.Option("--role", help="admin: everything; query: read, ask, rate.")
+    ] = Role.query,
+) -> None:
+    """Create a key and print it once: only its SHA-256 is stored, so it cannot be shown again."""
+    from sleuth.store.keys import KeyStore, KeyStoreError
+    from sleuth.store.server_db import ServerDB
+
+    with ServerDB.for_home(Home()) as db:
+        try:
+            key, secret = KeyStore(db).create(name, role.value)
+        except KeyStoreError as exc:
+            raise fail(str(exc)) from None
+    typer.echo(secret)  # alone on stdout, so `KEY=$(sleuth keys create …)` works
+    err.print(
+        f"created {key.role} key {key.name!r} ({key.id}); store it now: it is not shown again",
+        highlight=False,
+    )
+
+
+@keys_app.command("list")
+def keys_list(
+    json_out: Annotated[bool, typer.Option("--json", help="Print the keys as JSON.")] = False,
+    all_keys: Annotated[bool, typer.Option("--all", help="Include revoked keys.")] = False,
+) -> None:
+    """List keys (never the key strings: they are not stored)."""
+    from sleuth.store.keys import KeyStore
+    from sleuth.store.server_db import ServerDB
+
+    with ServerDB.for_home(Home()) as db:
+        keys = KeyStore(db).list_keys(include_revoked=all_keys)
+    if json_out:
+        typer.echo(json.dumps([k.to_json() for k in keys], indent=2))
+        return
+    if not keys:
+        err.print("no API keys; create one with `sleuth keys create --name NAME --role admin|query`")
+        return
+    for key in keys:
+        status = "active" if key.active else f"revoked {_stamp(key.revoked_at)}"
+        console.print(
+            f"{key.id}  {key.role:<5}  {key.name}  created {_stamp(key.created_at)}  {status}",
+            highlight=False,
+            markup=False,
+        )
+
+
+@keys_app.command("revoke")
+def keys_revoke(key: Annotated[str, typer.Argument(help="Key id, or the name of an active key.")]) -> None:
+    """Revoke a key; its login tokens stop working at once."""
+    from sleuth.store.keys import KeyStore, KeyStoreError
+    from sleuth.store.server_db import ServerDB
+
+    with ServerDB.for_home(Home()) as db:
+        try:
+            revoked = KeyStore(db).revoke(key)
+        except KeyStoreError as exc:
+            raise fail(str(exc), 1) from None
+    console.print(
+        f"revoked {revoked.role} key {revoked.name!r} ({revoked.id})", highlight=False, markup=False
+    )

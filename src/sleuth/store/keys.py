@@ -1,0 +1,255 @@
+"""API keys and login tokens (api.md §3) in `server.sqlite`, beside the sessions and queries.
+
+A key is `slk_` + 40 random base62 characters; it is shown once, when created, and only its SHA-256 is
+stored, so a copy of the database does not hand out working keys. A login token (`slt_…`, §3.2) is a
+second secret bound to one key: also stored hashed, valid for 30 days, and dead as soon as its key is
+revoked (verification joins the key row, so revoking needs no sweep over tokens).
+
+The tables join `server_db.metadata` and are written through the ServerDB's own transactions, so they
+follow its rules (one engine, `BEGIN IMMEDIATE` for writes); `KeyStore.for_db` also creates them on a
+database opened before this module was imported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import secrets
+import string
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Column, Float, ForeignKey, Index, String, Table, delete, insert, select, update
+from sqlalchemy.engine import Row
+
+from sleuth.store.server_db import ServerDB, metadata, new_id
+
+KEY_PREFIX = "slk_"
+TOKEN_PREFIX = "slt_"
+SECRET_CHARS = 40
+BASE62 = string.digits + string.ascii_letters
+ROLES = ("admin", "query")
+TOKEN_TTL_S = 30 * 24 * 3600  # api.md §12: login tokens live 30 days
+NAME_CHARS = 64
+
+keys_t = Table(
+    "api_keys",
+    metadata,
+    Column("id", String(80), primary_key=True),
+    Column("name", String(NAME_CHARS), nullable=False),
+    Column("role", String(16), nullable=False),
+    Column("hash", String(64), nullable=False, unique=True),  # sha256 hex of the key string
+    Column("created_at", Float, nullable=False),
+    Column("revoked_at", Float),
+    Index("ix_api_keys_name", "name"),
+)
+
+tokens_t = Table(
+    "login_tokens",
+    metadata,
+    Column("hash", String(64), primary_key=True),
+    Column("key_id", String(80), ForeignKey("api_keys.id", ondelete="CASCADE"), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+    Index("ix_login_tokens_key", "key_id"),
+)
+
+
+class KeyStoreError(ValueError):
+    """A key cannot be created or revoked as asked (bad role or name, unknown or ambiguous key)."""
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """A stored key, never with its secret."""
+
+    id: str
+    name: str
+    role: str
+    created_at: float
+    revoked_at: float | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "role": self.role,
+            "created_at": self.created_at,
+            "revoked_at": self.revoked_at,
+        }
+
+
+@dataclass(frozen=True)
+class LoginToken:
+    token: str
+    key: ApiKey
+    expires_at: float
+
+
+def digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def new_secret(prefix: str) -> str:
+    """`prefix` + 40 random base62 characters from `secrets` (about 238 bits)."""
+    return prefix + "".join(secrets.choice(BASE62) for _ in range(SECRET_CHARS))
+
+
+def _key(row: Row[Any]) -> ApiKey:
+    return ApiKey(row.id, row.name, row.role, row.created_at, row.revoked_at)
+
+
+def _check_name(name: str) -> str:
+    name = name.strip()
+    if not name or len(name) > NAME_CHARS or not name.isprintable():
+        raise KeyStoreError(f"a key name is 1-{NAME_CHARS} printable characters; got {name!r}")
+    return name
+
+
+_stores: weakref.WeakKeyDictionary[ServerDB, KeyStore] = weakref.WeakKeyDictionary()
+_stores_lock = threading.Lock()
+
+
+class KeyStore:
+    """The keys of one server database. Get it with `KeyStore.for_db(db)` (one per ServerDB)."""
+
+    def __init__(self, db: ServerDB) -> None:
+        self.db = db
+        with db._write() as conn:  # the ServerDB's write transaction: same engine, same lock rules
+            metadata.create_all(conn, tables=[keys_t, tokens_t])
+
+    @classmethod
+    def for_db(cls, db: ServerDB) -> KeyStore:
+        """The store of `db`, created (with its tables) on first use, so request handlers stay cheap."""
+        with _stores_lock:
+            store = _stores.get(db)
+            if store is None:
+                store = _stores[db] = cls(db)
+            return store
+
+    # --- keys --------------------------------------------------------------------------------------
+
+    def create(self, name: str, role: str, secret: str | None = None) -> tuple[ApiKey, str]:
+        """A new key; returns it with the secret, which exists nowhere else afterwards.
+
+        Names are unique among active keys, so `revoke NAME` is never ambiguous. `secret` is for
+        seeding a key chosen by the operator (`SLEUTH_API_KEY`); otherwise a fresh `slk_` key is made.
+        """
+        name = _check_name(name)
+        if role not in ROLES:
+            raise KeyStoreError(f"unknown role {role!r}; use admin or query")
+        secret = secret if secret is not None else new_secret(KEY_PREFIX)
+        if not secret.strip():
+            raise KeyStoreError("a key cannot be blank")
+        key = ApiKey(new_id("key"), name, role, time.time())
+        with self.db._write() as conn:
+            taken = conn.execute(
+                select(keys_t.c.id).where(keys_t.c.name == name, keys_t.c.revoked_at.is_(None))
+            ).first()
+            if taken is not None:
+                raise KeyStoreError(f"an active key is already named {name!r} ({taken.id})")
+            if conn.execute(select(keys_t.c.id).where(keys_t.c.hash == digest(secret))).first():
+                raise KeyStoreError("that key string is already stored")
+            conn.execute(
+                insert(keys_t).values(
+                    id=key.id, name=name, role=role, hash=digest(secret), created_at=key.created_at
+                )
+            )
+        return key, secret
+
+    def list_keys(self, include_revoked: bool = True) -> list[ApiKey]:
+        """Oldest first; never the secrets (only their hashes are stored)."""
+        stmt = select(keys_t).order_by(keys_t.c.created_at, keys_t.c.id)
+        if not include_revoked:
+            stmt = stmt.where(keys_t.c.revoked_at.is_(None))
+        with self.db._read() as conn:
+            return [_key(row) for row in conn.execute(stmt)]
+
+    def revoke(self, id_or_name: str) -> ApiKey:
+        """Revoke the key with this id, or the active key with this name; its tokens die with it.
+
+        Revoking an already revoked key (by id) returns it unchanged. `KeyStoreError` when nothing matches.
+        """
+        with self.db._write() as conn:
+            row = conn.execute(select(keys_t).where(keys_t.c.id == id_or_name)).first()
+            if row is None:
+                row = conn.execute(
+                    select(keys_t).where(keys_t.c.name == id_or_name, keys_t.c.revoked_at.is_(None))
+                ).first()
+            if row is None:
+                raise KeyStoreError(f"no active key with id or name {id_or_name!r}")
+            if row.revoked_at is not None:
+                return _key(row)
+            stamp = time.time()
+            conn.execute(update(keys_t).where(keys_t.c.id == row.id).values(revoked_at=stamp))
+        return ApiKey(row.id, row.name, row.role, row.created_at, stamp)
+
+    def seed(self, secret: str, name: str = "SLEUTH_API_KEY") -> ApiKey | None:
+        """Make sure the operator's key (`SLEUTH_API_KEY`) is an active admin key; idempotent.
+
+        A changed value replaces the previous seeded key (revoked, with its tokens). A value that was
+        revoked stays revoked (returns None): revocation is the operator's last word, not the env's.
+        """
+        with self.db._read() as conn:
+            row = conn.execute(select(keys_t).where(keys_t.c.hash == digest(secret))).first()
+        if row is not None:
+            return _key(row) if row.revoked_at is None else None
+        with contextlib.suppress(KeyStoreError):
+            self.revoke(name)
+        key, _ = self.create(name, "admin", secret)
+        return key
+
+    # --- verification and login --------------------------------------------------------------------
+
+    def verify_key(self, secret: str) -> ApiKey | None:
+        """The active key with this secret, else None."""
+        with self.db._read() as conn:
+            row = conn.execute(
+                select(keys_t).where(keys_t.c.hash == digest(secret), keys_t.c.revoked_at.is_(None))
+            ).first()
+        return None if row is None else _key(row)
+
+    def verify_token(self, token: str, now: float | None = None) -> ApiKey | None:
+        """The key behind an unexpired login token whose key is still active, else None."""
+        stamp = time.time() if now is None else now
+        stmt = (
+            select(keys_t)
+            .join(tokens_t, tokens_t.c.key_id == keys_t.c.id)
+            .where(
+                tokens_t.c.hash == digest(token),
+                tokens_t.c.expires_at > stamp,
+                keys_t.c.revoked_at.is_(None),
+            )
+        )
+        with self.db._read() as conn:
+            row = conn.execute(stmt).first()
+        return None if row is None else _key(row)
+
+    def verify(self, secret: str, *, tokens: bool = True) -> ApiKey | None:
+        """A key string, or (with `tokens`) a login token: who presents it, or None if nobody."""
+        if tokens and secret.startswith(TOKEN_PREFIX):
+            return self.verify_token(secret)
+        return self.verify_key(secret)
+
+    def login(self, secret: str, ttl_s: float = TOKEN_TTL_S) -> LoginToken | None:
+        """Exchange an active key (not a token: that would extend a token forever) for a login token."""
+        key = self.verify_key(secret)
+        if key is None:
+            return None
+        token = new_secret(TOKEN_PREFIX)
+        now = time.time()
+        with self.db._write() as conn:
+            conn.execute(delete(tokens_t).where(tokens_t.c.expires_at <= now))  # keep the table small
+            conn.execute(
+                insert(tokens_t).values(
+                    hash=digest(token), key_id=key.id, created_at=now, expires_at=now + ttl_s
+                )
+            )
+        return LoginToken(token, key, now + ttl_s)

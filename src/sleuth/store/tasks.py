@@ -1,0 +1,404 @@
+"""The `tasks` table of `server.sqlite` (api.md §7.1): long context operations (import, curate, pack,
+restore) with their state, progress, output and errors, so a client can poll them and they survive a
+restart of the server.
+
+It follows `server_db.py`: SQLAlchemy Core (no ORM) on the same file, the same engine set-up (WAL,
+busy timeout, `BEGIN IMMEDIATE` for writes), one short transaction per method, so a `TaskStore` may be
+used from the worker threads and the request threads at once. The table lives in its own `MetaData`
+so the query store and the task store evolve separately; `create_all` only adds what is missing.
+
+State changes are conditional UPDATEs (`WHERE state IN (...)`), so a cancel racing a worker that
+finishes can never move a terminal task back to a live state.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (
+    Column,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    case,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.engine import Connection, Row
+
+from sleuth.store.server_db import _sqlite_engine, new_id
+
+#: Every state a task can be in; the contract's `starting` and `provisioning` are never used.
+STATES = ("scheduled", "running", "stopping", "completed", "failed", "cancelled")
+ACTIVE_STATES = ("scheduled", "running", "stopping")
+TERMINAL_STATES = ("completed", "failed", "cancelled")
+RESTARTED_ERROR = "server restarted"
+
+metadata = MetaData()
+
+tasks_t = Table(
+    "tasks",
+    metadata,
+    Column("id", String(80), primary_key=True),
+    Column("context_id", String(80)),
+    Column("context_slug", String(80)),  # the slug when the task was made, for `GET /tasks?q=`
+    Column("workflow", String(32), nullable=False),
+    Column("state", String(32), nullable=False),
+    Column("created_by", String(128)),
+    Column("error", Text),
+    Column("input", Text, nullable=False),  # JSON
+    Column("output", Text),  # JSON or null
+    Column("steps", Text, nullable=False),  # JSON list
+    Column("progress", Text, nullable=False),  # JSON object
+    Column("tokens_prompt", Integer, nullable=False, default=0),
+    Column("tokens_completion", Integer, nullable=False, default=0),
+    Column("timeout_seconds", Integer),
+    Column("created_at", Float, nullable=False),
+    Column("running_from", Float),
+    Column("finished_at", Float),
+    Column("last_activity_at", Float, nullable=False),
+    Index("ix_tasks_context_state", "context_id", "state"),
+    Index("ix_tasks_state", "state"),
+)
+
+
+class TaskNotFound(LookupError):
+    """No such task (`404 task_not_found` over HTTP)."""
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _task_dict(row: Row[Any]) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "context_id": row.context_id,
+        "context_slug": row.context_slug,
+        "workflow": row.workflow,
+        "state": row.state,
+        "created_by": row.created_by,
+        "error": row.error,
+        "input": _loads(row.input),
+        "output": _loads(row.output),
+        "steps": _loads(row.steps),
+        "progress": _loads(row.progress),
+        "tokens_prompt": row.tokens_prompt,
+        "tokens_completion": row.tokens_completion,
+        "timeout_seconds": row.timeout_seconds,
+        "created_at": row.created_at,
+        "running_from": row.running_from,
+        "finished_at": row.finished_at,
+        "last_activity_at": row.last_activity_at,
+    }
+
+
+def runtime_seconds(task: dict[str, Any], now: float | None = None) -> float:
+    """Seconds the task has run: from `running_from` to its end (or now while it runs)."""
+    began = task.get("running_from")
+    if began is None:
+        return 0.0
+    end = task.get("finished_at") or (time.time() if now is None else now)
+    return round(max(0.0, float(end) - float(began)), 3)
+
+
+class TaskStore:
+    """The tasks of one `server.sqlite`. Close with `close()` (or `with`)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._engine = _sqlite_engine(self.path)
+        self._writer = self._engine.execution_options(sleuth_write=True)
+        try:
+            metadata.create_all(self._writer)
+        except BaseException:
+            self._engine.dispose()
+            raise
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    def __enter__(self) -> TaskStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        with self._engine.connect() as conn:
+            yield conn
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        with self._writer.begin() as conn:
+            yield conn
+
+    # --- create and read --------------------------------------------------------------------------
+
+    def create(
+        self,
+        workflow: str,
+        *,
+        context_id: str | None,
+        context_slug: str | None,
+        created_by: str | None,
+        input: dict[str, Any] | None = None,
+        state: str = "scheduled",
+        output: Any = None,
+        timeout_seconds: int | None = None,
+    ) -> dict[str, Any]:
+        """A new task; `state="completed"` (with `output`) records work already done in the request."""
+        if state not in STATES:
+            raise ValueError(f"unknown task state {state!r}")
+        now = time.time()
+        terminal = state in TERMINAL_STATES
+        values: dict[str, Any] = {
+            "id": new_id("tsk"),
+            "context_id": context_id,
+            "context_slug": context_slug,
+            "workflow": workflow,
+            "state": state,
+            "created_by": created_by,
+            "error": None,
+            "input": _dumps(input or {}),
+            "output": None if output is None else _dumps(output),
+            "steps": _dumps([]),
+            "progress": _dumps({"phase": None, "phases": [], "label": None, "pct": 100 if terminal else 0}),
+            "tokens_prompt": 0,
+            "tokens_completion": 0,
+            "timeout_seconds": timeout_seconds,
+            "created_at": now,
+            "running_from": now if state != "scheduled" else None,
+            "finished_at": now if terminal else None,
+            "last_activity_at": now,
+        }
+        with self._write() as conn:
+            conn.execute(insert(tasks_t).values(**values))
+            row = conn.execute(select(tasks_t).where(tasks_t.c.id == values["id"])).one()
+        return _task_dict(row)
+
+    def get(self, task_id: str) -> dict[str, Any] | None:
+        with self._read() as conn:
+            row = conn.execute(select(tasks_t).where(tasks_t.c.id == task_id)).first()
+        return None if row is None else _task_dict(row)
+
+    def require(self, task_id: str) -> dict[str, Any]:
+        task = self.get(task_id)
+        if task is None:
+            raise TaskNotFound(f"no task {task_id!r}")
+        return task
+
+    def page(
+        self,
+        *,
+        workflow: str | None = None,
+        state: str | None = None,
+        context: Sequence[str] | None = None,
+        q: str | None = None,
+        limit: int = 30,
+        offset: int = 0,
+    ) -> tuple[list[dict[str, Any]], int]:
+        """One page, newest first, and the number of tasks that match. `context` lists the ids and
+        slugs a task's context may have; `q` is a substring of the id, workflow or context slug."""
+        conditions: list[Any] = []
+        if workflow is not None:
+            conditions.append(tasks_t.c.workflow == workflow)
+        if state is not None:
+            conditions.append(tasks_t.c.state == state)
+        if context is not None:
+            names = list(context)
+            conditions.append(or_(tasks_t.c.context_id.in_(names), tasks_t.c.context_slug.in_(names)))
+        if q:
+            pattern = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            conditions.append(
+                or_(
+                    tasks_t.c.id.like(pattern, escape="\\"),
+                    tasks_t.c.workflow.like(pattern, escape="\\"),
+                    tasks_t.c.context_slug.like(pattern, escape="\\"),
+                )
+            )
+        stmt = (
+            select(tasks_t)
+            .where(*conditions)
+            .order_by(tasks_t.c.created_at.desc(), tasks_t.c.id.desc())
+            .limit(max(0, int(limit)))
+            .offset(max(0, int(offset)))
+        )
+        count = select(func.count()).select_from(tasks_t).where(*conditions)
+        with self._read() as conn:
+            total = int(conn.execute(count).scalar_one())
+            return [_task_dict(row) for row in conn.execute(stmt)], total
+
+    def active(self, context_id: str, workflows: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """The context's tasks that are not terminal yet, oldest first."""
+        conditions = [tasks_t.c.context_id == context_id, tasks_t.c.state.in_(ACTIVE_STATES)]
+        if workflows is not None:
+            conditions.append(tasks_t.c.workflow.in_(list(workflows)))
+        stmt = select(tasks_t).where(*conditions).order_by(tasks_t.c.created_at, tasks_t.c.id)
+        with self._read() as conn:
+            return [_task_dict(row) for row in conn.execute(stmt)]
+
+    def context_stats(self, context_id: str) -> dict[str, Any]:
+        """The Context `stats` object (api.md §6.1) over every task of the context."""
+        c = tasks_t.c
+
+        def count_in(states: Sequence[str]) -> Any:
+            return func.coalesce(func.sum(case((c.state.in_(list(states)), 1), else_=0)), 0)
+
+        ended = func.coalesce(c.finished_at, c.last_activity_at)
+        stmt = select(
+            func.count(),
+            count_in(ACTIVE_STATES),
+            count_in(["completed"]),
+            count_in(["failed"]),
+            count_in(["cancelled"]),
+            func.coalesce(func.sum(c.tokens_prompt + c.tokens_completion), 0),
+            func.coalesce(func.sum(case((c.running_from.is_not(None), ended - c.running_from), else_=0)), 0),
+        ).where(c.context_id == context_id)
+        with self._read() as conn:
+            row = conn.execute(stmt).one()
+        return {
+            "tasks_total": int(row[0]),
+            "tasks_active": int(row[1]),
+            "tasks_completed": int(row[2]),
+            "tasks_failed": int(row[3]),
+            "tasks_cancelled": int(row[4]),
+            "tokens_total": int(row[5]),
+            "runtime_seconds": round(float(row[6]), 3),
+        }
+
+    # --- state changes ----------------------------------------------------------------------------
+
+    def start(self, task_id: str) -> bool:
+        """`scheduled → running`; False when the task is no longer scheduled (cancelled meanwhile)."""
+        now = time.time()
+        with self._write() as conn:
+            result = conn.execute(
+                update(tasks_t)
+                .where(tasks_t.c.id == task_id, tasks_t.c.state == "scheduled")
+                .values(state="running", running_from=now, last_activity_at=now)
+            )
+            return result.rowcount == 1
+
+    def report(
+        self,
+        task_id: str,
+        *,
+        progress: dict[str, Any] | None = None,
+        steps: list[dict[str, Any]] | None = None,
+        tokens_prompt: int | None = None,
+        tokens_completion: int | None = None,
+    ) -> None:
+        """Progress, steps or token counts of a live task (a terminal task is left alone)."""
+        values: dict[str, Any] = {"last_activity_at": time.time()}
+        if progress is not None:
+            values["progress"] = _dumps(progress)
+        if steps is not None:
+            values["steps"] = _dumps(steps)
+        if tokens_prompt is not None:
+            values["tokens_prompt"] = tokens_prompt
+        if tokens_completion is not None:
+            values["tokens_completion"] = tokens_completion
+        with self._write() as conn:
+            conn.execute(
+                update(tasks_t)
+                .where(tasks_t.c.id == task_id, tasks_t.c.state.in_(ACTIVE_STATES))
+                .values(**values)
+            )
+
+    def finish(
+        self,
+        task_id: str,
+        state: str,
+        *,
+        output: Any = None,
+        error: str | None = None,
+        progress: dict[str, Any] | None = None,
+        steps: list[dict[str, Any]] | None = None,
+    ) -> bool:
+        """A live task ends in `state` (completed, failed or cancelled); False if it had ended already."""
+        if state not in TERMINAL_STATES:
+            raise ValueError(f"{state!r} is not a terminal state")
+        now = time.time()
+        values: dict[str, Any] = {
+            "state": state,
+            "error": error,
+            "finished_at": now,
+            "last_activity_at": now,
+        }
+        if output is not None:
+            values["output"] = _dumps(output)
+        if progress is not None:
+            values["progress"] = _dumps(progress)
+        if steps is not None:
+            values["steps"] = _dumps(steps)
+        with self._write() as conn:
+            result = conn.execute(
+                update(tasks_t)
+                .where(tasks_t.c.id == task_id, tasks_t.c.state.in_(ACTIVE_STATES))
+                .values(**values)
+            )
+            return result.rowcount == 1
+
+    def request_stop(self, task_id: str, reason: str | None = None) -> dict[str, Any]:
+        """A cancel: a scheduled task is cancelled at once, a running one becomes `stopping` (its
+        worker ends it); a terminal one is returned unchanged."""
+        now = time.time()
+        message = f"cancelled: {reason}" if reason else "cancelled"
+        with self._write() as conn:
+            row = conn.execute(select(tasks_t.c.state).where(tasks_t.c.id == task_id)).first()
+            if row is None:
+                raise TaskNotFound(f"no task {task_id!r}")
+            if row.state == "scheduled":
+                conn.execute(
+                    update(tasks_t)
+                    .where(tasks_t.c.id == task_id)
+                    .values(state="cancelled", error=message, finished_at=now, last_activity_at=now)
+                )
+            elif row.state == "running":
+                conn.execute(
+                    update(tasks_t)
+                    .where(tasks_t.c.id == task_id)
+                    .values(state="stopping", error=message, last_activity_at=now)
+                )
+            found = conn.execute(select(tasks_t).where(tasks_t.c.id == task_id)).one()
+        return _task_dict(found)
+
+    def recover_interrupted(self, error: str = RESTARTED_ERROR) -> int:
+        """Fail every task left live by a process that stopped; call once when a server starts.
+
+        Like `ServerDB.recover_interrupted`, every process sharing the home counts as "the" server, so
+        do not call it while another server may be running tasks on the same database.
+        """
+        now = time.time()
+        with self._write() as conn:
+            result = conn.execute(
+                update(tasks_t)
+                .where(tasks_t.c.state.in_(ACTIVE_STATES))
+                .values(state="failed", error=error, finished_at=now, last_activity_at=now)
+            )
+            return int(result.rowcount)
+
+    def delete(self, task_id: str) -> bool:
+        """Remove one task row (housekeeping; the API cancels tasks, it never deletes them)."""
+        with self._write() as conn:
+            return conn.execute(delete(tasks_t).where(tasks_t.c.id == task_id)).rowcount == 1

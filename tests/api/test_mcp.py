@@ -1,0 +1,213 @@
+"""The MCP server (api.md §11) through the official MCP client: Streamable HTTP at `/mcp` on a real server
+(the Nexus tools, a full background turn, the SDK primitives, tool errors, keys) and stdio (`sleuth mcp`)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import httpx
+import httpx2
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import CallToolResult, TextContent
+
+from sleuth.compile.pipeline import CompileReport
+from sleuth.store.home import Home
+from sleuth.store.keys import KeyStore
+
+from .conftest import ServerFactory
+
+HOTEL = "What is the hotel limit per night when travelling?"
+NEXUS_TOOLS = {"list_contexts", "query_context", "get_query"}
+SDK_TOOLS = {
+    "outline_knowledge",
+    "read_artifact",
+    "read_rosters",
+    "describe_type",
+    "search_knowledge",
+    "search_source",
+    "search_source_by_keyword",
+    "search_in_sources",
+    "cite_from_artifact",
+    "query_db",
+    "list_tables",
+    "walk_graph",
+    "get_fact",
+}
+
+
+def value(result: CallToolResult) -> Any:
+    """The tool's JSON value (its one text block), asserting the call succeeded."""
+    assert not result.is_error, result.content
+    assert len(result.content) == 1 and isinstance(result.content[0], TextContent)
+    return json.loads(result.content[0].text)
+
+
+def error(result: CallToolResult) -> dict[str, Any]:
+    """The §4 envelope of a tool error."""
+    assert result.is_error, result.content
+    assert isinstance(result.content[0], TextContent)
+    envelope: dict[str, Any] = json.loads(result.content[0].text)
+    assert envelope["message"] and envelope == result.structured_content
+    return envelope
+
+
+def run(main: Callable[[], Awaitable[None]]) -> None:
+    anyio.run(main)
+
+
+def test_http_lists_tools_and_answers_a_background_turn(make_server: ServerFactory) -> None:
+    server = make_server()
+    started: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with Client(f"{server.url}/mcp") as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            assert set(tools) == NEXUS_TOOLS | SDK_TOOLS
+            search = tools["search_source"].input_schema
+            assert search["required"] == ["context", "query"] and "ctx" not in search["properties"]
+            assert tools["search_source"].annotations is not None
+            assert tools["search_source"].annotations.read_only_hint is True
+
+            contexts = value(await client.call_tool("list_contexts", {}))
+            acme = next(c for c in contexts if c["slug"] == "acme")
+            assert acme["queryable"] is True and acme["is_curating"] is False
+            assert acme["id"].startswith("ctx_") and acme["last_curated_at"]
+            assert acme["is_optimizing"] is False and acme["last_optimized_at"] is None
+
+            started.update(
+                value(await client.call_tool("query_context", {"context": "acme", "question": HOTEL}))
+            )
+            assert started["status"] == "in_progress" and started["model"] == "sleuth/offline"
+            deadline = time.monotonic() + 30
+            while True:
+                polled = value(await client.call_tool("get_query", {"query_id": started["query_id"]}))
+                if polled["status"] != "in_progress" or time.monotonic() > deadline:
+                    break
+                assert polled["answer"] is None
+                await anyio.sleep(0.1)
+            assert polled["status"] == "completed", polled
+            assert "$220" in polled["answer"] and polled["citations"] and polled["error"] is None
+            assert polled["model"] == "sleuth/offline" and set(polled) == {
+                "query_id",
+                "answer",
+                "output_json",
+                "citations",
+                "model",
+                "status",
+                "error",
+            }
+
+            missing = error(await client.call_tool("get_query", {"query_id": "q_missing"}))
+            assert missing["code"] == "query_not_found"
+
+    run(main)
+    # The same executor and database as the HTTP API: the turn is an ordinary stored query.
+    stored = server.client.get(f"/api/queries/{started['query_id']}").json()
+    assert stored["status"] == "completed" and stored["citations"]
+
+
+def test_http_primitives_return_json_and_tool_errors(
+    make_server: ServerFactory, sample_home: tuple[Home, CompileReport]
+) -> None:
+    server = make_server()
+    home, _ = sample_home
+    draft = home.create("draft-mcp")  # a context without a compiled version
+    try:
+
+        async def main() -> None:
+            async with Client(f"{server.url}/mcp") as client:
+                hits = value(
+                    await client.call_tool(
+                        "search_source", {"context": "acme", "query": "hotel limit per night", "top_k": 3}
+                    )
+                )
+                assert 1 <= len(hits) <= 3
+                first = hits[0]
+                assert first["kind"] == "chunk" and first["context"] == "acme"
+                assert isinstance(first["page"], int) and first["chunk_text"]
+                assert first["ref"] == "E1" and first["span"]["text"] == first["chunk_text"]
+                assert "span_" not in first
+
+                again = value(await client.call_tool("search_source", {"context": "acme", "query": "hotel"}))
+                assert again[0]["ref"] == "E1"  # evidence labels are numbered per tool call
+
+                rows = value(
+                    await client.call_tool(
+                        "query_db", {"context": "acme", "sql": "SELECT count(*) AS n FROM _tables"}
+                    )
+                )
+                assert rows["columns"] == ["n"] and rows["rows"][0]["n"] >= 1 and rows["truncated"] is False
+
+                refused = error(
+                    await client.call_tool("query_db", {"context": "acme", "sql": "DELETE FROM _tables"})
+                )
+                assert refused["code"] == "query_error" and refused["error"] == "QueryError"
+
+                unknown = error(await client.call_tool("search_source", {"context": "nope", "query": "x"}))
+                assert unknown == {"message": "no context 'nope'", "code": "context_not_found"}
+                bad_turn = error(
+                    await client.call_tool("query_context", {"context": "nope", "question": "x"})
+                )
+                assert bad_turn["code"] == "context_not_found"
+                uncurated = error(await client.call_tool("list_tables", {"context": "draft-mcp"}))
+                assert uncurated["code"] == "context_not_curated"
+
+                limits = await client.call_tool(
+                    "search_source", {"context": "acme", "query": "x", "top_k": 0}
+                )
+                assert limits.is_error  # the argument schema's bounds
+
+        run(main)
+    finally:
+        shutil.rmtree(draft.root)
+
+
+def test_http_requires_a_key_when_auth_is_on(make_server: ServerFactory) -> None:
+    server = make_server(auth=True)
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    headers = {"Accept": "application/json, text/event-stream"}
+    for sent in ({}, {"Authorization": "Bearer slk_not-a-key"}, {"Api-Key": "nope"}):
+        refused = httpx.post(f"{server.url}/mcp", json=request, headers={**headers, **sent})
+        assert refused.status_code == 401, refused.text
+        assert refused.json()["code"] == "unauthenticated"
+        assert refused.headers["WWW-Authenticate"] == "Bearer"
+    _, secret = KeyStore.for_db(server.state.db).create("agent", "query")
+
+    async def main() -> None:
+        # The SDK's transport takes the HTTP client (httpx2, the SDK's own) that carries the key.
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"}, timeout=30)
+        async with http, Client(streamable_http_client(f"{server.url}/mcp", http_client=http)) as client:
+            contexts = value(await client.call_tool("list_contexts", {}))
+            assert [c["slug"] for c in contexts] == ["acme"]
+
+    run(main)
+
+
+def test_stdio_serves_the_home_as_the_local_admin(sample_home: tuple[Home, CompileReport]) -> None:
+    home, _ = sample_home
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "sleuth", "mcp", "--context", "acme"],
+        env={"SLEUTH_HOME": str(home.root)},
+    )
+
+    async def main() -> None:
+        async with Client(params) as client:
+            contexts = value(await client.call_tool("list_contexts", {}))
+            assert [c["slug"] for c in contexts] == ["acme"] and contexts[0]["queryable"] is True
+            hits = value(
+                await client.call_tool("search_source_by_keyword", {"context": "acme", "query": "hotel"})
+            )
+            assert hits and all(h["context"] == "acme" and h["page"] >= 1 for h in hits)
+            other = error(await client.call_tool("list_tables", {"context": "elsewhere"}))
+            assert other["code"] == "context_not_found" and "serves 'acme' only" in other["message"]
+
+    run(main)

@@ -1,0 +1,64 @@
+"""`GET /version` (no auth, sandbox probe), `GET /auth` and `GET /project` over real HTTP."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sleuth.agent.turn import Runtime
+from sleuth.api.state import ApiState
+from sleuth.api.system import sandbox_report
+from sleuth.sandbox import SandboxHost
+from sleuth.store.home import Home
+from sleuth.store.server_db import ServerDB
+
+from .conftest import ServerFactory
+
+
+def test_version_needs_no_key_and_reports_the_sandbox(make_server: ServerFactory) -> None:
+    server = make_server(auth=True)
+    response = server.client.get("/api/version")
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["sleuth_version"] and body["api_versions"] == ["2026-07", "unstable"]
+    assert body["default_api_version"] == "2026-07" and body["auth"] == "api_key"
+    sandbox = body["sandbox"]
+    assert set(sandbox) >= {"ok", "backend", "mode", "layers", "missing"}
+    assert sandbox["backend"] == "zygote"
+    # This host runs the sandbox suite, so it meets the default floor.
+    assert sandbox["ok"] is True and sandbox["missing"] == [], sandbox
+    assert sandbox["mode"] in ("root", "userns", "nons") and "seccomp" in sandbox["layers"]
+    again = server.client.get("/api/v0/version", headers={"X-Pinecone-Api-Version": "unstable"})
+    assert again.status_code == 200 and again.json()["sandbox"] == sandbox  # cached per host
+    assert again.headers["X-Pinecone-Api-Version"] == "unstable"
+
+
+def test_version_in_no_auth_mode(make_server: ServerFactory) -> None:
+    server = make_server()
+    assert server.client.get("/api/version").json()["auth"] == "none"
+
+
+def test_auth_and_project_show_the_configured_project(make_server: ServerFactory) -> None:
+    server = make_server(project_id="prj_7", project_name="Research")
+    assert server.client.get("/api/auth").json() == {
+        "user": "local",
+        "project_id": "prj_7",
+        "project_name": "Research",
+        "workspace_name": None,
+        "org_id": None,
+    }
+    assert server.client.get("/api/project").json() == {
+        "id": "prj_7",
+        "name": "Research",
+        "workspaces_required": False,
+    }
+
+
+def test_probe_without_a_curated_context_says_so(tmp_path: Path) -> None:
+    """Nothing to mount means nothing to probe: reported, not cached, and no zygote is started."""
+    home = Home(tmp_path / "empty")
+    with ServerDB.for_home(home) as db, SandboxHost() as host:
+        state = ApiState(home=home, db=db, runtime=Runtime(home, db=db, sandbox_host=host))
+        report = sandbox_report(state)
+        assert report["ok"] is False and report["mode"] is None and report["layers"] == []
+        assert "curated context" in report["detail"]
+        assert host.info == {}
