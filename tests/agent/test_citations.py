@@ -283,3 +283,14 @@ def test_verification_accepts_nfc_and_whitespace_differences() -> None:
         assert len(result.citations) == 1 and result.dropped == []
     finally:
         del PAGES[key]
+
+
+def test_a_quote_in_the_answer_is_the_grounding() -> None:
+    page = "Rail and ground transport\nTaxis may be used late at night. Rail is booked through the portal."
+    start = 0
+    span = EvidenceSpan("E1", "ctx", "a.md", 1, start, len(page), page)
+    answer = 'According to a.md (p. 1): "Taxis may be used late at night." [1]'
+    result = build_citations(answer, [span], lambda c, s, p: page)
+    [citation] = result.citations
+    assert citation["grounding"] == "Taxis may be used late at night."
+    assert page[citation["start"] : citation["end"]] == citation["grounding"]

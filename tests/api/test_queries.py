@@ -142,6 +142,9 @@ def test_max_tool_output_chars_must_be_a_json_integer_in_range(make_server: Serv
 ORDER_CASES: list[tuple[str, Any, dict[str, str] | None, int, str, str | None]] = [
     ("malformed JSON", b'{"ask": ', None, 400, "invalid_request", "body"),
     ("not an object", [1, 2], None, 400, "invalid_request", "body"),
+    ("NaN is not JSON", b'{"ask": "q", "max_steps": NaN}', None, 400, "invalid_request", "body"),
+    ("too deep", b'{"shape": ' + b"[" * 50_000 + b"]" * 50_000 + b"}", None, 400, "invalid_request", "body"),
+    ("lone surrogate", b'{"ask": "\\ud800", "scope": ["acme"]}', None, 400, "invalid_request", "ask"),
     ("unknown field before types", {"ask": 5, "max_step": 3}, None, 400, "invalid_request", "max_step"),
     (
         "unknown field before the extension",

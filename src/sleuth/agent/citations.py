@@ -237,8 +237,27 @@ def _grounding(span: EvidenceSpan, words: set[str]) -> tuple[int, int]:
     return best_window(span.text, candidates, words, by_hits=False)
 
 
-def _citation(span: EvidenceSpan, words: set[str]) -> dict[str, Any]:
-    a, b = _grounding(span, words) if span.text.strip() else (0, 0)
+_QUOTE_THEN_MARKERS = re.compile(r"[\"“]([^\"“”]{15,}?)[\"”]\s*((?:\[\d+\])+)")
+
+
+def _quoted(text: str) -> dict[int, list[str]]:
+    """Quotes followed directly by markers (`"…" [2]`), per cited position: when the quote is a
+    verbatim slice of the span, it is the grounding, so the citation shows what the answer quoted."""
+    quotes: dict[int, list[str]] = {}
+    for m in _QUOTE_THEN_MARKERS.finditer(text):
+        for n in _CANONICAL.findall(m.group(2)):
+            quotes.setdefault(int(n), []).append(m.group(1))
+    return quotes
+
+
+def _citation(span: EvidenceSpan, words: set[str], quotes: Sequence[str] = ()) -> dict[str, Any]:
+    for quote in quotes:
+        at = span.text.find(quote)
+        if at >= 0 and quote.strip():
+            a, b = at, at + len(quote)
+            break
+    else:
+        a, b = _grounding(span, words) if span.text.strip() else (0, 0)
     artifact = span.via == "artifact"
     return {
         "source": span.source_path,
@@ -327,6 +346,7 @@ def build_citations(
             order.append(n)
 
     words = _citing_words(normalized)
+    quotes = _quoted(normalized)
     if grounding_text:
         for n, extra in grounding_text.items():
             words.setdefault(n, set()).update(content_words(extra))
@@ -336,7 +356,7 @@ def build_citations(
     kept: list[tuple[int, dict[str, Any]]] = []
     for n in order:
         span = evidence[n - 1]
-        citation = _citation(span, words.get(n) or everything)
+        citation = _citation(span, words.get(n) or everything, quotes.get(n, ()))
         key = (span.context, span.source_path, span.page)
         if key not in pages:
             pages[key] = page_text(*key)

@@ -7,6 +7,7 @@ The replayed turn is stored in a scratch database, never in the user's sessions.
 
 from __future__ import annotations
 
+import json
 import tempfile
 import time
 from collections.abc import Mapping
@@ -209,7 +210,12 @@ def _step_field(step: dict[str, Any], name: str) -> Any:
     if name == "code":
         return (step.get("code") or {}).get("source")
     if name == "calls":
-        return [(c.get("fn"), c.get("args"), c.get("ok"), c.get("result")) for c in step.get("calls") or []]
+        # Calls gathered concurrently finish in any order: compare them as a sorted list.
+        calls = [
+            (c.get("fn"), c.get("args"), c.get("ok"), json.dumps(c.get("result"), sort_keys=True))
+            for c in step.get("calls") or []
+        ]
+        return sorted(calls, key=repr)
     return step.get(name)
 
 

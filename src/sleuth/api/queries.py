@@ -134,15 +134,45 @@ def _invalid(field: str, message: str) -> ApiError:
     return ApiError(400, "invalid_request", message, field=field)
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _storable(value: Any) -> bool:
+    """No lone surrogates (`"\\ud800"` parses, but cannot be stored as UTF-8) at any depth."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    if isinstance(value, dict):
+        return all(_storable(k) and _storable(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_storable(v) for v in value)
+    return True
+
+
 async def _json_object(request: Request) -> dict[str, Any]:
-    """The body as a JSON object, or `400 invalid_request` (field `body`)."""
+    """The body as a JSON object, or `400 invalid_request` (field `body`, or the field that holds text
+    that is not valid Unicode). `NaN` and `Infinity` are not JSON and are refused too."""
     raw = await request.body()
     try:
-        data = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        data = json.loads(raw, parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError):  # JSONDecodeError is a ValueError
         raise _invalid("body", "malformed JSON body") from None
+    except RecursionError:
+        raise _invalid("body", "the JSON body is nested too deeply") from None
     if not isinstance(data, dict):
         raise _invalid("body", "the body must be a JSON object")
+    for name, value in data.items():
+        try:
+            storable = _storable(name) and _storable(value)
+        except RecursionError:
+            raise _invalid(name, f"{name} is nested too deeply") from None
+        if not storable:
+            field = name if _storable(name) else "body"
+            raise _invalid(field, f"{field} holds text that is not valid Unicode (a lone surrogate)")
     return data
 
 

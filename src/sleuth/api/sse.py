@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from fastapi.responses import StreamingResponse
@@ -48,7 +48,7 @@ async def follow(
     turns: TurnExecutor,
     query_id: str,
     since: int = 1,
-    present: Any = None,
+    present: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> AsyncIterator[str]:
     """Frames of `query_id` from seq `since` (inclusive) until the end. `present(doc)` may rewrite the
     final Query (the API adds what it overlays on stored documents)."""

@@ -75,7 +75,8 @@ def sandbox_report(state: ApiState) -> dict[str, Any]:
         if cached is not None and cached[0] > time.monotonic():
             return dict(cached[1])
         cacheable, report = _probe(state, host)
-        _probes[host] = (float("inf") if cacheable else time.monotonic() + RETRY_FAILED_PROBE_S, report)
+        if cacheable or report.get("missing"):  # "nothing to probe yet" is not a result to keep
+            _probes[host] = (float("inf") if cacheable else time.monotonic() + RETRY_FAILED_PROBE_S, report)
         return dict(report)
 
 
