@@ -14,22 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sleuth.models.base import Reply, ToolSpec
+from sleuth.sdk.knowledge import PRIMITIVES
 
-SDK_NAMES = (
-    "outline_knowledge",
-    "read_artifact",
-    "read_rosters",
-    "describe_type",
-    "search_knowledge",
-    "search_source",
-    "search_source_by_keyword",
-    "search_in_sources",
-    "cite_from_artifact",
-    "query_db",
-    "list_tables",
-    "walk_graph",
-    "get_fact",
-)
+SDK_NAMES = PRIMITIVES  # the names code must call, never bind
 RESERVED = (*SDK_NAMES, "final", "answer")
 COMMENTARY_LIMIT = 200
 

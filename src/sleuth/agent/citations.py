@@ -277,7 +277,8 @@ def _citation(span: EvidenceSpan, words: set[str], quotes: Sequence[str] = ()) -
 # --- verification --------------------------------------------------------------------------------------
 
 
-def _norm(text: str) -> str:
+def normalized(text: str) -> str:
+    """The form groundings and pages are compared in (§8.4): NFC, whitespace runs collapsed."""
     return collapse_ws(unicodedata.normalize("NFC", text))
 
 
@@ -285,13 +286,13 @@ def _failure(citation: Mapping[str, Any], page: str | None) -> str | None:
     """Why a citation fails verification (§8.4), or None when its grounding is verbatim at its offsets."""
     if page is None:
         return "page_missing"
-    grounding = _norm(str(citation.get("grounding") or ""))
+    grounding = normalized(str(citation.get("grounding") or ""))
     start, end = citation.get("start"), citation.get("end")
     if not grounding or not isinstance(start, int) or not isinstance(end, int):
         return "not_verbatim"
-    if not 0 <= start <= end <= len(page) or _norm(page[start:end]) != grounding:
+    if not 0 <= start <= end <= len(page) or normalized(page[start:end]) != grounding:
         return "not_verbatim"
-    if grounding not in _norm(page):
+    if grounding not in normalized(page):
         return "not_verbatim"
     return None
 

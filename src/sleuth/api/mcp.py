@@ -52,7 +52,7 @@ from sleuth.api.state import ApiSettings, ApiState, api_state
 from sleuth.api.tasks import task_service
 from sleuth.api.turns import TurnExecutor, executor
 from sleuth.sdk.errors import AmbiguousError, HostError, LimitError, NotFoundError, QueryError, SleuthError
-from sleuth.sdk.knowledge import Evidence, Knowledge, ScopedContext
+from sleuth.sdk.knowledge import PRIMITIVES, Evidence, Knowledge, ScopedContext
 from sleuth.sdk.types import Hit, Rows
 from sleuth.store.home import ContextDir, ContextInfo, ContextNotFound, Home
 from sleuth.store.server_db import ServerDB
@@ -450,23 +450,6 @@ class Tools:
         self, context: Slug, key: Annotated[str, Field(min_length=1)], ctx: Context
     ) -> CallToolResult:
         return await self._primitive(ctx, context, lambda k: k.get_fact(key))
-
-
-PRIMITIVES = (
-    "outline_knowledge",
-    "read_artifact",
-    "read_rosters",
-    "describe_type",
-    "search_knowledge",
-    "search_source",
-    "search_source_by_keyword",
-    "search_in_sources",
-    "cite_from_artifact",
-    "query_db",
-    "list_tables",
-    "walk_graph",
-    "get_fact",
-)
 
 
 def build_server(engine_of: EngineOf, only: str | None = None) -> tuple[MCPServer, Tools]:

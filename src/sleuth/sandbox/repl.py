@@ -24,26 +24,7 @@ import numpy.typing as npt
 from sleuth.sandbox.output import CappedStream, observation
 from sleuth.sandbox.protocol import LineReader, ProtocolError, recv_one, send
 from sleuth.sdk.errors import HostError
-from sleuth.sdk.knowledge import FinalAnswer, Knowledge, ScopedContext
-
-READS = (
-    "outline_knowledge",
-    "read_artifact",
-    "read_rosters",
-    "describe_type",
-    "query_db",
-    "list_tables",
-    "walk_graph",
-    "get_fact",
-)
-SEARCHES = (
-    "search_knowledge",
-    "search_source",
-    "search_source_by_keyword",
-    "search_in_sources",
-    "cite_from_artifact",
-)
-PRIMITIVES = READS + SEARCHES
+from sleuth.sdk.knowledge import READS, SEARCHES, FinalAnswer, Knowledge, ScopedContext
 
 
 class StepTimeout(BaseException):

@@ -49,6 +49,34 @@ QueryEmbedder = Callable[[str, str], Awaitable[npt.NDArray[np.float32]]]
 """(model id, query text) → unit vector; inside the sandbox this is the `embed` host function."""
 
 MAX_GRAPH_NODES = 200
+PRIMITIVES = (
+    "outline_knowledge",
+    "read_artifact",
+    "read_rosters",
+    "describe_type",
+    "search_knowledge",
+    "search_source",
+    "search_source_by_keyword",
+    "search_in_sources",
+    "cite_from_artifact",
+    "query_db",
+    "list_tables",
+    "walk_graph",
+    "get_fact",
+)
+"""The SDK's public calls, in the order of runtime.md §5.2: what the REPL binds, the prompt lists,
+`tools=` may name, and MCP serves."""
+SEARCHES = frozenset(
+    {
+        "search_knowledge",
+        "search_source",
+        "search_source_by_keyword",
+        "search_in_sources",
+        "cite_from_artifact",
+    }
+)
+"""The coroutines among them (awaited); the rest are plain reads."""
+READS = tuple(name for name in PRIMITIVES if name not in SEARCHES)
 _TABLE_ROW = re.compile(r"^\|(.+)\|\s*$")
 
 

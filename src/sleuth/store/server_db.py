@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from sqlalchemy import (
     Column,
@@ -161,11 +161,13 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-def _dumps(value: Any) -> str:
+def dumps(value: Any) -> str:
+    """A JSON column's text: compact, UTF-8 as is, and no NaN (which other databases refuse)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def _loads(text: str | None) -> Any:
+def loads(text: str | None) -> Any:
+    """A JSON column's value; NULL stays None."""
     return None if text is None else json.loads(text)
 
 
@@ -177,12 +179,12 @@ def _title(text: str) -> str:
 def _session_dict(row: Row[Any]) -> dict[str, Any]:
     return {
         "id": row.id,
-        "scope": _loads(row.scope),
+        "scope": loads(row.scope),
         "title": row.title,
         "system_prompt": row.system_prompt,
         "guardrails": row.guardrails,
-        "models": _loads(row.models),
-        "tools": _loads(row.tools),
+        "models": loads(row.models),
+        "tools": loads(row.tools),
         "workflow": row.workflow,
         "last_query_id": row.last_query_id,
         "active_query_id": row.active_query_id,
@@ -193,7 +195,7 @@ def _session_dict(row: Row[Any]) -> dict[str, Any]:
 
 def _query_document(row: Row[Any]) -> dict[str, Any]:
     document: dict[str, Any] = json.loads(row.document)
-    document["feedback"] = _loads(row.feedback)
+    document["feedback"] = loads(row.feedback)
     return document
 
 
@@ -209,36 +211,27 @@ def _query_fields(query: dict[str, Any]) -> tuple[str, str, str]:
     return query_id, session_id, status
 
 
-class ServerDB:
-    """One `server.sqlite`. Create with `ServerDB.for_home(home)`; close with `close()` (or `with`).
+class SqliteStore:
+    """One engine over a SQLite file and the transactions every store of `server.sqlite` uses:
+    `_read()` for plain reads, `_write()` for writes that take the write lock up front. The tables of
+    `tables` are created on open, under that lock, since two processes may open the file at once."""
 
-    `replay_root` is the home root under which `queries/<qry_id>/` directories live; `delete_session`
-    removes those of the deleted turns after the rows are gone. It defaults to the database's own
-    directory, since `server.sqlite` sits at the home root; pass it explicitly for any other layout.
-    """
-
-    def __init__(self, path: Path, *, replay_root: Path | None = None) -> None:
+    def __init__(self, path: Path, tables: MetaData) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.replay_root = Path(replay_root) if replay_root is not None else self.path.parent
         self._engine = _sqlite_engine(self.path)
         # Same pool and dialect; the option tells the "begin" hook to take the write lock up front.
         self._writer = self._engine.execution_options(sleuth_write=True)
         try:
-            metadata.create_all(self._writer)  # under the write lock: two processes may open at once
-            self._check_schema_version()
+            tables.create_all(self._writer)
         except BaseException:
             self._engine.dispose()
             raise
 
-    @classmethod
-    def for_home(cls, home: Home) -> ServerDB:
-        return cls(home.root / "server.sqlite", replay_root=home.root)
-
     def close(self) -> None:
         self._engine.dispose()
 
-    def __enter__(self) -> ServerDB:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -253,6 +246,28 @@ class ServerDB:
     def _write(self) -> Iterator[Connection]:
         with self._writer.begin() as conn:
             yield conn
+
+
+class ServerDB(SqliteStore):
+    """One `server.sqlite`. Create with `ServerDB.for_home(home)`; close with `close()` (or `with`).
+
+    `replay_root` is the home root under which `queries/<qry_id>/` directories live; `delete_session`
+    removes those of the deleted turns after the rows are gone. It defaults to the database's own
+    directory, since `server.sqlite` sits at the home root; pass it explicitly for any other layout.
+    """
+
+    def __init__(self, path: Path, *, replay_root: Path | None = None) -> None:
+        super().__init__(path, metadata)
+        self.replay_root = Path(replay_root) if replay_root is not None else self.path.parent
+        try:
+            self._check_schema_version()
+        except BaseException:
+            self.close()
+            raise
+
+    @classmethod
+    def for_home(cls, home: Home) -> ServerDB:
+        return cls(home.root / "server.sqlite", replay_root=home.root)
 
     def _check_schema_version(self) -> None:
         with self._write() as conn:
@@ -302,9 +317,9 @@ class ServerDB:
         }
         row = {
             **session,
-            "scope": _dumps(session["scope"]),
-            "models": _dumps(session["models"]),
-            "tools": None if tools is None else _dumps(session["tools"]),
+            "scope": dumps(session["scope"]),
+            "models": dumps(session["models"]),
+            "tools": None if tools is None else dumps(session["tools"]),
         }
         with self._write() as conn:
             conn.execute(insert(sessions_t).values(**row))
@@ -407,8 +422,8 @@ class ServerDB:
                     status=status,
                     created=created,
                     updated=now,
-                    document=_dumps(query),
-                    feedback=None if feedback is None else _dumps(feedback),
+                    document=dumps(query),
+                    feedback=None if feedback is None else dumps(feedback),
                 )
             )
 
@@ -419,7 +434,7 @@ class ServerDB:
             result = conn.execute(
                 update(queries_t)
                 .where(queries_t.c.id == query_id)
-                .values(status=status, updated=time.time(), document=_dumps(query))
+                .values(status=status, updated=time.time(), document=dumps(query))
             )
             if result.rowcount != 1:
                 raise QueryNotFound(f"no query {query_id}")
@@ -472,7 +487,7 @@ class ServerDB:
             result = conn.execute(
                 update(queries_t)
                 .where(queries_t.c.id == query_id)
-                .values(feedback=None if feedback is None else _dumps(feedback), updated=time.time())
+                .values(feedback=None if feedback is None else dumps(feedback), updated=time.time())
             )
             if result.rowcount != 1:
                 raise QueryNotFound(f"no query {query_id}")
@@ -487,7 +502,7 @@ class ServerDB:
         event_type = event.get("type")
         if not isinstance(event_type, str) or not event_type:
             raise ValueError("an event needs a non-empty string 'type'")
-        data = _dumps(event)
+        data = dumps(event)
         with self._write() as conn:
             if conn.execute(select(queries_t.c.id).where(queries_t.c.id == query_id)).first() is None:
                 raise QueryNotFound(f"no query {query_id}")
@@ -513,7 +528,7 @@ class ServerDB:
 
     def save_trace(self, query_id: str, trace: dict[str, Any]) -> None:
         """Store or replace the turn's trace (api.md §8.6)."""
-        document = _dumps(trace)
+        document = dumps(trace)
         with self._write() as conn:
             if conn.execute(select(queries_t.c.id).where(queries_t.c.id == query_id)).first() is None:
                 raise QueryNotFound(f"no query {query_id}")
@@ -550,7 +565,7 @@ class ServerDB:
                 conn.execute(
                     update(queries_t)
                     .where(queries_t.c.id == row.id)
-                    .values(status="failed", updated=stamp, document=_dumps(document))
+                    .values(status="failed", updated=stamp, document=dumps(document))
                 )
             claimed = conn.execute(
                 select(sessions_t.c.id, sessions_t.c.active_query_id).where(

@@ -13,10 +13,8 @@ finishes can never move a terminal task back to a live state.
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +35,9 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.engine import Connection, Row
+from sqlalchemy.engine import Row
 
-from sleuth.store.server_db import _sqlite_engine, new_id
+from sleuth.store.server_db import SqliteStore, dumps, loads, new_id
 
 #: Every state a task can be in; the contract's `starting` and `provisioning` are never used.
 STATES = ("scheduled", "running", "stopping", "completed", "failed", "cancelled")
@@ -79,14 +77,6 @@ class TaskNotFound(LookupError):
     """No such task (`404 task_not_found` over HTTP)."""
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
-def _loads(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
-
-
 def _task_dict(row: Row[Any]) -> dict[str, Any]:
     return {
         "id": row.id,
@@ -96,10 +86,10 @@ def _task_dict(row: Row[Any]) -> dict[str, Any]:
         "state": row.state,
         "created_by": row.created_by,
         "error": row.error,
-        "input": _loads(row.input),
-        "output": _loads(row.output),
-        "steps": _loads(row.steps),
-        "progress": _loads(row.progress),
+        "input": loads(row.input),
+        "output": loads(row.output),
+        "steps": loads(row.steps),
+        "progress": loads(row.progress),
         "tokens_prompt": row.tokens_prompt,
         "tokens_completion": row.tokens_completion,
         "timeout_seconds": row.timeout_seconds,
@@ -119,38 +109,11 @@ def runtime_seconds(task: dict[str, Any], now: float | None = None) -> float:
     return round(max(0.0, float(end) - float(began)), 3)
 
 
-class TaskStore:
+class TaskStore(SqliteStore):
     """The tasks of one `server.sqlite`. Close with `close()` (or `with`)."""
 
     def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._engine = _sqlite_engine(self.path)
-        self._writer = self._engine.execution_options(sleuth_write=True)
-        try:
-            metadata.create_all(self._writer)
-        except BaseException:
-            self._engine.dispose()
-            raise
-
-    def close(self) -> None:
-        self._engine.dispose()
-
-    def __enter__(self) -> TaskStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @contextmanager
-    def _read(self) -> Iterator[Connection]:
-        with self._engine.connect() as conn:
-            yield conn
-
-    @contextmanager
-    def _write(self) -> Iterator[Connection]:
-        with self._writer.begin() as conn:
-            yield conn
+        super().__init__(path, metadata)
 
     # --- create and read --------------------------------------------------------------------------
 
@@ -179,10 +142,10 @@ class TaskStore:
             "state": state,
             "created_by": created_by,
             "error": None,
-            "input": _dumps(input or {}),
-            "output": None if output is None else _dumps(output),
-            "steps": _dumps([]),
-            "progress": _dumps({"phase": None, "phases": [], "label": None, "pct": 100 if terminal else 0}),
+            "input": dumps(input or {}),
+            "output": None if output is None else dumps(output),
+            "steps": dumps([]),
+            "progress": dumps({"phase": None, "phases": [], "label": None, "pct": 100 if terminal else 0}),
             "tokens_prompt": 0,
             "tokens_completion": 0,
             "timeout_seconds": timeout_seconds,
@@ -311,9 +274,9 @@ class TaskStore:
         """Progress, steps or token counts of a live task (a terminal task is left alone)."""
         values: dict[str, Any] = {"last_activity_at": time.time()}
         if progress is not None:
-            values["progress"] = _dumps(progress)
+            values["progress"] = dumps(progress)
         if steps is not None:
-            values["steps"] = _dumps(steps)
+            values["steps"] = dumps(steps)
         if tokens_prompt is not None:
             values["tokens_prompt"] = tokens_prompt
         if tokens_completion is not None:
@@ -346,11 +309,11 @@ class TaskStore:
             "last_activity_at": now,
         }
         if output is not None:
-            values["output"] = _dumps(output)
+            values["output"] = dumps(output)
         if progress is not None:
-            values["progress"] = _dumps(progress)
+            values["progress"] = dumps(progress)
         if steps is not None:
-            values["steps"] = _dumps(steps)
+            values["steps"] = dumps(steps)
         with self._write() as conn:
             result = conn.execute(
                 update(tasks_t)
