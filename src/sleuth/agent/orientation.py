@@ -9,6 +9,7 @@ and docstrings, so the prompt cannot drift from the code.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import json
@@ -19,17 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from sleuth.agent.actions import SDK_NAMES
-from sleuth.sdk.knowledge import Knowledge, ScopedContext
+from sleuth.sdk.knowledge import SEARCHES, Knowledge, ScopedContext
 
 PROMPT_VERSION = "2026-11-30.1"
 MAX_DESCRIPTIONS_CHARS = 12_000
-SEARCHES = {
-    "search_knowledge",
-    "search_source",
-    "search_source_by_keyword",
-    "search_in_sources",
-    "cite_from_artifact",
-}
 
 
 def prompt_text(name: str) -> str:
@@ -63,8 +57,10 @@ class ContextOverview:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+@functools.lru_cache(maxsize=64)
 def overview(brief: ContextBrief) -> ContextOverview:
-    """Read the pinned version's types, tables and rosters through the SDK's own reads."""
+    """Read the pinned version's types, tables and rosters through the SDK's own reads. A version
+    never changes once live, so every turn over it shares one overview (callers must not mutate it)."""
     knowledge = Knowledge([ScopedContext(brief.slug, brief.version_dir)])
     try:
         by_type: dict[str, int] = dict(knowledge.get_fact("artifacts_by_type"))

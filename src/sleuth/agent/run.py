@@ -79,6 +79,7 @@ class TurnRun:
         self.terminal = False
         self.replay_records: list[dict[str, Any]] = []
         self.planner: OfflinePlanner | None = None  # when the offline planner plays the model
+        self._provider: Model | None = None
         self._readers: dict[str, VersionReader] | None = None
         self._stop_cause: StopCause | None = None
         self._stop_lock = threading.Lock()
@@ -252,10 +253,14 @@ class TurnRun:
         return self._provider_model()
 
     def _provider_model(self) -> Model:
+        """The session's models as one (fallback) model, built once: the loop and synthesis share
+        its clients."""
         if self.turn.model_override is not None:
             return self.turn.model_override
-        models = [self.rt.model_factory(c) for c in self.turn.model_configs if c.provider != "offline"]
-        return models[0] if len(models) == 1 else FallbackModel(models)
+        if self._provider is None:
+            models = [self.rt.model_factory(c) for c in self.turn.model_configs if c.provider != "offline"]
+            self._provider = models[0] if len(models) == 1 else FallbackModel(models)
+        return self._provider
 
     def _recording_registry(self) -> dict[str, HostFunction]:
         registry = self.turn.registry_override or self.rt.sandbox_host.registry
