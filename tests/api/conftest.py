@@ -46,44 +46,61 @@ def api_host() -> Iterator[SandboxHost]:
 
 
 ServerFactory = Callable[..., LiveServer]
+Stop = Callable[[], None]
+
+
+def launch(
+    home: Home,
+    host: SandboxHost,
+    scratch: Path,
+    replies: list[ScriptItem] | None = None,
+    **settings: object,
+) -> tuple[LiveServer, Stop]:
+    """A started server over `home`, its database in `scratch`, and the function that stops it.
+    Provider models resolve to one scripted model with `replies` (the offline planner needs none)."""
+    scripted = ScriptedModel(replies or [])
+
+    def build(config: ModelConfig) -> ScriptedModel:
+        return scripted
+
+    db = ServerDB(scratch / "server.sqlite", replay_root=scratch)
+    runtime = Runtime(home, db=db, sandbox_host=host, model_factory=build)
+    state = ApiState(home=home, db=db, runtime=runtime, settings=ApiSettings(**settings))  # type: ignore[arg-type]
+    port = _free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(state), host="127.0.0.1", port=port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the API server did not start")
+        time.sleep(0.02)
+    url = f"http://127.0.0.1:{port}"
+    client = httpx.Client(base_url=url, timeout=60)
+
+    def stop() -> None:
+        client.close()
+        server.should_exit = True
+        thread.join(timeout=10)
+
+    return LiveServer(url, state, client, scripted), stop
 
 
 @pytest.fixture
 def make_server(
     sample_home: tuple[Home, CompileReport], api_host: SandboxHost, tmp_path: Path
 ) -> Iterator[ServerFactory]:
-    """`make_server(replies=None, **settings)` → a started server; provider models resolve to one
-    scripted model with `replies` (the offline planner needs none)."""
+    """`make_server(replies=None, **settings)` → a started server over the shared sample home."""
     home, _ = sample_home
-    started: list[tuple[uvicorn.Server, threading.Thread, httpx.Client]] = []
+    stops: list[Stop] = []
 
     def factory(replies: list[ScriptItem] | None = None, **settings: object) -> LiveServer:
-        scripted = ScriptedModel(replies or [])
-
-        def build(config: ModelConfig) -> ScriptedModel:
-            return scripted
-
-        db = ServerDB(tmp_path / "server.sqlite", replay_root=tmp_path)
-        runtime = Runtime(home, db=db, sandbox_host=api_host, model_factory=build)
-        state = ApiState(home=home, db=db, runtime=runtime, settings=ApiSettings(**settings))  # type: ignore[arg-type]
-        port = _free_port()
-        server = uvicorn.Server(
-            uvicorn.Config(create_app(state), host="127.0.0.1", port=port, log_level="warning")
-        )
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 10
-        while not server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("the API server did not start")
-            time.sleep(0.02)
-        url = f"http://127.0.0.1:{port}"
-        client = httpx.Client(base_url=url, timeout=60)
-        started.append((server, thread, client))
-        return LiveServer(url, state, client, scripted)
+        server, stop = launch(home, api_host, tmp_path, replies, **settings)
+        stops.append(stop)
+        return server
 
     yield factory
-    for server, thread, client in started:
-        client.close()
-        server.should_exit = True
-        thread.join(timeout=10)
+    for stop in stops:
+        stop()

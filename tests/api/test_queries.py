@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
 
+from sleuth.compile.pipeline import CompileReport
 from sleuth.models.base import ModelConfig
 from sleuth.models.scripted import ScriptItem, code, final_call
+from sleuth.sandbox import Limits, SandboxHost
+from sleuth.store.home import Home
 
-from .conftest import LiveServer, ServerFactory
+from .conftest import LiveServer, ServerFactory, launch
 
 HOTEL = "What is the hotel limit per night when travelling?"
 SCRIPTED = "test/scripted"
@@ -200,12 +204,12 @@ ORDER_CASES: list[tuple[str, Any, dict[str, str] | None, int, str, str | None]] 
         "chunks_only",
     ),
     (
-        "retrieval-only",
-        {"ask": "q", "scope": ["acme"], "compose": False},
+        "retrieval-only types before conflicts",
+        {"ask": "q", "pointers_only": True, "shape": {"type": "object"}, "max_retrieved": 201},
         None,
         400,
         "invalid_request",
-        "compose",
+        "max_retrieved",
     ),
     (
         "session before scope",
@@ -450,6 +454,13 @@ def test_comparison_group_holds_three_turns(make_server: ServerFactory) -> None:
         assert all(c["model"] == "sleuth/offline" for c in others.values())
     assert {c["workflow"] for c in queries[0]["comparison"]} == {"search_rag", "search_cc"}
 
+    # Groups are stored with the turns: a restarted server still lists them and still refuses a fourth.
+    again = make_server()
+    assert again.client.get(f"/api/queries/{ids[2]}").json()["comparison"] == queries[2]["comparison"]
+    refused = ask(again, ask=HOTEL, comparison_group="run-1")
+    assert refused.status_code == 409 and refused.json()["code"] == "comparison_group_full"
+    assert ask(again, ask=HOTEL, comparison_group="run-2").json()["comparison"] == []
+
 
 def test_replay_is_admin_and_unstable_only(make_server: ServerFactory) -> None:
     server = make_server()
@@ -473,3 +484,125 @@ def test_models_catalog_never_shows_keys(make_server: ServerFactory) -> None:
     assert {"id": "minilm-l6-v2-int8", "dim": 384, "available": True} in catalog["embedding_models"]
     assert "sk-test-not-a-real-key" not in json.dumps(catalog)
     assert "api_key" not in json.dumps(catalog)
+
+
+# ---------------------------------------------------------------------------------- retrieval-only
+def hit_kinds(query: dict[str, Any]) -> set[str]:
+    return {hit["kind"] for hit in query["output_json"]["hits"]}
+
+
+def test_retrieval_only_turn_returns_hits(make_server: ServerFactory) -> None:
+    server = make_server()
+    response = ask(server, ask=HOTEL, retrieval_only=True, max_retrieved=6, max_retrieved_chars=50)
+    assert response.status_code == 200, response.text
+    query = response.json()
+    assert query["status"] == "completed", query["error"]
+    hits = query["output_json"]["hits"]
+    assert len(hits) == 6 and {h["kind"] for h in hits} == {"chunk", "artifact"}
+    assert all(0 < len(h["text"]) <= 50 and h["context"] == "acme" for h in hits)
+    assert "$220" in hits[0]["text"] and hits[0]["pages"] == [1]
+    assert query["output"] == [] and query["citations"] == [] and query["synthesis"] is None
+    assert query["model"] is None and query["usage"]["total_tokens"] == 0
+    assert query["rollup"]["stop_reason"] == "retrieval_only" and query["rollup"]["total_hits"] == 12
+    [step] = query["steps"]
+    assert step["status"] == "completed" and step["fns"][:2] == ["search_source", "search_knowledge"]
+    assert server.scripted.calls == []
+    trace = server.client.get(f"/api/queries/{query['id']}/trace").json()
+    assert trace["rollup"]["stop_reason"] == "retrieval_only" and trace["synthesis"] is None
+    # the same turn with `compose: false`, continuing the session
+    again = ask(
+        server,
+        ask=HOTEL,
+        compose=False,
+        max_retrieved=6,
+        max_retrieved_chars=50,
+        previous_query_id=query["id"],
+    ).json()
+    assert again["status"] == "completed" and again["session_id"] == query["session_id"]
+    assert again["output_json"] == query["output_json"]
+
+
+def test_pointers_only_and_narrowed_kinds(make_server: ServerFactory) -> None:
+    server = make_server()
+    pointers = ask(server, ask=HOTEL, pointers_only=True).json()
+    assert pointers["status"] == "completed" and len(pointers["output_json"]["hits"]) == 20
+    assert all("text" not in h and h["source"] for h in pointers["output_json"]["hits"])
+    assert hit_kinds(ask(server, ask=HOTEL, chunks_only=True, max_retrieved=4).json()) == {"chunk"}
+    artifacts = ask(server, ask=HOTEL, artifacts_only=True, pointers_only=True, max_retrieved=200).json()
+    assert hit_kinds(artifacts) == {"artifact"}
+    assert all("text" not in h for h in artifacts["output_json"]["hits"])
+
+
+def test_retrieval_only_conflicts_and_ranges(make_server: ServerFactory) -> None:
+    server = make_server()
+    shape = {"type": "object", "properties": {"x": {"type": "string"}}}
+    modes = ({"retrieval_only": True}, {"compose": False}, {"pointers_only": True}, {"chunks_only": True})
+    for flags in modes:
+        refused = ask(server, ask=HOTEL, shape=shape, **flags)
+        assert refused.status_code == 400 and refused.json()["code"] == "conflicting_options", flags
+        assert refused.json()["field"] == "shape"
+    both = ask(server, ask=HOTEL, chunks_only=True, artifacts_only=True)
+    assert both.status_code == 400 and both.json()["code"] == "conflicting_options"
+    for name, value in [
+        ("max_retrieved", 0),
+        ("max_retrieved", 201),
+        ("max_retrieved", "5"),
+        ("max_retrieved_chars", 0),
+        ("max_retrieved_chars", 20_001),
+        ("max_retrieved_chars", 10.5),
+    ]:
+        refused = ask(server, ask=HOTEL, retrieval_only=True, **{name: value})
+        error = refused.json()
+        assert refused.status_code == 400 and error["code"] == "invalid_request", (name, value)
+        assert error["field"] == name and name in error["message"]
+    assert ask(server, ask=HOTEL, retrieval_only=True, compose=True).status_code == 200
+    assert len(server.client.get("/api/sessions").json()["sessions"]) == 1  # refused turns stored nothing
+
+
+def test_streamed_retrieval_only_turn(make_server: ServerFactory) -> None:
+    server = make_server()
+    body = {"ask": HOTEL, "scope": ["acme"], "retrieval_only": True, "stream": True, "max_retrieved": 5}
+    events: list[tuple[str, dict[str, Any]]] = []
+    with server.client.stream("POST", "/api/query", json=body) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"] == "text/event-stream"
+        event = ""
+        for line in response.iter_lines():
+            if line.startswith("event: "):
+                event = line.removeprefix("event: ")
+            elif line.startswith("data: "):
+                events.append((event, json.loads(line.removeprefix("data: "))))
+    assert [name for name, _ in events] == [
+        "response.created",
+        "response.step",
+        "response.step",
+        "response.turn_rollup",
+        "response.trace",
+        "response.completed",
+        "query",
+    ]
+    assert [data["status"] for _, data in events[1:3]] == ["running", "completed"]
+    assert events[3][1]["stop_reason"] == "retrieval_only"
+    final = events[-1][1]
+    assert final["status"] == "completed" and len(final["output_json"]["hits"]) == 5
+    assert final["synthesis"] is None and final["output"] == []
+
+
+def test_a_sandbox_that_cannot_start_is_503_but_retrieval_only_still_answers(
+    sample_home: tuple[Home, CompileReport], tmp_path: Path
+) -> None:
+    """A real failure, not a double: four file descriptors are too few for the sandbox to set up."""
+    home, _ = sample_home
+    with SandboxHost(Limits(nofile=4)) as broken:
+        server, stop = launch(home, broken, tmp_path)
+        try:
+            refused = ask(server, ask=HOTEL)
+            assert refused.status_code == 503, refused.text
+            assert refused.json()["code"] == "sandbox_unavailable" and "setup" in refused.json()["message"]
+            assert server.client.get("/api/sessions").json()["sessions"] == []  # nothing was stored
+            hits = ask(server, ask=HOTEL, retrieval_only=True)
+            assert hits.status_code == 200 and hits.json()["output_json"]["hits"]
+            version = server.client.get("/api/version").json()["sandbox"]
+            assert version["ok"] is False and version["missing"] == ["setup"]
+        finally:
+            stop()

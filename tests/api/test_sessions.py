@@ -117,3 +117,19 @@ def test_previous_query_and_session_id_must_agree(make_server: ServerFactory) ->
     assert response.json()["field"] == "previous_query_id"
     agreeing = ask(server, ask=HOTEL, previous_query_id=first["id"], session_id=first["session_id"])
     assert agreeing.status_code == 200 and agreeing.json()["previous_query_id"] == first["id"]
+
+
+def test_who_opened_a_session_is_stored_and_survives_a_restart(make_server: ServerFactory) -> None:
+    from sleuth.store.keys import KeyStore
+
+    server = make_server(auth=True)
+    _, secret = KeyStore.for_db(server.state.db).create("alice", "query")
+    headers = {"Authorization": f"Bearer {secret}"}
+    opened = server.client.post("/api/query", json={"ask": HOTEL, "scope": ["acme"]}, headers=headers).json()
+    session_id = opened["session_id"]
+    assert server.client.get(f"/api/sessions/{session_id}", headers=headers).json()["created_by"] == "alice"
+
+    again = make_server()  # a new server process over the same server.sqlite
+    assert again.client.get(f"/api/sessions/{session_id}").json()["created_by"] == "alice"
+    listed = again.client.get("/api/sessions").json()["sessions"]
+    assert {s["id"]: s["created_by"] for s in listed}[session_id] == "alice"

@@ -15,6 +15,7 @@ from sleuth.store.replay_log import read_replay_log, write_replay_log
 from sleuth.store.server_db import (
     INTERRUPTED_ERROR,
     SCHEMA_VERSION,
+    ComparisonGroupFull,
     QueryNotFound,
     ServerDB,
     ServerDBError,
@@ -75,6 +76,74 @@ def test_newer_schema_refused(tmp_path: Path) -> None:
         conn.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
     with pytest.raises(ServerDBError, match="newer than this Sleuth"):
         ServerDB(tmp_path / "s.sqlite")
+
+
+V1_SCHEMA = """
+CREATE TABLE meta (key VARCHAR(64) PRIMARY KEY, value TEXT NOT NULL);
+INSERT INTO meta VALUES ('schema_version', '1');
+CREATE TABLE sessions (id VARCHAR(80) PRIMARY KEY, scope TEXT NOT NULL, title VARCHAR(80) NOT NULL,
+    system_prompt TEXT, guardrails TEXT, models TEXT NOT NULL, tools TEXT, workflow VARCHAR(64) NOT NULL,
+    last_query_id VARCHAR(80), active_query_id VARCHAR(80), created_at FLOAT NOT NULL,
+    updated_at FLOAT NOT NULL);
+CREATE TABLE queries (id VARCHAR(80) PRIMARY KEY,
+    session_id VARCHAR(80) NOT NULL REFERENCES sessions (id) ON DELETE CASCADE, status VARCHAR(32) NOT NULL,
+    created INTEGER NOT NULL, updated FLOAT NOT NULL, document TEXT NOT NULL, feedback TEXT);
+INSERT INTO sessions VALUES ('ses_old', '["kb"]', 'old', NULL, NULL, '[]', NULL, 'search', NULL, NULL, 1, 1);
+INSERT INTO queries VALUES ('qry_old', 'ses_old', 'completed', 1, 1,
+    '{"id": "qry_old", "session_id": "ses_old", "status": "completed"}', NULL);
+"""
+
+
+def test_a_version_1_database_is_upgraded_in_place(tmp_path: Path) -> None:
+    """A server.sqlite written by the first release keeps its rows and gains the v2 columns."""
+    path = tmp_path / "server.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.executescript(V1_SCHEMA)
+    with ServerDB(path) as db:
+        assert db.schema_version == SCHEMA_VERSION == 2
+        assert db.get_session("ses_old")["created_by"] == "local"  # type: ignore[index]
+        assert db.get_query("qry_old")["status"] == "completed"  # type: ignore[index]
+        assert db.comparison_of("qry_old") is None
+        new = db.create_session(["kb"], "q", created_by="alice")
+        db.insert_query(make_query(new["id"]), workflow="search", comparison_group="g")
+        assert db.comparison_group_size("g") == 1
+    with ServerDB(path) as db:  # a second open finds nothing left to do
+        assert db.schema_version == 2 and db.get_session(new["id"])["created_by"] == "alice"  # type: ignore[index]
+    assert ("ix_queries_comparison_group",) in raw(
+        path, "SELECT name FROM sqlite_master WHERE type = 'index'"
+    )
+
+
+def test_comparison_groups_are_stored_and_capped_at_three(db: ServerDB) -> None:
+    ids = []
+    for workflow in ("search", "search_rag", "search_cc"):
+        ses = db.create_session(["kb"], "q")["id"]
+        query = make_query(ses, model=f"model-{workflow}")
+        db.insert_query(query, workflow=workflow, comparison_group="run-1")
+        ids.append(query["id"])
+    fourth = make_query(db.create_session(["kb"], "q")["id"])
+    with pytest.raises(ComparisonGroupFull, match="already has 3 turns"):
+        db.insert_query(fourth, comparison_group="run-1")
+    assert db.get_query(fourth["id"]) is None
+    assert db.comparison_group_size("run-1") == 3 and db.comparison_group_size("other") == 0
+    assert db.comparison_of(ids[0]) == [
+        {"workflow": "search_rag", "query_id": ids[1], "model": "model-search_rag"},
+        {"workflow": "search_cc", "query_id": ids[2], "model": "model-search_cc"},
+    ]
+    loner = make_query(db.create_session(["kb"], "q")["id"])
+    db.insert_query(loner)
+    assert db.comparison_of(loner["id"]) is None and db.comparison_of("qry_missing") is None
+
+
+def test_release_of_a_turn_that_never_ran_keeps_the_last_turn(db: ServerDB) -> None:
+    ses = db.create_session(["kb"], "q")["id"]
+    first, refused = new_id("qry"), new_id("qry")
+    assert db.claim_session(ses, first)
+    assert db.release_session(ses, first)
+    assert db.claim_session(ses, refused)
+    assert db.release_session(ses, refused, ran=False)
+    session = db.get_session(ses)
+    assert session is not None and session["last_query_id"] == first and session["active_query_id"] is None
 
 
 def test_sessions_crud(db: ServerDB) -> None:

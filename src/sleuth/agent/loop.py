@@ -235,7 +235,7 @@ class AgentLoop:
             status="failed" if error else "completed",
             commentary=action.commentary,
             fns=fns,
-            strategy=_strategy(
+            strategy=strategy_of(
                 calls, sorted({str(s["context"]) for s in (outcome.spans if outcome else [])})
             ),
             tool_calls=calls[:MAX_TRACE_CALLS],
@@ -373,7 +373,7 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
-def _strategy(calls: Sequence[TraceCall], scope: list[str]) -> Strategy:
+def strategy_of(calls: Sequence[TraceCall], scope: list[str]) -> Strategy:
     """`strategy.kind` derived from the calls (runtime.md §7)."""
     fns = list(dict.fromkeys(c.fn for c in calls))
     if not fns:

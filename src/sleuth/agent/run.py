@@ -7,17 +7,18 @@ import hashlib
 import socket
 import threading
 import time
+import traceback
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal
 
 from sleuth.agent.citations import build_citations, renumber_grounding
 from sleuth.agent.evidence import computed_results, select_evidence
 from sleuth.agent.extractive import extractive_answer
-from sleuth.agent.loop import AgentLoop, LoopResult, LoopSettings, ModelCallRecord, TurnFailed
+from sleuth.agent.loop import AgentLoop, LoopResult, LoopSettings, ModelCallRecord, TurnFailed, strategy_of
 from sleuth.agent.orientation import ContextOverview, ask_message, instructions_text, overview, system_message
 from sleuth.agent.planner import OfflinePlanner, planner_scope
-from sleuth.agent.records import QueryStep, Rollup, StopReason, Synthesis, Usage
+from sleuth.agent.records import QueryStep, Rollup, StepCost, StopReason, Synthesis, Usage
+from sleuth.agent.retrieval import Retrieval, RetrievalOptions
 from sleuth.agent.shape import OfflineShapeError, check_grounding, offline_fill
 from sleuth.agent.spans import EvidenceSpan
 from sleuth.agent.synthesis import ShapeInvalid, SynthesisInput, history_messages, synthesize
@@ -40,12 +41,6 @@ MIN_EVIDENCE_CHARS = 2_000
 SYNTHESIS_REPLY_TOKENS = 2_048
 PROMPT_OVERHEAD_CHARS = 3_000  # the synthesis rules, the shape and the ask
 CANCELLED_ERROR = "cancelled by client"  # api.md §9.4
-# Every sandbox start goes through this one long-lived thread. Concurrent turns (the API runs several)
-# must not interleave starts: `SandboxHost.start_turn` talks to the zygote over one control socket,
-# request then reply, and restarts a dead zygote, with no lock of its own. And the zygote dies with the
-# *thread* that started it (PR_SET_PDEATHSIG), so a turn on a short-lived worker thread must not be the
-# one to start it. A start takes tens of milliseconds, so one thread for all of them costs nothing.
-_SANDBOX_STARTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sleuth-sandbox-start")
 StopCause = Literal["cancelled", "timeout"]
 
 
@@ -155,6 +150,9 @@ class TurnRun:
         if self.stopping():  # cancelled while it waited in the queue
             self._stop_now()
             return
+        if request.retrieval is not None:
+            self._retrieve(request.retrieval)
+            return
         contexts = {b.slug: b.version_dir for b in turn.briefs}
         overviews = [overview(b) for b in turn.briefs]
         history = history_messages(
@@ -233,6 +231,63 @@ class TurnRun:
         )
         self._synthesize(result, model, instructions, history, overviews)
 
+    def _retrieve(self, options: RetrievalOptions) -> None:
+        """A retrieval-only turn (api.md §8.7): one deterministic hybrid retrieval in this process,
+        shown as one step, the hits in `output_json`. No model, no sandbox, no synthesis."""
+        retrieval = Retrieval(
+            {b.slug: b.version_dir for b in self.turn.briefs},
+            self.turn.request.ask,
+            options,
+            embed=self._recording_registry().get("embed"),
+        )
+        step = QueryStep(
+            step_id="step_1",
+            status="running",
+            commentary=retrieval.commentary,
+            code={"language": "python", "source": retrieval.code},
+        )
+        self._step_event(step)
+        began = time.monotonic()
+        try:
+            found = retrieval.run()
+        except Exception as exc:  # an SDK error, an unreadable index: the turn fails, never the process
+            error = {"type": type(exc).__name__, "message": str(exc)[:2000]}
+            self._step_event(self._retrieval_step(step, retrieval, began, status="failed", error=error))
+            self.fail(f"retrieval failed: {type(exc).__name__}: {exc}", traceback.format_exc())
+            return
+        output = (
+            f"{len(found.hits)} hits kept ({found.chunks} chunks, {found.artifacts} artifacts) "
+            f"of {found.total_hits} retrieved"
+        )
+        self._step_event(
+            self._retrieval_step(
+                step, retrieval, began, status="completed", output=output, output_chars=len(output)
+            )
+        )
+        if self.stopping():
+            self._stop_now()
+            return
+        q = self.query
+        q.output, q.citations, q.output_json, q.synthesis = [], [], {"hits": found.hits}, None
+        q.rollup = self._rollup("retrieval_only")
+        q.usage = self._usage(None)
+        self.emit({"type": "response.turn_rollup", **q.rollup.model_dump(mode="json")})
+        self._finish("completed", None)
+
+    @staticmethod
+    def _retrieval_step(step: QueryStep, retrieval: Retrieval, began: float, **update: Any) -> QueryStep:
+        """The retrieval step as it ended: its calls, what they imply, its time, and `update`."""
+        return step.model_copy(
+            update={
+                "fns": list(dict.fromkeys(c.fn for c in retrieval.calls)),
+                "strategy": strategy_of(retrieval.calls, list(retrieval.contexts)),
+                "tool_calls": list(retrieval.calls),
+                "cost": StepCost(execute_ms=round((time.monotonic() - began) * 1000)),
+                "output_truncated": False,
+                **update,
+            }
+        )
+
     def _model(
         self, turn: PreparedTurn, overviews: Sequence[ContextOverview], history: list[Message]
     ) -> Model:
@@ -283,9 +338,7 @@ class TurnRun:
 
     def _start_sandbox(self, contexts: dict[str, Any]) -> Sandbox:
         host = self.rt.sandbox_host
-        sandbox = _SANDBOX_STARTER.submit(
-            host.start_turn, contexts, registry=self._recording_registry()
-        ).result()
+        sandbox = host.start_turn(contexts, registry=self._recording_registry())
         self.sandbox_info = {
             "backend": "local",
             "mode": sandbox.ready.get("mode"),
@@ -466,11 +519,12 @@ class TurnRun:
             for call in step.tool_calls:
                 by_category[call.category] = by_category.get(call.category, 0) + 1
         result = self.loop_result
+        searched = sum(int(c.result.get("hits", 0)) for s in steps for c in s.tool_calls)
         return Rollup(
             n_steps=len(steps),
             n_tool_calls=sum(len(s.tool_calls) for s in steps),
             by_category=by_category,
-            total_hits=result.total_hits if result else 0,
+            total_hits=result.total_hits if result else searched,  # no loop: a retrieval-only turn
             duration_ms=self._elapsed_ms(),
             cache_read_tokens=sum(s.cost.tokens_in_cached for s in steps),
             cache_write_tokens=sum(s.cost.tokens_in_cache_write for s in steps),
@@ -565,6 +619,11 @@ class TurnRun:
                 ungrounded_fields=self.trace.get("ungrounded_fields", []),
             )
         )
+        if self.turn.request.retrieval is not None:
+            # No sandbox was started, and with no model reply there is nothing to replay: the same
+            # request over the same pinned version returns the same hits.
+            reason = "a retrieval-only turn has no model replies to replay; send it again"
+            self.trace.update(sandbox=None, replay={"available": False, "reason": reason})
         records = replay_records(self.replay_records, self.model_calls, self.host_log)
         persist(self.rt.db, q.id, self.trace, records)
 

@@ -22,6 +22,7 @@ from typing import Any
 from sleuth.agent.actions import SDK_NAMES
 from sleuth.agent.orientation import ContextBrief
 from sleuth.agent.records import Query
+from sleuth.agent.retrieval import RetrievalOptions
 from sleuth.agent.run import Emit, TurnRun
 from sleuth.agent.shape import check_shape
 from sleuth.agent.trace import sleuth_version
@@ -30,7 +31,7 @@ from sleuth.models.catalog import Catalog, CatalogError, build_model
 from sleuth.sandbox.host import HostFunction, SandboxHost
 from sleuth.sandbox.limits import Limits
 from sleuth.store.home import ContextNotFound, Home
-from sleuth.store.server_db import ServerDB, new_id
+from sleuth.store.server_db import LOCAL_PRINCIPAL, ComparisonGroupFull, ServerDB, new_id
 
 __all__ = ["PreparedTurn", "Runtime", "TurnError", "TurnRequest", "new_query_id", "sleuth_version"]
 
@@ -70,6 +71,10 @@ class TurnRequest:
     workflow: str | None = None
     thinking_level: str | None = None
     allow_model_specs: bool = True  # the CLI may name `openai:…` specs; HTTP requests may not
+    # Set: a retrieval-only turn (api.md §8.7): hits, no loop, no model call, no synthesis.
+    retrieval: RetrievalOptions | None = None
+    created_by: str = LOCAL_PRINCIPAL  # recorded on a session this turn opens (the API key's name)
+    comparison_group: str | None = None  # api.md §8.1: up to 3 turns compared side by side
 
 
 @dataclass
@@ -175,6 +180,12 @@ class Runtime:
                 "max_tool_output_chars must be an integer from 1 to 100000; "
                 f"got {request.max_tool_output_chars}",
             )
+        if request.retrieval is not None:
+            problem = request.retrieval.problem()
+            if problem is not None:
+                raise TurnError("invalid_request", problem)
+            if request.shape is not None:
+                raise TurnError("conflicting_options", "shape cannot be combined with a retrieval-only turn")
         for tool in request.tools or []:
             if tool not in SDK_NAMES:
                 raise TurnError("unknown_tool", f"unknown tool {tool!r}; known: {', '.join(SDK_NAMES)}")
@@ -186,7 +197,9 @@ class Runtime:
                 raise TurnError("session_not_found", f"no session {request.session_id!r}", 404)
             ignored = [name for name in PINNED_FIELDS if getattr(request, name) not in (None, [])]
         elif not request.scope:
-            raise TurnError("scope_required", "a turn that starts a session needs a scope (--context)")
+            raise TurnError(
+                "scope_required", "a turn that starts a session needs a scope: the contexts to answer from"
+            )
         scope = list(session["scope"]) if session else list(dict.fromkeys(request.scope or []))
         if not 1 <= len(scope) <= 10:
             raise TurnError("invalid_request", "scope takes 1 to 10 contexts")
@@ -223,6 +236,7 @@ class Runtime:
                 models=model_ids,
                 tools=request.tools,
                 workflow=workflow or "search",
+                created_by=request.created_by,
             )
         workflow = workflow or session.get("workflow") or "search"
         previous = session.get("last_query_id")
@@ -234,10 +248,17 @@ class Runtime:
             input=[{"role": "user", "content": ask}],
             max_steps=request.max_steps or (2 if workflow == "search_rag" else 8),
             max_tool_output_chars=request.max_tool_output_chars,
+            comparison=None if request.comparison_group is None else [],  # filled in when read
         )
         if not self.db.claim_session(session["id"], query.id):
             raise TurnError("session_busy", "a turn of this session is still running", 409)
-        self.db.insert_query(query.model_dump(mode="json"))
+        try:
+            self.db.insert_query(
+                query.model_dump(mode="json"), workflow=workflow, comparison_group=request.comparison_group
+            )
+        except ComparisonGroupFull as exc:
+            self.db.release_session(session["id"], query.id, ran=False)
+            raise TurnError("comparison_group_full", str(exc), 409) from None
         prepared = PreparedTurn(request, query, session, briefs, configs, workflow, ignored)
         with self._turns_lock:
             self._turns[query.id] = prepared

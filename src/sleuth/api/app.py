@@ -4,13 +4,15 @@ legacy alias `/api/v0`), `/healthz` and the OpenAPI document at `/api/openapi.js
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, PlainTextResponse
+from starlette.datastructures import Headers, MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sleuth.api import contexts, mcp, queries, sessions, system
 from sleuth.api.errors import ApiError
@@ -46,7 +48,66 @@ def _first_field(exc: RequestValidationError) -> tuple[str, str]:
     return field, f"{field}: {first.get('msg', 'invalid value')}"
 
 
-def create_app(state: ApiState) -> FastAPI:
+ERROR_SCHEMA: dict[str, Any] = {
+    "title": "Error",
+    "type": "object",
+    "description": "The error envelope (api.md §4); some codes add keys such as `field` or `query_id`.",
+    "properties": {
+        "message": {"type": "string"},
+        "code": {"type": "string"},
+        "field": {"type": "string"},
+    },
+    "required": ["message", "code"],
+    "additionalProperties": True,
+}
+
+
+class VersionAndLimits:
+    """Resolve `X-Pinecone-Api-Version` (400 for an unknown one) and echo it on every response; refuse
+    JSON bodies over 1 MiB by their Content-Length. Plain ASGI rather than `@app.middleware`, which
+    costs a task and a queue per request and wraps streamed (SSE) responses."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        requested = headers.get(HEADER)
+        if requested is not None and requested not in VERSIONS:
+            error = ApiError(
+                400,
+                "unsupported_api_version",
+                f"unsupported {HEADER} {requested!r}; accepted: {', '.join(VERSIONS)}",
+            )
+            await _envelope(error, None)(scope, receive, send)
+            return
+        version = requested or DEFAULT_VERSION
+        scope.setdefault("state", {})["api_version"] = version  # what `request.state.api_version` reads
+        length = headers.get("content-length")
+        is_upload = headers.get("content-type", "").startswith("multipart/")
+        if length is not None and length.isdigit() and int(length) > MAX_JSON_BODY and not is_upload:
+            error = ApiError(413, "payload_too_large", "JSON bodies are limited to 1 MiB")
+            await _envelope(error, version)(scope, receive, send)
+            return
+
+        async def send_with_version(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                MutableHeaders(scope=message)[HEADER] = version
+            await send(message)
+
+        await self.app(scope, receive, send_with_version)
+
+
+def _routes(app: FastAPI) -> None:
+    for router in ROUTERS:
+        app.include_router(router, prefix="/api")
+        app.include_router(router, prefix="/api/v0", include_in_schema=False)
+
+
+def _bare_app() -> FastAPI:
     app = FastAPI(
         title="Sleuth",
         version="2026-07",
@@ -54,29 +115,46 @@ def create_app(state: ApiState) -> FastAPI:
         docs_url="/api/docs",
         redoc_url=None,
     )
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    return app
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's document, corrected: invalid input is answered 400 with the envelope, never the 422
+    FastAPI declares by default, and every error response carries the envelope's schema."""
+    if app.openapi_schema is not None:
+        return app.openapi_schema
+    document = get_openapi(title=app.title, version=app.version, routes=app.routes)
+    components = document.setdefault("components", {}).setdefault("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError"):
+        components.pop(name, None)
+    components["Error"] = ERROR_SCHEMA
+    for item in document.get("paths", {}).values():
+        for operation in item.values():
+            responses = operation.get("responses", {})
+            if "422" in responses:
+                del responses["422"]
+                responses.setdefault("400", {"description": "invalid_request"})
+            for status, response in responses.items():
+                if status[:1] in "45":
+                    content = response.setdefault("content", {}).setdefault("application/json", {})
+                    content["schema"] = {"$ref": "#/components/schemas/Error"}
+    app.openapi_schema = document
+    return document
+
+
+def openapi_document() -> dict[str, Any]:
+    """The OpenAPI document, without a home or a server (client generators, the fuzz tests)."""
+    app = _bare_app()
+    _routes(app)
+    return app.openapi()
+
+
+def create_app(state: ApiState) -> FastAPI:
+    app = _bare_app()
     app.state.sleuth = state
 
-    @app.middleware("http")
-    async def version_and_limits(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        requested = request.headers.get(HEADER)
-        if requested is not None and requested not in VERSIONS:
-            error = ApiError(
-                400,
-                "unsupported_api_version",
-                f"unsupported {HEADER} {requested!r}; accepted: {', '.join(VERSIONS)}",
-            )
-            return _envelope(error, None)
-        version = requested or DEFAULT_VERSION
-        request.state.api_version = version
-        length = request.headers.get("content-length")
-        is_upload = request.headers.get("content-type", "").startswith("multipart/")
-        if length is not None and length.isdigit() and int(length) > MAX_JSON_BODY and not is_upload:
-            return _envelope(ApiError(413, "payload_too_large", "JSON bodies are limited to 1 MiB"), version)
-        response = await call_next(request)
-        response.headers[HEADER] = version
-        return response
+    app.add_middleware(VersionAndLimits)
 
     @app.exception_handler(ApiError)
     async def on_api_error(request: Request, exc: ApiError) -> JSONResponse:
@@ -104,9 +182,7 @@ def create_app(state: ApiState) -> FastAPI:
     async def healthz() -> PlainTextResponse:
         return PlainTextResponse("ok")
 
-    for router in ROUTERS:
-        app.include_router(router, prefix="/api")
-        app.include_router(router, prefix="/api/v0", include_in_schema=False)
+    _routes(app)
     mcp.mount(app)  # the MCP server at /mcp (api.md §11), with its session manager in the lifespan
     return app
 

@@ -11,8 +11,9 @@ from fastapi import Depends, Request
 from sleuth.api.errors import ApiError
 from sleuth.api.state import api_state
 from sleuth.store.keys import ApiKey, KeyStore
+from sleuth.store.server_db import LOCAL_PRINCIPAL
 
-LOCAL = "local"
+LOCAL = LOCAL_PRINCIPAL
 # Checked in this order; the first one present decides (api.md §3.1): no fall-through, so a stale
 # bearer token is reported as such instead of being masked by another header.
 KEY_HEADERS = ("X-Pinecone-Api-Key", "Api-Key")

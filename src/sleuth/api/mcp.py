@@ -8,7 +8,7 @@ primitive of the SDK (runtime.md §5.2) against one context named by the require
   authenticates like every other route (`auth.principal`; in no-auth mode everyone is the admin `local`);
   a refusal is the usual `401 unauthenticated` envelope.
 - Over stdio (`sleuth mcp`) the tools run as the local admin, with this process's own turn executor.
-- `query_context` admits a turn exactly like `POST /query` with `background: true` (`queries._admit`):
+- `query_context` admits a turn exactly like `POST /query` with `background: true` (`queries.admit_turn`):
   same checks, capacity and sandbox floor, same executor, so `GET /api/queries/{id}` sees it too.
 - The primitives run here on the host against the context's live version, read-only: they are Sleuth's
   own code, not model code, so no sandbox is needed; `query_db` keeps its hardened read-only connection.
@@ -47,7 +47,7 @@ from sleuth.agent.records import Query
 from sleuth.agent.turn import Runtime, TurnError
 from sleuth.api.auth import LOCAL, Principal, principal
 from sleuth.api.errors import ApiError
-from sleuth.api.queries import QueryRecords, QueryRequest, _admit, _validated, records
+from sleuth.api.queries import PendingGroups, QueryRequest, admit_turn, pending_groups, validated_body
 from sleuth.api.state import ApiSettings, ApiState, api_state
 from sleuth.api.tasks import task_service
 from sleuth.api.turns import TurnExecutor, executor
@@ -105,12 +105,12 @@ class ToolFailure(Exception):
 
 @dataclass(frozen=True)
 class Engine:
-    """What one tool call runs on: the server's state, turn executor, query records, task table and the
+    """What one tool call runs on: the server's state, turn executor, comparison groups, task table and the
     caller. Over HTTP it comes from the app (shared with the routes); `sleuth mcp` builds its own."""
 
     state: ApiState
     turns: TurnExecutor
-    records: QueryRecords
+    groups: PendingGroups
     tasks: TaskStore
     who: Principal
     pending: set[Future[Query]] | None = None  # stdio: turns to wait for before the process exits
@@ -121,7 +121,9 @@ class Engine:
         who = getattr(request.state, PRINCIPAL_STATE, None)
         if not isinstance(who, Principal):  # never served without the endpoint: fail closed
             raise ToolFailure("unauthenticated", "this request was not authenticated")
-        return cls(api_state(request), executor(request), records(request), task_service(request).store, who)
+        return cls(
+            api_state(request), executor(request), pending_groups(request), task_service(request).store, who
+        )
 
 
 EngineOf = Callable[[Context], Engine]
@@ -305,10 +307,10 @@ class Tools:
     ) -> CallToolResult:
         def work(engine: Engine) -> dict[str, Any]:
             _, info = self._context(engine, context)
-            body = _validated({"ask": question, "scope": [info.slug], "background": True}, QueryRequest)
+            body = validated_body({"ask": question, "scope": [info.slug], "background": True}, QueryRequest)
             if not body.ask.strip():
                 raise ToolFailure("invalid_request", "question must not be blank", field="question")
-            snapshot, future = _admit(engine.state, engine.turns, engine.records, body, engine.who)
+            snapshot, future = admit_turn(engine.state, engine.turns, engine.groups, body, engine.who)
             if engine.pending is not None:
                 engine.pending.add(future)
                 future.add_done_callback(engine.pending.discard)
@@ -561,7 +563,7 @@ def serve_stdio(home: Home, only: str | None = None) -> None:
     engine = Engine(
         ApiState(home=home, db=db, runtime=runtime, settings=settings),
         turns,
-        QueryRecords(),
+        PendingGroups(),
         task_store,
         LOCAL_ADMIN,
         pending,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import threading
 from concurrent.futures import Future
+from dataclasses import replace
 from functools import partial
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -24,8 +25,9 @@ from starlette.concurrency import run_in_threadpool
 
 from sleuth.agent.records import Query
 from sleuth.agent.replay import ReplayError, replay
-from sleuth.agent.turn import PreparedTurn, TurnError, TurnRequest
-from sleuth.api.auth import LOCAL, AdminKey, AnyKey, Principal
+from sleuth.agent.retrieval import retrieval_options
+from sleuth.agent.turn import TurnError, TurnRequest
+from sleuth.api.auth import AdminKey, AnyKey, Principal
 from sleuth.api.errors import ApiError
 from sleuth.api.sse import follow, stream_response
 from sleuth.api.state import ApiState, api_state
@@ -35,7 +37,7 @@ from sleuth.api.versioning import require_unstable
 from sleuth.compile.manifest import EMBEDDING_MODELS
 from sleuth.models import embedder
 from sleuth.models.catalog import CatalogError
-from sleuth.store.server_db import TERMINAL_STATUSES, QueryNotFound
+from sleuth.store.server_db import COMPARISON_GROUP_SIZE, TERMINAL_STATUSES, QueryNotFound, ServerDB
 
 router = APIRouter()
 
@@ -48,7 +50,6 @@ INT_BOUNDS: dict[str, tuple[int, int]] = {
     "max_tool_output_chars": (1, 100_000),
 }
 MAX_SHAPE_BYTES = 32 * 1024
-COMPARISON_GROUP_SIZE = 3
 CANCEL_WAIT_S = 10.0  # how long `cancel` waits for the turn to reach its terminal state
 RETRIEVAL_ONLY_FIELDS = ("retrieval_only", "pointers_only", "chunks_only", "artifacts_only")
 
@@ -185,7 +186,7 @@ def _unknown_fields(data: dict[str, Any], model: type[BaseModel]) -> None:
 M = TypeVar("M", bound=BaseModel)
 
 
-def _validated(data: dict[str, Any], model: type[M]) -> M:
+def validated_body(data: dict[str, Any], model: type[M]) -> M:
     """`model` from `data`, the first problem as `400 invalid_request` naming its field."""
     try:
         return model.model_validate(data)
@@ -210,7 +211,7 @@ def parse_query_request(request: Request, data: dict[str, Any]) -> QueryRequest:
     for name in EXTENSION_FIELDS:
         if name in data:
             require_unstable(request, name)
-    body = _validated(data, QueryRequest)
+    body = validated_body(data, QueryRequest)
     if not body.ask.strip():
         raise _invalid("ask", "ask must not be blank")
     if body.shape is not None and len(json.dumps(body.shape).encode()) > MAX_SHAPE_BYTES:
@@ -234,102 +235,61 @@ def parse_query_request(request: Request, data: dict[str, Any]) -> QueryRequest:
             f"shape cannot be combined with a retrieval-only turn ({retrieval[0]})",
             field="shape",
         )
-    if retrieval:
-        raise _invalid(retrieval[0], "retrieval_only is not supported yet")
     return body
 
 
-# ---------------------------------------------------------------------------------- in-memory records
-class ComparisonGroups:
-    """Turns of each `comparison_group` (at most 3), kept in memory: the group is not a stored field,
-    so it spans one server process. Places are taken at admission and filled once the turn is stored."""
+# ---------------------------------------------------------------------------------- comparison groups
+class PendingGroups:
+    """Places in comparison groups taken by turns still being admitted. The stored turns of a group
+    are counted in the database; these are the ones between the group check and their insert, so two
+    requests admitted at once cannot both take a group's last place (api.md §8.1's order puts the
+    `409` before the sandbox and capacity checks, which come before the insert)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._members: dict[str, list[dict[str, str | None]]] = {}
-        self._group_of: dict[str, str] = {}
+        self._pending: dict[str, int] = {}
 
-    def take(self, group: str) -> dict[str, str | None]:
+    def take(self, db: ServerDB, group: str) -> None:
         with self._lock:
-            members = self._members.setdefault(group, [])
-            if len(members) >= COMPARISON_GROUP_SIZE:
+            taken = db.comparison_group_size(group) + self._pending.get(group, 0)
+            if taken >= COMPARISON_GROUP_SIZE:
                 raise ApiError(
                     409,
                     "comparison_group_full",
                     f"comparison group {group!r} already has {COMPARISON_GROUP_SIZE} turns",
                 )
-            place: dict[str, str | None] = {"query_id": None, "workflow": None}
-            members.append(place)
-            return place
+            self._pending[group] = self._pending.get(group, 0) + 1
 
-    def fill(self, group: str, place: dict[str, str | None], query_id: str, workflow: str) -> None:
+    def release(self, group: str) -> None:
+        """The turn was stored (or refused): its place is now counted by the database, or free."""
         with self._lock:
-            place.update(query_id=query_id, workflow=workflow)
-            self._group_of[query_id] = group
-
-    def drop(self, group: str, place: dict[str, str | None]) -> None:
-        with self._lock:
-            members = self._members.get(group, [])
-            if place in members:
-                members.remove(place)
-
-    def others(self, query_id: str) -> list[dict[str, str]] | None:
-        """The other turns of `query_id`'s group; None when it is in none (that this process knows)."""
-        with self._lock:
-            group = self._group_of.get(query_id)
-            if group is None:
-                return None
-            return [
-                {"query_id": str(m["query_id"]), "workflow": str(m["workflow"])}
-                for m in self._members.get(group, [])
-                if m["query_id"] is not None and m["query_id"] != query_id
-            ]
+            left = self._pending.get(group, 0) - 1
+            if left > 0:
+                self._pending[group] = left
+            else:
+                self._pending.pop(group, None)
 
 
-class QueryRecords:
-    """What the API remembers beside the database: comparison groups and who created each session
-    (the server database has no column for either)."""
-
-    def __init__(self) -> None:
-        self.groups = ComparisonGroups()
-        self._creators: dict[str, str] = {}
-        self._lock = threading.Lock()
-
-    def set_creator(self, session_id: str, name: str) -> None:
-        with self._lock:
-            self._creators[session_id] = name
-
-    def creator(self, session_id: str) -> str:
-        """The principal that opened the session; `local` for sessions this process did not open
-        (the CLI's turns, or a server that has restarted since)."""
-        with self._lock:
-            return self._creators.get(session_id, LOCAL)
+_pending_lock = threading.Lock()
 
 
-_records_lock = threading.Lock()
-
-
-def records(request: Request) -> QueryRecords:
+def pending_groups(request: Request) -> PendingGroups:
     app_state: Any = request.app.state
-    with _records_lock:
-        found: QueryRecords | None = getattr(app_state, "sleuth_query_records", None)
+    with _pending_lock:
+        found: PendingGroups | None = getattr(app_state, "sleuth_pending_groups", None)
         if found is None:
-            found = QueryRecords()
-            app_state.sleuth_query_records = found
+            found = PendingGroups()
+            app_state.sleuth_pending_groups = found
         return found
 
 
-def present(state: ApiState, memory: QueryRecords, document: dict[str, Any]) -> dict[str, Any]:
-    """A stored Query as served: `comparison` brought up to date with the group's later turns."""
-    others = memory.groups.others(str(document.get("id")))
-    if others is None:
+def present(state: ApiState, document: dict[str, Any]) -> dict[str, Any]:
+    """A stored Query as served: `comparison` lists the other turns of its group as they are now. A turn
+    in a group is stored with `comparison: []`, so ungrouped ones (nearly all) cost no second read."""
+    if document.get("comparison") is None:
         return document
-    comparison = []
-    for other in others:
-        stored = state.db.get_query(other["query_id"])
-        model = stored.get("model") if stored else None
-        comparison.append({"workflow": other["workflow"], "query_id": other["query_id"], "model": model})
-    return {**document, "comparison": comparison}
+    comparison = state.db.comparison_of(str(document.get("id")))
+    return {**document, "comparison": comparison or []}
 
 
 # ---------------------------------------------------------------------------------- admission
@@ -350,6 +310,15 @@ def _turn_request(body: QueryRequest, session_id: str | None) -> TurnRequest:
         workflow=body.workflow,
         thinking_level=body.thinking_level,
         allow_model_specs=False,  # over HTTP: catalog ids and tiers only, never a URL of the caller's
+        retrieval=retrieval_options(
+            compose=body.compose,
+            retrieval_only=body.retrieval_only,
+            pointers_only=body.pointers_only,
+            chunks_only=body.chunks_only,
+            artifacts_only=body.artifacts_only,
+            max_retrieved=body.max_retrieved,
+            max_retrieved_chars=body.max_retrieved_chars,
+        ),
     )
 
 
@@ -370,49 +339,54 @@ def _session_of(state: ApiState, body: QueryRequest) -> str | None:
     return session_id
 
 
-def _admit(
-    state: ApiState, turns: TurnExecutor, memory: QueryRecords, body: QueryRequest, who: Principal
+def admit_turn(
+    state: ApiState, turns: TurnExecutor, groups: PendingGroups, body: QueryRequest, who: Principal
 ) -> tuple[dict[str, Any], Future[Query]]:
     """Prepare, store and submit one turn (on a worker thread: it reads files and writes the database).
 
     Returns the stored in-progress Query and the turn's future. Admission and submission happen in this
-    one call, so a request cancelled meanwhile cannot leave a stored turn that never runs.
+    one call, so a request cancelled meanwhile cannot leave a stored turn that never runs. The MCP
+    server's `query_context` admits its turns here too.
     """
     session_id = _session_of(state, body)
-    taken: list[tuple[str, dict[str, str | None]]] = []
-    reserved = False
+    group = body.comparison_group
+    grouped = reserved = False
+    request = replace(_turn_request(body, session_id), created_by=who.name, comparison_group=group)
 
     def admit(session: dict[str, Any] | None) -> None:
-        nonlocal reserved
+        nonlocal grouped, reserved
         if session is None:
             _check_models_available(state, body)
         elif session.get("active_query_id"):
             raise TurnError("session_busy", "a turn of this session is still running", 409)
-        if body.comparison_group is not None:
-            taken.append((body.comparison_group, memory.groups.take(body.comparison_group)))
-        report = sandbox_report(state)
-        if not report.get("ok"):
-            missing = ", ".join(report.get("missing") or []) or "unknown"
-            raise ApiError(
-                503, "sandbox_unavailable", f"the sandbox is below its isolation floor (missing: {missing})"
-            )
+        if group is not None:
+            groups.take(state.db, group)
+            grouped = True
+        if request.retrieval is None:  # a retrieval-only turn starts no sandbox
+            _check_sandbox(state)
         turns.reserve()
         reserved = True
 
     try:
-        prepared = state.runtime.prepare(_turn_request(body, session_id), admit)
+        prepared = state.runtime.prepare(request, admit)
     except BaseException:
         if reserved:
             turns.unreserve()
-        for group, place in taken:
-            memory.groups.drop(group, place)
         raise
-    if session_id is None:
-        memory.set_creator(str(prepared.session["id"]), who.name)
-    for group, place in taken:
-        _join_group(state, memory, prepared, group, place)
-    snapshot = present(state, memory, prepared.query.model_dump(mode="json"))
+    finally:
+        if grouped and group is not None:
+            groups.release(group)  # stored (now counted by the database) or refused
+    snapshot = present(state, prepared.query.model_dump(mode="json"))
     return snapshot, turns.submit(prepared)
+
+
+def _check_sandbox(state: ApiState) -> None:
+    report = sandbox_report(state)
+    if not report.get("ok"):
+        missing = ", ".join(report.get("missing") or []) or "unknown"
+        raise ApiError(
+            503, "sandbox_unavailable", f"the sandbox is below its isolation floor (missing: {missing})"
+        )
 
 
 def _check_models_available(state: ApiState, body: QueryRequest) -> None:
@@ -425,15 +399,6 @@ def _check_models_available(state: ApiState, body: QueryRequest) -> None:
             raise TurnError("model_unavailable", str(exc)) from None
         if not catalog.available(config):
             raise TurnError("model_unavailable", f"model {config.id!r} is not available on this server")
-
-
-def _join_group(
-    state: ApiState, memory: QueryRecords, turn: PreparedTurn, group: str, place: dict[str, str | None]
-) -> None:
-    """Record the turn in its group; its own `comparison` lists the turns before it (stored with it)."""
-    memory.groups.fill(group, place, turn.query.id, turn.workflow)
-    turn.query.comparison = present(state, memory, {"id": turn.query.id}).get("comparison") or []
-    state.db.update_query(turn.query.model_dump(mode="json"))
 
 
 def _error_of(exc: TurnError) -> ApiError:
@@ -462,9 +427,9 @@ async def post_query(request: Request, who: AnyKey) -> Response:
     state = api_state(request)
     body = parse_query_request(request, await _json_object(request))
     turns = executor(request)
-    memory = records(request)
+    groups = pending_groups(request)
     try:
-        snapshot, future = await turns.admit(partial(_admit, state, turns, memory, body, who))
+        snapshot, future = await turns.admit(partial(admit_turn, state, turns, groups, body, who))
     except TurnError as exc:
         raise _error_of(exc) from None
     query_id = str(snapshot["id"])
@@ -472,10 +437,10 @@ async def post_query(request: Request, who: AnyKey) -> Response:
         return JSONResponse(snapshot, status_code=202, headers={"Location": f"/api/queries/{query_id}"})
     if body.stream:
         return stream_response(
-            follow(state.db, turns, query_id, 1, lambda doc: present(state, memory, doc)), query_id
+            follow(state.db, turns, query_id, 1, lambda doc: present(state, doc)), query_id
         )
     finished = await wait_for(future)
-    document = await run_in_threadpool(_stored, state, memory, query_id)
+    document = await run_in_threadpool(_stored, state, query_id)
     if (
         finished.status == "failed"
         and finished.rollup is not None
@@ -485,18 +450,18 @@ async def post_query(request: Request, who: AnyKey) -> Response:
     return JSONResponse(document)
 
 
-def _stored(state: ApiState, memory: QueryRecords, query_id: str) -> dict[str, Any]:
+def _stored(state: ApiState, query_id: str) -> dict[str, Any]:
     document = state.db.get_query(query_id)
     if document is None:
         raise ApiError(404, "query_not_found", f"no query {query_id!r}")
-    return present(state, memory, document)
+    return present(state, document)
 
 
 @router.get(
     "/queries/{query_id}", summary="A query turn", responses=error_responses((404, "query_not_found"))
 )
 async def get_query(request: Request, query_id: str, who: AnyKey) -> dict[str, Any]:
-    return await run_in_threadpool(_stored, api_state(request), records(request), query_id)
+    return await run_in_threadpool(_stored, api_state(request), query_id)
 
 
 @router.post(
@@ -505,8 +470,8 @@ async def get_query(request: Request, query_id: str, who: AnyKey) -> dict[str, A
     responses=error_responses((404, "query_not_found")),
 )
 async def cancel_query(request: Request, query_id: str, who: AnyKey) -> dict[str, Any]:
-    state, memory, turns = api_state(request), records(request), executor(request)
-    document = await run_in_threadpool(_stored, state, memory, query_id)
+    state, turns = api_state(request), executor(request)
+    document = await run_in_threadpool(_stored, state, query_id)
     if document.get("status") in TERMINAL_STATUSES:
         return document
     if await run_in_threadpool(turns.cancel, query_id):
@@ -515,7 +480,7 @@ async def cancel_query(request: Request, query_id: str, who: AnyKey) -> dict[str
             return not state.runtime.is_active(query_id) and not turns.holds(query_id)
 
         await wait_until(finished, turns.hub, query_id, CANCEL_WAIT_S)
-    return await run_in_threadpool(_stored, state, memory, query_id)
+    return await run_in_threadpool(_stored, state, query_id)
 
 
 @router.get(
@@ -525,7 +490,7 @@ async def cancel_query(request: Request, query_id: str, who: AnyKey) -> dict[str
 )
 async def get_trace(request: Request, query_id: str, who: AnyKey) -> dict[str, Any]:
     state = api_state(request)
-    document = await run_in_threadpool(_stored, state, records(request), query_id)
+    document = await run_in_threadpool(_stored, state, query_id)
     if document.get("status") not in TERMINAL_STATUSES:
         raise ApiError(409, "query_not_terminal", f"query {query_id} is still running", query_id=query_id)
     trace = await run_in_threadpool(state.db.get_trace, query_id)
@@ -554,7 +519,7 @@ async def get_events(
     who: AnyKey,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> Response:
-    state, memory = api_state(request), records(request)
+    state = api_state(request)
     since = 1
     if last_event_id is not None and last_event_id.strip():
         try:
@@ -563,8 +528,8 @@ async def get_events(
             raise _invalid(
                 "Last-Event-ID", f"Last-Event-ID must be an event id; got {last_event_id!r}"
             ) from None
-    await run_in_threadpool(_stored, state, memory, query_id)
-    frames = follow(state.db, executor(request), query_id, since, lambda doc: present(state, memory, doc))
+    await run_in_threadpool(_stored, state, query_id)
+    frames = follow(state.db, executor(request), query_id, since, lambda doc: present(state, doc))
     return stream_response(frames, query_id)
 
 
@@ -579,7 +544,7 @@ async def get_events(
 async def post_feedback(request: Request, query_id: str, who: AnyKey) -> Response:
     data = await _json_object(request)
     _unknown_fields(data, FeedbackRequest)
-    body = _validated(data, FeedbackRequest)
+    body = validated_body(data, FeedbackRequest)
     feedback = {"rating": body.rating, "comment": body.comment}
     try:
         await run_in_threadpool(api_state(request).db.set_feedback, query_id, feedback)
@@ -600,7 +565,7 @@ async def post_feedback(request: Request, query_id: str, who: AnyKey) -> Respons
 async def replay_query(request: Request, query_id: str, who: AdminKey) -> dict[str, Any]:
     require_unstable(request, "POST /queries/{id}/replay")
     state = api_state(request)
-    document = await run_in_threadpool(_stored, state, records(request), query_id)
+    document = await run_in_threadpool(_stored, state, query_id)
     if document.get("status") not in TERMINAL_STATUSES:
         raise ApiError(409, "query_not_terminal", f"query {query_id} is still running", query_id=query_id)
     try:

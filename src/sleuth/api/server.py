@@ -44,6 +44,7 @@ class ServeOptions:
     auth: bool | None = None  # None: keys off on loopback, on elsewhere (api.md §3.3)
     allow_remote: bool = False
     max_concurrent_turns: int = 4
+    max_queued_turns: int = 32
     project_id: str = "local"
     project_name: str = "local"
 
@@ -132,6 +133,7 @@ def serve(home: Home, options: ServeOptions, *, log_level: str = "info") -> None
     settings = ApiSettings(
         auth=auth,
         max_concurrent_turns=options.max_concurrent_turns,
+        max_queued_turns=options.max_queued_turns,
         project_id=options.project_id,
         project_name=options.project_name,
     )

@@ -14,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 
 from sleuth.api.auth import AnyKey
 from sleuth.api.errors import ApiError
-from sleuth.api.queries import QueryRecords, error_responses, present, records
+from sleuth.api.queries import error_responses, present
 from sleuth.api.state import ApiState, api_state
 from sleuth.store.home import ContextNotFound
 from sleuth.store.server_db import SessionBusy
@@ -43,13 +43,13 @@ def _context_ids(state: ApiState, scope: list[str], cache: dict[str, str]) -> li
 
 
 def session_object(
-    state: ApiState, memory: QueryRecords, stored: dict[str, Any], cache: dict[str, str] | None = None
+    state: ApiState, stored: dict[str, Any], cache: dict[str, str] | None = None
 ) -> dict[str, Any]:
     """A stored session as the Session object of api.md §10.1."""
     return {
         "id": stored["id"],
         "project_id": state.settings.project_id,
-        "created_by": memory.creator(str(stored["id"])),
+        "created_by": stored["created_by"],
         "scope": _context_ids(state, list(stored.get("scope") or []), {} if cache is None else cache),
         "title": stored.get("title"),
         "system_prompt": stored.get("system_prompt"),
@@ -78,12 +78,12 @@ async def list_sessions(
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     queries_active: bool = False,
 ) -> dict[str, Any]:
-    state, memory = api_state(request), records(request)
+    state = api_state(request)
 
     def load() -> dict[str, Any]:
         cache: dict[str, str] = {}
         body: dict[str, Any] = {
-            "sessions": [session_object(state, memory, s, cache) for s in state.db.list_sessions(limit)]
+            "sessions": [session_object(state, s, cache) for s in state.db.list_sessions(limit)]
         }
         if queries_active:
             body["queries_active"] = state.db.active_query_count()
@@ -98,14 +98,14 @@ async def list_sessions(
     responses=error_responses((404, "session_not_found")),
 )
 async def get_session(request: Request, session_id: str, who: AnyKey) -> dict[str, Any]:
-    state, memory = api_state(request), records(request)
+    state = api_state(request)
 
     def load() -> dict[str, Any]:
         stored = state.db.get_session(session_id)
         if stored is None:
             raise _not_found(session_id)
-        queries = [present(state, memory, q) for q in state.db.queries_for_session(session_id)]
-        return {**session_object(state, memory, stored), "queries": queries}
+        queries = [present(state, q) for q in state.db.queries_for_session(session_id)]
+        return {**session_object(state, stored), "queries": queries}
 
     return await run_in_threadpool(load)
 

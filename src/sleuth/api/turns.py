@@ -14,7 +14,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -28,7 +30,8 @@ from sleuth.api.state import api_state
 
 log = logging.getLogger("sleuth.api")
 T = TypeVar("T")
-RETRY_AFTER_S = 5  # what a refused client is told to wait; turns take seconds to a minute
+RETRY_AFTER_S = 5  # what a refused client is told to wait before any turn has finished here
+MAX_RETRY_AFTER_S = 60
 
 
 class EventHub:
@@ -80,14 +83,22 @@ class TurnExecutor:
         self.runtime = runtime
         self.hub = EventHub()
         self.capacity = max(1, max_concurrent) + max(0, max_queued)
-        self._pool = ThreadPoolExecutor(max_workers=max(1, max_concurrent), thread_name_prefix="sleuth-turn")
-        # Admission (file reads, database writes, the sandbox probe) runs on threads of its own, not on
-        # the server's short-lived worker threads: the sandbox zygote dies with the thread that started
-        # it (PR_SET_PDEATHSIG), and an admission may be the first to start it.
+        self.workers = max(1, max_concurrent)
+        self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="sleuth-turn")
+        # Admission (file reads, database writes, the sandbox probe) runs on threads of its own, off the
+        # event loop, and runs to its end even when the request that started it goes away.
         self._admission = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sleuth-admit")
         self._lock = threading.Lock()
         self._taken = 0
         self._entries: dict[str, _Entry] = {}
+        self._mean_turn_s: float | None = None  # a moving average of finished turns' durations
+
+    def retry_after(self) -> int:
+        """Seconds until a place is likely free: a running turn ends about every mean-duration / workers
+        seconds. A fixed guess until a turn has finished here."""
+        if self._mean_turn_s is None:
+            return RETRY_AFTER_S
+        return max(1, min(MAX_RETRY_AFTER_S, math.ceil(self._mean_turn_s / self.workers)))
 
     def reserve(self) -> None:
         """Take a place for one turn; `429 too_many_queries` when running + queued turns fill the pool."""
@@ -97,7 +108,7 @@ class TurnExecutor:
                     429,
                     "too_many_queries",
                     f"the server is running or queueing {self._taken} turns, its limit; retry later",
-                    headers={"Retry-After": str(RETRY_AFTER_S)},
+                    headers={"Retry-After": str(self.retry_after())},
                 )
             self._taken += 1
 
@@ -132,15 +143,19 @@ class TurnExecutor:
 
     def _run(self, entry: _Entry) -> None:
         query_id = entry.turn.query.id
+        began = time.monotonic()
         try:
             entry.future.set_result(self.runtime.run(entry.turn, lambda event: self.hub.notify(query_id)))
         except BaseException as exc:  # `run` fails the turn itself; this is a last resort for waiters
             log.exception("turn %s crashed outside the runtime", query_id)
             entry.future.set_exception(exc)
         finally:
+            took = time.monotonic() - began
             with self._lock:
                 self._taken = max(0, self._taken - 1)
                 self._entries.pop(query_id, None)
+                mean = self._mean_turn_s
+                self._mean_turn_s = took if mean is None else 0.8 * mean + 0.2 * took
             self.hub.notify(query_id)  # no longer active: followers may finish
 
     def holds(self, query_id: str) -> bool:

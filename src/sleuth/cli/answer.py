@@ -57,8 +57,37 @@ class StepPrinter:
             self.out.print(f"[red]turn failed:[/red] {event.get('error')}", highlight=False)
 
 
+def print_hits(query: dict[str, Any], out: Console) -> None:
+    """The hits of a retrieval-only turn: where each is, its score, and the start of its text."""
+    hits = (query.get("output_json") or {}).get("hits") or []
+    total = (query.get("rollup") or {}).get("total_hits", len(hits))
+    out.rule(f"hits ({len(hits)} of {total})")
+    for n, hit in enumerate(hits, 1):
+        if hit["kind"] == "artifact":
+            where = f"{hit['type']} {hit['name']!r}" + (f" ← {hit['source']}" if hit.get("source") else "")
+        else:
+            section = " > ".join(hit.get("section_path") or [])
+            pages = ",".join(str(p) for p in hit.get("pages") or [])
+            where = f"{hit['source']} p.{pages}" + (f" § {section}" if section else "")
+        out.print(
+            f"[bold]{n}.[/bold] {hit['kind']} [dim]{hit['context']}[/dim] {where} "
+            f"[dim]({hit['score']:.4f})[/dim]",
+            highlight=False,
+        )
+        if "text" in hit:
+            out.print(f"    {' '.join(hit['text'].split())[:300]}", highlight=False, markup=False)
+    out.print(
+        f"[dim]{query.get('runtime_ms', 0)} ms · session {query.get('session_id')} · "
+        f"query {query.get('id')}[/dim]",
+        highlight=False,
+    )
+
+
 def print_answer(query: dict[str, Any], out: Console) -> None:
     """The answer, then its numbered citations with file, page and the quoted span."""
+    if (query.get("rollup") or {}).get("stop_reason") == "retrieval_only":
+        print_hits(query, out)
+        return
     text = "".join(part.get("text", "") for m in query.get("output") or [] for part in m.get("content") or [])
     out.rule("answer")
     out.print(text or "(no answer)", highlight=False, markup=False)
@@ -102,9 +131,20 @@ def ask_cmd(
     workflow: Annotated[str | None, typer.Option(help="search | search_cc | search_rag")] = None,
     max_tool_output_chars: Annotated[int, typer.Option(min=1, max=100_000)] = 10_000,
     timeout: Annotated[int, typer.Option(help="Turn time cap in seconds.", min=1, max=900)] = 900,
+    retrieval_only: Annotated[
+        bool, typer.Option("--retrieval-only", help="Print the fused hits of one hybrid search; no model.")
+    ] = False,
+    pointers_only: Annotated[
+        bool, typer.Option("--pointers-only", help="As --retrieval-only, hits without their text.")
+    ] = False,
+    max_retrieved: Annotated[int, typer.Option(help="Hits of a retrieval-only turn.", min=1, max=200)] = 20,
+    max_retrieved_chars: Annotated[
+        int, typer.Option(help="Text per hit of a retrieval-only turn.", min=1, max=20_000)
+    ] = 2_000,
     json_out: Annotated[bool, typer.Option("--json", help="Print only the Query object on stdout.")] = False,
 ) -> None:
     """Answer one question over one or more contexts, streaming each step, then the cited answer."""
+    from sleuth.agent.retrieval import retrieval_options
     from sleuth.agent.turn import Runtime, TurnError, TurnRequest
 
     shape_doc = None
@@ -124,6 +164,12 @@ def ask_cmd(
         max_tool_output_chars=max_tool_output_chars,
         system_prompt=system_prompt,
         workflow=workflow,
+        retrieval=retrieval_options(
+            retrieval_only=retrieval_only,
+            pointers_only=pointers_only,
+            max_retrieved=max_retrieved,
+            max_retrieved_chars=max_retrieved_chars,
+        ),
     )
     printer = StepPrinter(err if json_out else console)
     with Runtime(Home()) as runtime:

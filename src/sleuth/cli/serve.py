@@ -36,6 +36,9 @@ def serve_cmd(
         bool, typer.Option("--allow-remote", help="Allow --no-auth on a non-loopback address (warns).")
     ] = False,
     max_concurrent_turns: Annotated[int, typer.Option(min=1, max=256, help="Turns executing at once.")] = 4,
+    max_queued_turns: Annotated[
+        int, typer.Option(min=0, max=10_000, help="Turns waiting for a worker before 429.")
+    ] = 32,
     project_id: Annotated[str, typer.Option(envvar="SLEUTH_PROJECT_ID", help="Reported by /auth.")] = "local",
     project_name: Annotated[
         str, typer.Option(envvar="SLEUTH_PROJECT_NAME", help="Reported by /auth.")
@@ -51,6 +54,7 @@ def serve_cmd(
         auth=auth,
         allow_remote=allow_remote,
         max_concurrent_turns=max_concurrent_turns,
+        max_queued_turns=max_queued_turns,
         project_id=project_id,
         project_name=project_name,
     )

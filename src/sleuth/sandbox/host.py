@@ -14,8 +14,10 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -246,13 +248,22 @@ class Sandbox:
 
 
 class SandboxHost:
-    """Owns the zygote; `start_turn` opens a fresh sandbox over the given context versions."""
+    """Owns the zygote; `start_turn` opens a fresh sandbox over the given context versions.
+
+    Safe to share between threads (the API runs several turns at once). The spawn request and its reply
+    on the one control socket are taken under a lock; the new sandbox's set-up, the slow part, is
+    awaited outside it, so starts overlap. The zygote itself is started on a thread the host owns,
+    because it dies with the *thread* that started it (PR_SET_PDEATHSIG): a short-lived worker thread
+    must never be the one to start it.
+    """
 
     def __init__(self, limits: Limits | None = None, registry: dict[str, HostFunction] | None = None) -> None:
         self.limits = limits or Limits()
         self.registry = dict(DEFAULT_REGISTRY if registry is None else registry)
         self._control: socket.socket | None = None
         self._process: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+        self._starter: ThreadPoolExecutor | None = None
         self.info: dict[str, Any] = {}
 
     def __enter__(self) -> SandboxHost:
@@ -262,8 +273,18 @@ class SandboxHost:
         self.close()
 
     def _zygote(self) -> socket.socket:
+        """The control socket of a running zygote, (re)started on the host's own thread if needed.
+        Called with `_lock` held."""
         if self._control is not None and self._process is not None and self._process.poll() is None:
             return self._control
+        if self._control is not None:  # it died: end what is left of it before starting another
+            self._control.close()
+            self._control = None
+        if self._starter is None:
+            self._starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sleuth-zygote")
+        return self._starter.submit(self._start_zygote).result()
+
+    def _start_zygote(self) -> socket.socket:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = {
             "PATH": "/usr/bin:/bin",
@@ -288,6 +309,7 @@ class SandboxHost:
         ours.settimeout(60)
         hello = json.loads(ours.recv(1 << 16) or b"{}")
         if hello.get("t") != "zygote_ready":
+            ours.close()
             raise SandboxUnavailable("the sandbox zygote did not start")
         self.info = hello
         self._control = ours
@@ -303,7 +325,6 @@ class SandboxHost:
         turn only (the agent wraps them to record results for replay)."""
         limits = limits or self.limits
         registry = self.registry if registry is None else registry
-        control = self._zygote()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         message = {
             "t": "spawn",
@@ -312,9 +333,16 @@ class SandboxHost:
             "contexts": {slug: str(Path(p).resolve()) for slug, p in contexts.items()},
             "host_functions": sorted(registry),
         }
-        socket.send_fds(control, [json.dumps(message).encode()], [theirs.fileno()])
-        theirs.close()
-        reply = json.loads(control.recv(1 << 16) or b"{}")
+        try:
+            with self._lock:
+                control = self._zygote()
+                socket.send_fds(control, [json.dumps(message).encode()], [theirs.fileno()])
+                reply = json.loads(control.recv(1 << 16) or b"{}")
+        except OSError as exc:
+            ours.close()
+            raise SandboxUnavailable(f"the sandbox zygote is not answering: {exc}") from None
+        finally:
+            theirs.close()
         if reply.get("t") != "spawned" or int(reply.get("pid", -1)) <= 0:
             ours.close()
             raise SandboxUnavailable("the zygote could not fork a sandbox")
@@ -325,12 +353,16 @@ class SandboxHost:
     def close(self) -> None:
         """Closing the control channel tells the zygote to end its turns and clean up; it is
         killed if it has not exited within a few seconds."""
-        if self._control is not None:
-            self._control.close()
-        if self._process is not None:
-            try:
-                self._process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
-        self._process = self._control = None
+        with self._lock:
+            if self._control is not None:
+                self._control.close()
+            if self._process is not None:
+                try:
+                    self._process.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    self._process.kill()
+                    self._process.wait()
+            self._process = self._control = None
+            if self._starter is not None:
+                self._starter.shutdown(wait=False)
+                self._starter = None

@@ -122,7 +122,7 @@ class KeyStore:
 
     def __init__(self, db: ServerDB) -> None:
         self.db = db
-        with db._write() as conn:  # the ServerDB's write transaction: same engine, same lock rules
+        with db.writing() as conn:  # the ServerDB's write transaction: same engine, same lock rules
             metadata.create_all(conn, tables=[keys_t, tokens_t])
 
     @classmethod
@@ -149,7 +149,7 @@ class KeyStore:
         if not secret.strip():
             raise KeyStoreError("a key cannot be blank")
         key = ApiKey(new_id("key"), name, role, time.time())
-        with self.db._write() as conn:
+        with self.db.writing() as conn:
             taken = conn.execute(
                 select(keys_t.c.id).where(keys_t.c.name == name, keys_t.c.revoked_at.is_(None))
             ).first()
@@ -169,7 +169,7 @@ class KeyStore:
         stmt = select(keys_t).order_by(keys_t.c.created_at, keys_t.c.id)
         if not include_revoked:
             stmt = stmt.where(keys_t.c.revoked_at.is_(None))
-        with self.db._read() as conn:
+        with self.db.reading() as conn:
             return [_key(row) for row in conn.execute(stmt)]
 
     def revoke(self, id_or_name: str) -> ApiKey:
@@ -177,7 +177,7 @@ class KeyStore:
 
         Revoking an already revoked key (by id) returns it unchanged. `KeyStoreError` when nothing matches.
         """
-        with self.db._write() as conn:
+        with self.db.writing() as conn:
             row = conn.execute(select(keys_t).where(keys_t.c.id == id_or_name)).first()
             if row is None:
                 row = conn.execute(
@@ -197,7 +197,7 @@ class KeyStore:
         A changed value replaces the previous seeded key (revoked, with its tokens). A value that was
         revoked stays revoked (returns None): revocation is the operator's last word, not the env's.
         """
-        with self.db._read() as conn:
+        with self.db.reading() as conn:
             row = conn.execute(select(keys_t).where(keys_t.c.hash == digest(secret))).first()
         if row is not None:
             return _key(row) if row.revoked_at is None else None
@@ -210,7 +210,7 @@ class KeyStore:
 
     def verify_key(self, secret: str) -> ApiKey | None:
         """The active key with this secret, else None."""
-        with self.db._read() as conn:
+        with self.db.reading() as conn:
             row = conn.execute(
                 select(keys_t).where(keys_t.c.hash == digest(secret), keys_t.c.revoked_at.is_(None))
             ).first()
@@ -228,7 +228,7 @@ class KeyStore:
                 keys_t.c.revoked_at.is_(None),
             )
         )
-        with self.db._read() as conn:
+        with self.db.reading() as conn:
             row = conn.execute(stmt).first()
         return None if row is None else _key(row)
 
@@ -245,7 +245,7 @@ class KeyStore:
             return None
         token = new_secret(TOKEN_PREFIX)
         now = time.time()
-        with self.db._write() as conn:
+        with self.db.writing() as conn:
             conn.execute(delete(tokens_t).where(tokens_t.c.expires_at <= now))  # keep the table small
             conn.execute(
                 insert(tokens_t).values(

@@ -44,6 +44,7 @@ from sqlalchemy import (
     insert,
     or_,
     select,
+    text,
     update,
 )
 from sqlalchemy import event as sa_event
@@ -54,7 +55,9 @@ from sleuth.store.replay_log import delete_replay_log
 if TYPE_CHECKING:
     from sleuth.store.home import Home
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+LOCAL_PRINCIPAL = "local"  # who opens sessions when no API key is involved (the CLI, --no-auth)
+COMPARISON_GROUP_SIZE = 3
 INTERRUPTED_ERROR = "interrupted: the process stopped during this turn"
 BUSY_TIMEOUT_MS = 10_000
 TITLE_CHARS = 80
@@ -82,6 +85,7 @@ sessions_t = Table(
     Column("workflow", String(64), nullable=False),
     Column("last_query_id", String(80)),
     Column("active_query_id", String(80)),  # the turn in flight: one per session
+    Column("created_by", String(200)),  # the principal that opened it (v2; NULL read as "local")
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
 )
@@ -96,7 +100,10 @@ queries_t = Table(
     Column("updated", Float, nullable=False),
     Column("document", Text, nullable=False),  # the whole Query object, JSON
     Column("feedback", Text),  # JSON {rating, comment} or null
+    Column("workflow", String(64)),  # v2: the turn's workflow (the document does not carry it)
+    Column("comparison_group", String(128)),  # v2: the client's comparison run, at most 3 turns
     Index("ix_queries_session_created", "session_id", "created", "id"),
+    Index("ix_queries_comparison_group", "comparison_group"),
     Index("ix_queries_status", "status"),
 )
 
@@ -131,6 +138,24 @@ class SessionBusy(ServerDBError):
 
 class QueryNotFound(ServerDBError, LookupError):
     """No such query (`404` over HTTP)."""
+
+
+class ComparisonGroupFull(ServerDBError):
+    """A comparison group already holds its 3 turns (`409 comparison_group_full` over HTTP)."""
+
+
+# Schema upgrades, in order: (version reached, statements). Plain DDL that SQLite and PostgreSQL share.
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
+    (
+        2,
+        (
+            "ALTER TABLE sessions ADD COLUMN created_by VARCHAR(200)",
+            "ALTER TABLE queries ADD COLUMN workflow VARCHAR(64)",
+            "ALTER TABLE queries ADD COLUMN comparison_group VARCHAR(128)",
+            "CREATE INDEX IF NOT EXISTS ix_queries_comparison_group ON queries (comparison_group)",
+        ),
+    ),
+)
 
 
 _id_lock = threading.Lock()
@@ -188,6 +213,7 @@ def _session_dict(row: Row[Any]) -> dict[str, Any]:
         "workflow": row.workflow,
         "last_query_id": row.last_query_id,
         "active_query_id": row.active_query_id,
+        "created_by": row.created_by or LOCAL_PRINCIPAL,
         "created_at": row.created_at,
         "updated_at": row.updated_at,
     }
@@ -197,6 +223,11 @@ def _query_document(row: Row[Any]) -> dict[str, Any]:
     document: dict[str, Any] = json.loads(row.document)
     document["feedback"] = loads(row.feedback)
     return document
+
+
+def _group_size(conn: Connection, group: str) -> int:
+    stmt = select(func.count()).select_from(queries_t).where(queries_t.c.comparison_group == group)
+    return int(conn.execute(stmt).scalar_one())
 
 
 def _query_fields(query: dict[str, Any]) -> tuple[str, str, str]:
@@ -211,15 +242,27 @@ def _query_fields(query: dict[str, Any]) -> tuple[str, str, str]:
     return query_id, session_id, status
 
 
+_write_locks: dict[Path, threading.RLock] = {}
+_write_locks_guard = threading.Lock()
+
+
+def _write_lock(path: Path) -> threading.RLock:
+    """One lock per database file in this process, shared by every store opened on it."""
+    with _write_locks_guard:
+        return _write_locks.setdefault(path.resolve(), threading.RLock())
+
+
 class SqliteStore:
     """One engine over a SQLite file and the transactions every store of `server.sqlite` uses:
-    `_read()` for plain reads, `_write()` for writes that take the write lock up front. The tables of
-    `tables` are created on open, under that lock, since two processes may open the file at once."""
+    `reading()` for plain reads, `writing()` for writes that take the write lock up front (a store whose
+    tables live in another's database, like the API keys, uses that one's). The tables of `tables` are
+    created on open, under that lock, since two processes may open the file at once."""
 
     def __init__(self, path: Path, tables: MetaData) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._engine = _sqlite_engine(self.path)
+        self._write_lock = _write_lock(self.path)
         # Same pool and dialect; the option tells the "begin" hook to take the write lock up front.
         self._writer = self._engine.execution_options(sleuth_write=True)
         try:
@@ -238,13 +281,16 @@ class SqliteStore:
         self.close()
 
     @contextmanager
-    def _read(self) -> Iterator[Connection]:
+    def reading(self) -> Iterator[Connection]:
         with self._engine.connect() as conn:
             yield conn
 
     @contextmanager
-    def _write(self) -> Iterator[Connection]:
-        with self._writer.begin() as conn:
+    def writing(self) -> Iterator[Connection]:
+        # Writers of this process queue on a lock first: SQLite's busy handler would otherwise make
+        # them poll for its write lock with sleeps of up to 100 ms. Other processes still meet the
+        # busy timeout.
+        with self._write_lock, self._writer.begin() as conn:
             yield conn
 
 
@@ -270,19 +316,30 @@ class ServerDB(SqliteStore):
         return cls(home.root / "server.sqlite", replay_root=home.root)
 
     def _check_schema_version(self) -> None:
-        with self._write() as conn:
+        """Stamp a new database; upgrade an older one in place (one transaction); refuse a newer one."""
+        with self.writing() as conn:
             found = conn.execute(select(meta_t.c.value).where(meta_t.c.key == "schema_version")).scalar()
             if found is None:
                 conn.execute(insert(meta_t).values(key="schema_version", value=str(SCHEMA_VERSION)))
-            elif int(found) > SCHEMA_VERSION:
+                return
+            version = int(found)
+            if version > SCHEMA_VERSION:
                 raise ServerDBError(
                     f"{self.path} has schema version {found}, newer than this Sleuth understands "
                     f"({SCHEMA_VERSION}); upgrade Sleuth"
                 )
+            for reached, statements in MIGRATIONS:
+                if version < reached:
+                    for statement in statements:
+                        conn.execute(text(statement))
+                    version = reached
+            conn.execute(
+                update(meta_t).where(meta_t.c.key == "schema_version").values(value=str(SCHEMA_VERSION))
+            )
 
     @property
     def schema_version(self) -> int:
-        with self._read() as conn:
+        with self.reading() as conn:
             return int(
                 conn.execute(select(meta_t.c.value).where(meta_t.c.key == "schema_version")).scalar_one()
             )
@@ -298,6 +355,7 @@ class ServerDB(SqliteStore):
         models: list[str] | None = None,
         tools: list[str] | None = None,
         workflow: str = "search",
+        created_by: str = LOCAL_PRINCIPAL,
     ) -> dict[str, Any]:
         """A new session; scope, prompts, models, tools and workflow are pinned here (runtime.md §9)."""
         now = time.time()
@@ -312,6 +370,7 @@ class ServerDB(SqliteStore):
             "workflow": workflow,
             "last_query_id": None,
             "active_query_id": None,
+            "created_by": created_by,
             "created_at": now,
             "updated_at": now,
         }
@@ -321,12 +380,12 @@ class ServerDB(SqliteStore):
             "models": dumps(session["models"]),
             "tools": None if tools is None else dumps(session["tools"]),
         }
-        with self._write() as conn:
+        with self.writing() as conn:
             conn.execute(insert(sessions_t).values(**row))
         return session
 
     def get_session(self, session_id: str) -> dict[str, Any] | None:
-        with self._read() as conn:
+        with self.reading() as conn:
             row = conn.execute(select(sessions_t).where(sessions_t.c.id == session_id)).first()
         return None if row is None else _session_dict(row)
 
@@ -337,13 +396,13 @@ class ServerDB(SqliteStore):
             .order_by(sessions_t.c.created_at.desc(), sessions_t.c.id.desc())
             .limit(max(0, int(limit)))
         )
-        with self._read() as conn:
+        with self.reading() as conn:
             return [_session_dict(row) for row in conn.execute(stmt)]
 
     def active_query_count(self) -> int:
         """Turns in flight (`queries_active` of `GET /sessions`)."""
         stmt = select(func.count()).select_from(sessions_t).where(sessions_t.c.active_query_id.is_not(None))
-        with self._read() as conn:
+        with self.reading() as conn:
             return int(conn.execute(stmt).scalar_one())
 
     def delete_session(self, session_id: str) -> bool:
@@ -353,7 +412,7 @@ class ServerDB(SqliteStore):
         transaction; the replay directories are removed after it commits (a crash in between leaves
         orphan files, never rows pointing at missing files).
         """
-        with self._write() as conn:
+        with self.writing() as conn:
             row = conn.execute(
                 select(sessions_t.c.active_query_id).where(sessions_t.c.id == session_id)
             ).first()
@@ -378,7 +437,7 @@ class ServerDB(SqliteStore):
         One conditional UPDATE, so two racing callers can never both win. `SessionNotFound` when the
         session does not exist.
         """
-        with self._write() as conn:
+        with self.writing() as conn:
             result = conn.execute(
                 update(sessions_t)
                 .where(sessions_t.c.id == session_id, sessions_t.c.active_query_id.is_(None))
@@ -390,31 +449,42 @@ class ServerDB(SqliteStore):
                 raise SessionNotFound(f"no session {session_id}")
             return False
 
-    def release_session(self, session_id: str, query_id: str) -> bool:
-        """End the turn: if `query_id` holds the claim, clear it and record the turn as the last one.
+    def release_session(self, session_id: str, query_id: str, *, ran: bool = True) -> bool:
+        """End the turn: if `query_id` holds the claim, clear it and (when the turn `ran`, i.e. was
+        stored) record it as the session's last turn.
 
         A caller that does not hold the claim (a claim that failed, a turn already recovered) changes
         nothing, so `try: claim … finally: release` is safe; returns whether the claim was released.
         """
-        with self._write() as conn:
+        values: dict[str, Any] = {"active_query_id": None, "updated_at": time.time()}
+        if ran:
+            values["last_query_id"] = query_id
+        with self.writing() as conn:
             result = conn.execute(
                 update(sessions_t)
                 .where(sessions_t.c.id == session_id, sessions_t.c.active_query_id == query_id)
-                .values(active_query_id=None, last_query_id=query_id, updated_at=time.time())
+                .values(**values)
             )
             return result.rowcount == 1
 
     # --- queries ----------------------------------------------------------------------------------
 
-    def insert_query(self, query: dict[str, Any]) -> None:
-        """Store a new turn. `SessionNotFound` if its session does not exist."""
+    def insert_query(
+        self, query: dict[str, Any], *, workflow: str | None = None, comparison_group: str | None = None
+    ) -> None:
+        """Store a new turn. `SessionNotFound` if its session does not exist; `ComparisonGroupFull` if
+        `comparison_group` already holds 3 turns (checked in the same transaction, so never exceeded)."""
         query_id, session_id, status = _query_fields(query)
         now = time.time()
         created = int(query.get("created") or now)
         feedback = query.get("feedback")
-        with self._write() as conn:
+        with self.writing() as conn:
             if conn.execute(select(sessions_t.c.id).where(sessions_t.c.id == session_id)).first() is None:
                 raise SessionNotFound(f"no session {session_id}")
+            if comparison_group is not None and _group_size(conn, comparison_group) >= COMPARISON_GROUP_SIZE:
+                raise ComparisonGroupFull(
+                    f"comparison group {comparison_group!r} already has {COMPARISON_GROUP_SIZE} turns"
+                )
             conn.execute(
                 insert(queries_t).values(
                     id=query_id,
@@ -424,13 +494,40 @@ class ServerDB(SqliteStore):
                     updated=now,
                     document=dumps(query),
                     feedback=None if feedback is None else dumps(feedback),
+                    workflow=workflow,
+                    comparison_group=comparison_group,
                 )
             )
+
+    def comparison_group_size(self, group: str) -> int:
+        """Turns stored in `group` (api.md §8.1: at most 3)."""
+        with self.reading() as conn:
+            return _group_size(conn, group)
+
+    def comparison_of(self, query_id: str) -> list[dict[str, Any]] | None:
+        """The other turns of `query_id`'s comparison group as `[{workflow, query_id, model}]`, oldest
+        first; None when the turn is in no group."""
+        mine = queries_t.alias("mine")
+        stmt = (
+            select(queries_t.c.id, queries_t.c.workflow, queries_t.c.document)
+            .join(mine, mine.c.comparison_group == queries_t.c.comparison_group)
+            .where(mine.c.id == query_id)
+            .order_by(queries_t.c.created, queries_t.c.id)
+        )
+        with self.reading() as conn:
+            rows = conn.execute(stmt).all()
+        if not rows:
+            return None
+        return [
+            {"workflow": row.workflow, "query_id": row.id, "model": json.loads(row.document).get("model")}
+            for row in rows
+            if row.id != query_id
+        ]
 
     def update_query(self, query: dict[str, Any]) -> None:
         """Replace the stored document and status (feedback is kept: see `set_feedback`)."""
         query_id, _session_id, status = _query_fields(query)
-        with self._write() as conn:
+        with self.writing() as conn:
             result = conn.execute(
                 update(queries_t)
                 .where(queries_t.c.id == query_id)
@@ -440,7 +537,7 @@ class ServerDB(SqliteStore):
                 raise QueryNotFound(f"no query {query_id}")
 
     def get_query(self, query_id: str) -> dict[str, Any] | None:
-        with self._read() as conn:
+        with self.reading() as conn:
             row = conn.execute(select(queries_t).where(queries_t.c.id == query_id)).first()
         return None if row is None else _query_document(row)
 
@@ -451,7 +548,7 @@ class ServerDB(SqliteStore):
             .where(queries_t.c.session_id == session_id)
             .order_by(queries_t.c.created, queries_t.c.id)
         )
-        with self._read() as conn:
+        with self.reading() as conn:
             return [_query_document(row) for row in conn.execute(stmt)]
 
     def previous_completed_queries(
@@ -463,7 +560,7 @@ class ServerDB(SqliteStore):
         caller may ask before inserting the new turn). Failed and cancelled turns are left out.
         """
         conditions = [queries_t.c.session_id == session_id, queries_t.c.status == "completed"]
-        with self._read() as conn:
+        with self.reading() as conn:
             if before_query_id is not None:
                 bound = conn.execute(
                     select(queries_t.c.created, queries_t.c.id).where(queries_t.c.id == before_query_id)
@@ -483,7 +580,7 @@ class ServerDB(SqliteStore):
 
         Validation of rating and comment length is the caller's (the API answers 400 for it).
         """
-        with self._write() as conn:
+        with self.writing() as conn:
             result = conn.execute(
                 update(queries_t)
                 .where(queries_t.c.id == query_id)
@@ -503,7 +600,7 @@ class ServerDB(SqliteStore):
         if not isinstance(event_type, str) or not event_type:
             raise ValueError("an event needs a non-empty string 'type'")
         data = dumps(event)
-        with self._write() as conn:
+        with self.writing() as conn:
             if conn.execute(select(queries_t.c.id).where(queries_t.c.id == query_id)).first() is None:
                 raise QueryNotFound(f"no query {query_id}")
             last = conn.execute(
@@ -523,13 +620,13 @@ class ServerDB(SqliteStore):
             .where(events_t.c.query_id == query_id, events_t.c.seq >= since_seq)
             .order_by(events_t.c.seq)
         )
-        with self._read() as conn:
+        with self.reading() as conn:
             return [{**json.loads(row.data), "seq": row.seq} for row in conn.execute(stmt)]
 
     def save_trace(self, query_id: str, trace: dict[str, Any]) -> None:
         """Store or replace the turn's trace (api.md §8.6)."""
         document = dumps(trace)
-        with self._write() as conn:
+        with self.writing() as conn:
             if conn.execute(select(queries_t.c.id).where(queries_t.c.id == query_id)).first() is None:
                 raise QueryNotFound(f"no query {query_id}")
             result = conn.execute(
@@ -539,7 +636,7 @@ class ServerDB(SqliteStore):
                 conn.execute(insert(traces_t).values(query_id=query_id, document=document))
 
     def get_trace(self, query_id: str) -> dict[str, Any] | None:
-        with self._read() as conn:
+        with self.reading() as conn:
             text = conn.execute(select(traces_t.c.document).where(traces_t.c.query_id == query_id)).scalar()
         return None if text is None else dict(json.loads(text))
 
@@ -554,7 +651,7 @@ class ServerDB(SqliteStore):
         process, so do not call this while another one may be running turns on the same database.
         """
         stamp = time.time() if now is None else now
-        with self._write() as conn:
+        with self.writing() as conn:
             rows = conn.execute(
                 select(queries_t.c.id, queries_t.c.document).where(queries_t.c.status == "in_progress")
             ).all()
@@ -600,6 +697,10 @@ def _sqlite_engine(path: Path) -> Engine:
         cursor = dbapi_conn.cursor()
         try:
             cursor.execute("PRAGMA journal_mode=WAL")
+            # In WAL mode NORMAL still survives a killed process (kill -9) with every committed
+            # transaction; only an OS crash or power loss can undo the last few. It saves an fsync per
+            # commit, and a turn commits once per event.
+            cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         finally:

@@ -154,13 +154,13 @@ class TaskStore(SqliteStore):
             "finished_at": now if terminal else None,
             "last_activity_at": now,
         }
-        with self._write() as conn:
+        with self.writing() as conn:
             conn.execute(insert(tasks_t).values(**values))
             row = conn.execute(select(tasks_t).where(tasks_t.c.id == values["id"])).one()
         return _task_dict(row)
 
     def get(self, task_id: str) -> dict[str, Any] | None:
-        with self._read() as conn:
+        with self.reading() as conn:
             row = conn.execute(select(tasks_t).where(tasks_t.c.id == task_id)).first()
         return None if row is None else _task_dict(row)
 
@@ -207,7 +207,7 @@ class TaskStore(SqliteStore):
             .offset(max(0, int(offset)))
         )
         count = select(func.count()).select_from(tasks_t).where(*conditions)
-        with self._read() as conn:
+        with self.reading() as conn:
             total = int(conn.execute(count).scalar_one())
             return [_task_dict(row) for row in conn.execute(stmt)], total
 
@@ -217,7 +217,7 @@ class TaskStore(SqliteStore):
         if workflows is not None:
             conditions.append(tasks_t.c.workflow.in_(list(workflows)))
         stmt = select(tasks_t).where(*conditions).order_by(tasks_t.c.created_at, tasks_t.c.id)
-        with self._read() as conn:
+        with self.reading() as conn:
             return [_task_dict(row) for row in conn.execute(stmt)]
 
     def context_stats(self, context_id: str) -> dict[str, Any]:
@@ -237,7 +237,7 @@ class TaskStore(SqliteStore):
             func.coalesce(func.sum(c.tokens_prompt + c.tokens_completion), 0),
             func.coalesce(func.sum(case((c.running_from.is_not(None), ended - c.running_from), else_=0)), 0),
         ).where(c.context_id == context_id)
-        with self._read() as conn:
+        with self.reading() as conn:
             row = conn.execute(stmt).one()
         return {
             "tasks_total": int(row[0]),
@@ -254,7 +254,7 @@ class TaskStore(SqliteStore):
     def start(self, task_id: str) -> bool:
         """`scheduled → running`; False when the task is no longer scheduled (cancelled meanwhile)."""
         now = time.time()
-        with self._write() as conn:
+        with self.writing() as conn:
             result = conn.execute(
                 update(tasks_t)
                 .where(tasks_t.c.id == task_id, tasks_t.c.state == "scheduled")
@@ -281,7 +281,7 @@ class TaskStore(SqliteStore):
             values["tokens_prompt"] = tokens_prompt
         if tokens_completion is not None:
             values["tokens_completion"] = tokens_completion
-        with self._write() as conn:
+        with self.writing() as conn:
             conn.execute(
                 update(tasks_t)
                 .where(tasks_t.c.id == task_id, tasks_t.c.state.in_(ACTIVE_STATES))
@@ -314,7 +314,7 @@ class TaskStore(SqliteStore):
             values["progress"] = dumps(progress)
         if steps is not None:
             values["steps"] = dumps(steps)
-        with self._write() as conn:
+        with self.writing() as conn:
             result = conn.execute(
                 update(tasks_t)
                 .where(tasks_t.c.id == task_id, tasks_t.c.state.in_(ACTIVE_STATES))
@@ -327,7 +327,7 @@ class TaskStore(SqliteStore):
         worker ends it); a terminal one is returned unchanged."""
         now = time.time()
         message = f"cancelled: {reason}" if reason else "cancelled"
-        with self._write() as conn:
+        with self.writing() as conn:
             row = conn.execute(select(tasks_t.c.state).where(tasks_t.c.id == task_id)).first()
             if row is None:
                 raise TaskNotFound(f"no task {task_id!r}")
@@ -353,7 +353,7 @@ class TaskStore(SqliteStore):
         do not call it while another server may be running tasks on the same database.
         """
         now = time.time()
-        with self._write() as conn:
+        with self.writing() as conn:
             result = conn.execute(
                 update(tasks_t)
                 .where(tasks_t.c.state.in_(ACTIVE_STATES))
@@ -363,5 +363,5 @@ class TaskStore(SqliteStore):
 
     def delete(self, task_id: str) -> bool:
         """Remove one task row (housekeeping; the API cancels tasks, it never deletes them)."""
-        with self._write() as conn:
+        with self.writing() as conn:
             return conn.execute(delete(tasks_t).where(tasks_t.c.id == task_id)).rowcount == 1
