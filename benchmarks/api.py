@@ -15,13 +15,13 @@ import argparse
 import os
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -61,9 +61,23 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def over_http(
-    home: Path, turns: int, concurrency: int, background: bool
-) -> tuple[list[float], int, float, float]:
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of one process (its sandboxes are the zygote's children, not its)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Run:
+    latencies: list[float]
+    errors: int
+    wall: float
+    cpu: float  # CPU seconds of the process that ran the turns (the server, or this one)
+    peak_rss: float | None = None
+    requests: int = 0
+
+
+def over_http(home: Path, turns: int, concurrency: int, background: bool) -> Run:
     port = free_port()
     env = {**os.environ, "SLEUTH_HOME": str(home)}
     server = subprocess.Popen(
@@ -108,6 +122,7 @@ def over_http(
         latencies: list[float] = []
         errors = 0
         refused = [0]
+        requests = [0]
         lock = threading.Lock()
 
         def one(i: int) -> None:
@@ -126,22 +141,27 @@ def over_http(
                         errors += 1
                     return
                 query = created.json()
+                polls = 0
                 while query["status"] == "in_progress":
                     time.sleep(POLL_S)
                     query = client.get(f"/api/queries/{query['id']}").json()
+                    polls += 1
             with lock:
+                requests[0] += 1 + polls
                 if query["status"] == "completed":
                     latencies.append(time.perf_counter() - began)
                 else:
                     errors += 1
 
+        cpu_before = cpu_s(server.pid)
         began = time.perf_counter()
         with ThreadPoolExecutor(max_workers=turns) as pool:
             list(pool.map(one, range(turns)))
         wall = time.perf_counter() - began
+        cpu = cpu_s(server.pid) - cpu_before
         if refused[0]:
             print(f"http: {refused[0]} submissions answered 429 (queue full) and retried after Retry-After")
-        return latencies, errors, peak, wall
+        return Run(latencies, errors, wall, cpu, peak, requests[0])
     finally:
         stop.set()
         server.send_signal(signal.SIGTERM)
@@ -151,7 +171,7 @@ def over_http(
             server.kill()
 
 
-def in_process(home: Path, turns: int, concurrency: int) -> tuple[list[float], int, float]:
+def in_process(home: Path, turns: int, concurrency: int) -> Run:
     from sleuth.agent.turn import Runtime, TurnRequest
     from sleuth.store.home import Home
 
@@ -169,11 +189,12 @@ def in_process(home: Path, turns: int, concurrency: int) -> tuple[list[float], i
                 else:
                     errors += 1
 
+        cpu_before = cpu_s(os.getpid())
         began = time.perf_counter()
         with ThreadPoolExecutor(max_workers=concurrency) as pool:
             for i in range(turns):
                 pool.submit(one, i, time.perf_counter())
-        return latencies, errors, time.perf_counter() - began
+        return Run(latencies, errors, time.perf_counter() - began, cpu_s(os.getpid()) - cpu_before)
 
 
 def main() -> None:
@@ -190,27 +211,29 @@ def main() -> None:
         "acme", [REPO / "examples" / "acme-corpus"], REPO / "examples" / "acme-manifest.json", home=Home(home)
     )
 
-    sync_lat, sync_err, sync_peak, sync_wall = over_http(home, args.turns, args.concurrency, background=False)
-    bg_lat, bg_err, bg_peak, bg_wall = over_http(home, args.turns, args.concurrency, background=True)
-    proc_lat, proc_err, proc_wall = in_process(home, args.turns, args.concurrency)
-
+    runs = {
+        "http sync": over_http(home, args.turns, args.concurrency, background=False),
+        "http background+poll": over_http(home, args.turns, args.concurrency, background=True),
+        "in-process": in_process(home, args.turns, args.concurrency),
+    }
+    base = runs["in-process"]
     print(f"{args.turns} offline-planner turns, {args.concurrency} running at once, sample corpus")
     print(
-        f"{'':<22}{'p50 s':>8}{'p99 s':>8}{'mean s':>8}{'wall s':>8}{'errors':>8}"
-        f"{'peak RSS MB':>13}{'vs in-process':>15}"
+        f"{'':<22}{'p50 s':>7}{'p99 s':>7}{'wall s':>8}{'errors':>7}{'requests':>9}{'peak RSS MB':>12}"
+        f"{'CPU s/turn':>11}{'throughput':>11}"
     )
-    for name, lat, err, wall, rss in (
-        ("http sync", sync_lat, sync_err, sync_wall, f"{sync_peak:.0f}"),
-        ("http background+poll", bg_lat, bg_err, bg_wall, f"{bg_peak:.0f}"),
-        ("in-process", proc_lat, proc_err, proc_wall, "-"),
-    ):
-        mean = statistics.fmean(lat) if lat else float("nan")
-        ratio = proc_wall / wall if wall > 0 else float("nan")
+    for name, run in runs.items():
+        rss = "-" if run.peak_rss is None else f"{run.peak_rss:.0f}"
+        requests = "-" if not run.requests else str(run.requests)
         print(
-            f"{name:<22}{pct(lat, 0.5):>8.2f}{pct(lat, 0.99):>8.2f}{mean:>8.2f}{wall:>8.1f}{err:>8}{rss:>13}"
-            f"{ratio:>14.2f}x"
+            f"{name:<22}{pct(run.latencies, 0.5):>7.2f}{pct(run.latencies, 0.99):>7.2f}{run.wall:>8.1f}"
+            f"{run.errors:>7}{requests:>9}{rss:>12}{run.cpu / args.turns:>11.3f}"
+            f"{base.wall / run.wall:>10.2f}x"
         )
-    print(f"(throughput as in-process wall / wall; background clients poll every {POLL_S} s)")
+    print(
+        f"(throughput: in-process wall / wall; CPU: the serving process only, its sandboxes excluded; "
+        f"background clients poll every {POLL_S} s)"
+    )
 
 
 if __name__ == "__main__":
