@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from sleuth.agent.replay import ReplayError, replay
+from sleuth.agent.replay import replay
 from sleuth.agent.retrieval import Retrieval, RetrievalOptions, retrieval_options
 from sleuth.agent.turn import Runtime, TurnError, TurnRequest
 from sleuth.compile.pipeline import CompileReport
@@ -124,9 +124,10 @@ def test_hits_are_fused_across_chunks_and_artifacts(runtime: Runtime) -> None:
     assert trace["steps"][0]["calls"][0]["fn"] == "search_source"
     assert trace["rollup"]["stop_reason"] == "retrieval_only" and trace["synthesis"] is None
     assert trace["sandbox"] is None and trace["models"] == [] and trace["evidence"] == []
-    assert trace["replay"]["available"] is False
-    with pytest.raises(ReplayError):  # no turn record in its log: nothing a scripted model could replay
-        replay(runtime.home, query.id, runtime.db)
+    # Replay re-runs the retrieval over the pinned version with the recorded embeddings.
+    assert trace["replay"]["available"] is True
+    report = replay(runtime.home, query.id, runtime.db)
+    assert report == {"identical": True, "steps_compared": 1, "first_difference": None}
     assert trace["usage_seams"][0]["kind"] == "embed" and trace["usage_seams"][0]["requests"] == 1
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from sleuth.agent.orientation import ContextBrief
 from sleuth.agent.records import Query
+from sleuth.agent.retrieval import RetrievalOptions
 from sleuth.agent.turn import PreparedTurn, Runtime, TurnRequest, new_query_id
 from sleuth.models.base import ModelConfig, ModelError, Reply
 from sleuth.models.scripted import ScriptedModel
@@ -131,6 +132,7 @@ def replay(home: Home, query_id: str, db: ServerDB | None = None) -> dict[str, A
                 timeout_seconds=int(request_data.get("timeout_seconds") or 900),
                 max_tool_output_chars=int(request_data.get("max_tool_output_chars") or 10_000),
                 thinking_level=request_data.get("thinking_level"),
+                retrieval=_retrieval_options(request_data.get("retrieval")),
             )
             prepared = PreparedTurn(
                 request=request,
@@ -147,6 +149,12 @@ def replay(home: Home, query_id: str, db: ServerDB | None = None) -> dict[str, A
             replayed_trace = scratch_db.get_trace(replayed["id"]) or {}
         scratch_db.close()
     return compare(recorded_query, recorded_trace, replayed, replayed_trace, recorded_host.mismatches)
+
+
+def _retrieval_options(data: dict[str, Any] | None) -> RetrievalOptions | None:
+    if data is None:
+        return None
+    return RetrievalOptions(**{**data, "kinds": tuple(data.get("kinds") or ())})
 
 
 def _pinned_briefs(home: Home, contexts: Mapping[str, str]) -> list[ContextBrief]:

@@ -234,6 +234,8 @@ class TurnRun:
     def _retrieve(self, options: RetrievalOptions) -> None:
         """A retrieval-only turn (api.md §8.7): one deterministic hybrid retrieval in this process,
         shown as one step, the hits in `output_json`. No model, no sandbox, no synthesis."""
+        # Replay re-runs the retrieval against the recorded embeddings and compares the step and hits.
+        self.replay_records.append(turn_record(self.turn, self.turn.model_configs[0]))
         retrieval = Retrieval(
             {b.slug: b.version_dir for b in self.turn.briefs},
             self.turn.request.ask,
@@ -620,10 +622,7 @@ class TurnRun:
             )
         )
         if self.turn.request.retrieval is not None:
-            # No sandbox was started, and with no model reply there is nothing to replay: the same
-            # request over the same pinned version returns the same hits.
-            reason = "a retrieval-only turn has no model replies to replay; send it again"
-            self.trace.update(sandbox=None, replay={"available": False, "reason": reason})
+            self.trace["sandbox"] = None  # no sandbox was started
         records = replay_records(self.replay_records, self.model_calls, self.host_log)
         persist(self.rt.db, q.id, self.trace, records)
 

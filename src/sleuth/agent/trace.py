@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
+from dataclasses import asdict
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
@@ -170,6 +171,7 @@ def _request_json(request: TurnRequest) -> dict[str, Any]:
         "tools": request.tools,
         "workflow": request.workflow,
         "thinking_level": request.thinking_level,
+        "retrieval": None if request.retrieval is None else asdict(request.retrieval),
     }
 
 
