@@ -5,20 +5,9 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from typer.testing import CliRunner
 
 from sleuth.cli import app
-from sleuth.compile.pipeline import CompileReport
-from sleuth.store.home import Home
-
-
-@pytest.fixture
-def runner(sample_home: tuple[Home, CompileReport], monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    home, _ = sample_home
-    monkeypatch.setenv("SLEUTH_HOME", str(home.root))
-    monkeypatch.delenv("SLEUTH_MODEL", raising=False)
-    return CliRunner()
 
 
 def test_ask_streams_steps_then_the_cited_answer(runner: CliRunner) -> None:

@@ -5,22 +5,11 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from typer.testing import CliRunner
 
 from sleuth.cli import app
-from sleuth.compile.pipeline import CompileReport
-from sleuth.store.home import Home
 
 HOTEL = "What is the hotel limit per night when travelling?"
-
-
-@pytest.fixture
-def runner(sample_home: tuple[Home, CompileReport], monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    home, _ = sample_home
-    monkeypatch.setenv("SLEUTH_HOME", str(home.root))
-    monkeypatch.delenv("SLEUTH_MODEL", raising=False)
-    return CliRunner()
 
 
 def test_ask_retrieval_only_prints_the_hits(runner: CliRunner) -> None:
