@@ -43,4 +43,4 @@ bench: install-dev
 	$(BIN)/python benchmarks/retrieval.py
 
 clean:
-	rm -rf $(VENV) .sleuth .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .sleuth .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -16,6 +16,7 @@ same ask over the same version gives byte-identical code, drafts and evidence li
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -158,6 +159,13 @@ def planner_scope(contexts: Mapping[str, Path]) -> PlannerScope:
     finally:
         knowledge.close()
     return PlannerScope(tuple(contexts), tuple(tables), tuple(types))
+
+
+@functools.lru_cache(maxsize=64)
+def pinned_planner_scope(contexts: tuple[tuple[str, Path], ...]) -> PlannerScope:
+    """`planner_scope` of pinned versions, read once per process: a published version never changes,
+    and reading its tables, rosters and types costs more than the rest of an offline turn's planning."""
+    return planner_scope(dict(contexts))
 
 
 # -------------------------------------------------------------------------------- classification

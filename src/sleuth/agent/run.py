@@ -16,7 +16,7 @@ from sleuth.agent.evidence import computed_results, select_evidence
 from sleuth.agent.extractive import extractive_answer
 from sleuth.agent.loop import AgentLoop, LoopResult, LoopSettings, ModelCallRecord, TurnFailed, strategy_of
 from sleuth.agent.orientation import ContextOverview, ask_message, instructions_text, overview, system_message
-from sleuth.agent.planner import OfflinePlanner, planner_scope
+from sleuth.agent.planner import OfflinePlanner, pinned_planner_scope
 from sleuth.agent.records import QueryStep, Rollup, StepCost, StopReason, Synthesis, Usage
 from sleuth.agent.retrieval import Retrieval, RetrievalOptions
 from sleuth.agent.shape import OfflineShapeError, check_grounding, offline_fill
@@ -302,7 +302,7 @@ class TurnRun:
         if turn.model_override is not None:
             return turn.model_override
         if turn.workflow == "search_rag" or turn.offline:
-            scope = planner_scope({b.slug: b.version_dir for b in turn.briefs})
+            scope = pinned_planner_scope(tuple((b.slug, b.version_dir) for b in turn.briefs))
             self.planner = OfflinePlanner(
                 turn.request.ask[:2000], scope, previous_ask, general_only=turn.workflow == "search_rag"
             )

@@ -1,8 +1,10 @@
 """What the context route modules share: finding a context, `context.extra.json`, the per-context
 source-tree lock, the `task_in_flight` check and safe request paths.
 
-Context fields that `context.json` (`ContextInfo`) does not carry yet (`kind`, `guide`, `created_by`,
-`last_source_import_at`) are kept beside it in `context.extra.json`, written atomically.
+The API's own context fields (`kind`, `guide`, `created_by`, `last_source_import_at`) live beside
+`context.json` in `context.extra.json`, written atomically. Two files, because they have two writers: a
+compile reads `context.json` at its start and saves it at its end, so a guide edited over HTTP while a
+curate runs would be lost if it were written into the same file.
 """
 
 from __future__ import annotations
