@@ -86,6 +86,7 @@ def test_hits_are_fused_across_chunks_and_artifacts(runtime: Runtime) -> None:
     assert runtime.models_built == []  # type: ignore[attr-defined]
     rollup = query.rollup
     assert rollup is not None and rollup.stop_reason == "retrieval_only"
+    assert query.max_steps == 1  # one retrieval step, whatever the request asked
     assert rollup.total_hits == 20  # 10 chunks and 10 artifacts came back before the cut
     assert rollup.n_steps == 1 and rollup.by_category == {"search": 2, "read": rollup.n_tool_calls - 2}
     # one step, sent running then completed, its calls recorded like a loop step's

@@ -77,6 +77,11 @@ class TurnRequest:
     comparison_group: str | None = None  # api.md §8.1: up to 3 turns compared side by side
 
 
+def default_max_steps(workflow: str) -> int:
+    """`query_defaults.max_steps` of api.md §8.1: the RAG workflow is two fixed steps."""
+    return 2 if workflow == "search_rag" else 8
+
+
 @dataclass
 class PreparedTurn:
     """A turn that passed admission: its Query is stored `in_progress` and its session claimed."""
@@ -246,7 +251,9 @@ class Runtime:
             created=int(time.time()),
             previous_query_id=previous,
             input=[{"role": "user", "content": ask}],
-            max_steps=request.max_steps or (2 if workflow == "search_rag" else 8),
+            max_steps=1
+            if request.retrieval is not None
+            else request.max_steps or default_max_steps(workflow),
             max_tool_output_chars=request.max_tool_output_chars,
             comparison=None if request.comparison_group is None else [],  # filled in when read
         )
