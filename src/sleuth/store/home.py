@@ -12,10 +12,12 @@ import os
 import re
 import secrets
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 SLUG_PATTERN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
 
@@ -38,20 +40,28 @@ def write_json_atomic(path: Path, data: Any) -> None:
     write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write to a temporary file in the same directory, fsync, then rename over `path`."""
+@contextmanager
+def atomic_file(path: Path) -> Iterator[BinaryIO]:
+    """A binary file that replaces `path` only when the block ends without error: written under a
+    temporary name in the same directory, fsynced, then renamed over `path`; removed on error."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.fchmod(fd, 0o644)  # mkstemp makes 0600; the sandbox's unprivileged uid must read these
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Replace `path` with `text` (UTF-8) in one rename, so a crash never leaves half a file."""
+    with atomic_file(path) as fh:
+        fh.write(text.encode("utf-8"))
 
 
 class ContextNotFound(LookupError):

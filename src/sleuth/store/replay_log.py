@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import re
 import shutil
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from sleuth.store.home import atomic_file
 
 QUERY_ID_PATTERN = re.compile(r"qry_[0-9a-f-]{8,64}")
 REPLAY_FILE = "replay.jsonl.gz"
@@ -45,24 +45,16 @@ def replay_log_path(root: Path, query_id: str) -> Path:
 def write_replay_log(root: Path, query_id: str, records: Iterable[dict[str, Any]]) -> Path:
     """Write (or replace) the turn's replay log atomically; returns its path."""
     path = replay_log_path(root, query_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.fchmod(fd, 0o644)  # mkstemp makes 0600; other local readers (sandbox uid, backups) need to read it
-    try:
-        with os.fdopen(fd, "wb") as raw:
-            # filename="" keeps the temporary name out of the gzip header; mtime=0 keeps the time out.
-            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as gz:
-                for record in records:
-                    if not isinstance(record, dict):
-                        raise TypeError(f"replay records must be dicts, got {type(record).__name__}")
-                    line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-                    gz.write(line.encode("utf-8") + b"\n")
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # filename="" keeps the temporary name out of the gzip header; mtime=0 keeps the time out.
+    with (
+        atomic_file(path) as raw,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as gz,
+    ):
+        for record in records:
+            if not isinstance(record, dict):
+                raise TypeError(f"replay records must be dicts, got {type(record).__name__}")
+            line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+            gz.write(line.encode("utf-8") + b"\n")
     return path
 
 
