@@ -98,7 +98,9 @@ class Retrieval:
     options: RetrievalOptions
     embed: HostFunction | None = None  # the host's `embed`, so embedding is recorded like a turn's
     calls: list[TraceCall] = field(default_factory=list)
-    _vectors: dict[tuple[str, str], npt.NDArray[np.float32]] = field(default_factory=dict)
+    _vectors: dict[tuple[str, str], npt.NDArray[np.float32]] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     @property
     def query(self) -> str:

@@ -521,12 +521,15 @@ class TurnRun:
             for call in step.tool_calls:
                 by_category[call.category] = by_category.get(call.category, 0) + 1
         result = self.loop_result
-        searched = sum(int(c.result.get("hits", 0)) for s in steps for c in s.tool_calls)
+        if result is not None:
+            total_hits = result.total_hits
+        else:  # no loop (a retrieval-only turn): the hits its searches returned
+            total_hits = sum(int(c.result.get("hits", 0)) for s in steps for c in s.tool_calls)
         return Rollup(
             n_steps=len(steps),
             n_tool_calls=sum(len(s.tool_calls) for s in steps),
             by_category=by_category,
-            total_hits=result.total_hits if result else searched,  # no loop: a retrieval-only turn
+            total_hits=total_hits,
             duration_ms=self._elapsed_ms(),
             cache_read_tokens=sum(s.cost.tokens_in_cached for s in steps),
             cache_write_tokens=sum(s.cost.tokens_in_cache_write for s in steps),

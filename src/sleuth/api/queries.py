@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import threading
 from concurrent.futures import Future
-from dataclasses import replace
 from functools import partial
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -293,7 +292,7 @@ def present(state: ApiState, document: dict[str, Any]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------- admission
-def _turn_request(body: QueryRequest, session_id: str | None) -> TurnRequest:
+def _turn_request(body: QueryRequest, session_id: str | None, who: Principal) -> TurnRequest:
     return TurnRequest(
         ask=body.ask,
         scope=body.scope,
@@ -310,6 +309,8 @@ def _turn_request(body: QueryRequest, session_id: str | None) -> TurnRequest:
         workflow=body.workflow,
         thinking_level=body.thinking_level,
         allow_model_specs=False,  # over HTTP: catalog ids and tiers only, never a URL of the caller's
+        created_by=who.name,
+        comparison_group=body.comparison_group,
         retrieval=retrieval_options(
             compose=body.compose,
             retrieval_only=body.retrieval_only,
@@ -351,7 +352,7 @@ def admit_turn(
     session_id = _session_of(state, body)
     group = body.comparison_group
     grouped = reserved = False
-    request = replace(_turn_request(body, session_id), created_by=who.name, comparison_group=group)
+    request = _turn_request(body, session_id, who)
 
     def admit(session: dict[str, Any] | None) -> None:
         nonlocal grouped, reserved

@@ -328,14 +328,14 @@ class ServerDB(SqliteStore):
                     f"{self.path} has schema version {found}, newer than this Sleuth understands "
                     f"({SCHEMA_VERSION}); upgrade Sleuth"
                 )
+            if version == SCHEMA_VERSION:
+                return
             for reached, statements in MIGRATIONS:
                 if version < reached:
                     for statement in statements:
                         conn.execute(text(statement))
                     version = reached
-            conn.execute(
-                update(meta_t).where(meta_t.c.key == "schema_version").values(value=str(SCHEMA_VERSION))
-            )
+            conn.execute(update(meta_t).where(meta_t.c.key == "schema_version").values(value=str(version)))
 
     @property
     def schema_version(self) -> int:
