@@ -115,6 +115,7 @@ def test_the_oldest_observations_are_elided_when_the_window_is_full() -> None:
         deadline=0.0,
         emit=lambda step: None,
         restart_sandbox=lambda: None,  # type: ignore[arg-type,return-value]
+        resolve_span=lambda report: None,
     )
     loop._fit_context_window()
     assert messages[3].content == "[observation elided: 1,200 chars]"

@@ -29,7 +29,7 @@ from sleuth.agent.planner import (
     planner_scope,
     read_plan,
 )
-from sleuth.agent.spans import EvidenceSpan
+from sleuth.agent.spans import EvidenceSpan, SpanResolver
 from sleuth.models.base import CompletionParams, Message, ToolCall
 from sleuth.sandbox import Limits, SandboxHost
 from sleuth.sandbox.host import SandboxUnavailable
@@ -77,6 +77,7 @@ def _drive(
     messages = [Message("user", f"{ask}\n\nYou have at most 8 steps.")]
     try:
         sandbox = host.start_turn({"acme": version})
+        resolver = SpanResolver({"acme": VersionReader(version)})
     except SandboxUnavailable as exc:  # pragma: no cover - depends on the machine
         pytest.skip(f"no sandbox on this machine: {exc}")
     with sandbox:
@@ -94,8 +95,10 @@ def _drive(
             assert result.final is None
             turn.codes.append(code)
             turn.observations.append(result.output)
-            for span in result.spans:
-                turn.spans[span["ref"]] = EvidenceSpan.from_sandbox(span)
+            for report in result.spans:
+                span = resolver.resolve(report)
+                assert span is not None, f"the SDK reported a span the host cannot resolve: {report}"
+                turn.spans[span.ref] = span
             messages.append(Message("assistant", "", [call]))
             messages.append(Message("tool", result.output, tool_call_id=call.id))
         else:  # pragma: no cover - a failure, reported by the assertion below

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
+
 from .conftest import ServerFactory
 
 
@@ -31,3 +34,39 @@ def test_oversized_json_body_is_413(make_server: ServerFactory) -> None:
         "/api/query", content=b"{" + b" " * (1 << 20) + b"}", headers={"content-type": "application/json"}
     )
     assert response.status_code == 413 and response.json()["code"] == "payload_too_large"
+
+
+def test_body_limit_is_counted_while_streaming_whatever_the_content_type(make_server: ServerFactory) -> None:
+    """No Content-Length (a chunked body) or a multipart content type on a JSON route: still 413 once
+    1 MiB has arrived, never read to the end and parsed. The upload route keeps its own limit."""
+    server = make_server()
+
+    def chunks(total: int = 3 << 20) -> Iterator[bytes]:
+        yield b'{"ask": "'
+        for _ in range(total >> 16):
+            yield b"a" * (1 << 16)
+
+    for content_type in ("application/json", "multipart/form-data; boundary=x", "text/plain"):
+        response = server.client.post("/api/query", content=chunks(), headers={"content-type": content_type})
+        assert response.status_code == 413, (content_type, response.text)
+        assert response.json()["code"] == "payload_too_large"
+        assert response.headers["X-Pinecone-Api-Version"] == "2026-07"
+    declared = server.client.post(
+        "/api/query", content=b"-" * (2 << 20), headers={"content-type": "multipart/form-data; boundary=x"}
+    )
+    assert declared.status_code == 413 and declared.json()["code"] == "payload_too_large"
+
+    # A body under the limit is read as before; a multipart upload over 1 MiB is the upload's to judge.
+    small = server.client.post(
+        "/api/query", content=chunks(1 << 16), headers={"content-type": "application/json"}
+    )
+    assert small.status_code == 400 and small.json()["code"] == "invalid_request"
+    slug = f"t-{uuid.uuid4().hex[:12]}"
+    server.client.post("/api/contexts", json={"slug": slug, "name": "uploads"})
+    try:
+        big = server.client.post(
+            f"/api/contexts/{slug}/import/upload", files={"file": ("big.txt", b"b" * (2 << 20))}
+        )
+        assert big.status_code == 200 and big.json()["files"][0]["size"] == 2 << 20, big.text
+    finally:
+        server.client.delete(f"/api/contexts/{slug}")

@@ -184,6 +184,24 @@ def test_events_replay_and_resume_with_last_event_id(make_server: ServerFactory)
     assert unstable.headers["x-pinecone-api-version"] == "unstable"
 
 
+def test_out_of_range_last_event_id_is_400_before_the_stream(make_server: ServerFactory) -> None:
+    """Event ids are SQLite integers: an id outside 0..2**63-1 is refused in the envelope before the
+    stream starts (it used to answer 200 and then abort the stream with an OverflowError)."""
+    server = make_server()
+    query = server.client.post("/api/query", json={"ask": HOTEL, "scope": ["acme"]}).json()
+    url = f"/api/queries/{query['id']}/events"
+    for value in ("999999999999999999999999", str(2**63), "-1", "9" * 5000):
+        response = server.client.get(url, headers={"Last-Event-ID": value})
+        assert response.status_code == 400, (value[:30], response.status_code)
+        assert response.headers["content-type"].startswith("application/json")
+        assert response.json()["code"] == "invalid_request" and response.json()["field"] == "Last-Event-ID"
+    for value in (str(2**63 - 1), "0"):
+        with server.client.stream("GET", url, headers={"Last-Event-ID": value}) as response:
+            assert response.status_code == 200
+            frames = read_stream(response)
+        assert frames[-1].event == "query"
+
+
 def test_events_follow_a_running_turn_with_keep_alives(
     make_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -69,6 +69,31 @@ def test_revoke_by_name_and_by_id(runner: CliRunner, home: Home) -> None:
     assert runner.invoke(app, ["keys", "create", "--name", "agent"]).exit_code == 0
 
 
+def test_keys_limited_to_contexts(runner: CliRunner, home: Home) -> None:
+    alpha, beta = home.create("alpha"), home.create("beta")
+    ids = sorted([alpha.info().id, beta.info().id])
+    created = runner.invoke(
+        app, ["keys", "create", "--name", "agent", "--context", "alpha", "--context", beta.info().id]
+    )
+    assert created.exit_code == 0, created.output
+    assert "limited to alpha, beta;" in " ".join(created.stderr.split())  # slugs, sorted
+    with ServerDB.for_home(home) as db:
+        key = KeyStore(db).verify(created.stdout.strip())
+        assert key is not None and key.contexts == tuple(ids)
+    runner.invoke(app, ["keys", "create", "--name", "ops", "--role", "admin"])
+
+    listed = " ".join(runner.invoke(app, ["keys", "list"]).stdout.split())
+    assert "active contexts: alpha, beta" in listed and listed.endswith("active all contexts")
+    keys = json.loads(runner.invoke(app, ["keys", "list", "--json"]).stdout)
+    slugs = {alpha.info().id: "alpha", beta.info().id: "beta"}
+    assert keys[0]["contexts"] == [{"id": i, "slug": slugs[i]} for i in ids] and keys[1]["contexts"] is None
+
+    missing = runner.invoke(app, ["keys", "create", "--name", "x", "--context", "nope"])
+    assert missing.exit_code == 2 and "no context 'nope'" in missing.stderr
+    admin = runner.invoke(app, ["keys", "create", "--name", "y", "--role", "admin", "--context", "alpha"])
+    assert admin.exit_code == 2 and "only query keys" in admin.stderr
+
+
 def test_auth_defaults_follow_the_address() -> None:
     for host in ("127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost"):
         assert is_loopback(host) and resolve_auth(ServeOptions(host=host)) is False

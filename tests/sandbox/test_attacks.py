@@ -10,12 +10,14 @@ import os
 import socket
 import socketserver
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from sleuth.sandbox import Limits, Sandbox, SandboxDied, SandboxHost
+from sleuth.sandbox.limits import BudgetExceeded, BudgetMeter, HostBudget
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the full sandbox needs root (CI runs as root)")
 
@@ -356,13 +358,145 @@ def test_malformed_line_on_the_channel(sandbox: Sandbox) -> None:
         )
 
 
-def test_the_turn_runs_in_its_own_cgroup(sandbox: Sandbox) -> None:
+CHANNEL = "import gc\nch = next(o for o in gc.get_objects() if type(o).__name__ == 'Channel')\n"
+
+
+def test_a_line_of_millions_of_values_is_refused_before_it_is_parsed(sandbox: Sandbox) -> None:
+    """Issue 10 (1): ten such 16 MiB lines left the host at 4.0 GB RSS; the first one now kills the
+    sandbox before a single list is built on the host."""
+    with pytest.raises(SandboxDied, match="values"):
+        sandbox.exec(
+            CHANNEL + 'line = b\'{"t":"rpc","id":9,"fn":"embed","args":{"texts":[\''
+            " + b'[],' * 5_000_000 + b'[]]}}\\n'\nfor _ in range(10):\n    ch.sock.sendall(line)\n"
+            "import time\ntime.sleep(3)"
+        )
+
+
+def test_deeply_nested_channel_json_is_a_dead_sandbox_not_a_host_error(sandbox: Sandbox) -> None:
+    """Issue 10 (3): this raised `RecursionError` on the host."""
+    with pytest.raises(SandboxDied, match="deeper"):
+        sandbox.exec(
+            CHANNEL + 'ch.sock.sendall(b\'{"t":"rpc","id":1,"fn":"embed","args":\''
+            " + b'[' * 200_000 + b']' * 200_000 + b'}\\n')\nimport time\ntime.sleep(3)"
+        )
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        '{"t": "result", "id": 1}',  # a result without its fields
+        '{"t": "rpc", "id": "x", "fn": 1}',  # wrong types
+        '{"t": "bye", "x": NaN}',  # not JSON
+        '{"t": "ready", "ok": true}',  # a kind that is not expected in a step
+    ],
+)
+def test_messages_outside_their_schema_kill_the_sandbox(sandbox: Sandbox, message: str) -> None:
+    with pytest.raises(SandboxDied, match="broke its channel"):
+        sandbox.exec(CHANNEL + f"ch.sock.sendall({message!r}.encode() + b'\\n')\nimport time\ntime.sleep(3)")
+
+
+def test_a_lone_surrogate_in_output_keeps_the_repl(sandbox: Sandbox) -> None:
+    """Issue 10 (3): `print('\\ud800')` broke the channel and lost the REPL's state."""
+    result = sandbox.exec("kept = 41\nprint('a\\ud800b')")
+    assert result.ok and result.output == "a\ufffdb\n"
+    assert run(sandbox, "print(kept + 1)") == "42\n"
+
+
+def test_a_huge_final_answer_is_cut_and_keeps_the_repl(sandbox: Sandbox) -> None:
+    """Issue 10 (3): `final('x' * 20_000_000)` was over the line limit and broke the channel."""
+    result = sandbox.exec("kept = 7\nfinal('x' * 20_000_000)")
+    assert result.final is not None and result.final.answer == "x" * 200_000
+    assert "the answer was cut to 200,000 of 20,000,000 chars" in result.output
+    assert run(sandbox, "print(kept)") == "7\n"
+    huge_error = sandbox.exec("raise ValueError('y' * 30_000_000)")
+    assert not huge_error.ok and huge_error.error is not None
+    assert len(huge_error.error["traceback"]) < 25_000
+
+
+def test_a_flood_of_host_calls_stops_at_the_turn_budget(host: SandboxHost, acme_version: Path) -> None:
+    """Issue 10 (4): an embed flood burned 16.9 s of host CPU against 0.2 s in the sandbox."""
+    meter = BudgetMeter(HostBudget(rpc_calls=25))
+    with host.start_turn({"acme": acme_version}, meter=meter) as sb:
+        with pytest.raises(BudgetExceeded, match="rpc_calls"):
+            sb.exec(CHANNEL + "for i in range(1000):\n    await ch.call('embed', {'texts': [f'x{i}']})")
+        assert not sb.alive
+    assert meter.used["rpc_calls"] == 26
+
+
+def test_rejected_host_calls_count_their_bytes(host: SandboxHost, acme_version: Path) -> None:
+    meter = BudgetMeter(HostBudget(rpc_bytes=4 << 20))
+    with (
+        host.start_turn({"acme": acme_version}, meter=meter) as sb,
+        pytest.raises(BudgetExceeded, match="rpc_bytes"),
+    ):
+        sb.exec(
+            CHANNEL + "for i in range(100):\n    try:\n"
+            "        await ch.call('embed', {'texts': ['z' * 8000] * 100})\n"
+            "    except Exception:\n        pass"
+        )
+    assert 4 << 20 < meter.used["rpc_bytes"] < 6 << 20
+
+
+def test_host_time_in_host_functions_is_budgeted(host: SandboxHost, acme_version: Path) -> None:
+    meter = BudgetMeter(HostBudget(host_cpu_s=0.2))
+    registry = {"slow": lambda args: time.sleep(0.05) or 1}
+    with (
+        host.start_turn({"acme": acme_version}, registry=registry, meter=meter) as sb,
+        pytest.raises(BudgetExceeded, match="host_cpu_s"),
+    ):
+        sb.exec(CHANNEL + "for i in range(100):\n    await ch.call('slow', {})")
+    assert meter.used["host_cpu_s"] < 0.5
+
+
+def test_the_turn_runs_in_its_own_cgroup(sandbox: Sandbox, host: SandboxHost) -> None:
     if sandbox.ready["cgroup"] is None:
         pytest.skip("this host delegates no cgroup to the sandbox")
+    seen = Path(f"/proc/{sandbox.pid}/cgroup").read_text()  # as the host sees it
+    own = next(line.split(":", 2)[2] for line in seen.splitlines() if ":pids:" in line)
+    assert own.startswith(f"/sleuth/{host.info['pid']}-")
+    assert Path(f"/sys/fs/cgroup/pids{own}/pids.max").read_text().strip() == "64"
+    # Issue 10 (9): inside, its own cgroup namespace shows the turn's cgroups as `/`, not the
+    # zygote's host pid in `/sleuth/<pid>-<n>`.
     out = run(sandbox, "print(open('/proc/self/cgroup').read())")
-    assert "/sleuth/" in out
-    groups = [g for g in Path("/sys/fs/cgroup/pids/sleuth").iterdir() if g.is_dir()]
-    assert any((g / "pids.max").read_text().strip() == "64" for g in groups)
+    assert "sleuth" not in out and str(host.info["pid"]) not in out
+    assert {line.split(":", 2)[2] for line in out.split()} == {"/"}
+
+
+TOUCH_DEVICES = """
+import os
+for d in ("/dev/null", "/dev/urandom"):
+    for name, call in (
+        ("utime", lambda: os.utime(d)),
+        ("utime0", lambda: os.utime(d, (0, 0))),
+        ("chmod", lambda: os.chmod(d, 0o600)),
+        ("chown", lambda: os.chown(d, os.getuid(), -1)),
+    ):
+        try:
+            call()
+            print(d, name, "changed")
+        except OSError as e:
+            print(d, name, e.errno)
+print(open("/dev/null", "w").write("x"), len(open("/dev/urandom", "rb").read(16)))
+"""
+
+
+def test_the_host_device_nodes_cannot_be_touched(sandbox: Sandbox) -> None:
+    """Issue 10 (9): `os.utime('/dev/null')` changed the host's node; the binds are read-only now."""
+    before = {d: os.stat(d) for d in ("/dev/null", "/dev/urandom")}
+    lines = run(sandbox, TOUCH_DEVICES).splitlines()
+    assert len(lines) == 9 and all(line.split()[-1] in {"30", "1"} for line in lines[:-1]), lines
+    assert lines[-1] == "1 16"  # writing /dev/null and reading /dev/urandom still work
+    for device, stat in before.items():
+        now = os.stat(device)
+        assert (now.st_mtime_ns, now.st_mode, now.st_uid) == (stat.st_mtime_ns, stat.st_mode, stat.st_uid)
+
+
+def test_mountinfo_does_not_show_the_context_host_path(sandbox: Sandbox, acme_version: Path) -> None:
+    """Issue 10 (9): the root column of a bind mount showed `$SLEUTH_HOME/contexts/…/versions/…`."""
+    out = run(sandbox, "print(open('/proc/self/mountinfo').read())")
+    assert " /ctx/acme " in out
+    assert str(acme_version) not in out and str(acme_version.parents[2]) not in out
+    assert "sleuth-root" not in out
 
 
 FD_LISTING = """

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from sleuth.sandbox import Sandbox
+from sleuth.sandbox import Sandbox, messages
 from sleuth.sandbox.output import observation
 from sleuth.sandbox.protocol import LineReader, ProtocolError, encode
 from sleuth.sandbox.repl import Repl
@@ -88,10 +89,47 @@ def test_final_is_reported(repl: Repl) -> None:
 def test_protocol_rejects_bad_lines() -> None:
     reader = LineReader()
     assert reader.feed(encode({"t": "exec", "id": 1})[:5]) == []
-    assert reader.feed(encode({"t": "exec", "id": 1})[5:]) == [{"t": "exec", "id": 1}]
-    for bad in (b"[1, 2]\n", b'{"x": 1}\n', b"not json\n"):
+    assert [f.message for f in reader.feed(encode({"t": "exec", "id": 1})[5:])] == [{"t": "exec", "id": 1}]
+    for bad in (b"[1, 2]\n", b'{"x": 1}\n', b"not json\n", b'{"t": "x", "v": NaN}\n', b"\xff\xfe\n"):
         with pytest.raises(ProtocolError):
             LineReader().feed(bad)
+
+
+def test_protocol_bounds_a_line_before_parsing_it() -> None:
+    """A line of millions of empty lists, or one nested past the parser's stack, is refused without
+    being turned into objects (issue 10: ten such 16 MiB lines cost the host 4 GB)."""
+    many = b'{"t":"rpc","id":1,"fn":"embed","args":{"texts":[' + b"[]," * 4_000_000 + b"[]]}}\n"
+    with pytest.raises(ProtocolError, match="values"):
+        LineReader().feed(many)
+    deep = b'{"t":"x","v":' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"
+    with pytest.raises(ProtocolError, match="deeper"):
+        LineReader().feed(deep)
+    # Brackets and commas inside strings are text, not structure.
+    text = json.dumps({"t": "result", "output": "[[[[,,,,{{{{" * 100_000}).encode() + b"\n"
+    assert LineReader().feed(text)[0].message["output"].startswith("[[[[")
+
+
+def test_protocol_makes_text_valid_utf8_once() -> None:
+    """A lone surrogate, from Python text or a JSON escape, arrives as U+FFFD and encodes as UTF-8."""
+    assert encode({"t": "x", "s": "a\ud800b"}) == '{"t":"x","s":"a\ufffdb"}\n'.encode()
+    (frame,) = LineReader().feed(b'{"t":"x","s":"a\\ud800b","k":{"\\udfff":1}}\n')
+    assert frame.message == {"t": "x", "s": "a\ufffdb", "k": {"\ufffd": 1}}
+    json.dumps(frame.message, ensure_ascii=False).encode("utf-8")
+
+
+def test_messages_have_one_schema_per_kind() -> None:
+    with pytest.raises(ProtocolError, match="unknown message kind"):
+        messages.parse({"t": "nonsense"})
+    with pytest.raises(ProtocolError, match="invalid result"):
+        messages.parse({"t": "result", "id": 1, "ok": True})  # no output
+    with pytest.raises(ProtocolError, match="invalid rpc"):
+        messages.parse({"t": "rpc", "id": "1", "fn": "embed", "args": {}})
+    span = {"ref": "E1", "context": "acme", "source_path": "a.md", "page": -1, "start": 0, "end": 1}
+    with pytest.raises(ProtocolError, match="page"):
+        messages.parse(
+            {"t": "result", "id": 1, "ok": True, "output": "", "output_chars": 0, "truncated": False,
+             "full_output": "", "spans": [span]}
+        )  # fmt: skip
 
 
 def test_a_real_sandbox_round_trip(sandbox: Sandbox) -> None:
@@ -131,6 +169,14 @@ def test_sleuth_exec_cli(sample_home: tuple[object, object], tmp_path: Path) -> 
     assert failed.returncode == 1 and "ValueError: bad step" in failed.stdout
     missing = run("--context", "nope", str(script))
     assert missing.returncode == 2 and "no context named 'nope'" in missing.stderr
+    # A step that writes nested junk on its channel: a clear error, never a host traceback (issue 10).
+    script.write_text(
+        "import gc\nch = next(o for o in gc.get_objects() if type(o).__name__ == 'Channel')\n"
+        "ch.sock.sendall(b'{\"t\":\"rpc\",\"args\":' + b'[' * 100000 + b'\\n')\nimport time\ntime.sleep(3)"
+    )
+    broken = run("--context", "acme", str(script))
+    assert broken.returncode == 1 and "broke its channel" in broken.stderr
+    assert "Traceback" not in broken.stderr
 
 
 def test_isolation_floor_rules() -> None:

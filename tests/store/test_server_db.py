@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +13,7 @@ from typing import Any
 import pytest
 
 from sleuth.store.home import Home
+from sleuth.store.keys import KeyStore, digest
 from sleuth.store.replay_log import read_replay_log, write_replay_log
 from sleuth.store.server_db import (
     INTERRUPTED_ERROR,
@@ -100,7 +103,7 @@ def test_a_version_1_database_is_upgraded_in_place(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         conn.executescript(V1_SCHEMA)
     with ServerDB(path) as db:
-        assert db.schema_version == SCHEMA_VERSION == 2
+        assert db.schema_version == SCHEMA_VERSION == 3
         assert db.get_session("ses_old")["created_by"] == "local"  # type: ignore[index]
         assert db.get_query("qry_old")["status"] == "completed"  # type: ignore[index]
         assert db.comparison_of("qry_old") is None
@@ -108,10 +111,69 @@ def test_a_version_1_database_is_upgraded_in_place(tmp_path: Path) -> None:
         db.insert_query(make_query(new["id"]), workflow="search", comparison_group="g")
         assert db.comparison_group_size("g") == 1
     with ServerDB(path) as db:  # a second open finds nothing left to do
-        assert db.schema_version == 2 and db.get_session(new["id"])["created_by"] == "alice"  # type: ignore[index]
+        assert db.schema_version == 3 and db.get_session(new["id"])["created_by"] == "alice"  # type: ignore[index]
+        assert [s["id"] for s in db.list_sessions(created_by="local")] == ["ses_old"]  # NULL is "local"
     assert ("ix_queries_comparison_group",) in raw(
         path, "SELECT name FROM sqlite_master WHERE type = 'index'"
     )
+
+
+OLD_SECRET = "slk_" + "o" * 40
+V2_SCHEMA = (
+    V1_SCHEMA.replace("'schema_version', '1'", "'schema_version', '2'")
+    + f"""
+ALTER TABLE sessions ADD COLUMN created_by VARCHAR(200);
+ALTER TABLE queries ADD COLUMN workflow VARCHAR(64);
+ALTER TABLE queries ADD COLUMN comparison_group VARCHAR(128);
+CREATE INDEX ix_queries_comparison_group ON queries (comparison_group);
+UPDATE sessions SET created_by = 'agent';
+CREATE TABLE api_keys (id VARCHAR(80) NOT NULL PRIMARY KEY, name VARCHAR(64) NOT NULL,
+    role VARCHAR(16) NOT NULL, hash VARCHAR(64) NOT NULL UNIQUE, created_at FLOAT NOT NULL, revoked_at FLOAT);
+INSERT INTO api_keys VALUES ('key_old', 'agent', 'query', '{digest(OLD_SECRET)}', 1, NULL);
+"""
+)
+
+
+def test_a_version_2_database_is_upgraded_in_place(tmp_path: Path) -> None:
+    """A v2 server.sqlite keeps its rows and keys and gains the key-context table and the creator index,
+    whether or not the process that opens it ever loaded the key store."""
+    for keys_loaded in (False, True):
+        path = tmp_path / f"keys-{keys_loaded}" / "server.sqlite"
+        path.parent.mkdir()
+        with sqlite3.connect(path) as conn:
+            conn.executescript(V2_SCHEMA)
+        if keys_loaded:
+            ServerDB(path).close()  # this process imported `store.keys`: its tables join the metadata
+        else:
+            opener = (
+                "from sleuth.store.server_db import ServerDB; ServerDB(__import__('sys').argv[1]).close()"
+            )
+            subprocess.run([sys.executable, "-c", opener, str(path)], check=True)
+        assert raw(path, "SELECT value FROM meta WHERE key = 'schema_version'") == [("3",)]
+        names = {row[0] for row in raw(path, "SELECT name FROM sqlite_master")}
+        assert {"api_key_contexts", "ix_sessions_created_by", "ix_queries_comparison_group"} <= names
+        with ServerDB(path) as db:
+            assert db.schema_version == 3
+            assert [s["id"] for s in db.list_sessions(created_by="agent")] == ["ses_old"]
+            assert db.list_sessions(created_by="other") == []
+            store = KeyStore(db)
+            old = store.verify(OLD_SECRET)
+            assert old is not None and (old.id, old.contexts) == ("key_old", None)
+            limited, secret = store.create("narrow", "query", contexts=["ctx_b", "ctx_a", "ctx_a"])
+            assert limited.contexts == ("ctx_a", "ctx_b")
+            assert store.verify(secret) == limited
+            assert [k.contexts for k in store.list_keys()] == [None, ("ctx_a", "ctx_b")]
+
+
+def test_key_context_lists_are_for_query_keys_only(db: ServerDB) -> None:
+    store = KeyStore(db)
+    for role, contexts in (("admin", ["ctx_a"]), ("query", []), ("query", [" "])):
+        with pytest.raises(ValueError, match="context"):
+            store.create(f"k-{role}-{len(contexts)}", role, contexts=contexts)
+    with pytest.raises(ValueError, match="no-auth"):
+        store.create("local", "query")
+    key, _ = store.create("narrow", "query", contexts=["ctx_a"])
+    assert store.revoke("narrow").contexts == ("ctx_a",) and key.to_json()["contexts"] == ["ctx_a"]
 
 
 def test_comparison_groups_are_stored_and_capped_at_three(db: ServerDB) -> None:

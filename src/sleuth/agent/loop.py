@@ -7,6 +7,7 @@ the draft answer, why it stopped) and reports each step through `emit` as it goe
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -19,6 +20,9 @@ from sleuth.agent.records import QueryStep, StepCost, StopReason, Strategy, Trac
 from sleuth.agent.spans import EvidenceSpan
 from sleuth.models.base import CompletionParams, Message, Model, ModelError, Reply, Usage
 from sleuth.sandbox.host import Sandbox, SandboxDied, StepResult
+from sleuth.sandbox.limits import BudgetExceeded, BudgetMeter
+from sleuth.sandbox.messages import SpanReport
+from sleuth.store.text import clean
 
 MAX_CODE_CHARS = 20_000
 MODEL_CALL_TIMEOUT_S = 300.0  # local CPU servers prefill a few thousand tokens in minutes
@@ -88,6 +92,7 @@ class LoopResult:
     model_calls: list[ModelCallRecord] = field(default_factory=list)
     answered_by: str | None = None
     total_hits: int = 0
+    spans_rejected: int = 0  # reports that did not resolve against the pinned versions
 
 
 class AgentLoop:
@@ -106,9 +111,13 @@ class AgentLoop:
         tools: Sequence[str] | None = None,
         clock: Callable[[], float] = time.monotonic,
         should_stop: Callable[[], bool] = lambda: False,
+        resolve_span: Callable[[SpanReport], EvidenceSpan | None],
+        meter: BudgetMeter | None = None,
     ) -> None:
         """`should_stop` is polled between steps (cancel, hard time cap): when it turns true the loop
-        ends with stop_reason `cancelled` and never restarts a sandbox that was killed to stop it."""
+        ends with stop_reason `cancelled` and never restarts a sandbox that was killed to stop it.
+        `resolve_span` turns what the sandbox reports into evidence (None: rejected); `meter` is the
+        turn's host budget, charged one per span reported."""
         self.model = model
         self.sandbox = sandbox
         self.messages = messages
@@ -119,11 +128,14 @@ class AgentLoop:
         self.disabled = [n for n in SDK_NAMES if tools is not None and n not in tools]
         self.clock = clock
         self.should_stop = should_stop
+        self.resolve_span = resolve_span
+        self.meter = meter or BudgetMeter()
         self.protocol = model.config.tool_protocol
         self.result = LoopResult([], {}, [], None, "final", Usage(), [], [])
         self._seen_counter = 0
         self._elided: set[int] = set()
         self._finished = False
+        self._new_spans: list[EvidenceSpan] = []  # resolved in the current step
 
     # ------------------------------------------------------------------------------ the loop
     def run(self) -> LoopResult:
@@ -177,7 +189,8 @@ class AgentLoop:
         sent = [m.to_json() for m in self.messages]
         began = self.clock()
         try:
-            reply = self.model.complete(self.messages, tools, params)
+            # A model's text is outside text too: made valid UTF-8 before code is parsed or stored.
+            reply = Reply.from_json(clean(self.model.complete(self.messages, tools, params).to_json()))
         except ModelError as exc:
             self.result.model_calls.append(
                 ModelCallRecord("loop", sent, None, str(exc), (self.clock() - began) * 1000)
@@ -205,6 +218,7 @@ class AgentLoop:
         )
         self.emit(self.result.steps[-1])
         problem = action.problem or self._refusal(action.code)
+        self._new_spans = []
         began = self.clock()
         outcome: StepResult | None = None
         error: dict[str, str] | None
@@ -214,6 +228,10 @@ class AgentLoop:
             timeout = max(1.0, min(self.settings.step_timeout_s, self.deadline - self.clock()))
             try:
                 outcome = self.sandbox.exec(action.code, timeout, self.settings.max_tool_output_chars)
+                observation, error = self._observe(outcome)
+            except BudgetExceeded as exc:
+                self._fail_step(number, action, reply, exc)
+                raise TurnFailed(str(exc)) from exc
             except SandboxDied as exc:
                 if self.should_stop():  # killed to stop the turn: no restart, the loop ends next
                     message = "the step was interrupted: the turn is stopping"
@@ -224,8 +242,6 @@ class AgentLoop:
                 else:
                     observation, error = f"SandboxDied: {exc}", {"type": "SandboxDied", "message": str(exc)}
                     self.sandbox = self.restart_sandbox()
-            else:
-                observation, error = self._observe(outcome)
         execute_ms = (self.clock() - began) * 1000
         calls = [self._trace_call(c) for c in (outcome.calls if outcome else [])]
         fns = list(dict.fromkeys(c.fn for c in calls))
@@ -235,9 +251,7 @@ class AgentLoop:
             status="failed" if error else "completed",
             commentary=action.commentary,
             fns=fns,
-            strategy=strategy_of(
-                calls, sorted({str(s["context"]) for s in (outcome.spans if outcome else [])})
-            ),
+            strategy=strategy_of(calls, sorted({s.context for s in self._new_spans})),
             tool_calls=calls[:MAX_TRACE_CALLS],
             code={"language": "python", "source": code},
             trace_truncated={
@@ -272,11 +286,24 @@ class AgentLoop:
         self._remember_reply(reply, action, observation)
         self.emit(step)
         if outcome is not None and outcome.final is not None:
-            self.result.draft = _text(outcome.final.get("answer"))
-            self.result.final_labels = self._known_labels(outcome.final.get("evidence") or [])
+            self.result.draft = _text(outcome.final.answer)
+            self.result.final_labels = self._known_labels(outcome.final.evidence)
             self.result.stop_reason = "final"
             self._finished = True
         return step
+
+    def _fail_step(self, number: int, action: Action, reply: Reply, exc: BudgetExceeded) -> None:
+        """Close the running step as failed with the budget that stopped the turn."""
+        step = self.result.steps[-1].model_copy(
+            update={
+                "status": "failed",
+                "error": {"type": "BudgetExceeded", "message": str(exc)},
+                "output": f"BudgetExceeded: {exc}",
+            }
+        )
+        self.result.steps[-1] = step
+        self._remember_reply(reply, action, step.output)
+        self.emit(step)
 
     # ------------------------------------------------------------------------------ pieces
     def _refusal(self, code: str) -> str | None:
@@ -290,13 +317,24 @@ class AgentLoop:
         return None
 
     def _observe(self, outcome: StepResult) -> tuple[str, dict[str, str] | None]:
-        for data in outcome.spans:
-            span = EvidenceSpan.from_sandbox(data)
-            known = self.result.spans.get(span.ref)
-            if known is None:
+        for report in outcome.spans:
+            known = self.result.spans.get(report.ref)
+            if known is not None:
+                score = report.score
+                if (
+                    score is not None
+                    and math.isfinite(score)
+                    and (known.score is None or score > known.score)
+                ):
+                    known.score = score
+                continue
+            self.meter.charge("spans", 1)
+            span = self.resolve_span(report)
+            if span is None:
+                self.result.spans_rejected += 1
+            else:
                 self.result.spans[span.ref] = span
-            elif span.score is not None and (known.score is None or span.score > known.score):
-                known.score = span.score
+                self._new_spans.append(span)
         observation = outcome.output
         hints = []
         if outcome.output_chars == 0 and outcome.final is None:

@@ -20,15 +20,18 @@ from sleuth.agent.planner import OfflinePlanner, pinned_planner_scope
 from sleuth.agent.records import QueryStep, Rollup, StepCost, StopReason, Synthesis, Usage
 from sleuth.agent.retrieval import Retrieval, RetrievalOptions
 from sleuth.agent.shape import OfflineShapeError, check_grounding, offline_fill
-from sleuth.agent.spans import EvidenceSpan
+from sleuth.agent.spans import EvidenceSpan, SpanResolver
 from sleuth.agent.synthesis import ShapeInvalid, SynthesisInput, history_messages, synthesize
 from sleuth.agent.trace import build_trace, persist, replay_records, turn_record
 from sleuth.models.base import Message, Model, ModelError
 from sleuth.models.fallback import FallbackModel
 from sleuth.sandbox.host import HostFunction, Sandbox, SandboxUnavailable
+from sleuth.sandbox.limits import BudgetExceeded, BudgetMeter
 from sleuth.sdk.errors import SleuthError
 from sleuth.sdk.knowledge import Knowledge, ScopedContext
 from sleuth.store.search import VersionReader
+from sleuth.store.server_db import dumps
+from sleuth.store.text import clean
 
 if TYPE_CHECKING:
     from sleuth.agent.turn import PreparedTurn, Runtime
@@ -79,6 +82,8 @@ class TurnRun:
         self._stop_cause: StopCause | None = None
         self._stop_lock = threading.Lock()
         self._watchdog: threading.Timer | None = None
+        self.meter = BudgetMeter(runtime.budget)  # the host's work for this turn (limits.HostBudget)
+        self._ending = False  # set once the turn is ending: recording then goes on past the budget
 
     # ---------------------------------------------------------------------------- stopping
     def start_watchdog(self) -> None:
@@ -127,7 +132,7 @@ class TurnRun:
 
     # ---------------------------------------------------------------------------- events
     def emit(self, event: dict[str, Any]) -> None:
-        event = {"query_id": self.query.id, **event}
+        event = clean({"query_id": self.query.id, **event})  # model text may hold lone surrogates
         self.rt.db.append_event(self.query.id, event)
         if self.on_event is not None:
             with contextlib.suppress(Exception):  # a listener that breaks must not break the turn
@@ -138,7 +143,17 @@ class TurnRun:
         self.query.steps = [*steps, step]
         self.query.runtime_ms = self._elapsed_ms()
         self.rt.db.update_query(self.query.model_dump(mode="json"))
-        self.emit({"type": "response.step", **step.model_dump(mode="json")})
+        event = {"type": "response.step", **step.model_dump(mode="json")}
+        self.emit(event)
+        self._recorded(len(dumps(event)))
+
+    def _recorded(self, size: int) -> None:
+        """Charge `size` recorded bytes to the turn; past the budget the turn stops (not while it ends)."""
+        try:
+            self.meter.charge("recorded_bytes", size)
+        except BudgetExceeded:
+            if not self._ending:
+                raise
 
     def _elapsed_ms(self) -> int:
         return round((time.monotonic() - self.began) * 1000)
@@ -208,9 +223,16 @@ class TurnRun:
             restart_sandbox=lambda: self._restart_sandbox(contexts),
             tools=session.get("tools"),
             should_stop=self.stopping,
+            resolve_span=SpanResolver(self._version_readers()).resolve,
+            meter=self.meter,
         )
         try:
             result = loop.run()
+        except BudgetExceeded as exc:  # raised while a step was recorded: the loop did not end the turn
+            self.loop_result = loop.result
+            self.model_calls += loop.result.model_calls
+            self.fail(str(exc))
+            return
         except TurnFailed as exc:
             self.loop_result = loop.result
             self.model_calls += loop.result.model_calls
@@ -324,14 +346,24 @@ class TurnRun:
 
         def wrap(name: str, fn: HostFunction) -> HostFunction:
             def recorded(args: dict[str, Any]) -> Any:
+                """Keep what replay needs: the arguments of a call that was answered (its function
+                bounded them), and only a digest of those of a rejected one, which may be anything."""
                 try:
                     result = fn(args)
                 except Exception as exc:
-                    self.host_log.append(
-                        {"kind": "host", "fn": name, "args": args, "ok": False, "error": str(exc)}
-                    )
+                    record: dict[str, Any] = {
+                        "kind": "host",
+                        "fn": name,
+                        "args_sha256": hashlib.sha256(dumps(args).encode()).hexdigest(),
+                        "ok": False,
+                        "error": str(exc)[:500],
+                    }
+                    self.host_log.append(record)
+                    self._recorded(len(dumps(record)))
                     raise
-                self.host_log.append({"kind": "host", "fn": name, "args": args, "ok": True, "result": result})
+                record = {"kind": "host", "fn": name, "args": args, "ok": True, "result": result}
+                self._recorded(len(dumps(record)))
+                self.host_log.append(record)
                 return result
 
             return recorded
@@ -340,7 +372,7 @@ class TurnRun:
 
     def _start_sandbox(self, contexts: dict[str, Any]) -> Sandbox:
         host = self.rt.sandbox_host
-        sandbox = host.start_turn(contexts, registry=self._recording_registry())
+        sandbox = host.start_turn(contexts, registry=self._recording_registry(), meter=self.meter)
         self.sandbox_info = {
             "backend": "local",
             "mode": sandbox.ready.get("mode"),
@@ -484,10 +516,14 @@ class TurnRun:
         finally:
             knowledge.close()
 
-    def _page_text(self, context: str, source: str, page: int) -> str | None:
+    def _version_readers(self) -> dict[str, VersionReader]:
+        """The pinned versions of the scope, read on the host: what spans and citations resolve against."""
         if self._readers is None:
             self._readers = {b.slug: VersionReader(b.version_dir) for b in self.turn.briefs}
-        reader = self._readers.get(context)
+        return self._readers
+
+    def _page_text(self, context: str, source: str, page: int) -> str | None:
+        reader = self._version_readers().get(context)
         return reader.page_text(source, page) if reader is not None else None
 
     # ---------------------------------------------------------------------------- endings
@@ -573,6 +609,7 @@ class TurnRun:
     ) -> None:
         if self.terminal:
             return
+        self._ending = True
         q = self.query
         q.error = error
         if answer:
@@ -588,6 +625,7 @@ class TurnRun:
         """End the turn `cancelled` (api.md §9.4): steps so far are kept and the trace is persisted."""
         if self.terminal:
             return
+        self._ending = True
         q = self.query
         q.rollup = self._rollup("cancelled")
         q.usage = self._usage(None)
@@ -595,6 +633,7 @@ class TurnRun:
         self._finish("cancelled", CANCELLED_ERROR)
 
     def _finish(self, status: str, error: str | None) -> None:
+        self._ending = True
         q = self.query
         q.status = status  # type: ignore[assignment]
         q.error = error
@@ -626,8 +665,32 @@ class TurnRun:
         )
         if self.turn.request.retrieval is not None:
             self.trace["sandbox"] = None  # no sandbox was started
+        self.trace["host_budget"] = self.meter.to_json()
+        self.trace["spans_rejected"] = self.loop_result.spans_rejected if self.loop_result else 0
         records = replay_records(self.replay_records, self.model_calls, self.host_log)
-        persist(self.rt.db, q.id, self.trace, records)
+        persist(self.rt.db, q.id, self.trace, self._fit_records(records))
+
+    def _fit_records(self, records: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+        """Fit the trace and the replay log into what is left of `recorded_bytes`: first the steps'
+        full outputs give way to the outputs the model saw, then the replay log is not written (the
+        trace says so). The trace itself is bounded by the steps and is always written."""
+        room = self.meter.left("recorded_bytes")
+        log_bytes = sum(len(dumps(r)) for r in records)
+        trace_bytes = len(dumps(self.trace))
+        if trace_bytes + log_bytes > room:
+            for entry in self.trace.get("steps") or []:
+                entry["full_output"] = entry.get("output", "")
+            self.trace["full_outputs_dropped"] = "over the turn's recorded_bytes budget"
+            trace_bytes = len(dumps(self.trace))
+        kept: list[dict[str, Any]] | None = records
+        if trace_bytes + log_bytes > room:
+            self.trace["replay"] = {
+                "available": False,
+                "error": f"the replay log ({log_bytes:,} bytes) is over the turn's recorded_bytes budget",
+            }
+            kept, log_bytes = None, 0
+        self._recorded(trace_bytes + log_bytes)
+        return kept
 
     def close(self) -> None:
         if self._watchdog is not None:

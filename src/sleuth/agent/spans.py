@@ -1,9 +1,19 @@
-"""Evidence spans as the host sees them: what the sandbox reported for each label (runtime.md §8.1)."""
+"""Evidence spans as the host sees them (runtime.md §8.1): resolved from what the sandbox pointed at.
+
+The sandbox only points (context, source, page, start, end); the host derives everything it keeps
+from the pinned version's own records, so a forged span can neither name a file outside the version
+nor put words on a page that the page does not hold.
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from sleuth.sandbox.messages import SpanReport
+from sleuth.store.search import VersionReader
 
 
 @dataclass
@@ -26,22 +36,6 @@ class EvidenceSpan:
     seen_order: int | None = None  # order of first sighting
     cited: bool = False
 
-    @classmethod
-    def from_sandbox(cls, data: dict[str, Any]) -> EvidenceSpan:
-        return cls(
-            ref=str(data["ref"]),
-            context=str(data["context"]),
-            source_path=str(data["source_path"]),
-            page=int(data["page"]),
-            start=int(data["start"]),
-            end=int(data["end"]),
-            text=str(data["text"]),
-            section_path=list(data.get("section_path") or []),
-            via=str(data.get("via") or "chunk"),
-            artifact_name=data.get("artifact_name"),
-            score=data.get("score"),
-        )
-
     def to_json(self) -> dict[str, Any]:
         return {
             "ref": self.ref,
@@ -60,3 +54,51 @@ class EvidenceSpan:
             "seen_order": self.seen_order,
             "cited": self.cited,
         }
+
+
+class SpanResolver:
+    """Resolves the spans a sandbox reports against the pinned versions of the turn's scope.
+
+    A report is kept only when its context is in scope, its source is a source of that version (a
+    key lookup, never a path join), its page exists, its offsets fall inside the page, and the text it
+    claims (if any) is the page's own text there. The kept span's text is the host's slice of the page;
+    its section path comes from the chunk with exactly that span, and an artifact name must be one
+    of the version's artifacts.
+    """
+
+    def __init__(self, readers: Mapping[str, VersionReader]) -> None:
+        self.readers = readers
+        self.rejected = 0
+
+    def resolve(self, report: SpanReport) -> EvidenceSpan | None:
+        span = self._resolve(report)
+        if span is None:
+            self.rejected += 1
+        return span
+
+    def _resolve(self, report: SpanReport) -> EvidenceSpan | None:
+        reader = self.readers.get(report.context)
+        if reader is None:
+            return None
+        page = reader.page_text(report.source_path, report.page)
+        if page is None or not report.start < report.end <= len(page):
+            return None
+        text = page[report.start : report.end]
+        if report.text and report.text != text:
+            return None
+        if report.artifact_name is not None and report.artifact_name not in reader.artifact_names:
+            return None
+        chunk = reader.chunk_at.get((report.source_path, report.page, report.start, report.end))
+        return EvidenceSpan(
+            ref=report.ref,
+            context=report.context,
+            source_path=report.source_path,
+            page=report.page,
+            start=report.start,
+            end=report.end,
+            text=text,
+            section_path=list(chunk.section_path) if chunk is not None else [],
+            via=report.via,
+            artifact_name=report.artifact_name,
+            score=report.score if report.score is not None and math.isfinite(report.score) else None,
+        )

@@ -95,11 +95,19 @@ def usage_seams(host_log: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         {
             "kind": "embed",
-            "model": str((embeds[0]["args"] or {}).get("model", "default")),
-            "tokens": sum(sum(len(t) for t in (h["args"].get("texts") or [])) // 4 for h in embeds),
+            "model": str((embeds[0].get("args") or {}).get("model", "default")),
+            "tokens": sum(
+                sum(len(t) for t in ((h.get("args") or {}).get("texts") or [])) // 4 for h in embeds
+            ),
             "requests": len(embeds),
         }
     ]
+
+
+def _text_chars(args: Any) -> int:
+    """Characters of an embed call's texts (a rejected call keeps no arguments: 0)."""
+    texts = args.get("texts") if isinstance(args, dict) else None
+    return sum(len(t) for t in texts if isinstance(t, str)) if isinstance(texts, list) else 0
 
 
 def evidence_table(spans: Iterable[EvidenceSpan]) -> list[dict[str, Any]]:
@@ -190,11 +198,12 @@ def replay_records(
     return records
 
 
-def persist(db: ServerDB, query_id: str, trace: dict[str, Any], records: list[dict[str, Any]]) -> None:
-    """Write the replay log, then the trace. A log that cannot be written costs the turn its replay,
-    noted in the trace, never its answer."""
+def persist(db: ServerDB, query_id: str, trace: dict[str, Any], records: list[dict[str, Any]] | None) -> None:
+    """Write the replay log (None: there is none to write, and the trace says why), then the trace. A
+    log that cannot be written costs the turn its replay, noted in the trace, never its answer."""
     try:
-        write_replay_log(db.replay_root, query_id, records)
+        if records is not None:
+            write_replay_log(db.replay_root, query_id, records)
     except OSError as exc:
         trace["replay"] = {"available": False, "error": str(exc)}
     db.save_trace(query_id, trace)

@@ -12,11 +12,12 @@ This module admits a turn; `run.py` runs it and `trace.py` assembles what it lea
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from sleuth.agent.actions import SDK_NAMES
@@ -29,12 +30,14 @@ from sleuth.agent.trace import sleuth_version
 from sleuth.models.base import Model, ModelConfig
 from sleuth.models.catalog import Catalog, CatalogError, build_model
 from sleuth.sandbox.host import HostFunction, SandboxHost
-from sleuth.sandbox.limits import Limits
+from sleuth.sandbox.limits import HostBudget, Limits
 from sleuth.store.home import ContextNotFound, Home
 from sleuth.store.server_db import LOCAL_PRINCIPAL, ComparisonGroupFull, ServerDB, new_id
+from sleuth.store.text import clean
 
 __all__ = ["PreparedTurn", "Runtime", "TurnError", "TurnRequest", "new_query_id", "sleuth_version"]
 
+log = logging.getLogger("sleuth.turn")
 WORKFLOWS = {"search", "search_cc", "search_rag"}
 WORKFLOW_ALIASES = {
     "query_search": "search",
@@ -75,6 +78,17 @@ class TurnRequest:
     retrieval: RetrievalOptions | None = None
     created_by: str = LOCAL_PRINCIPAL  # recorded on a session this turn opens (the API key's name)
     comparison_group: str | None = None  # api.md §8.1: up to 3 turns compared side by side
+
+
+def valid_text(request: TurnRequest) -> TurnRequest:
+    """The request with every string made valid UTF-8 (lone surrogates → U+FFFD): a request is text
+    from outside, and one unencodable character must not wedge the stored session or query."""
+    changes = {
+        item.name: clean(value)
+        for item in fields(request)
+        if isinstance(value := getattr(request, item.name), str | list | dict)
+    }
+    return replace(request, **changes)
 
 
 def default_max_steps(workflow: str) -> int:
@@ -119,14 +133,17 @@ class Runtime:
         sandbox_host: SandboxHost | None = None,
         model_factory: Callable[[ModelConfig], Model] = build_model,
         limits: Limits | None = None,
+        budget: HostBudget | None = None,
         recover: bool = False,
     ) -> None:
         """`recover` fails turns left `in_progress` by a crashed process: only the process that owns
-        the home's turns (the server) may do that, never a CLI run beside it."""
+        the home's turns (the server) may do that, never a CLI run beside it. `budget` caps the host's
+        work per turn (default: `HostBudget.from_env()`)."""
         self.home = home
         self.catalog = catalog or Catalog.load(home.root)
         self.db = db or ServerDB.for_home(home)
         self.limits = limits or Limits()
+        self.budget = budget or HostBudget.from_env()
         self._host = sandbox_host
         self._own_host = sandbox_host is None
         self.model_factory = model_factory
@@ -166,6 +183,7 @@ class Runtime:
         `admit(session or None)` runs after every check and before anything is stored: the server's own
         checks (busy session, comparison group, capacity) go there, in api.md §8.1's order, and may raise.
         """
+        request = valid_text(request)
         ask = request.ask
         if not isinstance(ask, str) or not ask.strip() or len(ask) > 20_000:
             raise TurnError("invalid_request", "ask must be a non-blank string of 1-20,000 characters")
@@ -296,7 +314,13 @@ class Runtime:
             runner.start_watchdog()
             runner.execute()
         except Exception as exc:  # a crash inside a turn fails the query, never the process
-            runner.fail(f"internal error: {type(exc).__name__}: {exc}", traceback.format_exc())
+            error = f"internal error: {type(exc).__name__}: {str(exc)[:500]}"
+            try:
+                runner.fail(error, traceback.format_exc())
+            except Exception:  # even failing failed (the store): the query must still end
+                log.exception("turn %s could not be failed normally", turn.query.id)
+                self.db.fail_query(turn.query.id, error)
+                runner.query.status, runner.query.error = "failed", error
         finally:
             runner.close()
             self.db.release_session(turn.session["id"], turn.query.id)

@@ -17,6 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from sleuth.api import contexts, mcp, queries, sessions, system
 from sleuth.api.errors import ApiError
 from sleuth.api.state import ApiState
+from sleuth.api.uploads import UPLOAD_ROUTE
 from sleuth.api.versioning import DEFAULT_VERSION, HEADER, VERSIONS
 
 log = logging.getLogger("sleuth.api")
@@ -62,10 +63,21 @@ ERROR_SCHEMA: dict[str, Any] = {
 }
 
 
+class _BodyTooLarge(Exception):
+    """Raised from `receive` once a request body passes its limit."""
+
+
 class VersionAndLimits:
-    """Resolve `X-Pinecone-Api-Version` (400 for an unknown one) and echo it on every response; refuse
-    JSON bodies over 1 MiB by their Content-Length. Plain ASGI rather than `@app.middleware`, which
-    costs a task and a queue per request and wraps streamed (SSE) responses."""
+    """Resolve `X-Pinecone-Api-Version` (400 for an unknown one) and echo it on every response; hold
+    every request body to 1 MiB (`413 payload_too_large`). Plain ASGI rather than `@app.middleware`,
+    which costs a task and a queue per request and wraps streamed (SSE) responses.
+
+    The body limit is counted on the bytes as they arrive, so a chunked body (no Content-Length) is
+    refused the same way as a declared one, after at most 1 MiB was read, never parsed. Only the
+    multipart upload routes (`uploads.UPLOAD_ROUTE`) are left to their own larger limit, which
+    `parse_upload` counts the same way; a multipart content type on any other route changes nothing.
+    Whatever the app makes of the error `receive` raised, the client gets the 413.
+    """
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -86,19 +98,44 @@ class VersionAndLimits:
             return
         version = requested or DEFAULT_VERSION
         scope.setdefault("state", {})["api_version"] = version  # what `request.state.api_version` reads
+        is_upload = headers.get("content-type", "").lower().startswith("multipart/form-data") and bool(
+            UPLOAD_ROUTE.fullmatch(scope["path"])
+        )
+        limit = None if is_upload else MAX_JSON_BODY
+        too_large = ApiError(413, "payload_too_large", "request bodies are limited to 1 MiB")
         length = headers.get("content-length")
-        is_upload = headers.get("content-type", "").startswith("multipart/")
-        if length is not None and length.isdigit() and int(length) > MAX_JSON_BODY and not is_upload:
-            error = ApiError(413, "payload_too_large", "JSON bodies are limited to 1 MiB")
-            await _envelope(error, version)(scope, receive, send)
+        if limit is not None and length is not None and length.isdigit() and int(length) > limit:
+            await _envelope(too_large, version)(scope, receive, send)
             return
+        received = 0
+        refused = started = False
+
+        async def counted_receive() -> Message:
+            nonlocal received, refused
+            message = await receive()
+            if limit is not None and message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    refused = True
+                    raise _BodyTooLarge(f"the body passed {limit} bytes")
+            return message
 
         async def send_with_version(message: Message) -> None:
+            nonlocal started
+            if refused:
+                return  # the app's answer to the error it caught: the 413 below replaces it
             if message["type"] == "http.response.start":
+                started = True
                 MutableHeaders(scope=message)[HEADER] = version
             await send(message)
 
-        await self.app(scope, receive, send_with_version)
+        try:
+            await self.app(scope, counted_receive, send_with_version)
+        except Exception:
+            if not refused:
+                raise
+        if refused and not started:
+            await _envelope(too_large, version)(scope, receive, send)
 
 
 def _routes(app: FastAPI) -> None:

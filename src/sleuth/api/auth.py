@@ -1,5 +1,6 @@
 """Authentication (api.md §3): API keys in one of three headers, roles `admin` and `query`, and the
-no-auth local mode in which every request is the admin `local`."""
+no-auth local mode in which every request is the admin `local`. What a principal may see once it is
+known (its own sessions, its contexts) is decided in `api/access.py`."""
 
 from __future__ import annotations
 
@@ -24,10 +25,29 @@ class Principal:
     name: str
     role: str  # "admin" | "query"
     key_id: str | None = None  # None in no-auth mode
+    contexts: frozenset[str] | None = None  # the context ids a limited key sees; None: every context
 
     @classmethod
     def of(cls, key: ApiKey) -> Principal:
-        return cls(key.name, key.role, key.id)
+        contexts = None if key.contexts is None else frozenset(key.contexts)
+        return cls(key.name, key.role, key.id, contexts)
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "admin"
+
+    @property
+    def limited(self) -> bool:
+        """Limited to a list of contexts (`sleuth keys create --context`)."""
+        return self.contexts is not None
+
+    def sees_context(self, context_id: str | None) -> bool:
+        """Whether the context with this id exists for this principal (None: one that is gone)."""
+        return self.contexts is None or (context_id is not None and context_id in self.contexts)
+
+    def owns(self, created_by: str) -> bool:
+        """Whether a session opened by `created_by` is this principal's to see: an admin sees all."""
+        return self.is_admin or created_by == self.name
 
 
 def unauthenticated(message: str) -> ApiError:
@@ -73,7 +93,7 @@ def principal(request: Request) -> Principal:
 
 def admin(who: Annotated[Principal, Depends(principal)]) -> Principal:
     """Routes that change contexts, sources, curation, packs or tasks."""
-    if who.role != "admin":
+    if not who.is_admin:
         raise ApiError(403, "forbidden", "this operation needs an admin key")
     return who
 

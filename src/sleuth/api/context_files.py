@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from sleuth.api.errors import ApiError
 from sleuth.api.state import ApiState
 from sleuth.api.tasks import TaskService, walk_files
-from sleuth.compile.sources import UnsafePath, safe_relative_path
+from sleuth.compile.sources import UnsafePath, safe_relative_path, safe_source_path
 from sleuth.store.home import ContextDir, ContextNotFound, write_json_atomic
 from sleuth.store.lock import CurateInFlight, curate_lock
 
@@ -94,9 +94,10 @@ def conflict_check(service: TaskService, ctx: ContextDir, workflows: tuple[str, 
         ) from None
 
 
-def safe_rel(name: str) -> PurePosixPath:
+def safe_rel(name: str, source: bool = False) -> PurePosixPath:
+    """A request path, or `400 unsafe_path`; `source=True` for the path a new source is stored at."""
     try:
-        return safe_relative_path(name)
+        return safe_source_path(name) if source else safe_relative_path(name)
     except UnsafePath as exc:
         raise ApiError(400, "unsafe_path", str(exc), field="path") from None
 

@@ -8,6 +8,10 @@ The routes reuse the compiler's pieces instead of re-implementing them: `Home` f
 (file copies, tree walks, deletes) runs in worker threads: plain `def` routes run in FastAPI's thread
 pool, and the `async` routes (uploads, which stream the multipart body) hand their disk work to
 `run_in_threadpool`.
+
+A key limited to contexts sees only those (api.md §3.1): `router` carries `access.context_guard`, so
+every route on it (these, the task routes and those of the other context modules) treats any other
+context, and its tasks, as absent; the list of contexts leaves them out.
 """
 
 from __future__ import annotations
@@ -19,10 +23,11 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from pydantic import Field
 
 from sleuth.api import curation, knowledge, packs, sources, tasks, templates
+from sleuth.api.access import context_guard
 from sleuth.api.auth import AdminKey, AnyKey
 from sleuth.api.context_files import (
     StrictBody,
@@ -39,14 +44,11 @@ from sleuth.compile.manifest import ManifestError, parse_manifest
 from sleuth.store.home import ContextDir, ContextNotFound, InvalidSlug, check_slug, now_iso, write_json_atomic
 from sleuth.store.lock import CurateInFlight, curate_lock
 
-router = APIRouter(tags=["contexts"])
-router.include_router(tasks.router)
-
 SLUG_RULE = r"^[a-z][a-z0-9-]*$"
 
 _identity_lock = threading.Lock()  # slug uniqueness across concurrent create/rename
 
-router = APIRouter(tags=["contexts"])
+router = APIRouter(tags=["contexts"], dependencies=[Depends(context_guard)])
 router.include_router(tasks.router)
 
 
@@ -154,13 +156,14 @@ def context_json(
 
 
 @router.get("/contexts")
-def list_contexts(request: Request, _who: AnyKey) -> list[dict[str, Any]]:
-    """Every context, newest first, with `stats`."""
+def list_contexts(request: Request, who: AnyKey) -> list[dict[str, Any]]:
+    """Every context the caller sees, newest first, with `stats`."""
     state, service = api_state(request), task_service(request)
     found: list[dict[str, Any]] = []
     for ctx in _context_dirs(state):
         with suppress(FileNotFoundError):  # deleted while listed
-            found.append(context_json(state, service, ctx, with_stats=True))
+            if not who.limited or who.sees_context(ctx.info().id):
+                found.append(context_json(state, service, ctx, with_stats=True))
     return sorted(found, key=lambda c: (c["created_at"], c["id"]), reverse=True)
 
 

@@ -6,7 +6,10 @@ primitive of the SDK (runtime.md §5.2) against one context named by the require
 - Over HTTP the endpoint is Streamable HTTP, stateless and answering in JSON: the tools need no
   server-to-client requests, so no MCP session is kept and a credential is never bound to one. Each request
   authenticates like every other route (`auth.principal`; in no-auth mode everyone is the admin `local`);
-  a refusal is the usual `401 unauthenticated` envelope.
+  a refusal is the usual `401 unauthenticated` envelope. So is every refusal made before a JSON-RPC
+  message is read (method, `Accept`, `Content-Type`): those are checked here, after the credentials.
+- Each tool sees what its principal sees (`api/access.py`): a key limited to contexts lists and reads
+  only those, and `get_query` answers only for the caller's own turns (an admin's: every turn).
 - Over stdio (`sleuth mcp`) the tools run as the local admin, with this process's own turn executor.
 - `query_context` admits a turn exactly like `POST /query` with `background: true` (`queries.admit_turn`):
   same checks, capacity and sandbox floor, same executor, so `GET /api/queries/{id}` sees it too.
@@ -34,6 +37,7 @@ import anyio
 import anyio.to_thread
 from fastapi import APIRouter, FastAPI
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.streamable_http import check_accept_headers
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
@@ -45,6 +49,7 @@ from starlette.types import Receive, Scope, Send
 import sleuth
 from sleuth.agent.records import Query
 from sleuth.agent.turn import Runtime, TurnError
+from sleuth.api.access import visible_query
 from sleuth.api.auth import LOCAL, Principal, principal
 from sleuth.api.errors import ApiError
 from sleuth.api.queries import PendingGroups, QueryRequest, admit_turn, pending_groups, validated_body
@@ -268,12 +273,16 @@ class Tools:
         except (ContextNotFound, ValueError):
             raise ToolFailure("context_not_found", f"no context {slug!r}{hint}") from None
         info = ctx.info()
-        if self._only is not None and info.slug != self._only:
+        if not self._serves(engine, info):
             raise ToolFailure("context_not_found", f"no context {slug!r}{hint}")
         return ctx, info
 
+    def _serves(self, engine: Engine, info: ContextInfo) -> bool:
+        """The context is this server's (`--context`) and the caller's (a key's context list)."""
+        return self._only in (None, info.slug) and engine.who.sees_context(info.id)
+
     def _listed(self, engine: Engine) -> list[tuple[ContextDir, ContextInfo]]:
-        return [(c, i) for c, i in engine.state.home.contexts() if self._only in (None, i.slug)]
+        return [(c, i) for c, i in engine.state.home.contexts() if self._serves(engine, i)]
 
     # ---------------------------------------------------------------------- the Nexus tools
     async def list_contexts(self, ctx: Context) -> CallToolResult:
@@ -324,9 +333,7 @@ class Tools:
         self, query_id: Annotated[str, Field(min_length=1, max_length=200)], ctx: Context
     ) -> CallToolResult:
         def work(engine: Engine) -> dict[str, Any]:
-            document = engine.state.db.get_query(query_id)
-            if document is None:
-                raise ToolFailure("query_not_found", f"no query {query_id!r}")
+            document = visible_query(engine.state, engine.who, query_id)
             status = document.get("status")
             text = "".join(
                 part.get("text", "")
@@ -500,11 +507,36 @@ def build_server(engine_of: EngineOf, only: str | None = None) -> tuple[MCPServe
 
 
 # ------------------------------------------------------------------------------------------ HTTP
-class _Endpoint:
-    """`/mcp`: authenticate like every route, then hand the request to the SDK's session manager.
+def _http_refusal(request: Request) -> ApiError | None:
+    """What the SDK's transport would refuse before reading a JSON-RPC message, as the §4 envelope
+    instead of its JSON-RPC error body. Only POST carries messages: the endpoint is stateless, so there
+    is no stream to GET (the SDK would hold one open, idle, until the client left) and no session to
+    DELETE. The answers are JSON, so the client must accept JSON; the body must be JSON."""
+    if request.method != "POST":
+        return ApiError(
+            405,
+            "method_not_allowed",
+            f"{MCP_PATH} takes POST requests carrying JSON-RPC messages, not {request.method}",
+            headers={"Allow": "POST"},
+        )
+    accepts_json, _ = check_accept_headers(request)
+    if not accepts_json:
+        return ApiError(406, "not_acceptable", "the client must accept application/json (Accept header)")
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type != "application/json":
+        return ApiError(
+            415, "unsupported_media_type", "the body must be JSON (Content-Type: application/json)"
+        )
+    return None
 
-    An ASGI class (not a function), so Starlette routes every method to it untouched. A refused
-    credential raises `ApiError`, which the app turns into its usual envelope."""
+
+class _Endpoint:
+    """`/mcp`: authenticate like every route, refuse what is not a JSON-RPC request, then hand the
+    request to the SDK's session manager.
+
+    An ASGI class (not a function), so Starlette routes every method to it untouched. A refusal raises
+    `ApiError`, which the app turns into its usual envelope; credentials are checked first, so nothing
+    about the endpoint is told to a caller without them."""
 
     def __init__(self, server: MCPServer) -> None:
         self.server = server
@@ -512,6 +544,9 @@ class _Endpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
         who = await run_in_threadpool(principal, request)  # key checks read the database
+        refusal = _http_refusal(request)
+        if refusal is not None:
+            raise refusal
         setattr(request.state, PRINCIPAL_STATE, who)
         await self.server.session_manager.handle_request(scope, receive, send)
 

@@ -16,6 +16,7 @@ from starlette.datastructures import UploadFile
 
 import sleuth
 from sleuth.api import tasks
+from sleuth.api.archives import ZIP_ENTRY_BYTES, ArchiveRefused, zip_directory
 from sleuth.api.auth import AdminKey
 from sleuth.api.context_files import (
     EXCLUSIVE_WORKFLOWS,
@@ -174,7 +175,17 @@ def _invalid_pack(message: str) -> ApiError:
 
 def _check_pack(path: Path, limits: SourceLimits) -> dict[str, Any]:
     """`pack.json` of a valid pack: a zip whose members all have safe names, are regular files under
-    the known top-level entries, fit the limits, with a known format version and a valid manifest."""
+    the known top-level entries, fit the limits, with a known format version and a valid manifest.
+    The zip's end record is read first, so a directory of any size is never loaded."""
+    try:
+        entries, directory = zip_directory(path)
+    except (ArchiveRefused, OSError) as exc:
+        raise _invalid_pack(f"not a valid Sleuth pack: {exc}") from None
+    if entries > limits.max_archive_members or directory > max(1, entries) * ZIP_ENTRY_BYTES:
+        raise _invalid_pack(
+            f"the pack has {entries} members in a {directory}-byte directory; "
+            f"the limit is {limits.max_archive_members} members"
+        )
     try:
         with zipfile.ZipFile(path) as zf:
             sources = total = 0

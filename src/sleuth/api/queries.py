@@ -7,6 +7,9 @@ documented order (§8.1 "Validation order"): credentials (the dependency) → JS
 scope, models, shape → (in its `admit` hook) busy session, comparison group, sandbox, capacity. Nothing
 is stored until every check passed. The turn then runs on the bounded executor (turns.py), never on the
 request: a client that goes away leaves it running.
+
+Every route that names a turn (`_stored`) or a session answers only for what the caller may see
+(`api/access.py`): another principal's turn is `404 query_not_found`, as if it did not exist.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from sleuth.agent.records import Query
 from sleuth.agent.replay import ReplayError, replay
 from sleuth.agent.retrieval import retrieval_options
 from sleuth.agent.turn import TurnError, TurnRequest
+from sleuth.api.access import check_scope, query_not_found, visible_query, visible_session
 from sleuth.api.auth import AdminKey, AnyKey, Principal
 from sleuth.api.errors import ApiError
 from sleuth.api.sse import follow, stream_response
@@ -323,13 +327,16 @@ def _turn_request(body: QueryRequest, session_id: str | None, who: Principal) ->
     )
 
 
-def _session_of(state: ApiState, body: QueryRequest) -> str | None:
-    """Session resolution: `previous_query_id` names a turn whose session is continued."""
+def _session_of(state: ApiState, body: QueryRequest, who: Principal) -> str | None:
+    """Session resolution: `previous_query_id` names a turn whose session is continued. Only a session
+    the caller may see can be continued; then (for a new session) the scope it may see."""
     if body.previous_query_id is None:
+        if body.session_id is not None:
+            visible_session(state, who, body.session_id)
+        else:
+            check_scope(state, who, list(body.scope or []))
         return body.session_id
-    previous = state.db.get_query(body.previous_query_id)
-    if previous is None:
-        raise ApiError(404, "query_not_found", f"no query {body.previous_query_id!r}")
+    previous = visible_query(state, who, body.previous_query_id)
     session_id = str(previous["session_id"])
     if body.session_id is not None and body.session_id != session_id:
         raise _invalid(
@@ -349,7 +356,7 @@ def admit_turn(
     one call, so a request cancelled meanwhile cannot leave a stored turn that never runs. The MCP
     server's `query_context` admits its turns here too.
     """
-    session_id = _session_of(state, body)
+    session_id = _session_of(state, body, who)
     group = body.comparison_group
     grouped = reserved = False
     request = _turn_request(body, session_id, who)
@@ -441,7 +448,7 @@ async def post_query(request: Request, who: AnyKey) -> Response:
             follow(state.db, turns, query_id, 1, lambda doc: present(state, doc)), query_id
         )
     finished = await wait_for(future)
-    document = await run_in_threadpool(_stored, state, query_id)
+    document = await run_in_threadpool(_stored, state, query_id, who)
     if (
         finished.status == "failed"
         and finished.rollup is not None
@@ -451,18 +458,16 @@ async def post_query(request: Request, who: AnyKey) -> Response:
     return JSONResponse(document)
 
 
-def _stored(state: ApiState, query_id: str) -> dict[str, Any]:
-    document = state.db.get_query(query_id)
-    if document is None:
-        raise ApiError(404, "query_not_found", f"no query {query_id!r}")
-    return present(state, document)
+def _stored(state: ApiState, query_id: str, who: Principal) -> dict[str, Any]:
+    """The turn as served, or `404 query_not_found` when it does not exist for `who`."""
+    return present(state, visible_query(state, who, query_id))
 
 
 @router.get(
     "/queries/{query_id}", summary="A query turn", responses=error_responses((404, "query_not_found"))
 )
 async def get_query(request: Request, query_id: str, who: AnyKey) -> dict[str, Any]:
-    return await run_in_threadpool(_stored, api_state(request), query_id)
+    return await run_in_threadpool(_stored, api_state(request), query_id, who)
 
 
 @router.post(
@@ -472,7 +477,7 @@ async def get_query(request: Request, query_id: str, who: AnyKey) -> dict[str, A
 )
 async def cancel_query(request: Request, query_id: str, who: AnyKey) -> dict[str, Any]:
     state, turns = api_state(request), executor(request)
-    document = await run_in_threadpool(_stored, state, query_id)
+    document = await run_in_threadpool(_stored, state, query_id, who)
     if document.get("status") in TERMINAL_STATUSES:
         return document
     if await run_in_threadpool(turns.cancel, query_id):
@@ -481,7 +486,7 @@ async def cancel_query(request: Request, query_id: str, who: AnyKey) -> dict[str
             return not state.runtime.is_active(query_id) and not turns.holds(query_id)
 
         await wait_until(finished, turns.hub, query_id, CANCEL_WAIT_S)
-    return await run_in_threadpool(_stored, state, query_id)
+    return await run_in_threadpool(_stored, state, query_id, who)
 
 
 @router.get(
@@ -491,7 +496,7 @@ async def cancel_query(request: Request, query_id: str, who: AnyKey) -> dict[str
 )
 async def get_trace(request: Request, query_id: str, who: AnyKey) -> dict[str, Any]:
     state = api_state(request)
-    document = await run_in_threadpool(_stored, state, query_id)
+    document = await run_in_threadpool(_stored, state, query_id, who)
     if document.get("status") not in TERMINAL_STATUSES:
         raise ApiError(409, "query_not_terminal", f"query {query_id} is still running", query_id=query_id)
     trace = await run_in_threadpool(state.db.get_trace, query_id)
@@ -529,7 +534,7 @@ async def get_events(
             raise _invalid(
                 "Last-Event-ID", f"Last-Event-ID must be an event id; got {last_event_id!r}"
             ) from None
-    await run_in_threadpool(_stored, state, query_id)
+    await run_in_threadpool(_stored, state, query_id, who)
     frames = follow(state.db, executor(request), query_id, since, lambda doc: present(state, doc))
     return stream_response(frames, query_id)
 
@@ -547,10 +552,12 @@ async def post_feedback(request: Request, query_id: str, who: AnyKey) -> Respons
     _unknown_fields(data, FeedbackRequest)
     body = validated_body(data, FeedbackRequest)
     feedback = {"rating": body.rating, "comment": body.comment}
+    state = api_state(request)
+    await run_in_threadpool(visible_query, state, who, query_id)
     try:
-        await run_in_threadpool(api_state(request).db.set_feedback, query_id, feedback)
+        await run_in_threadpool(state.db.set_feedback, query_id, feedback)
     except QueryNotFound:
-        raise ApiError(404, "query_not_found", f"no query {query_id!r}") from None
+        raise query_not_found(query_id) from None
     return Response(status_code=204)
 
 
@@ -566,7 +573,7 @@ async def post_feedback(request: Request, query_id: str, who: AnyKey) -> Respons
 async def replay_query(request: Request, query_id: str, who: AdminKey) -> dict[str, Any]:
     require_unstable(request, "POST /queries/{id}/replay")
     state = api_state(request)
-    document = await run_in_threadpool(_stored, state, query_id)
+    document = await run_in_threadpool(_stored, state, query_id, who)
     if document.get("status") not in TERMINAL_STATUSES:
         raise ApiError(409, "query_not_terminal", f"query {query_id} is still running", query_id=query_id)
     try:

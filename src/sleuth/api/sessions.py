@@ -1,4 +1,5 @@
 """Routes: sessions (api.md §10.1): list, read (with the session's turns, oldest first), delete.
+A principal lists, reads and deletes only the sessions it may see (`api/access.py`).
 
 The server database keeps a session with the scope as the caller wrote it (slugs or ids) and Unix
 times; the Session object serves context ids and RFC 3339 times, and adds the project and creator.
@@ -12,6 +13,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
+from sleuth.api.access import session_not_found, visible_session, visible_sessions
 from sleuth.api.auth import AnyKey
 from sleuth.api.errors import ApiError
 from sleuth.api.queries import error_responses, present
@@ -63,10 +65,6 @@ def session_object(
     }
 
 
-def _not_found(session_id: str) -> ApiError:
-    return ApiError(404, "session_not_found", f"no session {session_id!r}")
-
-
 @router.get(
     "/sessions",
     summary="Sessions, newest first",
@@ -83,7 +81,7 @@ async def list_sessions(
     def load() -> dict[str, Any]:
         cache: dict[str, str] = {}
         body: dict[str, Any] = {
-            "sessions": [session_object(state, s, cache) for s in state.db.list_sessions(limit)]
+            "sessions": [session_object(state, s, cache) for s in visible_sessions(state, who, limit)]
         }
         if queries_active:
             body["queries_active"] = state.db.active_query_count()
@@ -101,9 +99,7 @@ async def get_session(request: Request, session_id: str, who: AnyKey) -> dict[st
     state = api_state(request)
 
     def load() -> dict[str, Any]:
-        stored = state.db.get_session(session_id)
-        if stored is None:
-            raise _not_found(session_id)
+        stored = visible_session(state, who, session_id)
         queries = [present(state, q) for q in state.db.queries_for_session(session_id)]
         return {**session_object(state, stored), "queries": queries}
 
@@ -117,10 +113,11 @@ async def get_session(request: Request, session_id: str, who: AnyKey) -> dict[st
 )
 async def delete_session(request: Request, session_id: str, who: AnyKey) -> dict[str, Any]:
     state = api_state(request)
+    await run_in_threadpool(visible_session, state, who, session_id)
     try:
         deleted = await run_in_threadpool(state.db.delete_session, session_id)
     except SessionBusy:
         raise ApiError(409, "session_busy", f"session {session_id} has a turn in flight") from None
     if not deleted:
-        raise _not_found(session_id)
+        raise session_not_found(session_id)
     return {"deleted": True}

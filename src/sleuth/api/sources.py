@@ -1,5 +1,5 @@
-"""Routes: source import (one file, or an archive expanded by an `import` task) and the source tree:
-list, stats, manifest, read, delete (api.md §6.2).
+"""Routes: source import (one file, or an archive expanded by an `import` task, see `archives.py`)
+and the source tree: list, stats, manifest, read, delete (api.md §6.2).
 
 Blocking work (file copies, tree walks, deletes) runs in worker threads: plain `def` routes run in
 FastAPI's thread pool, and the `async` upload route (which streams the multipart body) hands its disk
@@ -10,11 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tarfile
-import zipfile
-from collections.abc import Iterator
-from contextlib import suppress
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Annotated, Any
 
@@ -23,6 +18,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse
 from starlette.datastructures import UploadFile
 
+from sleuth.api.archives import Usage, expand_archive
 from sleuth.api.auth import AdminKey, AnyKey
 from sleuth.api.context_files import find_context, prune_empty_dirs, safe_rel, tree_lock, update_extra
 from sleuth.api.errors import ApiError
@@ -47,27 +43,10 @@ from sleuth.api.uploads import (
     single_file,
     staging_dir,
 )
-from sleuth.compile.sources import UnsafePath, archive_stem, is_archive, safe_join, safe_relative_path
+from sleuth.compile.sources import UnsafePath, archive_stem, is_archive, safe_join
 from sleuth.store.home import ContextDir, now_iso
 
 router = APIRouter()
-
-
-@dataclass
-class _Usage:
-    """Files and bytes in a source tree. An archive import counts once and keeps the tally itself,
-    so expanding N members costs one tree walk, not N."""
-
-    files: int = 0
-    bytes: int = 0
-
-    @classmethod
-    def of(cls, ctx: ContextDir) -> _Usage:
-        usage = cls()
-        for _rel, st in walk_files(ctx.sources):
-            usage.files += 1
-            usage.bytes += st.st_size
-        return usage
 
 
 class _LimitHit(Exception):
@@ -76,12 +55,10 @@ class _LimitHit(Exception):
         self.status, self.code = status, code
 
 
-def _place(
-    ctx: ContextDir, rel: PurePosixPath, src: IO[bytes], limits: SourceLimits, usage: _Usage | None = None
-) -> dict[str, Any]:
+def _place(ctx: ContextDir, rel: PurePosixPath, src: IO[bytes], limits: SourceLimits) -> dict[str, Any]:
     """Write one file into the source tree: staged in `staging/`, checked against the per-file and
-    per-context limits, then renamed into place (a reader never sees half a file). `usage`, when
-    given, is the caller's running tally (updated here); otherwise the tree is counted."""
+    per-context limits (on the bytes read), then renamed into place (a reader never sees half a
+    file)."""
     tmp = staging_dir(ctx) / f"{os.urandom(8).hex()}.partial"
     try:
         try:
@@ -97,7 +74,7 @@ def _place(
             if dest.is_dir():
                 raise _LimitHit(400, "invalid_request", f"{rel}: a directory exists at that path")
             old = dest.stat().st_size if dest.is_file() else None
-            tally = usage if usage is not None else _Usage.of(ctx)
+            tally = Usage.of(ctx)
             if old is None and tally.files + 1 > limits.max_files_per_context:
                 raise _LimitHit(
                     409,
@@ -116,8 +93,6 @@ def _place(
                 raise _LimitHit(400, "invalid_request", f"{rel}: a parent of the path is a file") from None
             os.chmod(tmp, 0o644)
             os.replace(tmp, dest)
-            tally.files += 1 if old is None else 0
-            tally.bytes += size - (old or 0)
         return {"path": str(rel), "size": size, "sha256": sha}
     finally:
         tmp.unlink(missing_ok=True)
@@ -191,111 +166,12 @@ def _stage_archive(
 
     def job(handle: TaskHandle) -> dict[str, Any]:
         try:
-            return _expand_archive(ctx, staged, target, limits, handle)
+            return expand_archive(ctx, staged, target, limits, handle)
         finally:
             shutil.rmtree(staged_dir, ignore_errors=True)
 
     service.submit(task, job, phases=("extract",))
     return {"task_id": task["id"], "state": "importing", "files": []}
-
-
-@dataclass
-class _Member:
-    name: str
-    size: int
-    regular: bool
-    open: Any  # () -> IO[bytes]
-
-
-def _members(archive: Path) -> Iterator[_Member]:
-    """Every non-directory member of a zip or tar, with a lazy opener (nothing is read up front)."""
-    if archive.name.lower().endswith(".zip"):
-        with zipfile.ZipFile(archive) as zf:
-            for info in zf.infolist():
-                if info.is_dir():
-                    continue
-                mode = (info.external_attr >> 16) & 0o170000
-                regular = not mode or mode == 0o100000
-
-                def opener(zi: zipfile.ZipInfo = info, z: zipfile.ZipFile = zf) -> IO[bytes]:
-                    return z.open(zi)
-
-                yield _Member(info.filename, info.file_size, regular, opener)
-    else:
-        with tarfile.open(archive, "r:*") as tf:
-            for member in tf:
-                if member.isdir():
-                    continue
-
-                def topener(m: tarfile.TarInfo = member, t: tarfile.TarFile = tf) -> IO[bytes]:
-                    handle = t.extractfile(m)
-                    if handle is None:
-                        raise OSError("member has no data")
-                    return handle
-
-                yield _Member(member.name, member.size, member.isfile(), topener)
-
-
-def _member_count(archive: Path) -> int:
-    """Members to expand, for progress: known up front for a zip; a tar must be read to count."""
-    if not archive.name.lower().endswith(".zip"):
-        return 0
-    try:
-        with zipfile.ZipFile(archive) as zf:
-            return sum(1 for info in zf.infolist() if not info.is_dir())
-    except (zipfile.BadZipFile, OSError):
-        return 0
-
-
-def _expand_archive(
-    ctx: ContextDir, archive: Path, target: PurePosixPath, limits: SourceLimits, handle: TaskHandle
-) -> dict[str, Any]:
-    """The import task: each member is `extracted`, `skipped` (unsafe name, link, device, limit) or
-    `failed` (unreadable), with a reason; nothing unsafe is ever written."""
-    results: list[dict[str, Any]] = []
-    handle.output = {"archive": archive.name, "files": results}
-    handle.start("extract", _member_count(archive))
-    total = 0
-    usage = _Usage.of(ctx)
-    try:
-        for member in _members(archive):
-            handle.advance("extract")  # also the cancel check
-            row: dict[str, Any] = {"member": member.name, "path": None, "action": "skipped", "reason": None}
-            results.append(row)
-            if not member.regular:
-                row["reason"] = "not a regular file (link or device)"
-                continue
-            try:
-                rel = target / safe_relative_path(member.name)
-                safe_relative_path(str(rel))
-            except UnsafePath as exc:
-                row["reason"] = str(exc)
-                continue
-            row["path"] = str(rel)
-            if member.size > limits.max_file_bytes:
-                row["reason"] = f"file_too_large: over {limits.max_file_bytes} bytes"
-                continue
-            if total + member.size > limits.max_upload_bytes:
-                row["reason"] = "the archive expands beyond the upload limit"
-                continue
-            try:
-                with member.open() as src:
-                    placed = _place(ctx, rel, src, limits, usage)
-            except _LimitHit as hit:
-                row["reason"] = f"{hit.code}: {hit}"
-                continue
-            except (OSError, zipfile.BadZipFile, tarfile.TarError, UnsafePath, EOFError) as exc:
-                row["action"], row["reason"] = "failed", str(exc) or type(exc).__name__
-                continue
-            total += placed["size"]
-            row.update(placed, action="extracted")
-    except (zipfile.BadZipFile, tarfile.TarError, EOFError) as exc:
-        raise ValueError(f"{archive.name} is not a readable archive: {exc}") from None
-    handle.finish("extract")
-    with suppress(FileNotFoundError):
-        update_extra(ctx, last_source_import_at=now_iso())
-    counts = {a: sum(1 for r in results if r["action"] == a) for a in ("extracted", "skipped", "failed")}
-    return {"archive": archive.name, "files": results, "counts": counts}
 
 
 @router.post("/contexts/{slug}/import/upload", openapi_extra=UPLOAD_SCHEMA)
@@ -311,7 +187,7 @@ async def upload_source(
     form = await parse_upload(request, limits.max_upload_bytes + MULTIPART_OVERHEAD)
     try:
         upload, filename = single_file(form)
-        rel = safe_rel(f"{folder}/{filename}")
+        rel = safe_rel(f"{folder}/{filename}", source=True)
         size = upload.size or 0
         if is_archive(Path(filename)):
             if size > limits.max_upload_bytes:

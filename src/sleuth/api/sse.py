@@ -18,12 +18,14 @@ from typing import Any
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from sleuth.api.errors import ApiError
 from sleuth.api.turns import TurnExecutor
 from sleuth.store.server_db import ServerDB
 
 KEEPALIVE_S = 15.0  # api.md §9.3; tests lower it
 POLL_S = 0.5  # a read without a wake-up, in case one is missed
 TERMINAL_EVENTS = frozenset({"response.completed", "response.failed", "response.cancelled"})
+MAX_EVENT_ID = 2**63 - 1  # event ids are SQLite integers
 
 
 def _json(value: Any) -> str:
@@ -43,7 +45,7 @@ def query_frame(query: dict[str, Any]) -> str:
 KEEPALIVE_FRAME = ": keep-alive\n\n"
 
 
-async def follow(
+def follow(
     db: ServerDB,
     turns: TurnExecutor,
     query_id: str,
@@ -51,7 +53,27 @@ async def follow(
     present: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> AsyncIterator[str]:
     """Frames of `query_id` from seq `since` (inclusive) until the end. `present(doc)` may rewrite the
-    final Query (the API adds what it overlays on stored documents)."""
+    final Query (the API adds what it overlays on stored documents).
+
+    `since` (a client's `Last-Event-ID`) is checked here, when the route calls `follow`, so an id
+    outside 0..2**63-1 is `400 invalid_request` before the stream starts, never an error inside it."""
+    if not 0 <= since <= MAX_EVENT_ID:
+        raise ApiError(
+            400,
+            "invalid_request",
+            f"Last-Event-ID must be an event id from 0 to {MAX_EVENT_ID}",
+            field="Last-Event-ID",
+        )
+    return _follow(db, turns, query_id, since, present)
+
+
+async def _follow(
+    db: ServerDB,
+    turns: TurnExecutor,
+    query_id: str,
+    since: int,
+    present: Callable[[dict[str, Any]], dict[str, Any]] | None,
+) -> AsyncIterator[str]:
     waiter = turns.hub.subscribe(query_id)
     loop = asyncio.get_running_loop()
     next_seq = max(1, since)

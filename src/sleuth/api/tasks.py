@@ -34,13 +34,23 @@ from sleuth.api.errors import ApiError
 from sleuth.api.state import ApiState, api_state
 from sleuth.compile.sources import UnsafePath, safe_join
 from sleuth.store.home import ContextNotFound
-from sleuth.store.tasks import STATES, TERMINAL_STATES, TaskNotFound, TaskStore, runtime_seconds
+from sleuth.store.tasks import (
+    STATES,
+    TERMINAL_STATES,
+    TaskNotFound,
+    TaskStore,
+    bound_output,
+    runtime_seconds,
+)
 
 log = logging.getLogger("sleuth.api.tasks")
 
 DEFAULT_WORKERS = 2
 DEFAULT_STOP_TIMEOUT_S = 30.0
 PROGRESS_WRITE_INTERVAL_S = 0.5  # a compile advances per source and per batch: write at most this often
+#: `GET /tasks` cuts each output to this much JSON (`truncated: true`), so a page of 1,000 tasks stays
+#: bounded; `GET /tasks/{id}` returns the whole stored output (itself bounded by the task store).
+LIST_OUTPUT_BYTES = 16 * 1024
 _SERVICE_KEY = "sleuth_tasks"
 _service_lock = threading.Lock()
 
@@ -439,7 +449,7 @@ class TaskCancelRequest(BaseModel):
 @router.get("/tasks")
 def list_tasks(
     request: Request,
-    _who: AnyKey,
+    who: AnyKey,
     workflow: str | None = None,
     state: str | None = None,
     context: str | None = None,
@@ -448,7 +458,8 @@ def list_tasks(
     page: int = Query(1, ge=1),
     offset: int | None = Query(None, ge=0),
 ) -> dict[str, Any]:
-    """A page of tasks, newest first; `offset` overrides `page`."""
+    """A page of tasks, newest first; `offset` overrides `page`. Each output is cut to
+    `LIST_OUTPUT_BYTES` (`GET /tasks/{id}` has it whole)."""
     api = api_state(request)
     service = task_service(request)
     if state is not None and state not in STATES:
@@ -466,12 +477,16 @@ def list_tasks(
             names = [info.id, info.slug]
         except ContextNotFound:
             pass
+    if who.contexts is not None:  # a key limited to contexts lists only their tasks (api.md §3.1)
+        names = sorted(who.contexts) if names is None else [n for n in names if who.sees_context(n)]
     start = offset if offset is not None else (page - 1) * limit
     items, total = service.store.page(
         workflow=workflow, state=state, context=names, q=q, limit=limit, offset=start
     )
     return {
-        "items": [task_json(api, t) for t in items],
+        "items": [
+            task_json(api, t) | {"output": bound_output(t["output"], LIST_OUTPUT_BYTES)} for t in items
+        ],
         "total": total,
         "limit": limit,
         "offset": start,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,12 +19,21 @@ from starlette.formparsers import MultiPartException, MultiPartParser
 from sleuth.api.errors import ApiError
 from sleuth.api.state import ApiState
 from sleuth.api.tasks import setting
-from sleuth.compile.sources import MAX_ARCHIVE_BYTES, MAX_FILE_BYTES, MAX_FILES_PER_CONTEXT
+from sleuth.compile.sources import (
+    MAX_ARCHIVE_BYTES,
+    MAX_ARCHIVE_MEMBERS,
+    MAX_EXPANDED_BYTES,
+    MAX_FILE_BYTES,
+    MAX_FILES_PER_CONTEXT,
+)
 from sleuth.store.home import ContextDir
 
 MAX_CONTEXT_BYTES = 10 * 1024**3
 MULTIPART_OVERHEAD = 64 * 1024  # boundaries and part headers on top of the file itself
 COPY_CHUNK = 1 << 20
+#: The routes that take a multipart body and cap it themselves while streaming (`parse_upload`); every
+#: other body, whatever its content type, is held to the JSON limit by the app's middleware.
+UPLOAD_ROUTE = re.compile(r"/api(?:/v0)?/contexts/[^/]+/(?:import/upload|restore)")
 
 
 @dataclass(frozen=True)
@@ -34,6 +44,8 @@ class SourceLimits:
     max_upload_bytes: int
     max_context_bytes: int
     max_files_per_context: int
+    max_expanded_bytes: int  # what one archive may expand to, all members together
+    max_archive_members: int  # entries of one archive, directories included
 
     @classmethod
     def of(cls, state: ApiState) -> SourceLimits:
@@ -42,6 +54,8 @@ class SourceLimits:
             max_upload_bytes=int(setting(state, "max_upload_bytes", MAX_ARCHIVE_BYTES)),
             max_context_bytes=int(setting(state, "max_context_bytes", MAX_CONTEXT_BYTES)),
             max_files_per_context=int(setting(state, "max_files_per_context", MAX_FILES_PER_CONTEXT)),
+            max_expanded_bytes=int(setting(state, "max_expanded_bytes", MAX_EXPANDED_BYTES)),
+            max_archive_members=int(setting(state, "max_archive_members", MAX_ARCHIVE_MEMBERS)),
         )
 
 

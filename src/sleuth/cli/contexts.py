@@ -251,6 +251,7 @@ def exec_cmd(
 ) -> None:
     """Run FILE as one REPL step in a fresh sandbox and print what the model would see."""
     from sleuth.sandbox import Limits, SandboxDied, SandboxHost, SandboxUnavailable
+    from sleuth.sandbox.limits import BudgetExceeded
 
     if not 1 <= len(context) <= 10:
         raise fail("give 1 to 10 --context options")
@@ -275,7 +276,7 @@ def exec_cmd(
             result = sandbox.exec(code)
     except SandboxUnavailable as exc:
         raise fail(str(exc), 2) from None
-    except SandboxDied as exc:
+    except (SandboxDied, BudgetExceeded) as exc:
         raise fail(str(exc), 1) from None
     typer.echo(result.output, nl=not result.output.endswith("\n") and bool(result.output))
     if not result.ok:

@@ -6,12 +6,15 @@ import json
 import logging
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from sleuth.cli.app import app, console, err, fail
-from sleuth.store.home import Home
+from sleuth.store.home import ContextNotFound, Home
+
+if TYPE_CHECKING:
+    from sleuth.store.keys import ApiKey
 
 keys_app = typer.Typer(no_args_is_help=True, help="API keys: create (shown once), list, revoke.")
 app.add_typer(keys_app, name="keys")
@@ -80,21 +83,52 @@ def keys_create(
     role: Annotated[
         Role, typer.Option("--role", help="admin: everything; query: read, ask, rate.")
     ] = Role.query,
+    contexts: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--context",
+            help="Limit a query key to this context (slug or id); repeat for several. Default: all.",
+        ),
+    ] = None,
 ) -> None:
     """Create a key and print it once: only its SHA-256 is stored, so it cannot be shown again."""
     from sleuth.store.keys import KeyStore, KeyStoreError
     from sleuth.store.server_db import ServerDB
 
-    with ServerDB.for_home(Home()) as db:
+    home = Home()
+    context_ids: list[str] | None = None
+    if contexts:
+        context_ids = []
+        for slug in contexts:
+            try:
+                context_ids.append(home.find(slug).info().id)
+            except (ContextNotFound, ValueError):
+                raise fail(f"no context {slug!r}") from None
+    with ServerDB.for_home(home) as db:
         try:
-            key, secret = KeyStore(db).create(name, role.value)
+            key, secret = KeyStore(db).create(name, role.value, contexts=context_ids)
         except KeyStoreError as exc:
             raise fail(str(exc)) from None
     typer.echo(secret)  # alone on stdout, so `KEY=$(sleuth keys create …)` works
+    limited = "" if key.contexts is None else f" limited to {', '.join(_slugs(home, key))}"
     err.print(
-        f"created {key.role} key {key.name!r} ({key.id}); store it now: it is not shown again",
+        f"created {key.role} key {key.name!r} ({key.id}){limited}; store it now: it is not shown again",
         highlight=False,
     )
+
+
+def _slugs(home: Home, key: ApiKey) -> list[str]:
+    """The slugs of the contexts a key is limited to, now, sorted; a deleted one shows as its id."""
+    slugs = {info.id: info.slug for _ctx, info in home.contexts()}
+    return sorted(slugs.get(context_id, f"{context_id} (deleted)") for context_id in key.contexts or ())
+
+
+def _key_json(home: Home, key: ApiKey) -> dict[str, Any]:
+    body = key.to_json()
+    if key.contexts is not None:
+        slugs = {info.id: info.slug for _ctx, info in home.contexts()}
+        body["contexts"] = [{"id": c, "slug": slugs.get(c)} for c in key.contexts]
+    return body
 
 
 @keys_app.command("list")
@@ -106,18 +140,20 @@ def keys_list(
     from sleuth.store.keys import KeyStore
     from sleuth.store.server_db import ServerDB
 
-    with ServerDB.for_home(Home()) as db:
+    home = Home()
+    with ServerDB.for_home(home) as db:
         keys = KeyStore(db).list_keys(include_revoked=all_keys)
     if json_out:
-        typer.echo(json.dumps([k.to_json() for k in keys], indent=2))
+        typer.echo(json.dumps([_key_json(home, k) for k in keys], indent=2))
         return
     if not keys:
         err.print("no API keys; create one with `sleuth keys create --name NAME --role admin|query`")
         return
     for key in keys:
         status = "active" if key.active else f"revoked {_stamp(key.revoked_at)}"
+        scope = "all contexts" if key.contexts is None else "contexts: " + ", ".join(_slugs(home, key))
         console.print(
-            f"{key.id}  {key.role:<5}  {key.name}  created {_stamp(key.created_at)}  {status}",
+            f"{key.id}  {key.role:<5}  {key.name}  created {_stamp(key.created_at)}  {status}  {scope}",
             highlight=False,
             markup=False,
         )

@@ -18,28 +18,68 @@ from pathlib import Path, PurePosixPath
 MAX_FILE_BYTES = 250 * 1024 * 1024
 MAX_ARCHIVE_BYTES = 2 * 1024**3
 MAX_FILES_PER_CONTEXT = 100_000
+#: What one archive may expand to, all members together (`$SLEUTH_MAX_EXPANDED_BYTES` over HTTP):
+#: twice the upload limit, so an honest archive of compressed files fits and a compression bomb not.
+MAX_EXPANDED_BYTES = 2 * MAX_ARCHIVE_BYTES
+#: Members (directories included) one archive may hold: no more than a context may hold files.
+MAX_ARCHIVE_MEMBERS = MAX_FILES_PER_CONTEXT
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
+
+#: Any relative path a request or an archive names: a component is at most 255 bytes (api.md §4), the
+#: whole path at most `MAX_PATH_BYTES` bytes and `MAX_PATH_DEPTH` components, so a path always fits
+#: the operating system's limits below a context's directory and a `mkdir(parents=True)` is shallow.
+MAX_COMPONENT_BYTES = 255
+MAX_PATH_BYTES = 2048
+MAX_PATH_DEPTH = 64
+#: A source's own path (an upload, an archive member) is held tighter, so the knowledge paths derived
+#: from it (`knowledge/chunks/<path>.jsonl`, pack members) stay within the general limits.
+MAX_SOURCE_PATH_BYTES = 1024
+MAX_SOURCE_PATH_DEPTH = 32
 
 
 class UnsafePath(ValueError):
-    """A path is absolute, contains `..`, a backslash, NUL or control characters, or a component
-    over 255 bytes (api.md §5, `unsafe_path`)."""
+    """A path is absolute, contains `..`, a backslash, NUL or control characters, a component over
+    255 bytes, or is too long or too deep (api.md §4, `unsafe_path`)."""
 
 
-def safe_relative_path(name: str) -> PurePosixPath:
+def shown(name: str, limit: int = 80) -> str:
+    """`name` quoted for a message, cut to `limit` characters: a message never carries a whole
+    hostile name."""
+    if len(name) <= limit:
+        return repr(name)
+    return f"{name[:limit]!r}… ({len(name)} characters)"
+
+
+def safe_relative_path(
+    name: str, *, max_bytes: int = MAX_PATH_BYTES, max_depth: int = MAX_PATH_DEPTH
+) -> PurePosixPath:
+    """`name` as a relative POSIX path, or `UnsafePath`. The one check every outside name passes."""
+    try:
+        size = len(name.encode("utf-8"))
+    except UnicodeEncodeError:  # a name that was not UTF-8 (tar keeps its bytes as surrogates)
+        raise UnsafePath(f"unsafe path {shown(name)}: not valid UTF-8") from None
+    if size > max_bytes:
+        raise UnsafePath(f"unsafe path {shown(name)}: over {max_bytes} bytes")
     if not name or name.startswith("/") or "\\" in name:
-        raise UnsafePath(f"unsafe path {name!r}: absolute or contains a backslash")
+        raise UnsafePath(f"unsafe path {shown(name)}: absolute or contains a backslash")
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in name):
-        raise UnsafePath(f"unsafe path {name!r}: contains NUL or control characters")
+        raise UnsafePath(f"unsafe path {shown(name)}: contains NUL or control characters")
     parts = [p for p in name.split("/") if p not in ("", ".")]
     if not parts:
-        raise UnsafePath(f"unsafe path {name!r}: empty")
+        raise UnsafePath(f"unsafe path {shown(name)}: empty")
+    if len(parts) > max_depth:
+        raise UnsafePath(f"unsafe path {shown(name)}: deeper than {max_depth} components")
     for part in parts:
         if part == "..":
-            raise UnsafePath(f"unsafe path {name!r}: contains '..'")
-        if len(part.encode("utf-8")) > 255:
-            raise UnsafePath(f"unsafe path {name!r}: a component is over 255 bytes")
+            raise UnsafePath(f"unsafe path {shown(name)}: contains '..'")
+        if len(part.encode("utf-8")) > MAX_COMPONENT_BYTES:
+            raise UnsafePath(f"unsafe path {shown(name)}: a component is over {MAX_COMPONENT_BYTES} bytes")
     return PurePosixPath(*parts)
+
+
+def safe_source_path(name: str) -> PurePosixPath:
+    """A source's path: `safe_relative_path` with the tighter source limits."""
+    return safe_relative_path(name, max_bytes=MAX_SOURCE_PATH_BYTES, max_depth=MAX_SOURCE_PATH_DEPTH)
 
 
 def safe_join(root: Path, name: str) -> Path:

@@ -22,8 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sleuth.sandbox.limits import Limits
-from sleuth.sandbox.protocol import LineReader, ProtocolError, send
+from sleuth.sandbox import messages
+from sleuth.sandbox.limits import BudgetExceeded, BudgetMeter, Limits
+from sleuth.sandbox.messages import FinalReport, SpanReport
+from sleuth.sandbox.protocol import Frame, LineReader, ProtocolError, encode, send
 
 
 class SandboxUnavailable(RuntimeError):
@@ -62,6 +64,8 @@ MAX_RESULT_BYTES = 1 << 20
 
 @dataclass
 class StepResult:
+    """One step as the host accepted it: every field typed and cut to the host's own limits."""
+
     ok: bool
     output: str
     output_chars: int
@@ -69,18 +73,27 @@ class StepResult:
     full_output: str
     error: dict[str, Any] | None
     calls: list[dict[str, Any]]
-    spans: list[dict[str, Any]]
-    final: dict[str, Any] | None
+    spans: list[SpanReport]
+    final: FinalReport | None
     duration_ms: float
     round_trip_ms: float
     rpc_calls: list[dict[str, Any]] = field(default_factory=list)
 
 
 class Sandbox:
-    """One turn's sandbox. Use as a context manager, or call `close()`; it is killed either way."""
+    """One turn's sandbox. Use as a context manager, or call `close()`; it is killed either way.
+
+    `meter` charges the host's work for this sandbox (host function calls, their bytes and time) to
+    the turn's `HostBudget`; a turn that restarts its sandbox passes the same meter on.
+    """
 
     def __init__(
-        self, sock: socket.socket, pid: int, limits: Limits, registry: dict[str, HostFunction]
+        self,
+        sock: socket.socket,
+        pid: int,
+        limits: Limits,
+        registry: dict[str, HostFunction],
+        meter: BudgetMeter | None = None,
     ) -> None:
         self._sock = sock
         self.pid = pid
@@ -90,8 +103,9 @@ class Sandbox:
             self._pidfd = -1
         self.limits = limits
         self._registry = registry
+        self.meter = meter or BudgetMeter()
         self._reader = LineReader()
-        self._pending: list[dict[str, Any]] = []
+        self._pending: list[Frame] = []
         self._step = 0
         self.ready: dict[str, Any] = {}
         self.alive = True
@@ -102,7 +116,7 @@ class Sandbox:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _read(self, deadline: float) -> dict[str, Any]:
+    def _read(self, deadline: float) -> Frame:
         while not self._pending:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -121,26 +135,30 @@ class Sandbox:
 
     def wait_ready(self, timeout_s: float = 30.0) -> dict[str, Any]:
         try:
-            message = self._read(time.monotonic() + timeout_s)
+            frame = self._read(time.monotonic() + timeout_s)
+            message = messages.parse(frame.message)
         except (TimeoutError, ProtocolError) as exc:
             self.kill()
             raise SandboxUnavailable(f"the sandbox did not start: {exc}") from None
-        if message.get("t") != "ready" or not message.get("ok"):
+        if not isinstance(message, messages.Ready) or not message.ok:
             self.kill()
-            missing = ", ".join(message.get("missing") or []) or "unknown"
+            missing = ", ".join(getattr(message, "missing", None) or []) or "unknown"
+            details = frame.message.get("disabled", {})
             raise SandboxUnavailable(
                 f"sandbox below the {self.limits.floor!r} floor; missing: {missing}; "
-                f"details: {json.dumps(message.get('disabled', {}))}"
+                f"details: {json.dumps(details)[:2000]}"
             )
-        self.ready = message
-        return message
+        self.ready = frame.message
+        return frame.message
 
     def exec(self, code: str, timeout_s: float | None = None, max_output: int | None = None) -> StepResult:
-        """Run one step; raises `SandboxDied` when the sandbox had to be killed."""
+        """Run one step; raises `SandboxDied` when the sandbox had to be killed, `BudgetExceeded`
+        (after killing it) when the step used up one of the turn's host budgets."""
         if not self.alive:
             raise SandboxDied("the sandbox is no longer running")
         self._step += 1
         timeout = self.limits.step_timeout_s if timeout_s is None else timeout_s
+        shown = max_output or self.limits.max_output
         began = time.monotonic()
         deadline = began + timeout + self.limits.hard_kill_grace_s
         rpc_calls: list[dict[str, Any]] = []
@@ -153,19 +171,20 @@ class Sandbox:
                     "step": self._step,
                     "code": code,
                     "timeout_s": timeout,
-                    "max_output": max_output or self.limits.max_output,
+                    "max_output": shown,
                     "truncate": "head",
                     "full_output_cap": self.limits.full_output_cap,
                 },
             )
             while True:
-                message = self._read(deadline)
-                if message["t"] == "rpc":
-                    rpc_calls.append(self._answer_rpc(message))
-                elif message["t"] == "result" and message.get("id") == self._step:
+                frame = self._read(deadline)
+                message = messages.parse(frame.message)
+                if isinstance(message, messages.Rpc):
+                    rpc_calls.append(self._answer_rpc(message, frame.size))
+                elif isinstance(message, messages.Result) and message.id == self._step:
                     break
                 else:
-                    raise ProtocolError(f"unexpected message {message['t']!r}")
+                    raise ProtocolError(f"unexpected message {message.t!r}")
         except TimeoutError:
             self.kill()
             raise SandboxDied(
@@ -177,31 +196,39 @@ class Sandbox:
             raise SandboxDied(
                 f"the sandbox broke its channel ({exc}) and was killed; all variables are lost"
             ) from None
+        except BudgetExceeded:
+            self.kill()
+            raise
+        # The REPL already cut the output; a hostile sandbox may not have, so the host cuts again.
+        notice = 1_000  # room for the truncation notice and the error line after the cut
         return StepResult(
-            ok=bool(message["ok"]),
-            output=str(message["output"]),
-            output_chars=int(message["output_chars"]),
-            truncated=bool(message["truncated"]),
-            full_output=str(message["full_output"]),
-            error=message.get("error"),
-            calls=list(message.get("calls") or []),
-            spans=list(message.get("spans") or []),
-            final=message.get("final"),
-            duration_ms=float(message.get("duration_ms", 0)),
+            ok=message.ok,
+            output=message.output[: shown + notice],
+            output_chars=message.output_chars,
+            truncated=message.truncated or len(message.output) > shown + notice,
+            full_output=message.full_output[: self.limits.full_output_cap],
+            error=None if message.error is None else message.error.model_dump(),
+            calls=[c.model_dump() for c in message.calls],
+            spans=list(message.spans),
+            final=message.final,
+            duration_ms=message.duration_ms,
             round_trip_ms=(time.monotonic() - began) * 1000,
             rpc_calls=rpc_calls,
         )
 
-    def _answer_rpc(self, message: dict[str, Any]) -> dict[str, Any]:
-        fn, call_id, args = message.get("fn"), message.get("id"), message.get("args")
-        began = time.monotonic()
-        handler = self._registry.get(fn) if isinstance(fn, str) else None
+    def _answer_rpc(self, message: messages.Rpc, size: int) -> dict[str, Any]:
+        """Answer one host function call; every call, rejected ones too, is charged to the budget."""
+        self.meter.charge("rpc_calls", 1)
+        self.meter.charge("rpc_bytes", size)
+        fn, call_id, args = message.fn, message.id, message.args
+        began, cpu_began = time.monotonic(), time.thread_time()
+        handler = self._registry.get(fn)
         if handler is None:
             reply: dict[str, Any] = {
                 "t": "rpc_result",
                 "id": call_id,
                 "ok": False,
-                "error": {"type": "HostError", "message": f"no such host function: {fn!r}"},
+                "error": {"type": "HostError", "message": f"no such host function: {fn[:80]!r}"},
             }
         elif not isinstance(args, dict):
             reply = {
@@ -216,6 +243,8 @@ class Sandbox:
                 if len(json.dumps(result)) > MAX_RESULT_BYTES:
                     raise ValueError("result exceeds 1 MiB")
                 reply = {"t": "rpc_result", "id": call_id, "ok": True, "result": result}
+            except BudgetExceeded:
+                raise
             except Exception as exc:
                 reply = {
                     "t": "rpc_result",
@@ -223,8 +252,12 @@ class Sandbox:
                     "ok": False,
                     "error": {"type": type(exc).__name__, "message": str(exc)[:500]},
                 }
-        send(self._sock, reply)
-        return {"fn": fn, "ok": reply["ok"], "ms": round((time.monotonic() - began) * 1000, 2)}
+        data = encode(reply)
+        spent = max(time.monotonic() - began, time.thread_time() - cpu_began)
+        self.meter.charge("host_cpu_s", spent)
+        self.meter.charge("rpc_bytes", len(data))
+        self._sock.sendall(data)
+        return {"fn": fn, "ok": reply["ok"], "ms": round(spent * 1000, 2)}
 
     def kill(self) -> None:
         if self._pidfd >= 0:
@@ -241,7 +274,7 @@ class Sandbox:
             return
         try:
             send(self._sock, {"t": "close"})
-            self._read(time.monotonic() + 1.0)
+            self._read(time.monotonic() + 1.0)  # `bye`, or whatever it sends: it is killed next
         except (TimeoutError, ProtocolError, OSError):
             pass
         self.kill()
@@ -320,9 +353,10 @@ class SandboxHost:
         contexts: dict[str, Path],
         limits: Limits | None = None,
         registry: dict[str, HostFunction] | None = None,
+        meter: BudgetMeter | None = None,
     ) -> Sandbox:
         """A fresh sandbox over the given versions. `registry` replaces the host's functions for this
-        turn only (the agent wraps them to record results for replay)."""
+        turn only (the agent wraps them to record results for replay); `meter` is the turn's budget."""
         limits = limits or self.limits
         registry = self.registry if registry is None else registry
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -346,13 +380,13 @@ class SandboxHost:
         if reply.get("t") != "spawned" or int(reply.get("pid", -1)) <= 0:
             ours.close()
             raise SandboxUnavailable("the zygote could not fork a sandbox")
-        sandbox = Sandbox(ours, int(reply["pid"]), limits, registry)
+        sandbox = Sandbox(ours, int(reply["pid"]), limits, registry, meter)
         sandbox.wait_ready()
         return sandbox
 
     def close(self) -> None:
-        """Closing the control channel tells the zygote to end its turns and clean up; it is
-        killed if it has not exited within a few seconds."""
+        """Closing the control channel tells the zygote to end its turns and clean up. One that has
+        not exited within a few seconds gets SIGTERM (it still cleans up), then SIGKILL."""
         with self._lock:
             if self._control is not None:
                 self._control.close()
@@ -360,8 +394,12 @@ class SandboxHost:
                 try:
                     self._process.wait(timeout=5)
                 except subprocess.TimeoutExpired:
-                    self._process.kill()
-                    self._process.wait()
+                    self._process.terminate()
+                    try:
+                        self._process.wait(timeout=3)
+                    except subprocess.TimeoutExpired:
+                        self._process.kill()
+                        self._process.wait()
             self._process = self._control = None
             if self._starter is not None:
                 self._starter.shutdown(wait=False)

@@ -14,13 +14,14 @@ import os
 import resource
 import socket
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWCGROUP = 0x02000000
 CLONE_NEWUTS = 0x04000000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWPID = 0x20000000
@@ -138,14 +139,18 @@ def build_root(plan: RootPlan) -> list[str]:
     for path in [*system, *plan.python_paths()]:
         _bind_ro(path, root)
         readable.append(path)
+    os.makedirs(f"{root}/proc", mode=0o555, exist_ok=True)
     for slug, version_dir in plan.contexts.items():
         target = f"/ctx/{slug}"
-        _bind_ro(version_dir, root, target)
+        _mount_context(version_dir, root, target, f"{root}/proc")
         readable.append(target)
     os.makedirs(f"{root}/dev", mode=0o755, exist_ok=True)
     for device in ("null", "zero", "urandom", "random"):
         open(f"{root}/dev/{device}", "w").close()
         mount(f"/dev/{device}", f"{root}/dev/{device}", None, MS_BIND)
+        # Read-only, so the host's node cannot be touched, chmod-ed or chown-ed; reads and writes
+        # of a device node do not need a writable mount.
+        mount(None, f"{root}/dev/{device}", None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC)
     os.makedirs(f"{root}/scratch", mode=0o700, exist_ok=True)
     mount(
         "tmpfs",
@@ -154,7 +159,6 @@ def build_root(plan: RootPlan) -> list[str]:
         MS_NOSUID | MS_NODEV | MS_NOEXEC,
         f"size={plan.scratch_mb}m,mode=0700,uid={plan.uid},gid={plan.uid}",
     )
-    os.makedirs(f"{root}/proc", mode=0o555, exist_ok=True)
     mount("proc", f"{root}/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     os.makedirs(f"{root}/.old", mode=0o700, exist_ok=True)
     pivot_root(root, f"{root}/.old")
@@ -177,6 +181,35 @@ def _bind_ro(source: str, root: str, target: str | None = None) -> None:
         open(dest, "a").close()
     mount(source, dest, None, MS_BIND | MS_REC)
     mount(None, dest, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_REC)
+
+
+def _mount_context(version_dir: str, root: str, target: str, empty_dir: str) -> None:
+    """Mount a context version read-only at `target`.
+
+    A bind mount would show the version's host path (`$SLEUTH_HOME/contexts/<id>/versions/…`) in the
+    root column of /proc/self/mountinfo. A read-only overlay is a file system of its own, whose root
+    is `/`, and its layers are named by descriptor, so its options show `/proc/self/fd/N` rather than
+    the path. Overlay needs two lower layers without an upper one: the second is `empty_dir`, an empty
+    directory of the new root that a later mount covers. Falls back to the bind where the host has no
+    overlayfs.
+    """
+    dest = f"{root}{target}"
+    os.makedirs(dest, mode=0o755, exist_ok=True)
+    lower = os.open(version_dir, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    empty = os.open(empty_dir, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        mount(
+            "overlay",
+            dest,
+            "overlay",
+            MS_RDONLY | MS_NOSUID | MS_NODEV,
+            f"lowerdir=/proc/self/fd/{lower}:/proc/self/fd/{empty}",
+        )
+    except OSError:
+        _bind_ro(version_dir, root, target)
+    finally:
+        os.close(lower)
+        os.close(empty)
 
 
 # --------------------------------------------------------------------------- cgroup (1)
@@ -209,16 +242,22 @@ def create_cgroup(name: str, memory_bytes: int, pids: int) -> list[Path]:
     return made
 
 
-def remove_stale_cgroups() -> None:
-    """Remove empty turn cgroups left by a zygote that was killed (named `<zygote pid>-<n>`)."""
+def remove_stale_cgroups(owner_alive: Callable[[int], bool]) -> list[Path]:
+    """Remove empty turn cgroups (named `<zygote pid>-<n>`) whose zygote `owner_alive` says is gone.
+
+    A pid that now belongs to another process does not keep them. Returns those removed.
+    """
+    removed: list[Path] = []
     for controller in ("pids", "memory"):
         parent = CGROUP_V1 / controller / "sleuth"
         if not parent.is_dir():
             continue
         for directory in parent.iterdir():
             owner = directory.name.split("-", 1)[0]
-            if directory.is_dir() and owner.isdigit() and not Path(f"/proc/{owner}").exists():
-                remove_cgroups([directory])
+            stale = directory.is_dir() and owner.isdigit() and not owner_alive(int(owner))
+            if stale and not remove_cgroups([directory]):
+                removed.append(directory)
+    return removed
 
 
 def join_cgroups(directories: list[Path]) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 
@@ -25,3 +27,74 @@ class Limits:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Limits:
         return cls(**data)
+
+
+@dataclass(frozen=True)
+class HostBudget:
+    """What one turn may cost the host (the sandbox's own limits are `Limits`).
+
+    None of this work counts against the sandbox's cgroup or RLIMIT_CPU: parsing and answering host
+    function calls, keeping the evidence spans it reports, and recording the turn. Each is capped per
+    turn; a turn that passes a cap is stopped and marked `failed` with the cap's name. Every field can
+    be set from the environment as `SLEUTH_BUDGET_<FIELD>` (for example `SLEUTH_BUDGET_RPC_CALLS`).
+    """
+
+    rpc_calls: int = 2_000  # host function calls, rejected ones included
+    rpc_bytes: int = 32 << 20  # bytes of host function requests and replies
+    host_cpu_s: float = 20.0  # seconds spent in host functions (CPU or wall clock, the larger)
+    spans: int = 5_000  # evidence spans the sandbox reports
+    recorded_bytes: int = 64 << 20  # bytes of step events, host results, trace and replay log
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> HostBudget:
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for item in fields(cls):
+            raw = environ.get(f"SLEUTH_BUDGET_{item.name.upper()}", "").strip()
+            if raw:
+                try:
+                    values[item.name] = float(raw) if item.type == "float" else int(raw)
+                except ValueError:
+                    raise ValueError(f"SLEUTH_BUDGET_{item.name.upper()}={raw!r} is not a number") from None
+        return cls(**values)
+
+
+class BudgetExceeded(RuntimeError):
+    """A turn used up one of its `HostBudget` caps; the turn stops and fails."""
+
+    def __init__(self, name: str, used: float, limit: float) -> None:
+        super().__init__(
+            f"host budget exceeded: {name} reached {_number(used)} (limit {_number(limit)}); "
+            f"the turn was stopped (raise SLEUTH_BUDGET_{name.upper()} to allow more)"
+        )
+        self.name = name
+        self.used = used
+        self.limit = limit
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:,.2f}"
+
+
+class BudgetMeter:
+    """One turn's use of its `HostBudget`. Only the turn's own thread charges it."""
+
+    def __init__(self, budget: HostBudget | None = None) -> None:
+        self.budget = budget or HostBudget()
+        self.used: dict[str, float] = {item.name: 0 for item in fields(HostBudget)}
+
+    def charge(self, name: str, amount: float) -> None:
+        """Add `amount` to `name`; `BudgetExceeded` once it passes the cap."""
+        self.used[name] += amount
+        limit = float(getattr(self.budget, name))
+        if self.used[name] > limit:
+            raise BudgetExceeded(name, self.used[name], limit)
+
+    def left(self, name: str) -> float:
+        return max(0.0, float(getattr(self.budget, name)) - self.used[name])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            name: {"used": round(used, 3), "limit": getattr(self.budget, name)}
+            for name, used in self.used.items()
+        }

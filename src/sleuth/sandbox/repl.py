@@ -21,8 +21,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from sleuth.sandbox.messages import MAX_CALLS, MAX_FINAL_CHARS, MAX_SPANS, MAX_TRACEBACK_CHARS
 from sleuth.sandbox.output import CappedStream, observation
-from sleuth.sandbox.protocol import LineReader, ProtocolError, recv_one, send
+from sleuth.sandbox.protocol import LineReader, ProtocolError, encode, recv_one, send
 from sleuth.sdk.errors import HostError
 from sleuth.sdk.knowledge import READS, SEARCHES, FinalAnswer, Knowledge, ScopedContext
 
@@ -57,7 +58,7 @@ class Channel:
             return
         if not data:
             raise SystemExit("channel closed")
-        self.pending.extend(self.reader.feed(data))
+        self.pending.extend(frame.message for frame in self.reader.feed(data))
         self._dispatch()
 
     def _dispatch(self) -> None:
@@ -248,7 +249,13 @@ class Repl:
             if value is not None:
                 stream.write(repr(value) + "\n")
         except FinalAnswer as done:
-            final = {"answer": done.answer, "evidence": done.evidence}
+            answer = done.answer if done.answer is None or isinstance(done.answer, str) else str(done.answer)
+            if answer is not None and len(answer) > MAX_FINAL_CHARS:
+                stream.write(
+                    f"[final(): the answer was cut to {MAX_FINAL_CHARS:,} of {len(answer):,} chars]\n"
+                )
+                answer = answer[:MAX_FINAL_CHARS]
+            final = {"answer": answer, "evidence": [str(e) for e in done.evidence][:MAX_SPANS]}
         except SystemExit:
             pass
         except BaseException as exc:
@@ -272,7 +279,8 @@ class Repl:
             "truncated": truncated,
             "full_output": text,
             "error": error,
-            "calls": self.calls,
+            "calls": self.calls[:MAX_CALLS],
+            "calls_total": len(self.calls),
             "spans": [
                 {
                     "ref": s.ref,
@@ -349,7 +357,12 @@ def _describe(exc: BaseException, filename: str) -> dict[str, Any]:
     lines = ["Traceback (most recent call last):\n"] if frames else []
     lines += traceback.format_list(frames)
     lines += traceback.format_exception_only(type(exc), exc)
-    return {"type": type(exc).__name__, "message": str(exc)[:2000], "traceback": "".join(lines)}
+    text = "".join(lines)
+    if len(text) > MAX_TRACEBACK_CHARS:
+        text = (
+            text[: MAX_TRACEBACK_CHARS // 2] + "\n[… traceback cut …]\n" + text[-MAX_TRACEBACK_CHARS // 2 :]
+        )
+    return {"type": type(exc).__name__[:200], "message": str(exc)[:2000], "traceback": text}
 
 
 def _on_alarm(_signum: int, _frame: Any) -> None:
@@ -372,14 +385,14 @@ def serve(sock: socket.socket, contexts: list[ScopedContext], ready: dict[str, A
 
     repl = Repl(Knowledge(contexts, embed=embed), channel)
     asyncio.run = repl.run_on_loop  # this process is the turn's sandbox
-    send(sock, ready)
+    sock.sendall(encode(ready))
     while True:
         try:
             message = channel.next_message()
         except ProtocolError:
             return
         if message["t"] == "close":
-            send(sock, {"t": "bye"})
+            sock.sendall(encode({"t": "bye"}))
             return
         if message["t"] != "exec":
             continue
@@ -391,4 +404,28 @@ def serve(sock: socket.socket, contexts: list[ScopedContext], ready: dict[str, A
             int(message["full_output_cap"]),
         )
         result["id"] = message.get("id")
-        send(sock, result)
+        sock.sendall(_encode_result(result))
+
+
+def _encode_result(result: dict[str, Any]) -> bytes:
+    """The step's result on the wire. One that cannot be sent as it is (over the line limit, or a
+    value JSON cannot hold) becomes a failed step that says why: the REPL and its state live on."""
+    try:
+        return encode(result)
+    except (ProtocolError, ValueError, TypeError) as exc:
+        problem = f"the step's result could not be sent to the host ({str(exc)[:300]}); print less"
+    message = f"StepResultTooLarge: {problem}"
+    return encode(
+        {
+            **result,
+            "ok": False,
+            "output": (result["output"][:2_000] + "\n" + message)[-4_000:],
+            "full_output": message,
+            "truncated": True,
+            "error": {"type": "StepResultTooLarge", "message": problem, "traceback": message},
+            "calls": [],
+            "calls_total": result.get("calls_total", 0),
+            "spans": [],
+            "final": None,
+        }
+    )

@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import selectors
 import shutil
 import signal
@@ -39,28 +40,44 @@ UID_SPAN = 50_000
 
 
 def main(control_fd: int) -> None:
+    host = os.getppid()
     # `python -m` puts the working directory first on sys.path; it is not part of the install.
     sys.path[:] = [p for p in sys.path if p not in ("", "/", os.getcwd())]
     control = socket.socket(fileno=control_fd)
-    layers.remove_stale_cgroups()
+    # A stop request (SIGTERM, SIGHUP, or the host going away) ends the loop below so that the
+    # clean-up runs; SIGINT is the terminal's, for the host to act on, not for us.
+    stop: list[int] = []
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, lambda signum, _frame: stop.append(signum))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    layers.prctl(layers.PR_SET_PDEATHSIG, signal.SIGTERM)  # the host went away: clean up, then go
+    if os.getppid() != host:  # it went before that signal was set
+        return
+    remove_stale_dirs(tempfile.gettempdir())
+    layers.remove_stale_cgroups(is_zygote)
     layers.preload_seccomp()  # it finds libseccomp with ldconfig, which a locked-down child cannot run
     layers.prctl(PR_SET_CHILD_SUBREAPER, 1)
-    layers.prctl(layers.PR_SET_PDEATHSIG, signal.SIGKILL)  # the host went away: so do we
-    mount_point = tempfile.mkdtemp(prefix="sleuth-root-")
+    # Named after this zygote, so that a later one can tell whether they are stale.
+    mount_point = tempfile.mkdtemp(prefix=f"sleuth-root-{os.getpid()}-")
     # Without a mount namespace a turn's scratch is a directory here, removed when the turn ends.
-    scratch_root = tempfile.mkdtemp(prefix="sleuth-scratch-")
+    scratch_root = tempfile.mkdtemp(prefix=f"sleuth-scratch-{os.getpid()}-")
     os.chmod(scratch_root, 0o711)
     selector = selectors.DefaultSelector()
     selector.register(control, selectors.EVENT_READ)
-    control.send(
-        json.dumps({"t": "zygote_ready", "pid": os.getpid(), "landlock_abi": layers.landlock_abi()}).encode()
-    )
     counter = 0
     cgroups: dict[int, list[Path]] = {}  # child A's pid -> its turn's cgroup directories
     dirs = (mount_point, scratch_root)
-    spare: _Slot | None = _prepare_slot(counter, _cgroup_limits(Limits()), dirs, cgroups)
+    spare: _Slot | None = None
     try:
-        while True:
+        hello = {
+            "t": "zygote_ready",
+            "pid": os.getpid(),
+            "landlock_abi": layers.landlock_abi(),
+            "dirs": list(dirs),
+        }
+        control.send(json.dumps(hello).encode())
+        spare = _prepare_slot(counter, _cgroup_limits(Limits()), dirs, cgroups)
+        while not stop:
             for _key, _events in selector.select(timeout=0.25):
                 data, fds, _flags, _addr = socket.recv_fds(control, 1 << 20, 1)
                 if not data:
@@ -88,7 +105,9 @@ def main(control_fd: int) -> None:
     finally:
         shutil.rmtree(mount_point, ignore_errors=True)
         _discard(spare)
-        for pid_a in [p for p in cgroups if p > 0]:  # the host went away: end every turn, then clean up
+        # End every turn: killing A kills B too (B's parent-death signal), and every process of a
+        # turn is in B's pid namespace.
+        for pid_a in [p for p in cgroups if p > 0]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid_a, signal.SIGKILL)
         deadline = time.monotonic() + 2
@@ -96,6 +115,34 @@ def main(control_fd: int) -> None:
             _reap(cgroups, scratch_root)
             time.sleep(0.01)
         shutil.rmtree(scratch_root, ignore_errors=True)
+
+
+ZYGOTE_MODULE = "sleuth.sandbox.zygote"
+_STALE_DIR = re.compile(r"sleuth-(?:root|scratch)-(\d+)-")
+
+
+def is_zygote(pid: int) -> bool:
+    """Whether `pid` is a running zygote (this one or another); a reused pid is not."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    except OSError:
+        return True  # cannot tell: keep its directories
+    return ZYGOTE_MODULE.encode() in argv
+
+
+def remove_stale_dirs(parent: str) -> list[str]:
+    """Remove the run directories (`sleuth-root-<pid>-…`, `sleuth-scratch-<pid>-…`) of zygotes that
+    died without cleaning up (SIGKILL, a crash). Returns those removed."""
+    removed: list[str] = []
+    with contextlib.suppress(OSError), os.scandir(parent) as entries:
+        for entry in entries:
+            match = _STALE_DIR.match(entry.name)
+            if match and entry.is_dir(follow_symlinks=False) and not is_zygote(int(match[1])):
+                shutil.rmtree(entry.path, ignore_errors=True)
+                removed.append(entry.path)
+    return removed
 
 
 def _cgroup_limits(limits: Limits) -> tuple[int, int]:
@@ -162,6 +209,8 @@ def _prepare_slot(
             # Keep nothing of the zygote's: not its control channel to the host, not other slots.
             os.closerange(3, theirs.fileno())
             os.closerange(theirs.fileno() + 1, 1 << 16)
+            for signum in (signal.SIGTERM, signal.SIGHUP):  # SIGINT stays ignored, as in the zygote
+                signal.signal(signum, signal.SIG_DFL)
             layers.prctl(layers.PR_SET_PDEATHSIG, signal.SIGKILL)
             try:
                 layers.join_cgroups(groups)  # first, while still privileged
@@ -169,6 +218,8 @@ def _prepare_slot(
                 groups = []
             namespaces: list[str] = []
             for flag, name in (
+                # After the join: the turn then sees its cgroups as `/`, not `/sleuth/<zygote pid>-<n>`.
+                (layers.CLONE_NEWCGROUP, "cgroup"),
                 (layers.CLONE_NEWNS, "mount"),
                 (layers.CLONE_NEWPID, "pid"),
                 (layers.CLONE_NEWNET, "net"),
@@ -255,6 +306,9 @@ def _child(
             marks["uid"] = time.perf_counter()
         except OSError as exc:
             disabled["uid"] = str(exc)
+        # The uid change cleared the parent-death signal; without it B (and its turn) would outlive
+        # a killed A and keep the turn's cgroups busy.
+        layers.prctl(layers.PR_SET_PDEATHSIG, signal.SIGKILL)
         budget = limits.memory_mb * 1024 * 1024
         layers.set_rlimits(
             limits.cpu_s,

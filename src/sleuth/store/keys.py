@@ -5,6 +5,10 @@ stored, so a copy of the database does not hand out working keys. A login token 
 second secret bound to one key: also stored hashed, valid for 30 days, and dead as soon as its key is
 revoked (verification joins the key row, so revoking needs no sweep over tokens).
 
+A query key may be limited to a list of contexts, stored by context id (so a renamed context stays
+visible, and a new context that takes an old slug does not become visible); a key with no rows in
+`api_key_contexts` sees every context. The list is fixed when the key is created.
+
 The tables join `server_db.metadata` and are written through the ServerDB's own transactions, so they
 follow its rules (one engine, `BEGIN IMMEDIATE` for writes); `KeyStore.for_db` also creates them on a
 database opened before this module was imported.
@@ -19,13 +23,14 @@ import string
 import threading
 import time
 import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Column, Float, ForeignKey, Index, String, Table, delete, insert, select, update
-from sqlalchemy.engine import Row
+from sqlalchemy.engine import Connection, Row
 
-from sleuth.store.server_db import ServerDB, metadata, new_id
+from sleuth.store.server_db import LOCAL_PRINCIPAL, ServerDB, metadata, new_id
 
 KEY_PREFIX = "slk_"
 TOKEN_PREFIX = "slt_"
@@ -57,6 +62,16 @@ tokens_t = Table(
     Index("ix_login_tokens_key", "key_id"),
 )
 
+# Schema v3 (server_db.MIGRATIONS creates it in an older file with the same DDL). No foreign key to
+# `api_keys`: keys are revoked, never deleted, and this table may predate that one in a file.
+key_contexts_t = Table(
+    "api_key_contexts",
+    metadata,
+    Column("key_id", String(80), primary_key=True),
+    Column("context_id", String(80), primary_key=True),
+)
+TABLES = [keys_t, tokens_t, key_contexts_t]
+
 
 class KeyStoreError(ValueError):
     """A key cannot be created or revoked as asked (bad role or name, unknown or ambiguous key)."""
@@ -71,6 +86,7 @@ class ApiKey:
     role: str
     created_at: float
     revoked_at: float | None = None
+    contexts: tuple[str, ...] | None = None  # the context ids it is limited to; None: every context
 
     @property
     def active(self) -> bool:
@@ -83,6 +99,7 @@ class ApiKey:
             "role": self.role,
             "created_at": self.created_at,
             "revoked_at": self.revoked_at,
+            "contexts": None if self.contexts is None else list(self.contexts),
         }
 
 
@@ -102,14 +119,38 @@ def new_secret(prefix: str) -> str:
     return prefix + "".join(secrets.choice(BASE62) for _ in range(SECRET_CHARS))
 
 
-def _key(row: Row[Any]) -> ApiKey:
-    return ApiKey(row.id, row.name, row.role, row.created_at, row.revoked_at)
+def _key(row: Row[Any], contexts: tuple[str, ...] | None = None) -> ApiKey:
+    return ApiKey(row.id, row.name, row.role, row.created_at, row.revoked_at, contexts)
+
+
+def _contexts_of(conn: Connection, key_ids: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """The context lists of these keys (sorted ids); a key without one is absent."""
+    ids = list(key_ids)
+    if not ids:
+        return {}
+    stmt = (
+        select(key_contexts_t.c.key_id, key_contexts_t.c.context_id)
+        .where(key_contexts_t.c.key_id.in_(ids))
+        .order_by(key_contexts_t.c.key_id, key_contexts_t.c.context_id)
+    )
+    found: dict[str, list[str]] = {}
+    for row in conn.execute(stmt):
+        found.setdefault(row.key_id, []).append(row.context_id)
+    return {key_id: tuple(contexts) for key_id, contexts in found.items()}
+
+
+def _with_contexts(conn: Connection, row: Row[Any] | None) -> ApiKey | None:
+    if row is None:
+        return None
+    return _key(row, _contexts_of(conn, [row.id]).get(row.id))
 
 
 def _check_name(name: str) -> str:
     name = name.strip()
     if not name or len(name) > NAME_CHARS or not name.isprintable():
         raise KeyStoreError(f"a key name is 1-{NAME_CHARS} printable characters; got {name!r}")
+    if name == LOCAL_PRINCIPAL:  # its sessions would be those of the CLI and of no-auth mode
+        raise KeyStoreError(f"{name!r} is the principal of no-auth mode and the CLI; choose another name")
     return name
 
 
@@ -123,7 +164,7 @@ class KeyStore:
     def __init__(self, db: ServerDB) -> None:
         self.db = db
         with db.writing() as conn:  # the ServerDB's write transaction: same engine, same lock rules
-            metadata.create_all(conn, tables=[keys_t, tokens_t])
+            metadata.create_all(conn, tables=TABLES)
 
     @classmethod
     def for_db(cls, db: ServerDB) -> KeyStore:
@@ -136,19 +177,33 @@ class KeyStore:
 
     # --- keys --------------------------------------------------------------------------------------
 
-    def create(self, name: str, role: str, secret: str | None = None) -> tuple[ApiKey, str]:
+    def create(
+        self,
+        name: str,
+        role: str,
+        secret: str | None = None,
+        contexts: Iterable[str] | None = None,
+    ) -> tuple[ApiKey, str]:
         """A new key; returns it with the secret, which exists nowhere else afterwards.
 
         Names are unique among active keys, so `revoke NAME` is never ambiguous. `secret` is for
         seeding a key chosen by the operator (`SLEUTH_API_KEY`); otherwise a fresh `slk_` key is made.
+        `contexts` (context ids, at least one) limits a query key to those contexts.
         """
         name = _check_name(name)
         if role not in ROLES:
             raise KeyStoreError(f"unknown role {role!r}; use admin or query")
+        limited: tuple[str, ...] | None = None
+        if contexts is not None:
+            limited = tuple(sorted({c.strip() for c in contexts}))
+            if not limited or not all(limited):
+                raise KeyStoreError("a key limited to contexts needs at least one context")
+            if role != "query":
+                raise KeyStoreError("only query keys can be limited to contexts: an admin sees every one")
         secret = secret if secret is not None else new_secret(KEY_PREFIX)
         if not secret.strip():
             raise KeyStoreError("a key cannot be blank")
-        key = ApiKey(new_id("key"), name, role, time.time())
+        key = ApiKey(new_id("key"), name, role, time.time(), contexts=limited)
         with self.db.writing() as conn:
             taken = conn.execute(
                 select(keys_t.c.id).where(keys_t.c.name == name, keys_t.c.revoked_at.is_(None))
@@ -162,6 +217,8 @@ class KeyStore:
                     id=key.id, name=name, role=role, hash=digest(secret), created_at=key.created_at
                 )
             )
+            if limited is not None:
+                conn.execute(insert(key_contexts_t), [{"key_id": key.id, "context_id": c} for c in limited])
         return key, secret
 
     def list_keys(self, include_revoked: bool = True) -> list[ApiKey]:
@@ -170,7 +227,9 @@ class KeyStore:
         if not include_revoked:
             stmt = stmt.where(keys_t.c.revoked_at.is_(None))
         with self.db.reading() as conn:
-            return [_key(row) for row in conn.execute(stmt)]
+            rows = conn.execute(stmt).all()
+            contexts = _contexts_of(conn, [row.id for row in rows])
+        return [_key(row, contexts.get(row.id)) for row in rows]
 
     def revoke(self, id_or_name: str) -> ApiKey:
         """Revoke the key with this id, or the active key with this name; its tokens die with it.
@@ -185,11 +244,12 @@ class KeyStore:
                 ).first()
             if row is None:
                 raise KeyStoreError(f"no active key with id or name {id_or_name!r}")
+            contexts = _contexts_of(conn, [row.id]).get(row.id)
             if row.revoked_at is not None:
-                return _key(row)
+                return _key(row, contexts)
             stamp = time.time()
             conn.execute(update(keys_t).where(keys_t.c.id == row.id).values(revoked_at=stamp))
-        return ApiKey(row.id, row.name, row.role, row.created_at, stamp)
+        return ApiKey(row.id, row.name, row.role, row.created_at, stamp, contexts)
 
     def seed(self, secret: str, name: str = "SLEUTH_API_KEY") -> ApiKey | None:
         """Make sure the operator's key (`SLEUTH_API_KEY`) is an active admin key; idempotent.
@@ -214,7 +274,7 @@ class KeyStore:
             row = conn.execute(
                 select(keys_t).where(keys_t.c.hash == digest(secret), keys_t.c.revoked_at.is_(None))
             ).first()
-        return None if row is None else _key(row)
+            return _with_contexts(conn, row)
 
     def verify_token(self, token: str, now: float | None = None) -> ApiKey | None:
         """The key behind an unexpired login token whose key is still active, else None."""
@@ -229,8 +289,7 @@ class KeyStore:
             )
         )
         with self.db.reading() as conn:
-            row = conn.execute(stmt).first()
-        return None if row is None else _key(row)
+            return _with_contexts(conn, conn.execute(stmt).first())
 
     def verify(self, secret: str, *, tokens: bool = True) -> ApiKey | None:
         """A key string, or (with `tokens`) a login token: who presents it, or None if nobody."""

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sleuth.store.home import atomic_file
+from sleuth.store.text import clean_text
 
 QUERY_ID_PATTERN = re.compile(r"qry_[0-9a-f-]{8,64}")
 REPLAY_FILE = "replay.jsonl.gz"
@@ -53,7 +54,7 @@ def write_replay_log(root: Path, query_id: str, records: Iterable[dict[str, Any]
         for record in records:
             if not isinstance(record, dict):
                 raise TypeError(f"replay records must be dicts, got {type(record).__name__}")
-            line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+            line = clean_text(json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
             gz.write(line.encode("utf-8") + b"\n")
     return path
 

@@ -211,6 +211,30 @@ class VersionReader:
             lists.append([h.id for h in self._keyword.search_artifacts(query, depth, kind, type)])
         return rrf([r for r in lists if r])[:top_k]
 
+    @cached_property
+    def page_files(self) -> dict[str, Path]:
+        """Source path → its page file, listed from this version's own `knowledge/pages/`.
+
+        A source path someone hands in (a request, the sandbox) is only ever looked up here, never
+        joined onto a directory: `/etc/shadow` or `../../x` is simply not a key."""
+        directory = self.root / "knowledge" / "pages"
+        if not directory.is_dir():
+            return {}
+        return {
+            path.relative_to(directory).as_posix().removesuffix(".jsonl"): path
+            for path in directory.rglob("*.jsonl")
+            if path.is_file() and not path.is_symlink()
+        }
+
+    @cached_property
+    def chunk_at(self) -> dict[tuple[str, int, int, int], Chunk]:
+        """(source, page, start, end) → the chunk with exactly that span."""
+        return {(c.source_path, c.page, c.start, c.end): c for c in self.chunks.values()}
+
+    @cached_property
+    def artifact_names(self) -> frozenset[str]:
+        return frozenset(str(a.get(key)) for a in self.outline for key in ("name", "id"))
+
     def page_text(self, source_path: str, page: int) -> str | None:
         """The stored text of one page: what every citation is checked against."""
         return self._pages(source_path).get(page)
@@ -218,13 +242,14 @@ class VersionReader:
     def _pages(self, source_path: str) -> dict[int, str]:
         cache = self._page_cache
         if source_path not in cache:
-            path = self.root / "knowledge" / "pages" / f"{source_path}.jsonl"
+            path = self.page_files.get(source_path)
+            if path is None:  # not a source of this version: nothing to read, nothing to cache
+                return {}
             pages: dict[int, str] = {}
-            if path.is_file():
-                with path.open(encoding="utf-8") as fh:
-                    for line in fh:
-                        row = json.loads(line)
-                        pages[int(row["page"])] = row["text"]
+            with path.open(encoding="utf-8") as fh:
+                for line in fh:
+                    row = json.loads(line)
+                    pages[int(row["page"])] = row["text"]
             cache[source_path] = pages
         return cache[source_path]
 

@@ -51,11 +51,12 @@ from sqlalchemy import event as sa_event
 from sqlalchemy.engine import Connection, Row
 
 from sleuth.store.replay_log import delete_replay_log
+from sleuth.store.text import clean_text
 
 if TYPE_CHECKING:
     from sleuth.store.home import Home
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 LOCAL_PRINCIPAL = "local"  # who opens sessions when no API key is involved (the CLI, --no-auth)
 COMPARISON_GROUP_SIZE = 3
 INTERRUPTED_ERROR = "interrupted: the process stopped during this turn"
@@ -88,6 +89,7 @@ sessions_t = Table(
     Column("created_by", String(200)),  # the principal that opened it (v2; NULL read as "local")
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
+    Index("ix_sessions_created_by", "created_by", "created_at"),  # v3: a query key lists its own
 )
 
 queries_t = Table(
@@ -155,6 +157,17 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "CREATE INDEX IF NOT EXISTS ix_queries_comparison_group ON queries (comparison_group)",
         ),
     ),
+    (
+        3,
+        (
+            # The contexts a key is limited to (`store/keys.py` defines the table; api.md §3.1). A table
+            # of its own, not a column of `api_keys`: that table exists only where the keys were used,
+            # and `create_all` may already have made this one, hence IF NOT EXISTS.
+            "CREATE TABLE IF NOT EXISTS api_key_contexts (key_id VARCHAR(80) NOT NULL, "
+            "context_id VARCHAR(80) NOT NULL, PRIMARY KEY (key_id, context_id))",
+            "CREATE INDEX IF NOT EXISTS ix_sessions_created_by ON sessions (created_by, created_at)",
+        ),
+    ),
 )
 
 
@@ -188,7 +201,7 @@ def new_id(prefix: str) -> str:
 
 def dumps(value: Any) -> str:
     """A JSON column's text: compact, UTF-8 as is, and no NaN (which other databases refuse)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return clean_text(json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
 
 
 def loads(text: str | None) -> Any:
@@ -389,13 +402,21 @@ class ServerDB(SqliteStore):
             row = conn.execute(select(sessions_t).where(sessions_t.c.id == session_id)).first()
         return None if row is None else _session_dict(row)
 
-    def list_sessions(self, limit: int = 50) -> list[dict[str, Any]]:
-        """Newest first."""
+    def list_sessions(
+        self, limit: int = 50, *, created_by: str | None = None, offset: int = 0
+    ) -> list[dict[str, Any]]:
+        """Newest first; with `created_by`, only the sessions that principal opened."""
         stmt = (
             select(sessions_t)
             .order_by(sessions_t.c.created_at.desc(), sessions_t.c.id.desc())
             .limit(max(0, int(limit)))
+            .offset(max(0, int(offset)))
         )
+        if created_by is not None:
+            owner = sessions_t.c.created_by == created_by
+            if created_by == LOCAL_PRINCIPAL:  # NULL: a session from before v2, read as "local"
+                owner = or_(owner, sessions_t.c.created_by.is_(None))
+            stmt = stmt.where(owner)
         with self.reading() as conn:
             return [_session_dict(row) for row in conn.execute(stmt)]
 
@@ -535,6 +556,21 @@ class ServerDB(SqliteStore):
             )
             if result.rowcount != 1:
                 raise QueryNotFound(f"no query {query_id}")
+
+    def fail_query(self, query_id: str, error: str) -> None:
+        """Mark a turn `failed` when its own ending could not be written: the last resort that keeps a
+        query from staying `in_progress` until a restart."""
+        with self.writing() as conn:
+            row = conn.execute(select(queries_t.c.document).where(queries_t.c.id == query_id)).first()
+            if row is None:
+                return
+            document: dict[str, Any] = json.loads(row.document)
+            document["status"], document["error"] = "failed", error
+            conn.execute(
+                update(queries_t)
+                .where(queries_t.c.id == query_id)
+                .values(status="failed", updated=time.time(), document=dumps(document))
+            )
 
     def get_query(self, query_id: str) -> dict[str, Any] | None:
         with self.reading() as conn:

@@ -2,17 +2,29 @@
 
 `parse_source(path)` returns a `ParsedSource` or raises `ParseError` with the ledger's status and
 reason; it never lets a parser's own exception escape, so one bad file cannot stop a compile.
+
+A source may hold at most `max_text_bytes()` of text (default `MAX_TEXT_BYTES`, `$SLEUTH_MAX_TEXT_BYTES`
+overrides it). A compile keeps a source's text, pages and chunks in memory, several times the text's
+size, so a larger one is `skipped` ("too large") instead: a text format is refused by its size before
+it is read, a PDF or DOCX once its text is extracted.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 from sleuth.compile.pages import ParsedSource, ParseError
 from sleuth.compile.parse import docx, html, markdown, pdf, text
 
+log = logging.getLogger("sleuth.compile.parse")
+
 Parser = Callable[[bytes], ParsedSource]
+MAX_TEXT_BYTES = 32 * 1024 * 1024
+#: Formats whose text is not the file itself: their size says little about their text.
+_CONTAINERS = frozenset({".pdf", ".docx"})
 
 PARSERS: dict[str, Parser] = {
     ".pdf": pdf.parse,
@@ -56,10 +68,26 @@ def is_supported(path: str) -> bool:
     return Path(path).suffix.lower() in PARSERS
 
 
+def max_text_bytes() -> int:
+    """The most text one source may hold (`$SLEUTH_MAX_TEXT_BYTES`, else `MAX_TEXT_BYTES`)."""
+    value = os.environ.get("SLEUTH_MAX_TEXT_BYTES", "").strip()
+    if value:
+        try:
+            return max(1, int(value))
+        except ValueError:
+            log.warning("ignoring SLEUTH_MAX_TEXT_BYTES=%r: not an integer", value)
+    return MAX_TEXT_BYTES
+
+
 def parse_source(path: Path) -> ParsedSource:
-    parser = PARSERS.get(path.suffix.lower())
+    suffix = path.suffix.lower()
+    parser = PARSERS.get(suffix)
     if parser is None:
         raise ParseError("skipped", "unsupported format")
+    limit = max_text_bytes()
+    size = path.stat().st_size
+    if suffix not in _CONTAINERS and size > limit:
+        raise ParseError("skipped", f"too large: {size} bytes of text, over the limit of {limit}")
     data = path.read_bytes()
     if not data:
         raise ParseError("skipped", "empty")
@@ -72,4 +100,8 @@ def parse_source(path: Path) -> ParsedSource:
         raise ParseError("failed", f"corrupt: {message[:200]}") from exc
     if not any(p.text.strip() for p in parsed.pages):
         raise ParseError("skipped", "empty")
+    if parsed.chars > limit:
+        raise ParseError(
+            "skipped", f"too large: {parsed.chars} characters of text, over the limit of {limit}"
+        )
     return parsed
