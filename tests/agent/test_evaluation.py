@@ -466,7 +466,15 @@ def test_eval_command_compares_sleuth_and_rag_offline(
     ]
     remote = [r for r in records if r["id"] == "remote"]
     assert all(r["correct"] and r["evidence_page_hit"] for r in remote)
-    assert "| sleuth | 3 |" in (out / "report.md").read_text("utf-8")
+    report = (out / "report.md").read_text("utf-8")
+    assert "| sleuth | 3 |" in report and "**figure match**" in report and "**evidence-page hit**" in report
+    assert rows["sleuth"]["with_gold_figures"] == 2  # the hotel limit and the revenue state figures
+    # Without --out the report goes under $SLEUTH_HOME/eval/, never into the working directory.
+    monkeypatch.chdir(tmp_path)
+    again = CliRunner().invoke(app, ["eval", str(questions), "--context", "acme", "--limit", "1"])
+    assert again.exit_code == 0, again.output
+    assert [p.name for p in (root / "eval").iterdir()] and not (tmp_path / "sleuth-eval").exists()
+    assert list((root / "eval").glob("*/report.md"))
 
 
 def test_eval_command_rejects_bad_input(

@@ -20,6 +20,13 @@ def test_ask_streams_steps_then_the_cited_answer(runner: CliRunner) -> None:
     assert "answer" in out and "$220 per night" in out
     assert "[1] uploads/acme-corpus/" in out  # numbered citations with file and page
     assert "model sleuth/offline" in out and "session ses_" in out
+    verbose = runner.invoke(
+        app, ["ask", "-c", "acme", "What is the hotel limit per night when travelling?", "--verbose"]
+    )
+    assert verbose.exit_code == 0, verbose.output
+    # Compact by default: long code is cut with a pointer to --verbose, which shows all of it.
+    assert ("more lines (--verbose)" in out) and "more lines (--verbose)" not in verbose.output
+    assert len(verbose.output.splitlines()) > len(out.splitlines())
 
 
 def test_ask_json_trace_and_replay(runner: CliRunner) -> None:

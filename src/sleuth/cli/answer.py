@@ -14,19 +14,28 @@ from rich.syntax import Syntax
 from sleuth.cli.app import app, console, err, fail
 from sleuth.store.home import Home
 
+COMPACT_CODE_LINES = 4
+COMPACT_OUTPUT_LINES = 3
+
 
 class StepPrinter:
-    """Renders the turn's events as they arrive: commentary, code, SDK calls and timings."""
+    """Renders the turn's events as they arrive: commentary, code, SDK calls and timings. Compact by
+    default (the first lines of each step's code and output); `verbose` shows all the code."""
 
-    def __init__(self, out: Console) -> None:
+    def __init__(self, out: Console, verbose: bool = False) -> None:
         self.out = out
+        self.verbose = verbose
 
     def __call__(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         if kind == "response.step" and event.get("status") == "running":
             title = event.get("commentary") or "(no commentary)"
             self.out.print(f"[bold cyan]▶ {event['step_id']}[/bold cyan] {title}", highlight=False)
-            source = (event.get("code") or {}).get("source", "")
+            source = str((event.get("code") or {}).get("source", "")).rstrip("\n")
+            lines = source.splitlines()
+            if lines and not self.verbose and len(lines) > COMPACT_CODE_LINES:
+                hidden = len(lines) - COMPACT_CODE_LINES
+                source = "\n".join(lines[:COMPACT_CODE_LINES]) + f"\n# … {hidden} more lines (--verbose)"
             if source:
                 self.out.print(Syntax(source, "python", theme="ansi_dark", word_wrap=True))
         elif kind == "response.step":
@@ -48,9 +57,10 @@ class StepPrinter:
                 )
             output = str(event.get("output") or "")
             lines = output.splitlines()
-            preview = "\n".join("    " + line[:160] for line in lines[:8])
-            if len(lines) > 8:
-                preview += f"\n    … {len(lines) - 8} more lines ({event.get('output_chars', 0):,} chars)"
+            shown = 8 if self.verbose else COMPACT_OUTPUT_LINES
+            preview = "\n".join("    " + line[:160] for line in lines[:shown])
+            if len(lines) > shown:
+                preview += f"\n    … {len(lines) - shown} more lines ({event.get('output_chars', 0):,} chars)"
             if preview:
                 self.out.print(preview, highlight=False, markup=False)
         elif kind == "response.failed":
@@ -142,6 +152,9 @@ def ask_cmd(
         int, typer.Option(help="Text per hit of a retrieval-only turn.", min=1, max=20_000)
     ] = 2_000,
     json_out: Annotated[bool, typer.Option("--json", help="Print only the Query object on stdout.")] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Show each step's whole code and more of its output.")
+    ] = False,
 ) -> None:
     """Answer one question over one or more contexts, streaming each step, then the cited answer."""
     from sleuth.agent.retrieval import retrieval_options
@@ -171,7 +184,7 @@ def ask_cmd(
             max_retrieved_chars=max_retrieved_chars,
         ),
     )
-    printer = StepPrinter(err if json_out else console)
+    printer = StepPrinter(err if json_out else console, verbose=verbose)
     with Runtime(Home()) as runtime:
         try:
             prepared = runtime.prepare(request)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -223,23 +224,41 @@ def search_cmd(
     query: str,
     context: Annotated[str, typer.Option("--context", "-c")],
     mode: Annotated[str, typer.Option(help="hybrid | semantic | keyword")] = "hybrid",
-    top_k: Annotated[int, typer.Option(min=1, max=100)] = 5,
+    top_k: Annotated[int, typer.Option(min=1, max=100, help="Hits to show.")] = 10,
+    source: Annotated[
+        list[str] | None,
+        typer.Option("--source", "-s", help="Only these source paths (repeat the option for more)."),
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the hits as one JSON document.")] = False,
 ) -> None:
-    """Search a context's chunks and print the hits with their page and offsets."""
+    """Search a context's chunks and print the hits with their page and offsets.
+
+    One hit per line pair, never wrapped, so the output greps and pipes; `--json` for scripts."""
     if mode not in ("hybrid", "semantic", "keyword"):
         raise fail(f"unknown mode {mode!r}: use hybrid, semantic or keyword")
     try:
         reader = VersionReader.live(Home().find(context))
     except (ContextNotFound, LookupError) as exc:
         raise fail(str(exc), 1) from None
-    for rank, hit in enumerate(reader.search(query, top_k, mode), 1):  # type: ignore[arg-type]
+    unknown = [s for s in source or [] if s not in reader.page_files]
+    if unknown:
+        raise fail(f"no source {unknown[0]!r} in context {context!r}; see `sleuth inspect {context}`")
+    hits = reader.search(query, top_k, mode, sources=source or None)  # type: ignore[arg-type]
+    if json_out:
+        typer.echo(json.dumps({"query": query, "mode": mode, "hits": [asdict(h) for h in hits]}, indent=2))
+        return
+    for rank, hit in enumerate(hits, 1):
         section = " > ".join(hit.section_path)
         console.print(
             f"[bold]{rank}.[/bold] {hit.source_path} p. {hit.page} "
-            f"[{hit.start}:{hit.end}] {section}  (score {hit.score:.4f})"
+            f"[{hit.start}:{hit.end}] {section}  (score {hit.score:.4f})",
+            soft_wrap=True,
+            highlight=False,
         )
         snippet = " ".join(hit.text.split())
-        console.print(f"   {snippet[:300]}{'…' if len(snippet) > 300 else ''}", highlight=False)
+        console.print(
+            f"   {snippet[:300]}{'…' if len(snippet) > 300 else ''}", soft_wrap=True, highlight=False
+        )
 
 
 @app.command("exec")

@@ -20,7 +20,9 @@ BASELINES = ("rag",)
 
 
 def _default_out() -> Path:
-    return Path("sleuth-eval") / datetime.now().strftime("%Y%m%d-%H%M%S")
+    """`$SLEUTH_HOME/eval/<timestamp>/`: a report belongs with the data it measured, never in
+    whatever directory the command happened to run in."""
+    return Home().root / "eval" / datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
 @app.command("eval")
@@ -49,7 +51,7 @@ def eval_cmd(
     skip_sleuth: Annotated[bool, typer.Option("--skip-sleuth", help="Run only the baseline(s).")] = False,
     timeout: Annotated[int, typer.Option(min=1, max=900, help="Sleuth: turn time cap in seconds.")] = 900,
     out: Annotated[
-        Path | None, typer.Option(help="Directory for the report (default ./sleuth-eval/<timestamp>/).")
+        Path | None, typer.Option(help="Directory for the report (default $SLEUTH_HOME/eval/<timestamp>/).")
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary rows as JSON.")] = False,
 ) -> None:

@@ -5,11 +5,15 @@ Matching rules (all documented here because accuracy numbers are only comparable
 
 - `numeric_match` applies when the gold answer states a number. The gold's *key numbers* are its
   numbers minus framing numbers (bare integers that are years 1900–2100, days of a date such as
-  `January 28`, or period lengths such as `12 months`; kept only when the gold has no other number);
+  `January 28`, or period lengths such as `12 months`). A gold whose only numbers are framing ones is
+  a dated statement, not a figure (`Yes, dividends were paid in 2022`): the numeric rule does not
+  apply and the text rule decides, unless the gold *is* the date (`2015`, `In fiscal 2019.`, `March
+  31, 2023`: at most one other content word), when the date is the key number;
   numbers glued to letters (`FY2022`, `Q2`, `10-K`, `3M`, `COVID-19`) never count. A key number is
   matched by any number in the prediction that agrees within 1% relative, or equals it once rounded
   half-up to the gold's displayed decimals (gold `1.9%` accepts `1.87%`). Citation markers, file
-  paths and page references are removed from the prediction first.
+  paths (every path the answer cites, spaces and all, plus anything shaped like one) and page
+  references are removed from the prediction first.
   Signs: `-1,234`, `(1,234)`, `$(1,234)`, `(2.1)%` and `−1.2` are negative (`(3.4%)` and a bullet
   dash are not); a sign mismatch is forgiven when either text words the direction (`decreased`,
   `decline`, `loss`, …).
@@ -20,7 +24,10 @@ Matching rules (all documented here because accuracy numbers are only comparable
   often left out of a correct answer).
 - `text_match` applies to every gold: after Unicode folding and punctuation removal, the gold is
   contained in the prediction, or at least 60% of the gold's content words appear in it. A gold that
-  opens with yes/no fails when the prediction opens with the opposite.
+  opens with yes/no fails when the prediction opens with the opposite. A short gold that says the
+  information is not there (`Not disclosed`) matches a prediction that says so too (`did not
+  disclose`), and nothing else.
+- A year or a date that is a key number must be stated exactly (2016 is not 2015 within 1%).
 - The heuristic verdict is `numeric_match` when it applies (vetoed by a contradicting yes/no), else
   `text_match`. With a judge model, the final verdict is the judge's; the heuristic is kept beside it.
 """
@@ -30,6 +37,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
@@ -92,6 +100,11 @@ _MONTH_AFTER = re.compile(rf"\s+{_MONTH}\b", re.IGNORECASE)
 _PERIOD_AFTER = re.compile(r"\s*-?\s*(?:months?|years?|weeks?|quarters?|days?)\b", re.IGNORECASE)
 _MARKERS = re.compile(r"[\[【［]\s*\d{1,3}(?:\s*[-–,;]\s*\d{1,3})*\s*[\]】］]")
 _PATHS = re.compile(r"\S+\.(?:pdf|md|txt|html?|docx|csv|jsonl?)\b", re.IGNORECASE)
+_MONTH_WORDS = re.compile(rf"\b{_MONTH}", re.IGNORECASE)
+_DATE_WORDS = frozenset(
+    {"fiscal", "year", "years", "fy", "quarter", "quarters", "calendar", "ended", "ending", "end"}
+    | {"period", "month", "months", "first", "second", "third", "fourth", "half", "as", "of"}
+)
 _PAGE_REFS = re.compile(r"\b(?:pp?\.|pages?)\s*\d+(?:\s*[-–]\s*\d+)?", re.IGNORECASE)
 
 
@@ -185,15 +198,37 @@ def extract_numbers(text: str) -> list[Number]:
     return out
 
 
-def _clean_prediction(text: str) -> str:
-    """Drop what is not part of the answer's claims: citation markers, file paths, page references."""
+def _clean_prediction(text: str, cited_paths: Sequence[str] = ()) -> str:
+    """Drop what is not part of the answer's claims: citation markers, file paths, page references.
+    The answer's own cited paths go first, longest first, as exact strings: a file name such as
+    `AMD 2022 10K.pdf` holds spaces and numbers that no path pattern can tell from prose."""
+    for path in sorted({p for p in cited_paths if p}, key=len, reverse=True):
+        text = text.replace(path, " ")
+        name = path.rsplit("/", 1)[-1]
+        if len(name) >= 5:
+            text = text.replace(name, " ")
     return _PAGE_REFS.sub(" ", _PATHS.sub(" ", _MARKERS.sub(" ", text)))
 
 
+MAX_DATE_WORDS = 1  # content words a gold may have beside its dates and still *be* a date
+
+
+def _is_only_a_date(gold: str) -> bool:
+    """`2015`, `In fiscal 2019.`, `March 31, 2023`, `FY2021`: nothing but the date it names."""
+    words = [
+        w for w in content_words(_fold(_MONTH_WORDS.sub(" ", gold))) if not any(ch.isdigit() for ch in w)
+    ]
+    return len([w for w in words if w not in _DATE_WORDS]) <= MAX_DATE_WORDS
+
+
 def _key_numbers(gold: str) -> list[Number]:
-    """The gold's answer numbers: framing numbers (years, dates, `12 months`) only when it has no other."""
+    """The gold's answer numbers: framing numbers (years, dates, `12 months`) only when the gold is
+    nothing but such a date; a gold whose only numbers frame a statement has none."""
     numbers = extract_numbers(gold)
-    if not all(n.framing for n in numbers):
+    if all(n.framing for n in numbers):
+        if not _is_only_a_date(gold):
+            return []
+    else:
         numbers = [n for n in numbers if not n.framing]
     unique: list[Number] = []
     for n in numbers:
@@ -231,16 +266,18 @@ def _agree(pred: Number, gold: Number, forgive_sign: bool) -> bool:
         values += [v / 100 for v in values]
     elif gold.percent and not pred.percent:
         values += [v * 100 for v in values]
+    if gold.framing:  # a date is exact: 2016 is not "within 1%" of 2015
+        return pred.value == gold.value and not (pred.scale or pred.percent)
     target = abs(gold.value) if forgive_sign else gold.value
     return any(_close(abs(v) if forgive_sign else v, target, gold.decimals) for v in values)
 
 
-def numeric_match(predicted: str, gold: str) -> bool | None:
+def numeric_match(predicted: str, gold: str, cited_paths: Sequence[str] = ()) -> bool | None:
     """Does the prediction state the gold's key numbers? None when the gold states none."""
     wanted = _key_numbers(gold)
     if not wanted:
         return None
-    cleaned = _clean_prediction(predicted)
+    cleaned = _clean_prediction(predicted, cited_paths)
     stated = extract_numbers(cleaned)
     if not stated:
         return False
@@ -264,9 +301,18 @@ def _polarity(text: str) -> str | None:
     return words[0] if words and words[0] in ("yes", "no") else None
 
 
-def text_match(predicted: str, gold: str) -> bool | None:
+# "Not disclosed", "the report does not state it": an answer that the information is not there.
+_UNAVAILABLE = re.compile(
+    r"(?:\b(?:not|no|never|nor)\b|n't\b)[^.;]{0,40}?\b(?:disclos\w*|availab\w*|mention\w*|provid\w*|stat(?:e|ed|es)\b"
+    r"|report\w*|found|specif\w*|given|included)",
+    re.IGNORECASE,
+)
+UNAVAILABLE_WORDS = 6  # a longer gold says more than "not there", and the usual rules decide
+
+
+def text_match(predicted: str, gold: str, cited_paths: Sequence[str] = ()) -> bool | None:
     """Normalised containment, or content-word recall ≥ 0.6; None for an empty gold."""
-    gold_folded, pred_folded = _fold(gold), _fold(_MARKERS.sub(" ", predicted))
+    gold_folded, pred_folded = _fold(gold), _fold(_clean_prediction(predicted, cited_paths))
     if not gold_folded:
         return None
     gold_pol, pred_pol = _polarity(gold), _polarity(predicted)
@@ -274,6 +320,8 @@ def text_match(predicted: str, gold: str) -> bool | None:
         return False
     if gold_folded in ("yes", "no"):
         return pred_pol == gold_pol
+    if _UNAVAILABLE.search(gold) and len(content_words(gold_folded)) <= UNAVAILABLE_WORDS:
+        return bool(_UNAVAILABLE.search(_clean_prediction(predicted, cited_paths)))
     if f" {gold_folded} " in f" {pred_folded} ":
         return True
     words = set(content_words(gold_folded))
@@ -290,10 +338,11 @@ class MatchResult:
     correct: bool
 
 
-def score_answer(predicted: str, gold: str) -> MatchResult:
-    """The heuristic verdict: the numeric rule when it applies (a contradicting yes/no vetoes it)."""
-    numeric = numeric_match(predicted, gold)
-    text = text_match(predicted, gold)
+def score_answer(predicted: str, gold: str, cited_paths: Sequence[str] = ()) -> MatchResult:
+    """The heuristic verdict: the numeric rule when it applies (a contradicting yes/no vetoes it).
+    `cited_paths` are the sources the answer cites; they are never part of its claims."""
+    numeric = numeric_match(predicted, gold, cited_paths)
+    text = text_match(predicted, gold, cited_paths)
     if numeric is not None:
         gold_pol, pred_pol = _polarity(gold), _polarity(predicted)
         correct = numeric and not (gold_pol and pred_pol and gold_pol != pred_pol)

@@ -30,6 +30,8 @@ class SystemSummary:
     judged: int
     evidence_page_hit_rate: float | None
     with_gold_evidence: int
+    figure_match_rate: float | None
+    with_gold_figures: int
     mean_steps: float
     mean_input_tokens: float
     mean_output_tokens: float
@@ -65,6 +67,7 @@ def summarize(results: Sequence[QuestionResult]) -> list[SystemSummary]:
         rs = [r for r in results if r.system == system]
         judged = [r for r in rs if r.judge is not None]
         gold = [r for r in rs if r.evidence_page_hit is not None]
+        figures = [r for r in rs if r.numeric is not None]
         cites = sum(r.citations for r in rs)
         checked = [r for r in rs if r.citation_validity is not None]
         rows.append(
@@ -79,6 +82,8 @@ def summarize(results: Sequence[QuestionResult]) -> list[SystemSummary]:
                 if gold
                 else None,
                 with_gold_evidence=len(gold),
+                figure_match_rate=_mean([float(bool(r.numeric)) for r in figures]) if figures else None,
+                with_gold_figures=len(figures),
                 mean_steps=_mean([r.steps for r in rs]),
                 mean_input_tokens=_mean([r.input_tokens for r in rs]),
                 mean_output_tokens=_mean([r.output_tokens for r in rs]),
@@ -106,6 +111,7 @@ _COLUMNS: list[tuple[str, Callable[[SystemSummary], str]]] = [
     ("match acc.", lambda s: _pct(s.match_accuracy)),
     ("judge acc.", lambda s: _pct(s.judge_accuracy)),
     ("evidence-page hit", lambda s: _pct(s.evidence_page_hit_rate)),
+    ("figure match", lambda s: _pct(s.figure_match_rate)),
     ("steps", lambda s: f"{s.mean_steps:.1f}"),
     ("in tokens", lambda s: f"{s.mean_input_tokens:,.0f}"),
     ("out tokens", lambda s: f"{s.mean_output_tokens:,.0f}"),
@@ -115,6 +121,31 @@ _COLUMNS: list[tuple[str, Callable[[SystemSummary], str]]] = [
     ("citations", lambda s: f"{s.mean_citations:.1f}"),
     ("citation validity", lambda s: _pct(s.citation_validity)),
     ("failures", lambda s: str(s.failures)),
+]
+
+
+DEFINITIONS = [
+    (
+        "accuracy",
+        "the judge's verdict where a judge model ran and answered, else the heuristic match.",
+    ),
+    (
+        "match acc.",
+        "the heuristic verdict (agent/evaluation/matching.py): the figure rule when the gold states a "
+        "figure, else the text rule (containment or 60% of the gold's content words).",
+    ),
+    (
+        "evidence-page hit",
+        "share of the questions with gold evidence pages whose answer cites at least one of those "
+        "pages (same document, same page); it says whether the right page was found and used.",
+    ),
+    (
+        "figure match",
+        "share of the questions whose gold states a figure where the answer states it: the gold's key "
+        "numbers within 1% or equal at the gold's precision, with scale, percent and sign rules. Years, "
+        "dates, period lengths and cited file names are never figures unless the gold is only a date.",
+    ),
+    ("citation validity", "share of all citations whose grounding is a verbatim slice of its page."),
 ]
 
 
@@ -146,6 +177,7 @@ def markdown_report(
         for key, value in config.items()
     ]
     lines += ["", "Steps and tokens are means per question; latency is wall-clock per question.", ""]
+    lines += [f"- **{name}**: {text}" for name, text in DEFINITIONS] + [""]
     lines.append("| " + " | ".join(name for name, _ in _COLUMNS) + " |")
     lines.append("|" + "|".join("---" for _ in _COLUMNS) + "|")
     lines += ["| " + " | ".join(_md_cell(render(s)) for _, render in _COLUMNS) + " |" for s in summaries]

@@ -157,7 +157,8 @@ def run_eval(
         except Exception as exc:  # one broken question must not lose a long run
             record = AnswerRecord(answer="", status="failed", error=f"{type(exc).__name__}: {exc}")
         latency = time.monotonic() - began
-        match = score_answer(record.answer, q.answer)
+        cited_paths = [str(c.get("source")) for c in record.citations if c.get("source")]
+        match = score_answer(record.answer, q.answer, cited_paths)
         verdict = judge(judge_model, q.question, q.answer, record.answer) if judge_model else None
         valid = sum(1 for c in record.citations if page_text and citation_verifies(c, page_text))
         cited = _cited_pages(record.citations)

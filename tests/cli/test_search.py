@@ -1,0 +1,35 @@
+"""`sleuth search` for people and scripts (issue 11, 7): ten hits by default, never wrapped, `--json`,
+and `--source` to search inside named documents."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from sleuth.cli import app
+
+REMOTE = "How many days a week can employees work remotely?"
+POLICY = "uploads/acme-corpus/policies/remote-work-policy.md"
+
+
+def test_search_prints_ten_unwrapped_hits(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["search", "-c", "acme", REMOTE], terminal_width=40)
+    assert result.exit_code == 0, result.output
+    heads = [line for line in result.output.splitlines() if line[:1].isdigit()]
+    assert [h.split(".", 1)[0] for h in heads] == [str(n) for n in range(1, 11)]
+    assert all(" p. " in h and "(score " in h for h in heads)  # each hit stays on its own line at 40 columns
+
+
+def test_search_json_and_source_filter(runner: CliRunner) -> None:
+    result = runner.invoke(
+        app, ["search", "-c", "acme", REMOTE, "--json", "--top-k", "3", "--source", POLICY]
+    )
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["query"] == REMOTE and len(document["hits"]) == 3
+    assert {h["source_path"] for h in document["hits"]} == {POLICY}
+    first = document["hits"][0]
+    assert {"id", "score", "page", "start", "end", "text", "section_path"} <= set(first)
+    unknown = runner.invoke(app, ["search", "-c", "acme", REMOTE, "--source", "nope.md"])
+    assert unknown.exit_code == 2 and "no source 'nope.md'" in unknown.output
