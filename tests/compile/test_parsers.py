@@ -8,7 +8,7 @@ from pathlib import Path
 import docx
 import pytest
 
-from sleuth.compile.pages import ParseError
+from sleuth.compile.pages import ParseError, normalize_text
 from sleuth.compile.parse import parse_source
 from tests.conftest import make_pdf
 
@@ -183,3 +183,33 @@ def test_docx_that_is_a_zip_of_something_else(tmp_path: Path) -> None:
     with pytest.raises(ParseError) as info:
         parse_source(write(tmp_path, "odd.docx", buffer.getvalue()))
     assert info.value.status == "failed" and info.value.reason.startswith("corrupt: ")
+
+
+@pytest.mark.parametrize(
+    ("raw", "stored"),
+    [
+        ("the open\x02market program", "the open-market program"),  # PDFium's soft hyphen
+        ("open\ufffemarket and open\u00admarket", "open-market and open-market"),
+        ("infor\x02\nmation", "information"),  # a word split at a line end is whole again
+        ("e\ufb03cient \ufb01nance \ufb02ow", "efficient finance flow"),  # ligatures spelled out
+        ("a\u00a0b\u2009c\u202fd\u3000e", "a b c d e"),  # spaces that print as spaces
+        ("ze\u200bro\ufeff wi\u2060dth\x07", "zero width"),  # what prints as nothing is gone
+        ("tabs\tstay\r\nlines stay  \rtoo", "tabs\tstay\nlines stay\ntoo"),
+        ("Café Ω 12,5 % — “quoted”", "Café Ω 12,5 % — “quoted”"),  # everything else as it was
+    ],
+)
+def test_normalize_text_cleans_extraction_artefacts_once(raw: str, stored: str) -> None:
+    assert normalize_text(raw) == stored
+    assert normalize_text(stored) == stored  # idempotent: stored text never changes again
+
+
+def test_every_parser_stores_normalized_text(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text(
+        "Share repurchase: open\x02market\u00a0purchases of e\ufb03cient scale.\n"
+    )
+    (tmp_path / "b.md").write_text("# Title\n\nThe open\u00admarket \ufb01gures.\n")
+    (tmp_path / "c.html").write_text("<html><body><p>open\u00admarket\u200b \ufb02ows</p></body></html>")
+    texts = [parse_source(tmp_path / name).pages[0].text for name in ("a.txt", "b.md", "c.html")]
+    assert "open-market purchases of efficient scale." in texts[0]
+    assert "The open-market figures." in texts[1]
+    assert "open-market flows" in texts[2]

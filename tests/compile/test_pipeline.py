@@ -328,3 +328,20 @@ def test_one_compile_per_context_at_a_time(home: Home, corpus: Path) -> None:
     with curate_lock(ctx.lock_file), pytest.raises(CurateInFlight):
         compile_context("docs", [corpus], home=home)
     assert compile_context("docs", [corpus], home=home).delta == "empty"
+
+
+def test_a_new_text_normaliser_reparses_every_source(home: Home, corpus: Path) -> None:
+    """Page text stored under older normalising rules is re-parsed once (`pages.TEXT_VERSION`), so it
+    agrees with new chunks; a compile after that does no work again."""
+    from sleuth.compile.pages import TEXT_VERSION
+    from sleuth.store.ledger import Ledger
+
+    compile_context("docs", [corpus], home=home)
+    ledger_file = home.find("docs").ledger_file
+    ledger = Ledger.load(ledger_file)
+    assert ledger.leg_hashes["text"] == TEXT_VERSION
+    ledger.leg_hashes["text"] = TEXT_VERSION - 1  # as an older Sleuth left it
+    ledger.save(ledger_file)
+    report = compile_context("docs", [corpus], home=home)
+    assert report.flipped and not report.unchanged and sorted(report.changed) == sorted(ledger.manifest)
+    assert compile_context("docs", [corpus], home=home).delta == "empty"

@@ -34,7 +34,7 @@ from sleuth.compile.artifacts import Artifact
 from sleuth.compile.chunking import Chunk, chunk_pages
 from sleuth.compile.extract import Extractor, NoModelExtractor
 from sleuth.compile.manifest import Manifest, parse_manifest, read_manifest_file
-from sleuth.compile.pages import Page, ParseError
+from sleuth.compile.pages import TEXT_VERSION, Page, ParseError
 from sleuth.compile.parse import parse_source
 from sleuth.compile.sources import ImportReport, import_sources, list_source_files
 from sleuth.compile.tables_db import write_tables
@@ -173,6 +173,8 @@ class CompileRun:
             p for p in snapshot if p in ledger.manifest and snapshot[p].hash != ledger.manifest[p].hash
         ]
         deleted = sorted(p for p in ledger.manifest if p not in snapshot)
+        if previous_ledger.manifest and ledger.leg_hashes.get("text", 1) != TEXT_VERSION:
+            changed += [p for p in snapshot if p in ledger.manifest and p not in changed]  # re-parse all
         unchanged = [p for p in snapshot if p not in new and p not in changed]
         curate_hash = self.manifest.curate_hash()
         chunk_hash = self.manifest.chunk_leg_hash()
@@ -221,7 +223,7 @@ class CompileRun:
         now = now_iso()
         ledger.live_version = version
         ledger.versions_stamped = [*previous_ledger.versions_stamped, version]
-        ledger.leg_hashes = {"curate": curate_hash, "chunks": chunk_hash}
+        ledger.leg_hashes = {"curate": curate_hash, "chunks": chunk_hash, "text": TEXT_VERSION}
         for path in deleted:
             ledger.source_removed[path] = Tombstone(removed_version=version, removed_at=now)
             ledger.manifest.pop(path, None)
