@@ -96,14 +96,27 @@ def main() -> None:
             scores = np.where(page_source == doc, scores, -np.inf)
         return [pages[i] for i in np.argsort(-scores)[:10]]
 
-    def sleuth_pages(mode: str) -> Callable[[str, str | None], list[Page]]:
+    from sleuth.store import search as search_module
+
+    scores = dict(reader.boilerplate)
+
+    def sleuth_pages(
+        mode: str, demote: bool = True, page_support: float = 0.0
+    ) -> Callable[[str, str | None], list[Page]]:
+        """Sleuth's `search` in `mode`; `demote` off is the ranking before boilerplate scores existed."""
+
         def rank(query: str, doc: str | None) -> list[Page]:
-            hits = reader.search(
-                query,
-                top_k=100,
-                mode=mode,  # type: ignore[arg-type]
-                sources=[doc] if doc else None,
-            )
+            reader.__dict__["boilerplate"] = scores if demote else {}
+            saved, search_module.PAGE_SUPPORT = search_module.PAGE_SUPPORT, page_support
+            try:
+                hits = reader.search(
+                    query,
+                    top_k=100,
+                    mode=mode,  # type: ignore[arg-type]
+                    sources=[doc] if doc else None,
+                )
+            finally:
+                search_module.PAGE_SUPPORT = saved
             ordered: list[Page] = []
             for h in hits:
                 if (h.source_path, h.page) not in ordered:
@@ -115,10 +128,16 @@ def main() -> None:
     methods: list[tuple[str, Callable[[str, str | None], list[Page]]]] = [
         ("baseline: BM25 over pages (bm25s)", bm25_pages),
         ("baseline: dense over pages (MiniLM)", dense_pages),
-        ("Sleuth keyword (FTS5 BM25, chunks)", sleuth_pages("keyword")),
-        ("Sleuth semantic (MiniLM, chunks)", sleuth_pages("semantic")),
-        ("Sleuth hybrid (RRF, chunks)", sleuth_pages("hybrid")),
+        ("Sleuth keyword (FTS5 BM25, chunks), no demotion", sleuth_pages("keyword", demote=False)),
+        ("Sleuth semantic (MiniLM, chunks), no demotion", sleuth_pages("semantic", demote=False)),
+        ("Sleuth hybrid (RRF, chunks), no demotion", sleuth_pages("hybrid", demote=False)),
+        ("Sleuth keyword + boilerplate demotion", sleuth_pages("keyword")),
+        ("Sleuth semantic + boilerplate demotion", sleuth_pages("semantic")),
+        ("Sleuth hybrid + boilerplate demotion (default)", sleuth_pages("hybrid")),
+        ("Sleuth hybrid + demotion + page support 0.3", sleuth_pages("hybrid", page_support=0.3)),
     ]
+    flagged = sum(1 for v in scores.values() if v >= 0.5)
+    print(f"boilerplate: {len(scores):,} chunks scored, {flagged:,} at least half boilerplate")
     print(
         f"\nFinanceBench retrieval: {len(questions)} questions, {len(pages):,} pages, "
         f"{len(reader.chunks):,} chunks (BM25 page index {bm25_build:.1f}s, page vectors "

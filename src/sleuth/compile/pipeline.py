@@ -27,8 +27,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from sleuth.compile import artifacts as cards
+from sleuth.compile import boilerplate, integrity, typed_tables, version_files
 from sleuth.compile import glossary as glossary_builder
-from sleuth.compile import integrity, typed_tables, version_files
 from sleuth.compile.artifact_leg import ArtifactLeg
 from sleuth.compile.artifacts import Artifact
 from sleuth.compile.chunking import Chunk, chunk_pages
@@ -455,6 +455,12 @@ class CompileRun:
                     ),
                     ((a.id, a.type, a.kind, a.name, a.body) for a in artifacts),
                 )
+            # Boilerplate is a property of the whole version (a line shared by many documents), so it
+            # is scored anew at every compile, over every source's pages.
+            every_page = {
+                rel: fresh_pages.get(rel) or version_files.load_pages(knowledge, rel) for rel in states
+            }
+            boilerplate.write(index_dir, boilerplate.chunk_scores(chunks_flat, every_page))
             self.progress.advance("index")
             if chunk_vectors is not None and artifact_vectors is not None:
                 dense_dir = index_dir / "dense"

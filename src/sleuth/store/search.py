@@ -17,6 +17,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from sleuth.compile import boilerplate
 from sleuth.compile.chunking import Chunk
 from sleuth.models.embedder import Embedder, get_embedder
 from sleuth.store.dense import DenseIndex
@@ -71,6 +72,22 @@ def hybrid_weights(query: str) -> tuple[float, float]:
     if any(_is_identifier(t) for t in _TOKEN.findall(query)):
         return 1.0, 1.0
     return DENSE_WEIGHT, 1.0
+
+
+#: How far a chunk that is all boilerplate falls: its score is scaled by 1 - this × its share.
+BOILERPLATE_PENALTY = 0.7
+#: Share of the other candidate chunks' scores on the same page that a chunk gains.
+PAGE_SUPPORT = 0.0  # off until measured to help: see benchmarks/retrieval.py
+_ASKS_FOR_BOILERPLATE = re.compile(
+    r"\b(?:certif\w*|disclaim\w*|forward[- ]looking|legal notice|notices?|table of contents|contents page"
+    r"|copyright|footer|header|signature\w*|exhibit\w*|trademark\w*|boilerplate|safe harbou?r)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_boilerplate(query: str) -> bool:
+    """A question about certifications, disclaimers, notices or contents wants what is otherwise noise."""
+    return bool(_ASKS_FOR_BOILERPLATE.search(query))
 
 
 class VersionReader:
@@ -158,16 +175,59 @@ class VersionReader:
         sources: Sequence[str] | None = None,
         vector: npt.NDArray[np.float32] | None = None,
     ) -> list[SearchHit]:
+        """The best `top_k` chunks for `query`. Every mode ranks a deeper candidate list first, then
+        `rank_candidates` demotes boilerplate and lets the chunks of one page support each other."""
+        depth = max(top_k * 5, 50)
         if mode == "semantic":
-            ranked = self.semantic(query, top_k, sources, vector)
+            ranked = self.semantic(query, depth, sources, vector)
         elif mode == "keyword":
-            ranked = self.keyword(query, top_k, sources)
+            ranked = self.keyword(query, depth, sources)
         else:
-            depth = max(top_k * 5, 50)
             dense_ids = [i for i, _ in self.semantic(query, depth, sources, vector)]
             keyword_ids = [i for i, _ in self.keyword(query, depth, sources)]
-            ranked = rrf([dense_ids, keyword_ids], weights=hybrid_weights(query))[:top_k]
-        return [self._hit(cid, score) for cid, score in ranked]
+            ranked = rrf([dense_ids, keyword_ids], weights=hybrid_weights(query))
+        reranked = self.rank_candidates(query, ranked, page_support=mode != "keyword")
+        return [self._hit(cid, score) for cid, score in reranked[:top_k]]
+
+    @cached_property
+    def boilerplate(self) -> dict[str, float]:
+        """Chunk id → its share of boilerplate (`compile.boilerplate`); empty for older versions."""
+        return boilerplate.read(self.root / "index")
+
+    def rank_candidates(
+        self, query: str, ranked: Sequence[tuple[str, float]], *, page_support: bool = True
+    ) -> list[tuple[str, float]]:
+        """Second-stage ranking of scored candidates (higher is better), best first.
+
+        - Boilerplate (running headers, tables of contents, text shared by many documents) is scaled
+          down by its share, unless the question asks for that kind of text.
+        - Every chunk of a page gains `PAGE_SUPPORT` of the scores of that page's other candidates but
+          the best: a page where several passages match is likelier the answer's page than one stray
+          sentence, and the page's own chunks keep their order. Not for keyword search, whose
+          exact-term matches (an error code, a clause number) should not be outvoted by a page that
+          merely mentions the term often.
+        """
+        if not ranked:
+            return []
+        demote = {} if asks_for_boilerplate(query) else self.boilerplate
+        scores: dict[str, float] = {}
+        for cid, score in ranked:
+            factor = 1.0 - BOILERPLATE_PENALTY * demote.get(cid, 0.0)
+            scores[cid] = score * factor if score >= 0 else score / max(factor, 1e-3)
+        if page_support and PAGE_SUPPORT:
+            by_page: dict[tuple[str, int], list[str]] = {}
+            for cid in scores:
+                chunk = self.chunks[cid]
+                by_page.setdefault((chunk.source_path, chunk.page), []).append(cid)
+            supported = dict(scores)
+            for ids in by_page.values():
+                if len(ids) > 1:  # one bonus for the whole page, so its own chunks keep their order
+                    positive = sorted((max(0.0, scores[i]) for i in ids), reverse=True)
+                    bonus = PAGE_SUPPORT * sum(positive[1:])
+                    for i in ids:
+                        supported[i] = scores[i] + bonus
+            scores = supported
+        return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
     # ------------------------------------------------------------------ artifacts and pages
     @cached_property

@@ -1,0 +1,126 @@
+"""Boilerplate: the passages a reader skips (context.md §7.2, issue 11).
+
+Running headers and footers, tables of contents, and text repeated across many documents
+(certifications, disclaimers, legal notices) match many questions lexically and say nothing. Page text
+stays as it is, offsets are sacred; what this module yields is a score per chunk, the share of its
+text that is boilerplate, which search uses to demote such chunks (`store.search`).
+
+Three generic signals, none tied to one kind of corpus:
+- a line that recurs on many pages of the same document (a running header or footer);
+- a line that recurs in many documents (the same certification in every filing, the same notice
+  in every policy);
+- a page whose lines are mostly "title … page number" entries (a table of contents).
+
+Lines are compared after case folding, with digits and punctuation blurred, so "Page 7 of 90" and
+"Page 8 of 90" are one line. The scores are computed over the whole version at every compile and
+written to `index/boilerplate.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from sleuth.compile.chunking import Chunk
+from sleuth.compile.pages import Page
+
+FILE = "boilerplate.json"
+MIN_LINE_CHARS = 12  # shorter lines ("Total", "Item 7.") are too common to mean anything
+MIN_SHARED_LINE_CHARS = 40  # a line shared across documents must be a sentence, not a table label
+RUNNING_SHARE = 0.3  # a line on this share of a document's pages is a running header or footer
+MIN_RUNNING_PAGES = 3
+SHARED_DOCS_SHARE = 0.1  # a line in this share of the documents is shared boilerplate
+MIN_SHARED_DOCS = 3
+TOC_MIN_LINES = 6
+TOC_SHARE = 0.4
+
+_NON_WORD = re.compile(r"[^a-z#]+")
+_SPACES = re.compile(r"\s+")
+_DIGITS = re.compile(r"\d+")
+_TOC_LINE = re.compile(r"^\S.{2,}?(?:\s+|\s*\.{2,}\s*)\d{1,4}$")
+
+
+def line_key(line: str) -> str:
+    """A line as compared within a document: case-folded, every run of digits one `#`, punctuation and
+    spaces one space, so a running footer `Page 7 of 90` is one line on every page."""
+    return _NON_WORD.sub(" ", _DIGITS.sub("#", line.casefold())).strip()
+
+
+def shared_key(line: str) -> str:
+    """A line as compared across documents: digits kept. Two reports that both say "Revenue was $N"
+    differ by N, which is their content; a certification or a notice repeats word for word."""
+    return _SPACES.sub(" ", line.casefold()).strip()
+
+
+def _is_toc(text: str) -> bool:
+    lines = [line.strip() for line in text.split("\n") if line.strip()]
+    entries = sum(1 for line in lines if _TOC_LINE.match(line))
+    return entries >= TOC_MIN_LINES and entries >= TOC_SHARE * len(lines)
+
+
+def boilerplate_lines(pages_by_source: Mapping[str, Sequence[Page]]) -> tuple[dict[str, set[str]], set[str]]:
+    """(running `line_key`s per source, `shared_key`s of lines shared across documents)."""
+    running: dict[str, set[str]] = {}  # line_key()s
+    docs_with: Counter[str] = Counter()
+    for source, pages in pages_by_source.items():
+        on_pages: defaultdict[str, int] = defaultdict(int)
+        in_doc: set[str] = set()
+        for page in pages:
+            lines = page.text.split("\n")
+            for key in {line_key(line) for line in lines}:
+                if len(key) >= MIN_LINE_CHARS:
+                    on_pages[key] += 1
+            in_doc.update(k for k in (shared_key(line) for line in lines) if len(k) >= MIN_SHARED_LINE_CHARS)
+        docs_with.update(in_doc)
+        threshold = max(MIN_RUNNING_PAGES, math.ceil(RUNNING_SHARE * len(pages)))
+        running[source] = {key for key, count in on_pages.items() if count >= threshold}
+    shared_threshold = max(MIN_SHARED_DOCS, math.ceil(SHARED_DOCS_SHARE * len(pages_by_source)))
+    shared = {key for key, count in docs_with.items() if count >= shared_threshold}
+    return running, shared
+
+
+def chunk_scores(chunks: Iterable[Chunk], pages_by_source: Mapping[str, Sequence[Page]]) -> dict[str, float]:
+    """Chunk id → share of its text that is boilerplate (only chunks with a share above 0)."""
+    running, shared = boilerplate_lines(pages_by_source)
+    toc_pages = {
+        (source, page.page)
+        for source, pages in pages_by_source.items()
+        for page in pages
+        if _is_toc(page.text)
+    }
+    scores: dict[str, float] = {}
+    for chunk in chunks:
+        if (chunk.source_path, chunk.page) in toc_pages:
+            scores[chunk.id] = 1.0
+            continue
+        repeated = running.get(chunk.source_path, set())
+        total = flagged = 0
+        for line in chunk.text.split("\n"):
+            size = len(line.strip())
+            if not size:
+                continue
+            total += size
+            if line_key(line) in repeated or shared_key(line) in shared:
+                flagged += size
+        if total and flagged:
+            scores[chunk.id] = round(flagged / total, 3)
+    return scores
+
+
+def write(index_dir: Path, scores: Mapping[str, float]) -> None:
+    index_dir.mkdir(parents=True, exist_ok=True)
+    data = {"version": 1, "chunks": dict(sorted(scores.items()))}
+    (index_dir / FILE).write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
+
+
+def read(index_dir: Path) -> dict[str, float]:
+    """The scores of a version; empty for a version compiled before they existed."""
+    try:
+        data = json.loads((index_dir / FILE).read_text("utf-8"))
+    except FileNotFoundError:
+        return {}
+    return {str(k): float(v) for k, v in data.get("chunks", {}).items()}

@@ -1,0 +1,88 @@
+"""Boilerplate detection at compile time and its demotion in search (issue 11, 2), on generated PDFs:
+running headers and footers, a table of contents, and a certification every document repeats."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sleuth.compile import boilerplate
+from sleuth.compile.pages import Page
+from sleuth.compile.pipeline import compile_context
+from sleuth.store.home import Home
+from sleuth.store.search import VersionReader, asks_for_boilerplate
+from tests.conftest import make_pdf
+
+CERTIFICATION = (
+    "I certify that this report fully complies with the requirements of the applicable rules and that "
+    "the information it contains fairly presents, in all material respects, the financial condition."
+)
+
+
+def _report(name: str, city: str, revenue: str) -> list[str]:
+    header = f"{name} Annual Report"
+    toc = "\n".join(f"{title} {n}" for n, title in enumerate(
+        ["Overview", "Strategy", "Operations", "Revenue", "Risks", "Outlook", "Governance"], 2
+    ))  # fmt: skip
+    return [
+        f"{header}\nContents\n{toc}\nPage 1 of 5",
+        f"{header}\nOverview\n{name} builds water pumps in {city}.\nPage 2 of 5",
+        f"{header}\nRevenue\nRevenue for the year was {revenue}, driven by pump sales.\nPage 3 of 5",
+        f"{header}\nRisks\nSupply of steel is the main risk to pump sales.\nPage 4 of 5",
+        f"{header}\nCertification\n{CERTIFICATION}\nPage 5 of 5",
+    ]
+
+
+@pytest.fixture
+def reports(tmp_path: Path) -> Path:
+    root = tmp_path / "reports"
+    for name, city, revenue in (
+        ("Alder", "Oslo", "$12.5 million"),
+        ("Birch", "Lima", "$48.0 million"),
+        ("Cedar", "Pune", "$7.1 million"),
+    ):
+        make_pdf(root / f"{name.lower()}.pdf", _report(name, city, revenue))
+    return root
+
+
+def test_running_lines_shared_text_and_contents_pages_are_scored(reports: Path, home: Home) -> None:
+    compile_context("reports", [reports], home=home)
+    ctx = home.find("reports")
+    reader = VersionReader(ctx.version_dir(ctx.live_version() or ""))
+    scores = reader.boilerplate
+    by_page: dict[tuple[str, int], float] = {}
+    for cid, chunk in reader.chunks.items():
+        by_page[(Path(chunk.source_path).stem, chunk.page)] = max(
+            by_page.get((Path(chunk.source_path).stem, chunk.page), 0.0), scores.get(cid, 0.0)
+        )
+    for doc in ("alder", "birch", "cedar"):
+        assert by_page[(doc, 1)] == 1.0  # the contents page
+        assert by_page[(doc, 5)] > 0.6  # the certification every report repeats, with header and footer
+        assert by_page[(doc, 3)] < 0.5  # the page that answers keeps most of its weight
+    # Page text is untouched: the header is still there, at its offsets.
+    assert reader.page_text(next(iter(reader.page_files)), 2).startswith(("Alder", "Birch", "Cedar"))
+
+
+def test_search_demotes_boilerplate_unless_asked_for_it(reports: Path, home: Home) -> None:
+    compile_context("reports", [reports], home=home)
+    ctx = home.find("reports")
+    reader = VersionReader(ctx.version_dir(ctx.live_version() or ""))
+    hits = reader.search("Birch annual report financial condition of the company", top_k=3)
+    assert hits[0].page != 5, [(h.source_path, h.page) for h in hits]  # not the certification
+    asked = reader.search("Which certification does the Birch annual report contain?", top_k=3)
+    assert asked[0].page == 5 and "birch" in asked[0].source_path
+
+
+def test_scores_without_repeats_are_empty() -> None:
+    pages = {"a.md": [Page(1, "One page about pumps in Oslo.\nAnother line about steel supply.")]}
+    assert boilerplate.boilerplate_lines(pages) == ({"a.md": set()}, set())
+    assert boilerplate.line_key("Page 7 of 90") == boilerplate.line_key("page 8 of 91.")
+
+
+@pytest.mark.parametrize(
+    ("query", "asks"),
+    [("What does the CEO certification say?", True), ("What was revenue in 2024?", False)],
+)
+def test_asks_for_boilerplate(query: str, asks: bool) -> None:
+    assert asks_for_boilerplate(query) is asks
