@@ -55,6 +55,8 @@ class ContextOverview:
     instructions: str | None
     manifest_sha256: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    # What each document is (compile.identity): path, title, issuer, doc_type, period.
+    documents: list[dict[str, Any]] = field(default_factory=list)
 
 
 @functools.lru_cache(maxsize=64)
@@ -95,6 +97,12 @@ def overview(brief: ContextBrief) -> ContextOverview:
             for t in knowledge.list_tables()
         ]
         rosters = [{"name": r.name, "type": r.type, "count": r.count} for r in knowledge.read_rosters()]
+        sources_file = brief.version_dir / "knowledge" / "sources.json"
+        sources = json.loads(sources_file.read_text("utf-8")) if sources_file.exists() else {}
+        documents = [
+            {key: entry.get(key) for key in ("title", "issuer", "doc_type", "period")} | {"path": path}
+            for path, entry in sorted(sources.items())
+        ]
         return ContextOverview(
             brief=brief,
             counts={
@@ -118,6 +126,7 @@ def overview(brief: ContextBrief) -> ContextOverview:
             sample_queries=list(knowledge.get_fact("sample_queries"))[:5],
             instructions=((manifest.get("search") or {}).get("instructions") or None),
             manifest_sha256=hashlib.sha256(manifest_bytes).hexdigest(),
+            documents=documents,
         )
     finally:
         knowledge.close()
@@ -162,6 +171,9 @@ def block_a(profile: str, protocol: str, max_output: int, tools: Sequence[str] |
     return "\n\n".join(p.strip() for p in parts)
 
 
+MAX_DOCUMENTS_SHOWN = 40
+
+
 def _describe_context(o: ContextOverview, level: int) -> str:
     """One context's description. `level` shortens it: 1 drops sample names, 2 cuts descriptions
     to 60 chars, 3 summarises types beyond the 20 largest as counts (runtime.md §3.B)."""
@@ -200,6 +212,17 @@ def _describe_context(o: ContextOverview, level: int) -> str:
         lines.append(f"- {t['name']}({columns}) — {t['row_count']} rows")
     if o.rosters:
         lines.append("Rosters: " + ", ".join(f"{r['name']} ({r['count']})" for r in o.rosters))
+    named = [d for d in o.documents if d.get("issuer") or d.get("doc_type") or d.get("period")]
+    if named and level < 2:
+        shown_docs = named[: MAX_DOCUMENTS_SHOWN if level < 1 else MAX_DOCUMENTS_SHOWN // 2]
+        lines.append(
+            "Documents (search ranks the one a question names first; `sources=[path]` searches in it):"
+        )
+        for d in shown_docs:
+            what = ", ".join(str(d[k]) for k in ("issuer", "doc_type", "period") if d.get(k))
+            lines.append(f"- `{d['path']}` — {what}")
+        if len(named) > len(shown_docs):
+            lines.append(f"- … and {len(named) - len(shown_docs)} more (query_db: SELECT * FROM _sources)")
     if o.sample_queries:
         lines.append("Sample queries: " + " | ".join(o.sample_queries))
     return "\n".join(lines)

@@ -52,7 +52,17 @@ class ArtifactLeg:
                 for rel in sorted(pages_by_source):
                     out.append(
                         cards.build_doc(
-                            art_type, rel, states[rel].format, states[rel].title, pages_by_source[rel]
+                            art_type,
+                            rel,
+                            states[rel].format,
+                            states[rel].title,
+                            pages_by_source[rel],
+                            identity={
+                                "issuer": states[rel].issuer,
+                                "doc_type": states[rel].doc_type,
+                                "period": states[rel].period,
+                                "year": states[rel].year,
+                            },
                         )
                     )
             elif art_type.kind == "page":

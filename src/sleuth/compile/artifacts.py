@@ -193,10 +193,22 @@ def outline_entries(pages: list[Page]) -> list[tuple[int, int, str]]:
     return [(h.level, p.page, h.text) for p in pages for h in p.headings]
 
 
-def build_doc(art_type: ArtifactType, source_path: str, fmt: str, title: str, pages: list[Page]) -> Artifact:
+def build_doc(
+    art_type: ArtifactType,
+    source_path: str,
+    fmt: str,
+    title: str,
+    pages: list[Page],
+    identity: dict[str, Any] | None = None,
+) -> Artifact:
+    """The `doc` card of one source; `identity` (issuer, doc_type, period, year) says what it is."""
     outline = outline_entries(pages)
     lead = lead_span(pages)
-    lines = [f"# {title}", "", f"- Source: `{source_path}`", f"- Format: {fmt}", f"- Pages: {len(pages)}", ""]
+    known = {k: v for k, v in (identity or {}).items() if v is not None}
+    lines = [f"# {title}", "", f"- Source: `{source_path}`", f"- Format: {fmt}", f"- Pages: {len(pages)}"]
+    labels = {"issuer": "Issuer", "doc_type": "Type", "period": "Period"}
+    lines += [f"- {label}: {known[key]}" for key, label in labels.items() if key in known]
+    lines.append("")
     if lead is not None:
         lines += ["## Summary", "", lead.quote.strip(), ""]
     if outline:
@@ -221,6 +233,7 @@ def build_doc(art_type: ArtifactType, source_path: str, fmt: str, title: str, pa
             "title": title,
             "pages": len(pages),
             "format": fmt,
+            **known,
             "headings": [f"{text} (p. {page_no})" for _, page_no, text in outline[:MAX_OUTLINE]],
         },
     )

@@ -33,6 +33,7 @@ from sleuth.compile.artifact_leg import ArtifactLeg
 from sleuth.compile.artifacts import Artifact
 from sleuth.compile.chunking import Chunk, chunk_pages
 from sleuth.compile.extract import Extractor, NoModelExtractor
+from sleuth.compile.identity import identify
 from sleuth.compile.manifest import Manifest, parse_manifest, read_manifest_file
 from sleuth.compile.pages import TEXT_VERSION, Page, ParseError
 from sleuth.compile.parse import parse_source
@@ -328,6 +329,7 @@ class CompileRun:
                 ledger.failures.pop(rel, None)
                 ledger.manifest[rel] = entry
                 title = cards.document_title(rel, parsed.title, parsed.pages)
+                who = identify(rel, title, parsed.pages)
                 states[rel] = SourceState(
                     path=rel,
                     title=title,
@@ -339,6 +341,10 @@ class CompileRun:
                     mtime=entry.mtime,
                     curated_at=now_iso(),
                     images_skipped=parsed.images_skipped,
+                    issuer=who.issuer,
+                    doc_type=who.doc_type,
+                    period=who.period,
+                    year=who.year,
                 )
                 version_files.write_jsonl(
                     knowledge / version_files.pages_rel(rel), (p.to_json() for p in parsed.pages)

@@ -28,6 +28,11 @@ class SourceState:
     mtime: float
     curated_at: str
     images_skipped: int = 0
+    # What the document is (compile.identity): None where nothing in it says.
+    issuer: str | None = None
+    doc_type: str | None = None
+    period: str | None = None
+    year: int | None = None
 
 
 def pages_rel(rel: str) -> str:

@@ -7,6 +7,7 @@ primitives on it. Everything is opened read-only, as the sandbox will mount it.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ import numpy.typing as npt
 
 from sleuth.compile import boilerplate
 from sleuth.compile.chunking import Chunk
+from sleuth.compile.identity import DocumentIdentity, identity_terms
 from sleuth.models.embedder import Embedder, get_embedder
 from sleuth.store.dense import DenseIndex
 from sleuth.store.home import ContextDir
@@ -76,6 +78,12 @@ def hybrid_weights(query: str) -> tuple[float, float]:
 
 #: How far a chunk that is all boilerplate falls: its score is scaled by 1 - this × its share.
 BOILERPLATE_PENALTY = 0.7
+#: How much a chunk of a document the question names gains (its score times 1 + this).
+DOCUMENT_BOOST = 0.25
+#: The idf-weighted words a question must share with a document's identity to name it.
+MIN_DOCUMENT_SCORE = 2.0
+MAX_NAMED_DOCUMENTS = 3
+_QUERY_WORD = re.compile(r"[a-z0-9]+")
 #: Share of the other candidate chunks' scores on the same page that a chunk gains.
 PAGE_SUPPORT = 0.0  # off until measured to help: see benchmarks/retrieval.py
 _ASKS_FOR_BOILERPLATE = re.compile(
@@ -186,7 +194,8 @@ class VersionReader:
             dense_ids = [i for i, _ in self.semantic(query, depth, sources, vector)]
             keyword_ids = [i for i, _ in self.keyword(query, depth, sources)]
             ranked = rrf([dense_ids, keyword_ids], weights=hybrid_weights(query))
-        reranked = self.rank_candidates(query, ranked, page_support=mode != "keyword")
+        named = self.resolve_documents(query) if sources is None else []
+        reranked = self.rank_candidates(query, ranked, page_support=mode != "keyword", documents=named)
         return [self._hit(cid, score) for cid, score in reranked[:top_k]]
 
     @cached_property
@@ -195,12 +204,19 @@ class VersionReader:
         return boilerplate.read(self.root / "index")
 
     def rank_candidates(
-        self, query: str, ranked: Sequence[tuple[str, float]], *, page_support: bool = True
+        self,
+        query: str,
+        ranked: Sequence[tuple[str, float]],
+        *,
+        page_support: bool = True,
+        documents: Sequence[str] = (),
     ) -> list[tuple[str, float]]:
         """Second-stage ranking of scored candidates (higher is better), best first.
 
         - Boilerplate (running headers, tables of contents, text shared by many documents) is scaled
           down by its share, unless the question asks for that kind of text.
+        - Chunks of the `documents` the question names (`resolve_documents`) are scaled up by
+          `1 + DOCUMENT_BOOST`: a boost, not a filter, so a better page elsewhere can still win.
         - Every chunk of a page gains `PAGE_SUPPORT` of the scores of that page's other candidates but
           the best: a page where several passages match is likelier the answer's page than one stray
           sentence, and the page's own chunks keep their order. Not for keyword search, whose
@@ -210,9 +226,12 @@ class VersionReader:
         if not ranked:
             return []
         demote = {} if asks_for_boilerplate(query) else self.boilerplate
+        named = set(documents)
         scores: dict[str, float] = {}
         for cid, score in ranked:
             factor = 1.0 - BOILERPLATE_PENALTY * demote.get(cid, 0.0)
+            if named and self.chunks[cid].source_path in named:
+                factor *= 1.0 + DOCUMENT_BOOST
             scores[cid] = score * factor if score >= 0 else score / max(factor, 1e-3)
         if page_support and PAGE_SUPPORT:
             by_page: dict[tuple[str, int], list[str]] = {}
@@ -294,6 +313,47 @@ class VersionReader:
     @cached_property
     def artifact_names(self) -> frozenset[str]:
         return frozenset(str(a.get(key)) for a in self.outline for key in ("name", "id"))
+
+    @cached_property
+    def documents(self) -> dict[str, dict[str, Any]]:
+        """Source path → its `knowledge/sources.json` entry (title, issuer, type, period, …)."""
+        path = self.root / "knowledge" / "sources.json"
+        data: dict[str, dict[str, Any]] = json.loads(path.read_text("utf-8")) if path.exists() else {}
+        return data
+
+    @cached_property
+    def _document_terms(self) -> tuple[dict[str, set[str]], dict[str, float]]:
+        """(source → the words that name it, word → its idf over the documents)."""
+        terms = {
+            path: identity_terms(
+                DocumentIdentity(
+                    entry.get("issuer"), entry.get("doc_type"), entry.get("period"), entry.get("year")
+                )
+            )
+            for path, entry in self.documents.items()
+        }
+        counts: dict[str, int] = {}
+        for words in terms.values():
+            for word in words:
+                counts[word] = counts.get(word, 0) + 1
+        n = len(terms)
+        return terms, {word: math.log(1 + n / df) for word, df in counts.items()}
+
+    def resolve_documents(self, query: str) -> list[str]:
+        """The documents a question names ("3M's FY2018 10-K", "Acme's Q3 2024 quarterly report"):
+        those whose identity words (issuer, type, period) it uses, weighted by how rare each word is
+        among the documents, keeping the best. Empty when it names none, or too many to tell apart."""
+        terms, idf = self._document_terms
+        if len(terms) < 2:
+            return []
+        words = set(_QUERY_WORD.findall(query.casefold()))
+        words |= {w[2:] for w in words if w.startswith("fy") and w[2:].isdigit()}  # FY2022 → 2022
+        scores = {path: sum(idf[w] for w in words & names) for path, names in terms.items()}
+        best = max(scores.values(), default=0.0)
+        if best < MIN_DOCUMENT_SCORE:
+            return []
+        named = sorted((p for p, score in scores.items() if score >= best - 1e-9), key=lambda p: p)
+        return named if len(named) <= MAX_NAMED_DOCUMENTS else []
 
     def page_text(self, source_path: str, page: int) -> str | None:
         """The stored text of one page: what every citation is checked against."""

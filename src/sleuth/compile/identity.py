@@ -1,0 +1,169 @@
+"""What each document is (issue 11, 1): its issuer, its type and the period it covers.
+
+People name documents by these ("Acme's Q3 2024 quarterly report", "the 2022 annual report", "the
+travel policy"), so search can rank the named document first (`store.search.VersionReader
+.resolve_documents`). Everything here is read from what any corpus has: the file name, the title, and
+the first page's text. Nothing is guessed when nothing says so: a field is then None.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sleuth.compile.pages import Page
+
+LEAD_CHARS = 4_000  # how much of the first pages is read: covers and front matter, not the body
+
+#: Document types by the words that name them, most specific first. Generic on purpose: filings,
+#: policies, manuals, papers and minutes alike.
+DOC_TYPES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (name, re.compile(pattern, re.IGNORECASE))
+    for name, pattern in (
+        ("annual report", r"\b10-?K\b|\bannual report\b|\b20-?F\b"),
+        ("quarterly report", r"\b10-?Q\b|\bquarterly report\b"),
+        ("current report", r"\b8-?K\b|\bcurrent report\b"),
+        ("earnings release", r"\bearnings\b|\bpress release\b|\bresults for the (?:quarter|year)\b"),
+        ("proxy statement", r"\bproxy statement\b|\bDEF ?14A\b"),
+        ("policy", r"\bpolicy\b"),
+        ("handbook", r"\bhandbook\b"),
+        ("manual", r"\bmanual\b|\buser guide\b"),
+        ("specification", r"\bspecification\b|\bdatasheet\b"),
+        ("minutes", r"\bminutes\b"),
+        ("paper", r"\babstract\b"),
+        ("report", r"\breport\b"),
+    )
+)
+_MONTHS = {
+    m: i
+    for i, names in enumerate(
+        (
+            ("jan", "january"),
+            ("feb", "february"),
+            ("mar", "march"),
+            ("apr", "april"),
+            ("may",),
+            ("jun", "june"),
+            ("jul", "july"),
+            ("aug", "august"),
+            ("sep", "sept", "september"),
+            ("oct", "october"),
+            ("nov", "november"),
+            ("dec", "december"),
+        ),
+        1,
+    )
+    for m in names
+}
+_MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_PERIOD_END = re.compile(
+    rf"\b(?P<span>fiscal year|year|quarter(?:ly period)?|period|(?:three|six|nine|twelve) months)"
+    rf"\s+ended\s+(?P<month>{_MONTH})\.?\s+(?P<day>\d{{1,2}}),?\s+(?P<year>(?:19|20)\d\d)\b",
+    re.IGNORECASE,
+)
+_QUARTER = re.compile(r"(?<![A-Za-z])(?:Q(?P<q1>[1-4])|(?P<q2>[1-4])Q)(?![0-9A-Za-z])", re.IGNORECASE)
+_YEAR = re.compile(r"(?<![0-9])((?:19|20)\d\d)(?![0-9])")
+_FY = re.compile(r"\bFY\s?'?((?:19|20)?\d\d)\b", re.IGNORECASE)
+_ORG = re.compile(
+    r"\b((?:[A-Z][\w&'.-]*[ \t]){0,4}[A-Z][\w&'.-]*,?[ \t](?:Inc|Incorporated|Corporation|Corp|Company|Co"
+    r"|Ltd|Limited|LLC|L\.P|plc|PLC|N\.V|S\.A|AG|SE|GmbH|Group|Holdings|Bancorp|University|Institute)\b\.?)"
+)
+_REGISTRANT = re.compile(r"^(.{2,80})\n[^\n]*exact name of registrant", re.IGNORECASE | re.MULTILINE)
+_NAME_SPLIT = re.compile(r"[_\-\s.]+")
+# Organisations a cover page names that are not who the document is by: exchanges, regulators, the
+# filer-status checkboxes of a filing.
+_NOT_AN_ISSUER = re.compile(r"exchange|commission|reporting company|growth company|filer", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class DocumentIdentity:
+    issuer: str | None = None  # the organisation or author the document is by or about
+    doc_type: str | None = None  # one of DOC_TYPES' names
+    period: str | None = None  # "FY2022", "Q3 2024", or "2023-12-31" for a period end
+    year: int | None = None  # the (fiscal) year it covers
+
+
+def identify(source_path: str, title: str, pages: Sequence[Page]) -> DocumentIdentity:
+    """The identity of one document from its file name, title and first pages."""
+    name = source_path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    lead = ""
+    for page in pages:
+        lead += page.text + "\n"
+        if len(lead) >= LEAD_CHARS:
+            break
+    lead = lead[:LEAD_CHARS]
+    named = _NAME_SPLIT.sub(" ", f"{name} {title}")  # `CEDAR_2022Q3_EARNINGS` → words
+    doc_type = next((t for t, p in DOC_TYPES if p.search(named)), None) or next(
+        (t for t, p in DOC_TYPES if p.search(lead)), None
+    )
+    year, period = _period(named, lead, doc_type)
+    return DocumentIdentity(_issuer(name, title, lead), doc_type, period, year)
+
+
+def _period(named: str, lead: str, doc_type: str | None) -> tuple[int | None, str | None]:
+    """(year, period): the period end the front matter states, else the file name's year and quarter."""
+    ended = _PERIOD_END.search(lead)
+    quarter_match = _QUARTER.search(named)
+    quarter = (quarter_match.group("q1") or quarter_match.group("q2")) if quarter_match else None
+    fiscal = _FY.search(named)
+    years = [int(y) for y in _YEAR.findall(named)]
+    if fiscal:
+        value = fiscal.group(1)
+        years.insert(0, int(value) if len(value) == 4 else 2000 + int(value))
+    if ended:
+        year = int(ended.group("year"))
+        month = _MONTHS[ended.group("month").casefold().rstrip(".")]
+        date = f"{year}-{month:02d}-{int(ended.group('day')):02d}"
+        span = ended.group("span").casefold()
+        if quarter is not None:
+            return year, f"Q{quarter} {years[0] if years else year}"
+        if "quarter" in span or span.startswith(("three", "six", "nine")) or doc_type == "quarterly report":
+            return year, date
+        return (years[0] if years else year), f"FY{years[0] if years else year}"
+    if years:
+        if quarter is not None:
+            return years[0], f"Q{quarter} {years[0]}"
+        return years[0], f"FY{years[0]}" if doc_type in ("annual report", "earnings release") else str(
+            years[0]
+        )
+    return None, None
+
+
+def _issuer(name: str, title: str, lead: str) -> str | None:
+    """The registrant line of a filing, else the organisation the front matter names most, else the
+    first word of a `NAME_YEAR…` file name (`3M_2018_10K` → `3M`, `AMCOR_2023Q4` → `AMCOR`)."""
+    registrant = _REGISTRANT.search(lead)
+    if registrant:
+        return " ".join(registrant.group(1).split())
+    names = (" ".join(m.split()).rstrip(",") for m in _ORG.findall(f"{title}\n{lead}"))
+    found = Counter(n for n in names if not _NOT_AN_ISSUER.search(n))
+    if found:
+        return found.most_common(1)[0][0]
+    parts = [part for part in _NAME_SPLIT.split(name) if part]
+    if not any(_YEAR.search(part) for part in parts[1:]):  # only `NAME_2022_…` names say who
+        return None
+    first = parts[0]
+    is_name = len(first) >= 2 and any(ch.isalpha() for ch in first) and not _YEAR.fullmatch(first)
+    if is_name and not any(p.fullmatch(first) for _t, p in DOC_TYPES):
+        return first
+    return None
+
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def identity_terms(identity: DocumentIdentity) -> set[str]:
+    """The words that name this document among others: its issuer, type and period. Not its title or
+    file name: those share words with what the document is about ("remote work"), and a question
+    about a topic is not a question naming a document."""
+    terms: set[str] = set()
+    for text in (identity.issuer or "", identity.doc_type or "", identity.period or ""):
+        terms.update(_TOKEN.findall(text.casefold()))
+    if identity.year is not None:
+        terms.add(str(identity.year))
+    return {t for t in terms if len(t) >= 2 and t not in _GENERIC}
+
+
+_GENERIC = frozenset({"the", "of", "and", "for", "inc", "corp", "co", "ltd", "company", "corporation", "pdf"})

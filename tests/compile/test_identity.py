@@ -1,0 +1,95 @@
+"""What each document is (issue 11, 1): issuer, type and period from generated PDFs and the sample
+corpus, recorded on the sources, and used to rank the document a question names first."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from sleuth.compile.identity import DocumentIdentity, identify
+from sleuth.compile.pages import Page
+from sleuth.compile.pipeline import compile_context
+from sleuth.store.home import Home
+from sleuth.store.search import VersionReader
+from tests.conftest import make_pdf
+
+ANNUAL = (
+    "UNITED STATES SECURITIES AND EXCHANGE COMMISSION\nFORM 10-K\nANNUAL REPORT PURSUANT TO SECTION 13\n"
+    "For the fiscal year ended December 31, 2023\nALDER PUMPS, INC.\n"
+    "(Exact name of registrant as specified in its charter)\nSmaller reporting company"
+)
+QUARTERLY = (
+    "FORM 10-Q\nQUARTERLY REPORT\nFor the quarterly period ended September 30, 2024\n"
+    "Birch Valves Corporation\nBirch Valves Corporation designs valves."
+)
+BIRCH = DocumentIdentity("Birch Valves Corporation", "quarterly report", "2024-09-30", 2024)
+
+
+@pytest.mark.parametrize(
+    ("path", "title", "text", "expected"),
+    [
+        ("alder.pdf", "a", ANNUAL, DocumentIdentity("ALDER PUMPS, INC.", "annual report", "FY2023", 2023)),
+        ("q.pdf", "q", QUARTERLY, BIRCH),
+        ("CEDAR_2022Q3_EARNINGS.pdf", "", "", DocumentIdentity("CEDAR", "earnings release", "Q3 2022", 2022)),
+        ("policies/travel-policy.md", "Travel Policy", "# Travel Policy\nAcme Instruments Ltd staff travel.",
+         DocumentIdentity("Acme Instruments Ltd", "policy", None, None)),
+        ("notes.txt", "notes", "Nothing here says what this is.", DocumentIdentity(None, None, None, None)),
+    ],
+)  # fmt: skip
+def test_identify(path: str, title: str, text: str, expected: DocumentIdentity) -> None:
+    assert identify(path, title, [Page(1, text)]) == expected
+
+
+@pytest.fixture
+def filings(tmp_path: Path) -> Path:
+    root = tmp_path / "filings"
+    for name, company, year, revenue in (
+        ("alder-2023", "Alder Pumps, Inc.", 2023, "$12.5 million"),
+        ("alder-2022", "Alder Pumps, Inc.", 2022, "$11.0 million"),
+        ("birch-2023", "Birch Valves Corporation", 2023, "$48.0 million"),
+    ):
+        cover = f"FORM 10-K\nAnnual report for the fiscal year ended December 31, {year}\n{company}"
+        body = (
+            f"Results of operations\nRevenue for the year was {revenue}, driven by sales of pumps and valves."
+        )
+        make_pdf(root / f"{name}.pdf", [cover, body])
+    return root
+
+
+def test_identity_is_recorded_on_every_source(filings: Path, home: Home) -> None:
+    compile_context("filings", [filings], home=home)
+    ctx = home.find("filings")
+    version = ctx.version_dir(ctx.live_version() or "")
+    sources = json.loads((version / "knowledge" / "sources.json").read_text())
+    alder = sources["uploads/filings/alder-2023.pdf"]
+    assert (alder["issuer"], alder["doc_type"], alder["period"], alder["year"]) == (
+        "Alder Pumps, Inc.", "annual report", "FY2023", 2023,
+    )  # fmt: skip
+    with sqlite3.connect(version / "tables.sqlite") as db:
+        rows = db.execute("SELECT path, issuer, year FROM _sources ORDER BY path").fetchall()
+    assert rows[0] == ("uploads/filings/alder-2022.pdf", "Alder Pumps, Inc.", 2022)
+
+
+def test_search_ranks_the_named_document_first(filings: Path, home: Home) -> None:
+    compile_context("filings", [filings], home=home)
+    ctx = home.find("filings")
+    reader = VersionReader(ctx.version_dir(ctx.live_version() or ""))
+    assert reader.resolve_documents("What was Alder's revenue in FY2022?") == [
+        "uploads/filings/alder-2022.pdf"
+    ]
+    assert reader.resolve_documents("What was Birch's revenue in 2023?") == ["uploads/filings/birch-2023.pdf"]
+    assert reader.resolve_documents("What was revenue driven by?") == []  # names no document
+    hits = reader.search("What was Alder's revenue in FY2022?", top_k=3)
+    assert hits[0].source_path == "uploads/filings/alder-2022.pdf" and "$11.0 million" in hits[0].text
+    # a boost, not a filter: the other filings are still there below it
+    assert len({h.source_path for h in reader.search("Alder revenue 2022 pumps valves", top_k=10)}) > 1
+
+
+def test_sample_corpus_documents(sample_version: Path) -> None:
+    sources = json.loads((sample_version / "knowledge" / "sources.json").read_text())
+    kinds = {Path(p).stem: s.get("doc_type") for p, s in sources.items()}
+    assert kinds["travel-policy"] == "policy" and kinds["annual-report-2025"] == "annual report"
+    assert sources["uploads/acme-corpus/reports/annual-report-2025.pdf"]["year"] == 2025
