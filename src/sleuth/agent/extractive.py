@@ -14,10 +14,11 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sleuth.agent.spans import EvidenceSpan
+from sleuth.store.search import asks_for_boilerplate
 
 _STOP_TEXT = """
     a about above across after again against all also am an and any are as at be been before being below
@@ -54,6 +55,7 @@ _LEAD = re.compile(r"(?:#{1,6}\s+|[-*+•]\s+|>\s*|\|\s*|\d{1,3}[.)]\s+|\[[ xX]\
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"”')\]]?\s+(?=[\"“(\[]?[A-Z0-9$€£])")
 _PUNCTUATED = re.compile(r"[.!?;:,](?:\s|$)")  # a line holding a sentence end is no heading
 _NUMBERED_HEADING = re.compile(r"\d+(?:\.\d+)+\.?\s+[A-Z][^.!?;:,\n]{0,60}$")  # "2.1 Revenue by Segment"
+MAX_NOISE = 0.5  # a span at least this much boilerplate never gives the answer sentence
 MAX_QUOTED_CHARS = 700
 MAX_SENTENCE_CHARS = 400
 
@@ -202,7 +204,14 @@ def _translate_draft(draft: str, evidence: Sequence[EvidenceSpan]) -> str:
     return "\n".join(re.sub(r"(?<=\S) {2,}(?=\S)", " ", line) for line in lines).strip()
 
 
-def _score_sentences(ask: str, evidence: Sequence[EvidenceSpan]) -> list[tuple[float, _Sentence]]:
+def _score_sentences(
+    ask: str, evidence: Sequence[EvidenceSpan], noise: Callable[[EvidenceSpan], float] | None = None
+) -> list[tuple[float, _Sentence]]:
+    """Sentences by how well they answer `ask`. `noise(span)` is the boilerplate share of a span's
+    chunk (running headers, certifications, notices): a span that is mostly boilerplate gives no
+    answer sentence, unless the question asks for that kind of text."""
+    if noise is not None and asks_for_boilerplate(ask):
+        noise = None
     terms = content_words(ask)
     idents = [t.casefold() for t in identifier_tokens(ask)]
     amount = asks_for_amount(ask)
@@ -214,6 +223,9 @@ def _score_sentences(ask: str, evidence: Sequence[EvidenceSpan]) -> list[tuple[f
         idf[term] = math.log(1 + (total - df + 0.5) / (df + 0.5))
     scored: list[tuple[float, _Sentence]] = []
     for position, span in enumerate(evidence, 1):
+        share = noise(span) if noise is not None else 0.0
+        if share >= MAX_NOISE:
+            continue
         for start, end in _split_sentences(span.text):
             sentence = _Sentence(position, span, start, end)
             text = sentence.text
@@ -227,6 +239,7 @@ def _score_sentences(ask: str, evidence: Sequence[EvidenceSpan]) -> list[tuple[f
             score += 1.0 * sum(1 for ident in idents if lead.startswith(ident))
             if score > 0 and amount and any(ch.isdigit() for ch in text):
                 score += 0.5
+            score *= 1.0 - share
             if score > 0:
                 scored.append((round(score, 9), sentence))
     scored.sort(key=lambda x: (-x[0], x[1].span.source_path, x[1].span.page, x[1].span.start + x[1].start))
@@ -257,15 +270,19 @@ def _pick(scored: list[tuple[float, _Sentence]]) -> list[_Sentence]:
 
 
 def extractive_answer(
-    ask: str, evidence: Sequence[EvidenceSpan], draft: str | None, slugs: Sequence[str]
+    ask: str,
+    evidence: Sequence[EvidenceSpan],
+    draft: str | None,
+    slugs: Sequence[str],
+    noise: Callable[[EvidenceSpan], float] | None = None,
 ) -> str:
     """The answer for `ask` from `evidence`, with `[n]` markers = 1-based positions in `evidence`.
 
     A planner draft (count and list questions) is returned with its `[E7]` markers translated;
-    otherwise the best-matching sentences are quoted (§10.3)."""
+    otherwise the best-matching sentences are quoted (§10.3), never from boilerplate (`noise`)."""
     if draft is not None and draft.strip():
         return _translate_draft(draft, evidence)
-    chosen = _pick(_score_sentences(ask, evidence))
+    chosen = _pick(_score_sentences(ask, evidence, noise))
     if not chosen:
         return f"No evidence for this question was found in {', '.join(slugs)}."
     return "\n".join(

@@ -417,7 +417,7 @@ class TurnRun:
         began = time.monotonic()
         text = ""
         if self.turn.offline:
-            text = extractive_answer(request.ask, evidence, result.draft, slugs)
+            text = extractive_answer(request.ask, evidence, result.draft, slugs, self._boilerplate_share)
             synthesis.method = "extractive"
             if request.shape is not None:
                 count, items = self._planner_results()
@@ -438,7 +438,7 @@ class TurnRun:
                 self.fail(str(exc), answer=exc.text, evidence=evidence)
                 return
             except ModelError as exc:
-                text = extractive_answer(request.ask, evidence, None, slugs)
+                text = extractive_answer(request.ask, evidence, None, slugs, self._boilerplate_share)
                 synthesis.status, synthesis.method = "degraded", "extractive"
                 self.trace["synthesis_error"] = str(exc)
                 self.model_calls += getattr(exc, "calls", [])
@@ -521,6 +521,14 @@ class TurnRun:
         if self._readers is None:
             self._readers = {b.slug: VersionReader(b.version_dir) for b in self.turn.briefs}
         return self._readers
+
+    def _boilerplate_share(self, span: EvidenceSpan) -> float:
+        """The boilerplate share of the chunk a span is (0 for spans that are no whole chunk)."""
+        reader = self._version_readers().get(span.context)
+        if reader is None:
+            return 0.0
+        chunk = reader.chunk_at.get((span.source_path, span.page, span.start, span.end))
+        return reader.boilerplate.get(chunk.id, 0.0) if chunk is not None else 0.0
 
     def _page_text(self, context: str, source: str, page: int) -> str | None:
         reader = self._version_readers().get(context)
