@@ -33,3 +33,13 @@ def test_search_json_and_source_filter(runner: CliRunner) -> None:
     assert {"id", "score", "page", "start", "end", "text", "section_path"} <= set(first)
     unknown = runner.invoke(app, ["search", "-c", "acme", REMOTE, "--source", "nope.md"])
     assert unknown.exit_code == 2 and "no source 'nope.md'" in unknown.output
+
+
+def test_search_filters_by_document_type(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["search", "-c", "acme", "revenue", "--json", "--doc-type", "annual report"])
+    assert result.exit_code == 0, result.output
+    assert {h["source_path"] for h in json.loads(result.stdout)["hits"]} == {
+        "uploads/acme-corpus/reports/annual-report-2025.pdf"
+    }
+    none = runner.invoke(app, ["search", "-c", "acme", "revenue", "--year", "1999"])
+    assert none.exit_code == 1 and "no document matches" in none.output

@@ -3,6 +3,7 @@ corpus, recorded on the sources, and used to rank the document a question names 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from pathlib import Path
@@ -12,6 +13,8 @@ import pytest
 from sleuth.compile.identity import DocumentIdentity, identify
 from sleuth.compile.pages import Page
 from sleuth.compile.pipeline import compile_context
+from sleuth.sdk.errors import QueryError
+from sleuth.sdk.knowledge import Knowledge, ScopedContext
 from sleuth.store.home import Home
 from sleuth.store.search import VersionReader
 from tests.conftest import make_pdf
@@ -93,3 +96,21 @@ def test_sample_corpus_documents(sample_version: Path) -> None:
     kinds = {Path(p).stem: s.get("doc_type") for p, s in sources.items()}
     assert kinds["travel-policy"] == "policy" and kinds["annual-report-2025"] == "annual report"
     assert sources["uploads/acme-corpus/reports/annual-report-2025.pdf"]["year"] == 2025
+
+
+def test_search_primitives_filter_by_what_a_document_is(filings: Path, home: Home) -> None:
+    compile_context("filings", [filings], home=home)
+    ctx = home.find("filings")
+    knowledge = Knowledge([ScopedContext("filings", ctx.version_dir(ctx.live_version() or ""))])
+    try:
+        birch = asyncio.run(knowledge.search_source("revenue for the year", issuer="birch"))
+        assert birch and {h.source_path for h in birch} == {"uploads/filings/birch-2023.pdf"}
+        older = asyncio.run(
+            knowledge.search_source_by_keyword("revenue", year=2022, doc_type="annual report")
+        )
+        assert older and {h.source_path for h in older} == {"uploads/filings/alder-2022.pdf"}
+        assert asyncio.run(knowledge.search_source("revenue", issuer="nobody")) == []
+        with pytest.raises(QueryError, match="year must be an integer"):
+            asyncio.run(knowledge.search_source("revenue", year="2022"))  # type: ignore[arg-type]
+    finally:
+        knowledge.close()

@@ -229,6 +229,11 @@ def search_cmd(
         list[str] | None,
         typer.Option("--source", "-s", help="Only these source paths (repeat the option for more)."),
     ] = None,
+    issuer: Annotated[str | None, typer.Option(help="Only documents whose issuer contains this.")] = None,
+    doc_type: Annotated[
+        str | None, typer.Option(help="Only documents of this type (annual report, …).")
+    ] = None,
+    year: Annotated[int | None, typer.Option(help="Only documents covering this year.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the hits as one JSON document.")] = False,
 ) -> None:
     """Search a context's chunks and print the hits with their page and offsets.
@@ -243,7 +248,15 @@ def search_cmd(
     unknown = [s for s in source or [] if s not in reader.page_files]
     if unknown:
         raise fail(f"no source {unknown[0]!r} in context {context!r}; see `sleuth inspect {context}`")
-    hits = reader.search(query, top_k, mode, sources=source or None)  # type: ignore[arg-type]
+    keep: list[str] | None = list(source) if source else None
+    if issuer is not None or doc_type is not None or year is not None:
+        matching = reader.sources_where(issuer, doc_type, year)
+        keep = matching if keep is None else [s for s in keep if s in matching]
+        if not keep:
+            raise fail(
+                "no document matches --issuer/--doc-type/--year; see `_sources` in `sleuth inspect`", 1
+            )
+    hits = reader.search(query, top_k, mode, sources=keep)  # type: ignore[arg-type]
     if json_out:
         typer.echo(json.dumps({"query": query, "mode": mode, "hits": [asdict(h) for h in hits]}, indent=2))
         return

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from sleuth.compile.pages import Page
 
 LEAD_CHARS = 4_000  # how much of the first pages is read: covers and front matter, not the body
+COVER_CHARS = 600  # where a document says what it is; further in, "annual report" is a mention
 
 #: Document types by the words that name them, most specific first. Generic on purpose: filings,
 #: policies, manuals, papers and minutes alike.
@@ -32,6 +33,10 @@ DOC_TYPES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("manual", r"\bmanual\b|\buser guide\b"),
         ("specification", r"\bspecification\b|\bdatasheet\b"),
         ("minutes", r"\bminutes\b"),
+        ("letter", r"\bletter\b|\bmemo(?:randum)?\b"),
+        ("agreement", r"\bagreement\b|\bcontract\b"),
+        ("transcript", r"\btranscript\b"),
+        ("presentation", r"\bpresentation\b|\bslides\b"),
         ("paper", r"\babstract\b"),
         ("report", r"\breport\b"),
     )
@@ -95,11 +100,16 @@ def identify(source_path: str, title: str, pages: Sequence[Page]) -> DocumentIde
             break
     lead = lead[:LEAD_CHARS]
     named = _NAME_SPLIT.sub(" ", f"{name} {title}")  # `CEDAR_2022Q3_EARNINGS` → words
-    doc_type = next((t for t, p in DOC_TYPES if p.search(named)), None) or next(
-        (t for t, p in DOC_TYPES if p.search(lead)), None
-    )
+    doc_type = next((t for t, p in DOC_TYPES if p.search(named)), None) or _first_type(lead[:COVER_CHARS])
     year, period = _period(named, lead, doc_type)
     return DocumentIdentity(_issuer(name, title, lead), doc_type, period, year)
+
+
+def _first_type(cover: str) -> str | None:
+    """The type the cover names first: a letter that mentions "the annual report" is no annual report,
+    a 10-K cover names its form before anything else."""
+    found = [(m.start(), rank, name) for rank, (name, p) in enumerate(DOC_TYPES) if (m := p.search(cover))]
+    return min(found)[2] if found else None
 
 
 def _period(named: str, lead: str, doc_type: str | None) -> tuple[int | None, str | None]:

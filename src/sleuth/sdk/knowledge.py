@@ -489,28 +489,59 @@ class Knowledge:
         return AwaitableList(self._fuse(per_context, top_k))
 
     async def _search_chunks(
-        self, query: str, top_k: int, mode: str, context: str | None, sources: Sequence[str] | None = None
+        self,
+        query: str,
+        top_k: int,
+        mode: str,
+        context: str | None,
+        sources: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> list[Hit]:
         per_context = []
         for ctx in self._scope(context):
             vector = await self._vector(ctx, query) if mode != "keyword" else None
             keep = None if sources is None else [s for s in sources if s in ctx.sources]
+            if where:
+                matching = ctx.reader.sources_where(**where)
+                keep = matching if keep is None else [s for s in keep if s in matching]
             if keep is not None and not keep:
                 continue
             hits = await asyncio.to_thread(ctx.reader.search, query, top_k, mode, keep, vector)  # type: ignore[arg-type]
             per_context.append([self._chunk_hit(ctx, h.id, h.score) for h in hits])
         return self._fuse(per_context, top_k) if per_context else []
 
-    async def search_source(self, query: str, top_k: int = 10, context: str | None = None) -> list[Hit]:
-        """Hybrid search over source chunks: what the documents say."""
+    async def search_source(
+        self,
+        query: str,
+        top_k: int = 10,
+        context: str | None = None,
+        *,
+        sources: Sequence[str] | None = None,
+        issuer: str | None = None,
+        doc_type: str | None = None,
+        year: int | None = None,
+    ) -> list[Hit]:
+        """Hybrid search over source chunks: what the documents say. The document a question names
+        ranks first by itself; `sources` (paths), `issuer` (a substring), `doc_type` ("annual report",
+        "policy", …) and `year` restrict the search to the documents that match (see `_sources`)."""
         _check_query(query)
         _check_range("top_k", top_k, 1, 100)
-        return AwaitableList(await self._search_chunks(query, top_k, "hybrid", context))
+        where = _where(issuer, doc_type, year)
+        return AwaitableList(await self._search_chunks(query, top_k, "hybrid", context, sources, where))
 
     async def search_source_by_keyword(
-        self, query: str, top_k: int = 10, context: str | None = None
+        self,
+        query: str,
+        top_k: int = 10,
+        context: str | None = None,
+        *,
+        sources: Sequence[str] | None = None,
+        issuer: str | None = None,
+        doc_type: str | None = None,
+        year: int | None = None,
     ) -> list[Hit]:
-        """BM25 only, for exact identifiers, codes and phrases. May return []."""
+        """BM25 only, for exact identifiers, codes and phrases. May return []. Filters as in
+        `search_source`."""
         _check_query(query)
         _check_range("top_k", top_k, 1, 100)
         for ctx in self._scope(context):
@@ -519,7 +550,8 @@ class Knowledge:
                     f"context {ctx.slug!r} was compiled without a keyword index "
                     "(curate.chunks.keyword.enabled = false); use search_source"
                 )
-        return AwaitableList(await self._search_chunks(query, top_k, "keyword", context))
+        where = _where(issuer, doc_type, year)
+        return AwaitableList(await self._search_chunks(query, top_k, "keyword", context, sources, where))
 
     async def search_in_sources(
         self,
@@ -754,6 +786,17 @@ class Knowledge:
                 )
             labels.append(label)
         raise FinalAnswer(answer, labels)
+
+
+def _where(issuer: str | None, doc_type: str | None, year: int | None) -> dict[str, Any]:
+    """The document filters a search names, checked (a wrong type is the model's error to read)."""
+    if issuer is not None and not isinstance(issuer, str):
+        raise QueryError("issuer must be a string (a part of the issuer's name)")
+    if doc_type is not None and not isinstance(doc_type, str):
+        raise QueryError("doc_type must be a string such as 'annual report' or 'policy'")
+    if year is not None and (not isinstance(year, int) or isinstance(year, bool)):
+        raise QueryError("year must be an integer such as 2023")
+    return {k: v for k, v in (("issuer", issuer), ("doc_type", doc_type), ("year", year)) if v is not None}
 
 
 class _AwaitableInt(int, SelfAwaitable):

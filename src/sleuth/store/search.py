@@ -339,6 +339,22 @@ class VersionReader:
         n = len(terms)
         return terms, {word: math.log(1 + n / df) for word, df in counts.items()}
 
+    def sources_where(
+        self, issuer: str | None = None, doc_type: str | None = None, year: int | None = None
+    ) -> list[str]:
+        """The sources whose identity matches: `issuer` as a case-insensitive substring, `doc_type`
+        and `year` exactly."""
+        out = []
+        for path, entry in self.documents.items():
+            if issuer is not None and issuer.casefold() not in str(entry.get("issuer") or "").casefold():
+                continue
+            if doc_type is not None and doc_type.casefold() != str(entry.get("doc_type") or "").casefold():
+                continue
+            if year is not None and entry.get("year") != year:
+                continue
+            out.append(path)
+        return out
+
     def resolve_documents(self, query: str) -> list[str]:
         """The documents a question names ("3M's FY2018 10-K", "Acme's Q3 2024 quarterly report"):
         those whose identity words (issuer, type, period) it uses, weighted by how rare each word is
