@@ -79,7 +79,9 @@ _REGISTRANT = re.compile(r"^(.{2,80})\n[^\n]*exact name of registrant", re.IGNOR
 _NAME_SPLIT = re.compile(r"[_\-\s.]+")
 # Organisations a cover page names that are not who the document is by: exchanges, regulators, the
 # filer-status checkboxes of a filing.
-_NOT_AN_ISSUER = re.compile(r"exchange|commission|reporting company|growth company|filer", re.IGNORECASE)
+_NOT_AN_ISSUER = re.compile(
+    r"exchange|commission|reporting company|growth company|filer|document|the company", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,11 @@ def _issuer(name: str, title: str, lead: str) -> str | None:
     found = Counter(n for n in names if not _NOT_AN_ISSUER.search(n))
     if found:
         return found.most_common(1)[0][0]
+    return _issuer_in_name(name)
+
+
+def _issuer_in_name(name: str) -> str | None:
+    """The first word of a `NAME_YEAR…` file name, when it is a name (`3M_2018_10K` → `3M`)."""
     parts = [part for part in _NAME_SPLIT.split(name) if part]
     if not any(_YEAR.search(part) for part in parts[1:]):  # only `NAME_2022_…` names say who
         return None
@@ -164,12 +171,30 @@ def _issuer(name: str, title: str, lead: str) -> str | None:
 _TOKEN = re.compile(r"[a-z0-9]+")
 
 
-def identity_terms(identity: DocumentIdentity) -> set[str]:
-    """The words that name this document among others: its issuer, type and period. Not its title or
-    file name: those share words with what the document is about ("remote work"), and a question
-    about a topic is not a question naming a document."""
+def issuer_terms(path: str, identity: DocumentIdentity) -> set[str]:
+    """The words that say who a document is from, as a question would write them: the issuer's first
+    word (unless it is an ordinary word such as "General" or "International"), its first two words
+    joined ("Best Buy" → `bestbuy`), and the first word of a `NAME_YEAR…` file name
+    (`AMCOR_2023Q4_EARNINGS`), often the only place a press release says so."""
+    words = [w for w in _TOKEN.findall((identity.issuer or "").casefold()) if w not in _GENERIC]
     terms: set[str] = set()
-    for text in (identity.issuer or "", identity.doc_type or "", identity.period or ""):
+    if words:
+        if words[0] not in _ORDINARY and len(words[0]) >= 2:
+            terms.add(words[0])
+        if len(words) >= 2:
+            terms.add(words[0] + words[1])
+    named = _issuer_in_name(path.rsplit("/", 1)[-1].rsplit(".", 1)[0])
+    if named:
+        terms.update(_TOKEN.findall(named.casefold()))
+    return terms
+
+
+def period_terms(identity: DocumentIdentity) -> set[str]:
+    """The words that say what and when a document is: its type and period. Not its title or file
+    name: those share words with what the document is about ("remote work"), and a question about a
+    topic is not a question naming a document."""
+    terms: set[str] = set()
+    for text in (identity.doc_type or "", identity.period or ""):
         terms.update(_TOKEN.findall(text.casefold()))
     if identity.year is not None:
         terms.add(str(identity.year))
@@ -177,3 +202,34 @@ def identity_terms(identity: DocumentIdentity) -> set[str]:
 
 
 _GENERIC = frozenset({"the", "of", "and", "for", "inc", "corp", "co", "ltd", "company", "corporation", "pdf"})
+# Words that open many organisations' names and much prose: alone, they name nobody.
+_ORDINARY = frozenset(
+    [
+        "general",
+        "american",
+        "international",
+        "united",
+        "national",
+        "first",
+        "new",
+        "global",
+        "best",
+        "health",
+        "bank",
+        "group",
+        "royal",
+        "capital",
+        "financial",
+        "energy",
+        "world",
+        "public",
+        "state",
+        "city",
+        "county",
+        "north",
+        "south",
+        "east",
+        "west",
+        "central",
+    ]
+)

@@ -6,6 +6,7 @@ primitives on it. Everything is opened read-only, as the sandbox will mount it.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -20,7 +21,7 @@ import numpy.typing as npt
 
 from sleuth.compile import boilerplate
 from sleuth.compile.chunking import Chunk
-from sleuth.compile.identity import DocumentIdentity, identity_terms
+from sleuth.compile.identity import DocumentIdentity, issuer_terms, period_terms
 from sleuth.models.embedder import Embedder, get_embedder
 from sleuth.store.dense import DenseIndex
 from sleuth.store.home import ContextDir
@@ -322,22 +323,21 @@ class VersionReader:
         return data
 
     @cached_property
-    def _document_terms(self) -> tuple[dict[str, set[str]], dict[str, float]]:
-        """(source → the words that name it, word → its idf over the documents)."""
-        terms = {
-            path: identity_terms(
-                DocumentIdentity(
-                    entry.get("issuer"), entry.get("doc_type"), entry.get("period"), entry.get("year")
-                )
+    def _document_terms(self) -> tuple[dict[str, set[str]], dict[str, set[str]], dict[str, float]]:
+        """(source → its issuer words, source → its type and period words, word → idf)."""
+        issuers: dict[str, set[str]] = {}
+        periods: dict[str, set[str]] = {}
+        for path, entry in self.documents.items():
+            who = DocumentIdentity(
+                entry.get("issuer"), entry.get("doc_type"), entry.get("period"), entry.get("year")
             )
-            for path, entry in self.documents.items()
-        }
+            issuers[path], periods[path] = issuer_terms(path, who), period_terms(who)
         counts: dict[str, int] = {}
-        for words in terms.values():
-            for word in words:
+        for path in issuers:
+            for word in issuers[path] | periods[path]:
                 counts[word] = counts.get(word, 0) + 1
-        n = len(terms)
-        return terms, {word: math.log(1 + n / df) for word, df in counts.items()}
+        n = len(issuers)
+        return issuers, periods, {word: math.log(1 + n / df) for word, df in counts.items()}
 
     def sources_where(
         self, issuer: str | None = None, doc_type: str | None = None, year: int | None = None
@@ -356,19 +356,30 @@ class VersionReader:
         return out
 
     def resolve_documents(self, query: str) -> list[str]:
-        """The documents a question names ("3M's FY2018 10-K", "Acme's Q3 2024 quarterly report"):
-        those whose identity words (issuer, type, period) it uses, weighted by how rare each word is
-        among the documents, keeping the best. Empty when it names none, or too many to tell apart."""
-        terms, idf = self._document_terms
-        if len(terms) < 2:
+        """The documents a question names ("3M's FY2018 10-K", "Acme's Q3 2024 quarterly report").
+
+        A document is named by who it is from: the question must use its issuer's words (a name
+        written with or without spaces, "Best Buy" or "BestBuy"), unless every document is from the
+        same issuer. Among those, its type and period words (`annual`, `q3`, `2024`) decide, each
+        weighted by how rare it is among the documents. Empty when the question names none, or more
+        than `MAX_NAMED_DOCUMENTS` that it does not tell apart."""
+        issuers, periods, idf = self._document_terms
+        if len(issuers) < 2:
             return []
-        words = set(_QUERY_WORD.findall(query.casefold()))
+        raw = _QUERY_WORD.findall(query.casefold())
+        words = set(raw) | {a + b for a, b in itertools.pairwise(raw)}  # "best buy" → "bestbuy"
         words |= {w[2:] for w in words if w.startswith("fy") and w[2:].isdigit()}  # FY2022 → 2022
-        scores = {path: sum(idf[w] for w in words & names) for path, names in terms.items()}
-        best = max(scores.values(), default=0.0)
+        by_issuer = {path: sum(idf[w] for w in words & names) for path, names in issuers.items()}
+        candidates = [path for path, score in by_issuer.items() if score > 0]
+        if not candidates:
+            if len({frozenset(names) for names in issuers.values()}) > 1:
+                return []  # several issuers, and the question names none of them
+            candidates = list(issuers)
+        scores = {p: by_issuer[p] + sum(idf[w] for w in words & periods[p]) for p in candidates}
+        best = max(scores.values())
         if best < MIN_DOCUMENT_SCORE:
             return []
-        named = sorted((p for p, score in scores.items() if score >= best - 1e-9), key=lambda p: p)
+        named = sorted(p for p, score in scores.items() if score >= best - 1e-9)
         return named if len(named) <= MAX_NAMED_DOCUMENTS else []
 
     def page_text(self, source_path: str, page: int) -> str | None:
