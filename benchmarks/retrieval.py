@@ -100,18 +100,15 @@ def main() -> None:
 
     scores = dict(reader.boilerplate)
 
-    default_boost = search_module.DOCUMENT_BOOST
-
     def sleuth_pages(
-        mode: str, demote: bool = True, page_support: float = 0.0, doc_boost: float | None = None
+        mode: str, demote: bool = True, named: bool = True
     ) -> Callable[[str, str | None], list[Page]]:
-        """Sleuth's `search` in `mode`; `demote` off and `doc_boost=0` give the ranking before
-        boilerplate scores and document resolution existed."""
+        """Sleuth's `search` in `mode`; `demote` and `named` off give the ranking before boilerplate
+        scores and document resolution existed."""
 
         def rank(query: str, doc: str | None) -> list[Page]:
             reader.__dict__["boilerplate"] = scores if demote else {}
-            saved, search_module.PAGE_SUPPORT = search_module.PAGE_SUPPORT, page_support
-            search_module.DOCUMENT_BOOST = default_boost if doc_boost is None else doc_boost
+            search_module.RESOLVE_DOCUMENTS = named
             try:
                 hits = reader.search(
                     query,
@@ -120,7 +117,7 @@ def main() -> None:
                     sources=[doc] if doc else None,
                 )
             finally:
-                search_module.PAGE_SUPPORT, search_module.DOCUMENT_BOOST = saved, default_boost
+                search_module.RESOLVE_DOCUMENTS = True
             ordered: list[Page] = []
             for h in hits:
                 if (h.source_path, h.page) not in ordered:
@@ -132,16 +129,14 @@ def main() -> None:
     methods: list[tuple[str, Callable[[str, str | None], list[Page]]]] = [
         ("baseline: BM25 over pages (bm25s)", bm25_pages),
         ("baseline: dense over pages (MiniLM)", dense_pages),
-        ("Sleuth keyword (FTS5 BM25, chunks), as before", sleuth_pages("keyword", False, doc_boost=0)),
-        ("Sleuth semantic (MiniLM, chunks), as before", sleuth_pages("semantic", False, doc_boost=0)),
-        ("Sleuth hybrid (RRF, chunks), as before", sleuth_pages("hybrid", False, doc_boost=0)),
+        ("Sleuth keyword (FTS5 BM25, chunks), as before", sleuth_pages("keyword", False, False)),
+        ("Sleuth semantic (MiniLM, chunks), as before", sleuth_pages("semantic", False, False)),
+        ("Sleuth hybrid (RRF, chunks), as before", sleuth_pages("hybrid", False, False)),
         ("Sleuth keyword + demotion + named document", sleuth_pages("keyword")),
         ("Sleuth semantic + demotion + named document", sleuth_pages("semantic")),
-        ("Sleuth hybrid + demotion, no named document", sleuth_pages("hybrid", doc_boost=0)),
+        ("Sleuth hybrid + named document, no demotion", sleuth_pages("hybrid", demote=False)),
+        ("Sleuth hybrid + demotion, no named document", sleuth_pages("hybrid", named=False)),
         ("Sleuth hybrid + demotion + named document (default)", sleuth_pages("hybrid")),
-        ("Sleuth hybrid, named document boost 1.0", sleuth_pages("hybrid", doc_boost=1.0)),
-        ("Sleuth hybrid, named document boost 3.0", sleuth_pages("hybrid", doc_boost=3.0)),
-        ("Sleuth hybrid + page support 0.3", sleuth_pages("hybrid", page_support=0.3)),
     ]
     flagged = sum(1 for v in scores.values() if v >= 0.5)
     print(f"boilerplate: {len(scores):,} chunks scored, {flagged:,} at least half boilerplate")

@@ -79,14 +79,12 @@ def hybrid_weights(query: str) -> tuple[float, float]:
 
 #: How far a chunk that is all boilerplate falls: its score is scaled by 1 - this × its share.
 BOILERPLATE_PENALTY = 0.7
-#: How much a chunk of a document the question names gains (its score times 1 + this).
-DOCUMENT_BOOST = 0.25
+#: Whether searches look for the documents a question names at all (off: the ranking before it).
+RESOLVE_DOCUMENTS = True
 #: The idf-weighted words a question must share with a document's identity to name it.
 MIN_DOCUMENT_SCORE = 2.0
 MAX_NAMED_DOCUMENTS = 3
 _QUERY_WORD = re.compile(r"[a-z0-9]+")
-#: Share of the other candidate chunks' scores on the same page that a chunk gains.
-PAGE_SUPPORT = 0.0  # off until measured to help: see benchmarks/retrieval.py
 _ASKS_FOR_BOILERPLATE = re.compile(
     r"\b(?:certif\w*|disclaim\w*|forward[- ]looking|legal notice|notices?|table of contents|contents page"
     r"|copyright|footer|header|signature\w*|exhibit\w*|trademark\w*|boilerplate|safe harbou?r)\b",
@@ -97,6 +95,16 @@ _ASKS_FOR_BOILERPLATE = re.compile(
 def asks_for_boilerplate(query: str) -> bool:
     """A question about certifications, disclaimers, notices or contents wants what is otherwise noise."""
     return bool(_ASKS_FOR_BOILERPLATE.search(query))
+
+
+def _merge(*lists: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
+    """Scored candidate lists of one kind as one, best score per id, best first."""
+    best: dict[str, float] = {}
+    for ranked in lists:
+        for cid, score in ranked:
+            if cid not in best or score > best[cid]:
+                best[cid] = score
+    return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 class VersionReader:
@@ -185,18 +193,32 @@ class VersionReader:
         vector: npt.NDArray[np.float32] | None = None,
     ) -> list[SearchHit]:
         """The best `top_k` chunks for `query`. Every mode ranks a deeper candidate list first, then
-        `rank_candidates` demotes boilerplate and lets the chunks of one page support each other."""
+        `rank_candidates` demotes boilerplate. A document the question names (`resolve_documents`)
+        is searched on its own as well, and its hits join the fusion."""
         depth = max(top_k * 5, 50)
+        named = self.resolve_documents(query) if sources is None and RESOLVE_DOCUMENTS else []
         if mode == "semantic":
-            ranked = self.semantic(query, depth, sources, vector)
+            inside = self.semantic(query, depth, named, vector) if named else []
+            ranked = _merge(self.semantic(query, depth, sources, vector), inside)
         elif mode == "keyword":
-            ranked = self.keyword(query, depth, sources)
+            inside = self.keyword(query, depth, named) if named else []
+            ranked = _merge(self.keyword(query, depth, sources), inside)
         else:
-            dense_ids = [i for i, _ in self.semantic(query, depth, sources, vector)]
-            keyword_ids = [i for i, _ in self.keyword(query, depth, sources)]
-            ranked = rrf([dense_ids, keyword_ids], weights=hybrid_weights(query))
-        named = self.resolve_documents(query) if sources is None else []
-        reranked = self.rank_candidates(query, ranked, page_support=mode != "keyword", documents=named)
+            lists = [
+                [i for i, _ in self.semantic(query, depth, sources, vector)],
+                [i for i, _ in self.keyword(query, depth, sources)],
+            ]
+            weights = list(hybrid_weights(query))
+            # The named documents' own best chunks join the candidates however far down they were,
+            # and count twice in the fusion: a boost, not a filter (measured: no extra factor helps).
+            if named:
+                lists += [
+                    [i for i, _ in self.semantic(query, depth, named, vector)],
+                    [i for i, _ in self.keyword(query, depth, named)],
+                ]
+                weights += weights
+            ranked = rrf(lists, weights=weights)
+        reranked = self.rank_candidates(query, ranked)
         return [self._hit(cid, score) for cid, score in reranked[:top_k]]
 
     @cached_property
@@ -208,45 +230,19 @@ class VersionReader:
         self,
         query: str,
         ranked: Sequence[tuple[str, float]],
-        *,
-        page_support: bool = True,
-        documents: Sequence[str] = (),
     ) -> list[tuple[str, float]]:
         """Second-stage ranking of scored candidates (higher is better), best first.
 
         - Boilerplate (running headers, tables of contents, text shared by many documents) is scaled
           down by its share, unless the question asks for that kind of text.
-        - Chunks of the `documents` the question names (`resolve_documents`) are scaled up by
-          `1 + DOCUMENT_BOOST`: a boost, not a filter, so a better page elsewhere can still win.
-        - Every chunk of a page gains `PAGE_SUPPORT` of the scores of that page's other candidates but
-          the best: a page where several passages match is likelier the answer's page than one stray
-          sentence, and the page's own chunks keep their order. Not for keyword search, whose
-          exact-term matches (an error code, a clause number) should not be outvoted by a page that
-          merely mentions the term often.
         """
         if not ranked:
             return []
         demote = {} if asks_for_boilerplate(query) else self.boilerplate
-        named = set(documents)
         scores: dict[str, float] = {}
         for cid, score in ranked:
             factor = 1.0 - BOILERPLATE_PENALTY * demote.get(cid, 0.0)
-            if named and self.chunks[cid].source_path in named:
-                factor *= 1.0 + DOCUMENT_BOOST
             scores[cid] = score * factor if score >= 0 else score / max(factor, 1e-3)
-        if page_support and PAGE_SUPPORT:
-            by_page: dict[tuple[str, int], list[str]] = {}
-            for cid in scores:
-                chunk = self.chunks[cid]
-                by_page.setdefault((chunk.source_path, chunk.page), []).append(cid)
-            supported = dict(scores)
-            for ids in by_page.values():
-                if len(ids) > 1:  # one bonus for the whole page, so its own chunks keep their order
-                    positive = sorted((max(0.0, scores[i]) for i in ids), reverse=True)
-                    bonus = PAGE_SUPPORT * sum(positive[1:])
-                    for i in ids:
-                        supported[i] = scores[i] + bonus
-            scores = supported
         return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
     # ------------------------------------------------------------------ artifacts and pages
