@@ -18,6 +18,7 @@ written to `index/boilerplate.json`.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -44,12 +45,14 @@ _DIGITS = re.compile(r"\d+")
 _TOC_LINE = re.compile(r"^\S.{2,}?(?:\s+|\s*\.{2,}\s*)\d{1,4}$")
 
 
+@functools.lru_cache(maxsize=1 << 18)  # chunk lines are page lines: each is keyed once
 def line_key(line: str) -> str:
     """A line as compared within a document: case-folded, every run of digits one `#`, punctuation and
     spaces one space, so a running footer `Page 7 of 90` is one line on every page."""
     return _NON_WORD.sub(" ", _DIGITS.sub("#", line.casefold())).strip()
 
 
+@functools.lru_cache(maxsize=1 << 18)
 def shared_key(line: str) -> str:
     """A line as compared across documents: digits kept. Two reports that both say "Revenue was $N"
     differ by N, which is their content; a certification or a notice repeats word for word."""
