@@ -527,7 +527,7 @@ class TurnRun:
         reader = self._version_readers().get(span.context)
         if reader is None:
             return 0.0
-        chunk = reader.chunk_at.get((span.source_path, span.page, span.start, span.end))
+        chunk = reader.chunk_at(span.source_path, span.page, span.start, span.end)
         return reader.boilerplate.get(chunk.id, 0.0) if chunk is not None else 0.0
 
     def _page_text(self, context: str, source: str, page: int) -> str | None:

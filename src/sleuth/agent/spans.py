@@ -88,7 +88,7 @@ class SpanResolver:
             return None
         if report.artifact_name is not None and report.artifact_name not in reader.artifact_names:
             return None
-        chunk = reader.chunk_at.get((report.source_path, report.page, report.start, report.end))
+        chunk = reader.chunk_at(report.source_path, report.page, report.start, report.end)
         return EvidenceSpan(
             ref=report.ref,
             context=report.context,

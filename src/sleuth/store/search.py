@@ -115,6 +115,7 @@ class VersionReader:
         self.meta: dict[str, Any] = json.loads((version_dir / "version.json").read_text("utf-8"))
         self._embedder = embedder
         self._page_cache: dict[str, dict[int, str]] = {}
+        self._spans_of: dict[str, dict[tuple[int, int, int], Chunk]] = {}
 
     @classmethod
     def live(cls, ctx: ContextDir) -> VersionReader:
@@ -302,10 +303,26 @@ class VersionReader:
             if path.is_file() and not path.is_symlink()
         }
 
-    @cached_property
-    def chunk_at(self) -> dict[tuple[str, int, int, int], Chunk]:
-        """(source, page, start, end) → the chunk with exactly that span."""
-        return {(c.source_path, c.page, c.start, c.end): c for c in self.chunks.values()}
+    def chunk_at(self, source_path: str, page: int, start: int, end: int) -> Chunk | None:
+        """The chunk with exactly this span, reading only its source's chunk file (a turn resolves a
+        few spans; loading every chunk of a large corpus on the host would cost it far more)."""
+        if "chunks" in self.__dict__:  # already loaded whole: no file to read
+            by_span = self._spans_of.get(source_path)
+            if by_span is None:
+                by_span = self._spans_of[source_path] = {
+                    (c.page, c.start, c.end): c for c in self.chunks.values() if c.source_path == source_path
+                }
+            return by_span.get((page, start, end))
+        if source_path not in self._spans_of:
+            found: dict[tuple[int, int, int], Chunk] = {}
+            path = self.root / "knowledge" / "chunks" / f"{source_path}.jsonl"
+            if source_path in self.page_files and path.is_file():  # a key of the version, never a path
+                with path.open(encoding="utf-8") as fh:
+                    for line in fh:
+                        chunk = Chunk.from_json(json.loads(line))
+                        found[(chunk.page, chunk.start, chunk.end)] = chunk
+            self._spans_of[source_path] = found
+        return self._spans_of[source_path].get((page, start, end))
 
     @cached_property
     def artifact_names(self) -> frozenset[str]:
