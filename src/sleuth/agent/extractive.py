@@ -55,6 +55,16 @@ _LEAD = re.compile(r"(?:#{1,6}\s+|[-*+•]\s+|>\s*|\|\s*|\d{1,3}[.)]\s+|\[[ xX]\
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"”')\]]?\s+(?=[\"“(\[]?[A-Z0-9$€£])")
 _PUNCTUATED = re.compile(r"[.!?;:,](?:\s|$)")  # a line holding a sentence end is no heading
 _NUMBERED_HEADING = re.compile(r"\d+(?:\.\d+)+\.?\s+[A-Z][^.!?;:,\n]{0,60}$")  # "2.1 Revenue by Segment"
+_FIGURE = re.compile(
+    r"[$€£]\s?\(?\d|\d\s?%|\d[\d,.]*\s?(?:million|billion|thousand|mn|bn|percent)\b|\(\d[\d,.]*\)"
+    r"|\b\d{1,3}(?:,\d{3})+(?:\.\d+)?\b",
+    re.IGNORECASE,
+)
+FIGURE_WEIGHT = 1.5  # an amount question's sentence that states a figure
+_NUMBER_WORD = re.compile(
+    r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|hundred)\b",
+    re.IGNORECASE,
+)
 MAX_NOISE = 0.5  # a span at least this much boilerplate never gives the answer sentence
 MAX_QUOTED_CHARS = 700
 MAX_SENTENCE_CHARS = 400
@@ -237,8 +247,13 @@ def _score_sentences(
             # keyed by it, a definition) is about it, not merely mentioning it.
             lead = folded.lstrip(" \t|*-#>")
             score += 1.0 * sum(1 for ident in idents if lead.startswith(ident))
-            if score > 0 and amount and any(ch.isdigit() for ch in text):
-                score += 0.5
+            if score > 0 and amount:
+                # The asked quantity: a figure (money, a percentage, a scaled number) counts more
+                # than a bare number ("three days"), which counts more than none.
+                if _FIGURE.search(text):
+                    score *= FIGURE_WEIGHT
+                elif any(ch.isdigit() for ch in text) or _NUMBER_WORD.search(text):
+                    score += 0.5
             score *= 1.0 - share
             if score > 0:
                 scored.append((round(score, 9), sentence))
