@@ -75,6 +75,16 @@ def test_http_lists_tools_and_answers_a_background_turn(make_server: ServerFacto
             assert search["required"] == ["context", "query"] and "ctx" not in search["properties"]
             assert tools["search_source"].annotations is not None
             assert tools["search_source"].annotations.read_only_hint is True
+            assert {"issuer", "doc_type", "year"} <= set(search["properties"])  # what a document is
+
+            filtered = value(
+                await client.call_tool(
+                    "search_source", {"context": "acme", "query": "revenue", "doc_type": "annual report"}
+                )
+            )
+            assert filtered and {h["source_path"] for h in filtered} == {
+                "uploads/acme-corpus/reports/annual-report-2025.pdf"
+            }
 
             contexts = value(await client.call_tool("list_contexts", {}))
             acme = next(c for c in contexts if c["slug"] == "acme")

@@ -89,6 +89,13 @@ SDK_ERROR_CODES: dict[type[SleuthError], str] = {
 Slug = Annotated[str, Field(min_length=1, max_length=200, description="The context's slug (list_contexts).")]
 SearchText = Annotated[str, Field(min_length=1, max_length=2000, description="What to look for.")]
 TopK = Annotated[int, Field(ge=1, le=100, description="How many hits to return (1-100).")]
+IssuerFilter = Annotated[
+    str | None, Field(max_length=200, description="Only documents whose issuer contains this (see _sources).")
+]
+DocTypeFilter = Annotated[
+    str | None, Field(max_length=100, description="Only documents of this type: 'annual report', 'policy', …")
+]
+YearFilter = Annotated[int | None, Field(ge=1000, le=3000, description="Only documents covering this year.")]
 MaxTotal = Annotated[int, Field(ge=1, le=100, description="At most this many hits (1-100).")]
 ArtifactName = Annotated[
     str, Field(min_length=1, description="An artifact's name (exact, any case, or slug).")
@@ -404,14 +411,36 @@ class Tools:
         return await self._primitive(ctx, context, lambda k: k.search_knowledge(query, top_k, kind, type))
 
     async def search_source(
-        self, context: Slug, query: SearchText, ctx: Context, top_k: TopK = 10
+        self,
+        context: Slug,
+        query: SearchText,
+        ctx: Context,
+        top_k: TopK = 10,
+        issuer: IssuerFilter = None,
+        doc_type: DocTypeFilter = None,
+        year: YearFilter = None,
     ) -> CallToolResult:
-        return await self._primitive(ctx, context, lambda k: k.search_source(query, top_k))
+        return await self._primitive(
+            ctx,
+            context,
+            lambda k: k.search_source(query, top_k, issuer=issuer, doc_type=doc_type, year=year),
+        )
 
     async def search_source_by_keyword(
-        self, context: Slug, query: SearchText, ctx: Context, top_k: TopK = 10
+        self,
+        context: Slug,
+        query: SearchText,
+        ctx: Context,
+        top_k: TopK = 10,
+        issuer: IssuerFilter = None,
+        doc_type: DocTypeFilter = None,
+        year: YearFilter = None,
     ) -> CallToolResult:
-        return await self._primitive(ctx, context, lambda k: k.search_source_by_keyword(query, top_k))
+        return await self._primitive(
+            ctx,
+            context,
+            lambda k: k.search_source_by_keyword(query, top_k, issuer=issuer, doc_type=doc_type, year=year),
+        )
 
     async def search_in_sources(
         self,
