@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,3 +105,22 @@ def make_server(
     yield factory
     for stop in stops:
         stop()
+
+
+def unique_slug() -> str:
+    return f"t-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def client(make_server: ServerFactory) -> httpx.Client:
+    return make_server().client
+
+
+@pytest.fixture
+def context(client: httpx.Client) -> Iterator[str]:
+    """A fresh empty context, deleted afterwards (the shared sample `acme` is never touched)."""
+    slug = unique_slug()
+    created = client.post("/api/contexts", json={"slug": slug, "name": "Test context"})
+    assert created.status_code == 200, created.text
+    yield slug
+    client.delete(f"/api/contexts/{slug}")

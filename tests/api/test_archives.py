@@ -9,26 +9,11 @@ import io
 import json
 import tarfile
 import zipfile
-from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from .conftest import ServerFactory
-from .test_contexts import error, make_zip, unique_slug, upload, wait_task
-
-
-@pytest.fixture
-def client(make_server: ServerFactory) -> httpx.Client:
-    return make_server().client
-
-
-@pytest.fixture
-def context(client: httpx.Client) -> Iterator[str]:
-    slug = unique_slug()
-    assert client.post("/api/contexts", json={"slug": slug, "name": "Archives"}).status_code == 200
-    yield slug
-    client.delete(f"/api/contexts/{slug}")
+from .test_contexts import error, make_zip, upload, wait_task
 
 
 def make_tar(members: dict[str, bytes]) -> bytes:

@@ -10,7 +10,6 @@ import tarfile
 import time
 import uuid
 import zipfile
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -19,14 +18,10 @@ import pytest
 from sleuth.compile.manifest import DETERMINISTIC_KINDS, parse_manifest
 from sleuth.store.keys import KeyStore
 
-from .conftest import ServerFactory
+from .conftest import ServerFactory, unique_slug
 
 NOTE = b"# Onboarding\n\nEvery hire receives a laptop on day one. Tickets use the code HW-1107.\n"
 NESTED = b"# Refunds\n\nRefunds are paid within 14 days of the request.\n"
-
-
-def unique_slug() -> str:
-    return f"t-{uuid.uuid4().hex[:12]}"
 
 
 def wait_task(client: httpx.Client, task_id: str, timeout: float = 60) -> dict[str, Any]:
@@ -57,21 +52,6 @@ def make_zip(members: dict[str, bytes], links: tuple[str, ...] = ()) -> bytes:
             info.external_attr = (0o120777 << 16) & 0xFFFF0000
             archive.writestr(info, "/etc/passwd")
     return buffer.getvalue()
-
-
-@pytest.fixture
-def client(make_server: ServerFactory) -> httpx.Client:
-    return make_server().client
-
-
-@pytest.fixture
-def context(client: httpx.Client) -> Iterator[str]:
-    """A fresh empty context, deleted afterwards (the shared sample `acme` is never touched)."""
-    slug = unique_slug()
-    created = client.post("/api/contexts", json={"slug": slug, "name": "Test context"})
-    assert created.status_code == 200, created.text
-    yield slug
-    client.delete(f"/api/contexts/{slug}")
 
 
 def upload(

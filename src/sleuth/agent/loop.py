@@ -230,7 +230,7 @@ class AgentLoop:
                 outcome = self.sandbox.exec(action.code, timeout, self.settings.max_tool_output_chars)
                 observation, error = self._observe(outcome)
             except BudgetExceeded as exc:
-                self._fail_step(number, action, reply, exc)
+                self._fail_step(action, reply, exc)
                 raise TurnFailed(str(exc)) from exc
             except SandboxDied as exc:
                 if self.should_stop():  # killed to stop the turn: no restart, the loop ends next
@@ -292,7 +292,7 @@ class AgentLoop:
             self._finished = True
         return step
 
-    def _fail_step(self, number: int, action: Action, reply: Reply, exc: BudgetExceeded) -> None:
+    def _fail_step(self, action: Action, reply: Reply, exc: BudgetExceeded) -> None:
         """Close the running step as failed with the budget that stopped the turn."""
         step = self.result.steps[-1].model_copy(
             update={

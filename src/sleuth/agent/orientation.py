@@ -21,6 +21,7 @@ from typing import Any
 
 from sleuth.agent.actions import SDK_NAMES
 from sleuth.sdk.knowledge import SEARCHES, Knowledge, ScopedContext
+from sleuth.store.search import VersionReader
 
 PROMPT_VERSION = "2026-11-30.1"
 MAX_DESCRIPTIONS_CHARS = 12_000
@@ -97,11 +98,9 @@ def overview(brief: ContextBrief) -> ContextOverview:
             for t in knowledge.list_tables()
         ]
         rosters = [{"name": r.name, "type": r.type, "count": r.count} for r in knowledge.read_rosters()]
-        sources_file = brief.version_dir / "knowledge" / "sources.json"
-        sources = json.loads(sources_file.read_text("utf-8")) if sources_file.exists() else {}
         documents = [
             {key: entry.get(key) for key in ("title", "issuer", "doc_type", "period")} | {"path": path}
-            for path, entry in sorted(sources.items())
+            for path, entry in sorted(VersionReader(brief.version_dir).documents.items())
         ]
         return ContextOverview(
             brief=brief,

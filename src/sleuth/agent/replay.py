@@ -7,7 +7,6 @@ The replayed turn is stored in a scratch database, never in the user's sessions.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import tempfile
 import time
@@ -18,13 +17,14 @@ from typing import Any
 from sleuth.agent.orientation import ContextBrief
 from sleuth.agent.records import Query
 from sleuth.agent.retrieval import RetrievalOptions
+from sleuth.agent.trace import args_digest
 from sleuth.agent.turn import PreparedTurn, Runtime, TurnRequest, new_query_id
 from sleuth.models.base import ModelConfig, ModelError, Reply
 from sleuth.models.scripted import ScriptedModel
 from sleuth.sandbox.host import HostFunction
 from sleuth.store.home import ContextNotFound, Home
 from sleuth.store.replay_log import read_replay_log
-from sleuth.store.server_db import ServerDB, dumps
+from sleuth.store.server_db import ServerDB
 
 
 class ReplayError(Exception):
@@ -55,7 +55,7 @@ class RecordedHost:
                 raise RuntimeError(f"replay: no recorded result left for host function {name!r}")
             record = queue.pop(0)
             if "args_sha256" in record:  # a rejected call: only a digest of its arguments was kept
-                same = record["args_sha256"] == hashlib.sha256(dumps(args).encode()).hexdigest()
+                same = record["args_sha256"] == args_digest(args)
             else:
                 same = record.get("args") == args
             if not same:

@@ -22,7 +22,7 @@ from sleuth.agent.retrieval import Retrieval, RetrievalOptions
 from sleuth.agent.shape import OfflineShapeError, check_grounding, offline_fill
 from sleuth.agent.spans import EvidenceSpan, SpanResolver
 from sleuth.agent.synthesis import ShapeInvalid, SynthesisInput, history_messages, synthesize
-from sleuth.agent.trace import build_trace, persist, replay_records, turn_record
+from sleuth.agent.trace import args_digest, build_trace, persist, replay_records, turn_record
 from sleuth.models.base import Message, Model, ModelError
 from sleuth.models.fallback import FallbackModel
 from sleuth.sandbox.host import HostFunction, Sandbox, SandboxUnavailable
@@ -354,7 +354,7 @@ class TurnRun:
                     record: dict[str, Any] = {
                         "kind": "host",
                         "fn": name,
-                        "args_sha256": hashlib.sha256(dumps(args).encode()).hexdigest(),
+                        "args_sha256": args_digest(args),
                         "ok": False,
                         "error": str(exc)[:500],
                     }

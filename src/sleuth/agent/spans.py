@@ -68,15 +68,9 @@ class SpanResolver:
 
     def __init__(self, readers: Mapping[str, VersionReader]) -> None:
         self.readers = readers
-        self.rejected = 0
 
     def resolve(self, report: SpanReport) -> EvidenceSpan | None:
-        span = self._resolve(report)
-        if span is None:
-            self.rejected += 1
-        return span
-
-    def _resolve(self, report: SpanReport) -> EvidenceSpan | None:
+        """The span the host keeps for `report`, or None when it does not resolve."""
         reader = self.readers.get(report.context)
         if reader is None:
             return None

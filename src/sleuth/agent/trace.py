@@ -14,7 +14,7 @@ from sleuth.agent.records import Query, QueryStep
 from sleuth.agent.spans import EvidenceSpan
 from sleuth.models.base import ModelConfig
 from sleuth.store.replay_log import write_replay_log
-from sleuth.store.server_db import ServerDB
+from sleuth.store.server_db import ServerDB, dumps
 
 if TYPE_CHECKING:
     from sleuth.agent.turn import PreparedTurn, TurnRequest
@@ -96,9 +96,7 @@ def usage_seams(host_log: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         {
             "kind": "embed",
             "model": str((embeds[0].get("args") or {}).get("model", "default")),
-            "tokens": sum(
-                sum(len(t) for t in ((h.get("args") or {}).get("texts") or [])) // 4 for h in embeds
-            ),
+            "tokens": sum(_text_chars(h.get("args")) // 4 for h in embeds),
             "requests": len(embeds),
         }
     ]
@@ -108,6 +106,11 @@ def _text_chars(args: Any) -> int:
     """Characters of an embed call's texts (a rejected call keeps no arguments: 0)."""
     texts = args.get("texts") if isinstance(args, dict) else None
     return sum(len(t) for t in texts if isinstance(t, str)) if isinstance(texts, list) else 0
+
+
+def args_digest(args: Any) -> str:
+    """What the replay log keeps of a rejected host call's arguments, which may be anything: a digest."""
+    return hashlib.sha256(dumps(args).encode()).hexdigest()
 
 
 def evidence_table(spans: Iterable[EvidenceSpan]) -> list[dict[str, Any]]:

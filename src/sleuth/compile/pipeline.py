@@ -382,12 +382,16 @@ class CompileRun:
         skipped_no_model: dict[str, str] = {}
         roster_files: dict[str, str] = {}
         leg = ArtifactLeg(self.manifest, self.extractor, self.warnings)
+
+        def every_page() -> dict[str, list[Page]]:
+            return {
+                rel: fresh_pages.get(rel) or version_files.load_pages(knowledge, rel)
+                for rel in sorted(states)
+            }
+
         with self._timed("artifacts"):
             if arts_config.is_enabled:
-                pages_by_source = {
-                    rel: fresh_pages.get(rel) or version_files.load_pages(knowledge, rel)
-                    for rel in sorted(states)
-                }
+                pages_by_source = every_page()
                 artifacts, glossary_entries, typed, skipped_no_model = leg.build(pages_by_source, states)
                 leg.build_edges(artifacts, pages_by_source)
             elif arts_config.artifact_types:
@@ -463,10 +467,8 @@ class CompileRun:
                 )
             # Boilerplate is a property of the whole version (a line shared by many documents), so it
             # is scored anew at every compile, over every source's pages.
-            every_page = {
-                rel: fresh_pages.get(rel) or version_files.load_pages(knowledge, rel) for rel in states
-            }
-            boilerplate.write(index_dir, boilerplate.chunk_scores(chunks_flat, every_page))
+            all_pages = pages_by_source if arts_config.is_enabled else every_page()  # read once
+            boilerplate.write(index_dir, boilerplate.chunk_scores(chunks_flat, all_pages))
             self.progress.advance("index")
             if chunk_vectors is not None and artifact_vectors is not None:
                 dense_dir = index_dir / "dense"

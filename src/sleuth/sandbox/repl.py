@@ -385,14 +385,14 @@ def serve(sock: socket.socket, contexts: list[ScopedContext], ready: dict[str, A
 
     repl = Repl(Knowledge(contexts, embed=embed), channel)
     asyncio.run = repl.run_on_loop  # this process is the turn's sandbox
-    sock.sendall(encode(ready))
+    send(sock, ready)
     while True:
         try:
             message = channel.next_message()
         except ProtocolError:
             return
         if message["t"] == "close":
-            sock.sendall(encode({"t": "bye"}))
+            send(sock, {"t": "bye"})
             return
         if message["t"] != "exec":
             continue

@@ -161,12 +161,10 @@ class _Context:
     def artifacts(self) -> dict[str, dict[str, Any]]:
         return {a["id"]: a for a in self.reader.outline}
 
-    @cached_property
+    @property
     def sources(self) -> dict[str, dict[str, Any]]:
-        data: dict[str, dict[str, Any]] = json.loads(
-            (self.root / "knowledge" / "sources.json").read_text("utf-8")
-        )
-        return data
+        """`knowledge/sources.json`, read once by the reader (its searches resolve documents by it)."""
+        return self.reader.documents
 
     def types(self) -> list[dict[str, Any]]:
         types: list[dict[str, Any]] = self.manifest["curate"]["artifacts"]["artifact_types"]

@@ -237,13 +237,11 @@ class VersionReader:
         - Boilerplate (running headers, tables of contents, text shared by many documents) is scaled
           down by its share, unless the question asks for that kind of text.
         """
-        if not ranked:
-            return []
         demote = {} if asks_for_boilerplate(query) else self.boilerplate
         scores: dict[str, float] = {}
         for cid, score in ranked:
             factor = 1.0 - BOILERPLATE_PENALTY * demote.get(cid, 0.0)
-            scores[cid] = score * factor if score >= 0 else score / max(factor, 1e-3)
+            scores[cid] = score * factor if score >= 0 else score / factor  # factor ≥ 1 − PENALTY
         return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
     # ------------------------------------------------------------------ artifacts and pages
@@ -306,13 +304,6 @@ class VersionReader:
     def chunk_at(self, source_path: str, page: int, start: int, end: int) -> Chunk | None:
         """The chunk with exactly this span, reading only its source's chunk file (a turn resolves a
         few spans; loading every chunk of a large corpus on the host would cost it far more)."""
-        if "chunks" in self.__dict__:  # already loaded whole: no file to read
-            by_span = self._spans_of.get(source_path)
-            if by_span is None:
-                by_span = self._spans_of[source_path] = {
-                    (c.page, c.start, c.end): c for c in self.chunks.values() if c.source_path == source_path
-                }
-            return by_span.get((page, start, end))
         if source_path not in self._spans_of:
             found: dict[tuple[int, int, int], Chunk] = {}
             path = self.root / "knowledge" / "chunks" / f"{source_path}.jsonl"
