@@ -101,14 +101,15 @@ def main() -> None:
     scores = dict(reader.boilerplate)
 
     def sleuth_pages(
-        mode: str, demote: bool = True, named: bool = True
+        mode: str, demote: bool = True, named: bool = True, rescore: bool = True
     ) -> Callable[[str, str | None], list[Page]]:
-        """Sleuth's `search` in `mode`; `demote` and `named` off give the ranking before boilerplate
-        scores and document resolution existed."""
+        """Sleuth's `search` in `mode`; `demote`, `named` and `rescore` off give the ranking before
+        boilerplate scores, document resolution and the page rescoring existed."""
 
         def rank(query: str, doc: str | None) -> list[Page]:
             reader.__dict__["boilerplate"] = scores if demote else {}
             search_module.RESOLVE_DOCUMENTS = named
+            search_module.RESCORE_PAGES = rescore
             try:
                 hits = reader.search(
                     query,
@@ -118,6 +119,7 @@ def main() -> None:
                 )
             finally:
                 search_module.RESOLVE_DOCUMENTS = True
+                search_module.RESCORE_PAGES = True
             ordered: list[Page] = []
             for h in hits:
                 if (h.source_path, h.page) not in ordered:
@@ -129,14 +131,15 @@ def main() -> None:
     methods: list[tuple[str, Callable[[str, str | None], list[Page]]]] = [
         ("baseline: BM25 over pages (bm25s)", bm25_pages),
         ("baseline: dense over pages (MiniLM)", dense_pages),
-        ("Sleuth keyword (FTS5 BM25, chunks), as before", sleuth_pages("keyword", False, False)),
-        ("Sleuth semantic (MiniLM, chunks), as before", sleuth_pages("semantic", False, False)),
-        ("Sleuth hybrid (RRF, chunks), as before", sleuth_pages("hybrid", False, False)),
-        ("Sleuth keyword + demotion + named document", sleuth_pages("keyword")),
-        ("Sleuth semantic + demotion + named document", sleuth_pages("semantic")),
-        ("Sleuth hybrid + named document, no demotion", sleuth_pages("hybrid", demote=False)),
-        ("Sleuth hybrid + demotion, no named document", sleuth_pages("hybrid", named=False)),
-        ("Sleuth hybrid + demotion + named document (default)", sleuth_pages("hybrid")),
+        ("Sleuth keyword (FTS5 BM25, chunks), as before", sleuth_pages("keyword", False, False, False)),
+        ("Sleuth semantic (MiniLM, chunks), as before", sleuth_pages("semantic", False, False, False)),
+        ("Sleuth hybrid (RRF, chunks), as before", sleuth_pages("hybrid", False, False, False)),
+        ("Sleuth keyword + demotion + named document + rescoring", sleuth_pages("keyword")),
+        ("Sleuth semantic + demotion + named document + rescoring", sleuth_pages("semantic")),
+        ("Sleuth hybrid + demotion + named document, no rescoring", sleuth_pages("hybrid", rescore=False)),
+        ("Sleuth hybrid + named document + rescoring, no demotion", sleuth_pages("hybrid", demote=False)),
+        ("Sleuth hybrid + demotion + rescoring, no named document", sleuth_pages("hybrid", named=False)),
+        ("**Sleuth hybrid + demotion + named document + rescoring (default)**", sleuth_pages("hybrid")),
     ]
     flagged = sum(1 for v in scores.values() if v >= 0.5)
     print(f"boilerplate: {len(scores):,} chunks scored, {flagged:,} at least half boilerplate")
@@ -147,6 +150,8 @@ def main() -> None:
         f"{len(reader.chunks):,} chunks (BM25 page index {bm25_build:.1f}s, page vectors "
         f"{dense_build:.1f}s)\n"
     )
+    p50, p95 = search_source_latency(args.home, args.context, [q for q, _d, _g in questions])
+    print(f"SDK search_source(question, top_k=10), whole context: p50 {p50:.1f} ms, p95 {p95:.1f} ms\n")
     print("| method | R@5 corpus | R@10 corpus | R@5 in filing | R@10 in filing | ms/query |")
     print("|---|---|---|---|---|---|")
     for name, rank in methods:
@@ -164,6 +169,34 @@ def main() -> None:
             f"| {name} | {hits['c5'] / n:.3f} | {hits['c10'] / n:.3f} | {hits['d5'] / n:.3f} | "
             f"{hits['d10'] / n:.3f} | {ms:.1f} |"
         )
+
+
+def search_source_latency(home_dir: Path, context: str, questions: list[str]) -> tuple[float, float]:
+    """p50 and p95 of the SDK's `search_source(question, top_k=10)` over the whole context, in ms,
+    with the query embedded on the host as a turn does (one warm-up query first)."""
+    import asyncio
+
+    from sleuth.sdk.knowledge import Knowledge, ScopedContext
+    from sleuth.store.home import Home
+
+    ctx = Home(home_dir).find(context)
+    version = ctx.live_version()
+    assert version is not None
+    knowledge = Knowledge([ScopedContext(context, ctx.version_dir(version))])
+
+    async def timed() -> list[float]:  # one event loop, as a turn's REPL keeps
+        await knowledge.search_source(questions[0], top_k=10)
+        out = []
+        for question in questions:
+            began = time.perf_counter()
+            await knowledge.search_source(question, top_k=10)
+            out.append((time.perf_counter() - began) * 1000)
+        return out
+
+    times = asyncio.run(timed())
+    knowledge.close()
+    times.sort()
+    return times[len(times) // 2], times[int(len(times) * 0.95)]
 
 
 if __name__ == "__main__":

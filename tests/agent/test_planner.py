@@ -30,13 +30,18 @@ from sleuth.agent.planner import (
     read_plan,
 )
 from sleuth.agent.spans import EvidenceSpan, SpanResolver
+from sleuth.compile.pipeline import compile_context
 from sleuth.models.base import CompletionParams, Message, ToolCall
 from sleuth.sandbox import Limits, SandboxHost
 from sleuth.sandbox.host import SandboxUnavailable
+from sleuth.store.home import Home
 from sleuth.store.search import VersionReader
+from tests.conftest import make_pdf
 
 QUOTE = re.compile(
-    r'^According to (?P<source>.+?) \(p\. (?P<page>\d+)\): "(?P<text>.*)" \[(?P<n>\d+)\]$', re.S
+    r'^According to (?P<source>.+?) \(p\. (?P<page>\d+)\)(?:, under "[^"\n]*")?: '
+    r'"(?P<text>.*)" \[(?P<n>\d+)\]$',
+    re.S,
 )
 
 
@@ -305,7 +310,8 @@ def test_unknown_identifier_falls_back_to_search(
 def test_general_question(planner_host: SandboxHost, sample_version: Path, scope: PlannerScope) -> None:
     turn = _drive(planner_host, sample_version, scope, "What is the hotel limit per night when travelling?")
     assert turn.planner.question_class == "general" and len(turn.codes) == 2
-    assert "search_source(ask, top_k=10), search_knowledge(ask, top_k=5)" in turn.codes[0]
+    assert "search_source(ask, top_k=10)," in turn.codes[0]
+    assert "search_knowledge(ask, top_k=5)," in turn.codes[0]
     assert "search_in_sources(sources, ask, max_total=12)" in turn.codes[1]
     assert len(turn.final["evidence"]) == 8
     first = _quotes(turn)[0]
@@ -396,3 +402,35 @@ def test_final_reply_shape(scope: PlannerScope) -> None:
         )
     ]
     assert planner.count == 10 and planner.draft is not None
+
+
+def test_a_named_document_is_searched_inside(planner_host: SandboxHost, home: Home, tmp_path: Path) -> None:
+    """Issue 11, 4: the planner resolves the document the question names (from `_sources`, through
+    the SDK) and searches inside it, so its page leads the evidence even where other filings say the
+    same words."""
+    root = tmp_path / "filings"
+    for name, company, year, revenue in (
+        ("alder-2023", "Alder Pumps, Inc.", 2023, "$12.5 million"),
+        ("alder-2022", "Alder Pumps, Inc.", 2022, "$11.0 million"),
+        ("birch-2023", "Birch Valves Corporation", 2023, "$48.0 million"),
+    ):
+        cover = f"FORM 10-K\nAnnual report for the fiscal year ended December 31, {year}\n{company}"
+        body = f"Results of operations\nRevenue for the year was {revenue}, driven by sales of pumps."
+        make_pdf(root / f"{name}.pdf", [cover, body])
+    compile_context("acme", [root], home=home)
+    ctx = home.find("acme")
+    version = ctx.version_dir(ctx.live_version() or "")
+    scope = planner_scope({"acme": version})
+    ask = "What was Alder's revenue in FY2022?"
+    assert scope.named_documents(ask) == [("acme", "uploads/filings/alder-2022.pdf")]
+    assert scope.named_documents("What was revenue driven by?") == []
+
+    turn = _drive(planner_host, version, scope, ask)
+    assert "named = ['uploads/filings/alder-2022.pdf']" in turn.codes[0]
+    assert "search_in_sources(named, ask, max_total=10)" in turn.codes[0]
+    assert turn.evidence[0].source_path == "uploads/filings/alder-2022.pdf"
+    assert "$11.0 million" in turn.answer and "$12.5 million" not in turn.answer.split("\n")[0]
+    # a question that names no document keeps the plain search
+    plain = OfflinePlanner("What drives revenue?", scope)
+    code = plain.complete([Message("user", "What drives revenue?")], [], CompletionParams()).tool_calls[0]
+    assert "search_in_sources" not in code.arguments["code"] and "inside_named = []" in code.arguments["code"]

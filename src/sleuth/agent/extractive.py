@@ -19,19 +19,8 @@ from dataclasses import dataclass
 
 from sleuth.agent.spans import EvidenceSpan
 from sleuth.store.search import asks_for_boilerplate
+from sleuth.store.text import STOP_WORDS, stem, words
 
-_STOP_TEXT = """
-    a about above across after again against all also am an and any are as at be been before being below
-    between both but by can cannot could did do does doing done down during each either else enumerate
-    ever every few for from further get gets give given had has have having he her here hers him his how
-    i if in into is it its itself just know let list many may me mean means might more most much must my
-    name named names need neither no nor not number of off often on once one only or other our ours out
-    over own per please same say says shall she should show so some such tell than that the their theirs
-    them then there these they this those through to too total under until up upon us very was we were
-    what whats when where whether which while who whom whose why will with within without would yes yet
-    you your yours
-"""
-STOP_WORDS = frozenset(_STOP_TEXT.split())
 PRONOUNS = frozenset({"it", "they", "this", "that", "those", "he", "she"})
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -70,23 +59,8 @@ MAX_QUOTED_CHARS = 700
 MAX_SENTENCE_CHARS = 400
 
 
-def normalize_word(word: str) -> str:
-    """Lower-case and strip a plural ending, so "products" meets the table `product` (§10.2)."""
-    word = word.lower()
-    if len(word) <= 3 or word.isdigit():
-        return word
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith(("sses", "xes", "zes", "ches", "shes")):
-        return word[:-2]
-    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
-
-
-def raw_words(text: str) -> list[str]:
-    """Lower-cased alphanumeric words, in order (underscores and hyphens split words)."""
-    return _WORD.findall(text.lower())
+normalize_word = stem  # the planner's name for it: "products" meets the table `product` (§10.2)
+raw_words = words
 
 
 def content_words(text: str) -> list[str]:
@@ -165,7 +139,8 @@ def _units(text: str) -> list[tuple[int, int]]:
         stripped = line.strip()
         bare = stripped[m.end() :] if (m := _LEAD.match(stripped)) else stripped
         short = 0 < len(bare) <= 60 and not _PUNCTUATED.search(bare)
-        begins = _UNIT_START.match(line) is not None or (short and closed)
+        row = len(_CELL.findall(bare)) >= 2 and not bare.endswith((".", "!", "?"))  # a row of figures
+        begins = _UNIT_START.match(line) is not None or (short and closed) or row
         if not stripped or begins or single:
             if start is not None:
                 units.append((start, offset))
@@ -173,7 +148,7 @@ def _units(text: str) -> list[tuple[int, int]]:
         if stripped:
             if start is None:
                 start = offset
-            single = stripped.startswith(("#", "|")) or (short and begins)
+            single = stripped.startswith(("#", "|")) or (short and begins) or row
             closed = stripped[-1] in ".!?:" or single
         else:
             closed = True
@@ -300,6 +275,57 @@ def extractive_answer(
     chosen = _pick(_score_sentences(ask, evidence, noise))
     if not chosen:
         return f"No evidence for this question was found in {', '.join(slugs)}."
-    return "\n".join(
-        f'According to {s.span.source_path} (p. {s.span.page}): "{s.text}" [{s.position}]' for s in chosen
-    )
+    lines = []
+    for s in chosen:
+        where = f"According to {s.span.source_path} (p. {s.span.page})"
+        header = table_header(s.span.text, s.start, s.end)
+        if header is not None:  # a figure from a table means nothing without its columns
+            where += f', under "{s.span.text[header[0] : header[1]]}"'
+        lines.append(f'{where}: "{s.text}" [{s.position}]')
+    return "\n".join(lines)
+
+
+_CELL = re.compile(r"\(?[$€£]?\s?\d{1,3}(?:,\d{3})+(?:\.\d+)?\)?|\(?[$€£]?\s?\d+\.\d+\)?%?")
+_PERIOD_CELL = re.compile(
+    r"(?<![\d,.])(?:19|20)\d\d(?![\d,.])|\b(?:Q[1-4]|FY\s?\d{2,4}|H[12])\b", re.IGNORECASE
+)
+_SENTENCE_MARK = re.compile(r"[.!?;:](?:\s|$)")
+_DIVIDER = re.compile(r"^\s*\|?\s*:?-{3,}")
+MAX_HEADER_DISTANCE = 60  # lines above a row searched for its column header
+MAX_HEADER_WORDS = 20
+
+
+def table_header(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """Offsets of the column header of the table row holding text[start:end], or None when it is
+    not a table row. A Markdown row's header is the first row of its pipe block; a row of figures
+    in PDF text (two or more amounts on one line) takes the nearest line above that names two or
+    more periods ("(Millions) 2018 2017 2016", "Q1 Q2 Q3 Q4"), the way statements head columns."""
+    row_start = text.rfind("\n", 0, start) + 1
+    row_end = text.find("\n", end)
+    row_end = len(text) if row_end == -1 else row_end
+    row = text[row_start:row_end]
+    above = text[:row_start].split("\n")[:-1]
+    if row.lstrip().startswith("|"):
+        first = None
+        offset = row_start
+        for line in reversed(above):
+            offset -= len(line) + 1
+            if not line.lstrip().startswith("|"):
+                break
+            if not _DIVIDER.match(line):
+                first = (offset, offset + len(line))
+        return _trimmed(text, *first) if first is not None else None
+    if len(_CELL.findall(row)) < 2 or row.rstrip().endswith((".", "!", "?")):
+        return None  # a sentence that happens to hold two amounts is prose, not a row
+    offset = row_start
+    for distance, line in enumerate(reversed(above), 1):
+        offset -= len(line) + 1
+        if distance > MAX_HEADER_DISTANCE:
+            break
+        if (
+            len(_PERIOD_CELL.findall(line)) >= 2
+            and len(_WORD.findall(line.lower())) <= MAX_HEADER_WORDS
+            and not _SENTENCE_MARK.search(line.rstrip() + " ")  # a date's comma is fine
+        ):
+            return _trimmed(text, offset, offset + len(line))
+    return None

@@ -26,7 +26,6 @@ from typing import Any, Literal
 
 from sleuth.agent.extractive import (
     PRONOUNS,
-    STOP_WORDS,
     content_words,
     identifier_tokens,
     normalize_word,
@@ -36,6 +35,8 @@ from sleuth.agent.extractive import (
 from sleuth.models.base import CompletionParams, Message, ModelConfig, Reply, ToolCall, ToolSpec, Usage
 from sleuth.sdk.errors import SleuthError
 from sleuth.sdk.knowledge import Knowledge, ScopedContext
+from sleuth.store.documents import DocumentResolver
+from sleuth.store.text import STOP_WORDS
 
 QuestionClass = Literal["count", "list", "exact_id", "general"]
 
@@ -110,6 +111,12 @@ class PlannerScope:
     slugs: tuple[str, ...]
     tables: tuple[TableInfo, ...] = ()
     types: tuple[TypeInfo, ...] = ()
+    documents: tuple[tuple[str, DocumentResolver], ...] = ()  # per context, from its `_sources`
+
+    def named_documents(self, ask: str) -> list[tuple[str, str]]:
+        """(context, source path) of the documents the ask names ("3M's FY2018 10-K"), the way a
+        reader of the orientation's document list would pick them; empty when it names none."""
+        return [(slug, path) for slug, resolver in self.documents for path in resolver.resolve(ask)]
 
     def tables_of(self, slug: str) -> list[TableInfo]:
         return [t for t in self.tables if t.context == slug]
@@ -126,8 +133,16 @@ def planner_scope(contexts: Mapping[str, Path]) -> PlannerScope:
     knowledge = Knowledge([ScopedContext(slug, Path(path)) for slug, path in contexts.items()])
     tables: list[TableInfo] = []
     types: list[TypeInfo] = []
+    documents: list[tuple[str, DocumentResolver]] = []
     try:
         for slug in contexts:
+            rows: Sequence[Mapping[str, Any]]
+            try:
+                rows = knowledge.query_db(_DOCUMENTS_SQL, context=slug)
+            except (SleuthError, OSError):
+                rows = []
+            if rows:
+                documents.append((slug, DocumentResolver({str(r["path"]): dict(r) for r in rows})))
             try:
                 listed = knowledge.list_tables(context=slug)
             except (SleuthError, OSError):
@@ -158,7 +173,10 @@ def planner_scope(contexts: Mapping[str, Path]) -> PlannerScope:
                 types.append(TypeInfo(slug, spec.name, spec.kind, spec.count, has_roster, spec.table))
     finally:
         knowledge.close()
-    return PlannerScope(tuple(contexts), tuple(tables), tuple(types))
+    return PlannerScope(tuple(contexts), tuple(tables), tuple(types), tuple(documents))
+
+
+_DOCUMENTS_SQL = "SELECT path, title, issuer, doc_type, period, year FROM _sources ORDER BY path"
 
 
 @functools.lru_cache(maxsize=64)
@@ -551,30 +569,49 @@ class OfflinePlanner:
         return "\n".join(lines) + "\n"
 
     def _general_code(self) -> str:
+        named = self._named_sources()
         lines = self._preamble("what the documents say: hybrid search over chunks and artifacts.")
+        searches = [f"search_source({self._q}, top_k=10)", f"search_knowledge({self._q}, top_k=5)"]
+        if named is not None:
+            slug, paths = named
+            lines.append(f"named = {paths!r}  # the documents the question names (orientation: documents)")
+            searches.append(f"search_in_sources(named, {self._q}, max_total=10{self._ctx(slug)})")
         lines += [
-            "chunks, arts = await asyncio.gather(",
-            f"    search_source({self._q}, top_k=10), search_knowledge({self._q}, top_k=5)",
+            f"chunks, arts{', inside_named' if named else ''} = await asyncio.gather(",
+            *(f"    {call}," for call in searches),
             ")",
+        ]
+        if named is None:
+            lines.append("inside_named = []")
+        lines += [
             'firsts = [a.fields["sources"][0] if a.fields["sources"] else None for a in arts]',
-            "paths = sorted({h.name for h in chunks} | {s for s in firsts if s})",
+            "paths = sorted({h.name for h in [*chunks, *inside_named]} | {s for s in firsts if s})",
             "plan = {",
             '    "step": "search",',
             '    "class": "general",',
             '    "paths": paths,',
+            '    "named": [row(h) for h in inside_named],',
             '    "chunks": [row(h) for h in chunks],',
             '    "artifacts": [',
             "        [a.name, a.fields['context'], round(a.score, 6), paths.index(s) if s else -1]",
             "        for a, s in zip(arts, firsts)",
             "    ],",
             "}",
-            'print(plan_line(plan, ["chunks", "artifacts"]))',
-            "for h in chunks:",
+            'print(plan_line(plan, ["chunks", "named", "artifacts"]))',
+            "for h in {h.ref: h for h in [*inside_named, *chunks]}.values():",
             '    print(h.ref, h.name, "p.", h.fields["page"], h.fields["chunk_text"][:300])',
             "for a in arts:",
             "    print(a)",
         ]
         return "\n".join(lines) + "\n"
+
+    def _named_sources(self) -> tuple[str, list[str]] | None:
+        """The first context with documents the ask names, and their paths."""
+        named = self.scope.named_documents(self._ask)
+        if not named:
+            return None
+        slug = named[0][0]
+        return slug, [path for s, path in named if s == slug]
 
     def _drill_code(self, artifact: _Hit | None, sources: list[str]) -> str:
         lines = self._preamble("drill into the top artifact and the top sources.")
@@ -591,16 +628,17 @@ class OfflinePlanner:
         else:
             lines += ["cited = []", f"inside = await {inside}"]
         lines += [
-            "paths = sorted({h.name for h in [*chunks, *cited, *inside]})",
+            "paths = sorted({h.name for h in [*chunks, *inside_named, *cited, *inside]})",
             "plan = {",
             '    "step": "drill",',
             '    "class": "general",',
             '    "paths": paths,',
+            '    "named": [row(h) for h in inside_named],',
             '    "chunks": [row(h) for h in chunks],',
             '    "cited": [row(h) for h in cited],',
             '    "inside": [row(h) for h in inside],',
             "}",
-            'print(plan_line(plan, ["chunks", "cited", "inside"]))',
+            'print(plan_line(plan, ["chunks", "named", "cited", "inside"]))',
             "for h in {h.ref: h for h in [*cited, *inside]}.values():",
             '    print(h.ref, h.name, "p.", h.fields["page"], h.fields["chunk_text"][:300])',
         ]
@@ -610,20 +648,21 @@ class OfflinePlanner:
     def _drill(self, done: int, plan: dict[str, Any], budget: int | None) -> Reply:
         """Step 2 of `general`: cite from the top artifact only if it ranks first after fusion."""
         chunks = _hits(plan, "chunks")
+        named = _hits(plan, "named")
         artifacts = _artifact_hits(plan)
-        fused = _fuse([chunks, artifacts])
+        fused = _fuse([named, chunks, artifacts])
         if not fused or (budget is not None and done >= budget):
-            return self._finish(done, _Finish(None, _top_labels([chunks])))
+            return self._finish(done, _Finish(None, _top_labels([named, chunks])))
         top = fused[0] if fused[0].artifact is not None else None
         sources: list[str] = []
-        for hit in fused:
+        for hit in [*named[:1], *fused]:  # a document the question names is drilled first
             source = hit.source if hit.artifact is not None else hit.path
             if source and source not in sources:
                 sources.append(source)
             if len(sources) == 3:
                 break
         if top is None and not sources:
-            return self._finish(done, _Finish(None, _top_labels([chunks])))
+            return self._finish(done, _Finish(None, _top_labels([named, chunks])))
         return self._run(done, self._drill_code(top, sources), "Drill into the top artifact and sources.")
 
     def _final_from(self, plan: dict[str, Any]) -> _Finish:
@@ -632,7 +671,7 @@ class OfflinePlanner:
             return self._count_final(plan)
         if plan.get("step") == "list":
             return self._list_final(plan)
-        lists = [*_group_keyword(plan)] + [_hits(plan, k) for k in ("chunks", "cited", "inside")]
+        lists = [*_group_keyword(plan)] + [_hits(plan, k) for k in ("named", "chunks", "cited", "inside")]
         return _Finish(None, _top_labels(lists))
 
     def _count_final(self, plan: dict[str, Any]) -> _Finish:

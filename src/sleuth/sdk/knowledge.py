@@ -497,14 +497,21 @@ class Knowledge:
     ) -> list[Hit]:
         per_context = []
         for ctx in self._scope(context):
-            vector = await self._vector(ctx, query) if mode != "keyword" else None
             keep = None if sources is None else [s for s in sources if s in ctx.sources]
             if where:
                 matching = ctx.reader.sources_where(**where)
                 keep = matching if keep is None else [s for s in keep if s in matching]
             if keep is not None and not keep:
                 continue
-            hits = await asyncio.to_thread(ctx.reader.search, query, top_k, mode, keep, vector)  # type: ignore[arg-type]
+            vector, keyword = None, None
+            if mode == "hybrid":  # BM25 runs while the query is embedded (on the host, in a turn)
+                vector, keyword = await asyncio.gather(
+                    self._vector(ctx, query),
+                    asyncio.to_thread(ctx.reader.keyword_candidates, query, top_k, keep),
+                )
+            elif mode == "semantic":
+                vector = await self._vector(ctx, query)
+            hits = await asyncio.to_thread(ctx.reader.search, query, top_k, mode, keep, vector, keyword)  # type: ignore[arg-type]
             per_context.append([self._chunk_hit(ctx, h.id, h.score) for h in hits])
         return self._fuse(per_context, top_k) if per_context else []
 

@@ -157,17 +157,35 @@ class KeywordIndex:
         expression = match_expression(query)
         if expression is None:
             return []
+        params: list[object] = [*CHUNK_WEIGHTS, expression]
+        if sources is None:  # rank first, then look up only the top ids (measured: 43 → 35 ms)
+            sql = (
+                "SELECT c.id, t.s FROM (SELECT rowid, bm25(chunks_fts, ?, ?, ?) AS s FROM chunks_fts "
+                "WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?) t "
+                "JOIN chunks c ON c.rowid = t.rowid ORDER BY t.s"
+            )
+            return [KeywordHit(cid, -score) for cid, score in self._db.execute(sql, [*params, top_k])]
         sql = (
             "SELECT c.id, bm25(chunks_fts, ?, ?, ?) AS s FROM chunks_fts "
             "JOIN chunks c ON c.rowid = chunks_fts.rowid WHERE chunks_fts MATCH ?"
         )
-        params: list[object] = [*CHUNK_WEIGHTS, expression]
         if sources is not None:
             sql += f" AND c.source IN ({','.join('?' * len(sources))})"
             params.extend(sources)
         sql += " ORDER BY s LIMIT ?"
         params.append(top_k)
         return [KeywordHit(cid, -score) for cid, score in self._db.execute(sql, params)]
+
+    def document_frequency(self, word: str) -> int:
+        """How many chunks hold `word` (as the index tokenizes it: stemmed, case-folded)."""
+        parts = _PARTS.findall(word)
+        if not parts:
+            return 0
+        phrase = '"' + " ".join(parts).lower() + '"'
+        row = self._db.execute(
+            "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (phrase,)
+        ).fetchone()
+        return int(row[0])
 
     def search_artifacts(
         self, query: str, top_k: int = 10, kind: str | None = None, type: str | None = None

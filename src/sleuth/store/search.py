@@ -6,11 +6,10 @@ primitives on it. Everything is opened read-only, as the sandbox will mount it.
 
 from __future__ import annotations
 
-import itertools
 import json
-import math
 import re
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -21,11 +20,13 @@ import numpy.typing as npt
 
 from sleuth.compile import boilerplate
 from sleuth.compile.chunking import Chunk
-from sleuth.compile.identity import DocumentIdentity, issuer_terms, period_terms
 from sleuth.models.embedder import Embedder, get_embedder
 from sleuth.store.dense import DenseIndex
+from sleuth.store.documents import DocumentResolver
 from sleuth.store.home import ContextDir
 from sleuth.store.keyword import KeywordIndex
+from sleuth.store.rescore import TITLE_CHARS, PageKey, PageWords, idf_from, rescore
+from sleuth.store.text import words
 
 RRF_K = 60
 Mode = Literal["semantic", "keyword", "hybrid"]
@@ -81,10 +82,8 @@ def hybrid_weights(query: str) -> tuple[float, float]:
 BOILERPLATE_PENALTY = 0.7
 #: Whether searches look for the documents a question names at all (off: the ranking before it).
 RESOLVE_DOCUMENTS = True
-#: The idf-weighted words a question must share with a document's identity to name it.
-MIN_DOCUMENT_SCORE = 2.0
-MAX_NAMED_DOCUMENTS = 3
-_QUERY_WORD = re.compile(r"[a-z0-9]+")
+#: Whether the second stage (`store.rescore`: title zone and coverage of each page) runs.
+RESCORE_PAGES = True
 _ASKS_FOR_BOILERPLATE = re.compile(
     r"\b(?:certif\w*|disclaim\w*|forward[- ]looking|legal notice|notices?|table of contents|contents page"
     r"|copyright|footer|header|signature\w*|exhibit\w*|trademark\w*|boilerplate|safe harbou?r)\b",
@@ -107,6 +106,36 @@ def _merge(*lists: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
     return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
+def _depth(top_k: int) -> int:
+    """How many candidates each first-stage list brings for `top_k` results."""
+    return max(top_k * 5, 50)
+
+
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    """Two threads for a search's independent halves (SQLite and NumPy release the GIL)."""
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="sleuth-search")
+    return _POOL
+
+
+@dataclass(frozen=True)
+class KeywordCandidates:
+    """The BM25 lists of one search: over the scope, and over the documents the query names."""
+
+    query: str
+    depth: int
+    sources: tuple[str, ...]
+    in_scope: list[tuple[str, float]]
+    in_named: list[tuple[str, float]]
+
+    def matches(self, query: str, depth: int, sources: Sequence[str] | None) -> bool:
+        return (self.query, self.depth, self.sources) == (query, depth, tuple(sources or ()))
+
+
 class VersionReader:
     """One version of one context, read-only."""
 
@@ -116,6 +145,8 @@ class VersionReader:
         self._embedder = embedder
         self._page_cache: dict[str, dict[int, str]] = {}
         self._spans_of: dict[str, dict[tuple[int, int, int], Chunk]] = {}
+        self._page_words_cache: dict[PageKey, PageWords] = {}
+        self._idf_cache: dict[str, float] = {}
 
     @classmethod
     def live(cls, ctx: ContextDir) -> VersionReader:
@@ -185,6 +216,24 @@ class VersionReader:
             return []
         return [(h.id, h.score) for h in self._keyword.search_chunks(query, top_k, sources)]
 
+    def _named(self, query: str, sources: Sequence[str] | None) -> list[str]:
+        return self.resolve_documents(query) if sources is None and RESOLVE_DOCUMENTS else []
+
+    def keyword_candidates(
+        self, query: str, top_k: int = 10, sources: Sequence[str] | None = None
+    ) -> KeywordCandidates:
+        """The BM25 half of `search`, on its own so that it can run while the query is embedded
+        (it is the slower half). The scope's list and the named documents' list run side by side."""
+        depth = _depth(top_k)
+        named = self._named(query, sources)
+        if not named:
+            return KeywordCandidates(
+                query, depth, tuple(sources or ()), self.keyword(query, depth, sources), []
+            )
+        inside = _pool().submit(self.keyword, query, depth, named)
+        in_scope = self.keyword(query, depth, sources)
+        return KeywordCandidates(query, depth, tuple(sources or ()), in_scope, inside.result())
+
     def search(
         self,
         query: str,
@@ -192,22 +241,28 @@ class VersionReader:
         mode: Mode = "hybrid",
         sources: Sequence[str] | None = None,
         vector: npt.NDArray[np.float32] | None = None,
+        keyword: KeywordCandidates | None = None,
     ) -> list[SearchHit]:
         """The best `top_k` chunks for `query`. Every mode ranks a deeper candidate list first, then
-        `rank_candidates` demotes boilerplate. A document the question names (`resolve_documents`)
-        is searched on its own as well, and its hits join the fusion."""
-        depth = max(top_k * 5, 50)
-        named = self.resolve_documents(query) if sources is None and RESOLVE_DOCUMENTS else []
+        `rank_candidates` demotes boilerplate and `store.rescore` reorders the best pages by their
+        title zone and coverage. A document the question names (`resolve_documents`) is searched on
+        its own as well, and its hits join the fusion. `keyword` is `keyword_candidates` computed
+        ahead for the same query, top_k and sources."""
+        depth = _depth(top_k)
+        named = self._named(query, sources)
+        if mode != "semantic" and (keyword is None or not keyword.matches(query, depth, sources)):
+            keyword = self.keyword_candidates(query, top_k, sources)
         if mode == "semantic":
             inside = self.semantic(query, depth, named, vector) if named else []
             ranked = _merge(self.semantic(query, depth, sources, vector), inside)
         elif mode == "keyword":
-            inside = self.keyword(query, depth, named) if named else []
-            ranked = _merge(self.keyword(query, depth, sources), inside)
+            assert keyword is not None
+            ranked = _merge(keyword.in_scope, keyword.in_named)
         else:
+            assert keyword is not None
             lists = [
                 [i for i, _ in self.semantic(query, depth, sources, vector)],
-                [i for i, _ in self.keyword(query, depth, sources)],
+                [i for i, _ in keyword.in_scope],
             ]
             weights = list(hybrid_weights(query))
             # The named documents' own best chunks join the candidates however far down they were,
@@ -215,12 +270,44 @@ class VersionReader:
             if named:
                 lists += [
                     [i for i, _ in self.semantic(query, depth, named, vector)],
-                    [i for i, _ in self.keyword(query, depth, named)],
+                    [i for i, _ in keyword.in_named],
                 ]
                 weights += weights
             ranked = rrf(lists, weights=weights)
         reranked = self.rank_candidates(query, ranked)
+        if RESCORE_PAGES:
+            reranked = rescore(query, reranked, self._page_of, self._page_words, self._idf)
         return [self._hit(cid, score) for cid, score in reranked[:top_k]]
+
+    def _page_of(self, cid: str) -> PageKey:
+        chunk = self.chunks[cid]
+        return chunk.source_path, chunk.page
+
+    @cached_property
+    def _chunks_by_page(self) -> dict[PageKey, list[Chunk]]:
+        by_page: dict[PageKey, list[Chunk]] = {}
+        for chunk in self.chunks.values():
+            by_page.setdefault((chunk.source_path, chunk.page), []).append(chunk)
+        for chunks in by_page.values():
+            chunks.sort(key=lambda c: c.start)
+        return by_page
+
+    def _page_words(self, key: PageKey) -> PageWords:
+        """A page's words, read from its chunks (in memory already; the page file may be large)."""
+        cached = self._page_words_cache.get(key)
+        if cached is None:
+            chunks = self._chunks_by_page.get(key, [])
+            text = "\n".join(c.text for c in chunks)  # the chunks cover the page, in order
+            cached = PageWords(frozenset(words(text[:TITLE_CHARS])), frozenset(words(text)))
+            self._page_words_cache[key] = cached
+        return cached
+
+    def _idf(self, word: str) -> float:
+        if word not in self._idf_cache:
+            index = self._keyword
+            count = index.document_frequency if index is not None else (lambda _w: 0)
+            self._idf_cache[word] = idf_from(count, len(self.chunks))(word)
+        return self._idf_cache[word]
 
     @cached_property
     def boilerplate(self) -> dict[str, float]:
@@ -327,21 +414,8 @@ class VersionReader:
         return data
 
     @cached_property
-    def _document_terms(self) -> tuple[dict[str, set[str]], dict[str, set[str]], dict[str, float]]:
-        """(source → its issuer words, source → its type and period words, word → idf)."""
-        issuers: dict[str, set[str]] = {}
-        periods: dict[str, set[str]] = {}
-        for path, entry in self.documents.items():
-            who = DocumentIdentity(
-                entry.get("issuer"), entry.get("doc_type"), entry.get("period"), entry.get("year")
-            )
-            issuers[path], periods[path] = issuer_terms(path, who), period_terms(who)
-        counts: dict[str, int] = {}
-        for path in issuers:
-            for word in issuers[path] | periods[path]:
-                counts[word] = counts.get(word, 0) + 1
-        n = len(issuers)
-        return issuers, periods, {word: math.log(1 + n / df) for word, df in counts.items()}
+    def resolver(self) -> DocumentResolver:
+        return DocumentResolver(self.documents)
 
     def sources_where(
         self, issuer: str | None = None, doc_type: str | None = None, year: int | None = None
@@ -360,31 +434,8 @@ class VersionReader:
         return out
 
     def resolve_documents(self, query: str) -> list[str]:
-        """The documents a question names ("3M's FY2018 10-K", "Acme's Q3 2024 quarterly report").
-
-        A document is named by who it is from: the question must use its issuer's words (a name
-        written with or without spaces, "Best Buy" or "BestBuy"), unless every document is from the
-        same issuer. Among those, its type and period words (`annual`, `q3`, `2024`) decide, each
-        weighted by how rare it is among the documents. Empty when the question names none, or more
-        than `MAX_NAMED_DOCUMENTS` that it does not tell apart."""
-        issuers, periods, idf = self._document_terms
-        if len(issuers) < 2:
-            return []
-        raw = _QUERY_WORD.findall(query.casefold())
-        words = set(raw) | {a + b for a, b in itertools.pairwise(raw)}  # "best buy" → "bestbuy"
-        words |= {w[2:] for w in words if w.startswith("fy") and w[2:].isdigit()}  # FY2022 → 2022
-        by_issuer = {path: sum(idf[w] for w in words & names) for path, names in issuers.items()}
-        candidates = [path for path, score in by_issuer.items() if score > 0]
-        if not candidates:
-            if len({frozenset(names) for names in issuers.values()}) > 1:
-                return []  # several issuers, and the question names none of them
-            candidates = list(issuers)
-        scores = {p: by_issuer[p] + sum(idf[w] for w in words & periods[p]) for p in candidates}
-        best = max(scores.values())
-        if best < MIN_DOCUMENT_SCORE:
-            return []
-        named = sorted(p for p, score in scores.items() if score >= best - 1e-9)
-        return named if len(named) <= MAX_NAMED_DOCUMENTS else []
+        """The documents a question names (`store.documents.DocumentResolver`)."""
+        return self.resolver.resolve(query)
 
     def page_text(self, source_path: str, page: int) -> str | None:
         """The stored text of one page: what every citation is checked against."""

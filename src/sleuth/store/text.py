@@ -24,3 +24,39 @@ def clean(value: Any) -> Any:
     if isinstance(value, dict):
         return {clean_text(str(k)): clean(v) for k, v in value.items()}
     return value
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP_TEXT = """
+    a about above across after again against all also am an and any are as at be been before being below
+    between both but by can cannot could did do does doing done down during each either else enumerate
+    ever every few for from further get gets give given had has have having he her here hers him his how
+    i if in into is it its itself just know let list many may me mean means might more most much must my
+    name named names need neither no nor not number of off often on once one only or other our ours out
+    over own per please same say says shall she should show so some such tell than that the their theirs
+    them then there these they this those through to too total under until up upon us very was we were
+    what whats when where whether which while who whom whose why will with within without would yes yet
+    you your yours
+"""
+#: Words that say what kind of question it is, not what it is about.
+STOP_WORDS = frozenset(_STOP_TEXT.split())
+
+
+def stem(word: str) -> str:
+    """Lower-case and strip a plural ending, so "products" meets `product` and "flows" meets "flow".
+    Deliberately light: it must agree with itself, not with a linguist."""
+    word = word.lower()
+    if len(word) <= 3 or word.isdigit():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "xes", "zes", "ches", "shes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased alphanumeric words, in order (underscores and hyphens split words)."""
+    return _WORD.findall(text.lower())

@@ -1,0 +1,109 @@
+"""The second stage (issue 11, 3): pages rescored by their title zone and how much of the question
+they hold, fused with the first-stage order."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from sleuth.compile.pipeline import CompileReport
+from sleuth.store.home import Home
+from sleuth.store.keyword import KeywordIndex
+from sleuth.store.rescore import RESCORE_PAGES, PageWords, idf_from, query_terms, rescore
+from sleuth.store.search import VersionReader
+
+PAGES = {
+    # the first stage likes this one best: one chunk says "cash" many times, nothing else matches
+    ("a.pdf", 1): "Liquidity overview\nCash cash cash was discussed with the board.",
+    # the statement the question means: its title says so, its rows do not
+    ("a.pdf", 2): "Consolidated Statements of Cash Flows\n(In millions)\nPurchases of equipment (1,577)",
+    # holds the question's words spread over the page, no title match
+    ("a.pdf", 3): "Notes\n" + "Other matters. " * 30 + "The flows of cash are summarised in the statement.",
+}
+CHUNKS = {"c1": ("a.pdf", 1), "c2": ("a.pdf", 2), "c3": ("a.pdf", 3), "c2b": ("a.pdf", 2)}
+
+
+def _rescore(query: str, ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    return rescore(
+        query,
+        ranked,
+        page_of=CHUNKS.__getitem__,
+        page_words=lambda key: PageWords.of(PAGES[key]),
+        idf=lambda word: {"cash": 0.2}.get(word, 2.0),  # "cash" is on every page of a filing
+    )
+
+
+def test_title_zone_and_coverage_lift_the_page_the_question_means() -> None:
+    ranked = [("c1", 0.9), ("c2", 0.5), ("c3", 0.4), ("c2b", 0.1)]
+    out = _rescore("How much capital went out per the cash flow statement?", ranked)
+    order = [cid for cid, _ in out]
+    # a near call overturned: "Statements of Cash Flows" in its title zone beats "cash" said thrice
+    assert order[0] == "c2"
+    assert order.index("c3") > order.index("c1")  # same coverage as c2, but nothing in its title zone
+    assert order.index("c2b") > order.index("c1")  # a good page's weak chunk does not pass another's best
+    assert sorted(order) == sorted(cid for cid, _ in ranked)  # nothing lost, nothing added
+    scores = [score for _, score in out]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_no_informative_word_keeps_the_first_stage_order() -> None:
+    ranked = [("c1", 0.9), ("c3", 0.5), ("c2", 0.4)]
+    assert _rescore("what is the", ranked) == ranked
+    assert rescore("cash flow", [], CHUNKS.__getitem__, lambda k: PageWords.of(PAGES[k]), lambda w: 1.0) == []
+
+
+def test_pages_beyond_the_rescored_head_keep_their_order_below_it() -> None:
+    chunks = {f"c{i}": ("b.pdf", i) for i in range(RESCORE_PAGES + 5)}
+    ranked = [(cid, 1.0 - i / 100) for i, cid in enumerate(chunks)]
+    out = rescore(
+        "flow statement",
+        ranked,
+        chunks.__getitem__,
+        lambda key: PageWords.of("cash flow statement" if key[1] == 3 else "nothing here"),
+        lambda w: 1.0,
+    )
+    order = [cid for cid, _ in out]
+    assert order.index("c3") < 3  # the matching page rose (from 4th)
+    assert order[RESCORE_PAGES:] == [f"c{i}" for i in range(RESCORE_PAGES, RESCORE_PAGES + 5)]
+    assert min(s for _, s in out[:RESCORE_PAGES]) > max(s for _, s in out[RESCORE_PAGES:])
+
+
+def test_query_terms_and_idf() -> None:
+    assert query_terms("What were the Cash Flows in FY2022?") == {
+        "cash": "cash",
+        "flow": "flows",
+        "fy2022": "fy2022",
+    }
+    idf = idf_from({"cash": 5, "flow": 1}.get, 10)  # type: ignore[arg-type]
+    assert idf("flow") > idf("cash") > 0
+    assert math.isclose(idf("flow"), math.log(11))
+    assert idf_from(lambda _w: 0, 10)("absent") == 0.0
+
+
+def test_document_frequency_and_both_keyword_paths_agree(sample_home: tuple[Home, CompileReport]) -> None:
+    home, _ = sample_home
+    reader = VersionReader.live(home.find("acme"))
+    index = KeywordIndex(reader.root / "index" / "keyword.sqlite")
+    try:
+        holding = [c for c in reader.chunks.values() if "hotel" in c.text.lower()]
+        assert index.document_frequency("hotel") == len(holding) > 0
+        assert index.document_frequency("Hotels") == index.document_frequency("hotel")  # stemmed
+        assert index.document_frequency("?!") == 0
+        # the corpus-wide query ranks first and joins after; restricted to every source it must agree
+        everywhere = index.search_chunks("hotel limit per night", 20)
+        every_source = sorted({c.source_path for c in reader.chunks.values()})
+        restricted = index.search_chunks("hotel limit per night", 20, every_source)
+        assert [h.id for h in everywhere] == [h.id for h in restricted]
+    finally:
+        index.close()
+
+
+def test_search_rescoring_keeps_the_sample_answers(sample_home: tuple[Home, CompileReport]) -> None:
+    home, _ = sample_home
+    reader = VersionReader.live(home.find("acme"))
+    hits = reader.search("What is the hotel limit per night?", top_k=5)
+    assert Path(hits[0].source_path).name == "travel-policy.md"
+    ahead = reader.keyword_candidates("What is the hotel limit per night?", 5)
+    assert [h.id for h in reader.search("What is the hotel limit per night?", top_k=5, keyword=ahead)] == [
+        h.id for h in hits
+    ]
