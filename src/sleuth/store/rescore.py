@@ -9,11 +9,12 @@ its own words. Two kinds of evidence live on the page instead:
 - its *coverage*: how much of the question's vocabulary the whole page holds, so that a page where
   several chunks each match part of the question beats a page with one chunk that matches one word.
 
-Both are weighted by how rare each question word is (idf over the version's chunks), ranked, and fused
-with the first-stage page order by reciprocal rank. No model is involved: the index holds no
+Both are weighted by how rare each question word is (idf over the version's chunks) and ranked; each
+chunk on those pages is rescored as the reciprocal-rank fusion of its own first-stage rank with its
+page's two ranks. No model is involved: the index holds no
 cross-encoder, because none ships with its weights on the package registry (stack.md §2, looked at
 again for this module); this is the stage such a model would take over. Measured on FinanceBench
-(benchmarks/retrieval.py): within-filing page recall@10 0.698 → 0.760, corpus-wide 0.581 → 0.620.
+(benchmarks/retrieval.py): within-filing page recall@10 0.698 → 0.752, corpus-wide 0.581 → 0.612.
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ PageKey = tuple[str, int]
 RESCORE_PAGES = 30
 #: The title zone: this many characters from the top of a page.
 TITLE_CHARS = 300
-#: Weights of the three page rankings in the fusion: first stage, title zone, coverage. Measured:
-#: 1 / 0.5 / 0.5 and 1 / 1 / 1 both beat the first stage in every column; the first gives 0.760
-#: within the filing, the second 0.636 corpus-wide.
+#: Weights of the three rankings in the fusion: first stage, title zone, coverage. Measured (page-level
+#: prototype): 1 / 0.5 / 0.5 and 1 / 1 / 1 both beat the first stage in every column; the first was
+#: better within the filing (0.760 against 0.736), the second corpus-wide (0.636 against 0.620).
 FIRST_STAGE_WEIGHT = 1.0
 TITLE_WEIGHT = 0.5
 COVERAGE_WEIGHT = 0.5
