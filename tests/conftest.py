@@ -103,3 +103,20 @@ def sample_version(sample_home: tuple[Home, CompileReport]) -> Path:
     live = home.find("acme").live_version()
     assert live is not None
     return home.find("acme").version_dir(live)
+
+
+@pytest.fixture
+def filings(tmp_path: Path) -> Path:
+    """Three one-company annual reports: two years of Alder, one of Birch (document resolution)."""
+    root = tmp_path / "filings"
+    for name, company, year, revenue in (
+        ("alder-2023", "Alder Pumps, Inc.", 2023, "$12.5 million"),
+        ("alder-2022", "Alder Pumps, Inc.", 2022, "$11.0 million"),
+        ("birch-2023", "Birch Valves Corporation", 2023, "$48.0 million"),
+    ):
+        cover = f"FORM 10-K\nAnnual report for the fiscal year ended December 31, {year}\n{company}"
+        body = (
+            f"Results of operations\nRevenue for the year was {revenue}, driven by sales of pumps and valves."
+        )
+        make_pdf(root / f"{name}.pdf", [cover, body])
+    return root

@@ -36,7 +36,6 @@ from sleuth.sandbox import Limits, SandboxHost
 from sleuth.sandbox.host import SandboxUnavailable
 from sleuth.store.home import Home
 from sleuth.store.search import VersionReader
-from tests.conftest import make_pdf
 
 QUOTE = re.compile(
     r'^According to (?P<source>.+?) \(p\. (?P<page>\d+)\)(?:, under "[^"\n]*")?: '
@@ -404,20 +403,11 @@ def test_final_reply_shape(scope: PlannerScope) -> None:
     assert planner.count == 10 and planner.draft is not None
 
 
-def test_a_named_document_is_searched_inside(planner_host: SandboxHost, home: Home, tmp_path: Path) -> None:
+def test_a_named_document_is_searched_inside(planner_host: SandboxHost, home: Home, filings: Path) -> None:
     """Issue 11, 4: the planner resolves the document the question names (from `_sources`, through
     the SDK) and searches inside it, so its page leads the evidence even where other filings say the
     same words."""
-    root = tmp_path / "filings"
-    for name, company, year, revenue in (
-        ("alder-2023", "Alder Pumps, Inc.", 2023, "$12.5 million"),
-        ("alder-2022", "Alder Pumps, Inc.", 2022, "$11.0 million"),
-        ("birch-2023", "Birch Valves Corporation", 2023, "$48.0 million"),
-    ):
-        cover = f"FORM 10-K\nAnnual report for the fiscal year ended December 31, {year}\n{company}"
-        body = f"Results of operations\nRevenue for the year was {revenue}, driven by sales of pumps."
-        make_pdf(root / f"{name}.pdf", [cover, body])
-    compile_context("acme", [root], home=home)
+    compile_context("acme", [filings], home=home)
     ctx = home.find("acme")
     version = ctx.version_dir(ctx.live_version() or "")
     scope = planner_scope({"acme": version})

@@ -17,7 +17,6 @@ from sleuth.sdk.errors import QueryError
 from sleuth.sdk.knowledge import Knowledge, ScopedContext
 from sleuth.store.home import Home
 from sleuth.store.search import VersionReader
-from tests.conftest import make_pdf
 
 ANNUAL = (
     "UNITED STATES SECURITIES AND EXCHANGE COMMISSION\nFORM 10-K\nANNUAL REPORT PURSUANT TO SECTION 13\n"
@@ -44,22 +43,6 @@ BIRCH = DocumentIdentity("Birch Valves Corporation", "quarterly report", "2024-0
 )  # fmt: skip
 def test_identify(path: str, title: str, text: str, expected: DocumentIdentity) -> None:
     assert identify(path, title, [Page(1, text)]) == expected
-
-
-@pytest.fixture
-def filings(tmp_path: Path) -> Path:
-    root = tmp_path / "filings"
-    for name, company, year, revenue in (
-        ("alder-2023", "Alder Pumps, Inc.", 2023, "$12.5 million"),
-        ("alder-2022", "Alder Pumps, Inc.", 2022, "$11.0 million"),
-        ("birch-2023", "Birch Valves Corporation", 2023, "$48.0 million"),
-    ):
-        cover = f"FORM 10-K\nAnnual report for the fiscal year ended December 31, {year}\n{company}"
-        body = (
-            f"Results of operations\nRevenue for the year was {revenue}, driven by sales of pumps and valves."
-        )
-        make_pdf(root / f"{name}.pdf", [cover, body])
-    return root
 
 
 def test_identity_is_recorded_on_every_source(filings: Path, home: Home) -> None:

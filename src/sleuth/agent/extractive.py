@@ -139,7 +139,7 @@ def _units(text: str) -> list[tuple[int, int]]:
         stripped = line.strip()
         bare = stripped[m.end() :] if (m := _LEAD.match(stripped)) else stripped
         short = 0 < len(bare) <= 60 and not _PUNCTUATED.search(bare)
-        row = len(_CELL.findall(bare)) >= 2 and not bare.endswith((".", "!", "?"))  # a row of figures
+        row = is_figure_row(bare)
         begins = _UNIT_START.match(line) is not None or (short and closed) or row
         if not stripped or begins or single:
             if start is not None:
@@ -295,6 +295,12 @@ MAX_HEADER_DISTANCE = 60  # lines above a row searched for its column header
 MAX_HEADER_WORDS = 20
 
 
+def is_figure_row(line: str) -> bool:
+    """A line of two or more amounts that is not a sentence: a table row in PDF text (a sentence
+    that happens to hold two amounts is prose, not a row)."""
+    return len(_CELL.findall(line)) >= 2 and not line.rstrip().endswith((".", "!", "?"))
+
+
 def table_header(text: str, start: int, end: int) -> tuple[int, int] | None:
     """Offsets of the column header of the table row holding text[start:end], or None when it is
     not a table row. A Markdown row's header is the first row of its pipe block; a row of figures
@@ -315,8 +321,8 @@ def table_header(text: str, start: int, end: int) -> tuple[int, int] | None:
             if not _DIVIDER.match(line):
                 first = (offset, offset + len(line))
         return _trimmed(text, *first) if first is not None else None
-    if len(_CELL.findall(row)) < 2 or row.rstrip().endswith((".", "!", "?")):
-        return None  # a sentence that happens to hold two amounts is prose, not a row
+    if not is_figure_row(row):
+        return None
     offset = row_start
     for distance, line in enumerate(reversed(above), 1):
         offset -= len(line) + 1

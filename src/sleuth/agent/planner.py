@@ -176,7 +176,7 @@ def planner_scope(contexts: Mapping[str, Path]) -> PlannerScope:
     return PlannerScope(tuple(contexts), tuple(tables), tuple(types), tuple(documents))
 
 
-_DOCUMENTS_SQL = "SELECT path, title, issuer, doc_type, period, year FROM _sources ORDER BY path"
+_DOCUMENTS_SQL = "SELECT path, issuer, doc_type, period, year FROM _sources ORDER BY path"
 
 
 @functools.lru_cache(maxsize=64)

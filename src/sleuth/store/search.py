@@ -6,9 +6,10 @@ primitives on it. Everything is opened read-only, as the sandbox will mount it.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
@@ -25,8 +26,7 @@ from sleuth.store.dense import DenseIndex
 from sleuth.store.documents import DocumentResolver
 from sleuth.store.home import ContextDir
 from sleuth.store.keyword import KeywordIndex
-from sleuth.store.rescore import TITLE_CHARS, PageKey, PageWords, idf_from, rescore
-from sleuth.store.text import words
+from sleuth.store.rescore import PageKey, PageWords, idf_from, rescore
 
 RRF_K = 60
 Mode = Literal["semantic", "keyword", "hybrid"]
@@ -146,7 +146,6 @@ class VersionReader:
         self._page_cache: dict[str, dict[int, str]] = {}
         self._spans_of: dict[str, dict[tuple[int, int, int], Chunk]] = {}
         self._page_words_cache: dict[PageKey, PageWords] = {}
-        self._idf_cache: dict[str, float] = {}
 
     @classmethod
     def live(cls, ctx: ContextDir) -> VersionReader:
@@ -294,20 +293,16 @@ class VersionReader:
 
     def _page_words(self, key: PageKey) -> PageWords:
         """A page's words, read from its chunks (in memory already; the page file may be large)."""
-        cached = self._page_words_cache.get(key)
-        if cached is None:
+        if key not in self._page_words_cache:
             chunks = self._chunks_by_page.get(key, [])
-            text = "\n".join(c.text for c in chunks)  # the chunks cover the page, in order
-            cached = PageWords(frozenset(words(text[:TITLE_CHARS])), frozenset(words(text)))
-            self._page_words_cache[key] = cached
-        return cached
+            self._page_words_cache[key] = PageWords.of("\n".join(c.text for c in chunks))  # in order
+        return self._page_words_cache[key]
 
-    def _idf(self, word: str) -> float:
-        if word not in self._idf_cache:
-            index = self._keyword
-            count = index.document_frequency if index is not None else (lambda _w: 0)
-            self._idf_cache[word] = idf_from(count, len(self.chunks))(word)
-        return self._idf_cache[word]
+    @cached_property
+    def _idf(self) -> Callable[[str], float]:
+        """idf of a word over this version's chunks, each word looked up in the index once."""
+        count = self._keyword.document_frequency if self._keyword is not None else (lambda _w: 0)
+        return functools.cache(idf_from(count, len(self.chunks)))
 
     @cached_property
     def boilerplate(self) -> dict[str, float]:
