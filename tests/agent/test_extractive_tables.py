@@ -45,3 +45,21 @@ def test_a_quoted_row_carries_its_header_and_the_citation_grounds_the_row() -> N
     result = build_citations(answer, [span], lambda _ctx, _path, _page: STATEMENT)
     assert len(result.citations) == 1 and not result.dropped
     assert "(1,577)" in result.citations[0]["grounding"]  # the row grounds the citation, not the header
+
+
+def test_a_better_ranked_span_wins_a_near_tie_but_not_a_clear_loss() -> None:
+    """Evidence comes best first: with the same words, the first span's sentence is quoted; a later
+    span still wins when it answers clearly better."""
+    first = EvidenceSpan("E1", "acme", "a.pdf", 1, 0, 44, "Revenue for the year was reported in detail.")
+    second = EvidenceSpan("E2", "acme", "b.pdf", 1, 0, 44, "Revenue for the year was reported in detail!")
+    answer = extractive_answer("What was revenue for the year?", [first, second], None, ["acme"])
+    assert answer.splitlines()[0].startswith("According to a.pdf")
+    swapped = extractive_answer("What was revenue for the year?", [second, first], None, ["acme"])
+    assert swapped.splitlines()[0].startswith("According to b.pdf")
+    weak = EvidenceSpan("E1", "acme", "c.pdf", 1, 0, 30, "The year was long for everyone.")
+    strong_text = "Alder pump revenue for the fiscal year was $12.5 million."
+    strong = EvidenceSpan("E2", "acme", "d.pdf", 1, 0, len(strong_text), strong_text)
+    answer = extractive_answer(
+        "What was Alder pump revenue for the fiscal year?", [weak, strong], None, ["acme"]
+    )
+    assert answer.splitlines()[0].startswith("According to d.pdf")

@@ -54,6 +54,7 @@ _NUMBER_WORD = re.compile(
     r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|hundred)\b",
     re.IGNORECASE,
 )
+RANK_DECAY = 0.3  # a sentence from the n-th evidence span scores 1 / (1 + 0.3 (n - 1)) of the first's
 MAX_NOISE = 0.5  # a span at least this much boilerplate never gives the answer sentence
 MAX_QUOTED_CHARS = 700
 MAX_SENTENCE_CHARS = 400
@@ -215,7 +216,9 @@ def _score_sentences(
             sentence = _Sentence(position, span, start, end)
             text = sentence.text
             words = set(content_words(text))
-            score = sum(idf[t] for t in terms if t in words)
+            # Evidence comes best first (search rank, fused): a later span needs more overlap to win.
+            # An identifier the sentence holds is exact evidence wherever its span ranked.
+            score = sum(idf[t] for t in terms if t in words) / (1.0 + RANK_DECAY * (position - 1))
             folded = text.casefold()
             score += 2.0 * sum(1 for ident in idents if ident in folded)
             # Sleuth's addition to §10.3: a sentence that *starts* with the identifier (a table row

@@ -655,7 +655,9 @@ class OfflinePlanner:
             return self._finish(done, _Finish(None, _top_labels([named, chunks])))
         top = fused[0] if fused[0].artifact is not None else None
         sources: list[str] = []
-        for hit in [*named[:1], *fused]:  # a document the question names is drilled first
+        # A document the question names was searched inside already (step 1): drilling into it
+        # again repeats that search, and drilling into others only adds look-alike pages.
+        for hit in [] if named else fused:
             source = hit.source if hit.artifact is not None else hit.path
             if source and source not in sources:
                 sources.append(source)
