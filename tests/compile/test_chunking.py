@@ -5,9 +5,10 @@ import random
 
 import pytest
 
-from sleuth.compile.chunking import chunk_pages, count_tokens, split_span
+from sleuth.compile.chunking import Window, chunk_pages, count_tokens, split_span
 from sleuth.compile.manifest import Chunking
 from sleuth.compile.pages import Heading, Page
+from sleuth.models.embedder import get_embedder
 
 WORDS = [
     "revenue",
@@ -124,3 +125,44 @@ def test_window_prefers_paragraph_breaks() -> None:
 
 def test_whitespace_only_page_gives_no_chunks() -> None:
     assert chunk_pages("uploads/e.txt", [Page(1, "   \n\n  ")], Chunking()) == []
+
+
+def _minilm_window(header: str) -> Window:
+    embedder = get_embedder("default")
+    assert embedder.window is not None
+    return Window(embedder.window, embedder.piece_starts, lambda _path: header)
+
+
+def test_chunks_fit_the_embedders_window_with_their_header() -> None:
+    """The default MiniLM reads 256 word pieces; a 512-token chunk of numbers is about 450. With
+    the window given, every chunk and its header fit (within a piece or two where a cut splits a
+    word), and the chunks are still exact slices that cover the page."""
+    embedder = get_embedder("default")
+    rng = random.Random(7)
+    rows = [
+        f"{rng.choice(WORDS)} {rng.choice(WORDS)} {rng.randint(100, 99999):,} ({rng.randint(1, 999)}) "
+        f"{rng.randint(1, 99)}.{rng.randint(0, 9)}%"
+        for _ in range(400)
+    ]
+    page = Page(page=1, text="\n".join(rows))
+    header = "Acme Corporation annual report 2023 — Item 8 > Statements of Cash Flows"
+    plain = chunk_pages("a.pdf", [page], Chunking())
+    fitted = chunk_pages("a.pdf", [page], Chunking(), _minilm_window(header))
+    pieces = [len(embedder.piece_starts(f"{header}\n{c.text}")) + 2 for c in plain]
+    assert max(pieces) > 256  # the old cut leaves part of most chunks unseen
+    for chunk in fitted:
+        assert page.text[chunk.start : chunk.end] == chunk.text
+        assert len(embedder.piece_starts(f"{header}\n{chunk.text}")) + 2 <= 256 + 2
+    covered = set().union(*(range(c.start, c.end) for c in fitted))
+    assert all(i in covered or page.text[i].isspace() for i in range(len(page.text)))
+    assert len(fitted) > len(plain)
+
+
+def test_a_short_text_or_a_windowless_embedder_cuts_as_before() -> None:
+    rng = random.Random(3)
+    page = Page(page=1, text=random_text(rng, 120))
+    assert chunk_pages("a.md", [page], Chunking()) == chunk_pages(
+        "a.md", [page], Chunking(), _minilm_window("A short header")
+    )
+    lite = get_embedder("lite")
+    assert lite.window is None and lite.piece_starts("any text") == []

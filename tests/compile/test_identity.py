@@ -97,3 +97,44 @@ def test_search_primitives_filter_by_what_a_document_is(filings: Path, home: Hom
             asyncio.run(knowledge.search_source("revenue", year="2022"))  # type: ignore[arg-type]
     finally:
         knowledge.close()
+
+
+def test_short_names_are_recorded_and_older_versions_are_identified_again(tmp_path: Path, home: Home) -> None:
+    """A ticker on the cover is kept as an alias on `sources.json` and `_sources`; a compile after
+    an older `identify` (ledger `identity` leg) identifies carried-over sources again without
+    re-parsing them, and the next compile does no work."""
+    from sleuth.compile.identity import IDENTITY_VERSION
+    from sleuth.store.ledger import Ledger
+
+    corpus = tmp_path / "notes"
+    corpus.mkdir()
+    (corpus / "alder-2023.md").write_text(
+        "# Alder Pumps, Inc. annual report 2023\n\nAlder Pumps, Inc. (NYSE: ALDP) makes pumps.\n"
+    )
+    (corpus / "birch.md").write_text("# Birch Valves Corporation\n\nBirch Valves Corporation makes valves.\n")
+    compile_context("notes", [corpus], home=home)
+    ctx = home.find("notes")
+
+    def aliases() -> tuple[str, str | None]:
+        version = ctx.version_dir(ctx.live_version() or "")
+        entry = json.loads((version / "knowledge" / "sources.json").read_text())[
+            "uploads/notes/alder-2023.md"
+        ]
+        with sqlite3.connect(version / "tables.sqlite") as db:
+            (row,) = db.execute("SELECT aliases FROM _sources WHERE path LIKE '%alder%'").fetchall()
+        return entry["aliases"], row[0]
+
+    assert aliases() == ("ALDP", "ALDP")
+    reader = VersionReader(ctx.version_dir(ctx.live_version() or ""))
+    assert reader.resolve_documents("What does ALDP make, says its 2023 annual report?") == [
+        "uploads/notes/alder-2023.md"
+    ]
+
+    ledger = Ledger.load(ctx.ledger_file)
+    assert ledger.leg_hashes["identity"] == IDENTITY_VERSION
+    ledger.leg_hashes["identity"] = IDENTITY_VERSION - 1  # as an older Sleuth left it
+    ledger.save(ctx.ledger_file)
+    report = compile_context("notes", [corpus], home=home)
+    assert report.flipped and sorted(report.unchanged) == sorted(ledger.manifest)  # nothing re-parsed
+    assert aliases() == ("ALDP", "ALDP")
+    assert compile_context("notes", [corpus], home=home).delta == "empty"

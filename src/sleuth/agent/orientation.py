@@ -56,7 +56,7 @@ class ContextOverview:
     instructions: str | None
     manifest_sha256: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
-    # What each document is (compile.identity): path, title, issuer, doc_type, period.
+    # What each document is (compile.identity): path, title, issuer, doc_type, period, aliases.
     documents: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -99,7 +99,8 @@ def overview(brief: ContextBrief) -> ContextOverview:
         ]
         rosters = [{"name": r.name, "type": r.type, "count": r.count} for r in knowledge.read_rosters()]
         documents = [
-            {key: entry.get(key) for key in ("title", "issuer", "doc_type", "period")} | {"path": path}
+            {key: entry.get(key) for key in ("title", "issuer", "doc_type", "period", "aliases")}
+            | {"path": path}
             for path, entry in sorted(VersionReader(brief.version_dir).documents.items())
         ]
         return ContextOverview(
@@ -219,7 +220,8 @@ def _describe_context(o: ContextOverview, level: int) -> str:
         )
         for d in shown_docs:
             what = ", ".join(str(d[k]) for k in ("issuer", "doc_type", "period") if d.get(k))
-            lines.append(f"- `{d['path']}` — {what}")
+            also = f" (also {d['aliases']})" if d.get("aliases") else ""
+            lines.append(f"- `{d['path']}` — {what}{also}")
         if len(named) > len(shown_docs):
             lines.append(f"- … and {len(named) - len(shown_docs)} more (query_db: SELECT * FROM _sources)")
     if o.sample_queries:

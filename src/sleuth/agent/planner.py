@@ -176,7 +176,8 @@ def planner_scope(contexts: Mapping[str, Path]) -> PlannerScope:
     return PlannerScope(tuple(contexts), tuple(tables), tuple(types), tuple(documents))
 
 
-_DOCUMENTS_SQL = "SELECT path, issuer, doc_type, period, year FROM _sources ORDER BY path"
+# Every column: versions compiled before `aliases` existed lack it, and the resolver reads what is there.
+_DOCUMENTS_SQL = "SELECT * FROM _sources ORDER BY path"
 
 
 @functools.lru_cache(maxsize=64)

@@ -2,15 +2,17 @@
 
 A chunk never crosses a page boundary and, with `respect_sections`, never a section boundary. It is
 always an exact slice, `page.text[start:end]`; cuts prefer paragraph, then line, then sentence,
-then word boundaries. Tokens are counted as ⌈characters / 4⌉.
+then word boundaries. Tokens are counted as ⌈characters / 4⌉. Given the embedder's window
+(`visible`), a chunk also ends where the embedder stops reading, so its vector covers all of it.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +20,22 @@ from sleuth.compile.manifest import Chunking
 from sleuth.compile.pages import Heading, Page
 
 CHARS_PER_TOKEN = 4
+#: Bumped when the same manifest cuts chunks differently, so that a recompile re-chunks every source.
+CHUNKER_VERSION = 2
+#: A window shorter than this (a header that fills the embedder's input by itself) is not honoured.
+MIN_WINDOW_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Window:
+    """The embedder's input window, as the chunker needs it: a chunk and the header embedded above
+    it (`header(section_path)`) fit in `pieces` word pieces, counted by `starts`."""
+
+    pieces: int
+    starts: Callable[[str], list[int]]
+    header: Callable[[list[str]], str]
+
+
 _BREAKS = ("\n\n", "\n", ". ", "? ", "! ", "; ", ", ", " ")
 
 
@@ -116,7 +134,11 @@ def section_paths(pages: list[Page]) -> Iterator[tuple[Page, int, int, list[str]
             yield page, a, b, tracker.path
 
 
-def chunk_pages(source_path: str, pages: list[Page], config: Chunking) -> list[Chunk]:
+def chunk_pages(
+    source_path: str, pages: list[Page], config: Chunking, window: Window | None = None
+) -> list[Chunk]:
+    """`window` is the embedder's (given when chunks are embedded); without it chunks are cut on
+    `target_size` alone."""
     target = config.target_size * CHARS_PER_TOKEN
     overlap = config.overlap * CHARS_PER_TOKEN
     structured = config.strategy != "sliding_window" and config.respect_sections
@@ -125,8 +147,15 @@ def chunk_pages(source_path: str, pages: list[Page], config: Chunking) -> list[C
         segments = _merge_heading_only(list(section_paths(pages)))
     else:
         segments = [(p, 0, len(p.text), path) for p, path in _page_paths(pages)]
+    headers: dict[tuple[str, ...], int] = {}
     for page, a, b, path in segments:
-        for start, end in split_span(page.text, a, b, target, overlap):
+        fit = None
+        if window is not None:
+            key = tuple(path)
+            if key not in headers:  # [CLS], [SEP] and the header line come off the window
+                headers[key] = len(window.starts(window.header(path) + "\n")) + 2
+            fit = _Fit([a + s for s in window.starts(page.text[a:b])], window.pieces - headers[key])
+        for start, end in split_span(page.text, a, b, target, overlap, fit):
             chunks.append(make_chunk(source_path, page, start, end, path))
     if not structured:
         # Structure is ignored for cutting, but a chunk still says which section it starts in.
@@ -177,18 +206,46 @@ def _merge_heading_only(
     return out
 
 
-def split_span(text: str, a: int, b: int, target: int, overlap: int) -> Iterator[tuple[int, int]]:
-    """Windows of at most `target` chars over text[a:b], trimmed of surrounding whitespace."""
+@dataclass(frozen=True)
+class _Fit:
+    """Where each word piece of a segment starts (page offsets) and how many a chunk may hold."""
+
+    starts: list[int]
+    budget: int
+
+    def chars(self, start: int) -> int | None:
+        """How many characters from `start` fit the budget; None when the rest all fit."""
+        first = bisect.bisect_left(self.starts, start)
+        if first + self.budget >= len(self.starts):
+            return None
+        return self.starts[first + self.budget] - start
+
+
+def split_span(
+    text: str,
+    a: int,
+    b: int,
+    target: int,
+    overlap: int,
+    fit: _Fit | None = None,
+) -> Iterator[tuple[int, int]]:
+    """Windows of at most `target` chars over text[a:b], and no more word pieces than `fit`
+    allows, trimmed of surrounding whitespace."""
     a, b = _trim(text, a, b)
     while a < b:
-        if b - a <= target:
+        limit = target
+        seen = fit.chars(a) if fit is not None else None
+        if seen is not None and MIN_WINDOW_CHARS <= seen < target:
+            limit = seen
+        if b - a <= limit:
             yield a, b
             return
-        end = _best_cut(text, a, a + target)
+        end = _best_cut(text, a, a + limit)
         s, e = _trim(text, a, end)
         if s < e:
             yield s, e
-        next_start = max(end - overlap, a + 1)
+        # A window shorter than the target keeps its overlap to a quarter of itself.
+        next_start = max(end - (overlap if limit == target else min(overlap, limit // 4)), a + 1)
         if overlap:
             # Start the overlap at a word boundary so no chunk opens mid-word.
             space = text.find(" ", next_start, end)

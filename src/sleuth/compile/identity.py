@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 from sleuth.compile.pages import Page
 
+#: Bumped when the same pages give a different identity: carried-over sources are identified again.
+IDENTITY_VERSION = 2
 LEAD_CHARS = 4_000  # how much of the first pages is read: covers and front matter, not the body
 COVER_CHARS = 600  # where a document says what it is; further in, "annual report" is a mention
 
@@ -90,6 +92,7 @@ class DocumentIdentity:
     doc_type: str | None = None  # one of DOC_TYPES' names
     period: str | None = None  # "FY2022", "Q3 2024", or "2023-12-31" for a period end
     year: int | None = None  # the (fiscal) year it covers
+    aliases: tuple[str, ...] = ()  # short names the document gives its issuer: "J&J", a ticker "JNJ"
 
 
 def identify(source_path: str, title: str, pages: Sequence[Page]) -> DocumentIdentity:
@@ -104,7 +107,8 @@ def identify(source_path: str, title: str, pages: Sequence[Page]) -> DocumentIde
     named = _NAME_SPLIT.sub(" ", f"{name} {title}")  # `CEDAR_2022Q3_EARNINGS` → words
     doc_type = next((t for t, p in DOC_TYPES if p.search(named)), None) or _first_type(lead[:COVER_CHARS])
     year, period = _period(named, lead, doc_type)
-    return DocumentIdentity(_issuer(name, title, lead), doc_type, period, year)
+    issuer = _issuer(name, title, lead)
+    return DocumentIdentity(issuer, doc_type, period, year, _aliases(issuer, lead))
 
 
 def _first_type(cover: str) -> str | None:
@@ -154,6 +158,41 @@ def _issuer(name: str, title: str, lead: str) -> str | None:
     if found:
         return found.most_common(1)[0][0]
     return _issuer_in_name(name)
+
+
+# A short name the front matter defines: `Johnson & Johnson (“J&J”)`, `(the "Fund" or "ACME")`; a
+# ticker: `(NYSE: ACME)`, or the cover table's `Trading Symbol(s)` column of a securities filing.
+_DEFINED = re.compile(r"[(“\"]\s*(?:the\s+)?[“\"]([A-Z][A-Za-z0-9&.\-]{1,11})[”\"]")
+_TICKER = re.compile(r"\((?:NYSE|NASDAQ|Nasdaq|AMEX|LSE|TSX|ASX|Euronext)[A-Za-z ]*:\s*([A-Z][A-Z.]{0,5})\)")
+_SYMBOL_COLUMN = re.compile(
+    r"Trading\s+Symbol\(?s?\)?.{0,200}?\b([A-Z]{1,5})\s+(?:The\s+)?(?:New York|NYSE|Nasdaq|NASDAQ)", re.DOTALL
+)
+
+
+def _aliases(issuer: str | None, lead: str) -> tuple[str, ...]:
+    """The short names the front matter gives its issuer, kept only when they abbreviate its name
+    (`J&J`, `JNJ` for Johnson & Johnson; not `Company` or `Agreement`, which every document defines)."""
+    if not issuer:
+        return ()
+    found = [m.group(1) for rx in (_SYMBOL_COLUMN, _TICKER, _DEFINED) for m in rx.finditer(lead)]
+    first = (_TOKEN.findall(issuer.casefold()) or [""])[0]
+    out = [a for a in dict.fromkeys(found) if abbreviates(a, issuer) and letters(a) != first]
+    return tuple(out[:4])
+
+
+def abbreviates(alias: str, name: str) -> bool:
+    """Whether `alias` reads as a short form of `name`: it opens with the name's first letter and its
+    letters follow in the name's order (`JnJ`, `J&J` of Johnson & Johnson, `AXP` of American Express)."""
+    short, full = letters(alias), letters(name)
+    if len(short) < 2 or not full or short[0] != full[0] or short == full:
+        return False
+    rest = iter(full[1:])
+    return all(ch in rest for ch in short[1:])
+
+
+def letters(text: str) -> str:
+    """A name as letters only, "&" read as "n": `J&J`, `JnJ` and `JNJ` are one short name."""
+    return "".join(_TOKEN.findall(text.casefold().replace("&", "n")))
 
 
 def _issuer_in_name(name: str) -> str | None:

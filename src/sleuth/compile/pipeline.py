@@ -20,7 +20,7 @@ import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -31,9 +31,9 @@ from sleuth.compile import boilerplate, integrity, typed_tables, version_files
 from sleuth.compile import glossary as glossary_builder
 from sleuth.compile.artifact_leg import ArtifactLeg
 from sleuth.compile.artifacts import Artifact
-from sleuth.compile.chunking import Chunk, chunk_pages
+from sleuth.compile.chunking import CHUNKER_VERSION, Chunk, Window, chunk_pages
 from sleuth.compile.extract import Extractor, NoModelExtractor
-from sleuth.compile.identity import identify
+from sleuth.compile.identity import IDENTITY_VERSION, identify
 from sleuth.compile.manifest import Manifest, parse_manifest, read_manifest_file
 from sleuth.compile.pages import TEXT_VERSION, Page, ParseError
 from sleuth.compile.parse import parse_source
@@ -147,6 +147,16 @@ class CompileRun:
         self.warnings: list[str] = []
         self.sample_queries: list[str] = []
 
+    def _window(self, state: SourceState) -> Window | None:
+        """The embedder's window for `state`'s chunks; none when chunks are not embedded or the
+        embedder reads all of a text (then only `target_size` bounds a chunk)."""
+        if not self.manifest.curate.chunks.enabled:
+            return None
+        embedder = get_embedder(self.manifest.curate.chunks.embedding_model)
+        if embedder.window is None:
+            return None
+        return Window(embedder.window, embedder.piece_starts, lambda path: embed_header(state, path))
+
     @contextmanager
     def _timed(self, phase: str) -> Iterator[None]:
         began = time.perf_counter()
@@ -178,9 +188,11 @@ class CompileRun:
             changed += [p for p in snapshot if p in ledger.manifest and p not in changed]  # re-parse all
         unchanged = [p for p in snapshot if p not in new and p not in changed]
         curate_hash = self.manifest.curate_hash()
-        chunk_hash = self.manifest.chunk_leg_hash()
-        legs_changed = ledger.leg_hashes.get("curate") != curate_hash
+        chunk_hash = f"{self.manifest.chunk_leg_hash()}:{CHUNKER_VERSION}"  # a new chunker re-chunks
         chunk_leg_changed = ledger.leg_hashes.get("chunks") != chunk_hash
+        identity_changed = bool(previous_ledger.manifest) and (
+            ledger.leg_hashes.get("identity", 1) != IDENTITY_VERSION
+        )
 
         report = CompileReport(
             self.ctx.info().slug,
@@ -193,6 +205,7 @@ class CompileRun:
             deleted=deleted,
             unchanged=unchanged,
         )
+        legs_changed = ledger.leg_hashes.get("curate") != curate_hash or chunk_leg_changed or identity_changed
         if parent_dir is not None and not (new or changed or deleted or legs_changed):
             report.delta = "empty"
             report.failures = {p: f.model_dump() for p, f in previous_ledger.failures.items()}
@@ -213,6 +226,7 @@ class CompileRun:
             ledger,
             unchanged,
             chunk_leg_changed,
+            identity_changed,
             report,
         )
         final = self.ctx.versions / version
@@ -224,7 +238,12 @@ class CompileRun:
         now = now_iso()
         ledger.live_version = version
         ledger.versions_stamped = [*previous_ledger.versions_stamped, version]
-        ledger.leg_hashes = {"curate": curate_hash, "chunks": chunk_hash, "text": TEXT_VERSION}
+        ledger.leg_hashes = {
+            "curate": curate_hash,
+            "chunks": chunk_hash,
+            "text": TEXT_VERSION,
+            "identity": IDENTITY_VERSION,
+        }
         for path in deleted:
             ledger.source_removed[path] = Tombstone(removed_version=version, removed_at=now)
             ledger.manifest.pop(path, None)
@@ -288,6 +307,7 @@ class CompileRun:
         ledger: Ledger,
         unchanged: list[str],
         chunk_leg_changed: bool,
+        identity_changed: bool,
         report: CompileReport,
     ) -> None:
         knowledge = out / "knowledge"
@@ -303,6 +323,8 @@ class CompileRun:
                 if rel in carried and parent_dir is not None:
                     states[rel] = SourceState(**parent_sources[rel])
                     version_files.carry(parent_dir, out, rel, with_chunks=not chunk_leg_changed)
+                    if identity_changed:  # a newer `identify` reads the same pages again
+                        states[rel] = _identified(states[rel], version_files.load_pages(knowledge, rel))
                     ledger.manifest[rel] = entry
                     self.progress.advance("parse")
                     continue
@@ -345,6 +367,7 @@ class CompileRun:
                     doc_type=who.doc_type,
                     period=who.period,
                     year=who.year,
+                    aliases=" ".join(who.aliases),
                 )
                 version_files.write_jsonl(
                     knowledge / version_files.pages_rel(rel), (p.to_json() for p in parsed.pages)
@@ -362,7 +385,7 @@ class CompileRun:
                     all_chunks[rel] = [Chunk.from_json(d) for d in version_files.read_jsonl(target)]
                     continue
                 pages = fresh_pages.get(rel) or version_files.load_pages(knowledge, rel)
-                chunks = chunk_pages(rel, pages, chunking)
+                chunks = chunk_pages(rel, pages, chunking, self._window(states[rel]))
                 integrity.check_chunks(chunks, pages)
                 version_files.write_jsonl(target, (c.to_json() for c in chunks))
                 all_chunks[rel] = chunks
@@ -584,13 +607,30 @@ def context_header(state: SourceState) -> str:
     return state.title
 
 
+def _identified(state: SourceState, pages: list[Page]) -> SourceState:
+    who = identify(state.path, state.title, pages)
+    return replace(
+        state,
+        issuer=who.issuer,
+        doc_type=who.doc_type,
+        period=who.period,
+        year=who.year,
+        aliases=" ".join(who.aliases),
+    )
+
+
+def embed_header(state: SourceState, section_path: list[str]) -> str:
+    """The line the dense index reads above a chunk: the document header and section path give a
+    chunk the context its own words often lack ("Item 7" alone does not say which company)."""
+    header = context_header(state)
+    if section_path:
+        header += " — " + " > ".join(section_path[-2:])
+    return header
+
+
 def _chunk_embed_text(chunk: Chunk, states: dict[str, SourceState]) -> str:
-    """What the dense index sees: the document header and section path give a chunk the context
-    its own words often lack ("Item 7" alone does not say which company)."""
-    header = context_header(states[chunk.source_path])
-    if chunk.section_path:
-        header += " — " + " > ".join(chunk.section_path[-2:])
-    return f"{header}\n{chunk.text}"
+    """What the dense index sees: `embed_header`, a newline, the chunk."""
+    return f"{embed_header(states[chunk.source_path], chunk.section_path)}\n{chunk.text}"
 
 
 def _source_row(state: SourceState) -> dict[str, Any]:

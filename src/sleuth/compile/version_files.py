@@ -33,6 +33,7 @@ class SourceState:
     doc_type: str | None = None
     period: str | None = None
     year: int | None = None
+    aliases: str = ""  # short names of the issuer the document gives, space-separated ("JNJ J&J")
 
 
 def pages_rel(rel: str) -> str:

@@ -34,7 +34,15 @@ class Embedder(Protocol):
     dim: int
     fingerprint: str
 
+    #: Word pieces one vector reads, special tokens included; None when it reads all of a text.
+    window: int | None
+
     def embed(self, texts: list[str]) -> Vectors: ...
+
+    def piece_starts(self, text: str) -> list[int]:
+        """The start offset of each word piece of `text` (empty when `window` is None): the
+        chunker cuts where the window ends, so that no chunk is half invisible."""
+        ...
 
 
 class EmbedderError(RuntimeError):
@@ -54,12 +62,14 @@ class MiniLMEmbedder:
     id = "minilm-l6-v2-int8"
     dim = 384
     fingerprint = MODEL_SHA256
+    window: int | None = MAX_WORD_PIECES
 
     def __init__(self, data_dir: Path = DATA_DIR, batch_size: int = 32) -> None:
         self._data_dir = data_dir
         self._batch_size = batch_size
         self._lock = threading.Lock()
         self._session: object | None = None
+        self._counter: object | None = None
 
     def _load(self) -> tuple[object, object]:
         import onnxruntime as ort
@@ -88,6 +98,19 @@ class MiniLMEmbedder:
             if self._session is None:
                 self._session = self._load()
             return self._session  # type: ignore[return-value]
+
+    def piece_starts(self, text: str) -> list[int]:
+        _session, tokenizer = self._runtime  # loads (and checks) the shipped files once
+        with self._lock:
+            if self._counter is None:
+                from tokenizers import Tokenizer
+
+                counter = Tokenizer.from_str(tokenizer.to_str())  # type: ignore[attr-defined]
+                counter.no_truncation()
+                counter.no_padding()
+                self._counter = counter
+        encoded = self._counter.encode(text, add_special_tokens=False)  # type: ignore[attr-defined]
+        return [int(start) for start, _end in encoded.offsets]
 
     def embed(self, texts: list[str]) -> Vectors:
         if not texts:
@@ -121,6 +144,7 @@ class StaticEmbedder:
     id = "minilm-l6-v2-static"
     dim = 256
     fingerprint = STATIC_SHA256
+    window: int | None = None
 
     def __init__(self, data_dir: Path = STATIC_DIR, check_hashes: bool = True) -> None:
         self._data_dir = data_dir
@@ -140,6 +164,9 @@ class StaticEmbedder:
         matrix = np.load(matrix_file, allow_pickle=False).astype(np.float32)
         tokenizer = Tokenizer.from_file(str(tokenizer_file))
         return matrix, tokenizer, tokenizer.token_to_id("[UNK]")
+
+    def piece_starts(self, text: str) -> list[int]:
+        return []  # a static model averages every token: it has no window
 
     def embed(self, texts: list[str]) -> Vectors:
         with self._lock:

@@ -10,7 +10,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from sleuth.compile.identity import DocumentIdentity, issuer_terms, period_terms
+from sleuth.compile.identity import DOC_TYPES, DocumentIdentity, issuer_terms, letters, period_terms
+from sleuth.store.text import STOP_WORDS
 
 #: The idf-weighted words a question must share with a document's identity to name it.
 MIN_DOCUMENT_SCORE = 2.0
@@ -25,14 +26,26 @@ class DocumentResolver:
         """`documents`: source path → its identity (`knowledge/sources.json`, or `_sources` rows)."""
         self.issuers: dict[str, set[str]] = {}
         self.periods: dict[str, set[str]] = {}
+        self.years: dict[str, int | None] = {}
+        self.aliases: dict[str, set[str]] = {}
         for path, entry in documents.items():
             who = DocumentIdentity(
                 entry.get("issuer"), entry.get("doc_type"), entry.get("period"), entry.get("year")
             )
             self.issuers[path], self.periods[path] = issuer_terms(path, who), period_terms(who)
+            year = entry.get("year")
+            self.years[path] = year if isinstance(year, int) else None
+            self.aliases[path] = set()
+        # A short name one document gives its issuer ("JNJ" on a filing's cover) names the issuer's
+        # other documents too: an earnings release has no cover table.
+        for path, entry in documents.items():
+            found = {letters(a) for a in str(entry.get("aliases") or "").split()} - STOP_WORDS - {""}
+            for other, names in self.issuers.items():
+                if found and (other == path or names & self.issuers[path]):
+                    self.aliases[other] |= found
         counts: dict[str, int] = {}
         for path in self.issuers:
-            for word in self.issuers[path] | self.periods[path]:
+            for word in self.issuers[path] | self.periods[path] | self.aliases[path]:
                 counts[word] = counts.get(word, 0) + 1
         n = len(self.issuers)
         self.idf = {word: math.log(1 + n / df) for word, df in counts.items()}
@@ -41,25 +54,73 @@ class DocumentResolver:
         """The documents `query` names, best first by path; empty when it names none.
 
         A document is named by who it is from: the question must use its issuer's words (a name
-        written with or without spaces, "Best Buy" or "BestBuy"), unless every document is from the
-        same issuer. Among those, its type and period words (`annual`, `q3`, `2024`) decide, each
-        weighted by how rare it is among the documents. Empty when the question names none, or more
-        than `MAX_NAMED_DOCUMENTS` that it does not tell apart."""
+        written with or without spaces, "Best Buy" or "BestBuy"), or a short name the documents give
+        it, written with a capital ("JnJ", "J&J"), unless every document is from the same issuer.
+        Among those, its type and period words (`annual`, `q3`, `2024`) decide, each weighted by how
+        rare it is among the documents, read as people mean them:
+
+        - several years ("between FY2021 and FY2022") name the latest: its report carries the
+          earlier year as comparatives;
+        - a quarter ("Q2 of FY2023") is not the fiscal year's annual report;
+        - no period at all asks about the present: the latest year's documents.
+
+        Empty when the question names none, or more than `MAX_NAMED_DOCUMENTS` that it does not
+        tell apart."""
         issuers, periods, idf = self.issuers, self.periods, self.idf
         if len(issuers) < 2:
             return []
         raw = _QUERY_WORD.findall(query.casefold())
         words = set(raw) | {a + b for a, b in itertools.pairwise(raw)}  # "best buy" → "bestbuy"
-        words |= {w[2:] for w in words if w.startswith("fy") and w[2:].isdigit()}  # FY2022 → 2022
-        by_issuer = {path: sum(idf[w] for w in words & names) for path, names in issuers.items()}
+        short = {letters(w) for w in _SHORT_NAME.findall(query) if any(c.isupper() for c in w)}
+        words, years = _period_words(words)
+        for name, pattern in DOC_TYPES:  # "the 10-K" names an annual report
+            if pattern.search(query):
+                words |= set(name.split())
+        by_issuer = {
+            path: sum(idf[w] for w in words & names) + sum(idf[w] for w in short & self.aliases[path])
+            for path, names in issuers.items()
+        }
         candidates = [path for path, score in by_issuer.items() if score > 0]
         if not candidates:
             if len({frozenset(names) for names in issuers.values()}) > 1:
                 return []  # several issuers, and the question names none of them
             candidates = list(issuers)
-        scores = {p: by_issuer[p] + sum(idf[w] for w in words & periods[p]) for p in candidates}
+        covered = {year for year in years if any(year in periods[p] for p in candidates)}
+        quarter = bool(words & _QUARTERS)
+        if covered:  # of several years, the latest that a document covers
+            latest = max(covered)
+            words |= {latest} if quarter else {latest, "fy" + latest}
+        elif not years and not quarter:  # no period: the present
+            newest = max((y for p in candidates if (y := self.years[p]) is not None), default=None)
+            if newest is not None:
+                candidates = [p for p in candidates if self.years[p] in (newest, None)]
+        by_period = {p: sum(idf[w] for w in words & periods[p]) for p in candidates}
+        scores = {p: by_issuer[p] + by_period[p] for p in candidates}
         best = max(scores.values())
         if best < MIN_DOCUMENT_SCORE:
             return []
         named = sorted(p for p, score in scores.items() if score >= best - 1e-9)
         return named if len(named) <= MAX_NAMED_DOCUMENTS else []
+
+
+_SHORT_NAME = re.compile(r"[A-Za-z0-9&]+")
+_YEAR_WORD = re.compile(r"(?:fy)?((?:19|20)\d\d)|fy(\d\d)")
+
+
+def _period_words(words: set[str]) -> tuple[set[str], set[str]]:
+    """The question's words without its years, and the years (`fy2022` and `fy22` say `2022`):
+    `resolve` adds back the one it reads. A quarter drops the `fy` (annual) forms."""
+    years: set[str] = set()
+    rest: set[str] = set()
+    for word in words:
+        match = _YEAR_WORD.fullmatch(word)
+        if match:
+            years.add(match.group(1) or "20" + match.group(2))
+        else:
+            rest.add(word)
+    if rest & _QUARTERS:
+        rest = {w for w in rest if not (w.startswith("fy") and w[2:].isdigit())}
+    return rest, years
+
+
+_QUARTERS = frozenset({"q1", "q2", "q3", "q4", "1q", "2q", "3q", "4q"})
