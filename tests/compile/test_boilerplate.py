@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from sleuth.compile import boilerplate
+from sleuth.compile.chunking import chunk_pages
+from sleuth.compile.manifest import Chunking
 from sleuth.compile.pages import Page
 from sleuth.compile.pipeline import compile_context
 from sleuth.store.home import Home
@@ -86,3 +88,29 @@ def test_scores_without_repeats_are_empty() -> None:
 )
 def test_asks_for_boilerplate(query: str, asks: bool) -> None:
     assert asks_for_boilerplate(query) is asks
+
+
+def test_a_table_of_figures_is_not_a_contents_page() -> None:
+    """Statement rows end in numbers as contents entries do; they carry several numbers each and do
+    not count up like page numbers."""
+    contents = "Contents\n" + "\n".join(f"Section {t} {3 + 4 * i}" for i, t in enumerate("ABCDEFGHIJ"))
+    labels = ["Net income", "Depreciation", "Deferred taxes", "Receivables", "Inventory", "Payables",
+              "Other, net", "Capital spending", "Dividends paid", "Debt repaid"]  # fmt: skip
+    statement = "Consolidated Statements of Cash Flows\n" + "\n".join(
+        f"{label} $ {700 - 37 * i} $ {610 + 11 * i} $ {560 - 3 * i}" for i, label in enumerate(labels)
+    )
+    chunks = chunk_pages("a.pdf", [Page(1, contents), Page(2, statement)], Chunking())
+    scores = boilerplate.chunk_scores(chunks, {"a.pdf": [Page(1, contents), Page(2, statement)]})
+    assert {c.page: scores.get(c.id, 0.0) for c in chunks} == {1: 1.0, 2: 0.0}
+
+
+def test_only_a_chunk_mostly_boilerplate_is_demoted(reports: Path, home: Home) -> None:
+    """A page's first chunk that carries its running header is content: fused scores are flat, so
+    scaling it by its small share would drop it tens of places."""
+    compile_context("reports", [reports], home=home)
+    ctx = home.find("reports")
+    reader = VersionReader(ctx.version_dir(ctx.live_version() or ""))
+    first, second = sorted(reader.chunks)[:2]
+    reader.__dict__["boilerplate"] = {first: 0.3, second: 0.9}
+    ranked = dict(reader.rank_candidates("pump revenue", [(first, 0.02), (second, 0.02)]))
+    assert ranked[first] == 0.02 and ranked[second] == pytest.approx(0.02 * (1 - 0.7 * 0.9))

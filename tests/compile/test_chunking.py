@@ -1,14 +1,19 @@
 from __future__ import annotations
 
 import itertools
+import json
 import random
+from pathlib import Path
 
 import pytest
 
 from sleuth.compile.chunking import Window, chunk_pages, count_tokens, split_span
 from sleuth.compile.manifest import Chunking
 from sleuth.compile.pages import Heading, Page
+from sleuth.compile.pipeline import compile_context
 from sleuth.models.embedder import get_embedder
+from sleuth.store.home import Home
+from sleuth.store.search import VersionReader
 
 WORDS = [
     "revenue",
@@ -166,3 +171,23 @@ def test_a_short_text_or_a_windowless_embedder_cuts_as_before() -> None:
     )
     lite = get_embedder("lite")
     assert lite.window is None and lite.piece_starts("any text") == []
+
+
+@pytest.mark.parametrize("fit", [True, False])
+def test_a_compile_fits_chunks_to_the_window_unless_the_manifest_says_not(
+    fit: bool, tmp_path: Path, home: Home
+) -> None:
+    corpus = tmp_path / "notes"
+    corpus.mkdir()
+    rng = random.Random(11)
+    body = "\n".join(
+        f"The {rng.choice(WORDS)} line {i} reads {rng.randint(1000, 99999):,} units." for i in range(300)
+    )
+    (corpus / "ledger.md").write_text(f"# Ledger\n\n{body}\n")
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"curate": {"chunks": {"chunking": {"fit_embedder": fit}}}}))
+    compile_context("notes", [corpus], manifest, home=home)
+    reader = VersionReader.live(home.find("notes"))
+    embedder = get_embedder("default")
+    longest = max(len(embedder.piece_starts(c.text)) for c in reader.chunks.values())
+    assert (longest <= 256) is fit

@@ -9,7 +9,7 @@ from pathlib import Path
 from sleuth.compile.pipeline import CompileReport
 from sleuth.store.home import Home
 from sleuth.store.keyword import KeywordIndex
-from sleuth.store.rescore import RESCORE_PAGES, PageWords, idf_from, query_terms, rescore
+from sleuth.store.rescore import RESCORE_PAGES, PageWords, idf_from, query_terms, rescore, title_pages
 from sleuth.store.search import VersionReader
 
 PAGES = {
@@ -107,3 +107,23 @@ def test_search_rescoring_keeps_the_sample_answers(sample_home: tuple[Home, Comp
     assert [h.id for h in reader.search("What is the hotel limit per night?", top_k=5, keyword=ahead)] == [
         h.id for h in hits
     ]
+
+
+def test_a_page_whose_title_names_the_question_joins_the_rescoring() -> None:
+    """A statement whose rows never reached the first stage's best pages is rescored when its title
+    zone matches, and rises above pages that only share a word with the question."""
+    chunks = {f"c{i}": ("b.pdf", i) for i in range(RESCORE_PAGES + 5)}
+    text = {key: "Discussion of the quarter" for key in chunks.values()}
+    statement = ("b.pdf", RESCORE_PAGES + 3)
+    text[statement] = "Consolidated Statements of Cash Flows\n(1,577) 262 13"
+    keys = list(text)
+    words = lambda key: PageWords.of(text[key])  # noqa: E731
+    also = title_pages("cash flow statement, capital spending", keys, words, lambda w: 1.0)
+    assert also == [statement]
+    ranked = [(cid, 1.0 - i / 100) for i, cid in enumerate(chunks) if chunks[cid] != statement]
+    ranked.append((f"c{RESCORE_PAGES + 3}", 0.0))  # as `VersionReader.search` adds its first chunk
+    without = rescore("cash flow statement", ranked, chunks.__getitem__, words, lambda w: 1.0)
+    with_title = rescore("cash flow statement", ranked, chunks.__getitem__, words, lambda w: 1.0, also)
+    rank = lambda out: [cid for cid, _ in out].index(f"c{RESCORE_PAGES + 3}")  # noqa: E731
+    assert rank(without) == len(ranked) - 1 and rank(with_title) <= 10  # from last to 11th
+    assert title_pages("what is the", keys, words, lambda w: 1.0) == []  # nothing to go on

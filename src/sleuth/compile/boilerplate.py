@@ -19,6 +19,7 @@ written to `index/boilerplate.json`.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import math
 import re
@@ -38,11 +39,12 @@ SHARED_DOCS_SHARE = 0.1  # a line in this share of the documents is shared boile
 MIN_SHARED_DOCS = 3
 TOC_MIN_LINES = 6
 TOC_SHARE = 0.4
+TOC_FORWARD_SHARE = 0.8  # of consecutive entries, the share whose page number does not go back
 
 _NON_WORD = re.compile(r"[^a-z#]+")
 _SPACES = re.compile(r"\s+")
 _DIGITS = re.compile(r"\d+")
-_TOC_LINE = re.compile(r"^\S.{2,}?(?:\s+|\s*\.{2,}\s*)\d{1,4}$")
+_TOC_LINE = re.compile(r"^\S.{2,}?(?:\s+|\s*\.{2,}\s*)(\d{1,4})$")
 
 
 @functools.lru_cache(maxsize=1 << 18)  # chunk lines are page lines: each is keyed once
@@ -60,9 +62,20 @@ def shared_key(line: str) -> str:
 
 
 def _is_toc(text: str) -> bool:
+    """Mostly "title … page" lines whose page numbers run forward. A table of figures is not one:
+    its rows carry several numbers each ("Net income $ 709 $ 621 $ 565"), and its last columns do
+    not count up the way page numbers do."""
     lines = [line.strip() for line in text.split("\n") if line.strip()]
-    entries = sum(1 for line in lines if _TOC_LINE.match(line))
-    return entries >= TOC_MIN_LINES and entries >= TOC_SHARE * len(lines)
+    pages = [int(m.group(1)) for line in lines if (m := _TOC_LINE.match(line)) and _is_entry(line)]
+    if len(pages) < TOC_MIN_LINES or len(pages) < TOC_SHARE * len(lines):
+        return False
+    forward = sum(1 for a, b in itertools.pairwise(pages) if b >= a)
+    return forward >= TOC_FORWARD_SHARE * (len(pages) - 1)
+
+
+def _is_entry(line: str) -> bool:
+    """A title and its page number: no more than one other run of digits ("Item 7A", "Note 3")."""
+    return len(_DIGITS.findall(line)) <= 2
 
 
 def boilerplate_lines(pages_by_source: Mapping[str, Sequence[Page]]) -> tuple[dict[str, set[str]], set[str]]:

@@ -150,7 +150,7 @@ class CompileRun:
     def _window(self, state: SourceState) -> Window | None:
         """The embedder's window for `state`'s chunks; none when chunks are not embedded or the
         embedder reads all of a text (then only `target_size` bounds a chunk)."""
-        if not self.manifest.curate.chunks.enabled:
+        if not self.manifest.curate.chunks.enabled or not self.manifest.curate.chunks.chunking.fit_embedder:
             return None
         embedder = get_embedder(self.manifest.curate.chunks.embedding_model)
         if embedder.window is None:

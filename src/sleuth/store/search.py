@@ -26,7 +26,7 @@ from sleuth.store.dense import DenseIndex
 from sleuth.store.documents import DocumentResolver
 from sleuth.store.home import ContextDir
 from sleuth.store.keyword import KeywordIndex
-from sleuth.store.rescore import PageKey, PageWords, idf_from, rescore
+from sleuth.store.rescore import PageKey, PageWords, idf_from, rescore, title_pages
 
 RRF_K = 60
 Mode = Literal["semantic", "keyword", "hybrid"]
@@ -80,10 +80,16 @@ def hybrid_weights(query: str) -> tuple[float, float]:
 
 #: How far a chunk that is all boilerplate falls: its score is scaled by 1 - this × its share.
 BOILERPLATE_PENALTY = 0.7
+#: Only a chunk at least this much boilerplate is demoted. Fused scores are flat (1 / (60 + rank)), so
+#: even a factor of 0.9 moves a chunk down tens of places; a page's first chunk carrying its running
+#: header is content. Measured on FinanceBench: within-filing R@10 0.760 (every share) -> 0.783.
+DEMOTE_FROM_SHARE = 0.5
 #: Whether searches look for the documents a question names at all (off: the ranking before it).
 RESOLVE_DOCUMENTS = True
 #: Whether the second stage (`store.rescore`: title zone and coverage of each page) runs.
 RESCORE_PAGES = True
+#: Searches over at most this many pages also rescore the pages whose title zone matches the question.
+TITLE_SCAN_PAGES = 3000
 _ASKS_FOR_BOILERPLATE = re.compile(
     r"\b(?:certif\w*|disclaim\w*|forward[- ]looking|legal notice|notices?|table of contents|contents page"
     r"|copyright|footer|header|signature\w*|exhibit\w*|trademark\w*|boilerplate|safe harbou?r)\b",
@@ -275,8 +281,25 @@ class VersionReader:
             ranked = rrf(lists, weights=weights)
         reranked = self.rank_candidates(query, ranked)
         if RESCORE_PAGES:
-            reranked = rescore(query, reranked, self._page_of, self._page_words, self._idf)
+            scope = list(sources or named)
+            also = self._title_pages(query, scope) if scope else []
+            present = {cid for cid, _ in reranked}
+            reranked += [(cid, 0.0) for key in also for cid in self._first_chunk(key) if cid not in present]
+            reranked = rescore(query, reranked, self._page_of, self._page_words, self._idf, also)
         return [self._hit(cid, score) for cid, score in reranked[:top_k]]
+
+    def _title_pages(self, query: str, scope: Sequence[str]) -> list[PageKey]:
+        """`rescore.title_pages` over the searched documents' pages (not the whole corpus: that
+        would cost a scan of every page per query)."""
+        wanted = set(scope)
+        keys = [key for key in self._chunks_by_page if key[0] in wanted]
+        if len(keys) > TITLE_SCAN_PAGES:
+            return []
+        return title_pages(query, keys, self._page_words, self._idf)
+
+    def _first_chunk(self, key: PageKey) -> list[str]:
+        chunks = self._chunks_by_page.get(key, [])
+        return [chunks[0].id] if chunks else []
 
     def _page_of(self, cid: str) -> PageKey:
         chunk = self.chunks[cid]
@@ -316,13 +339,14 @@ class VersionReader:
     ) -> list[tuple[str, float]]:
         """Second-stage ranking of scored candidates (higher is better), best first.
 
-        - Boilerplate (running headers, tables of contents, text shared by many documents) is scaled
-          down by its share, unless the question asks for that kind of text.
+        - A chunk that is mostly boilerplate (running headers, tables of contents, text shared by
+          many documents) is scaled down by its share, unless the question asks for that kind of text.
         """
         demote = {} if asks_for_boilerplate(query) else self.boilerplate
         scores: dict[str, float] = {}
         for cid, score in ranked:
-            factor = 1.0 - BOILERPLATE_PENALTY * demote.get(cid, 0.0)
+            share = demote.get(cid, 0.0)
+            factor = 1.0 - BOILERPLATE_PENALTY * share if share >= DEMOTE_FROM_SHARE else 1.0
             scores[cid] = score * factor if score >= 0 else score / factor  # factor ≥ 1 − PENALTY
         return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
