@@ -315,11 +315,24 @@ class VersionReader:
         return by_page
 
     def _page_words(self, key: PageKey) -> PageWords:
-        """A page's words, read from its chunks (in memory already; the page file may be large)."""
+        """A page's words, read from its chunks (in memory already; the page file may be large).
+        A document that is one page (Markdown, DOCX, HTML, text) has no page title: its first lines
+        title the whole document, and lifting every chunk of it by them would put its weakest
+        chunk above another document's answer."""
         if key not in self._page_words_cache:
             chunks = self._chunks_by_page.get(key, [])
-            self._page_words_cache[key] = PageWords.of("\n".join(c.text for c in chunks))  # in order
+            words = PageWords.of("\n".join(c.text for c in chunks))  # in order
+            if self._page_count[key[0]] == 1:
+                words = PageWords(frozenset(), words.body)
+            self._page_words_cache[key] = words
         return self._page_words_cache[key]
+
+    @cached_property
+    def _page_count(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for source, _page in self._chunks_by_page:
+            counts[source] = counts.get(source, 0) + 1
+        return counts
 
     @cached_property
     def _idf(self) -> Callable[[str], float]:
