@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 from pathlib import Path
 
+import sleuth
 from sleuth.agent.turn import Runtime
 from sleuth.api.state import ApiState
 from sleuth.api.system import sandbox_report
@@ -19,7 +21,9 @@ def test_version_needs_no_key_and_reports_the_sandbox(make_server: ServerFactory
     response = server.client.get("/api/version")
     assert response.status_code == 200, response.text
     body = response.json()
-    assert body["sleuth_version"] and body["api_versions"] == ["2026-07", "unstable"]
+    # one version string: the package metadata is built from `sleuth.__version__`
+    assert body["sleuth_version"] == sleuth.__version__ == importlib.metadata.version("sleuth")
+    assert body["api_versions"] == ["2026-07", "unstable"]
     assert body["default_api_version"] == "2026-07" and body["auth"] == "api_key"
     sandbox = body["sandbox"]
     assert set(sandbox) >= {"ok", "backend", "mode", "layers", "missing"}

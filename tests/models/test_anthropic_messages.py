@@ -214,6 +214,14 @@ def test_http_errors_map_to_model_error(server: WireServer, status: int, kind: s
     assert len(server.requests) == 1  # the SDK does not retry by itself
 
 
+def test_a_rate_limit_carries_retry_after(server: WireServer) -> None:
+    server.responses.append(Canned(429, error_body("rate_limit_error", "slow"), headers={"retry-after": "4"}))
+    with pytest.raises(ModelError) as info:
+        AnthropicModel(config(server.url)).complete([Message("user", "q")], [], CompletionParams())
+    assert info.value.retryable and info.value.retry_after == 4.0
+    assert len(server.requests) == 1  # waiting is the fallback's call, not the SDK's
+
+
 def test_error_never_leaks_the_key(server: WireServer) -> None:
     server.responses.append(Canned(401, error_body("authentication_error", f"invalid x-api-key {KEY}")))
     with pytest.raises(ModelError) as info:

@@ -8,15 +8,15 @@ import socket
 import pytest
 
 from sleuth.models.base import CompletionParams, Message, ModelConfig, ModelError
-from sleuth.models.fallback import FallbackModel
+from sleuth.models.fallback import MAX_RETRY_AFTER_S, FallbackModel
 from sleuth.models.openai_chat import OpenAIChatModel
 from sleuth.models.scripted import ScriptedModel
 
 ASK = [Message("user", "q")]
 
 
-def busy(status: int = 429) -> ModelError:
-    return ModelError(f"HTTP {status}: busy", retryable=True, status=status)
+def busy(status: int = 429, retry_after: float | None = None) -> ModelError:
+    return ModelError(f"HTTP {status}: busy", retryable=True, status=status, retry_after=retry_after)
 
 
 def denied() -> ModelError:
@@ -110,3 +110,17 @@ def test_real_adapter_failure_falls_back(monkeypatch: pytest.MonkeyPatch) -> Non
     reply = FallbackModel([down, backup], sleep=sleeps).complete(ASK, [], CompletionParams(timeout_s=2))
     assert (reply.text, reply.model) == ("backup answer", "scripted/backup")
     assert sleeps == [1.0, 2.0]
+
+
+def test_the_wait_a_provider_asks_for_is_honoured_up_to_a_limit() -> None:
+    first = ScriptedModel([busy(retry_after=5.0), busy(retry_after=0.5), "after waiting"], model_id="m/first")
+    sleeps = Sleeps()
+    reply = FallbackModel([first], sleep=sleeps).complete(ASK, [], CompletionParams())
+    assert reply.text == "after waiting" and sleeps == [5.0, 0.5]
+    # asked to wait longer than MAX_RETRY_AFTER_S: the next model answers now
+    slow = ScriptedModel([busy(retry_after=MAX_RETRY_AFTER_S + 1), "never"], model_id="m/slow")
+    sleeps = Sleeps()
+    reply = FallbackModel([slow, ScriptedModel(["now"], model_id="m/next")], sleep=sleeps).complete(
+        ASK, [], CompletionParams()
+    )
+    assert (reply.text, reply.model, sleeps) == ("now", "m/next", [])

@@ -3,9 +3,11 @@ what goes on the wire (messages, tools, sampling, JSON mode) and how replies and
 
 from __future__ import annotations
 
+import email.utils
 import socket
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,7 @@ import pytest
 
 from sleuth.models.base import CompletionParams, Message, ModelConfig, ModelError, ToolCall, ToolSpec
 from sleuth.models.catalog import Catalog, build_model
-from sleuth.models.openai_chat import OpenAIChatModel
+from sleuth.models.openai_chat import OpenAIChatModel, retry_after
 from tests.models.wire import Canned, WireServer, wire_server
 
 KEY = "sk-test-SECRET-0123456789"
@@ -205,6 +207,27 @@ def test_http_errors_map_to_model_error(server: WireServer, status: int, retryab
     assert f"HTTP {status}" in str(info.value) and f"boom {status}" in str(info.value)
     assert "local/qwen" in str(info.value)
     assert len(server.requests) == 1  # the SDK does not retry by itself: fallback owns that
+
+
+@pytest.mark.parametrize(
+    ("headers", "wait"),
+    [({"retry-after": "7"}, 7.0), ({"retry-after-ms": "1500", "retry-after": "9"}, 1.5), ({}, None),
+     ({"retry-after": "soon"}, None)],
+)  # fmt: skip
+def test_a_rate_limit_says_how_long_to_wait(
+    server: WireServer, headers: dict[str, str], wait: float | None
+) -> None:
+    server.responses.append(Canned(429, {"error": {"message": "slow down", "type": "x"}}, headers=headers))
+    with pytest.raises(ModelError) as info:
+        OpenAIChatModel(local(server.url)).complete([Message("user", "q")], [], CompletionParams())
+    assert info.value.retryable and info.value.retry_after == wait
+
+
+def test_retry_after_as_an_http_date() -> None:
+    when = email.utils.format_datetime(datetime.now(UTC) + timedelta(seconds=20), usegmt=True)
+    wait = retry_after({"retry-after": when})
+    assert wait is not None and 15 < wait <= 20
+    assert retry_after({"retry-after": "Mon, 01 Jan 2001 00:00:00 GMT"}) == 0.0  # already past
 
 
 def test_error_never_leaks_the_key(server: WireServer) -> None:

@@ -18,6 +18,7 @@ class Canned:
     status: int = 200
     body: Any = None
     delay_s: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -52,6 +53,8 @@ def wire_server(fallback: Canned, path: str = "") -> Iterator[WireServer]:
                 self.send_response(canned.status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(payload)))
+                for name, value in canned.headers.items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(payload)
             except OSError:

@@ -118,12 +118,6 @@ class PlannerScope:
         reader of the orientation's document list would pick them; empty when it names none."""
         return [(slug, path) for slug, resolver in self.documents for path in resolver.resolve(ask)]
 
-    def tables_of(self, slug: str) -> list[TableInfo]:
-        return [t for t in self.tables if t.context == slug]
-
-    def types_of(self, slug: str) -> list[TypeInfo]:
-        return [t for t in self.types if t.context == slug]
-
     def has_table(self, slug: str, name: str) -> bool:
         return any(t.context == slug and t.name == name for t in self.tables)
 

@@ -222,8 +222,3 @@ def create_app(state: ApiState) -> FastAPI:
     _routes(app)
     mcp.mount(app)  # the MCP server at /mcp (api.md §11), with its session manager in the lifespan
     return app
-
-
-def envelope_example(code: str, message: str) -> dict[str, Any]:
-    """The error body, for OpenAPI `responses=` declarations."""
-    return {"content": {"application/json": {"example": {"message": message, "code": code}}}}

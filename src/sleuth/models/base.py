@@ -174,12 +174,21 @@ class ModelConfig:
 
 
 class ModelError(Exception):
-    """A provider call failed. `retryable` for timeouts, 429 and 5xx (runtime.md §12 fallback)."""
+    """A provider call failed. `retryable` for timeouts, 429 and 5xx (runtime.md §12 fallback);
+    `retry_after`: the seconds the provider asked to wait (its `Retry-After` header), if it said."""
 
-    def __init__(self, message: str, *, retryable: bool = False, status: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool = False,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.status = status
+        self.retry_after = retry_after
 
 
 class Model(Protocol):

@@ -1,6 +1,8 @@
 """Fallback across a session's models (runtime.md §12): a request that fails with a timeout, 429 or
-5xx is retried twice (1 s, then 2 s), then the next model is tried; any other error moves on at once.
-When every model fails, the error names each model and its last error, so the turn's failure says why.
+5xx is retried twice (1 s, then 2 s, or as long as the provider's `Retry-After` asks, up to
+`MAX_RETRY_AFTER_S`; a longer wait moves on), then the next model is tried; any other error moves on at
+once. When every model fails, the error names each model and its last error, so the turn's failure
+says why. The provider SDKs' own retries stay off: one retry policy, here, that a test can see.
 """
 
 from __future__ import annotations
@@ -9,6 +11,9 @@ import time
 from collections.abc import Callable, Sequence
 
 from sleuth.models.base import CompletionParams, Message, Model, ModelError, Reply, ToolSpec
+
+#: The longest `Retry-After` honoured; a provider asking for more is skipped for the next model.
+MAX_RETRY_AFTER_S = 30.0
 
 
 class FallbackModel:
@@ -35,8 +40,11 @@ class FallbackModel:
                 try:
                     reply = model.complete(messages, tools, params)
                 except ModelError as exc:
-                    if exc.retryable and attempt < len(self._delays):
-                        self._sleep(self._delays[attempt])
+                    wait = self._delays[attempt] if attempt < len(self._delays) else None
+                    if exc.retry_after is not None and wait is not None:
+                        wait = exc.retry_after if exc.retry_after <= MAX_RETRY_AFTER_S else None
+                    if exc.retryable and wait is not None:
+                        self._sleep(wait)
                         attempt += 1
                         continue
                     failures.append((model.config.id, exc))

@@ -8,8 +8,11 @@ it. The SDK's own retries are off (`max_retries=0`) because retry and fallback p
 
 from __future__ import annotations
 
+import email.utils
 import json
 import threading
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from sleuth.models.base import (
@@ -247,4 +250,25 @@ def map_sdk_error(
         message, retryable = f"HTTP {status}: {detail}", status_retryable(status)
     else:
         message, retryable = f"{type(exc).__name__}: {exc}", False
-    return ModelError(scrub(f"{config.id}: {message}", api_key), retryable=retryable, status=status)
+    response = getattr(exc, "response", None)
+    wait = retry_after(response.headers) if response is not None else None
+    return ModelError(
+        scrub(f"{config.id}: {message}", api_key), retryable=retryable, status=status, retry_after=wait
+    )
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """The wait a provider asks for: `retry-after-ms` (OpenAI), else `Retry-After` in seconds or as
+    an HTTP date; None when it does not say or says nonsense."""
+    try:
+        if "retry-after-ms" in headers:
+            return max(float(headers["retry-after-ms"]) / 1000, 0.0)
+        value = headers.get("retry-after")
+        if value is None:
+            return None
+        if value.strip().replace(".", "", 1).isdigit():
+            return float(value)
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max((when - datetime.now(UTC)).total_seconds(), 0.0)

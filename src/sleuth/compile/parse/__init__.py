@@ -64,10 +64,6 @@ PARSERS: dict[str, Parser] = {
 }
 
 
-def is_supported(path: str) -> bool:
-    return Path(path).suffix.lower() in PARSERS
-
-
 def max_text_bytes() -> int:
     """The most text one source may hold (`$SLEUTH_MAX_TEXT_BYTES`, else `MAX_TEXT_BYTES`)."""
     value = os.environ.get("SLEUTH_MAX_TEXT_BYTES", "").strip()
