@@ -8,14 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fpdf import FPDF
 
 from sleuth.compile.pipeline import CompileReport, compile_context
 from sleuth.store.home import Home
-
-REPO = Path(__file__).resolve().parents[1]
-SAMPLE_CORPUS = REPO / "examples" / "acme-corpus"
-SAMPLE_MANIFEST = REPO / "examples" / "acme-manifest.json"
+from tests.support import SAMPLE_CORPUS, SAMPLE_MANIFEST, make_pdf
 
 
 @pytest.fixture
@@ -23,32 +19,6 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Home:
     root = tmp_path / "home"
     monkeypatch.setenv("SLEUTH_HOME", str(root))
     return Home(root)
-
-
-def make_pdf(
-    path: Path,
-    pages: list[str],
-    title: str | None = None,
-    bookmarks: list[tuple[int, str]] | None = None,
-    password: str | None = None,
-) -> Path:
-    """A real PDF with a text layer: one string per page (lines split on newlines)."""
-    pdf = FPDF()
-    pdf.set_font("Helvetica", size=11)
-    if title:
-        pdf.set_title(title)
-    if password:
-        pdf.set_encryption(owner_password=password + "-owner", user_password=password)
-    marks = dict(bookmarks or [])
-    for number, text in enumerate(pages, 1):
-        pdf.add_page()
-        if number in marks:
-            pdf.start_section(marks[number])
-        for line in text.split("\n"):
-            pdf.multi_cell(0, 6, line, new_x="LMARGIN", new_y="NEXT")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pdf.output(str(path))
-    return path
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@ factory: tests give the replies, the loop, sandbox, synthesis and citation check
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,15 +15,13 @@ from sleuth.models.scripted import ScriptedModel, ScriptItem
 from sleuth.sandbox import Limits, SandboxHost
 from sleuth.store.home import Home
 from sleuth.store.server_db import ServerDB
+from tests.agent.support import RuntimeFactory
 
 
 @pytest.fixture(scope="session")
 def agent_host() -> Iterator[SandboxHost]:
     with SandboxHost(Limits(step_timeout_s=5, hard_kill_grace_s=2)) as host:
         yield host
-
-
-RuntimeFactory = Callable[..., Runtime]
 
 
 @pytest.fixture

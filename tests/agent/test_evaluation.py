@@ -41,8 +41,7 @@ from sleuth.models.base import ModelError
 from sleuth.models.scripted import ScriptedModel, code, final_call
 from sleuth.store.home import Home
 from sleuth.store.search import VersionReader
-
-from .conftest import RuntimeFactory
+from tests.agent.support import RuntimeFactory
 
 GENERIC: list[dict[str, Any]] = [
     {

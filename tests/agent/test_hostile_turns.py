@@ -11,8 +11,7 @@ from typing import Any
 from sleuth.agent.turn import TurnRequest
 from sleuth.models.scripted import code, final_call
 from sleuth.sandbox.limits import HostBudget
-
-from .conftest import RuntimeFactory
+from tests.agent.support import RuntimeFactory
 
 MODEL = "openai:gpt-test"
 EVIDENCE = "ev = final.__self__.evidence\n"  # the REPL's own evidence registry, reached from `final`

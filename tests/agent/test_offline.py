@@ -11,8 +11,7 @@ from sleuth.agent.records import Query
 from sleuth.agent.replay import replay
 from sleuth.agent.turn import TurnRequest
 from sleuth.store.search import VersionReader
-
-from .conftest import RuntimeFactory
+from tests.agent.support import RuntimeFactory
 
 
 def _check_citations(query: Query, version: Path) -> None:

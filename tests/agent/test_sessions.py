@@ -8,8 +8,7 @@ import pytest
 from sleuth.agent.replay import ReplayError, replay
 from sleuth.agent.turn import TurnError, TurnRequest
 from sleuth.models.scripted import code, final_call
-
-from .conftest import RuntimeFactory
+from tests.agent.support import RuntimeFactory
 
 MODEL = "openai:gpt-test"
 PRICE = (

@@ -10,8 +10,7 @@ import pytest
 from sleuth.agent.turn import TurnError, TurnRequest
 from sleuth.models.base import ModelError
 from sleuth.models.scripted import code, final_call
-
-from .conftest import RuntimeFactory
+from tests.agent.support import RuntimeFactory
 
 SEARCH_REMOTE = (
     "hits = await search_source('how many days per week can employees work remotely', top_k=5)\n"

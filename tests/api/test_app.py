@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 
-from .conftest import ServerFactory
+from tests.api.support import ServerFactory
 
 
 def test_health_openapi_and_version_header(make_server: ServerFactory) -> None:

@@ -12,8 +12,7 @@ from fastapi import APIRouter
 from sleuth.api import app as app_module
 from sleuth.api.auth import AdminKey, AnyKey
 from sleuth.store.keys import KeyStore
-
-from .conftest import LiveServer, ServerFactory
+from tests.api.support import LiveServer, ServerFactory
 
 probe = APIRouter()
 

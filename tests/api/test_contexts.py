@@ -17,8 +17,7 @@ import pytest
 
 from sleuth.compile.manifest import DETERMINISTIC_KINDS, parse_manifest
 from sleuth.store.keys import KeyStore
-
-from .conftest import ServerFactory, unique_slug
+from tests.api.support import ServerFactory, unique_slug
 
 NOTE = b"# Onboarding\n\nEvery hire receives a laptop on day one. Tickets use the code HW-1107.\n"
 NESTED = b"# Refunds\n\nRefunds are paid within 14 days of the request.\n"

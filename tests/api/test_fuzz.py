@@ -25,7 +25,7 @@ from sleuth.api.app import openapi_document
 from sleuth.compile.pipeline import CompileReport
 from sleuth.sandbox import SandboxHost
 from sleuth.store.home import Home
-from tests.api.conftest import LiveServer, launch
+from tests.api.support import LiveServer, launch
 
 EXAMPLES = int(os.environ.get("SLEUTH_FUZZ_EXAMPLES", "8"))
 # Fields that, fuzzed, stop a turn before it starts (another session, an unknown model, a full group).

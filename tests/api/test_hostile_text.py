@@ -5,8 +5,8 @@ sandbox prints must not wedge a turn, its events or its trace. (A request carryi
 from __future__ import annotations
 
 from sleuth.models.scripted import code, final_call
+from tests.api.support import ServerFactory
 
-from .conftest import ServerFactory
 from .test_queries import SCRIPTED, answer, scripted_server
 
 

@@ -22,8 +22,7 @@ from sleuth.store.home import ContextDir, Home
 from sleuth.store.keys import KeyStore
 from sleuth.store.server_db import new_id
 from sleuth.store.tasks import TaskStore
-
-from .conftest import LiveServer, ServerFactory
+from tests.api.support import LiveServer, ServerFactory
 
 HOTEL = "What is the hotel limit per night when travelling?"
 DRAFT = "scope-draft"  # an uncurated second context: visible to the limited key, unlike acme

@@ -21,8 +21,7 @@ from mcp_types import CallToolResult, TextContent
 from sleuth.compile.pipeline import CompileReport
 from sleuth.store.home import Home
 from sleuth.store.keys import KeyStore
-
-from .conftest import ServerFactory
+from tests.api.support import ServerFactory
 
 HOTEL = "What is the hotel limit per night when travelling?"
 NEXUS_TOOLS = {"list_contexts", "query_context", "get_query"}

@@ -15,8 +15,7 @@ from sleuth.models.base import ModelConfig
 from sleuth.models.scripted import ScriptItem, code, final_call
 from sleuth.sandbox import Limits, SandboxHost
 from sleuth.store.home import Home
-
-from .conftest import LiveServer, ServerFactory, launch
+from tests.api.support import LiveServer, ServerFactory, launch
 
 HOTEL = "What is the hotel limit per night when travelling?"
 SCRIPTED = "test/scripted"

@@ -14,8 +14,8 @@ import pytest
 
 from sleuth.api import sse
 from sleuth.models.scripted import code
+from tests.api.support import ServerFactory
 
-from .conftest import ServerFactory
 from .test_queries import (
     HOTEL,
     REMOTE_REPLIES,

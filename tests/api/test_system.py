@@ -12,8 +12,7 @@ from sleuth.api.system import sandbox_report
 from sleuth.sandbox import SandboxHost
 from sleuth.store.home import Home
 from sleuth.store.server_db import ServerDB
-
-from .conftest import ServerFactory
+from tests.api.support import ServerFactory
 
 
 def test_version_needs_no_key_and_reports_the_sandbox(make_server: ServerFactory) -> None:

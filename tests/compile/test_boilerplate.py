@@ -14,7 +14,7 @@ from sleuth.compile.pages import Page
 from sleuth.compile.pipeline import compile_context
 from sleuth.store.home import Home
 from sleuth.store.search import VersionReader, asks_for_boilerplate
-from tests.conftest import make_pdf
+from tests.support import make_pdf
 
 CERTIFICATION = (
     "I certify that this report fully complies with the requirements of the applicable rules and that "

@@ -10,7 +10,7 @@ import pytest
 
 from sleuth.compile.pages import ParseError, normalize_text
 from sleuth.compile.parse import parse_source
-from tests.conftest import make_pdf
+from tests.support import make_pdf
 
 
 def write(tmp_path: Path, name: str, data: str | bytes) -> Path:

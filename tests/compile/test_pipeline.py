@@ -21,7 +21,7 @@ from sleuth.compile.manifest import ManifestError
 from sleuth.compile.pipeline import compile_context
 from sleuth.store.home import Home
 from sleuth.store.search import VersionReader
-from tests.conftest import make_pdf
+from tests.support import make_pdf
 
 
 def live_dir(home: Home, slug: str) -> Path:

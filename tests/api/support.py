@@ -1,0 +1,85 @@
+"""Helpers the API tests share (a live server on 127.0.0.1 and its factory type); the fixtures
+that use them are in `conftest.py`, which tests never import."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import uvicorn
+
+from sleuth.agent.turn import Runtime
+from sleuth.api import create_app
+from sleuth.api.state import ApiSettings, ApiState
+from sleuth.models.base import ModelConfig
+from sleuth.models.scripted import ScriptedModel, ScriptItem
+from sleuth.sandbox import SandboxHost
+from sleuth.store.home import Home
+from sleuth.store.server_db import ServerDB
+
+
+@dataclass
+class LiveServer:
+    url: str
+    state: ApiState
+    client: httpx.Client
+    scripted: ScriptedModel
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+ServerFactory = Callable[..., LiveServer]
+Stop = Callable[[], None]
+
+
+def launch(
+    home: Home,
+    host: SandboxHost,
+    scratch: Path,
+    replies: list[ScriptItem] | None = None,
+    **settings: object,
+) -> tuple[LiveServer, Stop]:
+    """A started server over `home`, its database in `scratch`, and the function that stops it.
+    Provider models resolve to one scripted model with `replies` (the offline planner needs none)."""
+    scripted = ScriptedModel(replies or [])
+
+    def build(config: ModelConfig) -> ScriptedModel:
+        return scripted
+
+    db = ServerDB(scratch / "server.sqlite", replay_root=scratch)
+    runtime = Runtime(home, db=db, sandbox_host=host, model_factory=build)
+    state = ApiState(home=home, db=db, runtime=runtime, settings=ApiSettings(**settings))  # type: ignore[arg-type]
+    port = _free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(state), host="127.0.0.1", port=port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the API server did not start")
+        time.sleep(0.02)
+    url = f"http://127.0.0.1:{port}"
+    client = httpx.Client(base_url=url, timeout=60)
+
+    def stop() -> None:
+        client.close()
+        server.should_exit = True
+        thread.join(timeout=10)
+
+    return LiveServer(url, state, client, scripted), stop
+
+
+def unique_slug() -> str:
+    return f"t-{uuid.uuid4().hex[:12]}"
