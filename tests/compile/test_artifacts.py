@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from sleuth.compile.artifacts import read_front_matter
 from sleuth.compile.manifest import parse_manifest
 from sleuth.compile.pages import Page, Table, TableRow
 from sleuth.compile.pipeline import CompileReport
 from sleuth.compile.typed_tables import build_table, coerce
+from sleuth.format.front_matter import read_front_matter
 from sleuth.store.home import Home
 
 MINUTES = "uploads/acme-corpus/minutes/"

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from sleuth.compile.identity import DocumentIdentity, identify
+from sleuth.compile.identity import identify
 from sleuth.compile.pages import Page
 from sleuth.compile.pipeline import compile_context
+from sleuth.format.identity import DocumentIdentity
 from sleuth.sdk.errors import QueryError
 from sleuth.sdk.knowledge import Knowledge, ScopedContext
 from sleuth.store.home import Home

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from sleuth.compile.manifest import ManifestError, load_manifest, parse_manifest, slugify, snake_case
+from sleuth.compile.manifest import ManifestError, load_manifest, parse_manifest, snake_case
+from sleuth.format.names import slugify
 
 
 def problems(data: object) -> list[str]:

@@ -15,8 +15,9 @@ from typing import Any
 import yaml
 
 from sleuth.compile.chunking import section_paths
-from sleuth.compile.manifest import ArtifactType, slugify
+from sleuth.compile.manifest import ArtifactType
 from sleuth.compile.pages import Page
+from sleuth.format.names import slugify
 
 LEAD_CHARS = 1200
 PAGE_CARD_CHARS = 800
@@ -130,15 +131,6 @@ class Artifact:
 def artifact_id(type_name: str, basis: str) -> str:
     payload = f"{type_name}\x1f{basis}".encode()
     return "art_" + hashlib.sha256(payload).hexdigest()[:16]
-
-
-def read_front_matter(text: str) -> dict[str, Any]:
-    """The YAML block of an artifact or roster file."""
-    if not text.startswith("---\n"):
-        return {}
-    end = text.find("\n---\n", 4)
-    data = yaml.safe_load(text[4:end]) if end != -1 else None
-    return data if isinstance(data, dict) else {}
 
 
 def assign_slugs(artifacts: list[Artifact]) -> None:

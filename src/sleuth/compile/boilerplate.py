@@ -20,17 +20,14 @@ from __future__ import annotations
 
 import functools
 import itertools
-import json
 import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 
-from sleuth.compile.chunking import Chunk
 from sleuth.compile.pages import Page
+from sleuth.format.chunks import Chunk
 
-FILE = "boilerplate.json"
 MIN_LINE_CHARS = 12  # shorter lines ("Total", "Item 7.") are too common to mean anything
 MIN_SHARED_LINE_CHARS = 40  # a line shared across documents must be a sentence, not a table label
 RUNNING_SHARE = 0.3  # a line on this share of a document's pages is a running header or footer
@@ -125,18 +122,3 @@ def chunk_scores(chunks: Iterable[Chunk], pages_by_source: Mapping[str, Sequence
         if total and flagged:
             scores[chunk.id] = round(flagged / total, 3)
     return scores
-
-
-def write(index_dir: Path, scores: Mapping[str, float]) -> None:
-    index_dir.mkdir(parents=True, exist_ok=True)
-    data = {"version": 1, "chunks": dict(sorted(scores.items()))}
-    (index_dir / FILE).write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
-
-
-def read(index_dir: Path) -> dict[str, float]:
-    """The scores of a version; empty for a version compiled before they existed."""
-    try:
-        data = json.loads((index_dir / FILE).read_text("utf-8"))
-    except FileNotFoundError:
-        return {}
-    return {str(k): float(v) for k, v in data.get("chunks", {}).items()}

@@ -13,11 +13,11 @@ import hashlib
 import itertools
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from sleuth.compile.manifest import Chunking
 from sleuth.compile.pages import Heading, Page
+from sleuth.format.chunks import Chunk
 
 CHARS_PER_TOKEN = 4
 #: Bumped when the same manifest cuts chunks differently, so that a recompile re-chunks every source.
@@ -41,46 +41,6 @@ _BREAKS = ("\n\n", "\n", ". ", "? ", "! ", "; ", ", ", " ")
 
 def count_tokens(text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN)
-
-
-@dataclass(frozen=True)
-class Chunk:
-    id: str
-    source_path: str
-    page: int
-    start: int
-    end: int
-    section_path: list[str]
-    text: str
-    tokens: int
-    sha256: str = field(repr=False)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "source_path": self.source_path,
-            "page": self.page,
-            "start": self.start,
-            "end": self.end,
-            "section_path": self.section_path,
-            "text": self.text,
-            "tokens": self.tokens,
-            "sha256": self.sha256,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Chunk:
-        return cls(
-            id=data["id"],
-            source_path=data["source_path"],
-            page=int(data["page"]),
-            start=int(data["start"]),
-            end=int(data["end"]),
-            section_path=list(data["section_path"]),
-            text=data["text"],
-            tokens=int(data["tokens"]),
-            sha256=data["sha256"],
-        )
 
 
 def chunk_id(source_path: str, page: int, start: int, text: str) -> str:

@@ -11,38 +11,23 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from sleuth.compile.pages import Page
+from sleuth.format.identity import (
+    DOC_TYPES,
+    NAME_SPLIT,
+    TOKEN,
+    YEAR,
+    DocumentIdentity,
+    issuer_in_name,
+    letters,
+)
 
 #: Bumped when the same pages give a different identity: carried-over sources are identified again.
 IDENTITY_VERSION = 2
 LEAD_CHARS = 4_000  # how much of the first pages is read: covers and front matter, not the body
 COVER_CHARS = 600  # where a document says what it is; further in, "annual report" is a mention
 
-#: Document types by the words that name them, most specific first. Generic on purpose: filings,
-#: policies, manuals, papers and minutes alike.
-DOC_TYPES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (name, re.compile(pattern, re.IGNORECASE))
-    for name, pattern in (
-        ("annual report", r"\b10-?K\b|\bannual report\b|\b20-?F\b"),
-        ("quarterly report", r"\b10-?Q\b|\bquarterly report\b"),
-        ("current report", r"\b8-?K\b|\bcurrent report\b"),
-        ("earnings release", r"\bearnings\b|\bpress release\b|\bresults for the (?:quarter|year)\b"),
-        ("proxy statement", r"\bproxy statement\b|\bDEF ?14A\b"),
-        ("policy", r"\bpolicy\b"),
-        ("handbook", r"\bhandbook\b"),
-        ("manual", r"\bmanual\b|\buser guide\b"),
-        ("specification", r"\bspecification\b|\bdatasheet\b"),
-        ("minutes", r"\bminutes\b"),
-        ("letter", r"\bletter\b|\bmemo(?:randum)?\b"),
-        ("agreement", r"\bagreement\b|\bcontract\b"),
-        ("transcript", r"\btranscript\b"),
-        ("presentation", r"\bpresentation\b|\bslides\b"),
-        ("paper", r"\babstract\b"),
-        ("report", r"\breport\b"),
-    )
-)
 _MONTHS = {
     m: i
     for i, names in enumerate(
@@ -71,28 +56,17 @@ _PERIOD_END = re.compile(
     re.IGNORECASE,
 )
 _QUARTER = re.compile(r"(?<![A-Za-z])(?:Q(?P<q1>[1-4])|(?P<q2>[1-4])Q)(?![0-9A-Za-z])", re.IGNORECASE)
-_YEAR = re.compile(r"(?<![0-9])((?:19|20)\d\d)(?![0-9])")
 _FY = re.compile(r"\bFY\s?'?((?:19|20)?\d\d)\b", re.IGNORECASE)
 _ORG = re.compile(
     r"\b((?:[A-Z][\w&'.-]*[ \t]){0,4}[A-Z][\w&'.-]*,?[ \t](?:Inc|Incorporated|Corporation|Corp|Company|Co"
     r"|Ltd|Limited|LLC|L\.P|plc|PLC|N\.V|S\.A|AG|SE|GmbH|Group|Holdings|Bancorp|University|Institute)\b\.?)"
 )
 _REGISTRANT = re.compile(r"^(.{2,80})\n[^\n]*exact name of registrant", re.IGNORECASE | re.MULTILINE)
-_NAME_SPLIT = re.compile(r"[_\-\s.]+")
 # Organisations a cover page names that are not who the document is by: exchanges, regulators, the
 # filer-status checkboxes of a filing.
 _NOT_AN_ISSUER = re.compile(
     r"exchange|commission|reporting company|growth company|filer|document|the company", re.IGNORECASE
 )
-
-
-@dataclass(frozen=True)
-class DocumentIdentity:
-    issuer: str | None = None  # the organisation or author the document is by or about
-    doc_type: str | None = None  # one of DOC_TYPES' names
-    period: str | None = None  # "FY2022", "Q3 2024", or "2023-12-31" for a period end
-    year: int | None = None  # the (fiscal) year it covers
-    aliases: tuple[str, ...] = ()  # short names the document gives its issuer: "J&J", a ticker "JNJ"
 
 
 def identify(source_path: str, title: str, pages: Sequence[Page]) -> DocumentIdentity:
@@ -104,7 +78,7 @@ def identify(source_path: str, title: str, pages: Sequence[Page]) -> DocumentIde
         if len(lead) >= LEAD_CHARS:
             break
     lead = lead[:LEAD_CHARS]
-    named = _NAME_SPLIT.sub(" ", f"{name} {title}")  # `CEDAR_2022Q3_EARNINGS` → words
+    named = NAME_SPLIT.sub(" ", f"{name} {title}")  # `CEDAR_2022Q3_EARNINGS` → words
     doc_type = next((t for t, p in DOC_TYPES if p.search(named)), None) or _first_type(lead[:COVER_CHARS])
     year, period = _period(named, lead, doc_type)
     issuer = _issuer(name, title, lead)
@@ -124,7 +98,7 @@ def _period(named: str, lead: str, doc_type: str | None) -> tuple[int | None, st
     quarter_match = _QUARTER.search(named)
     quarter = (quarter_match.group("q1") or quarter_match.group("q2")) if quarter_match else None
     fiscal = _FY.search(named)
-    years = [int(y) for y in _YEAR.findall(named)]
+    years = [int(y) for y in YEAR.findall(named)]
     if fiscal:
         value = fiscal.group(1)
         years.insert(0, int(value) if len(value) == 4 else 2000 + int(value))
@@ -157,7 +131,7 @@ def _issuer(name: str, title: str, lead: str) -> str | None:
     found = Counter(n for n in names if not _NOT_AN_ISSUER.search(n))
     if found:
         return found.most_common(1)[0][0]
-    return _issuer_in_name(name)
+    return issuer_in_name(name)
 
 
 # A short name the front matter defines: `Johnson & Johnson (“J&J”)`, `(the "Fund" or "ACME")`; a
@@ -175,7 +149,7 @@ def _aliases(issuer: str | None, lead: str) -> tuple[str, ...]:
     if not issuer:
         return ()
     found = [m.group(1) for rx in (_SYMBOL_COLUMN, _TICKER, _DEFINED) for m in rx.finditer(lead)]
-    first = (_TOKEN.findall(issuer.casefold()) or [""])[0]
+    first = (TOKEN.findall(issuer.casefold()) or [""])[0]
     out = [a for a in dict.fromkeys(found) if abbreviates(a, issuer) and letters(a) != first]
     return tuple(out[:4])
 
@@ -188,87 +162,3 @@ def abbreviates(alias: str, name: str) -> bool:
         return False
     rest = iter(full[1:])
     return all(ch in rest for ch in short[1:])
-
-
-def letters(text: str) -> str:
-    """A name as letters only, "&" read as "n": `J&J`, `JnJ` and `JNJ` are one short name."""
-    return "".join(_TOKEN.findall(text.casefold().replace("&", "n")))
-
-
-def _issuer_in_name(name: str) -> str | None:
-    """The first word of a `NAME_YEAR…` file name, when it is a name (`3M_2018_10K` → `3M`)."""
-    parts = [part for part in _NAME_SPLIT.split(name) if part]
-    if not any(_YEAR.search(part) for part in parts[1:]):  # only `NAME_2022_…` names say who
-        return None
-    first = parts[0]
-    is_name = len(first) >= 2 and any(ch.isalpha() for ch in first) and not _YEAR.fullmatch(first)
-    if is_name and not any(p.fullmatch(first) for _t, p in DOC_TYPES):
-        return first
-    return None
-
-
-_TOKEN = re.compile(r"[a-z0-9]+")
-
-
-def issuer_terms(path: str, identity: DocumentIdentity) -> set[str]:
-    """The words that say who a document is from, as a question would write them: the issuer's first
-    word (unless it is an ordinary word such as "General" or "International"), its first two words
-    joined ("Best Buy" → `bestbuy`), and the first word of a `NAME_YEAR…` file name
-    (`AMCOR_2023Q4_EARNINGS`), often the only place a press release says so."""
-    words = [w for w in _TOKEN.findall((identity.issuer or "").casefold()) if w not in _GENERIC]
-    terms: set[str] = set()
-    if words:
-        if words[0] not in _ORDINARY and len(words[0]) >= 2:
-            terms.add(words[0])
-        if len(words) >= 2:
-            terms.add(words[0] + words[1])
-    named = _issuer_in_name(path.rsplit("/", 1)[-1].rsplit(".", 1)[0])
-    if named:
-        terms.update(_TOKEN.findall(named.casefold()))
-    return terms
-
-
-def period_terms(identity: DocumentIdentity) -> set[str]:
-    """The words that say what and when a document is: its type and period. Not its title or file
-    name: those share words with what the document is about ("remote work"), and a question about a
-    topic is not a question naming a document."""
-    terms: set[str] = set()
-    for text in (identity.doc_type or "", identity.period or ""):
-        terms.update(_TOKEN.findall(text.casefold()))
-    if identity.year is not None:
-        terms.add(str(identity.year))
-    return {t for t in terms if len(t) >= 2 and t not in _GENERIC}
-
-
-_GENERIC = frozenset({"the", "of", "and", "for", "inc", "corp", "co", "ltd", "company", "corporation", "pdf"})
-# Words that open many organisations' names and much prose: alone, they name nobody.
-_ORDINARY = frozenset(
-    [
-        "general",
-        "american",
-        "international",
-        "united",
-        "national",
-        "first",
-        "new",
-        "global",
-        "best",
-        "health",
-        "bank",
-        "group",
-        "royal",
-        "capital",
-        "financial",
-        "energy",
-        "world",
-        "public",
-        "state",
-        "city",
-        "county",
-        "north",
-        "south",
-        "east",
-        "west",
-        "central",
-    ]
-)

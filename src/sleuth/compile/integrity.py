@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from sleuth.compile import typed_tables
 from sleuth.compile.artifacts import Artifact
-from sleuth.compile.chunking import Chunk
 from sleuth.compile.errors import CompileError
 from sleuth.compile.pages import Page
+from sleuth.format.chunks import Chunk
 
 
 def check_chunks(chunks: list[Chunk], pages: list[Page]) -> None:

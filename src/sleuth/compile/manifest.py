@@ -16,6 +16,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from sleuth.format.names import slugify
+
 Kind = Literal["summary", "topic", "entity", "event", "doc", "page", "glossary"]
 Scope = Literal["document", "corpus"]
 Format = Literal["markdown", "sqlite"]
@@ -329,10 +331,3 @@ def snake_case(name: str) -> str:
     if out[0].isdigit():
         out = "t_" + out
     return out
-
-
-def slugify(name: str, limit: int = 80) -> str:
-    """Lowercase ASCII, runs of other characters → `-`, at most `limit` characters (§7.3)."""
-    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
-    slug = re.sub(r"[^a-z0-9]+", "-", ascii_name.lower()).strip("-")
-    return slug[:limit].rstrip("-") or "item"

@@ -31,7 +31,7 @@ from sleuth.compile import boilerplate, integrity, typed_tables, version_files
 from sleuth.compile import glossary as glossary_builder
 from sleuth.compile.artifact_leg import ArtifactLeg
 from sleuth.compile.artifacts import Artifact
-from sleuth.compile.chunking import CHUNKER_VERSION, Chunk, Window, chunk_pages
+from sleuth.compile.chunking import CHUNKER_VERSION, Window, chunk_pages
 from sleuth.compile.extract import Extractor, NoModelExtractor
 from sleuth.compile.identity import IDENTITY_VERSION, identify
 from sleuth.compile.manifest import Manifest, parse_manifest, read_manifest_file
@@ -40,6 +40,8 @@ from sleuth.compile.parse import parse_source
 from sleuth.compile.sources import ImportReport, import_sources, list_source_files
 from sleuth.compile.tables_db import write_tables
 from sleuth.compile.version_files import SourceState
+from sleuth.format import boilerplate as boilerplate_file
+from sleuth.format.chunks import Chunk
 from sleuth.models.embedder import EmbeddingCache, embed_cached, file_sha256, get_embedder
 from sleuth.store import dense, keyword
 from sleuth.store.home import ContextDir, Home, now_iso, write_json_atomic, write_text_atomic
@@ -491,7 +493,7 @@ class CompileRun:
             # Boilerplate is a property of the whole version (a line shared by many documents), so it
             # is scored anew at every compile, over every source's pages.
             all_pages = pages_by_source if arts_config.is_enabled else every_page()  # read once
-            boilerplate.write(index_dir, boilerplate.chunk_scores(chunks_flat, all_pages))
+            boilerplate_file.write(index_dir, boilerplate.chunk_scores(chunks_flat, all_pages))
             self.progress.advance("index")
             if chunk_vectors is not None and artifact_vectors is not None:
                 dense_dir = index_dir / "dense"

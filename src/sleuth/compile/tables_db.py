@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from sleuth.compile.artifacts import Artifact
-from sleuth.compile.chunking import Chunk
 from sleuth.compile.glossary import Entry
 from sleuth.compile.manifest import Manifest
 from sleuth.compile.typed_tables import TypedTable
+from sleuth.format.chunks import Chunk
 
 _SCHEMA = """
 PRAGMA journal_mode=DELETE;

@@ -28,7 +28,7 @@ from sleuth.models.base import (
     ToolSpec,
     Usage,
 )
-from sleuth.models.catalog import resolve_api_key
+from sleuth.models.keys import resolve_api_key
 from sleuth.models.openai_chat import map_sdk_error
 
 if TYPE_CHECKING:

@@ -34,12 +34,11 @@ from pathlib import Path
 from typing import Any, cast, get_args
 
 from sleuth.models.base import Model, ModelConfig, PromptProfile, Provider, ToolProtocol
+from sleuth.models.keys import DEFAULT_KEY_ENV, resolve_api_key
 
 OFFLINE_ID = "sleuth/offline"
 TIERS = ("lite", "standard", "pro")
 CONFIGURABLE_PROVIDERS = ("openai", "anthropic", "openai-compatible")
-DEFAULT_KEY_ENV: dict[str, str] = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-NO_KEY = "unused"  # what an OpenAI-compatible local server gets: it checks no key, the SDK wants one
 SDK_MODULE: dict[str, str] = {"openai": "openai", "openai-compatible": "openai", "anthropic": "anthropic"}
 
 # `GET /models` query_defaults (api.md §10.2, runtime.md §12).
@@ -78,21 +77,6 @@ OFFLINE = ModelConfig(
 
 class CatalogError(ValueError):
     """The catalog or a model name is invalid; the message says what to fix."""
-
-
-def resolve_api_key(config: ModelConfig, env: Mapping[str, str] | None = None) -> str | None:
-    """The key for `config`: the explicit `api_key`, else the variable `api_key_env` names (default
-    OPENAI_API_KEY / ANTHROPIC_API_KEY). An `openai-compatible` entry with neither gets a placeholder:
-    local servers check no key, and sending the user's OpenAI key to an arbitrary URL would leak it."""
-    env = os.environ if env is None else env
-    if config.api_key:
-        return config.api_key
-    name = config.api_key_env or DEFAULT_KEY_ENV.get(config.provider)
-    if name:
-        return env.get(name) or None
-    if config.provider == "openai-compatible":
-        return NO_KEY
-    return None
 
 
 def _defaults(provider: str) -> tuple[ToolProtocol, int]:

@@ -25,7 +25,7 @@ from sleuth.models.base import (
     ToolSpec,
     Usage,
 )
-from sleuth.models.catalog import resolve_api_key
+from sleuth.models.keys import resolve_api_key
 
 if TYPE_CHECKING:
     import openai

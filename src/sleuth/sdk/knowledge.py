@@ -22,8 +22,8 @@ from typing import Any, NoReturn
 import numpy as np
 import numpy.typing as npt
 
-from sleuth.compile.artifacts import read_front_matter
-from sleuth.compile.manifest import slugify
+from sleuth.format.front_matter import read_front_matter
+from sleuth.format.names import slugify
 from sleuth.sdk.errors import AmbiguousError, LimitError, NotFoundError, QueryError
 from sleuth.sdk.sql import ReadOnlyDatabase
 from sleuth.sdk.types import (

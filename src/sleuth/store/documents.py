@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from sleuth.compile.identity import DOC_TYPES, DocumentIdentity, issuer_terms, letters, period_terms
+from sleuth.format.identity import DOC_TYPES, DocumentIdentity, issuer_terms, letters, period_terms
 from sleuth.store.text import STOP_WORDS
 
 #: The idf-weighted words a question must share with a document's identity to name it.

@@ -19,8 +19,8 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from sleuth.compile import boilerplate
-from sleuth.compile.chunking import Chunk
+from sleuth.format import boilerplate
+from sleuth.format.chunks import Chunk
 from sleuth.models.embedder import Embedder, get_embedder
 from sleuth.store.dense import DenseIndex
 from sleuth.store.documents import DocumentResolver
