@@ -7,6 +7,7 @@ import pytest
 
 from sleuth.agent.replay import ReplayError, replay
 from sleuth.agent.turn import TurnError, TurnRequest
+from sleuth.api.errors import TURN_ERROR_STATUS
 from sleuth.models.scripted import code, final_call
 from tests.agent.support import RuntimeFactory
 
@@ -80,7 +81,7 @@ def test_one_turn_in_flight_per_session(make_runtime: RuntimeFactory) -> None:
     prepared = runtime.prepare(TurnRequest(ask="q2", session_id=first.session_id))
     with pytest.raises(TurnError) as info:
         runtime.prepare(TurnRequest(ask="q3", session_id=first.session_id))
-    assert (info.value.code, info.value.status) == ("session_busy", 409)
+    assert info.value.code == "session_busy" and TURN_ERROR_STATUS[info.value.code] == 409
     done = runtime.run(prepared)
     assert done.status == "completed"
     again = runtime.prepare(TurnRequest(ask="q4", session_id=first.session_id))  # released again

@@ -49,12 +49,12 @@ PINNED_FIELDS = ("scope", "system_prompt", "guardrails", "model", "models", "too
 
 
 class TurnError(Exception):
-    """A request rejected before the turn starts: `code` and `status` follow api.md §4."""
+    """A request rejected before the turn starts; `code` is api.md §4's. The HTTP status it maps to
+    is the API layer's business (`api.errors.TURN_ERROR_STATUS`): the CLI and MCP have none."""
 
-    def __init__(self, code: str, message: str, status: int = 400) -> None:
+    def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
-        self.status = status
 
 
 @dataclass
@@ -217,7 +217,7 @@ class Runtime:
         if request.session_id:
             session = self.db.get_session(request.session_id)
             if session is None:
-                raise TurnError("session_not_found", f"no session {request.session_id!r}", 404)
+                raise TurnError("session_not_found", f"no session {request.session_id!r}")
             ignored = [name for name in PINNED_FIELDS if getattr(request, name) not in (None, [])]
         elif not request.scope:
             raise TurnError(
@@ -276,14 +276,14 @@ class Runtime:
             comparison=None if request.comparison_group is None else [],  # filled in when read
         )
         if not self.db.claim_session(session["id"], query.id):
-            raise TurnError("session_busy", "a turn of this session is still running", 409)
+            raise TurnError("session_busy", "a turn of this session is still running")
         try:
             self.db.insert_query(
                 query.model_dump(mode="json"), workflow=workflow, comparison_group=request.comparison_group
             )
         except ComparisonGroupFull as exc:
             self.db.release_session(session["id"], query.id, ran=False)
-            raise TurnError("comparison_group_full", str(exc), 409) from None
+            raise TurnError("comparison_group_full", str(exc)) from None
         prepared = PreparedTurn(request, query, session, briefs, configs, workflow, ignored)
         with self._turns_lock:
             self._turns[query.id] = prepared
@@ -293,10 +293,10 @@ class Runtime:
         try:
             context = self.home.find(slug)
         except (ContextNotFound, ValueError):
-            raise TurnError("context_not_found", f"no context {slug!r}", 404) from None
+            raise TurnError("context_not_found", f"no context {slug!r}") from None
         live = context.live_version()
         if live is None:
-            raise TurnError("context_not_curated", f"context {slug!r} has no compiled version yet", 409)
+            raise TurnError("context_not_curated", f"context {slug!r} has no compiled version yet")
         info = context.info()
         return ContextBrief(info.slug, info.name, info.description, context.version_dir(live), live)
 

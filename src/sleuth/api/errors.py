@@ -4,6 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+#: The status of each `agent.turn.TurnError` code that is not a plain 400 (api.md §4).
+TURN_ERROR_STATUS: dict[str, int] = {
+    "session_not_found": 404,
+    "context_not_found": 404,
+    "session_busy": 409,
+    "comparison_group_full": 409,
+    "context_not_curated": 409,
+}
+
 
 class ApiError(Exception):
     """Raised by routes; the app turns it into the envelope with its status and extra keys."""

@@ -31,7 +31,7 @@ from sleuth.agent.retrieval import retrieval_options
 from sleuth.agent.turn import TurnError, TurnRequest
 from sleuth.api.access import check_scope, query_not_found, visible_query, visible_session
 from sleuth.api.auth import AdminKey, AnyKey, Principal
-from sleuth.api.errors import ApiError
+from sleuth.api.errors import TURN_ERROR_STATUS, ApiError
 from sleuth.api.sse import follow, stream_response
 from sleuth.api.state import ApiState, api_state
 from sleuth.api.system import sandbox_report
@@ -366,7 +366,7 @@ def admit_turn(
         if session is None:
             _check_models_available(state, body)
         elif session.get("active_query_id"):
-            raise TurnError("session_busy", "a turn of this session is still running", 409)
+            raise TurnError("session_busy", "a turn of this session is still running")
         if group is not None:
             groups.take(state.db, group)
             grouped = True
@@ -410,7 +410,7 @@ def _check_models_available(state: ApiState, body: QueryRequest) -> None:
 
 
 def _error_of(exc: TurnError) -> ApiError:
-    return ApiError(exc.status, exc.code, str(exc))
+    return ApiError(TURN_ERROR_STATUS.get(exc.code, 400), exc.code, str(exc))
 
 
 # ---------------------------------------------------------------------------------- routes
