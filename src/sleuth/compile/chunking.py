@@ -3,7 +3,7 @@
 A chunk never crosses a page boundary and, with `respect_sections`, never a section boundary. It is
 always an exact slice, `page.text[start:end]`; cuts prefer paragraph, then line, then sentence,
 then word boundaries. Tokens are counted as ⌈characters / 4⌉. Given the embedder's window
-(`visible`), a chunk also ends where the embedder stops reading, so its vector covers all of it.
+(`Window`), a chunk also ends where the embedder stops reading, so its vector covers all of it.
 """
 
 from __future__ import annotations

@@ -353,8 +353,7 @@ class CompileRun:
                 ledger.failures.pop(rel, None)
                 ledger.manifest[rel] = entry
                 title = cards.document_title(rel, parsed.title, parsed.pages)
-                who = identify(rel, title, parsed.pages)
-                states[rel] = SourceState(
+                parsed_state = SourceState(
                     path=rel,
                     title=title,
                     format=parsed.format,
@@ -365,12 +364,8 @@ class CompileRun:
                     mtime=entry.mtime,
                     curated_at=now_iso(),
                     images_skipped=parsed.images_skipped,
-                    issuer=who.issuer,
-                    doc_type=who.doc_type,
-                    period=who.period,
-                    year=who.year,
-                    aliases=" ".join(who.aliases),
                 )
+                states[rel] = _identified(parsed_state, parsed.pages)
                 version_files.write_jsonl(
                     knowledge / version_files.pages_rel(rel), (p.to_json() for p in parsed.pages)
                 )
@@ -610,6 +605,8 @@ def context_header(state: SourceState) -> str:
 
 
 def _identified(state: SourceState, pages: list[Page]) -> SourceState:
+    """`state` with what `identify` reads from its pages: for a fresh parse, and for a carried-over
+    source after a newer `identify`."""
     who = identify(state.path, state.title, pages)
     return replace(
         state,

@@ -58,6 +58,16 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def checked_file(path: Path, expected: str | None) -> Path:
+    """`path`, once it exists and (unless `expected` is None) matches its pinned sha256: a corrupted
+    or swapped model file fails loudly instead of embedding garbage."""
+    if not path.is_file():
+        raise EmbedderError(f"embedding model file missing: {path}")
+    if expected is not None and file_sha256(path) != expected:
+        raise EmbedderError(f"embedding model file does not match its pinned sha256: {path}")
+    return path
+
+
 class MiniLMEmbedder:
     id = "minilm-l6-v2-int8"
     dim = 384
@@ -71,17 +81,15 @@ class MiniLMEmbedder:
         self._session: object | None = None
         self._counter: object | None = None
 
+    def _tokenizer_file(self) -> Path:
+        return checked_file(self._data_dir / "tokenizer.json", TOKENIZER_SHA256)
+
     def _load(self) -> tuple[object, object]:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        model, tokenizer_file = self._data_dir / "model.onnx", self._data_dir / "tokenizer.json"
-        for path, expected in ((model, MODEL_SHA256), (tokenizer_file, TOKENIZER_SHA256)):
-            if not path.is_file():
-                raise EmbedderError(f"embedding model file missing: {path}")
-            if file_sha256(path) != expected:
-                raise EmbedderError(f"embedding model file does not match its pinned sha256: {path}")
-        tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        model = checked_file(self._data_dir / "model.onnx", MODEL_SHA256)
+        tokenizer = Tokenizer.from_file(str(self._tokenizer_file()))
         # The shipped tokenizer.json pads to a fixed 128; pad to the batch's longest instead.
         tokenizer.enable_truncation(MAX_WORD_PIECES)
         tokenizer.enable_padding()
@@ -100,12 +108,11 @@ class MiniLMEmbedder:
             return self._session  # type: ignore[return-value]
 
     def piece_starts(self, text: str) -> list[int]:
-        _session, tokenizer = self._runtime  # loads (and checks) the shipped files once
-        with self._lock:
+        with self._lock:  # the tokenizer alone: chunking needs no model session
             if self._counter is None:
                 from tokenizers import Tokenizer
 
-                counter = Tokenizer.from_str(tokenizer.to_str())  # type: ignore[attr-defined]
+                counter = Tokenizer.from_file(str(self._tokenizer_file()))
                 counter.no_truncation()
                 counter.no_padding()
                 self._counter = counter
@@ -157,10 +164,7 @@ class StaticEmbedder:
 
         matrix_file, tokenizer_file = self._data_dir / "embeddings.npy", self._data_dir / "tokenizer.json"
         for path, expected in ((matrix_file, STATIC_SHA256), (tokenizer_file, STATIC_TOKENIZER_SHA256)):
-            if not path.is_file():
-                raise EmbedderError(f"embedding model file missing: {path}")
-            if self._check and file_sha256(path) != expected:
-                raise EmbedderError(f"embedding model file does not match its pinned sha256: {path}")
+            checked_file(path, expected if self._check else None)
         matrix = np.load(matrix_file, allow_pickle=False).astype(np.float32)
         tokenizer = Tokenizer.from_file(str(tokenizer_file))
         return matrix, tokenizer, tokenizer.token_to_id("[UNK]")

@@ -38,10 +38,14 @@ class DocumentResolver:
             self.aliases[path] = set()
         # A short name one document gives its issuer ("JNJ" on a filing's cover) names the issuer's
         # other documents too: an earnings release has no cover table.
+        holding: dict[str, set[str]] = {}  # issuer term → the documents with it
+        for path, names in self.issuers.items():
+            for name in names:
+                holding.setdefault(name, set()).add(path)
         for path, entry in documents.items():
             found = {letters(a) for a in str(entry.get("aliases") or "").split()} - STOP_WORDS - {""}
-            for other, names in self.issuers.items():
-                if found and (other == path or names & self.issuers[path]):
+            if found:
+                for other in {path}.union(*(holding[name] for name in self.issuers[path])):
                     self.aliases[other] |= found
         counts: dict[str, int] = {}
         for path in self.issuers:
@@ -109,7 +113,7 @@ _YEAR_WORD = re.compile(r"(?:fy)?((?:19|20)\d\d)|fy(\d\d)")
 
 def _period_words(words: set[str]) -> tuple[set[str], set[str]]:
     """The question's words without its years, and the years (`fy2022` and `fy22` say `2022`):
-    `resolve` adds back the one it reads. A quarter drops the `fy` (annual) forms."""
+    `resolve` adds back the one it reads (without its `fy` form when a quarter is named)."""
     years: set[str] = set()
     rest: set[str] = set()
     for word in words:
@@ -118,8 +122,6 @@ def _period_words(words: set[str]) -> tuple[set[str], set[str]]:
             years.add(match.group(1) or "20" + match.group(2))
         else:
             rest.add(word)
-    if rest & _QUARTERS:
-        rest = {w for w in rest if not (w.startswith("fy") and w[2:].isdigit())}
     return rest, years
 
 

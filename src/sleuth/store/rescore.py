@@ -74,14 +74,19 @@ def forms(term: str) -> tuple[str, ...]:
     return tuple(forms)
 
 
-def term_weights(query: str, idf: Callable[[str], float]) -> dict[str, float]:
-    """Each of the question's terms (stems) weighted by how rare the word is."""
-    return {term: idf(raw) for term, raw in query_terms(query).items()}
+#: A question's terms as their written forms (`forms`), each with its weight.
+TermWeights = dict[tuple[str, ...], float]
 
 
-def overlap(weight: dict[str, float], found: frozenset[str]) -> float:
+def term_weights(query: str, idf: Callable[[str], float]) -> TermWeights:
+    """Each of the question's terms weighted by how rare the word is, keyed by its written forms
+    (worked out once per question: `overlap` runs for every candidate page)."""
+    return {forms(term): idf(raw) for term, raw in query_terms(query).items()}
+
+
+def overlap(weight: TermWeights, found: frozenset[str]) -> float:
     """The weight of the question's terms that `found` (a page's words) holds, in any written form."""
-    return sum(w for term, w in weight.items() if any(f in found for f in forms(term)))
+    return sum(w for written, w in weight.items() if any(f in found for f in written))
 
 
 def title_pages(

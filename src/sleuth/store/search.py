@@ -229,8 +229,12 @@ class VersionReader:
     ) -> KeywordCandidates:
         """The BM25 half of `search`, on its own so that it can run while the query is embedded
         (it is the slower half). The scope's list and the named documents' list run side by side."""
+        return self._keyword_candidates(query, top_k, sources, self._named(query, sources))
+
+    def _keyword_candidates(
+        self, query: str, top_k: int, sources: Sequence[str] | None, named: list[str]
+    ) -> KeywordCandidates:
         depth = _depth(top_k)
-        named = self._named(query, sources)
         if not named:
             return KeywordCandidates(
                 query, depth, tuple(sources or ()), self.keyword(query, depth, sources), []
@@ -256,7 +260,7 @@ class VersionReader:
         depth = _depth(top_k)
         named = self._named(query, sources)
         if mode != "semantic" and (keyword is None or not keyword.matches(query, depth, sources)):
-            keyword = self.keyword_candidates(query, top_k, sources)
+            keyword = self._keyword_candidates(query, top_k, sources, named)  # resolved once
         if mode == "semantic":
             inside = self.semantic(query, depth, named, vector) if named else []
             ranked = _merge(self.semantic(query, depth, sources, vector), inside)
@@ -291,8 +295,7 @@ class VersionReader:
     def _title_pages(self, query: str, scope: Sequence[str]) -> list[PageKey]:
         """`rescore.title_pages` over the searched documents' pages (not the whole corpus: that
         would cost a scan of every page per query)."""
-        wanted = set(scope)
-        keys = [key for key in self._chunks_by_page if key[0] in wanted]
+        keys = [key for source in dict.fromkeys(scope) for key in self._pages_of_source.get(source, [])]
         if len(keys) > TITLE_SCAN_PAGES:
             return []
         return title_pages(query, keys, self._page_words, self._idf)
@@ -322,17 +325,17 @@ class VersionReader:
         if key not in self._page_words_cache:
             chunks = self._chunks_by_page.get(key, [])
             words = PageWords.of("\n".join(c.text for c in chunks))  # in order
-            if self._page_count[key[0]] == 1:
+            if len(self._pages_of_source[key[0]]) == 1:
                 words = PageWords(frozenset(), words.body)
             self._page_words_cache[key] = words
         return self._page_words_cache[key]
 
     @cached_property
-    def _page_count(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for source, _page in self._chunks_by_page:
-            counts[source] = counts.get(source, 0) + 1
-        return counts
+    def _pages_of_source(self) -> dict[str, list[PageKey]]:
+        by_source: dict[str, list[PageKey]] = {}
+        for key in self._chunks_by_page:
+            by_source.setdefault(key[0], []).append(key)
+        return by_source
 
     @cached_property
     def _idf(self) -> Callable[[str], float]:
