@@ -229,12 +229,8 @@ class VersionReader:
     ) -> KeywordCandidates:
         """The BM25 half of `search`, on its own so that it can run while the query is embedded
         (it is the slower half). The scope's list and the named documents' list run side by side."""
-        return self._keyword_candidates(query, top_k, sources, self._named(query, sources))
-
-    def _keyword_candidates(
-        self, query: str, top_k: int, sources: Sequence[str] | None, named: list[str]
-    ) -> KeywordCandidates:
         depth = _depth(top_k)
+        named = self._named(query, sources)
         if not named:
             return KeywordCandidates(
                 query, depth, tuple(sources or ()), self.keyword(query, depth, sources), []
@@ -260,7 +256,7 @@ class VersionReader:
         depth = _depth(top_k)
         named = self._named(query, sources)
         if mode != "semantic" and (keyword is None or not keyword.matches(query, depth, sources)):
-            keyword = self._keyword_candidates(query, top_k, sources, named)  # resolved once
+            keyword = self.keyword_candidates(query, top_k, sources)
         if mode == "semantic":
             inside = self.semantic(query, depth, named, vector) if named else []
             ranked = _merge(self.semantic(query, depth, sources, vector), inside)
