@@ -131,6 +131,7 @@ class Repl:
         if channel is not None:
             channel.attach(self.loop)
         self.calls: list[dict[str, Any]] = []
+        self._began: list[float] = []  # each call's start, beside `calls`: the trace lists them as issued
         self.globals: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
         self._bind()
         self._known_spans = 0
@@ -179,6 +180,7 @@ class Repl:
         error: BaseException | None = None,
     ) -> None:
         shown = [_compact(a) for a in args] + [f"{k}={_compact(v)}" for k, v in kwargs.items()]
+        self._began.append(began)
         self.calls.append(
             {
                 "fn": name,
@@ -189,6 +191,12 @@ class Repl:
                 "error": None if error is None else f"{type(error).__name__}: {str(error)[:300]}",
             }
         )
+
+    def _issued(self) -> list[dict[str, Any]]:
+        """The step's calls in the order its code made them: a call is recorded when it finishes, and
+        of calls awaited together (`asyncio.gather`) the first issued need not finish first."""
+        order = sorted(range(len(self.calls)), key=self._began.__getitem__)
+        return [self.calls[i] for i in order]
 
     def _traced(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
@@ -235,7 +243,7 @@ class Repl:
         stream = CappedStream(full_output_cap)
         saved = sys.stdout, sys.stderr
         sys.stdout = sys.stderr = stream
-        self.calls = []
+        self.calls, self._began = [], []
         error: dict[str, Any] | None = None
         final: dict[str, Any] | None = None
         filename = f"<step-{step}>"
@@ -279,7 +287,7 @@ class Repl:
             "truncated": truncated,
             "full_output": text,
             "error": error,
-            "calls": self.calls[:MAX_CALLS],
+            "calls": self._issued()[:MAX_CALLS],
             "calls_total": len(self.calls),
             "spans": [
                 {
