@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from sleuth.agent.replay import replay
 from sleuth.agent.retrieval import Retrieval, RetrievalOptions, retrieval_options
@@ -53,14 +54,15 @@ def runtime(sample_home: tuple[Home, CompileReport], tmp_path: Path) -> Iterator
         yield rt
 
 
-def ask(runtime: Runtime, options: RetrievalOptions, events: list[dict[str, Any]] | None = None) -> Any:
-    request = TurnRequest(ask=HOTEL, scope=["acme"], model=MODEL, retrieval=options)
+def ask(runtime: Runtime, events: list[dict[str, Any]] | None = None, **flags: Any) -> Any:
+    """A retrieval-only turn, asked with the request flags of api.md §8.1."""
+    request = TurnRequest(ask=HOTEL, scope=["acme"], model=MODEL, **flags)
     return runtime.ask(request, events.append if events is not None else None)
 
 
 def test_hits_are_fused_across_chunks_and_artifacts(runtime: Runtime) -> None:
     events: list[dict[str, Any]] = []
-    query = ask(runtime, RetrievalOptions(max_hits=10), events)
+    query = ask(runtime, events, retrieval_only=True, max_retrieved=10)
     assert query.status == "completed", query.error
     hits = query.output_json["hits"]
     assert len(hits) == 10
@@ -133,7 +135,7 @@ def test_hits_are_fused_across_chunks_and_artifacts(runtime: Runtime) -> None:
 
 
 def test_max_hits_and_max_chars_cut_the_hits(runtime: Runtime) -> None:
-    query = ask(runtime, RetrievalOptions(max_hits=3, max_chars=40))
+    query = ask(runtime, retrieval_only=True, max_retrieved=3, max_retrieved_chars=40)
     assert query.status == "completed", query.error
     hits = query.output_json["hits"]
     assert len(hits) == 3 and all(len(h["text"]) <= 40 for h in hits)
@@ -141,7 +143,7 @@ def test_max_hits_and_max_chars_cut_the_hits(runtime: Runtime) -> None:
 
 
 def test_pointers_only_omits_the_text(runtime: Runtime) -> None:
-    query = ask(runtime, RetrievalOptions(pointers_only=True, max_hits=6))
+    query = ask(runtime, pointers_only=True, max_retrieved=6)
     assert query.status == "completed", query.error
     hits = query.output_json["hits"]
     assert len(hits) == 6 and all("text" not in h for h in hits)
@@ -152,18 +154,18 @@ def test_pointers_only_omits_the_text(runtime: Runtime) -> None:
 
 
 def test_chunks_only_and_artifacts_only_narrow_the_kinds(runtime: Runtime) -> None:
-    chunks = ask(runtime, RetrievalOptions(kinds=("chunk",), max_hits=5))
+    chunks = ask(runtime, chunks_only=True, max_retrieved=5)
     assert {h["kind"] for h in chunks.output_json["hits"]} == {"chunk"}
     assert chunks.steps[0].fns == ["search_source"] and chunks.rollup.total_hits == 5
-    artifacts = ask(runtime, RetrievalOptions(kinds=("artifact",), max_hits=5))
+    artifacts = ask(runtime, artifacts_only=True, max_retrieved=5)
     assert {h["kind"] for h in artifacts.output_json["hits"]} == {"artifact"}
     assert artifacts.steps[0].fns == ["search_knowledge", "read_artifact"]
     assert artifacts.steps[0].strategy.kind == "artifacts_first"
 
 
 def test_same_request_same_hits(runtime: Runtime) -> None:
-    first = ask(runtime, RetrievalOptions(max_hits=8))
-    second = ask(runtime, RetrievalOptions(max_hits=8))
+    first = ask(runtime, retrieval_only=True, max_retrieved=8)
+    second = ask(runtime, retrieval_only=True, max_retrieved=8)
     assert first.output_json == second.output_json
 
 
@@ -196,9 +198,7 @@ def test_hits_match_the_sdk(sample_version: Path) -> None:
 
 
 def test_a_failing_retrieval_fails_the_turn(runtime: Runtime, tmp_path: Path) -> None:
-    prepared = runtime.prepare(
-        TurnRequest(ask=HOTEL, scope=["acme"], retrieval=RetrievalOptions(kinds=("chunk",)))
-    )
+    prepared = runtime.prepare(TurnRequest(ask=HOTEL, scope=["acme"], chunks_only=True))
     # the pinned version disappears under the turn (e.g. collected): the index cannot be read
     broken = prepared.briefs[0]
     prepared.briefs[0] = replace(broken, version_dir=tmp_path / "gone")
@@ -212,17 +212,19 @@ def test_a_failing_retrieval_fails_the_turn(runtime: Runtime, tmp_path: Path) ->
 
 
 def test_options_are_checked_before_anything_is_stored(runtime: Runtime) -> None:
-    for options, shape, code in [
-        (RetrievalOptions(max_hits=0), None, "invalid_request"),
-        (RetrievalOptions(max_hits=201), None, "invalid_request"),
-        (RetrievalOptions(max_chars=20_001), None, "invalid_request"),
-        (RetrievalOptions(kinds=()), None, "invalid_request"),
-        (RetrievalOptions(kinds=("table",)), None, "invalid_request"),
-        (RetrievalOptions(), {"type": "object"}, "conflicting_options"),
+    """Ranges are the turn contract's (refused when the request is built); options that exclude each
+    other are refused by the runtime before a session or query is stored."""
+    for flags in [{"max_retrieved": 0}, {"max_retrieved": 201}, {"max_retrieved_chars": 20_001}]:
+        with pytest.raises(ValidationError) as invalid:
+            TurnRequest(ask=HOTEL, scope=["acme"], retrieval_only=True, **flags)
+        assert invalid.value.errors()[0]["loc"] == (next(iter(flags)),)
+    for flags in [
+        {"compose": False, "shape": {"type": "object"}},
+        {"chunks_only": True, "artifacts_only": True},
     ]:
         with pytest.raises(TurnError) as raised:
-            runtime.prepare(TurnRequest(ask=HOTEL, scope=["acme"], shape=shape, retrieval=options))
-        assert raised.value.code == code, options
+            runtime.prepare(TurnRequest(ask=HOTEL, scope=["acme"], **flags))
+        assert raised.value.code == "conflicting_options", flags
     assert runtime.db.list_sessions() == []
 
 

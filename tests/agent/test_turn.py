@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from sleuth.agent.turn import TurnError, TurnRequest
 from sleuth.models.base import ModelError
@@ -208,12 +209,13 @@ def test_bad_requests_are_rejected_before_the_turn(make_runtime: RuntimeFactory)
         (TurnRequest(ask="q", scope=["acme"], tools=["rm_rf"]), "unknown_tool"),
         (TurnRequest(ask="q", scope=["acme"], shape={"type": "object", "oneOf": []}), "invalid_shape"),
         (TurnRequest(ask="q", session_id="ses_missing"), "session_not_found"),
-        (TurnRequest(ask="q", scope=["acme"], max_tool_output_chars=0), "invalid_request"),
     ]
     for request, expected in cases:
         with pytest.raises(TurnError) as info:
             runtime.prepare(request)
         assert info.value.code == expected
+    with pytest.raises(ValidationError):  # a range is the contract's: refused when the request is built
+        TurnRequest(ask="q", scope=["acme"], max_tool_output_chars=0)
 
 
 def test_disabled_tools_are_refused_with_a_hint(make_runtime: RuntimeFactory) -> None:

@@ -16,7 +16,7 @@ import uvicorn
 
 from sleuth.agent.turn import Runtime
 from sleuth.api import create_app
-from sleuth.api.state import ApiSettings, ApiState
+from sleuth.api.state import ApiState
 from sleuth.models.base import ModelConfig
 from sleuth.models.scripted import ScriptedModel, ScriptItem
 from sleuth.sandbox import SandboxHost
@@ -58,7 +58,8 @@ def launch(
 
     db = ServerDB(scratch / "server.sqlite", replay_root=scratch)
     runtime = Runtime(home, db=db, sandbox_host=host, model_factory=build)
-    state = ApiState(home=home, db=db, runtime=runtime, settings=ApiSettings(**settings))  # type: ignore[arg-type]
+    auth = bool(settings.pop("auth", False))
+    state = ApiState(home=home, db=db, runtime=runtime, overrides=settings, auth=auth)
     port = _free_port()
     server = uvicorn.Server(
         uvicorn.Config(create_app(state), host="127.0.0.1", port=port, log_level="warning")

@@ -5,11 +5,14 @@ from __future__ import annotations
 import importlib.metadata
 from pathlib import Path
 
+import pytest
+
 import sleuth
 from sleuth.agent.turn import Runtime
 from sleuth.api.state import ApiState
 from sleuth.api.system import sandbox_report
 from sleuth.sandbox import SandboxHost
+from sleuth.settings import Settings
 from sleuth.store.home import Home
 from sleuth.store.server_db import ServerDB
 from tests.api.support import ServerFactory
@@ -38,6 +41,19 @@ def test_version_needs_no_key_and_reports_the_sandbox(make_server: ServerFactory
 def test_version_in_no_auth_mode(make_server: ServerFactory) -> None:
     server = make_server()
     assert server.client.get("/api/version").json()["auth"] == "none"
+
+
+def test_version_reports_the_settings_the_server_uses(
+    make_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The environment as read at each use, with the server's flags on top (`sleuth.settings`)."""
+    server = make_server(max_concurrent_turns=2, project_name="Research")
+    monkeypatch.setenv("SLEUTH_MAX_FILE_BYTES", "4096")
+    monkeypatch.setenv("SLEUTH_MAX_CONCURRENT_TURNS", "9")  # the flag wins
+    settings = server.client.get("/api/version").json()["settings"]
+    assert settings["max_file_bytes"] == 4096 and settings["max_concurrent_turns"] == 2
+    assert settings["project_name"] == "Research" and settings["max_queued_turns"] == 32
+    assert set(settings) == set(Settings.model_fields)
 
 
 def test_auth_and_project_show_the_configured_project(make_server: ServerFactory) -> None:

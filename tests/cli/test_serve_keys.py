@@ -10,7 +10,6 @@ import pytest
 from typer.testing import CliRunner
 
 from sleuth.api.server import ServeError, ServeOptions, build_state, is_loopback, resolve_auth
-from sleuth.api.state import ApiSettings
 from sleuth.cli import app
 from sleuth.store.home import Home
 from sleuth.store.keys import KeyStore
@@ -117,7 +116,7 @@ def test_start_up_fails_interrupted_turns_and_seeds_the_env_key(home: Home) -> N
         db.insert_query({"id": query_id, "session_id": session["id"], "status": "in_progress", "created": 1})
         assert db.claim_session(session["id"], query_id)
 
-    state = build_state(home, ApiSettings(auth=True), environ={"SLEUTH_API_KEY": "slk_" + "s" * 40})
+    state = build_state(home, auth=True, environ={"SLEUTH_API_KEY": "slk_" + "s" * 40})
     try:
         failed = state.db.get_query(query_id)
         assert failed is not None and (failed["status"], failed["error"]) == ("failed", "server restarted")
@@ -131,7 +130,7 @@ def test_start_up_fails_interrupted_turns_and_seeds_the_env_key(home: Home) -> N
 
     # Idempotent; a changed value replaces the old seeded key; a revoked value stays revoked.
     for value in ("slk_" + "s" * 40, "slk_" + "t" * 40):
-        state = build_state(home, ApiSettings(), environ={"SLEUTH_API_KEY": value})
+        state = build_state(home, environ={"SLEUTH_API_KEY": value})
         state.runtime.close()
         state.db.close()
     with ServerDB.for_home(home) as db:

@@ -18,10 +18,12 @@ from sleuth.agent.actions import SDK_NAMES, TOOLS, Action, parse_reply, rejectio
 from sleuth.agent.evidence import mark_seen
 from sleuth.agent.records import QueryStep, StepCost, StopReason, Strategy, TraceCall
 from sleuth.agent.spans import EvidenceSpan
+from sleuth.errors import Failed
 from sleuth.models.base import CompletionParams, Message, Model, ModelError, Reply, Usage
 from sleuth.sandbox.host import Sandbox, SandboxDied, StepResult
 from sleuth.sandbox.limits import BudgetExceeded, BudgetMeter
 from sleuth.sandbox.messages import SpanReport
+from sleuth.settings import TOOL_OUTPUT_CHARS
 from sleuth.store.text import clean
 
 MAX_CODE_CHARS = 20_000
@@ -52,7 +54,7 @@ SCORE_SPACES = {
 _CALL = re.compile(r"\b(" + "|".join(SDK_NAMES) + r")\s*\(")
 
 
-class TurnFailed(Exception):
+class TurnFailed(Failed):
     """The turn cannot complete (every model failed, the sandbox could not be restarted)."""
 
 
@@ -60,7 +62,7 @@ class TurnFailed(Exception):
 class LoopSettings:
     max_steps: int = 8
     step_timeout_s: float = 30.0
-    max_tool_output_chars: int = 10_000
+    max_tool_output_chars: int = TOOL_OUTPUT_CHARS
     max_failed_in_a_row: int = 3
     max_reply_tokens: int = 2048
     temperature: float | None = None

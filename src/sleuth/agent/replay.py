@@ -16,18 +16,19 @@ from typing import Any
 
 from sleuth.agent.orientation import ContextBrief
 from sleuth.agent.records import Query
-from sleuth.agent.retrieval import RetrievalOptions
 from sleuth.agent.trace import args_digest
 from sleuth.agent.turn import PreparedTurn, Runtime, TurnRequest, new_query_id
+from sleuth.errors import Failed
 from sleuth.models.base import ModelConfig, ModelError, Reply
 from sleuth.models.scripted import ScriptedModel
 from sleuth.sandbox.host import HostFunction
+from sleuth.settings import TURN_CAP_SECONDS
 from sleuth.store.home import ContextNotFound, Home
 from sleuth.store.replay_log import read_replay_log
 from sleuth.store.server_db import ServerDB
 
 
-class ReplayError(Exception):
+class ReplayError(Failed):
     """Replay is impossible: no such query, no log, or its context version was collected."""
 
     def __init__(self, message: str, code: str = "replay_unavailable") -> None:
@@ -134,10 +135,10 @@ def replay(home: Home, query_id: str, db: ServerDB | None = None) -> dict[str, A
                 ask=request_data["ask"],
                 shape=request_data.get("shape"),
                 max_steps=request_data.get("max_steps"),
-                timeout_seconds=int(request_data.get("timeout_seconds") or 900),
-                max_tool_output_chars=int(request_data.get("max_tool_output_chars") or 10_000),
+                timeout_seconds=int(request_data.get("timeout_seconds") or TURN_CAP_SECONDS),
+                max_tool_output_chars=request_data.get("max_tool_output_chars"),
                 thinking_level=request_data.get("thinking_level"),
-                retrieval=_retrieval_options(request_data.get("retrieval")),
+                **_retrieval_flags(request_data.get("retrieval")),
             )
             prepared = PreparedTurn(
                 request=request,
@@ -156,10 +157,19 @@ def replay(home: Home, query_id: str, db: ServerDB | None = None) -> dict[str, A
     return compare(recorded_query, recorded_trace, replayed, replayed_trace, recorded_host.mismatches)
 
 
-def _retrieval_options(data: dict[str, Any] | None) -> RetrievalOptions | None:
+def _retrieval_flags(data: dict[str, Any] | None) -> dict[str, Any]:
+    """The request flags that give back a trace's recorded retrieval options (`RetrievalOptions`)."""
     if data is None:
-        return None
-    return RetrievalOptions(**{**data, "kinds": tuple(data.get("kinds") or ())})
+        return {}
+    kinds = tuple(data.get("kinds") or ())
+    return {
+        "retrieval_only": True,
+        "pointers_only": bool(data.get("pointers_only")),
+        "chunks_only": kinds == ("chunk",),
+        "artifacts_only": kinds == ("artifact",),
+        "max_retrieved": int(data.get("max_hits") or 20),
+        "max_retrieved_chars": int(data.get("max_chars") or 2_000),
+    }
 
 
 def _pinned_briefs(home: Home, contexts: Mapping[str, str]) -> list[ContextBrief]:

@@ -28,8 +28,6 @@ from sleuth.sdk.types import Hit
 from sleuth.store.search import rrf
 
 KINDS = ("chunk", "artifact")
-MAX_HITS = 200
-MAX_CHARS = 20_000
 SDK_TOP_K = 100  # the SDK's own cap on `top_k`
 MAX_QUERY_CHARS = 2_000  # the SDK's cap on a query; an ask may be longer (20,000)
 
@@ -42,16 +40,6 @@ class RetrievalOptions:
     kinds: tuple[str, ...] = KINDS
     max_hits: int = 20
     max_chars: int = 2_000
-
-    def problem(self) -> str | None:
-        """Why these options cannot run (for callers that did not validate them), or None."""
-        if not self.kinds or any(kind not in KINDS for kind in self.kinds):
-            return f"kinds must be one or both of {', '.join(KINDS)}; got {list(self.kinds)}"
-        if not 1 <= self.max_hits <= MAX_HITS:
-            return f"max_retrieved must be an integer from 1 to {MAX_HITS}; got {self.max_hits}"
-        if not 1 <= self.max_chars <= MAX_CHARS:
-            return f"max_retrieved_chars must be an integer from 1 to {MAX_CHARS}; got {self.max_chars}"
-        return None
 
 
 def retrieval_options(

@@ -9,7 +9,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from sleuth.agent.citations import build_citations, renumber_grounding
 from sleuth.agent.evidence import computed_results, select_evidence
@@ -17,6 +17,7 @@ from sleuth.agent.extractive import extractive_answer
 from sleuth.agent.loop import AgentLoop, LoopResult, LoopSettings, ModelCallRecord, TurnFailed, strategy_of
 from sleuth.agent.orientation import ContextOverview, ask_message, instructions_text, overview, system_message
 from sleuth.agent.planner import OfflinePlanner, pinned_planner_scope
+from sleuth.agent.prepared import Engine, PreparedTurn
 from sleuth.agent.records import QueryStep, Rollup, StepCost, StopReason, Synthesis, Usage
 from sleuth.agent.retrieval import Retrieval, RetrievalOptions
 from sleuth.agent.shape import OfflineShapeError, check_grounding, offline_fill
@@ -29,12 +30,10 @@ from sleuth.sandbox.host import HostFunction, Sandbox, SandboxUnavailable
 from sleuth.sandbox.limits import BudgetExceeded, BudgetMeter
 from sleuth.sdk.errors import SleuthError
 from sleuth.sdk.knowledge import Knowledge, ScopedContext
+from sleuth.settings import TOOL_OUTPUT_CHARS
 from sleuth.store.search import VersionReader
 from sleuth.store.server_db import dumps
 from sleuth.store.text import clean
-
-if TYPE_CHECKING:
-    from sleuth.agent.turn import PreparedTurn, Runtime
 
 Emit = Callable[[dict[str, Any]], None]  # a turn's event listener; each event is stored first
 
@@ -61,7 +60,7 @@ def synthesis_reserve(timeout_seconds: float) -> float:
 class TurnRun:
     """The state of one running turn; `Runtime.run` drives it."""
 
-    def __init__(self, runtime: Runtime, turn: PreparedTurn, on_event: Emit | None) -> None:
+    def __init__(self, runtime: Engine, turn: PreparedTurn, on_event: Emit | None) -> None:
         self.rt = runtime
         self.turn = turn
         self.query = turn.query
@@ -184,7 +183,7 @@ class TurnRun:
                     overviews,
                     profile=model.config.prompt_profile,
                     protocol=protocol,
-                    max_output=self.query.max_tool_output_chars or 10_000,
+                    max_output=self.query.max_tool_output_chars or TOOL_OUTPUT_CHARS,
                     tools=session.get("tools"),
                     system_prompt=session.get("system_prompt"),
                     guardrails=session.get("guardrails"),
@@ -210,7 +209,7 @@ class TurnRun:
         settings = LoopSettings(
             max_steps=self.query.max_steps or 8,
             step_timeout_s=self.rt.limits.step_timeout_s,
-            max_tool_output_chars=self.query.max_tool_output_chars or 10_000,
+            max_tool_output_chars=self.query.max_tool_output_chars or TOOL_OUTPUT_CHARS,
             reasoning_effort=request.thinking_level,
         )
         loop = AgentLoop(

@@ -20,6 +20,8 @@ from typing import Any, TypeGuard
 
 from jsonschema import Draft202012Validator, FormatChecker
 
+from sleuth.errors import Failed, Invalid
+
 __all__ = [
     "FORMAT_CHECKER",
     "MAX_DEPTH",
@@ -80,7 +82,7 @@ _COUNT_KEYWORDS = ("minItems", "maxItems", "minLength", "maxLength")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-class ShapeError(ValueError):
+class ShapeError(Invalid, ValueError):
     """A shape outside the supported subset (→ `400 invalid_shape`); names the keyword and its path."""
 
     def __init__(self, keyword: str, path: str, message: str | None = None) -> None:
@@ -89,7 +91,7 @@ class ShapeError(ValueError):
         super().__init__(message or f"unsupported keyword '{keyword}' at {path}")
 
 
-class OfflineShapeError(ValueError):
+class OfflineShapeError(Failed, ValueError):
     """The offline planner cannot fill a required field; the turn fails and asks for a model."""
 
     def __init__(self, pointer: str) -> None:

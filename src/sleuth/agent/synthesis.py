@@ -18,10 +18,11 @@ from sleuth.agent.loop import ModelCallRecord
 from sleuth.agent.orientation import prompt_text
 from sleuth.agent.shape import extract_json_object, validate
 from sleuth.agent.spans import EvidenceSpan
+from sleuth.errors import Failed
 from sleuth.models.base import CompletionParams, Message, Model, ModelError, Usage
 
 
-class ShapeInvalid(Exception):
+class ShapeInvalid(Failed):
     """The synthesis document stayed invalid after one repair (`output did not match shape: …`)."""
 
     def __init__(self, errors: list[str], text: str) -> None:

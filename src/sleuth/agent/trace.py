@@ -6,18 +6,17 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sleuth.agent.loop import LoopResult, ModelCallRecord
 from sleuth.agent.orientation import PROMPT_VERSION, ContextBrief
+from sleuth.agent.prepared import PreparedTurn
 from sleuth.agent.records import Query, QueryStep
+from sleuth.agent.request import TurnRequest
 from sleuth.agent.spans import EvidenceSpan
 from sleuth.models.base import ModelConfig
 from sleuth.store.replay_log import write_replay_log
 from sleuth.store.server_db import ServerDB, dumps
-
-if TYPE_CHECKING:
-    from sleuth.agent.turn import PreparedTurn, TurnRequest
 
 
 def sleuth_version() -> str:
@@ -176,7 +175,7 @@ def _request_json(request: TurnRequest) -> dict[str, Any]:
         "shape": request.shape,
         "max_steps": request.max_steps,
         "timeout_seconds": request.timeout_seconds,
-        "max_tool_output_chars": request.max_tool_output_chars,
+        "max_tool_output_chars": request.tool_output_chars,
         "system_prompt": request.system_prompt,
         "guardrails": request.guardrails,
         "tools": request.tools,

@@ -17,38 +17,31 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from sleuth.agent.actions import SDK_NAMES
 from sleuth.agent.orientation import ContextBrief
+from sleuth.agent.prepared import PreparedTurn
 from sleuth.agent.records import Query
-from sleuth.agent.retrieval import RetrievalOptions
+from sleuth.agent.request import LOCAL, Caller, TurnRequest
 from sleuth.agent.run import Emit, TurnRun
 from sleuth.agent.shape import check_shape
 from sleuth.agent.trace import sleuth_version
+from sleuth.errors import Error
 from sleuth.models.base import Model, ModelConfig
 from sleuth.models.catalog import Catalog, CatalogError, build_model
-from sleuth.sandbox.host import HostFunction, SandboxHost
+from sleuth.sandbox.host import SandboxHost
 from sleuth.sandbox.limits import HostBudget, Limits
 from sleuth.store.home import ContextNotFound, Home
-from sleuth.store.server_db import LOCAL_PRINCIPAL, ComparisonGroupFull, ServerDB, new_id
-from sleuth.store.text import clean
+from sleuth.store.server_db import ComparisonGroupFull, ServerDB, new_id
 
-__all__ = ["PreparedTurn", "Runtime", "TurnError", "TurnRequest", "new_query_id", "sleuth_version"]
+__all__ = ["Caller", "PreparedTurn", "Runtime", "TurnError", "TurnRequest", "new_query_id", "sleuth_version"]
 
 log = logging.getLogger("sleuth.turn")
-WORKFLOWS = {"search", "search_cc", "search_rag"}
-WORKFLOW_ALIASES = {
-    "query_search": "search",
-    "query_sac": "search",
-    "query_cc": "search_cc",
-    "query_rag": "search_rag",
-}
 PINNED_FIELDS = ("scope", "system_prompt", "guardrails", "model", "models", "tools")
 
 
-class TurnError(Exception):
+class TurnError(Error):
     """A request rejected before the turn starts; `code` is api.md §4's. The HTTP status it maps to
     is the API layer's business (`api.errors.TURN_ERROR_STATUS`): the CLI and MCP have none."""
 
@@ -57,64 +50,9 @@ class TurnError(Exception):
         self.code = code
 
 
-@dataclass
-class TurnRequest:
-    ask: str
-    scope: list[str] | None = None
-    session_id: str | None = None
-    model: str | None = None
-    models: list[str] | None = None
-    shape: dict[str, Any] | None = None
-    max_steps: int | None = None
-    timeout_seconds: int = 900
-    max_tool_output_chars: int = 10_000
-    system_prompt: str | None = None
-    guardrails: str | None = None
-    tools: list[str] | None = None
-    workflow: str | None = None
-    thinking_level: str | None = None
-    allow_model_specs: bool = True  # the CLI may name `openai:…` specs; HTTP requests may not
-    # Set: a retrieval-only turn (api.md §8.7): hits, no loop, no model call, no synthesis.
-    retrieval: RetrievalOptions | None = None
-    created_by: str = LOCAL_PRINCIPAL  # recorded on a session this turn opens (the API key's name)
-    comparison_group: str | None = None  # api.md §8.1: up to 3 turns compared side by side
-
-
-def valid_text(request: TurnRequest) -> TurnRequest:
-    """The request with every string made valid UTF-8 (lone surrogates → U+FFFD): a request is text
-    from outside, and one unencodable character must not wedge the stored session or query."""
-    changes = {
-        item.name: clean(value)
-        for item in fields(request)
-        if isinstance(value := getattr(request, item.name), str | list | dict)
-    }
-    return replace(request, **changes)
-
-
 def default_max_steps(workflow: str) -> int:
     """`query_defaults.max_steps` of api.md §8.1: the RAG workflow is two fixed steps."""
     return 2 if workflow == "search_rag" else 8
-
-
-@dataclass
-class PreparedTurn:
-    """A turn that passed admission: its Query is stored `in_progress` and its session claimed."""
-
-    request: TurnRequest
-    query: Query
-    session: dict[str, Any]
-    briefs: list[ContextBrief]
-    model_configs: list[ModelConfig]
-    workflow: str
-    ignored_fields: list[str] = field(default_factory=list)
-    model_override: Model | None = None  # replay: a scripted model for the loop and synthesis
-    request_replay: dict[str, Any] | None = None  # replay: recorded planner results
-    registry_override: dict[str, HostFunction] | None = None  # replay: recorded host results
-    cancel_event: threading.Event = field(default_factory=threading.Event)  # set: stop between steps
-
-    @property
-    def offline(self) -> bool:
-        return bool(self.model_configs) and self.model_configs[0].provider == "offline"
 
 
 class Runtime:
@@ -138,12 +76,12 @@ class Runtime:
     ) -> None:
         """`recover` fails turns left `in_progress` by a crashed process: only the process that owns
         the home's turns (the server) may do that, never a CLI run beside it. `budget` caps the host's
-        work per turn (default: `HostBudget.from_env()`)."""
+        work per turn (default: `HostBudget.from_settings()`)."""
         self.home = home
         self.catalog = catalog or Catalog.load(home.root)
         self.db = db or ServerDB.for_home(home)
         self.limits = limits or Limits()
-        self.budget = budget or HostBudget.from_env()
+        self.budget = budget or HostBudget.from_settings()
         self._host = sandbox_host
         self._own_host = sandbox_host is None
         self.model_factory = model_factory
@@ -176,39 +114,23 @@ class Runtime:
 
     # ------------------------------------------------------------------------------ admission
     def prepare(
-        self, request: TurnRequest, admit: Callable[[dict[str, Any] | None], None] | None = None
+        self,
+        request: TurnRequest,
+        admit: Callable[[dict[str, Any] | None], None] | None = None,
+        caller: Caller = LOCAL,
     ) -> PreparedTurn:
-        """Validate, resolve the session, scope and models, store the Query `in_progress`.
+        """Check what the request's declaration cannot, resolve the session, scope and models, and
+        store the Query `in_progress`. `caller` says who asks (`request.Caller`).
 
         `admit(session or None)` runs after every check and before anything is stored: the server's own
         checks (busy session, comparison group, capacity) go there, in api.md §8.1's order, and may raise.
         """
-        request = valid_text(request)
         ask = request.ask
-        if not isinstance(ask, str) or not ask.strip() or len(ask) > 20_000:
-            raise TurnError("invalid_request", "ask must be a non-blank string of 1-20,000 characters")
-        workflow = WORKFLOW_ALIASES.get(request.workflow or "", request.workflow)
-        if workflow is not None and workflow not in WORKFLOWS:
-            raise TurnError(
-                "invalid_request",
-                f"unknown workflow {request.workflow!r}; use search, search_cc or search_rag",
-            )
-        if request.max_steps is not None and not 1 <= request.max_steps <= 50:
-            raise TurnError("invalid_request", "max_steps must be from 1 to 50")
-        if not 1 <= request.timeout_seconds <= 900:
-            raise TurnError("invalid_request", "timeout_seconds must be from 1 to 900")
-        if not 1 <= request.max_tool_output_chars <= 100_000:
-            raise TurnError(
-                "invalid_request",
-                "max_tool_output_chars must be an integer from 1 to 100000; "
-                f"got {request.max_tool_output_chars}",
-            )
-        if request.retrieval is not None:
-            problem = request.retrieval.problem()
+        checks = (("invalid_request", request.value_problem()), ("conflicting_options", request.conflict()))
+        for code, problem in checks:
             if problem is not None:
-                raise TurnError("invalid_request", problem)
-            if request.shape is not None:
-                raise TurnError("conflicting_options", "shape cannot be combined with a retrieval-only turn")
+                raise TurnError(code, problem[1])
+        workflow = request.canonical_workflow
         for tool in request.tools or []:
             if tool not in SDK_NAMES:
                 raise TurnError("unknown_tool", f"unknown tool {tool!r}; known: {', '.join(SDK_NAMES)}")
@@ -232,15 +154,13 @@ class Runtime:
         else:
             wanted: list[str | None] = list(request.models or []) or [request.model]
             try:
-                model_ids = [
-                    self.catalog.resolve(name, allow_specs=request.allow_model_specs).id for name in wanted
-                ]
+                model_ids = [self.catalog.resolve(name, allow_specs=caller.model_specs).id for name in wanted]
             except CatalogError as exc:
                 raise TurnError("model_unavailable", str(exc)) from None
         configs = []
         for model_id in model_ids:
             try:
-                configs.append(self.catalog.resolve(model_id, allow_specs=request.allow_model_specs))
+                configs.append(self.catalog.resolve(model_id, allow_specs=caller.model_specs))
             except CatalogError as exc:
                 raise TurnError("model_unavailable", str(exc)) from None
         if request.shape is not None:
@@ -259,7 +179,7 @@ class Runtime:
                 models=model_ids,
                 tools=request.tools,
                 workflow=workflow or "search",
-                created_by=request.created_by,
+                created_by=caller.name,
             )
         workflow = workflow or session.get("workflow") or "search"
         previous = session.get("last_query_id")
@@ -272,7 +192,7 @@ class Runtime:
             max_steps=1
             if request.retrieval is not None
             else request.max_steps or default_max_steps(workflow),
-            max_tool_output_chars=request.max_tool_output_chars,
+            max_tool_output_chars=request.tool_output_chars,
             comparison=None if request.comparison_group is None else [],  # filled in when read
         )
         if not self.db.claim_session(session["id"], query.id):
@@ -301,8 +221,8 @@ class Runtime:
         return ContextBrief(info.slug, info.name, info.description, context.version_dir(live), live)
 
     # ------------------------------------------------------------------------------ the turn
-    def ask(self, request: TurnRequest, on_event: Emit | None = None) -> Query:
-        return self.run(self.prepare(request), on_event)
+    def ask(self, request: TurnRequest, on_event: Emit | None = None, caller: Caller = LOCAL) -> Query:
+        return self.run(self.prepare(request, caller=caller), on_event)
 
     def run(self, turn: PreparedTurn, on_event: Emit | None = None) -> Query:
         """Run a prepared turn to a terminal state. Never raises for a failure inside the turn."""

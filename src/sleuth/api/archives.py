@@ -39,6 +39,7 @@ from sleuth.api.context_files import tree_lock, update_extra
 from sleuth.api.tasks import TaskHandle, walk_files
 from sleuth.api.uploads import SourceLimits, copy_capped
 from sleuth.compile.sources import MAX_SOURCE_PATH_BYTES, UnsafePath, safe_join, safe_source_path
+from sleuth.errors import Invalid
 from sleuth.store.home import ContextDir, now_iso
 
 #: Largest tar extended header (the PAX records or GNU long name of one member) read into memory.
@@ -65,7 +66,7 @@ _ZIP64_LOCATOR = struct.Struct("<4sLQL")
 _ZIP64_EOCD = struct.Struct("<4sQ2H2L4Q")
 
 
-class ArchiveRefused(ValueError):
+class ArchiveRefused(Invalid, ValueError):
     """The archive as a whole is not imported (unreadable, too many members, expands too far);
     nothing of it is written."""
 

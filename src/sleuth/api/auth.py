@@ -76,7 +76,7 @@ def presented_credential(request: Request) -> tuple[str, str] | None:
 def principal(request: Request) -> Principal:
     """Who is calling. In no-auth mode everyone is the admin `local` and credentials are ignored."""
     state = api_state(request)
-    if not state.settings.auth:
+    if not state.auth:
         return Principal(LOCAL, "admin")
     presented = presented_credential(request)
     if presented is None:

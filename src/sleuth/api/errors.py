@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sleuth.errors import Error
+
 #: The status of each `agent.turn.TurnError` code that is not a plain 400 (api.md §4).
 TURN_ERROR_STATUS: dict[str, int] = {
     "session_not_found": 404,
@@ -14,7 +16,7 @@ TURN_ERROR_STATUS: dict[str, int] = {
 }
 
 
-class ApiError(Exception):
+class ApiError(Error):
     """Raised by routes; the app turns it into the envelope with its status and extra keys."""
 
     def __init__(

@@ -48,17 +48,20 @@ from starlette.types import Receive, Scope, Send
 
 import sleuth
 from sleuth.agent.records import Query
+from sleuth.agent.request import Ask
 from sleuth.agent.turn import Runtime, TurnError
 from sleuth.api.access import visible_query
 from sleuth.api.auth import LOCAL, Principal, principal
 from sleuth.api.errors import ApiError
 from sleuth.api.queries import PendingGroups, QueryRequest, admit_turn, pending_groups, validated_body
-from sleuth.api.state import ApiSettings, ApiState, api_state
+from sleuth.api.state import ApiState, api_state
 from sleuth.api.tasks import task_service
 from sleuth.api.turns import TurnExecutor, executor
+from sleuth.errors import Error
 from sleuth.sdk.errors import AmbiguousError, HostError, LimitError, NotFoundError, QueryError, SleuthError
 from sleuth.sdk.knowledge import PRIMITIVES, Evidence, Knowledge, ScopedContext
 from sleuth.sdk.types import Hit, Rows
+from sleuth.settings import current
 from sleuth.store.home import ContextDir, ContextInfo, ContextNotFound, Home
 from sleuth.store.server_db import ServerDB
 from sleuth.store.tasks import TaskStore
@@ -103,7 +106,7 @@ ArtifactName = Annotated[
 Texts = str | list[str]
 
 
-class ToolFailure(Exception):
+class ToolFailure(Error):
     """A failure the caller can act on: reported as a tool error carrying the §4 envelope."""
 
     def __init__(self, code: str, message: str, **extra: Any) -> None:
@@ -316,9 +319,7 @@ class Tools:
     async def query_context(
         self,
         context: Slug,
-        question: Annotated[
-            str, Field(min_length=1, max_length=20_000, description="The question to answer.")
-        ],
+        question: Annotated[Ask, Field(description="The question to answer.")],
         ctx: Context,
     ) -> CallToolResult:
         def work(engine: Engine) -> dict[str, Any]:
@@ -620,12 +621,12 @@ def serve_stdio(home: Home, only: str | None = None) -> None:
         only = home.find(only).info().slug  # ContextNotFound: the caller reports it before anything starts
     db = ServerDB.for_home(home)
     runtime = Runtime(home, db=db)
-    settings = ApiSettings()
+    settings = current()
     turns = TurnExecutor(runtime, settings.max_concurrent_turns, settings.max_queued_turns)
     task_store = TaskStore(db.path)
     pending: set[Future[Query]] = set()
     engine = Engine(
-        ApiState(home=home, db=db, runtime=runtime, settings=settings),
+        ApiState(home=home, db=db, runtime=runtime),
         turns,
         PendingGroups(),
         task_store,

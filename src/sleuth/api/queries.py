@@ -27,8 +27,8 @@ from starlette.concurrency import run_in_threadpool
 
 from sleuth.agent.records import Query
 from sleuth.agent.replay import ReplayError, replay
-from sleuth.agent.retrieval import retrieval_options
-from sleuth.agent.turn import TurnError, TurnRequest
+from sleuth.agent.request import INT_BOUNDS, Caller, TurnRequest
+from sleuth.agent.turn import TurnError
 from sleuth.api.access import check_scope, query_not_found, visible_query, visible_session
 from sleuth.api.auth import AdminKey, AnyKey, Principal
 from sleuth.api.errors import TURN_ERROR_STATUS, ApiError
@@ -45,55 +45,23 @@ from sleuth.store.server_db import COMPARISON_GROUP_SIZE, TERMINAL_STATUSES, Que
 router = APIRouter()
 
 EXTENSION_FIELDS = ("max_tool_output_chars",)  # request fields accepted only under `unstable`
-INT_BOUNDS: dict[str, tuple[int, int]] = {
-    "timeout_seconds": (1, 900),
-    "max_steps": (1, 50),
-    "max_retrieved": (1, 200),
-    "max_retrieved_chars": (1, 20_000),
-    "max_tool_output_chars": (1, 100_000),
-}
-MAX_SHAPE_BYTES = 32 * 1024
 CANCEL_WAIT_S = 10.0  # how long `cancel` waits for the turn to reach its terminal state
-RETRIEVAL_ONLY_FIELDS = ("retrieval_only", "pointers_only", "chunks_only", "artifacts_only")
-
-Workflow = Literal["search", "search_cc", "search_rag", "query_search", "query_sac", "query_cc", "query_rag"]
-ThinkingLevel = Literal["minimal", "low", "medium", "high"]
 
 
-class QueryRequest(BaseModel):
-    """The body of `POST /query` (api.md §8.1). Strict: `"100"` is not an integer, `1` not a bool."""
+class QueryRequest(TurnRequest):
+    """The body of `POST /query` (api.md §8.1): the turn contract plus what is HTTP's. Validated
+    strictly: `"100"` is not an integer, `1` not a bool."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    ask: str = Field(min_length=1, max_length=20_000)
-    scope: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(
-        None, min_length=1, max_length=10
-    )
-    session_id: str | None = Field(None, max_length=200)
     previous_query_id: str | None = Field(None, max_length=200)
-    workflow: Workflow | None = None
-    system_prompt: str | None = Field(None, max_length=16_000)
-    guardrails: str | None = Field(None, max_length=8_000)
-    shape: dict[str, Any] | None = None
-    model: str | None = Field(None, max_length=200)
-    models: list[Annotated[str, Field(max_length=200)]] | None = Field(None, min_length=1, max_length=5)
-    tools: list[Annotated[str, Field(max_length=64)]] | None = Field(None, max_length=64)
     stream: bool = False
     background: bool = False
-    timeout_seconds: int = Field(900, ge=1, le=900)
-    max_steps: int | None = Field(None, ge=1, le=50)
-    thinking_level: ThinkingLevel | None = None
-    compose: bool = True
-    retrieval_only: bool = False
-    pointers_only: bool = False
-    chunks_only: bool = False
-    artifacts_only: bool = False
-    max_retrieved: int = Field(20, ge=1, le=200)
-    max_retrieved_chars: int = Field(2_000, ge=1, le=20_000)
-    comparison_group: str | None = Field(None, min_length=1, max_length=128)
-    max_tool_output_chars: int | None = Field(
-        None, ge=1, le=100_000, description="[ext] requires X-Pinecone-Api-Version: unstable"
-    )
+
+    def turn(self, session_id: str | None) -> TurnRequest:
+        """The turn this body asks for, in the session that `previous_query_id` resolved to."""
+        fields = {name: getattr(self, name) for name in TurnRequest.model_fields}
+        return TurnRequest.model_construct(**{**fields, "session_id": session_id})
 
 
 class FeedbackRequest(BaseModel):
@@ -215,29 +183,14 @@ def parse_query_request(request: Request, data: dict[str, Any]) -> QueryRequest:
         if name in data:
             require_unstable(request, name)
     body = validated_body(data, QueryRequest)
-    if not body.ask.strip():
-        raise _invalid("ask", "ask must not be blank")
-    if body.shape is not None and len(json.dumps(body.shape).encode()) > MAX_SHAPE_BYTES:
-        raise _invalid("shape", "shape must be at most 32 KiB of JSON")
+    problem = body.value_problem()
+    if problem is not None:
+        raise _invalid(*problem)
     if body.stream and body.background:
         raise ApiError(400, "conflicting_options", "stream and background exclude each other", field="stream")
-    retrieval = [name for name in RETRIEVAL_ONLY_FIELDS if getattr(body, name)]
-    if not body.compose:
-        retrieval.insert(0, "compose")
-    if body.chunks_only and body.artifacts_only:
-        raise ApiError(
-            400,
-            "conflicting_options",
-            "chunks_only and artifacts_only exclude each other",
-            field="chunks_only",
-        )
-    if retrieval and body.shape is not None:
-        raise ApiError(
-            400,
-            "conflicting_options",
-            f"shape cannot be combined with a retrieval-only turn ({retrieval[0]})",
-            field="shape",
-        )
+    conflict = body.conflict()
+    if conflict is not None:
+        raise ApiError(400, "conflicting_options", conflict[1], field=conflict[0])
     return body
 
 
@@ -296,37 +249,6 @@ def present(state: ApiState, document: dict[str, Any]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------- admission
-def _turn_request(body: QueryRequest, session_id: str | None, who: Principal) -> TurnRequest:
-    return TurnRequest(
-        ask=body.ask,
-        scope=body.scope,
-        session_id=session_id,
-        model=body.model,
-        models=body.models,
-        shape=body.shape,
-        max_steps=body.max_steps,
-        timeout_seconds=body.timeout_seconds,
-        max_tool_output_chars=body.max_tool_output_chars or 10_000,
-        system_prompt=body.system_prompt,
-        guardrails=body.guardrails,
-        tools=body.tools,
-        workflow=body.workflow,
-        thinking_level=body.thinking_level,
-        allow_model_specs=False,  # over HTTP: catalog ids and tiers only, never a URL of the caller's
-        created_by=who.name,
-        comparison_group=body.comparison_group,
-        retrieval=retrieval_options(
-            compose=body.compose,
-            retrieval_only=body.retrieval_only,
-            pointers_only=body.pointers_only,
-            chunks_only=body.chunks_only,
-            artifacts_only=body.artifacts_only,
-            max_retrieved=body.max_retrieved,
-            max_retrieved_chars=body.max_retrieved_chars,
-        ),
-    )
-
-
 def _session_of(state: ApiState, body: QueryRequest, who: Principal) -> str | None:
     """Session resolution: `previous_query_id` names a turn whose session is continued. Only a session
     the caller may see can be continued; then (for a new session) the scope it may see."""
@@ -359,7 +281,7 @@ def admit_turn(
     session_id = _session_of(state, body, who)
     group = body.comparison_group
     grouped = reserved = False
-    request = _turn_request(body, session_id, who)
+    request = body.turn(session_id)
 
     def admit(session: dict[str, Any] | None) -> None:
         nonlocal grouped, reserved
@@ -376,7 +298,7 @@ def admit_turn(
         reserved = True
 
     try:
-        prepared = state.runtime.prepare(request, admit)
+        prepared = state.runtime.prepare(request, admit, Caller(who.name, model_specs=False))
     except BaseException:
         if reserved:
             turns.unreserve()

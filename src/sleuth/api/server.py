@@ -14,14 +14,17 @@ import os
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import uvicorn
 from fastapi import FastAPI, Request, Response
 
 from sleuth.agent.turn import Runtime
 from sleuth.api.app import create_app
-from sleuth.api.state import ApiSettings, ApiState
+from sleuth.api.state import ApiState
 from sleuth.api.system import sandbox_report
+from sleuth.errors import Invalid
+from sleuth.settings import current
 from sleuth.store.home import Home
 from sleuth.store.keys import KeyStore
 from sleuth.store.server_db import ServerDB
@@ -33,7 +36,7 @@ REMOTE_WARNING_EVERY = 1000  # api.md §3.3: no-auth on a public address warns e
 LOOPBACK_NAMES = ("localhost",)
 
 
-class ServeError(ValueError):
+class ServeError(Invalid, ValueError):
     """The options cannot be served safely (no-auth on a public address without --allow-remote)."""
 
 
@@ -43,10 +46,11 @@ class ServeOptions:
     port: int = 8088
     auth: bool | None = None  # None: keys off on loopback, on elsewhere (api.md §3.3)
     allow_remote: bool = False
-    max_concurrent_turns: int = 4
-    max_queued_turns: int = 32
-    project_id: str = "local"
-    project_name: str = "local"
+    # None: the setting's own value (`sleuth.settings`, `$SLEUTH_<NAME>`)
+    max_concurrent_turns: int | None = None
+    max_queued_turns: int | None = None
+    project_id: str | None = None
+    project_name: str | None = None
 
 
 def is_loopback(host: str) -> bool:
@@ -72,7 +76,13 @@ def resolve_auth(options: ServeOptions) -> bool:
     return auth
 
 
-def build_state(home: Home, settings: ApiSettings, *, environ: Mapping[str, str] | None = None) -> ApiState:
+def build_state(
+    home: Home,
+    overrides: dict[str, Any] | None = None,
+    *,
+    auth: bool = False,
+    environ: Mapping[str, str] | None = None,
+) -> ApiState:
     """The server's state over `home`: interrupted turns failed, the env's admin key seeded."""
     env: Mapping[str, str] = os.environ if environ is None else environ
     db = ServerDB.for_home(home)
@@ -83,13 +93,13 @@ def build_state(home: Home, settings: ApiSettings, *, environ: Mapping[str, str]
         secret = env.get(API_KEY_ENV, "").strip()
         if secret and KeyStore.for_db(db).seed(secret) is None:
             log.warning("%s holds a revoked key; it was not restored", API_KEY_ENV)
-        if settings.auth and not KeyStore.for_db(db).list_keys(include_revoked=False):
+        if auth and not KeyStore.for_db(db).list_keys(include_revoked=False):
             log.warning("API keys are required but none exist: create one with `sleuth keys create`")
         runtime = Runtime(home, db=db)  # recovery is done above, with the restart reason
     except BaseException:
         db.close()
         raise
-    return ApiState(home=home, db=db, runtime=runtime, settings=settings)
+    return ApiState(home=home, db=db, runtime=runtime, overrides=dict(overrides or {}), auth=auth)
 
 
 def _probe_in_background(state: ApiState) -> None:
@@ -130,14 +140,15 @@ def _warn_remote_every(app: FastAPI, host: str) -> None:
 def serve(home: Home, options: ServeOptions, *, log_level: str = "info") -> None:
     """Run the server until interrupted; `ServeError` before anything starts if the options are unsafe."""
     auth = resolve_auth(options)
-    settings = ApiSettings(
-        auth=auth,
-        max_concurrent_turns=options.max_concurrent_turns,
-        max_queued_turns=options.max_queued_turns,
-        project_id=options.project_id,
-        project_name=options.project_name,
-    )
-    state = build_state(home, settings)
+    flags = {
+        "max_concurrent_turns": options.max_concurrent_turns,
+        "max_queued_turns": options.max_queued_turns,
+        "project_id": options.project_id,
+        "project_name": options.project_name,
+    }
+    overrides = {name: value for name, value in flags.items() if value is not None}
+    current()  # a bad `SLEUTH_*` value stops the server here, before anything starts
+    state = build_state(home, overrides, auth=auth)
     try:
         app = create_app(state)
         if not auth and not is_loopback(options.host):

@@ -4,21 +4,14 @@ runtime and the settings. Routes reach it through `api_state(request)`."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from fastapi import Request
 
 from sleuth.agent.turn import Runtime
+from sleuth.settings import Settings, current
 from sleuth.store.home import Home
 from sleuth.store.server_db import ServerDB
-
-
-@dataclass
-class ApiSettings:
-    auth: bool = False  # API keys required (False = no-auth local mode, api.md §3.3)
-    max_concurrent_turns: int = 4
-    max_queued_turns: int = 32
-    project_id: str = "local"
-    project_name: str = "local"
 
 
 @dataclass
@@ -26,7 +19,14 @@ class ApiState:
     home: Home
     db: ServerDB
     runtime: Runtime
-    settings: ApiSettings = field(default_factory=ApiSettings)
+    overrides: dict[str, Any] = field(default_factory=dict)  # the server's flags: they win over the env
+    auth: bool = False  # API keys required (False: no-auth local mode, api.md §3.3)
+
+    @property
+    def settings(self) -> Settings:
+        """The settings as they are now: the environment, read at each use (a limit lowered there applies
+        to the next request), with the server's command-line flags on top."""
+        return current().model_copy(update=self.overrides)
 
 
 def api_state(request: Request) -> ApiState:

@@ -87,8 +87,9 @@ def get_version(request: Request) -> dict[str, Any]:
         "sleuth_version": sleuth.__version__,
         "api_versions": list(VERSIONS),
         "default_api_version": DEFAULT_VERSION,
-        "auth": "api_key" if state.settings.auth else "none",
+        "auth": "api_key" if state.auth else "none",
         "sandbox": sandbox_report(state),
+        "settings": state.settings.model_dump(),  # none is a secret (`sleuth.settings`)
     }
 
 
@@ -105,7 +106,7 @@ def login(request: Request, body: Annotated[LoginBody | None, Body()] = None) ->
     state = api_state(request)
     settings = state.settings
     project = {"project_id": settings.project_id, "project_name": settings.project_name}
-    if not settings.auth:
+    if not state.auth:
         return {"token": new_secret(TOKEN_PREFIX), "principal": LOCAL, **project}
     secret = body.api_key if body is not None and body.api_key is not None else None
     if secret is None:

@@ -33,6 +33,7 @@ from sleuth.api.auth import AdminKey, AnyKey
 from sleuth.api.errors import ApiError
 from sleuth.api.state import ApiState, api_state
 from sleuth.compile.sources import UnsafePath, safe_join
+from sleuth.errors import Failed
 from sleuth.store.home import ContextNotFound
 from sleuth.store.tasks import (
     STATES,
@@ -55,24 +56,6 @@ _SERVICE_KEY = "sleuth_tasks"
 _service_lock = threading.Lock()
 
 
-# --- settings -------------------------------------------------------------------------------------
-
-
-def setting(state: ApiState, name: str, default: float) -> float:
-    """A tunable number: `ApiSettings.<name>` when the settings carry it, else `$SLEUTH_<NAME>`, else
-    the default of api.md §12. Tests and deployments lower limits without a code change."""
-    value = getattr(state.settings, name, None)
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    env = os.environ.get(f"SLEUTH_{name.upper()}", "").strip()
-    if env:
-        try:
-            return float(env)
-        except ValueError:
-            log.warning("ignoring SLEUTH_%s=%r: not a number", name.upper(), env)
-    return float(default)
-
-
 def iso(epoch: float | None) -> str | None:
     """RFC 3339 UTC, the format of every `*_at` field (api.md §1)."""
     if epoch is None:
@@ -83,7 +66,7 @@ def iso(epoch: float | None) -> str | None:
 # --- jobs and their handle ------------------------------------------------------------------------
 
 
-class TaskCancelled(Exception):
+class TaskCancelled(Failed):
     """Raised inside a job at its next check once a stop was requested."""
 
 
@@ -213,7 +196,7 @@ class _Live:
     done: threading.Event = field(default_factory=threading.Event)
 
 
-class TaskStopTimeout(Exception):
+class TaskStopTimeout(Failed):
     """A task did not stop within the wait (`504 task_stop_timeout`)."""
 
 
@@ -363,8 +346,8 @@ def service_for_app(app: FastAPI) -> TaskService:
             service = TaskService(
                 store,
                 state.home.root / "tasks",
-                workers=int(setting(state, "task_workers", DEFAULT_WORKERS)),
-                stop_timeout_s=setting(state, "task_stop_timeout_s", DEFAULT_STOP_TIMEOUT_S),
+                workers=state.settings.task_workers,
+                stop_timeout_s=state.settings.task_stop_timeout_s,
             )
             setattr(app.state, _SERVICE_KEY, service)
     return service

@@ -8,7 +8,7 @@ import hashlib
 import os
 import re
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import IO, Any
 
@@ -18,14 +18,6 @@ from starlette.formparsers import MultiPartException, MultiPartParser
 
 from sleuth.api.errors import ApiError
 from sleuth.api.state import ApiState
-from sleuth.api.tasks import setting
-from sleuth.compile.sources import (
-    MAX_ARCHIVE_BYTES,
-    MAX_ARCHIVE_MEMBERS,
-    MAX_EXPANDED_BYTES,
-    MAX_FILE_BYTES,
-    MAX_FILES_PER_CONTEXT,
-)
 from sleuth.store.home import ContextDir
 
 MAX_CONTEXT_BYTES = 10 * 1024**3
@@ -38,7 +30,7 @@ UPLOAD_ROUTE = re.compile(r"/api(?:/v0)?/contexts/[^/]+/(?:import/upload|restore
 
 @dataclass(frozen=True)
 class SourceLimits:
-    """api.md §12, each configurable (`tasks.setting`: ApiSettings field or `$SLEUTH_<NAME>`)."""
+    """api.md §12, each a setting (`sleuth.settings`, `$SLEUTH_<NAME>`), read per request."""
 
     max_file_bytes: int
     max_upload_bytes: int
@@ -49,14 +41,8 @@ class SourceLimits:
 
     @classmethod
     def of(cls, state: ApiState) -> SourceLimits:
-        return cls(
-            max_file_bytes=int(setting(state, "max_file_bytes", MAX_FILE_BYTES)),
-            max_upload_bytes=int(setting(state, "max_upload_bytes", MAX_ARCHIVE_BYTES)),
-            max_context_bytes=int(setting(state, "max_context_bytes", MAX_CONTEXT_BYTES)),
-            max_files_per_context=int(setting(state, "max_files_per_context", MAX_FILES_PER_CONTEXT)),
-            max_expanded_bytes=int(setting(state, "max_expanded_bytes", MAX_EXPANDED_BYTES)),
-            max_archive_members=int(setting(state, "max_archive_members", MAX_ARCHIVE_MEMBERS)),
-        )
+        settings = state.settings
+        return cls(**{item.name: getattr(settings, item.name) for item in fields(cls)})
 
 
 UPLOAD_SCHEMA: dict[str, Any] = {

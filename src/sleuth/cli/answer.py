@@ -8,12 +8,17 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.syntax import Syntax
 
+from sleuth.agent.request import INT_BOUNDS
 from sleuth.cli.app import app, console, err, fail
+from sleuth.settings import TOOL_OUTPUT_CHARS, TURN_CAP_SECONDS
 from sleuth.store.home import Home
 
+LOW = {name: low for name, (low, _) in INT_BOUNDS.items()}  # the turn contract's ranges
+HIGH = {name: high for name, (_, high) in INT_BOUNDS.items()}
 COMPACT_CODE_LINES = 4
 COMPACT_OUTPUT_LINES = 3
 
@@ -122,6 +127,11 @@ def print_answer(query: dict[str, Any], out: Console) -> None:
     )
 
 
+def first_problem(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    return f"{'.'.join(str(part) for part in first['loc']) or 'request'}: {first['msg']}"
+
+
 @app.command("ask")
 def ask_cmd(
     question: Annotated[str, typer.Argument(help="The question.")],
@@ -136,20 +146,37 @@ def ask_cmd(
     session: Annotated[
         str | None, typer.Option(help="Continue this session (id printed by an earlier ask).")
     ] = None,
-    max_steps: Annotated[int | None, typer.Option(min=1, max=50)] = None,
+    max_steps: Annotated[int | None, typer.Option(min=LOW["max_steps"], max=HIGH["max_steps"])] = None,
     system_prompt: Annotated[str | None, typer.Option(help="Session instructions (first turn only).")] = None,
     workflow: Annotated[str | None, typer.Option(help="search | search_cc | search_rag")] = None,
-    max_tool_output_chars: Annotated[int, typer.Option(min=1, max=100_000)] = 10_000,
-    timeout: Annotated[int, typer.Option(help="Turn time cap in seconds.", min=1, max=900)] = 900,
+    max_tool_output_chars: Annotated[
+        int, typer.Option(min=LOW["max_tool_output_chars"], max=HIGH["max_tool_output_chars"])
+    ] = TOOL_OUTPUT_CHARS,
+    timeout: Annotated[
+        int,
+        typer.Option(
+            help="Turn time cap in seconds.", min=LOW["timeout_seconds"], max=HIGH["timeout_seconds"]
+        ),
+    ] = TURN_CAP_SECONDS,
     retrieval_only: Annotated[
         bool, typer.Option("--retrieval-only", help="Print the fused hits of one hybrid search; no model.")
     ] = False,
     pointers_only: Annotated[
         bool, typer.Option("--pointers-only", help="As --retrieval-only, hits without their text.")
     ] = False,
-    max_retrieved: Annotated[int, typer.Option(help="Hits of a retrieval-only turn.", min=1, max=200)] = 20,
+    max_retrieved: Annotated[
+        int,
+        typer.Option(
+            help="Hits of a retrieval-only turn.", min=LOW["max_retrieved"], max=HIGH["max_retrieved"]
+        ),
+    ] = 20,
     max_retrieved_chars: Annotated[
-        int, typer.Option(help="Text per hit of a retrieval-only turn.", min=1, max=20_000)
+        int,
+        typer.Option(
+            help="Text per hit of a retrieval-only turn.",
+            min=LOW["max_retrieved_chars"],
+            max=HIGH["max_retrieved_chars"],
+        ),
     ] = 2_000,
     json_out: Annotated[bool, typer.Option("--json", help="Print only the Query object on stdout.")] = False,
     verbose: Annotated[
@@ -157,7 +184,6 @@ def ask_cmd(
     ] = False,
 ) -> None:
     """Answer one question over one or more contexts, streaming each step, then the cited answer."""
-    from sleuth.agent.retrieval import retrieval_options
     from sleuth.agent.turn import Runtime, TurnError, TurnRequest
 
     shape_doc = None
@@ -166,24 +192,25 @@ def ask_cmd(
             shape_doc = json.loads(shape.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise fail(f"cannot read the shape {shape}: {exc}") from None
-    request = TurnRequest(
-        ask=question,
-        scope=list(context or []) or None,
-        session_id=session,
-        model=model,
-        shape=shape_doc,
-        max_steps=max_steps,
-        timeout_seconds=timeout,
-        max_tool_output_chars=max_tool_output_chars,
-        system_prompt=system_prompt,
-        workflow=workflow,
-        retrieval=retrieval_options(
+    try:
+        request = TurnRequest(
+            ask=question,
+            scope=list(context or []) or None,
+            session_id=session,
+            model=model,
+            shape=shape_doc,
+            max_steps=max_steps,
+            timeout_seconds=timeout,
+            max_tool_output_chars=max_tool_output_chars,
+            system_prompt=system_prompt,
+            workflow=workflow,
             retrieval_only=retrieval_only,
             pointers_only=pointers_only,
             max_retrieved=max_retrieved,
             max_retrieved_chars=max_retrieved_chars,
-        ),
-    )
+        )
+    except ValidationError as exc:
+        raise fail(f"invalid_request: {first_problem(exc)}") from None
     printer = StepPrinter(err if json_out else console, verbose=verbose)
     with Runtime(Home()) as runtime:
         try:

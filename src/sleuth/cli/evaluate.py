@@ -13,7 +13,9 @@ from typing import Annotated, Any
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from sleuth.cli.answer import HIGH, LOW
 from sleuth.cli.app import app, console, err, fail
+from sleuth.settings import TURN_CAP_SECONDS
 from sleuth.store.home import ContextNotFound, Home, InvalidSlug
 
 BASELINES = ("rag",)
@@ -40,7 +42,10 @@ def eval_cmd(
     ] = None,
     top_k: Annotated[int, typer.Option(min=1, max=50, help="RAG baseline: chunks per search.")] = 5,
     max_searches: Annotated[int, typer.Option(min=1, max=20, help="RAG baseline: searches allowed.")] = 4,
-    max_steps: Annotated[int | None, typer.Option(min=1, max=50, help="Sleuth: loop steps per turn.")] = None,
+    max_steps: Annotated[
+        int | None,
+        typer.Option(min=LOW["max_steps"], max=HIGH["max_steps"], help="Sleuth: loop steps per turn."),
+    ] = None,
     limit: Annotated[int | None, typer.Option(min=0, help="Run at most N questions.")] = None,
     offset: Annotated[int, typer.Option(min=0, help="Skip the first N questions.")] = 0,
     ids: Annotated[str | None, typer.Option(help="Only these question ids, comma-separated.")] = None,
@@ -49,7 +54,12 @@ def eval_cmd(
     ] = True,
     judge_model: Annotated[str | None, typer.Option(help="Judge with this model instead of --model.")] = None,
     skip_sleuth: Annotated[bool, typer.Option("--skip-sleuth", help="Run only the baseline(s).")] = False,
-    timeout: Annotated[int, typer.Option(min=1, max=900, help="Sleuth: turn time cap in seconds.")] = 900,
+    timeout: Annotated[
+        int,
+        typer.Option(
+            min=LOW["timeout_seconds"], max=HIGH["timeout_seconds"], help="Sleuth: turn time cap in seconds."
+        ),
+    ] = TURN_CAP_SECONDS,
     out: Annotated[
         Path | None, typer.Option(help="Directory for the report (default $SLEUTH_HOME/eval/<timestamp>/).")
     ] = None,

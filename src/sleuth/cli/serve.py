@@ -25,7 +25,17 @@ class Role(StrEnum):
     query = "query"
 
 
-@app.command("serve")
+def _settings_help() -> str:
+    """The epilog of `sleuth serve --help`: every setting, its variable, default and meaning."""
+    from sleuth.settings import described
+
+    rows = [f"{name} (default {default}): {text}" for name, default, text in described()]
+    return "Settings, read from the environment (a flag marked [setting] wins over its variable):\n\n" + (
+        "\n\n".join(rows)
+    )
+
+
+@app.command("serve", epilog=_settings_help())
 def serve_cmd(
     host: Annotated[
         str, typer.Option(help="Address to bind; loopback means no-auth by default.")
@@ -38,14 +48,14 @@ def serve_cmd(
     allow_remote: Annotated[
         bool, typer.Option("--allow-remote", help="Allow --no-auth on a non-loopback address (warns).")
     ] = False,
-    max_concurrent_turns: Annotated[int, typer.Option(min=1, max=256, help="Turns executing at once.")] = 4,
+    max_concurrent_turns: Annotated[
+        int | None, typer.Option(min=1, max=256, help="Turns executing at once [setting].")
+    ] = None,
     max_queued_turns: Annotated[
-        int, typer.Option(min=0, max=10_000, help="Turns waiting for a worker before 429.")
-    ] = 32,
-    project_id: Annotated[str, typer.Option(envvar="SLEUTH_PROJECT_ID", help="Reported by /auth.")] = "local",
-    project_name: Annotated[
-        str, typer.Option(envvar="SLEUTH_PROJECT_NAME", help="Reported by /auth.")
-    ] = "local",
+        int | None, typer.Option(min=0, max=10_000, help="Turns waiting for a worker before 429 [setting].")
+    ] = None,
+    project_id: Annotated[str | None, typer.Option(help="Reported by /auth [setting].")] = None,
+    project_name: Annotated[str | None, typer.Option(help="Reported by /auth [setting].")] = None,
     log_level: Annotated[str, typer.Option(help="debug | info | warning | error")] = "info",
 ) -> None:
     """Serve the HTTP API (OpenAPI at /api/openapi.json) over $SLEUTH_HOME until interrupted."""

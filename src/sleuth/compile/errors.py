@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sleuth.errors import Failed
 
-class CompileError(RuntimeError):
+
+class CompileError(Failed, RuntimeError):
     """A fatal error (integrity check, embedder unavailable): the run does not flip."""

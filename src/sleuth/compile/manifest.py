@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from sleuth.errors import Invalid
 from sleuth.format.names import slugify
 
 Kind = Literal["summary", "topic", "entity", "event", "doc", "page", "glossary"]
@@ -184,7 +185,7 @@ class Manifest(_Model):
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
-class ManifestError(ValueError):
+class ManifestError(Invalid, ValueError):
     """A manifest broke a bound or a rule; `problems` lists each as `path: message`."""
 
     def __init__(self, problems: list[str]) -> None:

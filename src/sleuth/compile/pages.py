@@ -13,6 +13,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
+from sleuth.errors import Failed
+
 _TRAILING_SPACES = re.compile(r"[ \t]+(?=\n|$)")
 
 #: Bumped whenever `normalize_text` changes what it stores: a compile then re-parses every source,
@@ -126,7 +128,7 @@ class ParsedSource:
         return sum(len(p.text) for p in self.pages)
 
 
-class ParseError(Exception):
+class ParseError(Failed):
     """A source yielded nothing usable; `status` is `skipped` or `failed` (context.md §5.3)."""
 
     def __init__(self, status: str, reason: str) -> None:

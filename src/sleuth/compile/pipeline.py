@@ -43,13 +43,12 @@ from sleuth.compile.version_files import SourceState
 from sleuth.format import boilerplate as boilerplate_file
 from sleuth.format.chunks import Chunk
 from sleuth.models.embedder import EmbeddingCache, embed_cached, file_sha256, get_embedder
+from sleuth.settings import TURN_CAP_SECONDS  # a version superseded less long ago may still be read
 from sleuth.store import dense, keyword
 from sleuth.store.home import ContextDir, Home, now_iso, write_json_atomic, write_text_atomic
 from sleuth.store.ledger import Failure, Ledger, SourceEntry, Tombstone
 from sleuth.store.lock import curate_lock
 
-#: A version that stopped being live less than this long ago may still be read by a turn.
-TURN_CAP_SECONDS = 900
 EMBED_BATCH = 256
 
 

@@ -15,14 +15,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-MAX_FILE_BYTES = 250 * 1024 * 1024
-MAX_ARCHIVE_BYTES = 2 * 1024**3
-MAX_FILES_PER_CONTEXT = 100_000
-#: What one archive may expand to, all members together (`$SLEUTH_MAX_EXPANDED_BYTES` over HTTP):
-#: twice the upload limit, so an honest archive of compressed files fits and a compression bomb not.
-MAX_EXPANDED_BYTES = 2 * MAX_ARCHIVE_BYTES
-#: Members (directories included) one archive may hold: no more than a context may hold files.
-MAX_ARCHIVE_MEMBERS = MAX_FILES_PER_CONTEXT
+from sleuth.errors import Invalid
+from sleuth.settings import Settings, current
+
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 
 #: Any relative path a request or an archive names: a component is at most 255 bytes (api.md §4), the
@@ -37,7 +32,7 @@ MAX_SOURCE_PATH_BYTES = 1024
 MAX_SOURCE_PATH_DEPTH = 32
 
 
-class UnsafePath(ValueError):
+class UnsafePath(Invalid, ValueError):
     """A path is absolute, contains `..`, a backslash, NUL or control characters, a component over
     255 bytes, or is too long or too deep (api.md §4, `unsafe_path`)."""
 
@@ -113,21 +108,24 @@ def archive_stem(path: Path) -> str:
 
 
 def import_sources(source_root: Path, inputs: list[Path]) -> ImportReport:
-    """Copy or mirror each input into `source_root/uploads/…`."""
+    """Copy or mirror each input into `source_root/uploads/…`, within the settings' file and upload
+    limits (`max_file_bytes`, `max_upload_bytes`)."""
+    limits = current()
     report = ImportReport()
     uploads = source_root / "uploads"
     uploads.mkdir(parents=True, exist_ok=True)
     for given in inputs:
         path = given.resolve()
         if path.is_dir():
-            _mirror(dict(_walk_dir(path)), safe_join(uploads, path.name), f"uploads/{path.name}", report)
+            target = safe_join(uploads, path.name)
+            _mirror(dict(_walk_dir(path)), target, f"uploads/{path.name}", report, limits)
         elif path.is_file() and is_archive(path):
             stem = archive_stem(path)
-            members = _archive_members(path, report)
-            _mirror(members, safe_join(uploads, stem), f"uploads/{stem}", report)
+            members = _archive_members(path, report, limits)
+            _mirror(members, safe_join(uploads, stem), f"uploads/{stem}", report, limits)
         elif path.is_file():
             target = safe_join(uploads, path.name)
-            _copy_if_changed(_FileSource(path), target, f"uploads/{path.name}", report)
+            _copy_if_changed(_FileSource(path), target, f"uploads/{path.name}", report, limits)
         else:
             raise FileNotFoundError(f"no such file or directory: {given}")
     return report
@@ -175,7 +173,9 @@ def _walk_dir(root: Path) -> Iterator[tuple[str, _Source]]:
             yield full.relative_to(root).as_posix(), _FileSource(full)
 
 
-def _mirror(files: dict[str, _Source], target_dir: Path, prefix: str, report: ImportReport) -> None:
+def _mirror(
+    files: dict[str, _Source], target_dir: Path, prefix: str, report: ImportReport, limits: Settings
+) -> None:
     target_dir.mkdir(parents=True, exist_ok=True)
     wanted: set[Path] = set()
     for rel, src in files.items():
@@ -185,7 +185,7 @@ def _mirror(files: dict[str, _Source], target_dir: Path, prefix: str, report: Im
             report.skipped.append((f"{prefix}/{rel}", str(exc)))
             continue
         wanted.add(dest)
-        _copy_if_changed(src, dest, f"{prefix}/{rel}", report)
+        _copy_if_changed(src, dest, f"{prefix}/{rel}", report, limits)
     for dirpath, _dirnames, filenames in os.walk(target_dir):
         for name in filenames:
             full = Path(dirpath) / name
@@ -202,10 +202,10 @@ def _remove_empty_dirs(root: Path) -> None:
             path.rmdir()
 
 
-def _copy_if_changed(src: _Source, dest: Path, name: str, report: ImportReport) -> None:
+def _copy_if_changed(src: _Source, dest: Path, name: str, report: ImportReport, limits: Settings) -> None:
     size = src.size()
-    if size > MAX_FILE_BYTES:
-        report.skipped.append((name, f"file too large ({size} bytes > {MAX_FILE_BYTES})"))
+    if size > limits.max_file_bytes:
+        report.skipped.append((name, f"file too large ({size} bytes > {limits.max_file_bytes})"))
         return
     data = src.read()
     if dest.is_file() and dest.stat().st_size == size and _sha(dest.read_bytes()) == _sha(data):
@@ -225,9 +225,9 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _archive_members(path: Path, report: ImportReport) -> dict[str, _Source]:
+def _archive_members(path: Path, report: ImportReport, limits: Settings) -> dict[str, _Source]:
     """Regular members with safe names; links, devices and unsafe names are skipped and reported."""
-    if path.stat().st_size > MAX_ARCHIVE_BYTES:
+    if path.stat().st_size > limits.max_upload_bytes:
         raise ValueError(f"archive too large: {path}")
     members: dict[str, _Source] = {}
     total = 0
@@ -240,7 +240,7 @@ def _archive_members(path: Path, report: ImportReport) -> dict[str, _Source]:
                 if mode and mode != 0o100000:
                     report.skipped.append((info.filename, "not a regular file (link or device)"))
                     continue
-                if _check_member(info.filename, info.file_size, total, report):
+                if _check_member(info.filename, info.file_size, total, report, limits):
                     total += info.file_size
                     mtime = _zip_mtime(info)
                     members[str(safe_relative_path(info.filename))] = _BytesSource(archive.read(info), mtime)
@@ -252,7 +252,7 @@ def _archive_members(path: Path, report: ImportReport) -> dict[str, _Source]:
                 if not member.isfile():
                     report.skipped.append((member.name, "not a regular file (link or device)"))
                     continue
-                if _check_member(member.name, member.size, total, report):
+                if _check_member(member.name, member.size, total, report, limits):
                     total += member.size
                     handle = archive.extractfile(member)
                     data = handle.read() if handle else b""
@@ -260,16 +260,16 @@ def _archive_members(path: Path, report: ImportReport) -> dict[str, _Source]:
     return members
 
 
-def _check_member(name: str, size: int, total: int, report: ImportReport) -> bool:
+def _check_member(name: str, size: int, total: int, report: ImportReport, limits: Settings) -> bool:
     try:
         safe_relative_path(name)
     except UnsafePath as exc:
         report.skipped.append((name, str(exc)))
         return False
-    if size > MAX_FILE_BYTES:
+    if size > limits.max_file_bytes:
         report.skipped.append((name, f"file too large ({size} bytes)"))
         return False
-    if total + size > MAX_ARCHIVE_BYTES:
+    if total + size > limits.max_upload_bytes:
         report.skipped.append((name, "archive expands beyond the upload limit"))
         return False
     return True

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from sleuth.errors import Unavailable
+
 Role = Literal["system", "user", "assistant", "tool"]
 ToolProtocol = Literal["native", "text"]
 PromptProfile = Literal["standard", "small"]
@@ -173,7 +175,7 @@ class ModelConfig:
         }
 
 
-class ModelError(Exception):
+class ModelError(Unavailable):
     """A provider call failed. `retryable` for timeouts, 429 and 5xx (runtime.md §12 fallback);
     `retry_after`: the seconds the provider asked to wait (its `Retry-After` header), if it said."""
 

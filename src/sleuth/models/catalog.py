@@ -33,8 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast, get_args
 
+from sleuth.errors import Invalid
 from sleuth.models.base import Model, ModelConfig, PromptProfile, Provider, ToolProtocol
 from sleuth.models.keys import DEFAULT_KEY_ENV, resolve_api_key
+from sleuth.settings import TOOL_OUTPUT_CHARS
 
 OFFLINE_ID = "sleuth/offline"
 TIERS = ("lite", "standard", "pro")
@@ -46,7 +48,7 @@ QUERY_DEFAULTS: dict[str, Any] = {
     "max_steps": {"search": 8, "search_cc": 8, "search_rag": 2},
     "thinking_levels": ["minimal", "low", "medium", "high"],
     "thinking_level": "low",
-    "max_tool_output_chars": 10_000,
+    "max_tool_output_chars": TOOL_OUTPUT_CHARS,
 }
 
 _TOP_KEYS = {"default", "models", "tiers"}
@@ -75,7 +77,7 @@ OFFLINE = ModelConfig(
 )
 
 
-class CatalogError(ValueError):
+class CatalogError(Invalid, ValueError):
     """The catalog or a model name is invalid; the message says what to fix."""
 
 

@@ -6,7 +6,6 @@ download, ever. The graph already mean-pools and L2-normalizes, so vectors come 
 from __future__ import annotations
 
 import hashlib
-import os
 import sqlite3
 import threading
 from dataclasses import dataclass
@@ -16,6 +15,9 @@ from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
+
+from sleuth.errors import Unavailable
+from sleuth.settings import current
 
 Vectors = npt.NDArray[np.float32]
 
@@ -45,7 +47,7 @@ class Embedder(Protocol):
         ...
 
 
-class EmbedderError(RuntimeError):
+class EmbedderError(Unavailable, RuntimeError):
     """The embedder cannot run (missing or corrupt model files): a fatal compile error."""
 
 
@@ -94,9 +96,9 @@ class MiniLMEmbedder:
         tokenizer.enable_truncation(MAX_WORD_PIECES)
         tokenizer.enable_padding()
         options = ort.SessionOptions()
-        threads = os.environ.get("SLEUTH_EMBED_THREADS")
+        threads = current().embed_threads
         if threads:
-            options.intra_op_num_threads = int(threads)
+            options.intra_op_num_threads = threads
         session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
         return session, tokenizer
 

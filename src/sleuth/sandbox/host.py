@@ -22,17 +22,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sleuth.errors import Failed, Unavailable
 from sleuth.sandbox import messages
 from sleuth.sandbox.limits import BudgetExceeded, BudgetMeter, Limits
 from sleuth.sandbox.messages import FinalReport, SpanReport
 from sleuth.sandbox.protocol import Frame, LineReader, ProtocolError, encode, send
 
 
-class SandboxUnavailable(RuntimeError):
+class SandboxUnavailable(Unavailable, RuntimeError):
     """The host cannot provide the configured isolation floor (`503 sandbox_unavailable`)."""
 
 
-class SandboxDied(RuntimeError):
+class SandboxDied(Failed, RuntimeError):
     """The sandbox was killed (hard timeout, out of memory, protocol violation); its state is lost."""
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
+
+from sleuth.errors import Failed
+from sleuth.settings import TOOL_OUTPUT_CHARS, Settings, current
 
 
 @dataclass(frozen=True)
@@ -17,7 +18,7 @@ class Limits:
     pids: int = 64  # RLIMIT_NPROC (threads count)
     scratch_mb: int = 64  # tmpfs size, and RLIMIT_FSIZE
     nofile: int = 256  # RLIMIT_NOFILE
-    max_output: int = 10_000  # characters the model sees (max_tool_output_chars)
+    max_output: int = TOOL_OUTPUT_CHARS  # characters the model sees (max_tool_output_chars)
     full_output_cap: int = 1 << 20  # characters kept for the trace
     floor: str = "standard"  # standard | strict | none
 
@@ -29,6 +30,9 @@ class Limits:
         return cls(**data)
 
 
+_DEFAULTS = Settings.model_construct()  # the declared defaults, without reading the environment
+
+
 @dataclass(frozen=True)
 class HostBudget:
     """What one turn may cost the host (the sandbox's own limits are `Limits`).
@@ -36,30 +40,24 @@ class HostBudget:
     None of this work counts against the sandbox's cgroup or RLIMIT_CPU: parsing and answering host
     function calls, keeping the evidence spans it reports, and recording the turn. Each is capped per
     turn; a turn that passes a cap is stopped and marked `failed` with the cap's name. Every field can
-    be set from the environment as `SLEUTH_BUDGET_<FIELD>` (for example `SLEUTH_BUDGET_RPC_CALLS`).
+    be set from the environment as `SLEUTH_BUDGET_<FIELD>` (for example `SLEUTH_BUDGET_RPC_CALLS`);
+    the defaults are the settings' own (`sleuth.settings`).
     """
 
-    rpc_calls: int = 2_000  # host function calls, rejected ones included
-    rpc_bytes: int = 32 << 20  # bytes of host function requests and replies
-    host_cpu_s: float = 20.0  # seconds spent in host functions (CPU or wall clock, the larger)
-    spans: int = 5_000  # evidence spans the sandbox reports
-    recorded_bytes: int = 64 << 20  # bytes of step events, host results, trace and replay log
+    rpc_calls: int = _DEFAULTS.budget_rpc_calls  # host function calls, rejected ones included
+    rpc_bytes: int = _DEFAULTS.budget_rpc_bytes  # bytes of host function requests and replies
+    host_cpu_s: float = _DEFAULTS.budget_host_cpu_s  # seconds in host functions (CPU or wall, the larger)
+    spans: int = _DEFAULTS.budget_spans  # evidence spans the sandbox reports
+    recorded_bytes: int = _DEFAULTS.budget_recorded_bytes  # step events, host results, trace, replay log
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> HostBudget:
-        environ = os.environ if environ is None else environ
-        values: dict[str, Any] = {}
-        for item in fields(cls):
-            raw = environ.get(f"SLEUTH_BUDGET_{item.name.upper()}", "").strip()
-            if raw:
-                try:
-                    values[item.name] = float(raw) if item.type == "float" else int(raw)
-                except ValueError:
-                    raise ValueError(f"SLEUTH_BUDGET_{item.name.upper()}={raw!r} is not a number") from None
-        return cls(**values)
+    def from_settings(cls, settings: Settings | None = None) -> HostBudget:
+        """The budget the settings give (`SLEUTH_BUDGET_<FIELD>`; default: as the environment says now)."""
+        settings = settings or current()
+        return cls(**{item.name: getattr(settings, f"budget_{item.name}") for item in fields(cls)})
 
 
-class BudgetExceeded(RuntimeError):
+class BudgetExceeded(Failed, RuntimeError):
     """A turn used up one of its `HostBudget` caps; the turn stops and fails."""
 
     def __init__(self, name: str, used: float, limit: float) -> None:

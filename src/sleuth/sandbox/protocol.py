@@ -19,6 +19,7 @@ import re
 import socket
 from typing import Any, NamedTuple
 
+from sleuth.errors import Failed
 from sleuth.store.text import clean, clean_text
 
 MAX_LINE = 16 * 1024 * 1024
@@ -31,7 +32,7 @@ _BRACKET = re.compile(rb"[\[\]{}]")
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
-class ProtocolError(Exception):
+class ProtocolError(Failed):
     pass
 
 

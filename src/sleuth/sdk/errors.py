@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from sleuth.errors import Error, NotFound
 
-class SleuthError(Exception):
+
+class SleuthError(Error):
     """Base of every error an SDK call raises."""
 
 
-class NotFoundError(SleuthError):
+class NotFoundError(SleuthError, NotFound):
     """A name that does not exist; the message lists the closest names."""
 
 

@@ -19,6 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from sleuth.errors import Invalid, NotFound
+
 SLUG_PATTERN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
 
 
@@ -64,11 +66,11 @@ def write_text_atomic(path: Path, text: str) -> None:
         fh.write(text.encode("utf-8"))
 
 
-class ContextNotFound(LookupError):
+class ContextNotFound(NotFound, LookupError):
     pass
 
 
-class InvalidSlug(ValueError):
+class InvalidSlug(Invalid, ValueError):
     pass
 
 

@@ -30,6 +30,7 @@ from typing import Any
 from sqlalchemy import Column, Float, ForeignKey, Index, String, Table, delete, insert, select, update
 from sqlalchemy.engine import Connection, Row
 
+from sleuth.errors import Invalid
 from sleuth.store.server_db import LOCAL_PRINCIPAL, ServerDB, metadata, new_id
 
 KEY_PREFIX = "slk_"
@@ -73,7 +74,7 @@ key_contexts_t = Table(
 TABLES = [keys_t, tokens_t, key_contexts_t]
 
 
-class KeyStoreError(ValueError):
+class KeyStoreError(Invalid, ValueError):
     """A key cannot be created or revoked as asked (bad role or name, unknown or ambiguous key)."""
 
 

@@ -8,8 +8,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from sleuth.errors import Conflict
 
-class CurateInFlight(RuntimeError):
+
+class CurateInFlight(Conflict, RuntimeError):
     """Another curate or restore holds the context's lock (`409 task_in_flight` over HTTP)."""
 
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from sleuth.errors import Invalid
 from sleuth.store.home import atomic_file
 from sleuth.store.text import clean_text
 
@@ -23,7 +24,7 @@ QUERY_ID_PATTERN = re.compile(r"qry_[0-9a-f-]{8,64}")
 REPLAY_FILE = "replay.jsonl.gz"
 
 
-class InvalidQueryId(ValueError):
+class InvalidQueryId(Invalid, ValueError):
     """A query id that is not `qry_<hex>`; refused so a path built from it never leaves the home."""
 
 

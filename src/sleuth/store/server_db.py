@@ -50,6 +50,7 @@ from sqlalchemy import (
 from sqlalchemy import event as sa_event
 from sqlalchemy.engine import Connection, Row
 
+from sleuth.errors import Conflict, Error, NotFound
 from sleuth.store.replay_log import delete_replay_log
 from sleuth.store.text import clean_text
 
@@ -126,23 +127,23 @@ traces_t = Table(
 )
 
 
-class ServerDBError(Exception):
+class ServerDBError(Error):
     """Base of the store's own errors."""
 
 
-class SessionNotFound(ServerDBError, LookupError):
+class SessionNotFound(ServerDBError, NotFound, LookupError):
     """No such session (`404 session_not_found` over HTTP)."""
 
 
-class SessionBusy(ServerDBError):
+class SessionBusy(ServerDBError, Conflict):
     """A turn is in flight on the session (`409 session_busy` over HTTP)."""
 
 
-class QueryNotFound(ServerDBError, LookupError):
+class QueryNotFound(ServerDBError, NotFound, LookupError):
     """No such query (`404` over HTTP)."""
 
 
-class ComparisonGroupFull(ServerDBError):
+class ComparisonGroupFull(ServerDBError, Conflict):
     """A comparison group already holds its 3 turns (`409 comparison_group_full` over HTTP)."""
 
 

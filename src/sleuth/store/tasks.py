@@ -42,6 +42,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Row
 
+from sleuth.errors import NotFound
 from sleuth.store.server_db import SqliteStore, dumps, loads, new_id
 
 #: Every state a task can be in; the contract's `starting` and `provisioning` are never used.
@@ -83,7 +84,7 @@ tasks_t = Table(
 )
 
 
-class TaskNotFound(LookupError):
+class TaskNotFound(NotFound, LookupError):
     """No such task (`404 task_not_found` over HTTP)."""
 
 

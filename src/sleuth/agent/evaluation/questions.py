@@ -9,12 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from sleuth.errors import Invalid
+
 __all__ = ["EvalDataError", "EvalQuestion", "EvidencePage", "doc_key", "load_questions", "select_questions"]
 
 DOC_SUFFIXES = frozenset({".pdf", ".md", ".txt", ".html", ".htm", ".docx", ".csv", ".json", ".jsonl"})
 
 
-class EvalDataError(ValueError):
+class EvalDataError(Invalid, ValueError):
     """The question file cannot be read; the message names the line."""
 
 

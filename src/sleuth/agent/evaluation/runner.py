@@ -14,6 +14,7 @@ from sleuth.agent.citations import normalized
 from sleuth.agent.evaluation.matching import judge, score_answer
 from sleuth.agent.evaluation.questions import EvalQuestion, EvidencePage, doc_key
 from sleuth.models.base import Model
+from sleuth.settings import TURN_CAP_SECONDS
 
 if TYPE_CHECKING:
     from sleuth.agent.records import Query
@@ -217,7 +218,7 @@ def sleuth_answer_fn(
     scope: Sequence[str],
     model: str | None = None,
     max_steps: int | None = None,
-    timeout_seconds: int = 900,
+    timeout_seconds: int = TURN_CAP_SECONDS,
 ) -> AnswerFn:
     """Each question as one fresh Sleuth turn (its own session), exactly as `sleuth ask` runs it."""
     from sleuth.agent.turn import TurnRequest

@@ -3,26 +3,25 @@
 `parse_source(path)` returns a `ParsedSource` or raises `ParseError` with the ledger's status and
 reason; it never lets a parser's own exception escape, so one bad file cannot stop a compile.
 
-A source may hold at most `max_text_bytes()` of text (default `MAX_TEXT_BYTES`, `$SLEUTH_MAX_TEXT_BYTES`
-overrides it). A compile keeps a source's text, pages and chunks in memory, several times the text's
-size, so a larger one is `skipped` ("too large") instead: a text format is refused by its size before
-it is read, a PDF or DOCX once its text is extracted.
+A source may hold at most the setting `max_text_bytes` of text (`$SLEUTH_MAX_TEXT_BYTES`). A compile
+keeps a source's text, pages and chunks in memory, several times the text's size, so a larger one is
+`skipped` ("too large") instead: a text format is refused by its size before it is read, a PDF or
+DOCX once its text is extracted.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 from sleuth.compile.pages import ParsedSource, ParseError
 from sleuth.compile.parse import docx, html, markdown, pdf, text
+from sleuth.settings import current
 
 log = logging.getLogger("sleuth.compile.parse")
 
 Parser = Callable[[bytes], ParsedSource]
-MAX_TEXT_BYTES = 32 * 1024 * 1024
 #: Formats whose text is not the file itself: their size says little about their text.
 _CONTAINERS = frozenset({".pdf", ".docx"})
 
@@ -64,23 +63,12 @@ PARSERS: dict[str, Parser] = {
 }
 
 
-def max_text_bytes() -> int:
-    """The most text one source may hold (`$SLEUTH_MAX_TEXT_BYTES`, else `MAX_TEXT_BYTES`)."""
-    value = os.environ.get("SLEUTH_MAX_TEXT_BYTES", "").strip()
-    if value:
-        try:
-            return max(1, int(value))
-        except ValueError:
-            log.warning("ignoring SLEUTH_MAX_TEXT_BYTES=%r: not an integer", value)
-    return MAX_TEXT_BYTES
-
-
 def parse_source(path: Path) -> ParsedSource:
     suffix = path.suffix.lower()
     parser = PARSERS.get(suffix)
     if parser is None:
         raise ParseError("skipped", "unsupported format")
-    limit = max_text_bytes()
+    limit = current().max_text_bytes
     size = path.stat().st_size
     if suffix not in _CONTAINERS and size > limit:
         raise ParseError("skipped", f"too large: {size} bytes of text, over the limit of {limit}")

@@ -1,0 +1,53 @@
+"""A turn that passed admission (`turn.Runtime.prepare`), as `run.TurnRun` runs it, and what a run
+needs of the engine that admitted it (`Engine`). Kept apart from `turn` so that the run and its trace
+do not import the runtime that imports them."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from sleuth.agent.orientation import ContextBrief
+from sleuth.agent.records import Query
+from sleuth.agent.request import TurnRequest
+from sleuth.models.base import Model, ModelConfig
+from sleuth.sandbox.host import HostFunction, SandboxHost
+from sleuth.sandbox.limits import HostBudget, Limits
+from sleuth.store.server_db import ServerDB
+
+__all__ = ["Engine", "PreparedTurn"]
+
+
+@dataclass
+class PreparedTurn:
+    """A turn that passed admission: its Query is stored `in_progress` and its session claimed."""
+
+    request: TurnRequest
+    query: Query
+    session: dict[str, Any]
+    briefs: list[ContextBrief]
+    model_configs: list[ModelConfig]
+    workflow: str
+    ignored_fields: list[str] = field(default_factory=list)
+    model_override: Model | None = None  # replay: a scripted model for the loop and synthesis
+    request_replay: dict[str, Any] | None = None  # replay: recorded planner results
+    registry_override: dict[str, HostFunction] | None = None  # replay: recorded host results
+    cancel_event: threading.Event = field(default_factory=threading.Event)  # set: stop between steps
+
+    @property
+    def offline(self) -> bool:
+        return bool(self.model_configs) and self.model_configs[0].provider == "offline"
+
+
+class Engine(Protocol):
+    """What a turn's run reads from the runtime that admitted it (`turn.Runtime` is one)."""
+
+    db: ServerDB
+    limits: Limits
+    budget: HostBudget
+    model_factory: Callable[[ModelConfig], Model]
+
+    @property
+    def sandbox_host(self) -> SandboxHost: ...

@@ -1,0 +1,58 @@
+"""The root of every error Sleuth raises, and the five kinds a caller tells apart.
+
+    Error
+    ├── NotFound      the thing named does not exist          ContextNotFound, SessionNotFound,
+    │                                                         QueryNotFound, TaskNotFound,
+    │                                                         NotFoundError (SDK)
+    ├── Invalid       the input is wrong, and stays wrong     InvalidSlug, UnsafePath, ManifestError,
+    │                                                         CatalogError, KeyStoreError, ShapeError,
+    │                                                         InvalidQueryId, EvalDataError,
+    │                                                         ArchiveRefused, ServeError
+    ├── Conflict      the state forbids it now; it may pass   CurateInFlight, SessionBusy,
+    │                 later                                   ComparisonGroupFull
+    ├── Unavailable   a part it needs is missing or down      SandboxUnavailable, EmbedderError,
+    │                                                         ModelError
+    ├── Failed        the work started and broke              CompileError, ParseError, SandboxDied,
+    │                                                         BudgetExceeded, ProtocolError,
+    │                                                         ReplayError, TurnFailed, ShapeInvalid,
+    │                                                         OfflineShapeError, TaskCancelled,
+    │                                                         TaskStopTimeout
+    ├── TurnError     a turn refused before it starts, with api.md §4's `code` (agent.turn)
+    ├── SleuthError   what the SDK raises into the model's code (sdk.errors; its own small tree)
+    └── ApiError      an HTTP error with its status and envelope (api.errors): the only errors
+                      that carry a status code. ToolFailure is MCP's.
+
+Each class keeps the built-in base it had (`LookupError`, `ValueError`, `RuntimeError`), so code that
+catches those still catches it. Outside the tree on purpose: the sandbox's control flow
+(`StepTimeout`, `CpuBudgetExceeded`, `FinalAnswer`), which derives from `BaseException` so that the
+model's own `except Exception` cannot swallow it; and a module's private signals (`_Skip`,
+`_LimitHit`, ...), which never leave the module that raises them.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Conflict", "Error", "Failed", "Invalid", "NotFound", "Unavailable"]
+
+
+class Error(Exception):
+    """Any error of Sleuth's own."""
+
+
+class NotFound(Error):
+    """The thing named does not exist."""
+
+
+class Invalid(Error):
+    """The input is wrong: asking again unchanged fails again."""
+
+
+class Conflict(Error):
+    """The current state forbids it; the same request may pass later."""
+
+
+class Unavailable(Error):
+    """A part it needs (the sandbox, the embedder, a model provider) is missing or down."""
+
+
+class Failed(Error):
+    """The work started and broke."""

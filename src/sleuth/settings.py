@@ -1,0 +1,106 @@
+"""Every tunable of a Sleuth process, declared once: its default, its bounds and its help text.
+
+Each setting is read from the environment as `SLEUTH_<NAME>` (pydantic-settings), so tests and
+deployments change a limit without a code change. `sleuth serve --help` lists them all, and
+`GET /version` reports the values a server runs with.
+
+Who reads when:
+- The server reads them once, when it starts (`api.server.serve`), applies its command-line flags on
+  top, and holds the result in `ApiState.settings`: what `/version` shows is what the server uses.
+- Everything else (a CLI compile, a sandbox host, the embedder) calls `current()`, which reads the
+  environment at that moment.
+
+Three variables are read by their own modules and are not settings: `SLEUTH_HOME` (`store.home`),
+`SLEUTH_MODEL` (`models.catalog`, beside the model config it picks from) and `SLEUTH_API_KEY`
+(`store.keys`, a secret: nothing here may ever be shown).
+
+The constants below are limits of the protocol (api.md), not tunables: the turn contract declares
+its bounds with them, and version collection reads the same turn cap.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["ENV_PREFIX", "TOOL_OUTPUT_CHARS", "TURN_CAP_SECONDS", "Settings", "current", "described"]
+
+ENV_PREFIX = "SLEUTH_"
+#: api.md §8.1: the longest a turn may run. Version collection keeps a superseded version this long
+#: after a newer one goes live, so a turn that pinned it can still read it.
+TURN_CAP_SECONDS = 900
+#: runtime.md §3: what one step's printed output is cut to, unless a request asks otherwise.
+TOOL_OUTPUT_CHARS = 10_000
+
+_MIB = 1024 * 1024
+
+
+class Settings(BaseSettings):
+    """The tunables, grouped by who reads them. Unknown `SLEUTH_*` variables are ignored."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", frozen=True)
+
+    # --- the server (api.md §12)
+    max_concurrent_turns: int = Field(4, ge=1, le=256, description="Turns executing at once.")
+    max_queued_turns: int = Field(32, ge=0, le=10_000, description="Turns waiting for a worker before 429.")
+    project_id: str = Field("local", description="Reported by /auth and in stats.")
+    project_name: str = Field("local", description="Reported by /auth.")
+    task_workers: int = Field(2, ge=1, le=64, description="Curate, import, pack and restore tasks at once.")
+    task_stop_timeout_s: float = Field(
+        30.0, gt=0, description="How long a shutdown waits for running tasks before marking them failed."
+    )
+
+    # --- sources and uploads (api.md §12)
+    max_file_bytes: int = Field(250 * _MIB, ge=1, description="The largest one source file may be.")
+    max_upload_bytes: int = Field(
+        2 * 1024 * _MIB, ge=1, description="The largest one upload or archive may be."
+    )
+    max_context_bytes: int = Field(
+        10 * 1024 * 1024 * _MIB, ge=1, description="All sources of a context together."
+    )
+    max_files_per_context: int = Field(100_000, ge=1, description="Sources one context may hold.")
+    max_expanded_bytes: int = Field(
+        4 * 1024 * _MIB,
+        ge=1,
+        description="What one archive may expand to, all members together (twice the upload limit, so "
+        "an honest archive of compressed files fits and a compression bomb does not).",
+    )
+    max_archive_members: int = Field(
+        100_000, ge=1, description="Entries one archive may hold, directories included."
+    )
+    max_text_bytes: int = Field(
+        32 * _MIB, ge=1, description="The most text one source may hold once parsed; a larger one is skipped."
+    )
+
+    # --- the host's work per turn (sandbox.md): a turn past a cap is stopped and failed
+    budget_rpc_calls: int = Field(
+        2_000, ge=1, description="Host function calls per turn, rejected ones included."
+    )
+    budget_rpc_bytes: int = Field(
+        32 * _MIB, ge=1, description="Bytes of host function requests and replies per turn."
+    )
+    budget_host_cpu_s: float = Field(20.0, gt=0, description="Seconds spent in host functions per turn.")
+    budget_spans: int = Field(5_000, ge=1, description="Evidence spans the sandbox may report per turn.")
+    budget_recorded_bytes: int = Field(
+        64 * _MIB, ge=1, description="Bytes of step events, host results, trace and replay log per turn."
+    )
+
+    # --- models
+    embed_threads: int | None = Field(
+        None, ge=1, le=256, description="Threads of the local embedder (unset: onnxruntime's choice)."
+    )
+
+
+def current() -> Settings:
+    """The settings as the environment says now (a bad value raises pydantic's `ValidationError`,
+    which names the variable's field)."""
+    return Settings()
+
+
+def described() -> list[tuple[str, str, str]]:
+    """(variable, default, help) of every setting, in declaration order: `sleuth serve --help`."""
+    rows = []
+    for name, info in Settings.model_fields.items():
+        default = "unset" if info.default is None else str(info.default)
+        rows.append((ENV_PREFIX + name.upper(), default, info.description or ""))
+    return rows

@@ -1,0 +1,48 @@
+"""Settings declared once (`sleuth.settings`): read from `SLEUTH_*`, validated, listed by
+`sleuth serve --help`, and read by each part that has a limit."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+from typer.testing import CliRunner
+
+from sleuth.cli import app
+from sleuth.sandbox.limits import HostBudget
+from sleuth.settings import Settings, current, described
+
+
+def test_defaults_and_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SLEUTH_MAX_FILE_BYTES", raising=False)
+    assert current().max_file_bytes == Settings.model_fields["max_file_bytes"].default == 250 * 1024 * 1024
+    monkeypatch.setenv("SLEUTH_MAX_FILE_BYTES", "1234")
+    monkeypatch.setenv("SLEUTH_NOT_A_SETTING", "ignored")
+    assert current().max_file_bytes == 1234
+
+
+def test_a_bad_value_names_its_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLEUTH_MAX_QUEUED_TURNS", "-1")
+    with pytest.raises(ValidationError) as invalid:
+        current()
+    assert invalid.value.errors()[0]["loc"] == ("max_queued_turns",)
+    monkeypatch.setenv("SLEUTH_MAX_QUEUED_TURNS", "many")
+    with pytest.raises(ValidationError):
+        current()
+
+
+def test_every_setting_has_help_and_is_listed_by_serve_help() -> None:
+    rows = described()
+    assert [name for name, _, _ in rows] == ["SLEUTH_" + n.upper() for n in Settings.model_fields]
+    assert all(text for _, _, text in rows)
+    result = CliRunner().invoke(app, ["serve", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    for name, default, _ in rows:
+        assert f"{name} (default {default})" in result.output
+
+
+def test_the_host_budget_is_read_from_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLEUTH_BUDGET_SPANS", "7")
+    monkeypatch.setenv("SLEUTH_BUDGET_HOST_CPU_S", "1.5")
+    budget = HostBudget.from_settings()
+    assert budget.spans == 7 and budget.host_cpu_s == 1.5
+    assert budget.rpc_calls == HostBudget().rpc_calls == Settings.model_fields["budget_rpc_calls"].default
