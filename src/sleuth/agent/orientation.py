@@ -19,8 +19,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from sleuth.agent.actions import SDK_NAMES
-from sleuth.sdk.knowledge import SEARCHES, Knowledge, ScopedContext
+from sleuth.sdk.knowledge import Knowledge, ScopedContext
+from sleuth.sdk.primitives import primitives, signature_text
 from sleuth.store.search import VersionReader
 
 PROMPT_VERSION = "2026-11-30.1"
@@ -133,22 +133,20 @@ def overview(brief: ContextBrief) -> ContextOverview:
 
 
 def sdk_reference(tools: Sequence[str] | None = None) -> str:
-    """Signatures and docstrings of the enabled primitives, generated from `Knowledge`."""
-    enabled = [n for n in SDK_NAMES if tools is None or n in tools]
+    """Signatures and docstrings of the enabled primitives, from their one declaration
+    (`sdk.primitives`), then `final`."""
     lines = ["## SDK reference", "```python"]
-    for name in [*enabled, "final"]:
-        fn = getattr(Knowledge, name)
-        try:
-            signature = inspect.signature(fn, eval_str=True)
-        except NameError:
-            signature = inspect.signature(fn)
-        shown = str(signature).replace("(self, ", "(").replace("(self)", "()")
-        for qualified in ("collections.abc.", "typing.", "sleuth.sdk.types.", "sleuth.sdk.knowledge."):
-            shown = shown.replace(qualified, "")
-        prefix = "async def" if name in SEARCHES else "def"
-        doc = (inspect.getdoc(fn) or "").replace("\n", "\n    ")
-        lines.append(f"{prefix} {name}{shown}:")
-        lines.append(f'    """{doc}"""')
+    for item in primitives():
+        if tools is None or item.name in tools:
+            prefix = "async def" if item.kind == "search" else "def"
+            lines.append(f"{prefix} {item.name}{signature_text(item)}:")
+            lines.append(_docstring(item.doc))
+    final = inspect.signature(Knowledge.final, eval_str=True)
+    shown = (
+        str(final).replace("(self, ", "(").replace("collections.abc.", "").replace("sleuth.sdk.types.", "")
+    )
+    lines.append(f"def final{shown}:")
+    lines.append(_docstring(inspect.getdoc(Knowledge.final) or ""))
     lines.append("answer = final")
     lines.append("```")
     lines.append(
@@ -157,6 +155,11 @@ def sdk_reference(tools: Sequence[str] | None = None) -> str:
         "dicts; `_provenance` holds evidence labels."
     )
     return "\n".join(lines)
+
+
+def _docstring(doc: str) -> str:
+    indented = doc.replace("\n", "\n    ")
+    return f'    """{indented}"""'
 
 
 def block_a(profile: str, protocol: str, max_output: int, tools: Sequence[str] | None) -> str:

@@ -26,12 +26,13 @@ import contextlib
 import json
 import math
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, fields, is_dataclass
+from inspect import Parameter, Signature
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import anyio
 import anyio.to_thread
@@ -59,7 +60,8 @@ from sleuth.api.tasks import task_service
 from sleuth.api.turns import TurnExecutor, executor
 from sleuth.errors import Error
 from sleuth.sdk.errors import AmbiguousError, HostError, LimitError, NotFoundError, QueryError, SleuthError
-from sleuth.sdk.knowledge import PRIMITIVES, Evidence, Knowledge, ScopedContext
+from sleuth.sdk.knowledge import Evidence, Knowledge, ScopedContext
+from sleuth.sdk.primitives import Primitive, primitives
 from sleuth.sdk.types import Hit, Rows
 from sleuth.settings import current
 from sleuth.store.home import ContextDir, ContextInfo, ContextNotFound, Home
@@ -88,22 +90,7 @@ SDK_ERROR_CODES: dict[type[SleuthError], str] = {
     HostError: "host_error",
 }
 
-# Tool arguments: JSON Schema bounds mirror the SDK's own checks, which still run (runtime.md §5.1).
 Slug = Annotated[str, Field(min_length=1, max_length=200, description="The context's slug (list_contexts).")]
-SearchText = Annotated[str, Field(min_length=1, max_length=2000, description="What to look for.")]
-TopK = Annotated[int, Field(ge=1, le=100, description="How many hits to return (1-100).")]
-IssuerFilter = Annotated[
-    str | None, Field(max_length=200, description="Only documents whose issuer contains this (see _sources).")
-]
-DocTypeFilter = Annotated[
-    str | None, Field(max_length=100, description="Only documents of this type: 'annual report', 'policy', …")
-]
-YearFilter = Annotated[int | None, Field(ge=1000, le=3000, description="Only documents covering this year.")]
-MaxTotal = Annotated[int, Field(ge=1, le=100, description="At most this many hits (1-100).")]
-ArtifactName = Annotated[
-    str, Field(min_length=1, description="An artifact's name (exact, any case, or slug).")
-]
-Texts = str | list[str]
 
 
 class ToolFailure(Error):
@@ -249,10 +236,9 @@ class KnowledgePool:
 
 
 # ------------------------------------------------------------------------------------------ tools
-def _doc(name: str) -> str:
+def _doc(item: Primitive) -> str:
     """A primitive's description: the SDK docstring the sandboxed model reads, plus the tool's terms."""
-    doc = getattr(Knowledge, name).__doc__ or ""
-    lines = [line.strip() for line in doc.strip().splitlines()]
+    lines = [line.strip() for line in item.doc.strip().splitlines()]
     return " ".join(lines) + " Reads one context: `context` (its slug) is required."
 
 
@@ -362,7 +348,7 @@ class Tools:
         return await self._guarded(ctx, work)
 
     # ---------------------------------------------------------------------- the SDK primitives
-    async def _primitive(self, ctx: Context, slug: str, call: Callable[[Knowledge], Any]) -> CallToolResult:
+    async def primitive(self, ctx: Context, slug: str, call: Callable[[Knowledge], Any]) -> CallToolResult:
         """`call` on a warm SDK instance over the context's live version, in a worker thread; a search
         (a coroutine) runs to completion on that thread's own event loop, off the server's loop. The
         instance reads this one context, so the primitives' own `context=` is left at None."""
@@ -380,115 +366,25 @@ class Tools:
 
         return await self._guarded(ctx, work)
 
-    async def outline_knowledge(
-        self,
-        context: Slug,
-        ctx: Context,
-        type: str | None = None,
-        scope: Literal["document", "corpus", "index"] | None = None,
-    ) -> CallToolResult:
-        return await self._primitive(ctx, context, lambda k: k.outline_knowledge(type, scope))
 
-    async def read_artifact(self, context: Slug, name: ArtifactName, ctx: Context) -> CallToolResult:
-        return await self._primitive(ctx, context, lambda k: k.read_artifact(name))
+def _sdk_tool(tools: Tools, item: Primitive) -> Callable[..., Awaitable[CallToolResult]]:
+    """`item` as an MCP tool, from its one declaration (`sdk.primitives`): `context` (a slug) first,
+    then the primitive's own parameters, whose JSON Schema comes from the same annotations; the SDK's
+    `Context` is hidden from the schema. The primitive's own bounds are checked again when it runs."""
+    own = [p.replace(kind=Parameter.KEYWORD_ONLY) for p in item.parameters() if p.name != "context"]
+    parameters = [
+        Parameter("context", Parameter.KEYWORD_ONLY, annotation=Slug),
+        *own,
+        Parameter("ctx", Parameter.KEYWORD_ONLY, annotation=Context),
+    ]
 
-    async def read_rosters(self, context: Slug, ctx: Context, type: str | None = None) -> CallToolResult:
-        return await self._primitive(ctx, context, lambda k: k.read_rosters(type))
+    async def call(context: str, ctx: Context, **arguments: Any) -> CallToolResult:
+        return await tools.primitive(ctx, context, lambda k: getattr(k, item.name)(**arguments))
 
-    async def describe_type(
-        self, context: Slug, name: Annotated[str, Field(min_length=1)], ctx: Context
-    ) -> CallToolResult:
-        return await self._primitive(ctx, context, lambda k: k.describe_type(name))
-
-    async def search_knowledge(
-        self,
-        context: Slug,
-        query: SearchText,
-        ctx: Context,
-        top_k: TopK = 10,
-        kind: str | None = None,
-        type: str | None = None,
-    ) -> CallToolResult:
-        return await self._primitive(ctx, context, lambda k: k.search_knowledge(query, top_k, kind, type))
-
-    async def search_source(
-        self,
-        context: Slug,
-        query: SearchText,
-        ctx: Context,
-        top_k: TopK = 10,
-        issuer: IssuerFilter = None,
-        doc_type: DocTypeFilter = None,
-        year: YearFilter = None,
-    ) -> CallToolResult:
-        return await self._primitive(
-            ctx,
-            context,
-            lambda k: k.search_source(query, top_k, issuer=issuer, doc_type=doc_type, year=year),
-        )
-
-    async def search_source_by_keyword(
-        self,
-        context: Slug,
-        query: SearchText,
-        ctx: Context,
-        top_k: TopK = 10,
-        issuer: IssuerFilter = None,
-        doc_type: DocTypeFilter = None,
-        year: YearFilter = None,
-    ) -> CallToolResult:
-        return await self._primitive(
-            ctx,
-            context,
-            lambda k: k.search_source_by_keyword(query, top_k, issuer=issuer, doc_type=doc_type, year=year),
-        )
-
-    async def search_in_sources(
-        self,
-        context: Slug,
-        sources: Annotated[Texts, Field(description="Source paths, e.g. an artifact's `sources`.")],
-        query: Annotated[Texts, Field(description="One query, or several searched separately and fused.")],
-        ctx: Context,
-        max_total: MaxTotal = 20,
-    ) -> CallToolResult:
-        return await self._primitive(ctx, context, lambda k: k.search_in_sources(sources, query, max_total))
-
-    async def cite_from_artifact(
-        self,
-        context: Slug,
-        name: ArtifactName,
-        ctx: Context,
-        queries: Texts | None = None,
-        max_total: Annotated[int, Field(ge=1, le=100, description="At most this many hits (1-100).")] = 8,
-    ) -> CallToolResult:
-        return await self._primitive(ctx, context, lambda k: k.cite_from_artifact(name, queries, max_total))
-
-    async def query_db(
-        self,
-        context: Slug,
-        sql: Annotated[str, Field(min_length=1, description="One read-only statement (SQLite dialect).")],
-        ctx: Context,
-        params: list[Any] | dict[str, Any] | None = None,
-    ) -> CallToolResult:
-        return await self._primitive(ctx, context, lambda k: k.query_db(sql, params))
-
-    async def list_tables(self, context: Slug, ctx: Context) -> CallToolResult:
-        return await self._primitive(ctx, context, lambda k: k.list_tables())
-
-    async def walk_graph(
-        self,
-        context: Slug,
-        name: ArtifactName,
-        ctx: Context,
-        max_hops: Annotated[int, Field(ge=1, le=4, description="Hops to follow (1-4).")] = 2,
-        edge_types: list[str] | None = None,
-    ) -> CallToolResult:
-        return await self._primitive(ctx, context, lambda k: k.walk_graph(name, max_hops, edge_types))
-
-    async def get_fact(
-        self, context: Slug, key: Annotated[str, Field(min_length=1)], ctx: Context
-    ) -> CallToolResult:
-        return await self._primitive(ctx, context, lambda k: k.get_fact(key))
+    call.__name__ = call.__qualname__ = item.name
+    call.__signature__ = Signature(parameters, return_annotation=CallToolResult)  # type: ignore[attr-defined]
+    call.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": CallToolResult}
+    return call
 
 
 def build_server(engine_of: EngineOf, only: str | None = None) -> tuple[MCPServer, Tools]:
@@ -525,11 +421,11 @@ def build_server(engine_of: EngineOf, only: str | None = None) -> tuple[MCPServe
             annotations=hints,
             structured_output=False,
         )
-    for name in PRIMITIVES:
+    for item in primitives():
         server.add_tool(
-            getattr(tools, name),
-            name=name,
-            description=_doc(name),
+            _sdk_tool(tools, item),
+            name=item.name,
+            description=_doc(item),
             annotations=READ_ONLY,
             structured_output=False,
         )

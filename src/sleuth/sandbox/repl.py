@@ -25,7 +25,8 @@ from sleuth.sandbox.messages import MAX_CALLS, MAX_FINAL_CHARS, MAX_SPANS, MAX_T
 from sleuth.sandbox.output import CappedStream, observation
 from sleuth.sandbox.protocol import LineReader, ProtocolError, encode, recv_one, send
 from sleuth.sdk.errors import HostError
-from sleuth.sdk.knowledge import READS, SEARCHES, FinalAnswer, Knowledge, ScopedContext
+from sleuth.sdk.knowledge import FinalAnswer, Knowledge, ScopedContext
+from sleuth.sdk.primitives import primitives
 
 
 class StepTimeout(BaseException):
@@ -157,10 +158,10 @@ class Repl:
             datetime=datetime,
             np=np,
         )
-        for name in READS:
-            namespace[name] = self._traced(name, getattr(self.knowledge, name))
-        for name in SEARCHES:
-            namespace[name] = self._traced_search(name, getattr(self.knowledge, name))
+        for item in primitives():  # their one declaration: a search is awaited, a read is not
+            bound = getattr(self.knowledge, item.name)
+            traced = self._traced_search if item.kind == "search" else self._traced
+            namespace[item.name] = traced(item.name, bound)
         namespace["final"] = namespace["answer"] = self.knowledge.final
 
     def run_on_loop(self, main: Any, *, debug: bool | None = None) -> Any:

@@ -1,9 +1,10 @@
 """The retrieval primitives over one pinned version per scoped context (runtime.md §5).
 
-`Knowledge` is what the REPL binds: each public method is one primitive with the spec's signature.
-Searches are coroutines (blocking index work runs in a thread, so `asyncio.gather` overlaps them);
-reads are plain calls whose results may also be awaited. Every span returned gets a per-turn
-evidence label (`E1`, `E2`, …) that stays the same when the span comes back again.
+`Knowledge` is what the REPL binds: each method marked `@primitive` is one primitive, declared there
+once (its signature, bounds and docstring; see `sdk/primitives.py`). Searches are coroutines
+(blocking index work runs in a thread, so `asyncio.gather` overlaps them); reads are plain calls
+whose results may also be awaited. Every span returned gets a per-turn evidence label (`E1`, `E2`,
+…) that stays the same when the span comes back again.
 """
 
 from __future__ import annotations
@@ -25,6 +26,25 @@ import numpy.typing as npt
 from sleuth.format.front_matter import read_front_matter
 from sleuth.format.names import slugify
 from sleuth.sdk.errors import AmbiguousError, LimitError, NotFoundError, QueryError
+from sleuth.sdk.primitives import (
+    ArtifactName,
+    DocType,
+    FactKey,
+    Issuer,
+    MaxHops,
+    MaxTotal,
+    Queries,
+    Query,
+    RankBy,
+    SourcePaths,
+    Sql,
+    TopK,
+    TypeName,
+    Year,
+    check,
+    primitive,
+    primitives,
+)
 from sleuth.sdk.sql import ReadOnlyDatabase
 from sleuth.sdk.types import (
     Artifact,
@@ -49,34 +69,6 @@ QueryEmbedder = Callable[[str, str], Awaitable[npt.NDArray[np.float32]]]
 """(model id, query text) → unit vector; inside the sandbox this is the `embed` host function."""
 
 MAX_GRAPH_NODES = 200
-PRIMITIVES = (
-    "outline_knowledge",
-    "read_artifact",
-    "read_rosters",
-    "describe_type",
-    "search_knowledge",
-    "search_source",
-    "search_source_by_keyword",
-    "search_in_sources",
-    "cite_from_artifact",
-    "query_db",
-    "list_tables",
-    "walk_graph",
-    "get_fact",
-)
-"""The SDK's public calls, in the order of runtime.md §5.2: what the REPL binds, the prompt lists,
-`tools=` may name, and MCP serves."""
-SEARCHES = frozenset(
-    {
-        "search_knowledge",
-        "search_source",
-        "search_source_by_keyword",
-        "search_in_sources",
-        "cite_from_artifact",
-    }
-)
-"""The coroutines among them (awaited); the rest are plain reads."""
-READS = tuple(name for name in PRIMITIVES if name not in SEARCHES)
 _TABLE_ROW = re.compile(r"^\|(.+)\|\s*$")
 
 
@@ -173,16 +165,6 @@ class _Context:
     def read_file(self, artifact_id: str) -> tuple[dict[str, Any], str]:
         text = (self.root / "knowledge" / self.artifacts[artifact_id]["file"]).read_text("utf-8")
         return read_front_matter(text), text.split("\n---\n", 1)[1] if "\n---\n" in text else text
-
-
-def _check_query(query: str) -> None:
-    if not isinstance(query, str) or not 1 <= len(query) <= 2000:
-        raise LimitError("query must be a string of 1-2,000 characters")
-
-
-def _check_range(name: str, value: int, low: int, high: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise LimitError(f"{name} must be an integer from {low} to {high}, got {value!r}")
 
 
 class Knowledge:
@@ -299,6 +281,7 @@ class Knowledge:
             db.close()
 
     # ------------------------------------------------------------------------------ reads
+    @primitive("read")
     def outline_knowledge(
         self, type: str | None = None, scope: str | None = None, context: str | None = None
     ) -> list[ArtifactRef]:
@@ -324,7 +307,8 @@ class Knowledge:
                         )
         return out
 
-    def read_artifact(self, name: str, context: str | None = None) -> Artifact:
+    @primitive("read")
+    def read_artifact(self, name: ArtifactName, context: str | None = None) -> Artifact:
         """One artifact by name (exact, then case-insensitive, then slug); edges in both directions."""
         ctx, aid = self._find_artifact(name, context)
         meta = ctx.artifacts[aid]
@@ -411,6 +395,7 @@ class Knowledge:
             )
         return rosters
 
+    @primitive("read")
     def read_rosters(self, type: str | None = None, context: str | None = None) -> list[Roster]:
         """'All X' rosters: one per artifact type, plus 'All Sources'. First stop for list-every questions."""
         out: AwaitableList[Roster] = AwaitableList()
@@ -423,7 +408,8 @@ class Knowledge:
             raise NotFoundError(f"no roster for type {type!r}; types: {', '.join(known) or 'none'}")
         return out
 
-    def describe_type(self, name: str, context: str | None = None) -> TypeSpec:
+    @primitive("read")
+    def describe_type(self, name: TypeName, context: str | None = None) -> TypeSpec:
         """The manifest spec of an artifact type, its edge types, table and count."""
         for ctx in self._scope(context):
             for t in ctx.types():
@@ -468,17 +454,16 @@ class Knowledge:
         )
 
     # ---------------------------------------------------------------------------- searches
+    @primitive("search")
     async def search_knowledge(
         self,
-        query: str,
-        top_k: int = 10,
+        query: Query,
+        top_k: TopK = 10,
         kind: str | None = None,
         type: str | None = None,
         context: str | None = None,
     ) -> list[Hit]:
         """Hybrid search over artifacts; kind in summary|topic|entity|event|doc|page|glossary."""
-        _check_query(query)
-        _check_range("top_k", top_k, 1, 100)
         per_context = []
         for ctx in self._scope(context):
             vector = await self._vector(ctx, query)
@@ -515,40 +500,38 @@ class Knowledge:
             per_context.append([self._chunk_hit(ctx, h.id, h.score) for h in hits])
         return self._fuse(per_context, top_k) if per_context else []
 
+    @primitive("search")
     async def search_source(
         self,
-        query: str,
-        top_k: int = 10,
+        query: Query,
+        top_k: TopK = 10,
         context: str | None = None,
         *,
         sources: Sequence[str] | None = None,
-        issuer: str | None = None,
-        doc_type: str | None = None,
-        year: int | None = None,
+        issuer: Issuer = None,
+        doc_type: DocType = None,
+        year: Year = None,
     ) -> list[Hit]:
         """Hybrid search over source chunks: what the documents say. The document a question names
         ranks first by itself; `sources` (paths), `issuer` (a substring), `doc_type` ("annual report",
         "policy", …) and `year` restrict the search to the documents that match (see `_sources`)."""
-        _check_query(query)
-        _check_range("top_k", top_k, 1, 100)
         where = _where(issuer, doc_type, year)
         return AwaitableList(await self._search_chunks(query, top_k, "hybrid", context, sources, where))
 
+    @primitive("search")
     async def search_source_by_keyword(
         self,
-        query: str,
-        top_k: int = 10,
+        query: Query,
+        top_k: TopK = 10,
         context: str | None = None,
         *,
         sources: Sequence[str] | None = None,
-        issuer: str | None = None,
-        doc_type: str | None = None,
-        year: int | None = None,
+        issuer: Issuer = None,
+        doc_type: DocType = None,
+        year: Year = None,
     ) -> list[Hit]:
         """BM25 only, for exact identifiers, codes and phrases. May return []. Filters as in
         `search_source`."""
-        _check_query(query)
-        _check_range("top_k", top_k, 1, 100)
         for ctx in self._scope(context):
             if not ctx.reader.meta.get("keyword", True):
                 raise QueryError(
@@ -558,35 +541,35 @@ class Knowledge:
         where = _where(issuer, doc_type, year)
         return AwaitableList(await self._search_chunks(query, top_k, "keyword", context, sources, where))
 
+    @primitive("search")
     async def search_in_sources(
         self,
-        sources: str | Sequence[str],
-        query: str | Sequence[str],
-        max_total: int = 20,
+        sources: SourcePaths,
+        query: Queries,
+        max_total: MaxTotal = 20,
         context: str | None = None,
     ) -> list[Hit]:
         """Hybrid search restricted to the chunks of the given source paths (e.g. Artifact.sources).
         Several queries are searched separately and fused."""
-        _check_range("max_total", max_total, 1, 100)
         paths = [sources] if isinstance(sources, str) else list(sources)
         queries = [query] if isinstance(query, str) else list(query)
         if not queries:
             raise LimitError("query must name at least one query string")
         for q in queries:
-            _check_query(q)
+            check("query", q, Query)
         lists = [await self._search_chunks(q, max_total, "hybrid", context, paths) for q in queries]
         return AwaitableList(self._fuse(lists, max_total))
 
+    @primitive("search")
     async def cite_from_artifact(
         self,
-        name: str,
-        queries: str | Sequence[str] | None = None,
-        max_total: int = 8,
+        name: ArtifactName,
+        queries: RankBy = None,
+        max_total: MaxTotal = 8,
         context: str | None = None,
     ) -> list[Hit]:
         """Verbatim, citable spans behind an artifact: its provenance quotes (ranked against `queries`
         when given), then matching chunks of its sources."""
-        _check_range("max_total", max_total, 1, 100)
         ctx, aid = self._find_artifact(name, context)
         meta = ctx.artifacts[aid]
         front, _body = ctx.read_file(aid)
@@ -602,7 +585,7 @@ class Knowledge:
             out.append(Hit.from_span(aid, 1.0, "provenance", span))
         if wanted and len(out) < max_total:
             for q in wanted:
-                _check_query(q)
+                check("query", q, Query)
             sources = list(front.get("sources") or [])
             for hit in await self._search_chunks(" ".join(wanted), max_total, "hybrid", ctx.slug, sources):
                 if len(out) >= max_total:
@@ -623,8 +606,9 @@ class Knowledge:
         return AwaitableList(out)
 
     # ---------------------------------------------------------------------------- structured
+    @primitive("read")
     def query_db(
-        self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None, context: str | None = None
+        self, sql: Sql, params: Sequence[Any] | Mapping[str, Any] | None = None, context: str | None = None
     ) -> Rows:
         """Read-only SQL (SQLite dialect) over the typed tables and system tables."""
         if not isinstance(sql, str) or not sql.strip():
@@ -649,6 +633,7 @@ class Knowledge:
             out.append(record)
         return Rows(out, columns, truncated, sql, (time.perf_counter() - began) * 1000)
 
+    @primitive("read")
     def list_tables(self, context: str | None = None) -> list[Table]:
         """Tables with their columns, types and row counts."""
         out: AwaitableList[Table] = AwaitableList()
@@ -676,15 +661,15 @@ class Knowledge:
                 )
         return out
 
+    @primitive("read")
     def walk_graph(
         self,
-        name: str,
-        max_hops: int = 2,
+        name: ArtifactName,
+        max_hops: MaxHops = 2,
         edge_types: Sequence[str] | None = None,
         context: str | None = None,
     ) -> Graph:
         """Subgraph around an artifact, following edges in both directions, up to max_hops."""
-        _check_range("max_hops", max_hops, 1, 4)
         ctx, start = self._find_artifact(name, context)
         db = self._db(ctx)
         seen, frontier, edges, truncated = {start}, [start], [], False
@@ -731,7 +716,8 @@ class Knowledge:
             truncated,
         )
 
-    def get_fact(self, key: str, context: str | None = None) -> Any:
+    @primitive("read")
+    def get_fact(self, key: FactKey, context: str | None = None) -> Any:
         """Cheap statistics: artifact_count, source_count, page_count, chunk_count, artifacts_by_type,
         rows_by_table, curated_at, live_version, sample_queries. With several contexts in scope and
         context=None the value is {slug: value}."""
@@ -795,10 +781,7 @@ class Knowledge:
 
 def _where(issuer: str | None, doc_type: str | None, year: int | None) -> dict[str, Any]:
     """The document filters a search names, checked (a wrong type is the model's error to read)."""
-    if issuer is not None and not isinstance(issuer, str):
-        raise QueryError("issuer must be a string (a part of the issuer's name)")
-    if doc_type is not None and not isinstance(doc_type, str):
-        raise QueryError("doc_type must be a string such as 'annual report' or 'policy'")
+    # issuer and doc_type are strings by their declaration (`primitives.Issuer`, `DocType`)
     if year is not None and (not isinstance(year, int) or isinstance(year, bool)):
         raise QueryError("year must be an integer such as 2023")
     return {k: v for k, v in (("issuer", issuer), ("doc_type", doc_type), ("year", year)) if v is not None}
@@ -824,3 +807,7 @@ def _awaitable(value: Any) -> Any:
     if isinstance(value, list):
         return AwaitableList(value)
     return value
+
+
+PRIMITIVES = tuple(item.name for item in primitives())
+"""The SDK's public calls, in the order of runtime.md §5.2 (declared by `@primitive`)."""

@@ -1,0 +1,212 @@
+"""The SDK's primitives, declared once (runtime.md §5.2).
+
+Each method of `Knowledge` that model-written code may call is marked `@primitive("read")` or
+`@primitive("search")`. Its signature, with the bounds of its arguments written as the `Annotated`
+types below, and its docstring are the only statement of it:
+- the REPL binds every primitive, awaiting the searches (`sandbox/repl.py`);
+- the prompt's SDK reference prints `signature_text` and the docstring (`agent/orientation.py`);
+- `tools=` is checked against the names (`agent/turn.py`);
+- MCP serves each one as a tool whose JSON Schema comes from the same annotations (`api/mcp.py`);
+- the bounds are checked when the primitive is called (`LimitError`, worded for the model).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import typing
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import Field
+
+from sleuth.sdk.errors import LimitError
+
+__all__ = [
+    "ArtifactName",
+    "DocType",
+    "FactKey",
+    "Issuer",
+    "MaxHops",
+    "MaxTotal",
+    "Primitive",
+    "Queries",
+    "Query",
+    "RankBy",
+    "SourcePaths",
+    "Sql",
+    "TopK",
+    "TypeName",
+    "Year",
+    "check",
+    "primitive",
+    "primitives",
+    "signature_text",
+]
+
+Query = Annotated[str, Field(min_length=1, max_length=2000, description="What to look for.")]
+TopK = Annotated[int, Field(ge=1, le=100, description="How many hits to return (1-100).")]
+MaxTotal = Annotated[int, Field(ge=1, le=100, description="At most this many hits (1-100).")]
+MaxHops = Annotated[int, Field(ge=1, le=4, description="Hops to follow (1-4).")]
+ArtifactName = Annotated[
+    str, Field(min_length=1, description="An artifact's name (exact, any case, or slug).")
+]
+Issuer = Annotated[
+    str | None, Field(max_length=200, description="Only documents whose issuer contains this (see _sources).")
+]
+DocType = Annotated[
+    str | None, Field(max_length=100, description="Only documents of this type: 'annual report', 'policy', …")
+]
+Year = Annotated[int | None, Field(description="Only documents covering this year, e.g. 2023.")]
+TypeName = Annotated[str, Field(min_length=1, description="An artifact type's name (outline_knowledge).")]
+FactKey = Annotated[str, Field(min_length=1, description="A fact's key: artifact_count, page_count, ...")]
+Sql = Annotated[str, Field(min_length=1, description="One read-only statement (SQLite dialect).")]
+SourcePaths = Annotated[str | Sequence[str], Field(description="Source paths, e.g. an artifact's `sources`.")]
+Queries = Annotated[
+    str | Sequence[str], Field(description="One query, or several searched separately and fused.")
+]
+RankBy = Annotated[
+    str | Sequence[str] | None, Field(description="Queries that rank the artifact's quotes (optional).")
+]
+
+Kind = Literal["read", "search"]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class Primitive:
+    """One primitive: its name, whether it is awaited, and the `Knowledge` method that is it."""
+
+    name: str
+    kind: Kind
+    method: Callable[..., Any]
+
+    @property
+    def doc(self) -> str:
+        return inspect.getdoc(self.method) or ""
+
+    def parameters(self) -> list[inspect.Parameter]:
+        """The parameters after `self`, each annotated with its resolved type (bounds included)."""
+        hints = typing.get_type_hints(self.method, include_extras=True)
+        found = list(inspect.signature(self.method).parameters.values())[1:]
+        return [p.replace(annotation=hints.get(p.name, p.annotation)) for p in found]
+
+
+_REGISTRY: dict[str, Primitive] = {}
+
+
+def primitives() -> list[Primitive]:
+    """Every primitive, in the order `Knowledge` declares them (runtime.md §5.2's)."""
+    import sleuth.sdk.knowledge  # noqa: F401  (declaring `Knowledge` registers them)
+
+    return list(_REGISTRY.values())
+
+
+def primitive(kind: Kind) -> Callable[[F], F]:
+    """Mark a `Knowledge` method as a primitive, and check its declared bounds on every call."""
+
+    def mark(method: F) -> F:
+        if inspect.iscoroutinefunction(method):
+
+            @functools.wraps(method)
+            async def checked_search(*args: Any, **kwargs: Any) -> Any:
+                _check(method, args, kwargs)
+                return await method(*args, **kwargs)
+
+            wrapper: Callable[..., Any] = checked_search
+        else:
+
+            @functools.wraps(method)
+            def checked_read(*args: Any, **kwargs: Any) -> Any:
+                _check(method, args, kwargs)
+                return method(*args, **kwargs)
+
+            wrapper = checked_read
+        _REGISTRY[method.__name__] = Primitive(method.__name__, kind, wrapper)
+        return typing.cast(F, wrapper)
+
+    return mark
+
+
+def signature_text(item: Primitive) -> str:
+    """`(query: str, top_k: int = 10, ...)`: the signature as the model reads it, bounds left to
+    the docstring and the error messages."""
+    plain = [p.replace(annotation=_bare(p.annotation)) for p in item.parameters()]
+    shown = str(inspect.Signature(plain, return_annotation=_return_type(item)))
+    for qualified in ("collections.abc.", "typing.", "sleuth.sdk.types.", "sleuth.sdk.knowledge."):
+        shown = shown.replace(qualified, "")
+    return shown
+
+
+def _return_type(item: Primitive) -> Any:
+    return typing.get_type_hints(item.method).get("return", inspect.Signature.empty)
+
+
+def _bare(annotation: Any) -> Any:
+    return typing.get_args(annotation)[0] if typing.get_origin(annotation) is Annotated else annotation
+
+
+@functools.cache
+def _bounds(method: Callable[..., Any]) -> tuple[inspect.Signature, dict[str, dict[str, Any]]]:
+    """The method's signature, and the bounds (ge/le, min_length/max_length) each parameter declares."""
+    hints = typing.get_type_hints(method, include_extras=True)
+    bounds: dict[str, dict[str, Any]] = {}
+    for name, hint in hints.items():
+        if typing.get_origin(hint) is not Annotated:
+            continue
+        found: dict[str, Any] = {}
+        for item in typing.get_args(hint)[1:]:
+            for meta in [item, *getattr(item, "metadata", [])]:
+                for key in ("ge", "le", "min_length", "max_length"):
+                    if getattr(meta, key, None) is not None:
+                        found[key] = getattr(meta, key)
+        if found:
+            bounds[name] = found
+    return inspect.signature(method), bounds
+
+
+def _check(method: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    signature, bounds = _bounds(method)
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError as exc:
+        raise LimitError(f"{method.__name__}(): {exc}") from None
+    for name, limits in bounds.items():
+        if name not in bound.arguments:
+            continue  # its default, which is within bounds
+        value = bound.arguments[name]
+        if value is None and signature.parameters[name].default is None:
+            continue
+        _within(name, value, limits)
+
+
+def check(name: str, value: Any, declared: Any) -> None:
+    """`value` within the bounds of the `Annotated` type `declared` (e.g. each of several queries)."""
+    limits = {
+        key: getattr(meta, key)
+        for item in typing.get_args(declared)[1:]
+        for meta in [item, *getattr(item, "metadata", [])]
+        for key in ("ge", "le", "min_length", "max_length")
+        if getattr(meta, key, None) is not None
+    }
+    _within(name, value, limits)
+
+
+def _within(name: str, value: Any, limits: dict[str, Any]) -> None:
+    if "ge" in limits or "le" in limits:
+        low, high = limits.get("ge"), limits.get("le")
+        if (
+            not isinstance(value, int)
+            or isinstance(value, bool)
+            or (low is not None and value < low)
+            or (high is not None and value > high)
+        ):
+            raise LimitError(f"{name} must be an integer from {low} to {high}, got {value!r}")
+        return
+    low, high = limits.get("min_length", 0), limits.get("max_length")
+    if not isinstance(value, str) or len(value) < low or (high is not None and len(value) > high):
+        if high is None:
+            raise LimitError(f"{name} must be a non-empty string" if low else f"{name} must be a string")
+        size = f"{low}-{high:,}" if low else f"at most {high:,}"
+        raise LimitError(f"{name} must be a string of {size} characters")
