@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export SLEUTH_HOME ?= $(CURDIR)/.sleuth
 
-.PHONY: demo test lint typecheck install install-dev sample-pdfs bench clean
+.PHONY: demo test test-fast fix lint typecheck install install-dev sample-pdfs bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,16 @@ typecheck: install-dev
 
 test: install-dev lint typecheck
 	$(BIN)/pytest
+
+# The suite on every core (pytest-xdist), without the API fuzz run: for the edit-test loop. `make test`
+# is what CI runs and what must pass before anything lands.
+test-fast: install-dev
+	$(BIN)/pytest -n auto --ignore=tests/api/test_fuzz.py
+
+# Apply every fix ruff can make, then format.
+fix: install-dev
+	$(BIN)/ruff check --fix src tests benchmarks scripts
+	$(BIN)/ruff format src tests benchmarks scripts
 
 # Regenerate the sample corpus PDFs (committed; needs the dev extra for fpdf2).
 sample-pdfs: install-dev

@@ -20,7 +20,8 @@ import pytest
 
 from sleuth.compile.pipeline import CompileReport
 from sleuth.store.home import Home
-from sleuth.store.server_db import ServerDB, new_id
+from sleuth.store.server_db import ServerDB
+from sleuth.store.sqlite import new_id
 
 SEEDED_KEY = "slk_" + "Durable0" * 5
 

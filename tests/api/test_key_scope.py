@@ -20,7 +20,7 @@ from mcp_types import CallToolResult, TextContent
 from sleuth.compile.pipeline import CompileReport
 from sleuth.store.home import ContextDir, Home
 from sleuth.store.keys import KeyStore
-from sleuth.store.server_db import new_id
+from sleuth.store.sqlite import new_id
 from sleuth.store.tasks import TaskStore
 from tests.api.support import LiveServer, ServerFactory
 

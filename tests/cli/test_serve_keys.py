@@ -13,7 +13,8 @@ from sleuth.api.server import ServeError, ServeOptions, build_state, is_loopback
 from sleuth.cli import app
 from sleuth.store.home import Home
 from sleuth.store.keys import KeyStore
-from sleuth.store.server_db import ServerDB, new_id
+from sleuth.store.server_db import ServerDB
+from sleuth.store.sqlite import new_id
 
 KEY = re.compile(r"^slk_[0-9A-Za-z]{40}$")
 

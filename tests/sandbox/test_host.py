@@ -130,6 +130,8 @@ def test_a_stopped_server_leaves_no_run_dirs_or_cgroups(acme_version: Path, sign
     finally:
         server.send_signal(signum)
         server.wait(timeout=10)
+        if server.stdout is not None:
+            server.stdout.close()
     zygote, sandbox = started["zygote"], started["sandbox"]
     assert _until(lambda: not _alive(zygote) and not _alive(sandbox)), "the zygote or turn outlived it"
     assert _until(lambda: not _cgroups_of(zygote)), "cgroups stayed"

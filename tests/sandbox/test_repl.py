@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,10 @@ from sleuth.sdk.knowledge import Knowledge, ScopedContext
 
 
 @pytest.fixture
-def repl(acme_version: Path) -> Repl:
-    return Repl(Knowledge([ScopedContext("acme", acme_version)]))
+def repl(acme_version: Path) -> Iterator[Repl]:
+    opened = Repl(Knowledge([ScopedContext("acme", acme_version)]))
+    yield opened
+    opened.close()
 
 
 def step(repl: Repl, code: str, n: int = 1, limit: int = 10_000, timeout: float = 10) -> dict[str, object]:

@@ -17,15 +17,15 @@ from sleuth.store.keys import KeyStore, digest
 from sleuth.store.replay_log import read_replay_log, write_replay_log
 from sleuth.store.server_db import (
     INTERRUPTED_ERROR,
-    SCHEMA_VERSION,
     ComparisonGroupFull,
     QueryNotFound,
     ServerDB,
     ServerDBError,
     SessionBusy,
     SessionNotFound,
-    new_id,
 )
+from sleuth.store.server_schema import SCHEMA_VERSION
+from sleuth.store.sqlite import new_id
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ from sleuth.sdk.errors import SleuthError
 from sleuth.sdk.knowledge import Knowledge, ScopedContext
 from sleuth.settings import TOOL_OUTPUT_CHARS
 from sleuth.store.search import VersionReader
-from sleuth.store.server_db import dumps
+from sleuth.store.sqlite import dumps
 from sleuth.store.text import clean
 
 Emit = Callable[[dict[str, Any]], None]  # a turn's event listener; each event is stored first

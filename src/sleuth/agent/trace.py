@@ -16,7 +16,8 @@ from sleuth.agent.request import TurnRequest
 from sleuth.agent.spans import EvidenceSpan
 from sleuth.models.base import ModelConfig
 from sleuth.store.replay_log import write_replay_log
-from sleuth.store.server_db import ServerDB, dumps
+from sleuth.store.server_db import ServerDB
+from sleuth.store.sqlite import dumps
 
 
 def sleuth_version() -> str:

@@ -33,7 +33,8 @@ from sleuth.models.catalog import Catalog, CatalogError, build_model
 from sleuth.sandbox.host import SandboxHost
 from sleuth.sandbox.limits import HostBudget, Limits
 from sleuth.store.home import ContextNotFound, Home
-from sleuth.store.server_db import ComparisonGroupFull, ServerDB, new_id
+from sleuth.store.server_db import ComparisonGroupFull, ServerDB
+from sleuth.store.sqlite import new_id
 
 __all__ = ["Caller", "PreparedTurn", "Runtime", "TurnError", "TurnRequest", "new_query_id", "sleuth_version"]
 

@@ -124,6 +124,8 @@ class PendingSearch:
 
 
 class Repl:
+    """The persistent namespace one turn's code runs in, with the SDK bound, on one event loop."""
+
     def __init__(self, knowledge: Knowledge, channel: Channel | None = None) -> None:
         self.knowledge = knowledge
         self.channel = channel
@@ -136,6 +138,12 @@ class Repl:
         self.globals: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
         self._bind()
         self._known_spans = 0
+
+    def close(self) -> None:
+        """Release the SDK's readers and the loop (a sandbox simply exits; a host-side REPL closes)."""
+        self.knowledge.close()
+        if not self.loop.is_closed():
+            self.loop.close()
 
     def _bind(self) -> None:
         import collections

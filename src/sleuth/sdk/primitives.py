@@ -97,9 +97,10 @@ _REGISTRY: dict[str, Primitive] = {}
 
 
 def primitives() -> list[Primitive]:
-    """Every primitive, in the order `Knowledge` declares them (runtime.md §5.2's)."""
-    import sleuth.sdk.knowledge  # noqa: F401  (declaring `Knowledge` registers them)
-
+    """Every primitive, in the order `Knowledge` declares them (runtime.md §5.2's). Declaring
+    `Knowledge` registers them: its module must have been imported."""
+    if not _REGISTRY:
+        raise RuntimeError("no primitives: import sleuth.sdk.knowledge first")
     return list(_REGISTRY.values())
 
 

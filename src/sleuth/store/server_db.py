@@ -1,8 +1,9 @@
 """`server.sqlite`: the durable store of sessions, queries, their events and traces (context.md §7).
 
 The CLI (`sleuth ask`, `trace`, `replay`) and the HTTP server share it. It is written with SQLAlchemy
-Core, not the ORM, so the same statements can later run on PostgreSQL; only the engine set-up below is
-SQLite-specific (WAL, foreign keys, busy timeout, `BEGIN IMMEDIATE` for writes).
+Core, not the ORM, so the same statements can later run on PostgreSQL; only the engine set-up is
+SQLite-specific (`store/sqlite.py`: WAL, foreign keys, busy timeout, `BEGIN IMMEDIATE` for writes).
+The tables and their upgrades are in `store/server_schema.py`.
 
 Every method is one short transaction on one shared Engine, so a `ServerDB` may be used from several
 threads at once. Writes take SQLite's write lock when they begin (`BEGIN IMMEDIATE`), which makes the
@@ -18,27 +19,13 @@ older copy of the document cannot lose feedback.
 from __future__ import annotations
 
 import json
-import os
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
-    Column,
-    Engine,
-    Float,
-    ForeignKey,
-    Index,
-    Integer,
-    MetaData,
-    String,
-    Table,
-    Text,
     and_,
-    create_engine,
     delete,
     func,
     insert,
@@ -47,84 +34,35 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy import event as sa_event
 from sqlalchemy.engine import Connection, Row
 
 from sleuth.errors import Conflict, Error, NotFound
 from sleuth.store.replay_log import delete_replay_log
-from sleuth.store.text import clean_text
+from sleuth.store.server_schema import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    TITLE_CHARS,
+    events_t,
+    meta_t,
+    metadata,
+    queries_t,
+    sessions_t,
+    traces_t,
+)
+from sleuth.store.sqlite import (
+    SqliteStore,
+    dumps,
+    loads,
+    new_id,
+)
 
 if TYPE_CHECKING:
     from sleuth.store.home import Home
 
-SCHEMA_VERSION = 3
 LOCAL_PRINCIPAL = "local"  # who opens sessions when no API key is involved (the CLI, --no-auth)
 COMPARISON_GROUP_SIZE = 3
 INTERRUPTED_ERROR = "interrupted: the process stopped during this turn"
-BUSY_TIMEOUT_MS = 10_000
-TITLE_CHARS = 80
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
-
-metadata = MetaData()
-
-meta_t = Table(
-    "meta",
-    metadata,
-    Column("key", String(64), primary_key=True),
-    Column("value", Text, nullable=False),
-)
-
-sessions_t = Table(
-    "sessions",
-    metadata,
-    Column("id", String(80), primary_key=True),
-    Column("scope", Text, nullable=False),  # JSON list of context slugs
-    Column("title", String(TITLE_CHARS), nullable=False),
-    Column("system_prompt", Text),
-    Column("guardrails", Text),
-    Column("models", Text, nullable=False),  # JSON list
-    Column("tools", Text),  # JSON list or null
-    Column("workflow", String(64), nullable=False),
-    Column("last_query_id", String(80)),
-    Column("active_query_id", String(80)),  # the turn in flight: one per session
-    Column("created_by", String(200)),  # the principal that opened it (v2; NULL read as "local")
-    Column("created_at", Float, nullable=False),
-    Column("updated_at", Float, nullable=False),
-    Index("ix_sessions_created_by", "created_by", "created_at"),  # v3: a query key lists its own
-)
-
-queries_t = Table(
-    "queries",
-    metadata,
-    Column("id", String(80), primary_key=True),
-    Column("session_id", String(80), ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False),
-    Column("status", String(32), nullable=False),
-    Column("created", Integer, nullable=False),
-    Column("updated", Float, nullable=False),
-    Column("document", Text, nullable=False),  # the whole Query object, JSON
-    Column("feedback", Text),  # JSON {rating, comment} or null
-    Column("workflow", String(64)),  # v2: the turn's workflow (the document does not carry it)
-    Column("comparison_group", String(128)),  # v2: the client's comparison run, at most 3 turns
-    Index("ix_queries_session_created", "session_id", "created", "id"),
-    Index("ix_queries_comparison_group", "comparison_group"),
-    Index("ix_queries_status", "status"),
-)
-
-events_t = Table(
-    "events",
-    metadata,
-    Column("query_id", String(80), ForeignKey("queries.id", ondelete="CASCADE"), primary_key=True),
-    Column("seq", Integer, primary_key=True, autoincrement=False),  # 1-based per query
-    Column("type", String(128), nullable=False),
-    Column("data", Text, nullable=False),  # the whole event dict, JSON
-)
-
-traces_t = Table(
-    "traces",
-    metadata,
-    Column("query_id", String(80), ForeignKey("queries.id", ondelete="CASCADE"), primary_key=True),
-    Column("document", Text, nullable=False),
-)
 
 
 class ServerDBError(Error):
@@ -145,69 +83,6 @@ class QueryNotFound(ServerDBError, NotFound, LookupError):
 
 class ComparisonGroupFull(ServerDBError, Conflict):
     """A comparison group already holds its 3 turns (`409 comparison_group_full` over HTTP)."""
-
-
-# Schema upgrades, in order: (version reached, statements). Plain DDL that SQLite and PostgreSQL share.
-MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
-    (
-        2,
-        (
-            "ALTER TABLE sessions ADD COLUMN created_by VARCHAR(200)",
-            "ALTER TABLE queries ADD COLUMN workflow VARCHAR(64)",
-            "ALTER TABLE queries ADD COLUMN comparison_group VARCHAR(128)",
-            "CREATE INDEX IF NOT EXISTS ix_queries_comparison_group ON queries (comparison_group)",
-        ),
-    ),
-    (
-        3,
-        (
-            # The contexts a key is limited to (`store/keys.py` defines the table; api.md §3.1). A table
-            # of its own, not a column of `api_keys`: that table exists only where the keys were used,
-            # and `create_all` may already have made this one, hence IF NOT EXISTS.
-            "CREATE TABLE IF NOT EXISTS api_key_contexts (key_id VARCHAR(80) NOT NULL, "
-            "context_id VARCHAR(80) NOT NULL, PRIMARY KEY (key_id, context_id))",
-            "CREATE INDEX IF NOT EXISTS ix_sessions_created_by ON sessions (created_by, created_at)",
-        ),
-    ),
-)
-
-
-_id_lock = threading.Lock()
-_id_last_ms = 0
-_id_counter = 0
-
-
-def new_id(prefix: str) -> str:
-    """`<prefix>_` + a UUIDv7-shaped id: 48-bit Unix milliseconds, then a 12-bit counter, then random.
-
-    Time comes first and the counter keeps ids made in the same millisecond (or after the clock stepped
-    back) increasing, so within a process `ORDER BY id` is creation order; across processes it is
-    creation order to the millisecond.
-    """
-    global _id_last_ms, _id_counter
-    with _id_lock:
-        ms = time.time_ns() // 1_000_000
-        if ms > _id_last_ms:
-            _id_last_ms, _id_counter = ms, int.from_bytes(os.urandom(2), "big") & 0x1FF
-        else:
-            _id_counter += 1
-            if _id_counter > 0xFFF:
-                _id_last_ms, _id_counter = _id_last_ms + 1, 0
-        ms, counter = _id_last_ms, _id_counter
-    rand = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
-    value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | counter << 64 | 0b10 << 62 | rand
-    h = f"{value:032x}"
-    return f"{prefix}_{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-
-
-def dumps(value: Any) -> str:
-    """A JSON column's text: compact, UTF-8 as is, and no NaN (which other databases refuse)."""
-    return clean_text(json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
-
-
-def loads(text: str | None) -> Any:
-    """A JSON column's value; NULL stays None."""
-    return None if text is None else json.loads(text)
 
 
 def _title(text: str) -> str:
@@ -254,58 +129,6 @@ def _query_fields(query: dict[str, Any]) -> tuple[str, str, str]:
     if not all(isinstance(v, str) and v for v in (query_id, session_id, status)):
         raise ValueError("query 'id', 'session_id' and 'status' must be non-empty strings")
     return query_id, session_id, status
-
-
-_write_locks: dict[Path, threading.RLock] = {}
-_write_locks_guard = threading.Lock()
-
-
-def _write_lock(path: Path) -> threading.RLock:
-    """One lock per database file in this process, shared by every store opened on it."""
-    with _write_locks_guard:
-        return _write_locks.setdefault(path.resolve(), threading.RLock())
-
-
-class SqliteStore:
-    """One engine over a SQLite file and the transactions every store of `server.sqlite` uses:
-    `reading()` for plain reads, `writing()` for writes that take the write lock up front (a store whose
-    tables live in another's database, like the API keys, uses that one's). The tables of `tables` are
-    created on open, under that lock, since two processes may open the file at once."""
-
-    def __init__(self, path: Path, tables: MetaData) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._engine = _sqlite_engine(self.path)
-        self._write_lock = _write_lock(self.path)
-        # Same pool and dialect; the option tells the "begin" hook to take the write lock up front.
-        self._writer = self._engine.execution_options(sleuth_write=True)
-        try:
-            tables.create_all(self._writer)
-        except BaseException:
-            self._engine.dispose()
-            raise
-
-    def close(self) -> None:
-        self._engine.dispose()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @contextmanager
-    def reading(self) -> Iterator[Connection]:
-        with self._engine.connect() as conn:
-            yield conn
-
-    @contextmanager
-    def writing(self) -> Iterator[Connection]:
-        # Writers of this process queue on a lock first: SQLite's busy handler would otherwise make
-        # them poll for its write lock with sleeps of up to 100 ms. Other processes still meet the
-        # busy timeout.
-        with self._write_lock, self._writer.begin() as conn:
-            yield conn
 
 
 class ServerDB(SqliteStore):
@@ -715,40 +538,3 @@ class ServerDB(SqliteStore):
                     values["last_query_id"] = session.active_query_id
                 conn.execute(update(sessions_t).where(sessions_t.c.id == session.id).values(**values))
         return len(rows)
-
-
-def _sqlite_engine(path: Path) -> Engine:
-    """One Engine for the file: WAL, foreign keys, busy timeout, and `BEGIN IMMEDIATE` for writers.
-
-    pysqlite's own implicit transactions are switched off (isolation_level=None) so SQLAlchemy's
-    "begin" hook decides how each transaction starts: deferred for reads, immediate for writes, so a
-    read-then-write transaction can never fail on lock upgrade.
-    """
-    engine = create_engine(
-        f"sqlite:///{path}",
-        connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000},
-    )
-
-    def on_connect(dbapi_conn: Any, _record: Any) -> None:
-        dbapi_conn.isolation_level = None
-        cursor = dbapi_conn.cursor()
-        try:
-            cursor.execute("PRAGMA journal_mode=WAL")
-            # In WAL mode NORMAL still survives a killed process (kill -9) with every committed
-            # transaction; only an OS crash or power loss can undo the last few. It saves an fsync per
-            # commit, and a turn commits once per event.
-            cursor.execute("PRAGMA synchronous=NORMAL")
-            cursor.execute("PRAGMA foreign_keys=ON")
-            cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        finally:
-            cursor.close()
-
-    def on_begin(conn: Connection) -> None:
-        conn.exec_driver_sql(
-            "BEGIN IMMEDIATE" if conn.get_execution_options().get("sleuth_write") else "BEGIN"
-        )
-
-    listen: Callable[..., None] = sa_event.listen
-    listen(engine, "connect", on_connect)
-    listen(engine, "begin", on_begin)
-    return engine

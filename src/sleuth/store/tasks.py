@@ -43,7 +43,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Row
 
 from sleuth.errors import NotFound
-from sleuth.store.server_db import SqliteStore, dumps, loads, new_id
+from sleuth.store.sqlite import SqliteStore, dumps, loads, new_id
 
 #: Every state a task can be in; the contract's `starting` and `provisioning` are never used.
 STATES = ("scheduled", "running", "stopping", "completed", "failed", "cancelled")

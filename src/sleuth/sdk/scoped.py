@@ -1,0 +1,102 @@
+"""What one turn reads: its scoped contexts (`ScopedContext`, each read through a `ScopedReader`) and
+the evidence labels it hands out (`Evidence`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from sleuth.format.front_matter import read_front_matter
+from sleuth.sdk.types import (
+    Span,
+)
+from sleuth.store.search import VersionReader
+
+
+@dataclass(frozen=True)
+class ScopedContext:
+    slug: str
+    version_dir: Path
+
+
+class Evidence:
+    """Per-turn evidence labels: the same (context, source, page, start, end) keeps its label."""
+
+    def __init__(self) -> None:
+        self._labels: dict[tuple[str, str, int, int, int], Span] = {}
+        self.scores: dict[str, float] = {}  # label → best retrieval score seen (Citation.score)
+
+    def note_score(self, span: Span, score: float) -> None:
+        if score > self.scores.get(span.ref, float("-inf")):
+            self.scores[span.ref] = score
+
+    def register(
+        self,
+        context: str,
+        source_path: str,
+        page: int,
+        start: int,
+        end: int,
+        text: str,
+        section_path: list[str],
+        via: str,
+        artifact_name: str | None = None,
+    ) -> Span:
+        key = (context, source_path, page, start, end)
+        known = self._labels.get(key)
+        if known is not None:
+            return known
+        span = Span(
+            f"E{len(self._labels) + 1}",
+            context,
+            source_path,
+            page,
+            start,
+            end,
+            text,
+            section_path,
+            via,
+            artifact_name,
+        )
+        self._labels[key] = span
+        return span
+
+    def get(self, label: str) -> Span | None:
+        return next((s for s in self._labels.values() if s.ref == label), None)
+
+    def all(self) -> list[Span]:
+        return list(self._labels.values())
+
+
+class ScopedReader:
+    """One scoped context: its reader, manifest, artifacts and tables."""
+
+    def __init__(self, scoped: ScopedContext) -> None:
+        self.slug = scoped.slug
+        self.reader = VersionReader(scoped.version_dir)
+        self.root = scoped.version_dir
+
+    @cached_property
+    def manifest(self) -> dict[str, Any]:
+        manifest: dict[str, Any] = self.reader.meta["manifest"]
+        return manifest
+
+    @cached_property
+    def artifacts(self) -> dict[str, dict[str, Any]]:
+        return {a["id"]: a for a in self.reader.outline}
+
+    @property
+    def sources(self) -> dict[str, dict[str, Any]]:
+        """`knowledge/sources.json`, read once by the reader (its searches resolve documents by it)."""
+        return self.reader.documents
+
+    def types(self) -> list[dict[str, Any]]:
+        types: list[dict[str, Any]] = self.manifest["curate"]["artifacts"]["artifact_types"]
+        return types
+
+    def read_file(self, artifact_id: str) -> tuple[dict[str, Any], str]:
+        text = (self.root / "knowledge" / self.artifacts[artifact_id]["file"]).read_text("utf-8")
+        return read_front_matter(text), text.split("\n---\n", 1)[1] if "\n---\n" in text else text

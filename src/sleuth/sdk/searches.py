@@ -1,0 +1,196 @@
+"""The searching primitives (runtime.md §5.2): hybrid, semantic and keyword search over chunks and
+artifacts. Each is a coroutine: blocking index work runs in a thread, so `asyncio.gather` overlaps
+searches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sleuth.sdk.base import KnowledgeBase
+from sleuth.sdk.errors import LimitError, QueryError
+from sleuth.sdk.primitives import (
+    ArtifactName,
+    DocType,
+    Issuer,
+    MaxTotal,
+    Queries,
+    Query,
+    RankBy,
+    SourcePaths,
+    TopK,
+    Year,
+    check,
+    primitive,
+)
+from sleuth.sdk.types import (
+    AwaitableList,
+    Hit,
+)
+
+
+class Searches(KnowledgeBase):
+    """Hybrid search over artifacts and chunks, keyword search, search within sources, citable spans."""
+
+    # ---------------------------------------------------------------------------- searches
+    @primitive("search")
+    async def search_knowledge(
+        self,
+        query: Query,
+        top_k: TopK = 10,
+        kind: str | None = None,
+        type: str | None = None,
+        context: str | None = None,
+    ) -> list[Hit]:
+        """Hybrid search over artifacts; kind in summary|topic|entity|event|doc|page|glossary."""
+        per_context = []
+        for ctx in self._scope(context):
+            vector = await self._vector(ctx, query)
+            ranked = await asyncio.to_thread(ctx.reader.search_artifacts, query, top_k, kind, type, vector)
+            per_context.append([self._artifact_hit(ctx, aid, score) for aid, score in ranked])
+        return AwaitableList(self._fuse(per_context, top_k))
+
+    async def _search_chunks(
+        self,
+        query: str,
+        top_k: int,
+        mode: str,
+        context: str | None,
+        sources: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
+    ) -> list[Hit]:
+        per_context = []
+        for ctx in self._scope(context):
+            keep = None if sources is None else [s for s in sources if s in ctx.sources]
+            if where:
+                matching = ctx.reader.sources_where(**where)
+                keep = matching if keep is None else [s for s in keep if s in matching]
+            if keep is not None and not keep:
+                continue
+            vector, keyword = None, None
+            if mode == "hybrid":  # BM25 runs while the query is embedded (on the host, in a turn)
+                vector, keyword = await asyncio.gather(
+                    self._vector(ctx, query),
+                    asyncio.to_thread(ctx.reader.keyword_candidates, query, top_k, keep),
+                )
+            elif mode == "semantic":
+                vector = await self._vector(ctx, query)
+            hits = await asyncio.to_thread(ctx.reader.search, query, top_k, mode, keep, vector, keyword)  # type: ignore[arg-type]
+            per_context.append([self._chunk_hit(ctx, h.id, h.score) for h in hits])
+        return self._fuse(per_context, top_k) if per_context else []
+
+    @primitive("search")
+    async def search_source(
+        self,
+        query: Query,
+        top_k: TopK = 10,
+        context: str | None = None,
+        *,
+        sources: Sequence[str] | None = None,
+        issuer: Issuer = None,
+        doc_type: DocType = None,
+        year: Year = None,
+    ) -> list[Hit]:
+        """Hybrid search over source chunks: what the documents say. The document a question names
+        ranks first by itself; `sources` (paths), `issuer` (a substring), `doc_type` ("annual report",
+        "policy", …) and `year` restrict the search to the documents that match (see `_sources`)."""
+        where = _where(issuer, doc_type, year)
+        return AwaitableList(await self._search_chunks(query, top_k, "hybrid", context, sources, where))
+
+    @primitive("search")
+    async def search_source_by_keyword(
+        self,
+        query: Query,
+        top_k: TopK = 10,
+        context: str | None = None,
+        *,
+        sources: Sequence[str] | None = None,
+        issuer: Issuer = None,
+        doc_type: DocType = None,
+        year: Year = None,
+    ) -> list[Hit]:
+        """BM25 only, for exact identifiers, codes and phrases. May return []. Filters as in
+        `search_source`."""
+        for ctx in self._scope(context):
+            if not ctx.reader.meta.get("keyword", True):
+                raise QueryError(
+                    f"context {ctx.slug!r} was compiled without a keyword index "
+                    "(curate.chunks.keyword.enabled = false); use search_source"
+                )
+        where = _where(issuer, doc_type, year)
+        return AwaitableList(await self._search_chunks(query, top_k, "keyword", context, sources, where))
+
+    @primitive("search")
+    async def search_in_sources(
+        self,
+        sources: SourcePaths,
+        query: Queries,
+        max_total: MaxTotal = 20,
+        context: str | None = None,
+    ) -> list[Hit]:
+        """Hybrid search restricted to the chunks of the given source paths (e.g. Artifact.sources).
+        Several queries are searched separately and fused."""
+        paths = [sources] if isinstance(sources, str) else list(sources)
+        queries = [query] if isinstance(query, str) else list(query)
+        if not queries:
+            raise LimitError("query must name at least one query string")
+        for q in queries:
+            check("query", q, Query)
+        lists = [await self._search_chunks(q, max_total, "hybrid", context, paths) for q in queries]
+        return AwaitableList(self._fuse(lists, max_total))
+
+    @primitive("search")
+    async def cite_from_artifact(
+        self,
+        name: ArtifactName,
+        queries: RankBy = None,
+        max_total: MaxTotal = 8,
+        context: str | None = None,
+    ) -> list[Hit]:
+        """Verbatim, citable spans behind an artifact: its provenance quotes (ranked against `queries`
+        when given), then matching chunks of its sources."""
+        ctx, aid = self._find_artifact(name, context)
+        meta = ctx.artifacts[aid]
+        front, _body = ctx.read_file(aid)
+        wanted = [queries] if isinstance(queries, str) else list(queries or [])
+        terms = {t for q in wanted for t in re.findall(r"\w+", q.casefold()) if len(t) > 2}
+        provenance = list(front.get("provenance") or [])
+        if terms:
+            provenance.sort(key=lambda p: -len(terms & set(re.findall(r"\w+", p["quote"].casefold()))))
+        out: list[Hit] = []
+        for p in provenance[:max_total]:
+            span = self._register_span(ctx, p, "artifact", meta["name"])
+            self.evidence.note_score(span, 1.0)
+            out.append(Hit.from_span(aid, 1.0, "provenance", span))
+        if wanted and len(out) < max_total:
+            for q in wanted:
+                check("query", q, Query)
+            sources = list(front.get("sources") or [])
+            for hit in await self._search_chunks(" ".join(wanted), max_total, "hybrid", ctx.slug, sources):
+                if len(out) >= max_total:
+                    break
+                c = ctx.reader.chunks[hit.id]
+                span = self.evidence.register(
+                    ctx.slug,
+                    c.source_path,
+                    c.page,
+                    c.start,
+                    c.end,
+                    c.text,
+                    c.section_path,
+                    "artifact",
+                    meta["name"],
+                )
+                out.append(Hit(**{**hit.__dict__, "artifact": meta["name"], "span_": span}))
+        return AwaitableList(out)
+
+
+def _where(issuer: str | None, doc_type: str | None, year: int | None) -> dict[str, Any]:
+    """The document filters a search names, checked (a wrong type is the model's error to read)."""
+    # issuer and doc_type are strings by their declaration (`primitives.Issuer`, `DocType`)
+    if year is not None and (not isinstance(year, int) or isinstance(year, bool)):
+        raise QueryError("year must be an integer such as 2023")
+    return {k: v for k, v in (("issuer", issuer), ("doc_type", doc_type), ("year", year)) if v is not None}
