@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from sleuth.agent.request import INT_BOUNDS, TurnRequest
 from sleuth.agent.retrieval import RetrievalOptions
-from sleuth.api.queries import QueryRequest
+from sleuth.api.query_request import QueryRequest
 from sleuth.cli import app
 
 

@@ -8,22 +8,19 @@ from typing import Any
 
 import pytest
 
+from sleuth.agent.grounding import check_grounding, normalize_number, value_occurs
 from sleuth.agent.shape import (
     MAX_ERRORS,
     MAX_SHAPE_BYTES,
-    OfflineShapeError,
     ShapeError,
-    check_grounding,
     check_shape,
     extract_json_object,
     leaf_pointers,
     make_pointer,
-    normalize_number,
-    offline_fill,
     resolve_pointer,
     validate,
-    value_occurs,
 )
+from sleuth.agent.shape_fill import OfflineShapeError, offline_fill
 
 
 def obj(**properties: Any) -> dict[str, Any]:

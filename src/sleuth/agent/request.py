@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from sleuth.agent.shape import MAX_SHAPE_BYTES
 from sleuth.settings import TOOL_OUTPUT_CHARS, TURN_CAP_SECONDS
 from sleuth.store.server_db import LOCAL_PRINCIPAL
 from sleuth.store.text import clean
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
 
 __all__ = ["INT_BOUNDS", "LOCAL", "Ask", "Caller", "TurnRequest"]
 
-MAX_SHAPE_BYTES = 32 * 1024
 
 Workflow = Literal["search", "search_cc", "search_rag", "query_search", "query_sac", "query_cc", "query_rag"]
 WORKFLOW_ALIASES = {  # the Nexus names of api.md §8.1 → Sleuth's

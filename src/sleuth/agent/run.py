@@ -14,13 +14,14 @@ from typing import Any, Literal
 from sleuth.agent.citations import build_citations, renumber_grounding
 from sleuth.agent.evidence import computed_results, select_evidence
 from sleuth.agent.extractive import extractive_answer
+from sleuth.agent.grounding import check_grounding
 from sleuth.agent.loop import AgentLoop, LoopResult, LoopSettings, ModelCallRecord, TurnFailed, strategy_of
 from sleuth.agent.orientation import ContextOverview, ask_message, instructions_text, overview, system_message
 from sleuth.agent.planner import OfflinePlanner, pinned_planner_scope
 from sleuth.agent.prepared import Engine, PreparedTurn
 from sleuth.agent.records import QueryStep, Rollup, StepCost, StopReason, Synthesis, Usage
 from sleuth.agent.retrieval import Retrieval, RetrievalOptions
-from sleuth.agent.shape import OfflineShapeError, check_grounding, offline_fill
+from sleuth.agent.shape_fill import OfflineShapeError, offline_fill
 from sleuth.agent.spans import EvidenceSpan, SpanResolver
 from sleuth.agent.synthesis import ShapeInvalid, SynthesisInput, history_messages, synthesize
 from sleuth.agent.trace import args_digest, build_trace, persist, replay_records, turn_record

@@ -7,47 +7,39 @@ can share one definition of what a shape may say and what a grounded field is.
 
 from __future__ import annotations
 
-import copy
 import datetime as _dt
 import json
 import math
 import re
-import unicodedata
 import urllib.parse
-from collections.abc import Iterable, Iterator, Mapping
-from decimal import Decimal, InvalidOperation
+from collections.abc import Iterable, Iterator
 from typing import Any, TypeGuard
 
 from jsonschema import Draft202012Validator, FormatChecker
 
-from sleuth.errors import Failed, Invalid
+from sleuth.errors import Invalid
 
 __all__ = [
     "FORMAT_CHECKER",
     "MAX_DEPTH",
     "MAX_ERRORS",
-    "MAX_GROUNDED_STRING",
     "MAX_PROPERTIES",
     "MAX_SHAPE_BYTES",
-    "OfflineShapeError",
     "ShapeError",
-    "check_grounding",
     "check_shape",
     "extract_json_object",
+    "is_leaf",
+    "is_number",
     "leaf_pointers",
     "make_pointer",
-    "normalize_number",
-    "offline_fill",
     "resolve_pointer",
     "validate",
-    "value_occurs",
 ]
 
 MAX_DEPTH = 8  # schema levels through `properties`/`items`, the root counting as level 1
 MAX_PROPERTIES = 200  # entries of every `properties` map, added up over the whole shape
 MAX_SHAPE_BYTES = 32 * 1024  # compact UTF-8 JSON serialization
 MAX_ERRORS = 20  # validation errors reported (to the model for repair, and in the failure message)
-MAX_GROUNDED_STRING = 200  # longer string leaves are kept without the field check
 _MAX_SCHEMA_NESTING = 64  # hard recursion guard for anyOf-inside-anyOf chains (depth ignores anyOf)
 _MAX_VALUE_NESTING = 32  # const/enum/default values; jsonschema compares them recursively
 _MAX_MESSAGE_CHARS = 200  # one validation message; jsonschema quotes whole instances
@@ -89,15 +81,6 @@ class ShapeError(Invalid, ValueError):
         self.keyword = keyword
         self.path = path
         super().__init__(message or f"unsupported keyword '{keyword}' at {path}")
-
-
-class OfflineShapeError(Failed, ValueError):
-    """The offline planner cannot fill a required field; the turn fails and asks for a model."""
-
-    def __init__(self, pointer: str) -> None:
-        self.pointer = pointer
-        shown = pointer or "/"
-        super().__init__(f"the offline planner cannot fill field {shown} of this shape; configure a model")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -192,7 +175,7 @@ class _ShapeChecker:
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise bad("must be a non-negative integer")
         elif keyword in ("minimum", "maximum"):
-            if not _is_number(value) or not math.isfinite(value):
+            if not is_number(value) or not math.isfinite(value):
                 raise bad("must be a finite number")
         elif keyword == "pattern":
             if not isinstance(value, str):
@@ -213,6 +196,10 @@ class _ShapeChecker:
                 keyword, path, f"shape is deeper than {MAX_DEPTH} levels at {path} (keyword '{keyword}')"
             )
         self.check(sub, path, depth + 1, nesting + 1)
+
+
+def is_number(value: object) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _json_depth(value: object) -> int:
@@ -381,7 +368,7 @@ def make_pointer(parts: Iterable[str | int]) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
-def _is_leaf(value: object) -> bool:
+def is_leaf(value: object) -> bool:
     return not isinstance(value, dict | list) or not value
 
 
@@ -434,250 +421,7 @@ def resolve_pointer(data: object, pointer: str) -> tuple[bool, object]:
 # The field check (runtime.md §8.5)
 # --------------------------------------------------------------------------------------------------
 
-_SEP = "[,\u00a0\u202f\u2009]"  # thousands separators: comma, no-break and thin spaces
-_NUMBER_TEXT_RE = re.compile(rf"[+\-\u2212]?(?:[0-9]{{1,3}}(?:{_SEP}[0-9]{{3}})+|[0-9]+)?(?:\.[0-9]+)?\Z")
-_NUMBER_IN_TEXT_RE = re.compile(
-    rf"(?<![0-9.])(?:(?:[0-9]{{1,3}}(?:{_SEP}[0-9]{{3}})+(?![0-9])|[0-9]+)(?:\.[0-9]+)?|\.[0-9]+)"
-)
-_SEP_RE = re.compile(_SEP)
-
-
-def _is_number(value: object) -> TypeGuard[int | float]:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _canonical(number: Decimal) -> str | None:
-    if not number.is_finite():
-        return None
-    text = format(number, "f")
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    if text in ("-0", "", "-"):
-        return "0"
-    return text
-
-
-def normalize_number(value: object) -> str | None:
-    """A canonical decimal string (`"$48.20"` → `"48.2"`, `"1,200"` → `"1200"`, `0.50` → `"0.5"`), or
-    None for anything that is not exactly one number; lets a value match however the source writes it."""
-    if _is_number(value):
-        if isinstance(value, float) and not math.isfinite(value):
-            return None
-        return _canonical(Decimal(repr(value)) if isinstance(value, float) else Decimal(int(value)))
-    if isinstance(value, Decimal):
-        return _canonical(value)
-    if not isinstance(value, str):
-        return None
-    text = "".join(ch for ch in value if unicodedata.category(ch) != "Sc").strip()
-    if not _NUMBER_TEXT_RE.match(text) or not any(ch.isdigit() for ch in text):
-        return None
-    text = _SEP_RE.sub("", text).replace("\u2212", "-")
-    try:
-        return _canonical(Decimal(text))
-    except InvalidOperation:
-        return None
-
-
-def _normalize_text(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFC", text).split()).casefold()
-
-
-def _number_occurs(canonical: str, text: str) -> bool:
-    target = canonical.lstrip("-")  # the sign is usually in words: "a loss of $5m", "down 3%"
-    for match in _NUMBER_IN_TEXT_RE.finditer(unicodedata.normalize("NFC", text)):
-        found = normalize_number(match.group(0))
-        if found is not None and found.lstrip("-") == target:
-            return True
-    return False
-
-
-def value_occurs(value: object, text: str) -> bool:
-    """Whether a leaf value appears in `text`: strings as case-insensitive substrings after NFC and
-    whitespace collapsing, numbers as any number token of the same value. Booleans, null and strings
-    over 200 chars are not checkable and always pass."""
-    if value is None or isinstance(value, bool):
-        return True
-    if isinstance(value, str):
-        if len(value) > MAX_GROUNDED_STRING:
-            return True
-        if _normalize_text(value) in _normalize_text(text):
-            return True
-        canonical = normalize_number(value)  # "48.20" as a string still matches "$48.2"
-        return canonical is not None and _number_occurs(canonical, text)
-    if _is_number(value):
-        canonical = normalize_number(value)
-        return canonical is not None and _number_occurs(canonical, text)
-    return True
-
-
-def check_grounding(
-    data: object,
-    grounding: dict[str, list[int]],
-    cited_texts: Mapping[int, str],
-    computed: str,
-) -> tuple[dict[str, list[int]], list[str]]:
-    """Apply runtime.md §8.5 to a (renumbered) grounding map.
-
-    Pointers that do not name a leaf of `data` are dropped silently; citation numbers without a text
-    are dropped. A checkable leaf (string ≤ 200 chars, number) whose value occurs neither in one of its
-    cited texts nor in `computed` loses its entry and is returned in the ungrounded list (the trace's
-    `ungrounded_fields`); so does an entry left without any citation.
-    """
-    kept: dict[str, list[int]] = {}
-    ungrounded: list[str] = []
-    for pointer, numbers in grounding.items():
-        found, value = resolve_pointer(data, pointer)
-        if not found or not _is_leaf(value) or pointer == "":
-            continue
-        listed = numbers if isinstance(numbers, list) else []
-        cited = list(
-            dict.fromkeys(
-                n for n in listed if isinstance(n, int) and not isinstance(n, bool) and n in cited_texts
-            )
-        )
-        if not cited:
-            ungrounded.append(pointer)
-            continue
-        checkable = (isinstance(value, str) and len(value) <= MAX_GROUNDED_STRING) or _is_number(value)
-        if checkable and not (
-            any(value_occurs(value, cited_texts[n]) for n in cited) or value_occurs(value, computed)
-        ):
-            ungrounded.append(pointer)
-            continue
-        kept[pointer] = cited
-    return kept, ungrounded
-
 
 # --------------------------------------------------------------------------------------------------
 # The offline planner's filler (runtime.md §10.3)
 # --------------------------------------------------------------------------------------------------
-
-
-class _Unfillable(Exception):
-    def __init__(self, pointer: str) -> None:
-        super().__init__(pointer)
-        self.pointer = pointer
-
-
-def _types(schema: dict[str, Any]) -> list[str] | None:
-    value = schema.get("type")
-    if value is None:
-        return None
-    return list(value) if isinstance(value, list) else [value]
-
-
-def _implied_types(schema: dict[str, Any]) -> list[str]:
-    """What an untyped schema describes: an object if it has properties, an array if it has items,
-    otherwise a plain leaf that takes the answer text."""
-    if "properties" in schema or "required" in schema:
-        return ["object"]
-    if "items" in schema:
-        return ["array"]
-    return ["string"]
-
-
-def _numeric_capable(schema: dict[str, Any]) -> bool:
-    types = _types(schema) or []
-    if "integer" in types or "number" in types:
-        return True
-    return any(isinstance(b, dict) and _numeric_capable(b) for b in schema.get("anyOf") or [])
-
-
-def _numeric_leaves(schema: dict[str, Any], parts: list[str]) -> Iterator[str]:
-    """Numeric fields reachable through object properties (array items cannot take one count)."""
-    branches = [schema, *(b for b in schema.get("anyOf") or [] if isinstance(b, dict))]
-    seen: set[str] = set()
-    for branch in branches:
-        for name, sub in (branch.get("properties") or {}).items():
-            if name in seen or not isinstance(sub, dict):
-                continue
-            seen.add(name)
-            if _numeric_capable(sub):
-                yield make_pointer([*parts, name])
-            else:
-                yield from _numeric_leaves(sub, [*parts, name])
-
-
-class _Filler:
-    def __init__(
-        self, answer_text: str, count: int | None, items: list[str] | None, count_at: str | None
-    ) -> None:
-        self.answer_text = answer_text
-        self.count = count
-        self.items = items
-        self.count_at = count_at
-
-    @staticmethod
-    def _valid(value: object, schema: dict[str, Any]) -> bool:
-        return Draft202012Validator(schema, format_checker=FORMAT_CHECKER).is_valid(value)
-
-    def fill(self, schema: dict[str, Any], pointer: str) -> object:
-        if "const" in schema:
-            return copy.deepcopy(schema["const"])
-        branches = schema.get("anyOf")
-        if isinstance(branches, list) and branches:
-            base = {k: v for k, v in schema.items() if k != "anyOf"}
-            first: _Unfillable | None = None
-            for branch in branches:
-                try:
-                    value = self.fill({**base, **branch}, pointer)
-                except _Unfillable as exc:
-                    first = first or exc
-                    continue
-                if self._valid(value, schema):
-                    return value
-            raise first or _Unfillable(pointer)
-        types = _types(schema) or _implied_types(schema)
-        deeper: _Unfillable | None = None
-        candidates: list[object] = []
-        if "object" in types:
-            try:
-                candidates.append(self.fill_object(schema, pointer))
-            except _Unfillable as exc:
-                deeper = exc
-        if "array" in types and self.items is not None:
-            candidates.append(list(self.items))
-        if ("integer" in types or "number" in types) and pointer == self.count_at and self.count is not None:
-            candidates.append(self.count)
-        if "string" in types:
-            candidates.append(self.answer_text)
-        if "null" in types:
-            candidates.append(None)
-        for candidate in candidates:
-            if self._valid(candidate, schema):
-                return candidate
-        raise deeper or _Unfillable(pointer)
-
-    def fill_object(self, schema: dict[str, Any], pointer: str) -> dict[str, Any]:
-        properties = schema.get("properties") or {}
-        required = set(schema.get("required") or [])
-        result: dict[str, Any] = {}
-        for name, sub in properties.items():
-            child = f"{pointer}{make_pointer([name])}"
-            try:
-                value = self.fill(sub, child)
-            except _Unfillable:
-                if name in required:
-                    raise
-                continue
-            if name not in required and isinstance(value, dict) and not value:
-                continue  # an optional object with nothing in it says nothing
-            result[name] = value
-        missing = sorted(required - set(properties))
-        if missing:  # required but never described: nothing says what it should hold
-            raise _Unfillable(f"{pointer}{make_pointer([missing[0]])}")
-        return result
-
-
-def offline_fill(
-    shape: dict[str, Any], answer_text: str, count: int | None, items: list[str] | None
-) -> dict[str, Any]:
-    """The offline planner's structured output: string leaves take the answer text, the shape's only
-    numeric field takes the computed count, string arrays take the list items; optional fields that
-    cannot be filled are omitted, a required one raises `OfflineShapeError` (runtime.md §10.3)."""
-    numeric = list(_numeric_leaves(shape, []))
-    filler = _Filler(answer_text, count, items, numeric[0] if len(numeric) == 1 else None)
-    try:
-        return filler.fill_object(shape, "")
-    except _Unfillable as exc:
-        raise OfflineShapeError(exc.pointer) from None

@@ -21,7 +21,7 @@ from sleuth.api.auth import AnyKey, Principal
 from sleuth.api.context_files import find_context
 from sleuth.api.errors import ApiError
 from sleuth.api.state import ApiState, api_state
-from sleuth.api.tasks import task_service
+from sleuth.api.task_service import task_service
 from sleuth.store.home import ContextDir, ContextNotFound
 from sleuth.store.server_db import LOCAL_PRINCIPAL
 

@@ -36,7 +36,8 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from sleuth.api.context_files import tree_lock, update_extra
-from sleuth.api.tasks import TaskHandle, walk_files
+from sleuth.api.file_trees import walk_files
+from sleuth.api.task_service import TaskHandle
 from sleuth.api.uploads import SourceLimits, copy_capped
 from sleuth.compile.sources import MAX_SOURCE_PATH_BYTES, UnsafePath, safe_join, safe_source_path
 from sleuth.errors import Invalid

@@ -17,8 +17,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from sleuth.api.errors import ApiError
+from sleuth.api.file_trees import walk_files
 from sleuth.api.state import ApiState
-from sleuth.api.tasks import TaskService, walk_files
+from sleuth.api.task_service import TaskService
 from sleuth.compile.sources import UnsafePath, safe_relative_path, safe_source_path
 from sleuth.store.home import ContextDir, ContextNotFound, write_json_atomic
 from sleuth.store.lock import CurateInFlight, curate_lock

@@ -39,7 +39,7 @@ from sleuth.api.context_files import (
 )
 from sleuth.api.errors import ApiError
 from sleuth.api.state import ApiState, api_state
-from sleuth.api.tasks import TaskService, TaskStopTimeout, task_service
+from sleuth.api.task_service import TaskService, TaskStopTimeout, task_service
 from sleuth.compile.manifest import ManifestError, parse_manifest
 from sleuth.store.home import ContextDir, ContextNotFound, InvalidSlug, check_slug, now_iso, write_json_atomic
 from sleuth.store.lock import CurateInFlight, curate_lock

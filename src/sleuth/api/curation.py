@@ -13,7 +13,6 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Request
 from pydantic import Field
 
-from sleuth.api import tasks
 from sleuth.api.auth import AdminKey, AnyKey
 from sleuth.api.context_files import (
     EXCLUSIVE_WORKFLOWS,
@@ -26,8 +25,9 @@ from sleuth.api.context_files import (
     tree_lock,
 )
 from sleuth.api.errors import ApiError
+from sleuth.api.file_trees import resolve_in
 from sleuth.api.state import ApiState, api_state
-from sleuth.api.tasks import TaskHandle, TaskService, resolve_in, task_service
+from sleuth.api.task_service import Job, TaskHandle, TaskService, task_service
 from sleuth.compile.extract import NoModelExtractor
 from sleuth.compile.manifest import parse_manifest
 from sleuth.compile.pipeline import CompileReport, CompileRun
@@ -137,7 +137,7 @@ def curate_output(ctx: ContextDir, report: CompileReport, force: bool) -> dict[s
     }
 
 
-def _curate_job(state: ApiState, ctx: ContextDir, force: bool, chunks_only: bool) -> tasks.Job:
+def _curate_job(state: ApiState, ctx: ContextDir, force: bool, chunks_only: bool) -> Job:
     """A compile of the context as it is now, under its `curate.lock`. The handle is the compiler's
     progress sink, so a cancel stops the run at its next step, always before the flip."""
 

@@ -31,3 +31,14 @@ class ApiError(Error):
 
     def body(self) -> dict[str, Any]:
         return {"message": self.message, "code": self.code, **self.extra}
+
+
+def error_responses(*pairs: tuple[int, str]) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses=`: the documented error statuses of a route, with the envelope."""
+    return {
+        status: {
+            "description": code,
+            "content": {"application/json": {"example": {"message": code.replace("_", " "), "code": code}}},
+        }
+        for status, code in pairs
+    }

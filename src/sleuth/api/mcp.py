@@ -11,7 +11,7 @@ primitive of the SDK (runtime.md §5.2) against one context named by the require
 - Each tool sees what its principal sees (`api/access.py`): a key limited to contexts lists and reads
   only those, and `get_query` answers only for the caller's own turns (an admin's: every turn).
 - Over stdio (`sleuth mcp`) the tools run as the local admin, with this process's own turn executor.
-- `query_context` admits a turn exactly like `POST /query` with `background: true` (`queries.admit_turn`):
+- `query_context` admits a turn exactly like `POST /query` with `background: true` (`admission.admit_turn`):
   same checks, capacity and sandbox floor, same executor, so `GET /api/queries/{id}` sees it too.
 - The primitives run here on the host against the context's live version, read-only: they are Sleuth's
   own code, not model code, so no sandbox is needed; `query_db` keeps its hardened read-only connection.
@@ -52,11 +52,12 @@ from sleuth.agent.records import Query
 from sleuth.agent.request import Ask
 from sleuth.agent.turn import Runtime, TurnError
 from sleuth.api.access import visible_query
+from sleuth.api.admission import PendingGroups, admit_turn, pending_groups
 from sleuth.api.auth import LOCAL, Principal, principal
 from sleuth.api.errors import ApiError
-from sleuth.api.queries import PendingGroups, QueryRequest, admit_turn, pending_groups, validated_body
+from sleuth.api.query_request import QueryRequest, validated_body
 from sleuth.api.state import ApiState, api_state
-from sleuth.api.tasks import task_service
+from sleuth.api.task_service import task_service
 from sleuth.api.turns import TurnExecutor, executor
 from sleuth.errors import Error
 from sleuth.sdk.errors import AmbiguousError, HostError, LimitError, NotFoundError, QueryError, SleuthError

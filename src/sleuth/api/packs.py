@@ -15,7 +15,6 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 import sleuth
-from sleuth.api import tasks
 from sleuth.api.archives import ZIP_ENTRY_BYTES, ArchiveRefused, zip_directory
 from sleuth.api.auth import AdminKey
 from sleuth.api.context_files import (
@@ -29,8 +28,9 @@ from sleuth.api.context_files import (
 )
 from sleuth.api.curation import CURATE_PHASES, curate_output
 from sleuth.api.errors import ApiError
+from sleuth.api.file_trees import walk_files
 from sleuth.api.state import ApiState, api_state
-from sleuth.api.tasks import TaskHandle, TaskService, task_service, walk_files
+from sleuth.api.task_service import Job, TaskHandle, TaskService, task_service
 from sleuth.api.uploads import (
     MULTIPART_OVERHEAD,
     UPLOAD_SCHEMA,
@@ -83,7 +83,7 @@ def _pack_members(ctx: ContextDir, live: str | None) -> list[tuple[str, Path]]:
     return members
 
 
-def _pack_job(ctx: ContextDir, include_traces: bool) -> tasks.Job:
+def _pack_job(ctx: ContextDir, include_traces: bool) -> Job:
     """Write `<slug>.context.zip` into the task's files, under the context's lock so no curate flips
     (and no collect removes the live version) half-way."""
 
@@ -254,7 +254,7 @@ def _restore_target(ctx: ContextDir, rel: PurePosixPath) -> Path | None:
 
 def _restore_job(
     state: ApiState, ctx: ContextDir, staged: Path, pack: dict[str, Any], limits: SourceLimits
-) -> tasks.Job:
+) -> Job:
     """Write the pack's sources, manifest and extraction cache, then curate (trigger `restore`).
 
     The curate re-embeds and re-indexes; the knowledge files are rebuilt from the sources rather than

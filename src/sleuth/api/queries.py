@@ -14,321 +14,44 @@ Every route that names a turn (`_stored`) or a session answers only for what the
 
 from __future__ import annotations
 
-import json
-import threading
-from concurrent.futures import Future
 from functools import partial
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Request, Response
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from sleuth.agent.records import Query
 from sleuth.agent.replay import ReplayError, replay
-from sleuth.agent.request import INT_BOUNDS, Caller, TurnRequest
 from sleuth.agent.turn import TurnError
-from sleuth.api.access import check_scope, query_not_found, visible_query, visible_session
+from sleuth.api.access import query_not_found, visible_query
+from sleuth.api.admission import (
+    admit_turn,
+    pending_groups,
+    present,
+)
 from sleuth.api.auth import AdminKey, AnyKey, Principal
-from sleuth.api.errors import TURN_ERROR_STATUS, ApiError
+from sleuth.api.errors import TURN_ERROR_STATUS, ApiError, error_responses
+from sleuth.api.query_request import (
+    FeedbackRequest,
+    QueryRequest,
+    _body_schema,
+    _invalid,
+    _json_object,
+    _unknown_fields,
+    parse_query_request,
+    validated_body,
+)
 from sleuth.api.sse import follow, stream_response
 from sleuth.api.state import ApiState, api_state
-from sleuth.api.system import sandbox_report
-from sleuth.api.turns import TurnExecutor, executor, wait_for, wait_until
+from sleuth.api.turns import executor, wait_for, wait_until
 from sleuth.api.versioning import require_unstable
 from sleuth.compile.manifest import EMBEDDING_MODELS
 from sleuth.models import embedder
-from sleuth.models.catalog import CatalogError
-from sleuth.store.server_db import COMPARISON_GROUP_SIZE, TERMINAL_STATUSES, QueryNotFound, ServerDB
+from sleuth.store.server_db import TERMINAL_STATUSES, QueryNotFound
 
 router = APIRouter()
 
-EXTENSION_FIELDS = ("max_tool_output_chars",)  # request fields accepted only under `unstable`
 CANCEL_WAIT_S = 10.0  # how long `cancel` waits for the turn to reach its terminal state
-
-
-class QueryRequest(TurnRequest):
-    """The body of `POST /query` (api.md §8.1): the turn contract plus what is HTTP's. Validated
-    strictly: `"100"` is not an integer, `1` not a bool."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    previous_query_id: str | None = Field(None, max_length=200)
-    stream: bool = False
-    background: bool = False
-
-    def turn(self, session_id: str | None) -> TurnRequest:
-        """The turn this body asks for, in the session that `previous_query_id` resolved to."""
-        fields = {name: getattr(self, name) for name in TurnRequest.model_fields}
-        return TurnRequest.model_construct(**{**fields, "session_id": session_id})
-
-
-class FeedbackRequest(BaseModel):
-    """The body of `POST /queries/{id}/feedback` (api.md §10.3)."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    rating: Literal["up", "down"]
-    comment: str | None = Field(None, max_length=2_000)
-
-
-def _body_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The OpenAPI request body of a route that parses its own JSON (so the order of checks is ours)."""
-    return {
-        "requestBody": {
-            "required": True,
-            "content": {
-                "application/json": {"schema": model.model_json_schema(ref_template="#/$defs/{model}")}
-            },
-        }
-    }
-
-
-def error_responses(*pairs: tuple[int, str]) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI `responses=`: the documented error statuses of a route, with the envelope."""
-    return {
-        status: {
-            "description": code,
-            "content": {"application/json": {"example": {"message": code.replace("_", " "), "code": code}}},
-        }
-        for status, code in pairs
-    }
-
-
-# ---------------------------------------------------------------------------------- request parsing
-def _shown(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _invalid(field: str, message: str) -> ApiError:
-    return ApiError(400, "invalid_request", message, field=field)
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _storable(value: Any) -> bool:
-    """No lone surrogates (`"\\ud800"` parses, but cannot be stored as UTF-8) at any depth."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return False
-        return True
-    if isinstance(value, dict):
-        return all(_storable(k) and _storable(v) for k, v in value.items())
-    if isinstance(value, list):
-        return all(_storable(v) for v in value)
-    return True
-
-
-async def _json_object(request: Request) -> dict[str, Any]:
-    """The body as a JSON object, or `400 invalid_request` (field `body`, or the field that holds text
-    that is not valid Unicode). `NaN` and `Infinity` are not JSON and are refused too."""
-    raw = await request.body()
-    try:
-        data = json.loads(raw, parse_constant=_no_constant)
-    except (UnicodeDecodeError, ValueError):  # JSONDecodeError is a ValueError
-        raise _invalid("body", "malformed JSON body") from None
-    except RecursionError:
-        raise _invalid("body", "the JSON body is nested too deeply") from None
-    if not isinstance(data, dict):
-        raise _invalid("body", "the body must be a JSON object")
-    for name, value in data.items():
-        try:
-            storable = _storable(name) and _storable(value)
-        except RecursionError:
-            raise _invalid(name, f"{name} is nested too deeply") from None
-        if not storable:
-            field = name if _storable(name) else "body"
-            raise _invalid(field, f"{field} holds text that is not valid Unicode (a lone surrogate)")
-    return data
-
-
-def _unknown_fields(data: dict[str, Any], model: type[BaseModel]) -> None:
-    for name in data:
-        if name not in model.model_fields:
-            raise _invalid(name, f"unknown field {name!r}")
-
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def validated_body(data: dict[str, Any], model: type[M]) -> M:
-    """`model` from `data`, the first problem as `400 invalid_request` naming its field."""
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = first.get("loc", ())
-        name = str(loc[0]) if loc else "body"
-        if name in INT_BOUNDS:
-            low, high = INT_BOUNDS[name]
-            message = f"{name} must be an integer from {low} to {high}; got {_shown(data.get(name))}"
-        elif first.get("type") == "missing":
-            message = f"{name} is required"
-        else:
-            path = name + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc[1:])
-            message = f"{path}: {first.get('msg', 'invalid value')}"
-        raise _invalid(name, message) from None
-
-
-def parse_query_request(request: Request, data: dict[str, Any]) -> QueryRequest:
-    """Unknown fields → extensions → types and ranges → values → option conflicts (api.md §8.1)."""
-    _unknown_fields(data, QueryRequest)
-    for name in EXTENSION_FIELDS:
-        if name in data:
-            require_unstable(request, name)
-    body = validated_body(data, QueryRequest)
-    problem = body.value_problem()
-    if problem is not None:
-        raise _invalid(*problem)
-    if body.stream and body.background:
-        raise ApiError(400, "conflicting_options", "stream and background exclude each other", field="stream")
-    conflict = body.conflict()
-    if conflict is not None:
-        raise ApiError(400, "conflicting_options", conflict[1], field=conflict[0])
-    return body
-
-
-# ---------------------------------------------------------------------------------- comparison groups
-class PendingGroups:
-    """Places in comparison groups taken by turns still being admitted. The stored turns of a group
-    are counted in the database; these are the ones between the group check and their insert, so two
-    requests admitted at once cannot both take a group's last place (api.md §8.1's order puts the
-    `409` before the sandbox and capacity checks, which come before the insert)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._pending: dict[str, int] = {}
-
-    def take(self, db: ServerDB, group: str) -> None:
-        with self._lock:
-            taken = db.comparison_group_size(group) + self._pending.get(group, 0)
-            if taken >= COMPARISON_GROUP_SIZE:
-                raise ApiError(
-                    409,
-                    "comparison_group_full",
-                    f"comparison group {group!r} already has {COMPARISON_GROUP_SIZE} turns",
-                )
-            self._pending[group] = self._pending.get(group, 0) + 1
-
-    def release(self, group: str) -> None:
-        """The turn was stored (or refused): its place is now counted by the database, or free."""
-        with self._lock:
-            left = self._pending.get(group, 0) - 1
-            if left > 0:
-                self._pending[group] = left
-            else:
-                self._pending.pop(group, None)
-
-
-_pending_lock = threading.Lock()
-
-
-def pending_groups(request: Request) -> PendingGroups:
-    app_state: Any = request.app.state
-    with _pending_lock:
-        found: PendingGroups | None = getattr(app_state, "sleuth_pending_groups", None)
-        if found is None:
-            found = PendingGroups()
-            app_state.sleuth_pending_groups = found
-        return found
-
-
-def present(state: ApiState, document: dict[str, Any]) -> dict[str, Any]:
-    """A stored Query as served: `comparison` lists the other turns of its group as they are now. A turn
-    in a group is stored with `comparison: []`, so ungrouped ones (nearly all) cost no second read."""
-    if document.get("comparison") is None:
-        return document
-    comparison = state.db.comparison_of(str(document.get("id")))
-    return {**document, "comparison": comparison or []}
-
-
-# ---------------------------------------------------------------------------------- admission
-def _session_of(state: ApiState, body: QueryRequest, who: Principal) -> str | None:
-    """Session resolution: `previous_query_id` names a turn whose session is continued. Only a session
-    the caller may see can be continued; then (for a new session) the scope it may see."""
-    if body.previous_query_id is None:
-        if body.session_id is not None:
-            visible_session(state, who, body.session_id)
-        else:
-            check_scope(state, who, list(body.scope or []))
-        return body.session_id
-    previous = visible_query(state, who, body.previous_query_id)
-    session_id = str(previous["session_id"])
-    if body.session_id is not None and body.session_id != session_id:
-        raise _invalid(
-            "previous_query_id",
-            f"previous_query_id {body.previous_query_id!r} belongs to session {session_id!r}, "
-            f"not to session_id {body.session_id!r}",
-        )
-    return session_id
-
-
-def admit_turn(
-    state: ApiState, turns: TurnExecutor, groups: PendingGroups, body: QueryRequest, who: Principal
-) -> tuple[dict[str, Any], Future[Query]]:
-    """Prepare, store and submit one turn (on a worker thread: it reads files and writes the database).
-
-    Returns the stored in-progress Query and the turn's future. Admission and submission happen in this
-    one call, so a request cancelled meanwhile cannot leave a stored turn that never runs. The MCP
-    server's `query_context` admits its turns here too.
-    """
-    session_id = _session_of(state, body, who)
-    group = body.comparison_group
-    grouped = reserved = False
-    request = body.turn(session_id)
-
-    def admit(session: dict[str, Any] | None) -> None:
-        nonlocal grouped, reserved
-        if session is None:
-            _check_models_available(state, body)
-        elif session.get("active_query_id"):
-            raise TurnError("session_busy", "a turn of this session is still running")
-        if group is not None:
-            groups.take(state.db, group)
-            grouped = True
-        if request.retrieval is None:  # a retrieval-only turn starts no sandbox
-            _check_sandbox(state)
-        turns.reserve()
-        reserved = True
-
-    try:
-        prepared = state.runtime.prepare(request, admit, Caller(who.name, model_specs=False))
-    except BaseException:
-        if reserved:
-            turns.unreserve()
-        raise
-    finally:
-        if grouped and group is not None:
-            groups.release(group)  # stored (now counted by the database) or refused
-    snapshot = present(state, prepared.query.model_dump(mode="json"))
-    return snapshot, turns.submit(prepared)
-
-
-def _check_sandbox(state: ApiState) -> None:
-    report = sandbox_report(state)
-    if not report.get("ok"):
-        missing = ", ".join(report.get("missing") or []) or "unknown"
-        raise ApiError(
-            503, "sandbox_unavailable", f"the sandbox is below its isolation floor (missing: {missing})"
-        )
-
-
-def _check_models_available(state: ApiState, body: QueryRequest) -> None:
-    catalog = state.runtime.catalog
-    names: list[str | None] = list(body.models or []) or [body.model]
-    for name in names:
-        try:
-            config = catalog.resolve(name, allow_specs=False)
-        except CatalogError as exc:
-            raise TurnError("model_unavailable", str(exc)) from None
-        if not catalog.available(config):
-            raise TurnError("model_unavailable", f"model {config.id!r} is not available on this server")
 
 
 def _error_of(exc: TurnError) -> ApiError:

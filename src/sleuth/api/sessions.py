@@ -14,9 +14,9 @@ from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from sleuth.api.access import session_not_found, visible_session, visible_sessions
+from sleuth.api.admission import present
 from sleuth.api.auth import AnyKey
-from sleuth.api.errors import ApiError
-from sleuth.api.queries import error_responses, present
+from sleuth.api.errors import ApiError, error_responses
 from sleuth.api.state import ApiState, api_state
 from sleuth.store.home import ContextNotFound
 from sleuth.store.server_db import SessionBusy

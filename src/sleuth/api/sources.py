@@ -22,18 +22,9 @@ from sleuth.api.archives import Usage, expand_archive
 from sleuth.api.auth import AdminKey, AnyKey
 from sleuth.api.context_files import find_context, prune_empty_dirs, safe_rel, tree_lock, update_extra
 from sleuth.api.errors import ApiError
+from sleuth.api.file_trees import dir_listing, file_response, iso, resolve_file, tree_stats, walk_files
 from sleuth.api.state import ApiState, api_state
-from sleuth.api.tasks import (
-    TaskHandle,
-    TaskService,
-    dir_listing,
-    file_response,
-    iso,
-    resolve_file,
-    task_service,
-    tree_stats,
-    walk_files,
-)
+from sleuth.api.task_service import TaskHandle, TaskService, task_service
 from sleuth.api.uploads import (
     MULTIPART_OVERHEAD,
     UPLOAD_SCHEMA,

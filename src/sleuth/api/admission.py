@@ -1,0 +1,165 @@
+"""Admitting a turn over HTTP and MCP (api.md §8.1): session resolution, the server's own checks in the
+documented order (models available, busy session, comparison group, sandbox floor, capacity), then
+the runtime's `prepare` and the turn executor.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+from typing import Any
+
+from fastapi import Request
+
+from sleuth.agent.records import Query
+from sleuth.agent.request import Caller
+from sleuth.agent.turn import TurnError
+from sleuth.api.access import check_scope, visible_query, visible_session
+from sleuth.api.auth import Principal
+from sleuth.api.errors import ApiError
+from sleuth.api.query_request import (
+    QueryRequest,
+    _invalid,
+)
+from sleuth.api.state import ApiState
+from sleuth.api.system import sandbox_report
+from sleuth.api.turns import TurnExecutor
+from sleuth.models.catalog import CatalogError
+from sleuth.store.server_db import COMPARISON_GROUP_SIZE, ServerDB
+
+
+# ---------------------------------------------------------------------------------- comparison groups
+class PendingGroups:
+    """Places in comparison groups taken by turns still being admitted. The stored turns of a group
+    are counted in the database; these are the ones between the group check and their insert, so two
+    requests admitted at once cannot both take a group's last place (api.md §8.1's order puts the
+    `409` before the sandbox and capacity checks, which come before the insert)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: dict[str, int] = {}
+
+    def take(self, db: ServerDB, group: str) -> None:
+        with self._lock:
+            taken = db.comparison_group_size(group) + self._pending.get(group, 0)
+            if taken >= COMPARISON_GROUP_SIZE:
+                raise ApiError(
+                    409,
+                    "comparison_group_full",
+                    f"comparison group {group!r} already has {COMPARISON_GROUP_SIZE} turns",
+                )
+            self._pending[group] = self._pending.get(group, 0) + 1
+
+    def release(self, group: str) -> None:
+        """The turn was stored (or refused): its place is now counted by the database, or free."""
+        with self._lock:
+            left = self._pending.get(group, 0) - 1
+            if left > 0:
+                self._pending[group] = left
+            else:
+                self._pending.pop(group, None)
+
+
+_pending_lock = threading.Lock()
+
+
+def pending_groups(request: Request) -> PendingGroups:
+    app_state: Any = request.app.state
+    with _pending_lock:
+        found: PendingGroups | None = getattr(app_state, "sleuth_pending_groups", None)
+        if found is None:
+            found = PendingGroups()
+            app_state.sleuth_pending_groups = found
+        return found
+
+
+def present(state: ApiState, document: dict[str, Any]) -> dict[str, Any]:
+    """A stored Query as served: `comparison` lists the other turns of its group as they are now. A turn
+    in a group is stored with `comparison: []`, so ungrouped ones (nearly all) cost no second read."""
+    if document.get("comparison") is None:
+        return document
+    comparison = state.db.comparison_of(str(document.get("id")))
+    return {**document, "comparison": comparison or []}
+
+
+# ---------------------------------------------------------------------------------- admission
+def _session_of(state: ApiState, body: QueryRequest, who: Principal) -> str | None:
+    """Session resolution: `previous_query_id` names a turn whose session is continued. Only a session
+    the caller may see can be continued; then (for a new session) the scope it may see."""
+    if body.previous_query_id is None:
+        if body.session_id is not None:
+            visible_session(state, who, body.session_id)
+        else:
+            check_scope(state, who, list(body.scope or []))
+        return body.session_id
+    previous = visible_query(state, who, body.previous_query_id)
+    session_id = str(previous["session_id"])
+    if body.session_id is not None and body.session_id != session_id:
+        raise _invalid(
+            "previous_query_id",
+            f"previous_query_id {body.previous_query_id!r} belongs to session {session_id!r}, "
+            f"not to session_id {body.session_id!r}",
+        )
+    return session_id
+
+
+def admit_turn(
+    state: ApiState, turns: TurnExecutor, groups: PendingGroups, body: QueryRequest, who: Principal
+) -> tuple[dict[str, Any], Future[Query]]:
+    """Prepare, store and submit one turn (on a worker thread: it reads files and writes the database).
+
+    Returns the stored in-progress Query and the turn's future. Admission and submission happen in this
+    one call, so a request cancelled meanwhile cannot leave a stored turn that never runs. The MCP
+    server's `query_context` admits its turns here too.
+    """
+    session_id = _session_of(state, body, who)
+    group = body.comparison_group
+    grouped = reserved = False
+    request = body.turn(session_id)
+
+    def admit(session: dict[str, Any] | None) -> None:
+        nonlocal grouped, reserved
+        if session is None:
+            _check_models_available(state, body)
+        elif session.get("active_query_id"):
+            raise TurnError("session_busy", "a turn of this session is still running")
+        if group is not None:
+            groups.take(state.db, group)
+            grouped = True
+        if request.retrieval is None:  # a retrieval-only turn starts no sandbox
+            _check_sandbox(state)
+        turns.reserve()
+        reserved = True
+
+    try:
+        prepared = state.runtime.prepare(request, admit, Caller(who.name, model_specs=False))
+    except BaseException:
+        if reserved:
+            turns.unreserve()
+        raise
+    finally:
+        if grouped and group is not None:
+            groups.release(group)  # stored (now counted by the database) or refused
+    snapshot = present(state, prepared.query.model_dump(mode="json"))
+    return snapshot, turns.submit(prepared)
+
+
+def _check_sandbox(state: ApiState) -> None:
+    report = sandbox_report(state)
+    if not report.get("ok"):
+        missing = ", ".join(report.get("missing") or []) or "unknown"
+        raise ApiError(
+            503, "sandbox_unavailable", f"the sandbox is below its isolation floor (missing: {missing})"
+        )
+
+
+def _check_models_available(state: ApiState, body: QueryRequest) -> None:
+    catalog = state.runtime.catalog
+    names: list[str | None] = list(body.models or []) or [body.model]
+    for name in names:
+        try:
+            config = catalog.resolve(name, allow_specs=False)
+        except CatalogError as exc:
+            raise TurnError("model_unavailable", str(exc)) from None
+        if not catalog.available(config):
+            raise TurnError("model_unavailable", f"model {config.id!r} is not available on this server")

@@ -1,0 +1,348 @@
+"""The task service (api.md §9): long jobs (curate, import, pack, restore) on a pool of worker
+threads, each with a handle that records its progress, honours cancellation and writes its result
+to the task store. The routes over it are in `tasks.py`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+
+from sleuth.api.state import ApiState
+from sleuth.errors import Failed
+from sleuth.store.tasks import (
+    TERMINAL_STATES,
+    TaskStore,
+)
+
+log = logging.getLogger("sleuth.api.tasks")
+DEFAULT_WORKERS = 2
+
+
+DEFAULT_STOP_TIMEOUT_S = 30.0
+
+
+PROGRESS_WRITE_INTERVAL_S = 0.5  # a compile advances per source and per batch: write at most this often
+
+
+_SERVICE_KEY = "sleuth_tasks"
+
+
+_service_lock = threading.Lock()
+
+
+class TaskCancelled(Failed):
+    """Raised inside a job at its next check once a stop was requested."""
+
+
+class TaskHandle:
+    """What a running job sees: cancellation, progress by phase, steps and a partial output.
+
+    It implements the compiler's `Progress` protocol (`start`, `advance`, `finish`); each call first
+    checks for a cancel, so a long compile stops at its next step. Progress is written to the store
+    at phase boundaries and at most every `PROGRESS_WRITE_INTERVAL_S` in between.
+    """
+
+    def __init__(self, store: TaskStore, task_id: str, phases: Sequence[str], files_dir: Path) -> None:
+        self.store = store
+        self.task_id = task_id
+        self.phases = list(phases)
+        self.files_dir = files_dir
+        self.output: Any = None  # kept when the job fails or is cancelled half-way
+        self.cancel_message = "cancelled"
+        self._cancel = threading.Event()
+        self._steps: list[dict[str, Any]] = []
+        self._phase: str | None = None
+        self._done_phases: set[str] = set()
+        self._total = 0
+        self._count = 0
+        self._began = time.monotonic()
+        self._last_write = 0.0
+
+    # cancellation
+    def request_cancel(self, message: str) -> None:
+        self.cancel_message = message
+        self._cancel.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    def check(self) -> None:
+        if self._cancel.is_set():
+            raise TaskCancelled(self.cancel_message)
+
+    # Progress protocol
+    def start(self, phase: str, total: int) -> None:
+        self.check()
+        if phase not in self.phases:
+            self.phases.append(phase)
+        self._close_step("completed")
+        self._phase, self._total, self._count = phase, max(0, total), 0
+        self._steps.append(
+            {
+                "step_id": str(len(self._steps) + 1),
+                "status": "running",
+                "type": phase,
+                "commentary": f"{phase}: 0/{total}",
+                "path": None,
+            }
+        )
+        self._write(force=True)
+
+    def advance(self, phase: str, amount: int = 1) -> None:
+        self.check()
+        if phase == self._phase:
+            self._count += amount
+            self._write()
+
+    def finish(self, phase: str) -> None:
+        self.check()
+        if phase == self._phase:
+            self._count = self._total
+        self._done_phases.add(phase)
+        self._close_step("completed")
+        self._write(force=True)
+
+    # reporting
+    def progress(self, final_pct: float | None = None) -> dict[str, Any]:
+        phases = self.phases or ([self._phase] if self._phase else [])
+        if final_pct is not None:
+            pct = final_pct
+        elif not phases:
+            pct = 0.0
+        else:
+            done = sum(1 for p in phases if p in self._done_phases)
+            fraction = 0.0
+            if self._phase is not None and self._phase not in self._done_phases and self._total:
+                fraction = min(1.0, self._count / self._total)
+            pct = min(99.0, 100.0 * (done + fraction) / len(phases))
+        elapsed = time.monotonic() - self._began
+        eta = round(elapsed * (100 - pct) / pct, 1) if 0 < pct < 100 else (0.0 if pct >= 100 else None)
+        label = None
+        if self._phase is not None:
+            label = f"{self._phase} {self._count}/{self._total}" if self._total else self._phase
+        return {
+            "phase": self._phase,
+            "phases": phases,
+            "label": label,
+            "pct": round(pct, 1),
+            "eta_seconds": eta,
+        }
+
+    def steps(self, end_status: str | None = None) -> list[dict[str, Any]]:
+        if end_status is not None:
+            self._close_step(end_status)
+        return [dict(s) for s in self._steps]
+
+    def _close_step(self, status: str) -> None:
+        if self._steps and self._steps[-1]["status"] == "running":
+            step = self._steps[-1]
+            step["status"] = status
+            total = self._total
+            step["commentary"] = f"{step['type']}: {self._count}/{total}" if total else step["commentary"]
+
+    def _write(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last_write < PROGRESS_WRITE_INTERVAL_S:
+            return
+        self._last_write = now
+        if self._steps and self._steps[-1]["status"] == "running" and self._total:
+            self._steps[-1]["commentary"] = f"{self._phase}: {self._count}/{self._total}"
+        self.store.report(self.task_id, progress=self.progress(), steps=self.steps())
+
+
+Job = Callable[[TaskHandle], Any]
+
+
+@dataclass
+class _Live:
+    handle: TaskHandle
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class TaskStopTimeout(Failed):
+    """A task did not stop within the wait (`504 task_stop_timeout`)."""
+
+
+class TaskService:
+    """The bounded worker pool and the registry of live tasks of one server."""
+
+    def __init__(self, store: TaskStore, files_root: Path, workers: int, stop_timeout_s: float) -> None:
+        self.store = store
+        self.files_root = files_root
+        self.stop_timeout_s = stop_timeout_s
+        self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="sleuth-task")
+        self._live: dict[str, _Live] = {}
+        self._lock = threading.Lock()
+        self._claim = threading.Lock()
+        self._closed = False
+
+    def files_dir(self, task_id: str) -> Path:
+        return self.files_root / task_id / "files"
+
+    @contextlib.contextmanager
+    def claiming(self) -> Iterator[None]:
+        """Held while a route checks for a conflicting task and records its own, so two requests
+        cannot both pass the check."""
+        with self._claim:
+            yield
+
+    def submit(self, task: dict[str, Any], job: Job, phases: Sequence[str] = ()) -> None:
+        """Run `job` for the scheduled `task` on the pool."""
+        task_id = task["id"]
+        handle = TaskHandle(self.store, task_id, phases, self.files_dir(task_id))
+        live = _Live(handle)
+        with self._lock:
+            if self._closed:
+                self.store.finish(task_id, "failed", error="server stopping")
+                return
+            self._live[task_id] = live
+        self._pool.submit(self._run, task_id, job, live)
+
+    def _run(self, task_id: str, job: Job, live: _Live) -> None:
+        handle = live.handle
+        try:
+            if not self.store.start(task_id):
+                return  # cancelled while it waited
+            handle.check()
+            output = job(handle)
+            self.store.finish(
+                task_id,
+                "completed",
+                output=output,
+                progress=handle.progress(100.0),
+                steps=handle.steps("completed"),
+            )
+        except TaskCancelled:
+            self.store.finish(
+                task_id,
+                "cancelled",
+                output=handle.output,
+                error=handle.cancel_message,
+                progress=handle.progress(),
+                steps=handle.steps("cancelled"),
+            )
+        except Exception as exc:
+            log.exception("task %s failed", task_id)
+            self.store.finish(
+                task_id,
+                "failed",
+                output=handle.output,
+                error=str(exc) or type(exc).__name__,
+                progress=handle.progress(),
+                steps=handle.steps("failed"),
+            )
+        finally:
+            live.done.set()
+            with self._lock:
+                self._live.pop(task_id, None)
+
+    def stop(self, task_id: str, reason: str | None = None, timeout_s: float | None = None) -> dict[str, Any]:
+        """Cancel and wait (blocking: call from a worker thread). A terminal task is returned as is;
+        `TaskStopTimeout` if it is still live after the wait."""
+        task = self.store.request_stop(task_id, reason)
+        if task["state"] in TERMINAL_STATES:
+            return task
+        with self._lock:
+            live = self._live.get(task_id)
+        if live is not None:
+            live.handle.request_cancel(task["error"] or "cancelled")
+            wait = self.stop_timeout_s if timeout_s is None else timeout_s
+            if not live.done.wait(wait):
+                raise TaskStopTimeout(f"task {task_id} did not stop within {wait:g} s")
+        else:  # not ours (another process or lost): it can never report back
+            self.store.finish(task_id, "cancelled", error=task["error"])
+        return self.store.require(task_id)
+
+    def stop_all(self, task_ids: Sequence[str], reason: str, timeout_s: float | None = None) -> None:
+        """Cancel several tasks, then wait for them together within one timeout."""
+        deadline = time.monotonic() + (self.stop_timeout_s if timeout_s is None else timeout_s)
+        waits: list[tuple[str, _Live]] = []
+        for task_id in task_ids:
+            task = self.store.request_stop(task_id, reason)
+            if task["state"] in TERMINAL_STATES:
+                continue
+            with self._lock:
+                live = self._live.get(task_id)
+            if live is None:
+                self.store.finish(task_id, "cancelled", error=task["error"])
+                continue
+            live.handle.request_cancel(task["error"] or "cancelled")
+            waits.append((task_id, live))
+        for task_id, live in waits:
+            if not live.done.wait(max(0.0, deadline - time.monotonic())):
+                raise TaskStopTimeout(f"task {task_id} did not stop within {self.stop_timeout_s:g} s")
+
+    def close(self, wait_s: float = 5.0) -> None:
+        """Server shutdown: cancel what is queued or running and give running jobs a moment to stop;
+        anything still live is failed as `server restarted` at the next start."""
+        with self._lock:
+            self._closed = True
+            live = list(self._live.items())
+        for _task_id, item in live:
+            item.handle.request_cancel("cancelled: server stopping")
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        deadline = time.monotonic() + wait_s
+        for task_id, item in live:
+            if not item.done.wait(max(0.0, deadline - time.monotonic())):
+                log.warning("task %s still running at shutdown", task_id)
+        for task_id, _item in live:  # queued jobs the pool dropped
+            task = self.store.get(task_id)
+            if task is not None and task["state"] == "scheduled":
+                self.store.finish(task_id, "cancelled", error="cancelled: server stopping")
+        self.store.close()
+
+
+def service_for_app(app: FastAPI) -> TaskService:
+    """The app's `TaskService`, made on first use: it opens the task table next to the server
+    database and fails the tasks a previous process left live (api.md §7.1)."""
+    service: TaskService | None = getattr(app.state, _SERVICE_KEY, None)
+    if service is not None:
+        return service
+    with _service_lock:
+        service = getattr(app.state, _SERVICE_KEY, None)
+        if service is None:
+            state: ApiState = app.state.sleuth
+            store = TaskStore(state.db.path)
+            recovered = store.recover_interrupted()
+            if recovered:
+                log.warning("marked %d interrupted task(s) failed: server restarted", recovered)
+            service = TaskService(
+                store,
+                state.home.root / "tasks",
+                workers=state.settings.task_workers,
+                stop_timeout_s=state.settings.task_stop_timeout_s,
+            )
+            setattr(app.state, _SERVICE_KEY, service)
+    return service
+
+
+def task_service(request: Request) -> TaskService:
+    return service_for_app(request.app)
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """Start the task service with the server (recovering interrupted tasks) and stop it with it.
+    The router is mounted twice (`/api`, `/api/v0`), so both steps are idempotent."""
+    service_for_app(app)
+    try:
+        yield
+    finally:
+        with _service_lock:
+            service: TaskService | None = getattr(app.state, _SERVICE_KEY, None)
+            if service is not None:
+                delattr(app.state, _SERVICE_KEY)
+        if service is not None:
+            service.close()
