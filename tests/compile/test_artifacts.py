@@ -231,8 +231,8 @@ def test_natural_key_merge_prefers_the_newest_source_and_records_conflicts() -> 
 
 def test_titles_skip_placeholders_and_headers_add_the_file_name() -> None:
     from sleuth.compile.artifacts import document_title
+    from sleuth.compile.documents import context_header
     from sleuth.compile.pages import Heading
-    from sleuth.compile.pipeline import context_header
     from sleuth.compile.version_files import SourceState
 
     pages = [Page(1, "PART I\nItem 1. Business", [Heading(1, "PART I", 0)])]

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from sleuth.agent.spans import EvidenceSpan
+from sleuth.models.base import ModelConfig
 
 __all__ = [
     "COMPUTED_FNS",
@@ -22,6 +23,7 @@ __all__ = [
     "collapse_ws",
     "computed_results",
     "content_words",
+    "evidence_budget",
     "format_evidence",
     "mark_seen",
     "select_evidence",
@@ -32,6 +34,9 @@ __all__ = [
 SEEN_PREFIX_CHARS = 60
 MAX_SPANS = 24
 MAX_CHARS = 40_000
+MIN_CHARS = 2_000  # the least evidence a synthesis prompt gets, however small its model's window
+SYNTHESIS_REPLY_TOKENS = 2_048
+PROMPT_OVERHEAD_CHARS = 3_000  # the synthesis rules, the shape and the ask
 WINDOW_CHARS = 1_600
 COMPUTED_FNS = ("query_db", "get_fact", "read_rosters")
 COMPUTED_EACH = 2_000
@@ -367,3 +372,14 @@ def format_evidence(spans: Sequence[EvidenceSpan]) -> str:
             where += f", § {' > '.join(span.section_path)}"
         lines.append(f'[{n}] ({where}) "{span.text}"')
     return "\n\n".join(lines)
+
+
+def evidence_budget(configs: Sequence[ModelConfig], prompt_chars: int) -> int:
+    """Evidence characters the synthesis prompt can hold: `MAX_CHARS`, or less when the synthesis
+    model's context window, minus its reply and the rest of the prompt (`prompt_chars`: instructions,
+    history, computed results), is smaller. `configs`: the turn's provider models (none: offline)."""
+    if not configs:
+        return MAX_CHARS
+    window_chars = (configs[0].context_window - SYNTHESIS_REPLY_TOKENS) * 4
+    used = PROMPT_OVERHEAD_CHARS + prompt_chars
+    return max(MIN_CHARS, min(MAX_CHARS, int((window_chars - used) * 0.9)))

@@ -10,6 +10,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from sleuth.models.base import ModelConfig
+from sleuth.models.base import Usage as ModelUsage
+
 QueryStatus = Literal["in_progress", "completed", "failed", "cancelled"]
 StopReason = Literal[
     "final", "no_tool_call", "max_steps", "errors", "timeout", "cancelled", "failed", "retrieval_only"
@@ -135,3 +138,20 @@ class Query(BaseModel):
             for part in message.get("content", [])
             if part.get("type") == "output_text"
         )
+
+
+def turn_usage(loop: ModelUsage | None, synthesis: Synthesis | None, config: ModelConfig | None) -> Usage:
+    """A turn's `usage` (api.md §8.2): the loop's tokens and the synthesis call's, priced when the
+    first model's catalog entry has prices."""
+    tokens_in = (loop.input_tokens if loop else 0) + (synthesis.tokens_in if synthesis else 0)
+    tokens_out = (loop.output_tokens if loop else 0) + (synthesis.tokens_out if synthesis else 0)
+    cost = None
+    if (
+        config is not None
+        and config.price_input_per_token is not None
+        and config.price_output_per_token is not None
+    ):
+        cost = tokens_in * config.price_input_per_token + tokens_out * config.price_output_per_token
+    return Usage(
+        input_tokens=tokens_in, output_tokens=tokens_out, total_tokens=tokens_in + tokens_out, cost_usd=cost
+    )

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from sleuth.agent.records import TraceCall
+from sleuth.agent.loop import strategy_of
+from sleuth.agent.records import QueryStep, StepCost, TraceCall
 from sleuth.sandbox.host import HostFunction
 from sleuth.sdk.errors import SleuthError
 from sleuth.sdk.knowledge import Knowledge, QueryEmbedder, ScopedContext
@@ -124,6 +125,19 @@ class Retrieval:
                 f"    text = read_artifact(hit.name, context=hit.context).body[:{o.max_chars}]",
             ]
         return "\n".join(lines)
+
+    def step(self, step: QueryStep, began: float, **update: Any) -> QueryStep:
+        """The retrieval's one step as it ended: its calls, what they imply, its time, and `update`."""
+        return step.model_copy(
+            update={
+                "fns": list(dict.fromkeys(c.fn for c in self.calls)),
+                "strategy": strategy_of(self.calls, list(self.contexts)),
+                "tool_calls": list(self.calls),
+                "cost": StepCost(execute_ms=round((time.monotonic() - began) * 1000)),
+                "output_truncated": False,
+                **update,
+            }
+        )
 
     def run(self) -> Retrieved:
         """Search, fuse, cut, and read the text of what was kept. Raises what the SDK raises."""

@@ -12,37 +12,37 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from sleuth.agent.citations import build_citations, renumber_grounding
-from sleuth.agent.evidence import computed_results, select_evidence
+from sleuth.agent.evidence import computed_results, evidence_budget, select_evidence
 from sleuth.agent.extractive import extractive_answer
 from sleuth.agent.grounding import check_grounding
-from sleuth.agent.loop import AgentLoop, LoopResult, LoopSettings, ModelCallRecord, TurnFailed, strategy_of
+from sleuth.agent.loop import AgentLoop, LoopResult, LoopSettings, ModelCallRecord, TurnFailed
 from sleuth.agent.orientation import ContextOverview, ask_message, instructions_text, overview, system_message
+from sleuth.agent.pinned import PinnedVersions
 from sleuth.agent.planner import OfflinePlanner, pinned_planner_scope
 from sleuth.agent.prepared import Engine, PreparedTurn
-from sleuth.agent.records import QueryStep, Rollup, StepCost, StopReason, Synthesis, Usage
+from sleuth.agent.records import QueryStep, Rollup, StopReason, Synthesis, Usage, turn_usage
 from sleuth.agent.retrieval import Retrieval, RetrievalOptions
 from sleuth.agent.shape_fill import OfflineShapeError, offline_fill
 from sleuth.agent.spans import EvidenceSpan, SpanResolver
-from sleuth.agent.synthesis import ShapeInvalid, SynthesisInput, history_messages, synthesize
-from sleuth.agent.trace import args_digest, build_trace, persist, replay_records, turn_record
+from sleuth.agent.synthesis import (
+    ShapeInvalid,
+    SynthesisInput,
+    history_messages,
+    synthesis_reserve,
+    synthesize,
+)
+from sleuth.agent.trace import args_digest, build_trace, fit_records, persist, replay_records, turn_record
 from sleuth.models.base import Message, Model, ModelError
 from sleuth.models.fallback import FallbackModel
 from sleuth.sandbox.host import HostFunction, Sandbox, SandboxUnavailable
 from sleuth.sandbox.limits import BudgetExceeded, BudgetMeter
-from sleuth.sdk.errors import SleuthError
-from sleuth.sdk.knowledge import Knowledge, ScopedContext
 from sleuth.settings import TOOL_OUTPUT_CHARS
-from sleuth.store.search import VersionReader
 from sleuth.store.sqlite import dumps
 from sleuth.store.text import clean
 
 Emit = Callable[[dict[str, Any]], None]  # a turn's event listener; each event is stored first
 
 
-MAX_EVIDENCE_CHARS = 40_000
-MIN_EVIDENCE_CHARS = 2_000
-SYNTHESIS_REPLY_TOKENS = 2_048
-PROMPT_OVERHEAD_CHARS = 3_000  # the synthesis rules, the shape and the ask
 CANCELLED_ERROR = "cancelled by client"  # api.md §9.4
 StopCause = Literal["cancelled", "timeout"]
 
@@ -50,12 +50,6 @@ StopCause = Literal["cancelled", "timeout"]
 def timeout_error(seconds: int) -> str:
     """The error of a turn that passed its wall-clock cap (api.md §9.1)."""
     return f"turn timed out after {seconds} s"
-
-
-def synthesis_reserve(timeout_seconds: float) -> float:
-    """Seconds kept back from the loop for synthesis: a fifth of the cap (at most 60 s), but half of a
-    short cap (up to 5 s), so a short turn still finishes under its hard cap instead of timing out."""
-    return min(60.0, max(0.2 * timeout_seconds, min(0.5 * timeout_seconds, 5.0)))
 
 
 class TurnRun:
@@ -78,7 +72,7 @@ class TurnRun:
         self.replay_records: list[dict[str, Any]] = []
         self.planner: OfflinePlanner | None = None  # when the offline planner plays the model
         self._provider: Model | None = None
-        self._readers: dict[str, VersionReader] | None = None
+        self.pinned = PinnedVersions(turn.briefs)  # what spans and citations resolve against
         self._stop_cause: StopCause | None = None
         self._stop_lock = threading.Lock()
         self._watchdog: threading.Timer | None = None
@@ -223,7 +217,7 @@ class TurnRun:
             restart_sandbox=lambda: self._restart_sandbox(contexts),
             tools=session.get("tools"),
             should_stop=self.stopping,
-            resolve_span=SpanResolver(self._version_readers()).resolve,
+            resolve_span=SpanResolver(self.pinned.readers()).resolve,
             meter=self.meter,
         )
         try:
@@ -276,7 +270,7 @@ class TurnRun:
             found = retrieval.run()
         except Exception as exc:  # an SDK error, an unreadable index: the turn fails, never the process
             error = {"type": type(exc).__name__, "message": str(exc)[:2000]}
-            self._step_event(self._retrieval_step(step, retrieval, began, status="failed", error=error))
+            self._step_event(retrieval.step(step, began, status="failed", error=error))
             self.fail(f"retrieval failed: {type(exc).__name__}: {exc}", traceback.format_exc())
             return
         output = (
@@ -284,9 +278,7 @@ class TurnRun:
             f"of {found.total_hits} retrieved"
         )
         self._step_event(
-            self._retrieval_step(
-                step, retrieval, began, status="completed", output=output, output_chars=len(output)
-            )
+            retrieval.step(step, began, status="completed", output=output, output_chars=len(output))
         )
         if self.stopping():
             self._stop_now()
@@ -298,29 +290,11 @@ class TurnRun:
         self.emit({"type": "response.turn_rollup", **q.rollup.model_dump(mode="json")})
         self._finish("completed", None)
 
-    @staticmethod
-    def _retrieval_step(step: QueryStep, retrieval: Retrieval, began: float, **update: Any) -> QueryStep:
-        """The retrieval step as it ended: its calls, what they imply, its time, and `update`."""
-        return step.model_copy(
-            update={
-                "fns": list(dict.fromkeys(c.fn for c in retrieval.calls)),
-                "strategy": strategy_of(retrieval.calls, list(retrieval.contexts)),
-                "tool_calls": list(retrieval.calls),
-                "cost": StepCost(execute_ms=round((time.monotonic() - began) * 1000)),
-                "output_truncated": False,
-                **update,
-            }
-        )
-
     def _model(
         self, turn: PreparedTurn, overviews: Sequence[ContextOverview], history: list[Message]
     ) -> Model:
         """The loop's model: the fallback chain of the session's models, or the offline planner."""
-        previous_ask = None
-        for message in reversed(history):
-            if message.role == "user":
-                previous_ask = message.content
-                break
+        previous_ask = next((m.content for m in reversed(history) if m.role == "user"), None)
         if turn.model_override is not None:
             return turn.model_override
         if turn.workflow == "search_rag" or turn.offline:
@@ -402,13 +376,16 @@ class TurnRun:
     ) -> None:
         request = self.turn.request
         spans = list(result.spans.values())
-        self._attach_artifact_sources(spans)
+        self.pinned.attach_artifact_sources(spans)
         computed = computed_results(result.observations)
         evidence = select_evidence(
             spans,
             result.final_labels,
             request.ask,
-            max_chars=self._evidence_budget(instructions, history, computed),
+            max_chars=evidence_budget(
+                [c for c in self.turn.model_configs if c.provider != "offline"],
+                len(instructions) + len(computed) + sum(len(m.content) for m in history),
+            ),
         )
         slugs = [b.slug for b in self.turn.briefs]
         synthesis = Synthesis()
@@ -417,7 +394,9 @@ class TurnRun:
         began = time.monotonic()
         text = ""
         if self.turn.offline:
-            text = extractive_answer(request.ask, evidence, result.draft, slugs, self._boilerplate_share)
+            text = extractive_answer(
+                request.ask, evidence, result.draft, slugs, self.pinned.boilerplate_share
+            )
             synthesis.method = "extractive"
             if request.shape is not None:
                 count, items = self._planner_results()
@@ -438,7 +417,7 @@ class TurnRun:
                 self.fail(str(exc), answer=exc.text, evidence=evidence)
                 return
             except ModelError as exc:
-                text = extractive_answer(request.ask, evidence, None, slugs, self._boilerplate_share)
+                text = extractive_answer(request.ask, evidence, None, slugs, self.pinned.boilerplate_share)
                 synthesis.status, synthesis.method = "degraded", "extractive"
                 self.trace["synthesis_error"] = str(exc)
                 self.model_calls += getattr(exc, "calls", [])
@@ -458,7 +437,7 @@ class TurnRun:
         extra = sorted(
             {n for numbers in (grounding or {}).values() for n in numbers if 1 <= n <= len(evidence)}
         )
-        cited = build_citations(text, evidence, self._page_text, extra_cited=extra)
+        cited = build_citations(text, evidence, self.pinned.page_text, extra_cited=extra)
         output_grounding: dict[str, list[int]] | None = None
         ungrounded: list[str] = []
         if data is not None:
@@ -483,80 +462,10 @@ class TurnRun:
         recorded = (self.turn.request_replay or {}).get("planner") or {}
         return recorded.get("count"), recorded.get("items")
 
-    def _evidence_budget(self, instructions: str, history: list[Message], computed: str) -> int:
-        """Evidence characters the synthesis prompt can hold: 40,000, or less when the synthesis
-        model's context window (minus the reply and the rest of the prompt) is smaller."""
-        configs = [c for c in self.turn.model_configs if c.provider != "offline"]
-        if self.turn.offline or not configs:
-            return MAX_EVIDENCE_CHARS
-        window_chars = (configs[0].context_window - SYNTHESIS_REPLY_TOKENS) * 4
-        used = (
-            PROMPT_OVERHEAD_CHARS + len(instructions) + len(computed) + sum(len(m.content) for m in history)
-        )
-        return max(MIN_EVIDENCE_CHARS, min(MAX_EVIDENCE_CHARS, int((window_chars - used) * 0.9)))
-
-    def _attach_artifact_sources(self, spans: list[EvidenceSpan]) -> None:
-        names = {(s.context, s.artifact_name) for s in spans if s.artifact_name}
-        if not names:
-            return
-        dirs = {b.slug: b.version_dir for b in self.turn.briefs}
-        knowledge = Knowledge([ScopedContext(slug, d) for slug, d in dirs.items()])
-        try:
-            sources: dict[tuple[str, str], list[str]] = {}
-            for context, name in names:
-                try:
-                    sources[(context, str(name))] = list(
-                        knowledge.read_artifact(str(name), context=context).sources
-                    )
-                except SleuthError:
-                    sources[(context, str(name))] = []
-            for span in spans:
-                if span.artifact_name:
-                    span.artifact_sources = sources.get((span.context, span.artifact_name), [])
-        finally:
-            knowledge.close()
-
-    def _version_readers(self) -> dict[str, VersionReader]:
-        """The pinned versions of the scope, read on the host: what spans and citations resolve against."""
-        if self._readers is None:
-            self._readers = {b.slug: VersionReader(b.version_dir) for b in self.turn.briefs}
-        return self._readers
-
-    def _boilerplate_share(self, span: EvidenceSpan) -> float:
-        """The boilerplate share of the chunk a span is (0 for spans that are no whole chunk)."""
-        reader = self._version_readers().get(span.context)
-        if reader is None:
-            return 0.0
-        chunk = reader.chunk_at(span.source_path, span.page, span.start, span.end)
-        return reader.boilerplate.get(chunk.id, 0.0) if chunk is not None else 0.0
-
-    def _page_text(self, context: str, source: str, page: int) -> str | None:
-        reader = self._version_readers().get(context)
-        return reader.page_text(source, page) if reader is not None else None
-
     # ---------------------------------------------------------------------------- endings
     def _usage(self, synthesis: Synthesis | None) -> Usage:
-        loop_usage = self.loop_result.usage if self.loop_result else None
-        tokens_in = (loop_usage.input_tokens if loop_usage else 0) + (synthesis.tokens_in if synthesis else 0)
-        tokens_out = (loop_usage.output_tokens if loop_usage else 0) + (
-            synthesis.tokens_out if synthesis else 0
-        )
-        cost = None
-        configs = self.turn.model_configs
-        if (
-            configs
-            and configs[0].price_input_per_token is not None
-            and configs[0].price_output_per_token is not None
-        ):
-            cost = (
-                tokens_in * configs[0].price_input_per_token + tokens_out * configs[0].price_output_per_token
-            )
-        return Usage(
-            input_tokens=tokens_in,
-            output_tokens=tokens_out,
-            total_tokens=tokens_in + tokens_out,
-            cost_usd=cost,
-        )
+        loop = self.loop_result.usage if self.loop_result else None
+        return turn_usage(loop, synthesis, next(iter(self.turn.model_configs), None))
 
     def _rollup(self, stop_reason: StopReason, citations_dropped: int = 0) -> Rollup:
         steps = [s for s in self.query.steps if s.status != "running"]
@@ -676,29 +585,9 @@ class TurnRun:
         self.trace["host_budget"] = self.meter.to_json()
         self.trace["spans_rejected"] = self.loop_result.spans_rejected if self.loop_result else 0
         records = replay_records(self.replay_records, self.model_calls, self.host_log)
-        persist(self.rt.db, q.id, self.trace, self._fit_records(records))
-
-    def _fit_records(self, records: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
-        """Fit the trace and the replay log into what is left of `recorded_bytes`: first the steps'
-        full outputs give way to the outputs the model saw, then the replay log is not written (the
-        trace says so). The trace itself is bounded by the steps and is always written."""
-        room = self.meter.left("recorded_bytes")
-        log_bytes = sum(len(dumps(r)) for r in records)
-        trace_bytes = len(dumps(self.trace))
-        if trace_bytes + log_bytes > room:
-            for entry in self.trace.get("steps") or []:
-                entry["full_output"] = entry.get("output", "")
-            self.trace["full_outputs_dropped"] = "over the turn's recorded_bytes budget"
-            trace_bytes = len(dumps(self.trace))
-        kept: list[dict[str, Any]] | None = records
-        if trace_bytes + log_bytes > room:
-            self.trace["replay"] = {
-                "available": False,
-                "error": f"the replay log ({log_bytes:,} bytes) is over the turn's recorded_bytes budget",
-            }
-            kept, log_bytes = None, 0
-        self._recorded(trace_bytes + log_bytes)
-        return kept
+        kept, recorded = fit_records(self.trace, records, self.meter.left("recorded_bytes"))
+        self._recorded(recorded)
+        persist(self.rt.db, q.id, self.trace, kept)
 
     def close(self) -> None:
         if self._watchdog is not None:

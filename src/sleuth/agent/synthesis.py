@@ -173,3 +173,9 @@ def history_messages(turns: Sequence[dict[str, Any]], budget_chars: int = 24_000
         used += size
         pairs.append((Message("user", ask), Message("assistant", answer)))
     return [m for pair in reversed(pairs) for m in pair]
+
+
+def synthesis_reserve(timeout_seconds: float) -> float:
+    """Seconds kept back from the loop for synthesis: a fifth of the cap (at most 60 s), but half of a
+    short cap (up to 5 s), so a short turn still finishes under its hard cap instead of timing out."""
+    return min(60.0, max(0.2 * timeout_seconds, min(0.5 * timeout_seconds, 5.0)))

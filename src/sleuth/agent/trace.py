@@ -210,3 +210,27 @@ def persist(db: ServerDB, query_id: str, trace: dict[str, Any], records: list[di
     except OSError as exc:
         trace["replay"] = {"available": False, "error": str(exc)}
     db.save_trace(query_id, trace)
+
+
+def fit_records(
+    trace: dict[str, Any], records: list[dict[str, Any]], room: float
+) -> tuple[list[dict[str, Any]] | None, int]:
+    """Fit the trace and the replay log into `room` bytes (what is left of the turn's
+    `recorded_bytes`): first the steps' full outputs give way to the outputs the model saw, then the
+    replay log is not written (the trace says so). The trace itself is bounded by the steps and is
+    always written. Returns the records to write (None: none) and the bytes they and the trace take."""
+    log_bytes = sum(len(dumps(r)) for r in records)
+    trace_bytes = len(dumps(trace))
+    if trace_bytes + log_bytes > room:
+        for entry in trace.get("steps") or []:
+            entry["full_output"] = entry.get("output", "")
+        trace["full_outputs_dropped"] = "over the turn's recorded_bytes budget"
+        trace_bytes = len(dumps(trace))
+    kept: list[dict[str, Any]] | None = records
+    if trace_bytes + log_bytes > room:
+        trace["replay"] = {
+            "available": False,
+            "error": f"the replay log ({log_bytes:,} bytes) is over the turn's recorded_bytes budget",
+        }
+        kept, log_bytes = None, 0
+    return kept, trace_bytes + log_bytes

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import itertools
 import os
-import re
 import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -32,8 +31,15 @@ from sleuth.compile import glossary as glossary_builder
 from sleuth.compile.artifact_leg import ArtifactLeg
 from sleuth.compile.artifacts import Artifact
 from sleuth.compile.chunking import CHUNKER_VERSION, Window, chunk_pages
+from sleuth.compile.documents import (
+    chunk_embed_text,
+    embed_header,
+    identified,
+    sample_queries,
+    source_row,
+)
 from sleuth.compile.extract import Extractor, NoModelExtractor
-from sleuth.compile.identity import IDENTITY_VERSION, identify
+from sleuth.compile.identity import IDENTITY_VERSION
 from sleuth.compile.manifest import Manifest, parse_manifest, read_manifest_file
 from sleuth.compile.pages import TEXT_VERSION, Page, ParseError
 from sleuth.compile.parse import parse_source
@@ -325,7 +331,7 @@ class CompileRun:
                     states[rel] = SourceState(**parent_sources[rel])
                     version_files.carry(parent_dir, out, rel, with_chunks=not chunk_leg_changed)
                     if identity_changed:  # a newer `identify` reads the same pages again
-                        states[rel] = _identified(states[rel], version_files.load_pages(knowledge, rel))
+                        states[rel] = identified(states[rel], version_files.load_pages(knowledge, rel))
                     ledger.manifest[rel] = entry
                     self.progress.advance("parse")
                     continue
@@ -364,7 +370,7 @@ class CompileRun:
                     curated_at=now_iso(),
                     images_skipped=parsed.images_skipped,
                 )
-                states[rel] = _identified(parsed_state, parsed.pages)
+                states[rel] = identified(parsed_state, parsed.pages)
                 version_files.write_jsonl(
                     knowledge / version_files.pages_rel(rel), (p.to_json() for p in parsed.pages)
                 )
@@ -433,7 +439,7 @@ class CompileRun:
             cache = EmbeddingCache.for_embedder(self.home.embedding_cache_dir, embedder)
             try:
                 with self._timed("embed"):
-                    texts = [_chunk_embed_text(c, states) for c in chunks_flat]
+                    texts = [chunk_embed_text(c, states) for c in chunks_flat]
                     art_texts = [a.search_text() for a in artifacts]
                     self.progress.start("embed", len(texts) + len(art_texts))
                     vectors: list[np.ndarray] = []
@@ -454,7 +460,7 @@ class CompileRun:
         # ----------------------------------------------------------------------- finalize
         self.progress.start("index", 3)
         with self._timed("index"):
-            source_rows = [_source_row(s) for s in sorted(states.values(), key=lambda s: s.path)]
+            source_rows = [source_row(s) for s in sorted(states.values(), key=lambda s: s.path)]
             write_tables(
                 out / "tables.sqlite",
                 self.manifest,
@@ -547,7 +553,7 @@ class CompileRun:
         report.counts = counts
         report.warnings = self.warnings
         report.artifacts_skipped_no_model = skipped_no_model
-        sample_queries = _sample_queries(states, pages_by_source)
+        suggested = sample_queries(states, pages_by_source)
         write_json_atomic(
             knowledge / "sources.json",
             {s.path: asdict(s) for s in sorted(states.values(), key=lambda s: s.path)},
@@ -571,10 +577,10 @@ class CompileRun:
                 "timings": dict(self.timings),
                 "warnings": self.warnings,
                 "artifacts_skipped_no_model": skipped_no_model,
-                "sample_queries": sample_queries,
+                "sample_queries": suggested,
             },
         )
-        self.sample_queries = sample_queries
+        self.sample_queries = suggested
         ledger.embedding_model = {"id": embedder.id, "dim": embedder.dim}
 
     # ----------------------------------------------------------------------- phase 7: collect
@@ -591,59 +597,3 @@ class CompileRun:
             flipped_at = version_files.flipped_epoch(self.ctx.versions / newer)
             if flipped_at is not None and now - flipped_at > TURN_CAP_SECONDS:
                 shutil.rmtree(self.ctx.versions / older, ignore_errors=True)
-
-
-def context_header(state: SourceState) -> str:
-    """The document's title, plus its file name when the title does not already say it: filings
-    often carry a title such as `0001410636-21-000101`, while the file is
-    `AMERICANWATERWORKS_2020_10K.pdf`."""
-    stem = re.sub(r"[_\-.]+", " ", Path(state.path).stem).strip()
-    if stem and " ".join(stem.casefold().split()) not in " ".join(state.title.casefold().split()):
-        return f"{state.title} ({stem})"
-    return state.title
-
-
-def _identified(state: SourceState, pages: list[Page]) -> SourceState:
-    """`state` with what `identify` reads from its pages: for a fresh parse, and for a carried-over
-    source after a newer `identify`."""
-    who = identify(state.path, state.title, pages)
-    return replace(
-        state,
-        issuer=who.issuer,
-        doc_type=who.doc_type,
-        period=who.period,
-        year=who.year,
-        aliases=" ".join(who.aliases),
-    )
-
-
-def embed_header(state: SourceState, section_path: list[str]) -> str:
-    """The line the dense index reads above a chunk: the document header and section path give a
-    chunk the context its own words often lack ("Item 7" alone does not say which company)."""
-    header = context_header(state)
-    if section_path:
-        header += " — " + " > ".join(section_path[-2:])
-    return header
-
-
-def _chunk_embed_text(chunk: Chunk, states: dict[str, SourceState]) -> str:
-    """What the dense index sees: `embed_header`, a newline, the chunk."""
-    return f"{embed_header(states[chunk.source_path], chunk.section_path)}\n{chunk.text}"
-
-
-def _source_row(state: SourceState) -> dict[str, Any]:
-    row = asdict(state)
-    row.pop("images_skipped")
-    return row
-
-
-def _sample_queries(states: dict[str, SourceState], pages_by_source: dict[str, list[Page]]) -> list[str]:
-    queries: list[str] = []
-    for rel in sorted(states):
-        pages = pages_by_source.get(rel, [])
-        headings = [h.text for p in pages for h in p.headings if h.text != states[rel].title]
-        if headings:
-            queries.append(f"What does {states[rel].title} say about {headings[0]}?")
-        if len(queries) >= 5:
-            break
-    return queries
