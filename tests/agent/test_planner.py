@@ -22,13 +22,8 @@ from sleuth.agent.extractive import (
     identifier_tokens,
     normalize_word,
 )
-from sleuth.agent.planner import (
-    OfflinePlanner,
-    PlannerScope,
-    classify,
-    planner_scope,
-    read_plan,
-)
+from sleuth.agent.planner import OfflinePlanner, classify, read_plan
+from sleuth.agent.planner_scope import PlannerScope, planner_scope
 from sleuth.agent.spans import EvidenceSpan, SpanResolver
 from sleuth.compile.pipeline import compile_context
 from sleuth.models.base import CompletionParams, Message, ToolCall

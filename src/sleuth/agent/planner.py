@@ -16,12 +16,10 @@ same ask over the same version gives byte-identical code, drafts and evidence li
 
 from __future__ import annotations
 
-import functools
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 from sleuth.agent.extractive import (
@@ -32,10 +30,14 @@ from sleuth.agent.extractive import (
     quoted_phrases,
     raw_words,
 )
+from sleuth.agent.planner_code import StepCode
+from sleuth.agent.planner_scope import (
+    PlannerScope,
+    TableInfo,
+    Target,
+    quote_ident,
+)
 from sleuth.models.base import CompletionParams, Message, ModelConfig, Reply, ToolCall, ToolSpec, Usage
-from sleuth.sdk.errors import SleuthError
-from sleuth.sdk.knowledge import Knowledge, ScopedContext
-from sleuth.store.documents import DocumentResolver
 from sleuth.store.text import STOP_WORDS
 
 QuestionClass = Literal["count", "list", "exact_id", "general"]
@@ -44,7 +46,6 @@ OFFLINE_MODEL = ModelConfig(
     id="sleuth/offline", provider="offline", model="offline-planner", tool_protocol="native"
 )
 MAX_ASK_CHARS = 2000  # the SDK's `query` limit (§5.1)
-MAX_PLAN_CHARS = 2000  # the whole `#PLAN …` line
 RRF_K = 60
 FINAL_EVIDENCE = 8
 LIST_SHOWN = 50
@@ -59,126 +60,6 @@ _TIME_COLUMN = ("date", "year", "period", "created", "time")
 _DOC_NOUNS = frozenset({"document", "doc", "file", "source", "page"})
 _STEPS_LEFT = re.compile(r"at most (\d+) steps?", re.IGNORECASE)
 _ERROR_LINE = re.compile(r"^(?:Traceback \(most recent call last\)|[A-Za-z_.]*(?:Error|Exception): )", re.M)
-
-
-# ---------------------------------------------------------------------------------------- scope
-@dataclass(frozen=True)
-class TableInfo:
-    """One table of one context, as `list_tables` describes it."""
-
-    context: str
-    name: str
-    columns: tuple[tuple[str, str], ...]  # (name, SQLite type)
-    row_count: int
-    natural_key: tuple[str, ...]
-    type: str | None  # the artifact type it holds; None for system tables (`_sources`, …)
-
-    @property
-    def user_columns(self) -> list[tuple[str, str]]:
-        """Columns the model may mean; `_provenance`, `_row_id` and the like are bookkeeping."""
-        return [(c, t) for c, t in self.columns if not c.startswith("_")]
-
-    def has_column(self, name: str) -> bool:
-        return any(c == name for c, _t in self.columns)
-
-    @property
-    def words(self) -> frozenset[str]:
-        """Words of the table name, its type name and its columns (§10.2)."""
-        names = [self.name, self.type or "", *(c for c, _t in self.user_columns)]
-        return frozenset(normalize_word(w) for n in names for w in raw_words(n) if w not in STOP_WORDS)
-
-
-@dataclass(frozen=True)
-class TypeInfo:
-    """One artifact type of one context: its kind, count, whether its roster lists entries, its table."""
-
-    context: str
-    name: str
-    kind: str
-    count: int
-    has_roster: bool  # a roster with entries (typed tables' rosters only point at the table)
-    table: str | None
-
-    @property
-    def words(self) -> frozenset[str]:
-        return frozenset(normalize_word(w) for w in raw_words(self.name) if w not in STOP_WORDS)
-
-
-@dataclass(frozen=True)
-class PlannerScope:
-    """What the planner knows before the first step: per scoped context, its tables and types."""
-
-    slugs: tuple[str, ...]
-    tables: tuple[TableInfo, ...] = ()
-    types: tuple[TypeInfo, ...] = ()
-    documents: tuple[tuple[str, DocumentResolver], ...] = ()  # per context, from its `_sources`
-
-    def named_documents(self, ask: str) -> list[tuple[str, str]]:
-        """(context, source path) of the documents the ask names ("3M's FY2018 10-K"), the way a
-        reader of the orientation's document list would pick them; empty when it names none."""
-        return [(slug, path) for slug, resolver in self.documents for path in resolver.resolve(ask)]
-
-    def has_table(self, slug: str, name: str) -> bool:
-        return any(t.context == slug and t.name == name for t in self.tables)
-
-
-def planner_scope(contexts: Mapping[str, Path]) -> PlannerScope:
-    """Read the pinned versions' tables and types on the host (trusted code; metadata only)."""
-    knowledge = Knowledge([ScopedContext(slug, Path(path)) for slug, path in contexts.items()])
-    tables: list[TableInfo] = []
-    types: list[TypeInfo] = []
-    documents: list[tuple[str, DocumentResolver]] = []
-    try:
-        for slug in contexts:
-            rows: Sequence[Mapping[str, Any]]
-            try:
-                rows = knowledge.query_db(_DOCUMENTS_SQL, context=slug)
-            except (SleuthError, OSError):
-                rows = []
-            if rows:
-                documents.append((slug, DocumentResolver({str(r["path"]): dict(r) for r in rows})))
-            try:
-                listed = knowledge.list_tables(context=slug)
-            except (SleuthError, OSError):
-                listed = []
-            tables += [
-                TableInfo(
-                    slug,
-                    t.name,
-                    tuple((c.name, c.type.upper()) for c in t.columns),
-                    t.row_count,
-                    tuple(t.natural_key),
-                    t.type,
-                )
-                for t in listed
-            ]
-            rosters = {r.type: r for r in knowledge.read_rosters(context=slug) if r.type}
-            names = list(rosters)
-            for ref in knowledge.outline_knowledge(context=slug):
-                if ref.kind != "roster" and ref.type not in names:
-                    names.append(ref.type)
-            for name in names:
-                try:
-                    spec = knowledge.describe_type(name, context=slug)
-                except SleuthError:
-                    continue
-                roster = rosters.get(name)
-                has_roster = roster is not None and len(roster.entries) > 0
-                types.append(TypeInfo(slug, spec.name, spec.kind, spec.count, has_roster, spec.table))
-    finally:
-        knowledge.close()
-    return PlannerScope(tuple(contexts), tuple(tables), tuple(types), tuple(documents))
-
-
-# Every column: versions compiled before `aliases` existed lack it, and the resolver reads what is there.
-_DOCUMENTS_SQL = "SELECT * FROM _sources ORDER BY path"
-
-
-@functools.lru_cache(maxsize=64)
-def pinned_planner_scope(contexts: tuple[tuple[str, Path], ...]) -> PlannerScope:
-    """`planner_scope` of pinned versions, read once per process: a published version never changes,
-    and reading its tables, rosters and types costs more than the rest of an offline turn's planning."""
-    return planner_scope(dict(contexts))
 
 
 # -------------------------------------------------------------------------------- classification
@@ -202,24 +83,6 @@ def _head(ask: str, trigger: re.Pattern[str]) -> str | None:
             if word not in STOP_WORDS and not word.isdigit():
                 return word
     return None
-
-
-def _quote_ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-@dataclass(frozen=True)
-class _Target:
-    """What a count or list step reads, with its filter and wording."""
-
-    how: Literal["table", "sources", "roster"]
-    label: str
-    table: TableInfo | None = None
-    type: TypeInfo | None = None
-    where: tuple[str, ...] = ()
-    params: tuple[str, ...] = ()
-    filter_phrase: str = ""
-    source_slugs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -271,8 +134,9 @@ class OfflinePlanner:
         self._ask = ask[:MAX_ASK_CHARS]
         self._words = content_words(self._ask)
         self._query = self._search_query()
+        self.code = StepCode(self._ask, self._query, scope)
         self.detected_class: QuestionClass = "general" if general_only else classify(self._ask)
-        self._target: _Target | None = None
+        self._target: Target | None = None
         if self.detected_class in ("count", "list"):
             self._target = self._match(self.detected_class)
         matched = self._target is not None or self.detected_class in ("exact_id", "general")
@@ -306,7 +170,7 @@ class OfflinePlanner:
         return self._finish(done, self._final_from(plan))
 
     # ------------------------------------------------------------------------ matching (§10.2)
-    def _match(self, kind: QuestionClass) -> _Target | None:
+    def _match(self, kind: QuestionClass) -> Target | None:
         """The table, roster or `_sources` a count or list question is about.
 
         Candidates need a word overlap ≥ 1; the one naming the counted noun ("how many *products*")
@@ -320,9 +184,9 @@ class OfflinePlanner:
             if kind == "count"
             else {"roster": 0, "table": 1, "sources": 2}
         )
-        best: tuple[tuple[int, int, int, int, int], _Target] | None = None
+        best: tuple[tuple[int, int, int, int, int], Target] | None = None
 
-        def offer(target: _Target, vocabulary: frozenset[str], size: int, order: int) -> None:
+        def offer(target: Target, vocabulary: frozenset[str], size: int, order: int) -> None:
             nonlocal best
             overlap = len(words & vocabulary)
             if not overlap:
@@ -337,17 +201,17 @@ class OfflinePlanner:
         for order, typ in enumerate(self.scope.types):
             if typ.has_roster and typ.count > 0:  # typed tables' rosters only point at the table
                 label = head if head and head_norm in typ.words else typ.name.lower()
-                offer(_Target("roster", label, type=typ), typ.words, typ.count, order)
+                offer(Target("roster", label, type=typ), typ.words, typ.count, order)
         slugs = tuple(s for s in self.scope.slugs if self.scope.has_table(s, "_sources"))
         if head and head_norm in _DOC_NOUNS and slugs:
-            offer(_Target("sources", head, source_slugs=slugs), frozenset({head_norm}), 0, 0)
+            offer(Target("sources", head, source_slugs=slugs), frozenset({head_norm}), 0, 0)
         return best[1] if best else None
 
-    def _table_target(self, table: TableInfo, head: str | None, head_norm: str) -> _Target:
+    def _table_target(self, table: TableInfo, head: str | None, head_norm: str) -> Target:
         where, params, phrases = self._where(table)
         fallback = f"{table.type or table.name} rows"
         label = head if head and head_norm in table.words else fallback
-        return _Target("table", label, table, None, where, params, phrases)
+        return Target("table", label, table, None, where, params, phrases)
 
     def _where(self, table: TableInfo) -> tuple[tuple[str, ...], tuple[str, ...], str]:
         """WHERE clauses from a year and a quoted phrase only; values bound as parameters."""
@@ -365,7 +229,7 @@ class OfflinePlanner:
                 None,
             )
             if column is not None:
-                where.append(f"substr({_quote_ident(column)}, 1, 4) = ?")
+                where.append(f"substr({quote_ident(column)}, 1, 4) = ?")
                 params.append(year.group(1))
                 phrase_parts.append(f" with {column} in {year.group(1)}")
         phrases = quoted_phrases(self._ask)
@@ -379,7 +243,7 @@ class OfflinePlanner:
                 return (-overlap, 0 if column in table.natural_key else 1, index)
 
             column = min(enumerate(text_columns), key=rank)[1]
-            where.append(f"{_quote_ident(column)} LIKE ?")
+            where.append(f"{quote_ident(column)} LIKE ?")
             params.append(f"%{phrases[0]}%")
             phrase_parts.append(f' where {column} contains "{phrases[0]}"')
         return tuple(where), tuple(params), "".join(phrase_parts)
@@ -400,244 +264,19 @@ class OfflinePlanner:
             return None
         return (self._ask + " " + " ".join(extra))[:MAX_ASK_CHARS]
 
-    # ------------------------------------------------------------------------ code generation
-    def _ctx(self, slug: str | None) -> str:
-        return f", context={slug!r}" if slug is not None and len(self.scope.slugs) > 1 else ""
-
-    def _preamble(self, comment: str, helper: bool = True) -> list[str]:
-        lines = [f"# Offline planner: {comment}", f"ask = {self._ask!r}"]
-        if self._query is not None:
-            lines.append(f"query = {self._query!r}  # a follow-up: the previous question's words added")
-        return lines + (_PLAN_HELPER.splitlines() if helper else [])
-
-    @property
-    def _q(self) -> str:
-        return "query" if self._query is not None else "ask"
-
     def _first_step(self) -> Reply:
         target = self._target
         if self.question_class == "count" and target is not None:
-            return self._run(0, self._count_code(target), f"Count the {target.label} with SQL.")
+            return self._run(0, self.code.count(target), f"Count the {target.label} with SQL.")
         if self.question_class == "list" and target is not None:
-            return self._run(0, self._list_code(target), f"List the {target.label}.")
+            return self._run(0, self.code.listing(target), f"List the {target.label}.")
         if self.question_class == "exact_id":
-            return self._run(0, self._exact_code(), "Keyword search for the identifiers and a hybrid search.")
+            return self._run(0, self.code.exact(), "Keyword search for the identifiers and a hybrid search.")
         return self._general_search(0)
 
     def _general_search(self, done: int) -> Reply:
         self.question_class = "general"
-        return self._run(done, self._general_code(), "Search the source chunks and the artifacts.")
-
-    def _count_code(self, target: _Target) -> str:
-        show = 'print("#PLAN " + json.dumps(plan, ensure_ascii=False, separators=(",", ":")))'
-        if target.how == "roster":
-            assert target.type is not None
-            lines = self._preamble(f"count the {target.label} in the roster of {target.type.name!r}.", False)
-            lines += [
-                f"roster = read_rosters(type={target.type.name!r}{self._ctx(target.type.context)})[0]",
-                "n = len(roster.entries)",
-                'plan = {"step": "count", "class": "count", "n": n, "refs": [], "roster": roster.name}',
-                show,
-                "print(roster)",
-                "print([e.name for e in roster.entries[:20]])",
-            ]
-            return "\n".join(lines) + "\n"
-        if target.how == "sources":
-            measure = "SUM(pages)" if normalize_word(target.label) == "page" else "COUNT(*)"
-            sql = f"SELECT {measure} AS n FROM _sources"
-            lines = self._preamble(f"count the {target.label} in the `_sources` table.", False)
-            if len(self.scope.slugs) > 1:
-                slugs = list(target.source_slugs)
-                lines += [
-                    f"counts = {{slug: query_db({sql!r}, [], context=slug)[0]['n'] or 0",
-                    f"          for slug in {slugs!r}}}",
-                    "n = sum(counts.values())",
-                ]
-                shown = "counts"
-            else:
-                lines += [f"rows = query_db({sql!r}, [])", 'n = rows[0]["n"] or 0']
-                shown = "rows"
-            lines += [
-                'plan = {"step": "count", "class": "count", "n": n, "refs": [], "table": "_sources"}',
-                show,
-                f"print({shown})",
-            ]
-            return "\n".join(lines) + "\n"
-        table = target.table
-        assert table is not None
-        name = _quote_ident(table.name)
-        where = f" WHERE {' AND '.join(target.where)}" if target.where else ""
-        args = f"{list(target.params)!r}{self._ctx(table.context)}"
-        lines = self._preamble(f"count the rows of table `{table.name}`.", False)
-        lines.append(f"rows = query_db({f'SELECT COUNT(*) AS n FROM {name}{where}'!r}, {args})")
-        if table.has_column("_provenance"):
-            lines += [
-                f"cited = query_db({f'SELECT _provenance FROM {name}{where} LIMIT 3'!r}, {args})",
-                'refs = [r["_provenance"][0] for r in cited if r["_provenance"]]',
-            ]
-        else:
-            lines += ["cited = []", "refs = []"]
-        lines += [
-            f'plan = {{"step": "count", "class": "count", "n": rows[0]["n"] or 0, "refs": refs, '
-            f'"table": {table.name!r}}}',
-            show,
-            "print(rows)",
-            "print(cited)",
-        ]
-        return "\n".join(lines) + "\n"
-
-    def _list_code(self, target: _Target) -> str:
-        lines = self._preamble(f"list the {target.label}.")
-        if target.how == "roster":
-            assert target.type is not None
-            lines += [
-                f"roster = read_rosters(type={target.type.name!r}{self._ctx(target.type.context)})[0]",
-                "items = [[e.name[:200], None] for e in roster.entries]",
-            ]
-        elif target.how == "sources":
-            sql = "SELECT path, title FROM _sources ORDER BY path"
-            if len(self.scope.slugs) > 1:
-                slugs = list(target.source_slugs)
-                lines.append(f"rows = [r for slug in {slugs!r} for r in query_db({sql!r}, [], context=slug)]")
-            else:
-                lines.append(f"rows = query_db({sql!r}, [])")
-            lines += [
-                "items = [",
-                '    [("{} ({})".format(r["title"], r["path"]) if r["title"] else r["path"])[:200], None]',
-                "    for r in rows",
-                "]",
-            ]
-        else:
-            table = target.table
-            assert table is not None
-            keys = [k for k in table.natural_key if table.has_column(k)]
-            text_columns = [c for c, t in table.user_columns if "TEXT" in t]
-            columns = keys or text_columns[:1] or [c for c, _t in table.user_columns][:1]
-            name = _quote_ident(table.name)
-            where = f" WHERE {' AND '.join(target.where)}" if target.where else ""
-            args = f"{list(target.params)!r}{self._ctx(table.context)}"
-            selected = ", ".join(_quote_ident(c) for c in columns)
-            order = ", ".join(str(i) for i in range(1, len(columns) + 1))
-            sql = f"SELECT DISTINCT {selected} FROM {name}{where} ORDER BY {order} LIMIT 200"
-            lines += [f"cols = {columns!r}", f"rows = query_db({sql!r}, {args})", "first = {}"]
-            if table.has_column("_provenance"):
-                lines += [
-                    f"for r in query_db({f'SELECT {selected}, _provenance FROM {name}{where}'!r}, {args}):",
-                    '    if r["_provenance"]:',
-                    '        first.setdefault(tuple(r[c] for c in cols), r["_provenance"][0])',
-                ]
-            lines += [
-                "items = [",
-                '    [", ".join(str(r[c]) for c in cols)[:200], first.get(tuple(r[c] for c in cols))]',
-                "    for r in rows",
-                "    if any(r[c] is not None for c in cols)",
-                "]",
-            ]
-        lines += [
-            'plan = {"step": "list", "class": "list", "total": len(items), "items": items[:]}',
-            'print(plan_line(plan, ["items"]))',
-            "for text, ref in items:",
-            '    print("-", text if ref is None else f"{text} {ref}")',
-        ]
-        return "\n".join(lines) + "\n"
-
-    def _exact_code(self) -> str:
-        lines = self._preamble("exact identifiers: keyword search for each, plus one hybrid search.")
-        lines += [
-            f"tokens = {identifier_tokens(self._ask)!r}",
-            "*found, chunks = await asyncio.gather(",
-            "    *(search_source_by_keyword(t, top_k=5) for t in tokens[:3]),",
-            f"    search_source({self._q}, top_k=5),",
-            ")",
-            "paths = sorted({h.name for hits in [*found, chunks] for h in hits})",
-            "plan = {",
-            '    "step": "search",',
-            '    "class": "exact_id",',
-            '    "paths": paths,',
-            '    "keyword": [[i, *row(h)] for i, hits in enumerate(found) for h in hits],',
-            '    "chunks": [row(h) for h in chunks],',
-            "}",
-            'print(plan_line(plan, ["keyword", "chunks"]))',
-            "for h in {h.ref: h for hits in [*found, chunks] for h in hits}.values():",
-            '    print(h.ref, h.name, "p.", h.fields["page"], h.fields["chunk_text"][:300])',
-        ]
-        return "\n".join(lines) + "\n"
-
-    def _general_code(self) -> str:
-        named = self._named_sources()
-        lines = self._preamble("what the documents say: hybrid search over chunks and artifacts.")
-        searches = [f"search_source({self._q}, top_k=10)", f"search_knowledge({self._q}, top_k=5)"]
-        if named is not None:
-            slug, paths = named
-            lines.append(f"named = {paths!r}  # the documents the question names (orientation: documents)")
-            searches.append(f"search_in_sources(named, {self._q}, max_total=10{self._ctx(slug)})")
-        lines += [
-            f"chunks, arts{', inside_named' if named else ''} = await asyncio.gather(",
-            *(f"    {call}," for call in searches),
-            ")",
-        ]
-        if named is None:
-            lines.append("inside_named = []")
-        lines += [
-            'firsts = [a.fields["sources"][0] if a.fields["sources"] else None for a in arts]',
-            "paths = sorted({h.name for h in [*chunks, *inside_named]} | {s for s in firsts if s})",
-            "plan = {",
-            '    "step": "search",',
-            '    "class": "general",',
-            '    "paths": paths,',
-            '    "named": [row(h) for h in inside_named],',
-            '    "chunks": [row(h) for h in chunks],',
-            '    "artifacts": [',
-            "        [a.name, a.fields['context'], round(a.score, 6), paths.index(s) if s else -1]",
-            "        for a, s in zip(arts, firsts)",
-            "    ],",
-            "}",
-            'print(plan_line(plan, ["chunks", "named", "artifacts"]))',
-            "for h in {h.ref: h for h in [*inside_named, *chunks]}.values():",
-            '    print(h.ref, h.name, "p.", h.fields["page"], h.fields["chunk_text"][:300])',
-            "for a in arts:",
-            "    print(a)",
-        ]
-        return "\n".join(lines) + "\n"
-
-    def _named_sources(self) -> tuple[str, list[str]] | None:
-        """The first context with documents the ask names, and their paths."""
-        named = self.scope.named_documents(self._ask)
-        if not named:
-            return None
-        slug = named[0][0]
-        return slug, [path for s, path in named if s == slug]
-
-    def _drill_code(self, artifact: _Hit | None, sources: list[str]) -> str:
-        lines = self._preamble("drill into the top artifact and the top sources.")
-        lines.append(f"sources = {sources!r}")
-        inside = f"search_in_sources(sources, {self._q}, max_total=12)"
-        cite = ""
-        if artifact is not None:
-            ctx = self._ctx(artifact.context)
-            cite = f"cite_from_artifact({artifact.artifact!r}, [{self._q}], max_total=6{ctx})"
-        if cite and sources:
-            lines.append(f"cited, inside = await asyncio.gather({cite}, {inside})")
-        elif cite:  # an artifact without sources: its own quotes are all there is
-            lines += [f"cited = await {cite}", "inside = []"]
-        else:
-            lines += ["cited = []", f"inside = await {inside}"]
-        lines += [
-            "paths = sorted({h.name for h in [*chunks, *inside_named, *cited, *inside]})",
-            "plan = {",
-            '    "step": "drill",',
-            '    "class": "general",',
-            '    "paths": paths,',
-            '    "named": [row(h) for h in inside_named],',
-            '    "chunks": [row(h) for h in chunks],',
-            '    "cited": [row(h) for h in cited],',
-            '    "inside": [row(h) for h in inside],',
-            "}",
-            'print(plan_line(plan, ["chunks", "named", "cited", "inside"]))',
-            "for h in {h.ref: h for h in [*cited, *inside]}.values():",
-            '    print(h.ref, h.name, "p.", h.fields["page"], h.fields["chunk_text"][:300])',
-        ]
-        return "\n".join(lines) + "\n"
+        return self._run(done, self.code.general(), "Search the source chunks and the artifacts.")
 
     # ------------------------------------------------------------------------ decisions
     def _drill(self, done: int, plan: dict[str, Any], budget: int | None) -> Reply:
@@ -660,7 +299,11 @@ class OfflinePlanner:
                 break
         if top is None and not sources:
             return self._finish(done, _Finish(None, _top_labels([named, chunks])))
-        return self._run(done, self._drill_code(top, sources), "Drill into the top artifact and sources.")
+        return self._run(
+            done,
+            self.code.drill(None if top is None else (str(top.artifact), top.context), sources),
+            "Drill into the top artifact and sources.",
+        )
 
     def _final_from(self, plan: dict[str, Any]) -> _Finish:
         """Step 3 of `general` (and the fallback for any plan): the best spans by fused rank."""
@@ -740,24 +383,6 @@ class OfflinePlanner:
             self.config.id,
             "tool_calls",
         )
-
-
-_PLAN_LIMIT = MAX_PLAN_CHARS - len("#PLAN ")
-_PLAN_HELPER = f'''def plan_line(plan, lists):
-    """`#PLAN ` and compact JSON for the planner; the longest lists are cut until the line fits."""
-    line = json.dumps(plan, ensure_ascii=False, separators=(",", ":"))
-    while len(line) > {_PLAN_LIMIT} and any(plan[k] for k in lists):
-        plan[max((k for k in lists if plan[k]), key=lambda k: len(plan[k]))].pop()
-        plan["cut"] = True
-        line = json.dumps(plan, ensure_ascii=False, separators=(",", ":"))
-    if len(line) > {_PLAN_LIMIT}:
-        line = json.dumps({{"step": plan["step"], "class": plan["class"], "cut": True}})
-    return "#PLAN " + line
-
-def row(h):
-    return [h.ref, round(h.score, 6), paths.index(h.name), h.fields["page"], h.fields["start"]]
-'''
-"""Defined in every step that prints hits or items (a step that kills the sandbox loses the REPL)."""
 
 
 # ---------------------------------------------------------------------------------- plan reading

@@ -18,7 +18,8 @@ from sleuth.agent.grounding import check_grounding
 from sleuth.agent.loop import AgentLoop, LoopResult, LoopSettings, ModelCallRecord, TurnFailed
 from sleuth.agent.orientation import ContextOverview, ask_message, instructions_text, overview, system_message
 from sleuth.agent.pinned import PinnedVersions
-from sleuth.agent.planner import OfflinePlanner, pinned_planner_scope
+from sleuth.agent.planner import OfflinePlanner
+from sleuth.agent.planner_scope import pinned_planner_scope
 from sleuth.agent.prepared import Engine, PreparedTurn
 from sleuth.agent.records import QueryStep, Rollup, StopReason, Synthesis, Usage, turn_usage
 from sleuth.agent.retrieval import Retrieval, RetrievalOptions

@@ -1,0 +1,276 @@
+"""The Python each offline planner step runs (runtime.md §10), written for the REPL like a model's
+code: real SDK calls, then a `#PLAN ` line the planner reads back. Every variant is compiled and linted
+by the tests (`tests/agent/test_planner_code.py`), since no linter sees code built as text.
+"""
+
+from __future__ import annotations
+
+from sleuth.agent.extractive import (
+    identifier_tokens,
+    normalize_word,
+)
+from sleuth.agent.planner_scope import (
+    PlannerScope,
+    Target,
+    quote_ident,
+)
+
+MAX_PLAN_CHARS = 2000  # the whole `#PLAN …` line
+_PLAN_LIMIT = MAX_PLAN_CHARS - len("#PLAN ")
+
+
+_PLAN_HELPER = f'''def plan_line(plan, lists):
+    """`#PLAN ` and compact JSON for the planner; the longest lists are cut until the line fits."""
+    line = json.dumps(plan, ensure_ascii=False, separators=(",", ":"))
+    while len(line) > {_PLAN_LIMIT} and any(plan[k] for k in lists):
+        plan[max((k for k in lists if plan[k]), key=lambda k: len(plan[k]))].pop()
+        plan["cut"] = True
+        line = json.dumps(plan, ensure_ascii=False, separators=(",", ":"))
+    if len(line) > {_PLAN_LIMIT}:
+        line = json.dumps({{"step": plan["step"], "class": plan["class"], "cut": True}})
+    return "#PLAN " + line
+'''
+"""Defined in every step that prints hits or items (a step that kills the sandbox loses the REPL)."""
+_ROW_HELPER = """
+def row(h):
+    return [h.ref, round(h.score, 6), paths.index(h.name), h.fields["page"], h.fields["start"]]
+"""
+"""Defined in every step that prints hits: one hit as a `#PLAN` row (its path by index in `paths`)."""
+
+
+class StepCode:
+    """The step code of one turn's planner: one method per step kind, each returning the source.
+    `query` is a follow-up's widened search (None: the ask is searched as it is)."""
+
+    def __init__(self, ask: str, query: str | None, scope: PlannerScope) -> None:
+        self._ask = ask
+        self._query = query
+        self.scope = scope
+
+    # ------------------------------------------------------------------------ code generation
+    def _ctx(self, slug: str | None) -> str:
+        return f", context={slug!r}" if slug is not None and len(self.scope.slugs) > 1 else ""
+
+    def _preamble(self, comment: str, helper: bool = True, rows: bool = True) -> list[str]:
+        lines = [f"# Offline planner: {comment}", f"ask = {self._ask!r}"]
+        if self._query is not None:
+            lines.append(f"query = {self._query!r}  # a follow-up: the previous question's words added")
+        if helper:
+            lines += (_PLAN_HELPER + (_ROW_HELPER if rows else "")).splitlines()
+        return lines
+
+    @property
+    def _q(self) -> str:
+        return "query" if self._query is not None else "ask"
+
+    def count(self, target: Target) -> str:
+        show = 'print("#PLAN " + json.dumps(plan, ensure_ascii=False, separators=(",", ":")))'
+        if target.how == "roster":
+            assert target.type is not None
+            lines = self._preamble(f"count the {target.label} in the roster of {target.type.name!r}.", False)
+            lines += [
+                f"roster = read_rosters(type={target.type.name!r}{self._ctx(target.type.context)})[0]",
+                "n = len(roster.entries)",
+                'plan = {"step": "count", "class": "count", "n": n, "refs": [], "roster": roster.name}',
+                show,
+                "print(roster)",
+                "print([e.name for e in roster.entries[:20]])",
+            ]
+            return "\n".join(lines) + "\n"
+        if target.how == "sources":
+            measure = "SUM(pages)" if normalize_word(target.label) == "page" else "COUNT(*)"
+            sql = f"SELECT {measure} AS n FROM _sources"
+            lines = self._preamble(f"count the {target.label} in the `_sources` table.", False)
+            if len(self.scope.slugs) > 1:
+                slugs = list(target.source_slugs)
+                lines += [
+                    f"counts = {{slug: query_db({sql!r}, [], context=slug)[0]['n'] or 0",
+                    f"          for slug in {slugs!r}}}",
+                    "n = sum(counts.values())",
+                ]
+                shown = "counts"
+            else:
+                lines += [f"rows = query_db({sql!r}, [])", 'n = rows[0]["n"] or 0']
+                shown = "rows"
+            lines += [
+                'plan = {"step": "count", "class": "count", "n": n, "refs": [], "table": "_sources"}',
+                show,
+                f"print({shown})",
+            ]
+            return "\n".join(lines) + "\n"
+        table = target.table
+        assert table is not None
+        name = quote_ident(table.name)
+        where = f" WHERE {' AND '.join(target.where)}" if target.where else ""
+        args = f"{list(target.params)!r}{self._ctx(table.context)}"
+        lines = self._preamble(f"count the rows of table `{table.name}`.", False)
+        lines.append(f"rows = query_db({f'SELECT COUNT(*) AS n FROM {name}{where}'!r}, {args})")
+        if table.has_column("_provenance"):
+            lines += [
+                f"cited = query_db({f'SELECT _provenance FROM {name}{where} LIMIT 3'!r}, {args})",
+                'refs = [r["_provenance"][0] for r in cited if r["_provenance"]]',
+            ]
+        else:
+            lines += ["cited = []", "refs = []"]
+        lines += [
+            f'plan = {{"step": "count", "class": "count", "n": rows[0]["n"] or 0, "refs": refs, '
+            f'"table": {table.name!r}}}',
+            show,
+            "print(rows)",
+            "print(cited)",
+        ]
+        return "\n".join(lines) + "\n"
+
+    def listing(self, target: Target) -> str:
+        lines = self._preamble(f"list the {target.label}.", rows=False)  # items, not hits
+        if target.how == "roster":
+            assert target.type is not None
+            lines += [
+                f"roster = read_rosters(type={target.type.name!r}{self._ctx(target.type.context)})[0]",
+                "items = [[e.name[:200], None] for e in roster.entries]",
+            ]
+        elif target.how == "sources":
+            sql = "SELECT path, title FROM _sources ORDER BY path"
+            if len(self.scope.slugs) > 1:
+                slugs = list(target.source_slugs)
+                lines.append(f"rows = [r for slug in {slugs!r} for r in query_db({sql!r}, [], context=slug)]")
+            else:
+                lines.append(f"rows = query_db({sql!r}, [])")
+            lines += [
+                "items = [",
+                '    [("{} ({})".format(r["title"], r["path"]) if r["title"] else r["path"])[:200], None]',
+                "    for r in rows",
+                "]",
+            ]
+        else:
+            table = target.table
+            assert table is not None
+            keys = [k for k in table.natural_key if table.has_column(k)]
+            text_columns = [c for c, t in table.user_columns if "TEXT" in t]
+            columns = keys or text_columns[:1] or [c for c, _t in table.user_columns][:1]
+            name = quote_ident(table.name)
+            where = f" WHERE {' AND '.join(target.where)}" if target.where else ""
+            args = f"{list(target.params)!r}{self._ctx(table.context)}"
+            selected = ", ".join(quote_ident(c) for c in columns)
+            order = ", ".join(str(i) for i in range(1, len(columns) + 1))
+            sql = f"SELECT DISTINCT {selected} FROM {name}{where} ORDER BY {order} LIMIT 200"
+            lines += [f"cols = {columns!r}", f"rows = query_db({sql!r}, {args})", "first = {}"]
+            if table.has_column("_provenance"):
+                lines += [
+                    f"for r in query_db({f'SELECT {selected}, _provenance FROM {name}{where}'!r}, {args}):",
+                    '    if r["_provenance"]:',
+                    '        first.setdefault(tuple(r[c] for c in cols), r["_provenance"][0])',
+                ]
+            lines += [
+                "items = [",
+                '    [", ".join(str(r[c]) for c in cols)[:200], first.get(tuple(r[c] for c in cols))]',
+                "    for r in rows",
+                "    if any(r[c] is not None for c in cols)",
+                "]",
+            ]
+        lines += [
+            'plan = {"step": "list", "class": "list", "total": len(items), "items": items[:]}',
+            'print(plan_line(plan, ["items"]))',
+            "for text, ref in items:",
+            '    print("-", text if ref is None else f"{text} {ref}")',
+        ]
+        return "\n".join(lines) + "\n"
+
+    def exact(self) -> str:
+        lines = self._preamble("exact identifiers: keyword search for each, plus one hybrid search.")
+        lines += [
+            f"tokens = {identifier_tokens(self._ask)!r}",
+            "*found, chunks = await asyncio.gather(",
+            "    *(search_source_by_keyword(t, top_k=5) for t in tokens[:3]),",
+            f"    search_source({self._q}, top_k=5),",
+            ")",
+            "paths = sorted({h.name for hits in [*found, chunks] for h in hits})",
+            "plan = {",
+            '    "step": "search",',
+            '    "class": "exact_id",',
+            '    "paths": paths,',
+            '    "keyword": [[i, *row(h)] for i, hits in enumerate(found) for h in hits],',
+            '    "chunks": [row(h) for h in chunks],',
+            "}",
+            'print(plan_line(plan, ["keyword", "chunks"]))',
+            "for h in {h.ref: h for hits in [*found, chunks] for h in hits}.values():",
+            '    print(h.ref, h.name, "p.", h.fields["page"], h.fields["chunk_text"][:300])',
+        ]
+        return "\n".join(lines) + "\n"
+
+    def general(self) -> str:
+        named = self._named_sources()
+        lines = self._preamble("what the documents say: hybrid search over chunks and artifacts.")
+        searches = [f"search_source({self._q}, top_k=10)", f"search_knowledge({self._q}, top_k=5)"]
+        if named is not None:
+            slug, paths = named
+            lines.append(f"named = {paths!r}  # the documents the question names (orientation: documents)")
+            searches.append(f"search_in_sources(named, {self._q}, max_total=10{self._ctx(slug)})")
+        lines += [
+            f"chunks, arts{', inside_named' if named else ''} = await asyncio.gather(",
+            *(f"    {call}," for call in searches),
+            ")",
+        ]
+        if named is None:
+            lines.append("inside_named = []")
+        lines += [
+            'firsts = [a.fields["sources"][0] if a.fields["sources"] else None for a in arts]',
+            "paths = sorted({h.name for h in [*chunks, *inside_named]} | {s for s in firsts if s})",
+            "plan = {",
+            '    "step": "search",',
+            '    "class": "general",',
+            '    "paths": paths,',
+            '    "named": [row(h) for h in inside_named],',
+            '    "chunks": [row(h) for h in chunks],',
+            '    "artifacts": [',
+            "        [a.name, a.fields['context'], round(a.score, 6), paths.index(s) if s else -1]",
+            "        for a, s in zip(arts, firsts)",
+            "    ],",
+            "}",
+            'print(plan_line(plan, ["chunks", "named", "artifacts"]))',
+            "for h in {h.ref: h for h in [*inside_named, *chunks]}.values():",
+            '    print(h.ref, h.name, "p.", h.fields["page"], h.fields["chunk_text"][:300])',
+            "for a in arts:",
+            "    print(a)",
+        ]
+        return "\n".join(lines) + "\n"
+
+    def _named_sources(self) -> tuple[str, list[str]] | None:
+        """The first context with documents the ask names, and their paths."""
+        named = self.scope.named_documents(self._ask)
+        if not named:
+            return None
+        slug = named[0][0]
+        return slug, [path for s, path in named if s == slug]
+
+    def drill(self, artifact: tuple[str, str | None] | None, sources: list[str]) -> str:
+        """Cite from `artifact` (its name and context) and search inside `sources`."""
+        lines = self._preamble("drill into the top artifact and the top sources.")
+        lines.append(f"sources = {sources!r}")
+        inside = f"search_in_sources(sources, {self._q}, max_total=12)"
+        cite = ""
+        if artifact is not None:
+            name, context = artifact
+            cite = f"cite_from_artifact({name!r}, [{self._q}], max_total=6{self._ctx(context)})"
+        if cite and sources:
+            lines.append(f"cited, inside = await asyncio.gather({cite}, {inside})")
+        elif cite:  # an artifact without sources: its own quotes are all there is
+            lines += [f"cited = await {cite}", "inside = []"]
+        else:
+            lines += ["cited = []", f"inside = await {inside}"]
+        lines += [
+            "paths = sorted({h.name for h in [*chunks, *inside_named, *cited, *inside]})",
+            "plan = {",
+            '    "step": "drill",',
+            '    "class": "general",',
+            '    "paths": paths,',
+            '    "named": [row(h) for h in inside_named],',
+            '    "chunks": [row(h) for h in chunks],',
+            '    "cited": [row(h) for h in cited],',
+            '    "inside": [row(h) for h in inside],',
+            "}",
+            'print(plan_line(plan, ["chunks", "named", "cited", "inside"]))',
+            "for h in {h.ref: h for h in [*cited, *inside]}.values():",
+            '    print(h.ref, h.name, "p.", h.fields["page"], h.fields["chunk_text"][:300])',
+        ]
+        return "\n".join(lines) + "\n"
