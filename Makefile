@@ -32,7 +32,7 @@ lint: install-dev
 		echo 'tests must not import a conftest module: shared helpers go in a support.py'; exit 1; fi
 
 typecheck: install-dev
-	$(BIN)/mypy --strict src/sleuth
+	$(BIN)/mypy --strict src/sleuth tests
 
 test: install-dev lint typecheck
 	$(BIN)/pytest

@@ -108,7 +108,7 @@ def test_the_oldest_observations_are_elided_when_the_window_is_full() -> None:
         Message("tool", "b" * 600, tool_call_id="2"),
     ]
     loop = AgentLoop(
-        _Window(),  # type: ignore[arg-type]
+        _Window(),
         None,  # type: ignore[arg-type]
         messages,
         LoopSettings(max_reply_tokens=100),

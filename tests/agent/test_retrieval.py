@@ -214,14 +214,20 @@ def test_a_failing_retrieval_fails_the_turn(runtime: Runtime, tmp_path: Path) ->
 def test_options_are_checked_before_anything_is_stored(runtime: Runtime) -> None:
     """Ranges are the turn contract's (refused when the request is built); options that exclude each
     other are refused by the runtime before a session or query is stored."""
-    for flags in [{"max_retrieved": 0}, {"max_retrieved": 201}, {"max_retrieved_chars": 20_001}]:
+    bad: list[dict[str, Any]] = [
+        {"max_retrieved": 0},
+        {"max_retrieved": 201},
+        {"max_retrieved_chars": 20_001},
+    ]
+    for flags in bad:
         with pytest.raises(ValidationError) as invalid:
             TurnRequest(ask=HOTEL, scope=["acme"], retrieval_only=True, **flags)
         assert invalid.value.errors()[0]["loc"] == (next(iter(flags)),)
-    for flags in [
+    conflicting: list[dict[str, Any]] = [
         {"compose": False, "shape": {"type": "object"}},
         {"chunks_only": True, "artifacts_only": True},
-    ]:
+    ]
+    for flags in conflicting:
         with pytest.raises(TurnError) as raised:
             runtime.prepare(TurnRequest(ask=HOTEL, scope=["acme"], **flags))
         assert raised.value.code == "conflicting_options", flags

@@ -3,13 +3,16 @@ that use them are in `conftest.py`, which tests never import."""
 
 from __future__ import annotations
 
+import io
 import socket
 import threading
 import time
 import uuid
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import uvicorn
@@ -84,3 +87,40 @@ def launch(
 
 def unique_slug() -> str:
     return f"t-{uuid.uuid4().hex[:12]}"
+
+
+def wait_task(client: httpx.Client, task_id: str, timeout: float = 60) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        task: dict[str, Any] = client.get(f"/api/tasks/{task_id}").json()
+        if task["state"] in ("completed", "failed", "cancelled"):
+            return task
+        assert time.monotonic() < deadline, f"task {task_id} still {task['state']}"
+        time.sleep(0.05)
+
+
+def error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    body: dict[str, Any] = response.json()
+    assert body["code"] == code, body
+    assert isinstance(body["message"], str) and body["message"]
+    return body
+
+
+def make_zip(members: dict[str, bytes], links: tuple[str, ...] = ()) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+        for name in links:
+            info = zipfile.ZipInfo(name)
+            info.external_attr = (0o120777 << 16) & 0xFFFF0000
+            archive.writestr(info, "/etc/passwd")
+    return buffer.getvalue()
+
+
+def upload(
+    client: httpx.Client, slug: str, name: str, data: bytes, path: str | None = None
+) -> httpx.Response:
+    params = {} if path is None else {"path": path}
+    return client.post(f"/api/contexts/{slug}/import/upload", params=params, files={"file": (name, data)})

@@ -13,7 +13,7 @@ import zipfile
 import httpx
 import pytest
 
-from .test_contexts import error, make_zip, upload, wait_task
+from tests.api.support import error, make_zip, upload, wait_task
 
 
 def make_tar(members: dict[str, bytes]) -> bytes:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import json
 import tarfile
-import time
 import uuid
 import zipfile
 from typing import Any
@@ -17,47 +16,10 @@ import pytest
 
 from sleuth.compile.manifest import DETERMINISTIC_KINDS, parse_manifest
 from sleuth.store.keys import KeyStore
-from tests.api.support import ServerFactory, unique_slug
+from tests.api.support import ServerFactory, error, make_zip, unique_slug, upload, wait_task
 
 NOTE = b"# Onboarding\n\nEvery hire receives a laptop on day one. Tickets use the code HW-1107.\n"
 NESTED = b"# Refunds\n\nRefunds are paid within 14 days of the request.\n"
-
-
-def wait_task(client: httpx.Client, task_id: str, timeout: float = 60) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        task = client.get(f"/api/tasks/{task_id}").json()
-        if task["state"] in ("completed", "failed", "cancelled"):
-            return task
-        assert time.monotonic() < deadline, f"task {task_id} still {task['state']}"
-        time.sleep(0.05)
-
-
-def error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    body: dict[str, Any] = response.json()
-    assert body["code"] == code, body
-    assert isinstance(body["message"], str) and body["message"]
-    return body
-
-
-def make_zip(members: dict[str, bytes], links: tuple[str, ...] = ()) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-        for name in links:
-            info = zipfile.ZipInfo(name)
-            info.external_attr = (0o120777 << 16) & 0xFFFF0000
-            archive.writestr(info, "/etc/passwd")
-    return buffer.getvalue()
-
-
-def upload(
-    client: httpx.Client, slug: str, name: str, data: bytes, path: str | None = None
-) -> httpx.Response:
-    params = {} if path is None else {"path": path}
-    return client.post(f"/api/contexts/{slug}/import/upload", params=params, files={"file": (name, data)})
 
 
 def raw_upload(client: httpx.Client, slug: str, filename: bytes, data: bytes) -> httpx.Response:

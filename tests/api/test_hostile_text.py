@@ -4,14 +4,13 @@ sandbox prints must not wedge a turn, its events or its trace. (A request carryi
 
 from __future__ import annotations
 
-from sleuth.models.scripted import code, final_call
+from sleuth.models.scripted import ScriptItem, code, final_call
+from tests.api.query_support import SCRIPTED, answer, scripted_server
 from tests.api.support import ServerFactory
-
-from .test_queries import SCRIPTED, answer, scripted_server
 
 
 def test_surrogates_in_model_code_and_output_end_the_turn_cleanly(make_server: ServerFactory) -> None:
-    replies = [code("kept = 'x\ud800y'\nprint(kept)"), final_call(), "It printed x\udfffy."]
+    replies: list[ScriptItem] = [code("kept = 'x\ud800y'\nprint(kept)"), final_call(), "It printed x\udfffy."]
     server = scripted_server(make_server, replies)
     response = server.client.post(
         "/api/query", json={"ask": "print it", "scope": ["acme"], "model": SCRIPTED}

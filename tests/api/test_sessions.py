@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import re
 
+from tests.api.query_support import HOTEL, SCRIPTED, SLOW_STEP, ask, scripted_server, step_running, wait_for
 from tests.api.support import ServerFactory
-
-from .test_queries import HOTEL, SCRIPTED, SLOW_STEP, ask, scripted_server, step_running, wait_for
 
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 SESSION_KEYS = {

@@ -14,9 +14,7 @@ import pytest
 
 from sleuth.api import sse
 from sleuth.models.scripted import code
-from tests.api.support import ServerFactory
-
-from .test_queries import (
+from tests.api.query_support import (
     HOTEL,
     REMOTE_REPLIES,
     SCRIPTED,
@@ -26,6 +24,7 @@ from .test_queries import (
     terminal,
     wait_for,
 )
+from tests.api.support import ServerFactory
 
 ONE_SECOND_STEP = code("import time\ntime.sleep(1)\nprint('done')", "Wait a second")
 

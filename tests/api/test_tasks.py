@@ -17,9 +17,7 @@ import pytest
 from sleuth.api import curation, packs
 from sleuth.compile.pipeline import CompileReport, Progress
 from sleuth.store.tasks import TaskStore
-from tests.api.support import ServerFactory
-
-from .test_contexts import error, unique_slug, upload, wait_task
+from tests.api.support import ServerFactory, error, unique_slug, upload, wait_task
 
 
 class SlowRun:

@@ -35,7 +35,7 @@ def query(version: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
 
 def page_text(version: Path, source: str, page: int) -> str:
     lines = (version / "knowledge" / "pages" / f"{source}.jsonl").read_text("utf-8").splitlines()
-    return next(json.loads(x)["text"] for x in lines if json.loads(x)["page"] == page)
+    return str(next(json.loads(x)["text"] for x in lines if json.loads(x)["page"] == page))
 
 
 def artifact(version: Path, type_slug: str, slug: str) -> tuple[dict[str, Any], str]:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -90,7 +91,7 @@ def test_unknown_embedding_model_lists_available() -> None:
     assert any("available: default" in p for p in found)
 
 
-def types(*entries: dict[str, object], edges: list[dict[str, object]] | None = None) -> dict[str, object]:
+def types(*entries: Mapping[str, object], edges: list[dict[str, object]] | None = None) -> dict[str, object]:
     return {"curate": {"artifacts": {"artifact_types": list(entries), "edge_types": edges or []}}}
 
 

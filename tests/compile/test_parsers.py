@@ -8,8 +8,9 @@ from pathlib import Path
 import docx
 import pytest
 
-from sleuth.compile.pages import ParseError, normalize_text
+from sleuth.compile.pages import ParseError
 from sleuth.compile.parse import parse_source
+from sleuth.format.text import normalize_text
 from tests.support import make_pdf
 
 

@@ -19,6 +19,7 @@ import pytest
 from sleuth.compile import pipeline
 from sleuth.compile.manifest import ManifestError
 from sleuth.compile.pipeline import compile_context
+from sleuth.store import keyword
 from sleuth.store.home import Home
 from sleuth.store.search import VersionReader
 from tests.support import make_pdf
@@ -187,7 +188,7 @@ def test_crash_mid_compile_leaves_previous_version_live(
     def boom(*args: object, **kwargs: object) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(pipeline.keyword, "build", boom)
+    monkeypatch.setattr(keyword, "build", boom)
     with pytest.raises(OSError, match="disk full"):
         compile_context("docs", [corpus], home=home)
     ctx = home.find("docs")

@@ -17,8 +17,8 @@ from sleuth.models.catalog import (
     CatalogError,
     build_model,
     parse_spec,
-    resolve_api_key,
 )
+from sleuth.models.keys import resolve_api_key
 from sleuth.models.openai_chat import OpenAIChatModel
 
 FULL = """

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from sleuth.models.base import CompletionParams, Message, ModelError, Reply, ToolCall, ToolSpec, Usage
+from sleuth.models.base import CompletionParams, Message, ModelError, Reply, TokenUsage, ToolCall, ToolSpec
 from sleuth.models.scripted import ScriptedModel, code, final_call
 
 PARAMS = CompletionParams()
@@ -56,7 +56,7 @@ def test_text_protocol_writes_fenced_code() -> None:
 def test_usage_is_deterministic_and_nonzero() -> None:
     model = ScriptedModel(["abcdefghij"], model_id="scripted/x")
     reply = model.complete([Message("user", "12345")], [], PARAMS)
-    assert reply.usage == Usage(input_tokens=math.ceil(5 / 4), output_tokens=math.ceil(10 / 4))
+    assert reply.usage == TokenUsage(input_tokens=math.ceil(5 / 4), output_tokens=math.ceil(10 / 4))
     assert reply.model == "scripted/x"
     empty = ScriptedModel([""]).complete([Message("user", "")], [], PARAMS)
     assert empty.usage.input_tokens == 1 and empty.usage.output_tokens == 1
@@ -92,11 +92,13 @@ def test_replay_of_recorded_replies() -> None:
         Reply(
             text="",
             tool_calls=[ToolCall("call_x", "run_python", {"code": "search('q')"})],
-            usage=Usage(100, 10, 50, 0),
+            usage=TokenUsage(100, 10, 50, 0),
             model="openai:gpt-4.1",
             finish_reason="tool_calls",
         ),
-        Reply(text="The answer [S1].", usage=Usage(200, 20), model="openai:gpt-4.1", finish_reason="stop"),
+        Reply(
+            text="The answer [S1].", usage=TokenUsage(200, 20), model="openai:gpt-4.1", finish_reason="stop"
+        ),
     ]
     model = ScriptedModel([r.to_json() for r in recorded])
     replayed = [ask(model), ask(model)]
@@ -109,7 +111,7 @@ def test_reply_items_are_copied_so_a_script_can_run_twice() -> None:
     model = ScriptedModel(script, model_id="scripted/a")
     first, second = ask(model), ask(model)
     assert first == second and first is not item
-    assert item.model == "" and item.usage == Usage()  # the script item is untouched
+    assert item.model == "" and item.usage == TokenUsage()  # the script item is untouched
 
 
 def test_unknown_item_is_an_error() -> None:

@@ -13,10 +13,12 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from sleuth.sandbox import Limits, Sandbox, SandboxDied, SandboxHost
+from sleuth.sandbox.host import HostFunction
 from sleuth.sandbox.limits import BudgetExceeded, BudgetMeter, HostBudget
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the full sandbox needs root (CI runs as root)")
@@ -439,7 +441,12 @@ def test_rejected_host_calls_count_their_bytes(host: SandboxHost, acme_version: 
 
 def test_host_time_in_host_functions_is_budgeted(host: SandboxHost, acme_version: Path) -> None:
     meter = BudgetMeter(HostBudget(host_cpu_s=0.2))
-    registry = {"slow": lambda args: time.sleep(0.05) or 1}
+
+    def slow(args: dict[str, Any]) -> Any:
+        time.sleep(0.05)
+        return 1
+
+    registry: dict[str, HostFunction] = {"slow": slow}
     with (
         host.start_turn({"acme": acme_version}, registry=registry, meter=meter) as sb,
         pytest.raises(BudgetExceeded, match="host_cpu_s"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -39,7 +40,7 @@ def test_top_level_await_and_gather(repl: Repl) -> None:
         "search_source_by_keyword('ERR-4012', top_k=2))\nprint(len(a), len(b))",
     )
     assert result["ok"] and result["output"] == "2 2\n"
-    calls = sorted(c["fn"] for c in result["calls"])  # type: ignore[union-attr]
+    calls = sorted(c["fn"] for c in cast(list[dict[str, Any]], result["calls"]))
     assert calls == ["search_source", "search_source_by_keyword"]
     assert result["spans"] and result["spans"][0]["ref"] == "E1"  # type: ignore[index]
 

@@ -124,6 +124,9 @@ def test_a_page_whose_title_names_the_question_joins_the_rescoring() -> None:
     ranked.append((f"c{RESCORE_PAGES + 3}", 0.0))  # as `VersionReader.search` adds its first chunk
     without = rescore("cash flow statement", ranked, chunks.__getitem__, words, lambda w: 1.0)
     with_title = rescore("cash flow statement", ranked, chunks.__getitem__, words, lambda w: 1.0, also)
-    rank = lambda out: [cid for cid, _ in out].index(f"c{RESCORE_PAGES + 3}")  # noqa: E731
+
+    def rank(out: list[tuple[str, float]]) -> int:
+        return [cid for cid, _ in out].index(f"c{RESCORE_PAGES + 3}")
+
     assert rank(without) == len(ranked) - 1 and rank(with_title) <= 10  # from last to 11th
     assert title_pages("what is the", keys, words, lambda w: 1.0) == []  # nothing to go on

@@ -65,7 +65,7 @@ def test_hits_carry_what_a_citation_needs(
 def test_search_can_be_restricted_to_sources(reader: VersionReader) -> None:
     only = ["uploads/acme-corpus/policies/travel-policy.md"]
     for mode in ("keyword", "semantic", "hybrid"):
-        hits = reader.search("remote work approval", top_k=5, mode=mode, sources=only)  # type: ignore[arg-type]
+        hits = reader.search("remote work approval", top_k=5, mode=mode, sources=only)
         assert hits and {h.source_path for h in hits} == set(only)
 
 

@@ -20,13 +20,13 @@ Marker rules (what counts as a citation):
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sleuth.agent.evidence import best_window, collapse_ws, content_words, split_sentences, window_candidates
+from sleuth.agent.evidence import best_window, content_words, split_sentences, window_candidates
 from sleuth.agent.spans import EvidenceSpan
+from sleuth.format.text import comparable
 
 __all__ = [
     "GROUNDING_WINDOW",
@@ -277,22 +277,17 @@ def _citation(span: EvidenceSpan, words: set[str], quotes: Sequence[str] = ()) -
 # --- verification --------------------------------------------------------------------------------------
 
 
-def normalized(text: str) -> str:
-    """The form groundings and pages are compared in (§8.4): NFC, whitespace runs collapsed."""
-    return collapse_ws(unicodedata.normalize("NFC", text))
-
-
 def _failure(citation: Mapping[str, Any], page: str | None) -> str | None:
     """Why a citation fails verification (§8.4), or None when its grounding is verbatim at its offsets."""
     if page is None:
         return "page_missing"
-    grounding = normalized(str(citation.get("grounding") or ""))
+    grounding = comparable(str(citation.get("grounding") or ""))
     start, end = citation.get("start"), citation.get("end")
     if not grounding or not isinstance(start, int) or not isinstance(end, int):
         return "not_verbatim"
-    if not 0 <= start <= end <= len(page) or normalized(page[start:end]) != grounding:
+    if not 0 <= start <= end <= len(page) or comparable(page[start:end]) != grounding:
         return "not_verbatim"
-    if grounding not in normalized(page):
+    if grounding not in comparable(page):
         return "not_verbatim"
     return None
 

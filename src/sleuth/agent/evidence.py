@@ -15,12 +15,12 @@ import re
 from collections.abc import Iterable, Sequence
 
 from sleuth.agent.spans import EvidenceSpan
+from sleuth.format.text import collapsed
 from sleuth.models.base import ModelConfig
 
 __all__ = [
     "COMPUTED_FNS",
     "best_window",
-    "collapse_ws",
     "computed_results",
     "content_words",
     "evidence_budget",
@@ -54,11 +54,6 @@ _STOP_WORDS = """a an and are as at be been but by can could did do does for fro
 _STOP = frozenset(_STOP_WORDS.split())
 
 
-def collapse_ws(text: str) -> str:
-    """Whitespace runs to one space, trimmed: the comparison form of §8.1 and §8.4."""
-    return " ".join(text.split())
-
-
 def content_words(text: str) -> set[str]:
     """Lower-cased word tokens minus stop words: the vocabulary that overlap scores compare."""
     return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
@@ -77,7 +72,7 @@ _ESCAPES = re.compile(r"\\[ntr]")
 def _first_sighting(span: EvidenceSpan, views: Sequence[str]) -> int | None:
     """Earliest position of the span's label (a whole token) or of its collapsed 60-char prefix."""
     label = re.compile(rf"(?<!\w){re.escape(span.ref)}(?!\w)") if span.ref else None
-    prefix = collapse_ws(span.text[:SEEN_PREFIX_CHARS])
+    prefix = collapsed(span.text[:SEEN_PREFIX_CHARS])
     best: int | None = None
     for view in views:
         hits: list[int] = []
@@ -99,10 +94,10 @@ def mark_seen(spans: Iterable[EvidenceSpan], observation: str, counter: int) -> 
     Newly seen spans get `seen_order` from `counter` in order of appearance (ties by label number);
     the new counter is returned.
     """
-    collapsed = collapse_ws(observation)
-    views = [collapsed]
-    unescaped = collapse_ws(_ESCAPES.sub(" ", observation))
-    if unescaped != collapsed:
+    plain = collapsed(observation)
+    views = [plain]
+    unescaped = collapsed(_ESCAPES.sub(" ", observation))
+    if unescaped != plain:
         views.append(unescaped)
     found: list[tuple[int, int, EvidenceSpan]] = []
     for span in spans:

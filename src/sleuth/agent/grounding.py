@@ -12,21 +12,14 @@ from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 
 from sleuth.agent.shape import is_leaf, is_number, resolve_pointer
+from sleuth.format.text import folded
 
 MAX_GROUNDED_STRING = 200  # longer string leaves are kept without the field check
-
-
 _SEP = "[,\u00a0\u202f\u2009]"  # thousands separators: comma, no-break and thin spaces
-
-
 _NUMBER_TEXT_RE = re.compile(rf"[+\-\u2212]?(?:[0-9]{{1,3}}(?:{_SEP}[0-9]{{3}})+|[0-9]+)?(?:\.[0-9]+)?\Z")
-
-
 _NUMBER_IN_TEXT_RE = re.compile(
     rf"(?<![0-9.])(?:(?:[0-9]{{1,3}}(?:{_SEP}[0-9]{{3}})+(?![0-9])|[0-9]+)(?:\.[0-9]+)?|\.[0-9]+)"
 )
-
-
 _SEP_RE = re.compile(_SEP)
 
 
@@ -62,10 +55,6 @@ def normalize_number(value: object) -> str | None:
         return None
 
 
-def _normalize_text(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFC", text).split()).casefold()
-
-
 def _number_occurs(canonical: str, text: str) -> bool:
     target = canonical.lstrip("-")  # the sign is usually in words: "a loss of $5m", "down 3%"
     for match in _NUMBER_IN_TEXT_RE.finditer(unicodedata.normalize("NFC", text)):
@@ -84,7 +73,7 @@ def value_occurs(value: object, text: str) -> bool:
     if isinstance(value, str):
         if len(value) > MAX_GROUNDED_STRING:
             return True
-        if _normalize_text(value) in _normalize_text(text):
+        if folded(value) in folded(text):
             return True
         canonical = normalize_number(value)  # "48.20" as a string still matches "$48.2"
         return canonical is not None and _number_occurs(canonical, text)

@@ -19,7 +19,7 @@ from sleuth.agent.evidence import mark_seen
 from sleuth.agent.records import QueryStep, StepCost, StopReason, Strategy, TraceCall
 from sleuth.agent.spans import EvidenceSpan
 from sleuth.errors import Failed
-from sleuth.models.base import CompletionParams, Message, Model, ModelError, Reply, Usage
+from sleuth.models.base import CompletionParams, Message, Model, ModelError, Reply, TokenUsage
 from sleuth.sandbox.host import Sandbox, SandboxDied, StepResult
 from sleuth.sandbox.limits import BudgetExceeded, BudgetMeter
 from sleuth.sandbox.messages import SpanReport
@@ -88,7 +88,7 @@ class LoopResult:
     final_labels: list[str]
     draft: str | None
     stop_reason: StopReason
-    usage: Usage
+    usage: TokenUsage
     observations: list[tuple[list[str], str]]  # (fns called, observation) per step: computed results
     full_outputs: list[str]
     model_calls: list[ModelCallRecord] = field(default_factory=list)
@@ -133,7 +133,7 @@ class AgentLoop:
         self.resolve_span = resolve_span
         self.meter = meter or BudgetMeter()
         self.protocol = model.config.tool_protocol
-        self.result = LoopResult([], {}, [], None, "final", Usage(), [], [])
+        self.result = LoopResult([], {}, [], None, "final", TokenUsage(), [], [])
         self._seen_counter = 0
         self._elided: set[int] = set()
         self._finished = False

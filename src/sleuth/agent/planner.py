@@ -37,7 +37,7 @@ from sleuth.agent.planner_scope import (
     Target,
     quote_ident,
 )
-from sleuth.models.base import CompletionParams, Message, ModelConfig, Reply, ToolCall, ToolSpec, Usage
+from sleuth.models.base import CompletionParams, Message, ModelConfig, Reply, TokenUsage, ToolCall, ToolSpec
 from sleuth.store.text import STOP_WORDS
 
 QuestionClass = Literal["count", "list", "exact_id", "general"]
@@ -369,7 +369,7 @@ class OfflinePlanner:
     # ------------------------------------------------------------------------ replies
     def _run(self, done: int, code: str, commentary: str) -> Reply:
         call = ToolCall(f"offline_{done + 1}", "run_python", {"code": code, "commentary": commentary[:200]})
-        return Reply("", [call], Usage(), self.config.id, "tool_calls")
+        return Reply("", [call], TokenUsage(), self.config.id, "tool_calls")
 
     def _finish(self, done: int, finish: _Finish) -> Reply:
         self.draft = finish.answer
@@ -379,7 +379,7 @@ class OfflinePlanner:
         return Reply(
             "",
             [ToolCall(f"offline_{done + 1}", "final", arguments)],
-            Usage(),
+            TokenUsage(),
             self.config.id,
             "tool_calls",
         )

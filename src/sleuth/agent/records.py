@@ -10,8 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from sleuth.models.base import ModelConfig
-from sleuth.models.base import Usage as ModelUsage
+from sleuth.models.base import ModelConfig, TokenUsage
 
 QueryStatus = Literal["in_progress", "completed", "failed", "cancelled"]
 StopReason = Literal[
@@ -140,7 +139,7 @@ class Query(BaseModel):
         )
 
 
-def turn_usage(loop: ModelUsage | None, synthesis: Synthesis | None, config: ModelConfig | None) -> Usage:
+def turn_usage(loop: TokenUsage | None, synthesis: Synthesis | None, config: ModelConfig | None) -> Usage:
     """A turn's `usage` (api.md §8.2): the loop's tokens and the synthesis call's, priced when the
     first model's catalog entry has prices."""
     tokens_in = (loop.input_tokens if loop else 0) + (synthesis.tokens_in if synthesis else 0)

@@ -19,7 +19,7 @@ from sleuth.agent.orientation import prompt_text
 from sleuth.agent.shape import extract_json_object, validate
 from sleuth.agent.spans import EvidenceSpan
 from sleuth.errors import Failed
-from sleuth.models.base import CompletionParams, Message, Model, ModelError, Usage
+from sleuth.models.base import CompletionParams, Message, Model, ModelError, TokenUsage
 
 
 class ShapeInvalid(Failed):
@@ -47,7 +47,7 @@ class SynthesisOutput:
     text: str
     data: dict[str, Any] | None = None
     grounding: dict[str, list[int]] | None = None  # JSON pointer → evidence positions (1-based)
-    usage: Usage = field(default_factory=Usage)
+    usage: TokenUsage = field(default_factory=TokenUsage)
     ms: float = 0.0
     calls: list[ModelCallRecord] = field(default_factory=list)
     model: str | None = None

@@ -73,14 +73,14 @@ class ArchiveRefused(Invalid, ValueError):
 
 
 @dataclass
-class Usage:
+class SourceUsage:
     """Files and bytes in a source tree."""
 
     files: int = 0
     bytes: int = 0
 
     @classmethod
-    def of(cls, ctx: ContextDir) -> Usage:
+    def of(cls, ctx: ContextDir) -> SourceUsage:
         usage = cls()
         for _rel, st in walk_files(ctx.sources):
             usage.files += 1
@@ -239,7 +239,7 @@ class _Expansion:
 
     def __init__(self, ctx: ContextDir, staging: Path, target: PurePosixPath, limits: SourceLimits) -> None:
         self.ctx, self.staging, self.target, self.limits = ctx, staging, target, limits
-        self.usage = Usage.of(ctx)  # the tree before the import; re-counted at the commit
+        self.usage = SourceUsage.of(ctx)  # the tree before the import; re-counted at the commit
         self.staged: dict[PurePosixPath, int] = {}  # path below the target → size
         self.entries = 0
         self.expanded = 0
@@ -352,7 +352,7 @@ class _Expansion:
         with tree_lock(self.ctx):
             if not self.ctx.info_file.exists():
                 raise ArchiveRefused("the context was deleted during the import")
-            usage = Usage.of(self.ctx)  # other uploads may have landed meanwhile
+            usage = SourceUsage.of(self.ctx)  # other uploads may have landed meanwhile
             files, size = usage.files, usage.bytes
             moves: list[tuple[Path, Path]] = []
             for inner, staged_size in self.staged.items():

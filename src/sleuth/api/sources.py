@@ -18,7 +18,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse
 from starlette.datastructures import UploadFile
 
-from sleuth.api.archives import Usage, expand_archive
+from sleuth.api.archives import SourceUsage, expand_archive
 from sleuth.api.auth import AdminKey, AnyKey
 from sleuth.api.context_files import find_context, prune_empty_dirs, safe_rel, tree_lock, update_extra
 from sleuth.api.errors import ApiError
@@ -65,7 +65,7 @@ def _place(ctx: ContextDir, rel: PurePosixPath, src: IO[bytes], limits: SourceLi
             if dest.is_dir():
                 raise _LimitHit(400, "invalid_request", f"{rel}: a directory exists at that path")
             old = dest.stat().st_size if dest.is_file() else None
-            tally = Usage.of(ctx)
+            tally = SourceUsage.of(ctx)
             if old is None and tally.files + 1 > limits.max_files_per_context:
                 raise _LimitHit(
                     409,

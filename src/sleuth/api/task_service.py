@@ -27,17 +27,9 @@ from sleuth.store.tasks import (
 
 log = logging.getLogger("sleuth.api.tasks")
 DEFAULT_WORKERS = 2
-
-
 DEFAULT_STOP_TIMEOUT_S = 30.0
-
-
 PROGRESS_WRITE_INTERVAL_S = 0.5  # a compile advances per source and per batch: write at most this often
-
-
 _SERVICE_KEY = "sleuth_tasks"
-
-
 _service_lock = threading.Lock()
 
 

@@ -8,59 +8,15 @@ citation checkable.
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
 from sleuth.errors import Failed
-
-_TRAILING_SPACES = re.compile(r"[ \t]+(?=\n|$)")
+from sleuth.format.text import normalize_text
 
 #: Bumped whenever `normalize_text` changes what it stores: a compile then re-parses every source,
 #: since page text from the old rules would no longer agree with new chunks and groundings.
 TEXT_VERSION = 2
-
-# A hyphen the extractor marked as soft (PDFium writes U+0002, some producers U+FFFE or U+00AD). Between
-# letters it is the hyphen the page shows ("open-market"); at a line end it joins the word it split.
-_SOFT_HYPHEN = "[\u0002\ufffe\u00ad]"
-_SOFT_AT_LINE_END = re.compile(rf"(?<=\w){_SOFT_HYPHEN}[ \t]*\n[ \t]*(?=\w)")
-_SOFT_BETWEEN = re.compile(rf"(?<=\w){_SOFT_HYPHEN}(?=\w)")
-_SOFT_ANY = re.compile(_SOFT_HYPHEN)
-_LIGATURES = str.maketrans(
-    {
-        "\ufb00": "ff",
-        "\ufb01": "fi",
-        "\ufb02": "fl",
-        "\ufb03": "ffi",
-        "\ufb04": "ffl",
-        "\ufb05": "st",
-        "\ufb06": "st",
-    }
-)
-# Spaces that print as a space (no-break, figure, thin, ideographic …) and characters that print as
-# nothing (zero-width, BOM, C0/C1 controls other than tab and newline).
-_ODD_SPACES = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000\u000b\u000c]")
-_INVISIBLE = re.compile("[\u0000-\u0008\u000e-\u001f\u007f-\u009f\u200b-\u200d\u2060\ufeff]")
-
-
-def normalize_text(text: str) -> str:
-    """Extracted text as it is stored, once, before any offset is taken (context.md §7.1).
-
-    NFC; CRLF/CR → LF; soft hyphens resolved (kept between letters, joined across a line break);
-    typographic ligatures spelled out (`ﬁ` → `fi`); odd spaces → a space; invisible and control
-    characters dropped; trailing spaces cut per line. Nothing else changes: words, digits, punctuation
-    and line breaks stay, so page text, chunks, groundings and the keyword index agree."""
-    text = unicodedata.normalize("NFC", text)
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if _SOFT_ANY.search(text):
-        text = _SOFT_AT_LINE_END.sub("", text)
-        text = _SOFT_BETWEEN.sub("-", text)
-        text = _SOFT_ANY.sub("", text)
-    text = text.translate(_LIGATURES)
-    text = _ODD_SPACES.sub(" ", text)
-    text = _INVISIBLE.sub("", text)
-    return _TRAILING_SPACES.sub("", text)
 
 
 @dataclass(frozen=True)

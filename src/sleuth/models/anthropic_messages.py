@@ -9,7 +9,7 @@ Translation rules, each forced by the messages API:
 - there is no JSON mode, so `json_mode` adds an instruction in a second, uncached system block;
 - sampling settings (`temperature`, `seed`) are not sent: the 2.x SDK's API version rejects them.
 
-`Usage.input_tokens` is reported as the total input (fresh + cache read + cache write) so it means the
+`TokenUsage.input_tokens` is reported as the total input (fresh + cache read + cache write) so it means the
 same as OpenAI's `prompt_tokens`.
 """
 
@@ -24,9 +24,9 @@ from sleuth.models.base import (
     ModelConfig,
     ModelError,
     Reply,
+    TokenUsage,
     ToolCall,
     ToolSpec,
-    Usage,
 )
 from sleuth.models.keys import resolve_api_key
 from sleuth.models.openai_chat import map_sdk_error
@@ -121,7 +121,7 @@ def reply_from_message(message: AnthropicMessage, model_id: str) -> Reply:
     u = message.usage
     read = u.cache_read_input_tokens or 0
     write = u.cache_creation_input_tokens or 0
-    usage = Usage(
+    usage = TokenUsage(
         input_tokens=(u.input_tokens or 0) + read + write,
         output_tokens=u.output_tokens or 0,
         cached_tokens=read,

@@ -67,14 +67,17 @@ class ToolSpec:
 
 
 @dataclass
-class Usage:
+class TokenUsage:
+    """The tokens of model calls, as providers count them. A turn's `usage` (api.md §8.2, with its
+    total and cost) is `agent.records.Usage`, summed from these."""
+
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0  # input tokens read from the provider's prompt cache
     cache_write_tokens: int = 0  # input tokens written to it
 
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
             self.cached_tokens + other.cached_tokens,
@@ -94,7 +97,7 @@ class Usage:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Usage:
+    def from_json(cls, data: dict[str, Any]) -> TokenUsage:
         return cls(
             **{
                 k: int(data.get(k, 0))
@@ -109,7 +112,7 @@ class Reply:
 
     text: str
     tool_calls: list[ToolCall] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
+    usage: TokenUsage = field(default_factory=TokenUsage)
     model: str = ""
     finish_reason: str | None = None
 
@@ -129,7 +132,7 @@ class Reply:
             tool_calls=[
                 ToolCall(c["id"], c["name"], dict(c["arguments"])) for c in data.get("tool_calls", [])
             ],
-            usage=Usage.from_json(data.get("usage") or {}),
+            usage=TokenUsage.from_json(data.get("usage") or {}),
             model=data.get("model") or "",
             finish_reason=data.get("finish_reason"),
         )

@@ -21,9 +21,9 @@ from sleuth.models.base import (
     ModelConfig,
     ModelError,
     Reply,
+    TokenUsage,
     ToolCall,
     ToolSpec,
-    Usage,
 )
 from sleuth.models.keys import resolve_api_key
 
@@ -142,10 +142,10 @@ def reply_from_completion(completion: ChatCompletion, model_id: str) -> Reply:
         else:  # a custom (free-text) tool call: we never offer one, but keep it reportable
             custom = tool_call.custom
             calls.append(ToolCall(call_id, custom.name, {"_raw": custom.input}))
-    usage = Usage()
+    usage = TokenUsage()
     if completion.usage is not None:
         details = completion.usage.prompt_tokens_details
-        usage = Usage(
+        usage = TokenUsage(
             input_tokens=completion.usage.prompt_tokens or 0,
             output_tokens=completion.usage.completion_tokens or 0,
             cached_tokens=(details.cached_tokens or 0) if details else 0,

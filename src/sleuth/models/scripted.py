@@ -29,10 +29,10 @@ from sleuth.models.base import (
     ModelConfig,
     ModelError,
     Reply,
+    TokenUsage,
     ToolCall,
     ToolProtocol,
     ToolSpec,
-    Usage,
 )
 
 ScriptItem: TypeAlias = Reply | str | dict[str, Any] | BaseException
@@ -112,8 +112,8 @@ class ScriptedModel:
         if isinstance(item, BaseException):
             raise item
         reply = self._to_reply(item, number)
-        if reply.usage == Usage():
-            reply.usage = Usage(
+        if reply.usage == TokenUsage():
+            reply.usage = TokenUsage(
                 input_tokens=_tokens(_prompt_chars(messages)), output_tokens=_tokens(_reply_chars(reply))
             )
         if not reply.model:

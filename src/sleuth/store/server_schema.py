@@ -19,22 +19,14 @@ from sqlalchemy import (
 )
 
 SCHEMA_VERSION = 3
-
-
 TITLE_CHARS = 80
-
-
 metadata = MetaData()
-
-
 meta_t = Table(
     "meta",
     metadata,
     Column("key", String(64), primary_key=True),
     Column("value", Text, nullable=False),
 )
-
-
 sessions_t = Table(
     "sessions",
     metadata,
@@ -53,8 +45,6 @@ sessions_t = Table(
     Column("updated_at", Float, nullable=False),
     Index("ix_sessions_created_by", "created_by", "created_at"),  # v3: a query key lists its own
 )
-
-
 queries_t = Table(
     "queries",
     metadata,
@@ -71,8 +61,6 @@ queries_t = Table(
     Index("ix_queries_comparison_group", "comparison_group"),
     Index("ix_queries_status", "status"),
 )
-
-
 events_t = Table(
     "events",
     metadata,
@@ -81,16 +69,12 @@ events_t = Table(
     Column("type", String(128), nullable=False),
     Column("data", Text, nullable=False),  # the whole event dict, JSON
 )
-
-
 traces_t = Table(
     "traces",
     metadata,
     Column("query_id", String(80), ForeignKey("queries.id", ondelete="CASCADE"), primary_key=True),
     Column("document", Text, nullable=False),
 )
-
-
 # Schema upgrades, in order: (version reached, statements). Plain DDL that SQLite and PostgreSQL share.
 MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (

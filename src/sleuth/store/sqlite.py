@@ -28,14 +28,8 @@ from sqlalchemy.engine import Connection
 from sleuth.store.text import clean_text
 
 BUSY_TIMEOUT_MS = 10_000
-
-
 _id_lock = threading.Lock()
-
-
 _id_last_ms = 0
-
-
 _id_counter = 0
 
 
@@ -73,8 +67,6 @@ def loads(text: str | None) -> Any:
 
 
 _write_locks: dict[Path, threading.RLock] = {}
-
-
 _write_locks_guard = threading.Lock()
 
 

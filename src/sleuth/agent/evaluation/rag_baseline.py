@@ -21,7 +21,7 @@ from sleuth.agent.evaluation.questions import EvalQuestion
 from sleuth.agent.evaluation.runner import AnswerRecord, PageLookup
 from sleuth.agent.extractive import extractive_answer
 from sleuth.agent.spans import EvidenceSpan
-from sleuth.models.base import CompletionParams, Message, Model, ModelError, Reply, ToolSpec, Usage
+from sleuth.models.base import CompletionParams, Message, Model, ModelError, Reply, TokenUsage, ToolSpec
 from sleuth.store.search import VersionReader
 
 __all__ = ["SEARCH_TOOL", "RagBaseline", "format_chunks", "system_prompt"]
@@ -83,7 +83,7 @@ class _Run:
 
     spans: list[EvidenceSpan] = field(default_factory=list)
     numbers: dict[tuple[str, str, int, int, int], int] = field(default_factory=dict)
-    usage: Usage = field(default_factory=Usage)
+    usage: TokenUsage = field(default_factory=TokenUsage)
     searches: int = 0
     evidence_chars: int = 0
 

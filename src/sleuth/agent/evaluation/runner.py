@@ -10,9 +10,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sleuth.agent.citations import normalized
 from sleuth.agent.evaluation.matching import judge, score_answer
 from sleuth.agent.evaluation.questions import EvalQuestion, EvidencePage, doc_key
+from sleuth.format.text import comparable
 from sleuth.models.base import Model
 from sleuth.settings import TURN_CAP_SECONDS
 
@@ -108,18 +108,18 @@ class PageLookup:
 def citation_verifies(citation: Mapping[str, Any], page_text: PageText) -> bool:
     """Recheck a citation ourselves: a non-empty grounding that is a verbatim slice of its page at
     `start:end` (whitespace-collapsed), or, without offsets, a verbatim part of the page."""
-    grounding = normalized(str(citation.get("grounding") or ""))
+    grounding = comparable(str(citation.get("grounding") or ""))
     pages = citation.get("pages") or []
     source = citation.get("source")
     if not grounding or not pages or not isinstance(pages[0], int) or not isinstance(source, str):
         return False
     context = citation.get("context")
     page = page_text(context if isinstance(context, str) else None, source, pages[0])
-    if page is None or grounding not in normalized(page):
+    if page is None or grounding not in comparable(page):
         return False
     start, end = citation.get("start"), citation.get("end")
     if isinstance(start, int) and isinstance(end, int):
-        return 0 <= start <= end <= len(page) and normalized(page[start:end]) == grounding
+        return 0 <= start <= end <= len(page) and comparable(page[start:end]) == grounding
     return True
 
 

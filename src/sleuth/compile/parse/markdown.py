@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from markdown_it import MarkdownIt
 
-from sleuth.compile.pages import Heading, Page, ParsedSource, Table, TableRow, normalize_text
+from sleuth.compile.pages import Heading, Page, ParsedSource, Table, TableRow
 from sleuth.compile.parse.text import decode
+from sleuth.format.text import normalize_text
 
 _MD = MarkdownIt("commonmark").enable("table")
 

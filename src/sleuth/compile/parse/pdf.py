@@ -11,7 +11,8 @@ import re
 
 import pypdfium2 as pdfium
 
-from sleuth.compile.pages import Heading, Page, ParsedSource, ParseError, normalize_text
+from sleuth.compile.pages import Heading, Page, ParsedSource, ParseError
+from sleuth.format.text import normalize_text
 
 _NUMBERED = [
     (re.compile(r"^PART\s+[IVX]+\b.{0,80}$", re.IGNORECASE), 1),

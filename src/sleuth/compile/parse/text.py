@@ -7,7 +7,8 @@ import csv
 import json
 from collections.abc import Iterator
 
-from sleuth.compile.pages import Page, ParsedSource, ParseError, Table, TableRow, normalize_text
+from sleuth.compile.pages import Page, ParsedSource, ParseError, Table, TableRow
+from sleuth.format.text import normalize_text
 
 
 def decode(data: bytes) -> str:

@@ -1,0 +1,74 @@
+"""The forms text takes, declared once. One stored form, and the comparison forms derived from it:
+
+- `normalize_text`: extracted text as a version stores it (context.md §7.1), before any offset is
+  taken; page text, chunks, groundings and the keyword index are all slices of it.
+- `collapsed`: whitespace runs to one space, trimmed (how a step output and a span are matched, §8.1).
+- `comparable`: NFC, then collapsed: the form groundings and pages are compared in (§8.4).
+- `folded`: comparable, then casefolded: the form a shaped answer's string is found in its evidence
+  (§8.5).
+
+The evaluator's answer matching (`agent/evaluation/matching.py`) has a looser form of its own on
+purpose (NFKC, punctuation and units), since it judges answers, not quotes.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_TRAILING_SPACES = re.compile(r"[ \t]+(?=\n|$)")
+# A hyphen the extractor marked as soft (PDFium writes U+0002, some producers U+FFFE or U+00AD). Between
+# letters it is the hyphen the page shows ("open-market"); at a line end it joins the word it split.
+_SOFT_HYPHEN = "[\u0002\ufffe\u00ad]"
+_SOFT_AT_LINE_END = re.compile(rf"(?<=\w){_SOFT_HYPHEN}[ \t]*\n[ \t]*(?=\w)")
+_SOFT_BETWEEN = re.compile(rf"(?<=\w){_SOFT_HYPHEN}(?=\w)")
+_SOFT_ANY = re.compile(_SOFT_HYPHEN)
+_LIGATURES = str.maketrans(
+    {
+        "\ufb00": "ff",
+        "\ufb01": "fi",
+        "\ufb02": "fl",
+        "\ufb03": "ffi",
+        "\ufb04": "ffl",
+        "\ufb05": "st",
+        "\ufb06": "st",
+    }
+)
+# Spaces that print as a space (no-break, figure, thin, ideographic …) and characters that print as
+# nothing (zero-width, BOM, C0/C1 controls other than tab and newline).
+_ODD_SPACES = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000\u000b\u000c]")
+_INVISIBLE = re.compile("[\u0000-\u0008\u000e-\u001f\u007f-\u009f\u200b-\u200d\u2060\ufeff]")
+
+
+def normalize_text(text: str) -> str:
+    """Extracted text as it is stored, once, before any offset is taken (context.md §7.1).
+
+    NFC; CRLF/CR → LF; soft hyphens resolved (kept between letters, joined across a line break);
+    typographic ligatures spelled out (`ﬁ` → `fi`); odd spaces → a space; invisible and control
+    characters dropped; trailing spaces cut per line. Nothing else changes: words, digits, punctuation
+    and line breaks stay, so page text, chunks, groundings and the keyword index agree."""
+    text = unicodedata.normalize("NFC", text)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if _SOFT_ANY.search(text):
+        text = _SOFT_AT_LINE_END.sub("", text)
+        text = _SOFT_BETWEEN.sub("-", text)
+        text = _SOFT_ANY.sub("", text)
+    text = text.translate(_LIGATURES)
+    text = _ODD_SPACES.sub(" ", text)
+    text = _INVISIBLE.sub("", text)
+    return _TRAILING_SPACES.sub("", text)
+
+
+def collapsed(text: str) -> str:
+    """Whitespace runs to one space, trimmed."""
+    return " ".join(text.split())
+
+
+def comparable(text: str) -> str:
+    """NFC, whitespace runs collapsed: groundings and pages are compared in this form."""
+    return collapsed(unicodedata.normalize("NFC", text))
+
+
+def folded(text: str) -> str:
+    """`comparable`, casefolded: a string leaf of a shaped answer is looked for in this form."""
+    return comparable(text).casefold()
