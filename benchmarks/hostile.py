@@ -90,7 +90,7 @@ def child(name: str, home: str, scratch: str) -> dict[str, Any]:
             ask = "What is the code \ud800?" if name == "surrogate" else "What is the code?"
             query = runtime.ask(TurnRequest(ask=ask, scope=["acme"], model="openai:gpt-test"))
             status, error = query.status, query.error or ""
-            citations = sum("7781" in json.dumps(c) for c in query.citations)
+            citations = sum("7781" in c.model_dump_json() for c in query.citations)
             outputs = [f"{s.status}: {(s.output or '')[:30]!r}" for s in query.steps]
         except BaseException as exc:  # the old code let some of these escape
             error = f"{type(exc).__name__}: {exc}"

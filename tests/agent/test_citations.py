@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from sleuth.agent.citations import (
@@ -15,6 +15,7 @@ from sleuth.agent.citations import (
     renumber_grounding,
     verify_grounding,
 )
+from sleuth.agent.records import Citation
 from sleuth.agent.spans import EvidenceSpan
 
 PAGES: dict[tuple[str, str, int], str] = {
@@ -54,7 +55,7 @@ def evidence() -> list[EvidenceSpan]:
     ]
 
 
-def assert_api_rules(text: str, citations: list[dict[str, Any]], grounded: Collection[int] = ()) -> None:
+def assert_api_rules(text: str, citations: Sequence[Citation], grounded: Collection[int] = ()) -> None:
     """api.md §8.4 rules 1–3 on a result."""
     numbers = [int(n) for n in re.findall(r"\[(\d+)\]", text)]
     assert all(1 <= n <= len(citations) for n in numbers)
@@ -117,11 +118,11 @@ def test_citations_are_numbered_by_first_appearance() -> None:
         "Opened software is excluded [2][3]."
     )
     assert result.evidence_to_citation == {3: 1, 1: 2, 2: 3}
-    assert [c["source"] for c in result.citations] == [
+    assert [c.source for c in result.citations] == [
         "uploads/shipping.md", "uploads/refunds.md", "uploads/refunds.md",
     ]  # fmt: skip
     first = result.citations[0]
-    assert first == {
+    assert first.model_dump() == {
         "source": "uploads/shipping.md",
         "section_paths": [["Ship"]],
         "pages": [2],
@@ -134,7 +135,7 @@ def test_citations_are_numbered_by_first_appearance() -> None:
         "start": ev[2].start,
         "end": ev[2].end,
     }
-    assert result.citations[2]["score"] == 0.7
+    assert result.citations[2].score == 0.7
     assert result.dropped == []
     assert_api_rules(result.text, result.citations)
 
@@ -143,12 +144,12 @@ def test_grounding_is_the_best_matching_sentence_with_page_offsets() -> None:
     ev = evidence()
     result = build_citations("Refunds go back to the original payment method [1].", ev, page_text)
     (c,) = result.citations
-    assert c["grounding"] == "Refunds go to the original"  # the span's second sentence (cut by the span)
+    assert c.grounding == "Refunds go to the original"  # the span's second sentence (cut by the span)
     page = PAGES[("kb", "uploads/refunds.md", 1)]
-    assert page[c["start"] : c["end"]] == c["grounding"]
+    assert page[c.start : c.end] == c.grounding
 
     tie = build_citations("Something unrelated entirely [2].", ev, page_text)
-    assert tie.citations[0]["grounding"] == "Opened software cannot be returned."  # ties go to the earliest
+    assert tie.citations[0].grounding == "Opened software cannot be returned."  # ties go to the earliest
 
 
 def test_a_forged_span_is_dropped_and_the_rest_renumbered() -> None:
@@ -167,7 +168,7 @@ def test_a_forged_span_is_dropped_and_the_rest_renumbered() -> None:
         page_text,
     )
     assert result.text == "Returns within 90 days. Software is excluded [1]. Gone. Orders ship fast [2]."
-    assert [c["grounding"] for c in result.citations] == [
+    assert [c.grounding for c in result.citations] == [
         "Opened software cannot be returned.",
         "Orders ship within two business days.",
     ]
@@ -198,12 +199,12 @@ def test_long_sentence_grounding_is_a_word_snapped_window() -> None:
         span = span_of("E1", PAGES[key][12:], "uploads/long.md")
         result = build_citations("Copper pipes corrode [1].", [span], page_text)
         (c,) = result.citations
-        g = c["grounding"]
+        g = c.grounding
         assert len(sentence) > 400 and len(g) <= 400
         assert "copper pipes corrode" in g and sentence.find(g) >= 0
         page = PAGES[key]
-        assert page[c["start"] : c["end"]] == g
-        assert page[c["start"] - 1] in " \n" and page[c["end"]] in " ."  # whole words
+        assert page[c.start : c.end] == g
+        assert page[c.start - 1] in " \n" and page[c.end] in " ."  # whole words
     finally:
         del PAGES[key]
 
@@ -219,8 +220,8 @@ def test_grounding_only_citations_follow_text_citations() -> None:
         grounding_text={3: "two business days"},
     )
     assert result.text == "Refunds within 30 days [1]."
-    assert [c["source"] for c in result.citations] == ["uploads/refunds.md", "uploads/shipping.md"]
-    assert result.citations[1]["grounding"] == "Orders ship within two business days."
+    assert [c.source for c in result.citations] == ["uploads/refunds.md", "uploads/shipping.md"]
+    assert result.citations[1].grounding == "Orders ship within two business days."
     assert renumber_grounding(grounding, result.evidence_to_citation) == {"/ship": [2], "/refund": [1]}
     assert result.dropped == [{"marker": "[11]", "source": None, "page": None, "reason": "unknown_marker"}]
     assert_api_rules(result.text, result.citations, grounded={2})
@@ -232,14 +233,14 @@ def test_artifact_citations_carry_their_sources() -> None:
         artifact_sources=["uploads/refunds.md", "uploads/faq.md"], score=0.9,
     )  # fmt: skip
     (c,) = build_citations("Gift cards are final [1].", [span], page_text).citations
-    assert (c["kind"], c["artifact_name"], c["sources"], c["score"]) == (
+    assert (c.kind, c.artifact_name, c.sources, c.score) == (
         "artifact", "policy-summary", ["uploads/refunds.md", "uploads/faq.md"], 0.9,
     )  # fmt: skip
     table = span_of(
         "E2", "Gift cards are final sale.", via="table", artifact_name="x", artifact_sources=["y"]
     )
     (t,) = build_citations("Final [1].", [table], page_text).citations
-    assert (t["kind"], t["artifact_name"], t["sources"]) == ("table", None, [])
+    assert (t.kind, t.artifact_name, t.sources) == ("table", None, [])
 
 
 def test_non_citation_brackets_and_spacing_in_the_final_text() -> None:
@@ -292,5 +293,5 @@ def test_a_quote_in_the_answer_is_the_grounding() -> None:
     answer = 'According to a.md (p. 1): "Taxis may be used late at night." [1]'
     result = build_citations(answer, [span], lambda c, s, p: page)
     [citation] = result.citations
-    assert citation["grounding"] == "Taxis may be used late at night."
-    assert page[citation["start"] : citation["end"]] == citation["grounding"]
+    assert citation.grounding == "Taxis may be used late at night."
+    assert page[citation.start : citation.end] == citation.grounding

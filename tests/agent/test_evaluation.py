@@ -385,7 +385,7 @@ def test_record_from_query_counts_what_the_model_saw() -> None:
     record = record_from_query(query)
     assert (record.answer, record.steps, record.evidence_chars) == ("Three days [1].", 2, 30)
     assert (record.input_tokens, record.output_tokens, record.query_id) == (120, 30, "qry_1")
-    assert record.citations == query.citations and record.citations is not query.citations
+    assert record.citations == [c.model_dump() for c in query.citations]
 
 
 # ------------------------------------------------------------------------------------------ end to end

@@ -44,7 +44,7 @@ def test_a_quoted_row_carries_its_header_and_the_citation_grounds_the_row() -> N
     )
     result = build_citations(answer, [span], lambda _ctx, _path, _page: STATEMENT)
     assert len(result.citations) == 1 and not result.dropped
-    assert "(1,577)" in result.citations[0]["grounding"]  # the row grounds the citation, not the header
+    assert "(1,577)" in result.citations[0].grounding  # the row grounds the citation, not the header
 
 
 def test_a_better_ranked_span_wins_a_near_tie_but_not_a_clear_loss() -> None:

@@ -59,7 +59,7 @@ def test_a_span_whose_text_is_not_the_page_text_is_rejected(make_runtime: Runtim
     trace = runtime.db.get_trace(query.id)
     assert trace is not None and trace["spans_rejected"] == 1
     assert [e["ref"] for e in trace["evidence"]] == ["E1"]
-    assert all("seven days" not in c["grounding"] for c in query.citations)
+    assert all("seven days" not in c.grounding for c in query.citations)
 
 
 def test_lone_surrogates_in_code_and_output_do_not_wedge_the_turn(make_runtime: RuntimeFactory) -> None:

@@ -72,8 +72,8 @@ def test_real_model_turn_plumbing(
     assert "response.trace" in kinds
     reader = VersionReader(home.find("acme").version_dir(home.find("acme").live_version() or ""))
     for citation in query.citations:
-        page = reader.page_text(citation["source"], citation["pages"][0]) or ""
-        assert page[citation["start"] : citation["end"]] == citation["grounding"]
+        page = reader.page_text(citation.source, citation.pages[0]) or ""
+        assert page[citation.start : citation.end] == citation.grounding
     if query.status == "completed":
         assert query.steps, "the model ran at least one step"
         report = replay(home, query.id, db=db)

@@ -18,8 +18,8 @@ def _check_citations(query: Query, version: Path) -> None:
     reader = VersionReader(version)
     assert query.citations, query.answer
     for citation in query.citations:
-        page = reader.page_text(citation["source"], citation["pages"][0]) or ""
-        assert page[citation["start"] : citation["end"]] == citation["grounding"]
+        page = reader.page_text(citation.source, citation.pages[0]) or ""
+        assert page[citation.start : citation.end] == citation.grounding
     markers = {int(n) for n in __import__("re").findall(r"\[(\d+)\]", query.answer)}
     assert markers == set(range(1, len(query.citations) + 1))
 
@@ -32,7 +32,7 @@ def test_count_question(make_runtime: RuntimeFactory, sample_version: Path) -> N
     assert query.usage.total_tokens == 0 and query.synthesis is not None
     assert query.synthesis.method == "extractive"
     _check_citations(query, sample_version)
-    assert all(c["kind"] == "table" for c in query.citations)
+    assert all(c.kind == "table" for c in query.citations)
 
 
 def test_list_question(make_runtime: RuntimeFactory, sample_version: Path) -> None:
@@ -48,7 +48,7 @@ def test_exact_id_question(make_runtime: RuntimeFactory, sample_version: Path) -
     assert query.status == "completed"
     first_line = query.answer.splitlines()[0]
     assert "Configuration file could not be parsed" in first_line and first_line.endswith("[1]")
-    assert "specification" in query.citations[0]["source"]
+    assert "specification" in query.citations[0].source
     assert query.steps[0].fns[0] == "search_source_by_keyword"
     _check_citations(query, sample_version)
 
@@ -104,4 +104,4 @@ def test_search_rag_workflow_runs_two_fixed_steps_then_model_synthesis(make_runt
     assert len(query.steps) == 2 and query.max_steps == 2
     assert query.synthesis is not None and query.synthesis.method == "model"
     assert query.model == "scripted/test"
-    assert query.citations and "$220" in query.citations[0]["grounding"]
+    assert query.citations and "$220" in query.citations[0].grounding

@@ -42,7 +42,7 @@ def test_session_history_pinning_and_instructions(make_runtime: RuntimeFactory) 
         )
     )
     assert first.status == "completed", first.error
-    assert first.citations and "689" in first.citations[0]["grounding"]
+    assert first.citations and "689" in first.citations[0].grounding
     orientation = runtime.scripted.calls[0].messages[0].content  # type: ignore[attr-defined]
     # the context's own instructions come first, the session prompt is appended, then guardrails
     acme = orientation.index("Acme Instruments staff")
@@ -110,7 +110,7 @@ def test_shape_document_is_validated_repaired_and_grounded(make_runtime: Runtime
     assert query.status == "completed", query.error
     assert query.output_json == {"sku": "TX-9", "price": 689.0}
     assert query.output_grounding == {"/price": [1], "/sku": [1]}
-    assert query.citations and "689" in query.citations[0]["grounding"]
+    assert query.citations and "689" in query.citations[0].grounding
     repair = runtime.scripted.calls[3].messages[-1].content  # type: ignore[attr-defined]
     assert "/price" in repair and "did not match" in repair
 

@@ -47,8 +47,8 @@ def test_multi_step_turn_answers_with_verified_citations(make_runtime: RuntimeFa
     assert "E1" in (query.steps[1].output or "")
     assert _answer(query) == "Employees may work remotely up to three days per week [1]."
     [citation] = query.citations
-    assert citation["source"].endswith(("remote-work-policy.md", "employee-handbook.docx"))
-    assert citation["kind"] == "chunk" and citation["pages"] == [1]
+    assert citation.source.endswith(("remote-work-policy.md", "employee-handbook.docx"))
+    assert citation.kind == "chunk" and citation.pages == [1]
     page = runtime.db.get_trace(query.id)
     assert page is not None
     # every grounding is a verbatim slice of the stored page text
@@ -57,9 +57,9 @@ def test_multi_step_turn_answers_with_verified_citations(make_runtime: RuntimeFa
     home = runtime.home
     ctx = home.find("acme")
     reader = VersionReader(ctx.version_dir(ctx.live_version() or ""))
-    text = reader.page_text(citation["source"], 1) or ""
-    assert text[citation["start"] : citation["end"]] == citation["grounding"]
-    assert "three days" in citation["grounding"]
+    text = reader.page_text(citation.source, 1) or ""
+    assert text[citation.start : citation.end] == citation.grounding
+    assert "three days" in citation.grounding
     # events in the documented order
     kinds = [e["type"] for e in events]
     assert kinds[0] == "response.created"
@@ -104,7 +104,7 @@ def test_step_cap_ends_the_loop_and_still_synthesizes(make_runtime: RuntimeFacto
     assert query.status == "completed"
     assert query.rollup is not None and query.rollup.stop_reason == "max_steps"
     assert len(query.steps) == 2
-    assert query.citations and "three days" in query.citations[0]["grounding"]
+    assert query.citations and "three days" in query.citations[0].grounding
 
 
 def test_errors_are_fed_back_and_three_in_a_row_end_the_loop(make_runtime: RuntimeFactory) -> None:

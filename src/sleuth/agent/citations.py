@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sleuth.agent.evidence import best_window, content_words, split_sentences, window_candidates
+from sleuth.agent.records import Citation
 from sleuth.agent.spans import EvidenceSpan
 from sleuth.format.text import comparable
 
@@ -59,7 +60,7 @@ class CitationResult:
     """The answer text with final markers, its citations, and what was dropped on the way."""
 
     text: str
-    citations: list[dict[str, Any]] = field(default_factory=list)
+    citations: list[Citation] = field(default_factory=list)
     dropped: list[dict[str, Any]] = field(default_factory=list)  # {marker, source, page, reason}
     evidence_to_citation: dict[int, int] = field(default_factory=dict)  # 1-based position → number
 
@@ -300,13 +301,14 @@ def _page_of(citation: Mapping[str, Any], page_text: PageText) -> str | None:
     return page_text(str(citation.get("context")), str(citation.get("source")), page)
 
 
-def verify_grounding(citation: Mapping[str, Any], page_text: PageText) -> bool:
+def verify_grounding(citation: Citation | Mapping[str, Any], page_text: PageText) -> bool:
     """Is the citation's grounding a verbatim slice of its page at `start:end` (NFC, whitespace-collapsed)?
 
     A failure is a bug upstream (spans are page slices, groundings span slices), so callers drop the
     citation rather than trust it.
     """
-    return _failure(citation, _page_of(citation, page_text)) is None
+    fields = citation.model_dump() if isinstance(citation, Citation) else citation
+    return _failure(fields, _page_of(fields, page_text)) is None
 
 
 # --- the whole path ------------------------------------------------------------------------------------
@@ -378,7 +380,7 @@ def build_citations(
     )
     return CitationResult(
         text=final,
-        citations=[c for _, c in kept],
+        citations=[Citation.model_validate(c) for _, c in kept],
         dropped=dropped,
         evidence_to_citation=numbers,
     )

@@ -95,6 +95,23 @@ class Synthesis(BaseModel):
     method: Literal["model", "extractive"] = "model"
 
 
+class Citation(BaseModel):
+    """One verified citation (api.md §8.4): the verbatim quote (`grounding`), the file, page and
+    character offsets where it is, and how the turn came by it (`kind`: chunk, artifact, table …)."""
+
+    source: str
+    section_paths: list[list[str]] = Field(default_factory=list)
+    pages: list[int]
+    score: float = 0.0
+    grounding: str
+    kind: str = "chunk"
+    sources: list[str] = Field(default_factory=list)  # an artifact's own sources
+    artifact_name: str | None = None
+    context: str = ""
+    start: int = 0
+    end: int = 0
+
+
 class Usage(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
@@ -117,7 +134,7 @@ class Query(BaseModel):
     output: list[dict[str, Any]] = Field(default_factory=list)
     output_json: dict[str, Any] | None = None
     output_grounding: dict[str, list[int]] | None = None
-    citations: list[dict[str, Any]] = Field(default_factory=list)
+    citations: list[Citation] = Field(default_factory=list)
     max_steps: int | None = None
     max_tool_output_chars: int | None = None
     thinking_level: str | None = None

@@ -21,7 +21,7 @@ from sleuth.agent.pinned import PinnedVersions
 from sleuth.agent.planner import OfflinePlanner
 from sleuth.agent.planner_scope import pinned_planner_scope
 from sleuth.agent.prepared import Engine, PreparedTurn
-from sleuth.agent.records import QueryStep, Rollup, StopReason, Synthesis, Usage, turn_usage
+from sleuth.agent.records import Citation, QueryStep, Rollup, StopReason, Synthesis, Usage, turn_usage
 from sleuth.agent.retrieval import Retrieval, RetrievalOptions
 from sleuth.agent.shape_fill import OfflineShapeError, offline_fill
 from sleuth.agent.spans import EvidenceSpan, SpanResolver
@@ -443,7 +443,7 @@ class TurnRun:
         ungrounded: list[str] = []
         if data is not None:
             numbered = renumber_grounding(grounding or {}, cited.evidence_to_citation)
-            texts = {i + 1: c["grounding"] for i, c in enumerate(cited.citations)}
+            texts = {i + 1: c.grounding for i, c in enumerate(cited.citations)}
             span_texts = {
                 cited.evidence_to_citation[pos]: evidence[pos - 1].text for pos in cited.evidence_to_citation
             }
@@ -495,7 +495,7 @@ class TurnRun:
     def _complete(
         self,
         text: str,
-        citations: list[dict[str, Any]],
+        citations: list[Citation],
         data: dict[str, Any] | None,
         grounding: dict[str, list[int]] | None,
         synthesis: Synthesis,

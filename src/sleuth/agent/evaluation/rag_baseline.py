@@ -176,7 +176,7 @@ class RagBaseline:
         self, text: str, run: _Run, status: str = "completed", error: str | None = None
     ) -> AnswerRecord:
         cited = build_citations(text, run.spans, self.pages) if text else None
-        citations = [dict(c) for c in cited.citations] if cited else []
+        citations = [c.model_dump() for c in cited.citations] if cited else []
         for c in citations:
             c.pop("_ref", None)
         return AnswerRecord(

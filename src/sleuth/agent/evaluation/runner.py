@@ -202,7 +202,7 @@ def record_from_query(query: Query) -> AnswerRecord:
     steps = [s for s in query.steps if s.status != "running"]
     return AnswerRecord(
         answer=query.answer,
-        citations=[dict(c) for c in query.citations],
+        citations=[c.model_dump() for c in query.citations],
         steps=len(steps),
         input_tokens=query.usage.input_tokens,
         output_tokens=query.usage.output_tokens,
