@@ -17,7 +17,7 @@
     │                                                         ReplayError, TurnFailed, ShapeInvalid,
     │                                                         OfflineShapeError, TaskCancelled,
     │                                                         TaskStopTimeout
-    ├── TurnError     a turn refused before it starts, with api.md §4's `code` (agent.turn)
+    ├── TurnError     a turn refused before it starts, with spec/api.md §4's `code` (agent.turn)
     ├── SleuthError   what the SDK raises into the model's code (sdk.errors; its own small tree)
     └── ApiError      an HTTP error with its status and envelope (api.errors): the only errors
                       that carry a status code. ToolFailure is MCP's.

@@ -14,7 +14,7 @@ Three variables are read by their own modules and are not settings: `SLEUTH_HOME
 `SLEUTH_MODEL` (`models.catalog`, beside the model config it picks from) and `SLEUTH_API_KEY`
 (`store.keys`, a secret: nothing here may ever be shown).
 
-The constants below are limits of the protocol (api.md), not tunables: the turn contract declares
+The constants below are limits of the protocol (spec/api.md), not tunables: the turn contract declares
 its bounds with them, and version collection reads the same turn cap.
 """
 
@@ -26,10 +26,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 __all__ = ["ENV_PREFIX", "TOOL_OUTPUT_CHARS", "TURN_CAP_SECONDS", "Settings", "current", "described"]
 
 ENV_PREFIX = "SLEUTH_"
-#: api.md §8.1: the longest a turn may run. Version collection keeps a superseded version this long
+#: spec/api.md §8.1: the longest a turn may run. Version collection keeps a superseded version this long
 #: after a newer one goes live, so a turn that pinned it can still read it.
 TURN_CAP_SECONDS = 900
-#: runtime.md §3: what one step's printed output is cut to, unless a request asks otherwise.
+#: spec/runtime.md §3: what one step's printed output is cut to, unless a request asks otherwise.
 TOOL_OUTPUT_CHARS = 10_000
 
 _MIB = 1024 * 1024
@@ -40,7 +40,7 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", frozen=True)
 
-    # --- the server (api.md §12)
+    # --- the server (spec/api.md §12)
     max_concurrent_turns: int = Field(4, ge=1, le=256, description="Turns executing at once.")
     max_queued_turns: int = Field(32, ge=0, le=10_000, description="Turns waiting for a worker before 429.")
     project_id: str = Field("local", description="Reported by /auth and in stats.")
@@ -50,7 +50,7 @@ class Settings(BaseSettings):
         30.0, gt=0, description="How long a shutdown waits for running tasks before marking them failed."
     )
 
-    # --- sources and uploads (api.md §12)
+    # --- sources and uploads (spec/api.md §12)
     max_file_bytes: int = Field(250 * _MIB, ge=1, description="The largest one source file may be.")
     max_upload_bytes: int = Field(
         2 * 1024 * _MIB, ge=1, description="The largest one upload or archive may be."
@@ -72,7 +72,7 @@ class Settings(BaseSettings):
         32 * _MIB, ge=1, description="The most text one source may hold once parsed; a larger one is skipped."
     )
 
-    # --- the host's work per turn (sandbox.md): a turn past a cap is stopped and failed
+    # --- the host's work per turn (spec/sandbox.md): a turn past a cap is stopped and failed
     budget_rpc_calls: int = Field(
         2_000, ge=1, description="Host function calls per turn, rejected ones included."
     )

@@ -1,4 +1,4 @@
-"""Reply parsing, the reserved-name check and the context-window elision (runtime.md §4.1, §4.2, §12)."""
+"""Reply parsing, the reserved-name check and the context-window elision (spec/runtime.md §4.1, §4.2, §12)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Markers to verified citations (runtime.md §8.3–8.4, api.md §8.4): lenient markers, unknown markers,
-renumbering by first appearance, grounding choice, verification and its normalisation, rule 4."""
+"""Markers to verified citations (spec/runtime.md §8.3–8.4, spec/api.md §8.4): lenient markers, unknown
+markers, renumbering by first appearance, grounding choice, verification and its normalisation, rule 4."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def evidence() -> list[EvidenceSpan]:
 
 
 def assert_api_rules(text: str, citations: Sequence[Citation], grounded: Collection[int] = ()) -> None:
-    """api.md §8.4 rules 1–3 on a result."""
+    """spec/api.md §8.4 rules 1–3 on a result."""
     numbers = [int(n) for n in re.findall(r"\[(\d+)\]", text)]
     assert all(1 <= n <= len(citations) for n in numbers)
     first = list(dict.fromkeys(numbers))

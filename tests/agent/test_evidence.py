@@ -1,4 +1,4 @@
-"""Evidence for synthesis (runtime.md §8.1): the seen rule, selection caps, windows that keep exact page
+"""Evidence for synthesis (spec/runtime.md §8.1): the seen rule, selection caps, windows that keep exact page
 offsets, computed results, the numbered list, and sentence splitting."""
 
 from __future__ import annotations

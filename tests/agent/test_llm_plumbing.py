@@ -1,4 +1,4 @@
-"""Plumbing with a real local model behind the OpenAI-compatible API (local-llm.md §7).
+"""Plumbing with a real local model behind the OpenAI-compatible API (spec/local-llm.md §7).
 
 Runs only when `SLEUTH_TEST_LLM_URL` points at a running server (e.g. llama.cpp's `llama-server`
 with Qwen2.5-Coder-1.5B at `http://127.0.0.1:8080/v1`) and never in CI. It asserts plumbing, not

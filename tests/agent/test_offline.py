@@ -1,5 +1,5 @@
 """The offline planner through the real turn: the same loop, sandbox, synthesis and citation checks
-as a model, with no model configured (runtime.md §10)."""
+as a model, with no model configured (spec/runtime.md §10)."""
 
 from __future__ import annotations
 

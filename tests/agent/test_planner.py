@@ -1,4 +1,4 @@
-"""The offline planner and the extractive synthesizer over the compiled sample corpus (runtime.md §10).
+"""The offline planner and the extractive synthesizer over the compiled sample corpus (spec/runtime.md §10).
 
 A tiny private driver plays the agent loop: the planner's `run_python` code runs in a real sandbox,
 the observation goes back as a `tool` message, and `final` ends the turn. The answers are then

@@ -1,4 +1,4 @@
-"""Retrieval-only turns (api.md §8.7) through the real runtime over the compiled sample corpus: one
+"""Retrieval-only turns (spec/api.md §8.7) through the real runtime over the compiled sample corpus: one
 hybrid retrieval, fused across chunks and artifacts, as one step; no model, no sandbox, no synthesis."""
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def runtime(sample_home: tuple[Home, CompileReport], tmp_path: Path) -> Iterator
 
 
 def ask(runtime: Runtime, events: list[dict[str, Any]] | None = None, **flags: Any) -> Any:
-    """A retrieval-only turn, asked with the request flags of api.md §8.1."""
+    """A retrieval-only turn, asked with the request flags of spec/api.md §8.1."""
     request = TurnRequest(ask=HOTEL, scope=["acme"], model=MODEL, **flags)
     return runtime.ask(request, events.append if events is not None else None)
 

@@ -1,4 +1,4 @@
-"""Sessions (runtime.md §9): history, pinning, instruction layering, one turn in flight; shapes with
+"""Sessions (spec/runtime.md §9): history, pinning, instruction layering, one turn in flight; shapes with
 per-field grounding (§8.5); deterministic replay (§11)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The `shape` machinery: the accepted subset, validation, JSON extraction, pointers, the field check
-and the offline filler (api.md §8.3, runtime.md §8.5, §10.3)."""
+and the offline filler (spec/api.md §8.3, spec/runtime.md §8.5, §10.3)."""
 
 from __future__ import annotations
 

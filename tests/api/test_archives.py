@@ -1,4 +1,4 @@
-"""Untrusted archives and upload names over real HTTP (api.md §6.2, §12): an archive is bounded by what
+"""Untrusted archives and upload names over real HTTP (spec/api.md §6.2, §12): an archive is bounded by what
 it expands to (bytes, members, name length and depth), its import is all or nothing, its report is a
 bounded summary, over-large text is skipped by curate, and deep or long upload names are
 `400 unsafe_path`. Limits are lowered through `$SLEUTH_<NAME>` so the archives stay small."""

@@ -1,4 +1,4 @@
-"""API keys over real HTTP (api.md §3): the three headers and their order, 401 and 403, roles, the login
+"""API keys over real HTTP (spec/api.md §3): the three headers and their order, 401 and 403, roles, the login
 exchange, revocation, and no-auth mode."""
 
 from __future__ import annotations

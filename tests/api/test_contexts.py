@@ -1,4 +1,4 @@
-"""Context routes over real HTTP (api.md §6): create, upload files and archives, browse and delete
+"""Context routes over real HTTP (spec/api.md §6): create, upload files and archives, browse and delete
 sources, curate in the background, read the ledger and the knowledge tree, delete; and the documented
 error codes of each route. Every test makes its own uniquely named context and deletes it."""
 

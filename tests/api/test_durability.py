@@ -1,4 +1,4 @@
-"""Restart durability (api.md §9.2): a real `sleuth serve` process is killed with SIGKILL and started
+"""Restart durability (spec/api.md §9.2): a real `sleuth serve` process is killed with SIGKILL and started
 again over the same home. Completed turns, their sessions and traces are still served; a turn that was in
 flight is `failed` with `server restarted`. The restart also checks that `SLEUTH_API_KEY` is seeded."""
 

@@ -1,4 +1,4 @@
-"""What a key may see, over real HTTP (api.md §3.1): a query key sees only its own sessions, queries and
+"""What a key may see, over real HTTP (spec/api.md §3.1): a query key sees only its own sessions, queries and
 traces (anyone else's answer 404, as if absent), an admin sees all; a key limited to contexts sees only
 those, on every route, stream and MCP tool; `/mcp` refuses with the §4 envelope, credentials first."""
 

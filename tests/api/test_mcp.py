@@ -1,5 +1,6 @@
-"""The MCP server (api.md §11) through the official MCP client: Streamable HTTP at `/mcp` on a real server
-(the Nexus tools, a full background turn, the SDK primitives, tool errors, keys) and stdio (`sleuth mcp`)."""
+"""The MCP server (spec/api.md §11) through the official MCP client: Streamable HTTP at `/mcp` on a real
+server (the Nexus tools, a full background turn, the SDK primitives, tool errors, keys) and stdio
+(`sleuth mcp`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`POST /query` and the query routes over a real server (api.md §8–§10.3): the three modes, the
+"""`POST /query` and the query routes over a real server (spec/api.md §8–§10.3): the three modes, the
 validation order, the unstable-only extension, time-outs, cancel, capacity, feedback, trace and replay."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Sessions over HTTP (api.md §10.1): the Session object, list (newest first, limit, queries_active),
+"""Sessions over HTTP (spec/api.md §10.1): the Session object, list (newest first, limit, queries_active),
 read with the turns oldest first, delete (404, 409 while a turn runs), and one turn at a time."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Server-sent events (api.md §9.3), parsed from the raw bytes on the wire: headers, frame format, the
+"""Server-sent events (spec/api.md §9.3), parsed from the raw bytes on the wire: headers, frame format, the
 event order of a turn, `Last-Event-ID` resume, live following with keep-alives, and disconnects."""
 
 from __future__ import annotations

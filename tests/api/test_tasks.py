@@ -1,4 +1,4 @@
-"""Tasks over real HTTP (api.md §7.1): listing with filters and pages, stats, cancel (honoured, and
+"""Tasks over real HTTP (spec/api.md §7.1): listing with filters and pages, stats, cancel (honoured, and
 one that does not stop in time), `task_in_flight` conflicts, context deletion that waits for its
 tasks, and recovery of tasks a stopped server left live. Slow compiles are simulated by replacing the
 compiler the server calls (the server runs in this process)."""

@@ -1,4 +1,4 @@
-"""Fallback across models (runtime.md §12): retry retryable errors twice (1 s, 2 s), then move on;
+"""Fallback across models (spec/runtime.md §12): retry retryable errors twice (1 s, 2 s), then move on;
 non-retryable errors move on at once; when all fail, say which model failed how."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The attack suite (sandbox.md §9): every case must be stopped, and each test fails if it is not.
+"""The attack suite (spec/sandbox.md §9): every case must be stopped, and each test fails if it is not.
 
 Each test runs hostile code as a REPL step in a fresh sandbox; the fixture then checks that the
 sandbox is gone and that the next turn starts and runs a step.

@@ -1,4 +1,4 @@
-"""REPL semantics (runtime.md §4.3-4.4), in process and through a real sandbox."""
+"""REPL semantics (spec/runtime.md §4.3-4.4), in process and through a real sandbox."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The retrieval primitives over the compiled sample corpus (runtime.md §5)."""
+"""The retrieval primitives over the compiled sample corpus (spec/runtime.md §5)."""
 
 from __future__ import annotations
 

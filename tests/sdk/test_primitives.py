@@ -16,7 +16,7 @@ from sleuth.sdk.errors import LimitError
 from sleuth.sdk.knowledge import PRIMITIVES, Knowledge, ScopedContext
 from sleuth.sdk.primitives import primitives, signature_text
 
-ORDER = (  # runtime.md §5.2
+ORDER = (  # spec/runtime.md §5.2
     "outline_knowledge",
     "read_artifact",
     "read_rosters",

@@ -1,2 +1,2 @@
 """The query runtime: orientation, the agent loop, evidence, synthesis, citations, shapes, the
-offline planner and replay (runtime.md)."""
+offline planner and replay (spec/runtime.md)."""

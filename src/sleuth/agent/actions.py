@@ -1,9 +1,9 @@
-"""From a model reply to an action (runtime.md §4.1–4.2): run code, or finish.
+"""From a model reply to an action (spec/runtime.md §4.1–4.2): run code, or finish.
 
 Native models call the `run_python` and `final` tools; text-protocol models write fenced code
 blocks and call `final(...)` inside them, or reply without code. Code that would rebind an SDK name
 is refused before it runs, because a model that shadows `search_source` with a stub silently stops
-searching (local-llm.md §6).
+searching (spec/local-llm.md §6).
 """
 
 from __future__ import annotations

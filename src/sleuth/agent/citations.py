@@ -1,4 +1,4 @@
-"""From the synthesis model's markers to verified citations (runtime.md §8.3–8.4, api.md §8.4).
+"""From the synthesis model's markers to verified citations (spec/runtime.md §8.3–8.4, spec/api.md §8.4).
 
 The model's text cites evidence by its position in the numbered list it was shown. This module parses
 those markers leniently, picks each cited span's grounding sentence, checks every grounding against the
@@ -11,7 +11,7 @@ Marker rules (what counts as a citation):
   and at most one `,`/`;` between them) form one run, written canonically as `[3][5]`.
 - A group with an integer of four or more digits (`[2024]`, `[1990-2020]`) is not a citation: it is
   rewritten `(2024)`. Inside inline code or fenced code, `[n]` is never a citation and becomes `(n)`,
-  so that every `[n]` left in the text is one (api.md §8.4 rules 1 and 4).
+  so that every `[n]` left in the text is one (spec/api.md §8.4 rules 1 and 4).
 - Items naming evidence that does not exist (out of range, unknown label, reversed or huge range) are
   removed and reported (`unknown_marker`); a run left empty is deleted with the space before it, so
   `foo [9].` becomes `foo.`.

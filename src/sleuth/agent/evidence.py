@@ -1,4 +1,4 @@
-"""From the loop's observations to the evidence handed to synthesis (runtime.md §8.1).
+"""From the loop's observations to the evidence handed to synthesis (spec/runtime.md §8.1).
 
 Everything here is a pure function over `EvidenceSpan`s and strings (`mark_seen` only flips the spans'
 `seen` flags, which is its purpose), so the whole path can be replayed byte for byte.

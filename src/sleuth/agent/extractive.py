@@ -1,4 +1,4 @@
-"""The extractive synthesizer (runtime.md §10.3): an answer written without a model.
+"""The extractive synthesizer (spec/runtime.md §10.3): an answer written without a model.
 
 It serves the offline planner and stands in when every synthesis model fails (§8.6). It never writes
 a claim of its own: counts and lists come from the planner's draft, everything else is quoted. Each
@@ -29,7 +29,7 @@ _IDENT_FILE = re.compile(r"(?<![\w.-])[\w-]+\.[A-Za-z][A-Za-z0-9]{1,4}(?![\w])")
 _IDENT_SNAKE = re.compile(r"(?<![\w])[a-z0-9]+(?:_[a-z0-9]+)+(?![\w])")
 _IDENT_CAMEL = re.compile(r"(?<![\w])[a-z]{2,}[A-Z][A-Za-z0-9]*(?![\w])")
 # Reporting periods look like codes but name no single passage: "FY2018" is on every page of a
-# filing. Sleuth leaves them to the hybrid search (a deliberate departure from runtime.md §10.1).
+# filing. Sleuth leaves them to the hybrid search (a deliberate departure from spec/runtime.md §10.1).
 _PERIOD = re.compile(r"^(?:FY|CY|Q[1-4]|[1-2]H|H[1-2])[-_]?(?:\d{2}|\d{4})$|^Q[1-4]$")
 _QUOTED = re.compile(r"\"([^\"\n]{2,200})\"|“([^”\n]{2,200})”|(?<![\w])'([^'\n]{2,200})'(?![\w])")
 _AMOUNT_WORDS = (

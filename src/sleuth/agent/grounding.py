@@ -1,4 +1,4 @@
-"""The field check of a shaped answer (runtime.md §8.5): every string and number leaf of the JSON
+"""The field check of a shaped answer (spec/runtime.md §8.5): every string and number leaf of the JSON
 document must occur in the evidence it cites, numbers compared in one canonical form ("48.20",
 "$48.2" and "48.2" are one number).
 """
@@ -89,7 +89,7 @@ def check_grounding(
     cited_texts: Mapping[int, str],
     computed: str,
 ) -> tuple[dict[str, list[int]], list[str]]:
-    """Apply runtime.md §8.5 to a (renumbered) grounding map.
+    """Apply spec/runtime.md §8.5 to a (renumbered) grounding map.
 
     Pointers that do not name a leaf of `data` are dropped silently; citation numbers without a text
     are dropped. A checkable leaf (string ≤ 200 chars, number) whose value occurs neither in one of its

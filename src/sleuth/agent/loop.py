@@ -1,4 +1,4 @@
-"""The agent loop (runtime.md §4): the model decides, the code runs in the turn's sandbox, the
+"""The agent loop (spec/runtime.md §4): the model decides, the code runs in the turn's sandbox, the
 truncated output goes back, until the model finishes or a limit stops it.
 
 The loop knows nothing about synthesis or storage: it returns what happened (steps, evidence,
@@ -414,7 +414,7 @@ def _text(value: Any) -> str | None:
 
 
 def strategy_of(calls: Sequence[TraceCall], scope: list[str]) -> Strategy:
-    """`strategy.kind` derived from the calls (runtime.md §7)."""
+    """`strategy.kind` derived from the calls (spec/runtime.md §7)."""
     fns = list(dict.fromkeys(c.fn for c in calls))
     if not fns:
         return Strategy(kind="none", fns=[], label="no SDK calls", scope=scope)

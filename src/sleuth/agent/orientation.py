@@ -1,4 +1,4 @@
-"""The orientation prompt (runtime.md §3): block A (rules and tools), block B (contexts and
+"""The orientation prompt (spec/runtime.md §3): block A (rules and tools), block B (contexts and
 instructions), block C (history and the ask).
 
 A and B form the system message and are byte-identical for every turn of a session, so provider
@@ -179,7 +179,7 @@ MAX_DOCUMENTS_SHOWN = 40
 
 def _describe_context(o: ContextOverview, level: int) -> str:
     """One context's description. `level` shortens it: 1 drops sample names, 2 cuts descriptions
-    to 60 chars, 3 summarises types beyond the 20 largest as counts (runtime.md §3.B)."""
+    to 60 chars, 3 summarises types beyond the 20 largest as counts (spec/runtime.md §3.B)."""
     cut = 60 if level >= 2 else 160
     b = o.brief
     lines = [f"### Context `{b.slug}` — {b.name}"]
@@ -235,7 +235,7 @@ def _describe_context(o: ContextOverview, level: int) -> str:
 def instructions_text(
     overviews: Sequence[ContextOverview], system_prompt: str | None, guardrails: str | None
 ) -> str:
-    """The layering of runtime.md §9: context instructions (in scope order), then the session's
+    """The layering of spec/runtime.md §9: context instructions (in scope order), then the session's
     system prompt appended, then guardrails. Never shortened."""
     parts = [f"Instructions for `{o.brief.slug}`:\n{o.instructions}" for o in overviews if o.instructions]
     if system_prompt:

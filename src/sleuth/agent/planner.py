@@ -1,4 +1,4 @@
-"""The offline planner (runtime.md §10): a deterministic stand-in for the model.
+"""The offline planner (spec/runtime.md §10): a deterministic stand-in for the model.
 
 With no model configured Sleuth still answers. The planner plays the model's part behind the same
 `Model` seam: it writes real SDK code that runs in the turn's sandbox, with the same events,

@@ -1,4 +1,4 @@
-"""The Python each offline planner step runs (runtime.md §10), written for the REPL like a model's
+"""The Python each offline planner step runs (spec/runtime.md §10), written for the REPL like a model's
 code: real SDK calls, then a `#PLAN ` line the planner reads back. Every variant is compiled and linted
 by the tests (`tests/agent/test_planner_code.py`), since no linter sees code built as text.
 """

@@ -1,4 +1,4 @@
-"""What the offline planner knows before its first step (runtime.md §10.2): per scoped context its
+"""What the offline planner knows before its first step (spec/runtime.md §10.2): per scoped context its
 tables, artifact types and documents, read from the pinned versions on the host; and the target a
 count or list question is matched to.
 """

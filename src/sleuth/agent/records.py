@@ -1,4 +1,4 @@
-"""The records a turn produces (api.md §8.2–8.6): Query, QueryStep, TraceCall, Rollup, Synthesis.
+"""The records a turn produces (spec/api.md §8.2–8.6): Query, QueryStep, TraceCall, Rollup, Synthesis.
 
 They are pydantic models because they cross boundaries: the CLI prints them with `--json`, the
 store keeps them as JSON, and the HTTP API serves them unchanged.
@@ -96,7 +96,7 @@ class Synthesis(BaseModel):
 
 
 class Citation(BaseModel):
-    """One verified citation (api.md §8.4): the verbatim quote (`grounding`), the file, page and
+    """One verified citation (spec/api.md §8.4): the verbatim quote (`grounding`), the file, page and
     character offsets where it is, and how the turn came by it (`kind`: chunk, artifact, table …)."""
 
     source: str
@@ -157,7 +157,7 @@ class Query(BaseModel):
 
 
 def turn_usage(loop: TokenUsage | None, synthesis: Synthesis | None, config: ModelConfig | None) -> Usage:
-    """A turn's `usage` (api.md §8.2): the loop's tokens and the synthesis call's, priced when the
+    """A turn's `usage` (spec/api.md §8.2): the loop's tokens and the synthesis call's, priced when the
     first model's catalog entry has prices."""
     tokens_in = (loop.input_tokens if loop else 0) + (synthesis.tokens_in if synthesis else 0)
     tokens_out = (loop.output_tokens if loop else 0) + (synthesis.tokens_out if synthesis else 0)

@@ -1,4 +1,4 @@
-"""Deterministic replay (runtime.md §11): re-run a finished turn in a fresh sandbox with a scripted
+"""Deterministic replay (spec/runtime.md §11): re-run a finished turn in a fresh sandbox with a scripted
 model that returns the recorded responses and host functions that return the recorded results,
 against the same pinned context versions, then compare step by step.
 
@@ -69,7 +69,7 @@ class RecordedHost:
 
 
 def replay(home: Home, query_id: str, db: ServerDB | None = None) -> dict[str, Any]:
-    """Re-run `query_id` and return the ReplayReport of api.md §8.6."""
+    """Re-run `query_id` and return the ReplayReport of spec/api.md §8.6."""
     db = db or ServerDB.for_home(home)
     recorded_query = db.get_query(query_id)
     recorded_trace = db.get_trace(query_id)

@@ -1,4 +1,4 @@
-"""The turn contract: what a caller may ask of one turn (api.md §8.1), with its bounds and defaults.
+"""The turn contract: what a caller may ask of one turn (spec/api.md §8.1), with its bounds and defaults.
 
 The HTTP API, the CLI, MCP, the evaluator and replay all build a `TurnRequest`, and the runtime reads
 it. Its fields' bounds are the only statement of them: the API words its range errors from them
@@ -29,7 +29,7 @@ __all__ = ["INT_BOUNDS", "LOCAL", "Ask", "Caller", "TurnRequest"]
 
 
 Workflow = Literal["search", "search_cc", "search_rag", "query_search", "query_sac", "query_cc", "query_rag"]
-WORKFLOW_ALIASES = {  # the Nexus names of api.md §8.1 → Sleuth's
+WORKFLOW_ALIASES = {  # the Nexus names of spec/api.md §8.1 → Sleuth's
     "query_search": "search",
     "query_sac": "search",
     "query_cc": "search_cc",

@@ -1,4 +1,4 @@
-"""Retrieval-only turns (api.md §8.7): one deterministic hybrid retrieval over the turn's scope, no
+"""Retrieval-only turns (spec/api.md §8.7): one deterministic hybrid retrieval over the turn's scope, no
 model, no sandbox, no synthesis.
 
 The retrieval runs in the host process with the same SDK the sandbox binds (`Knowledge`), so its
@@ -53,7 +53,7 @@ def retrieval_options(
     max_retrieved: int = 20,
     max_retrieved_chars: int = 2_000,
 ) -> RetrievalOptions | None:
-    """The retrieval options a request's flags (api.md §8.1) ask for, or None for a composed answer.
+    """The retrieval options a request's flags (spec/api.md §8.1) ask for, or None for a composed answer.
 
     `compose: false` is `retrieval_only: true`. `pointers_only`, `chunks_only` and `artifacts_only`
     each imply retrieval-only too: they only mean something for hits, and a composed answer that
@@ -186,7 +186,7 @@ class Retrieval:
         return hits
 
     def _hit(self, knowledge: Knowledge, hit: Hit, score: float) -> dict[str, Any]:
-        """A fused SDK hit as an api.md §8.7 hit."""
+        """A fused SDK hit as an spec/api.md §8.7 hit."""
         out: dict[str, Any] = {"kind": hit.kind, "context": hit.context}
         if hit.kind == "artifact":
             out.update(source=hit.sources[0] if hit.sources else None, pages=[], section_path=[], score=score)

@@ -44,12 +44,12 @@ from sleuth.store.text import clean
 Emit = Callable[[dict[str, Any]], None]  # a turn's event listener; each event is stored first
 
 
-CANCELLED_ERROR = "cancelled by client"  # api.md §9.4
+CANCELLED_ERROR = "cancelled by client"  # spec/api.md §9.4
 StopCause = Literal["cancelled", "timeout"]
 
 
 def timeout_error(seconds: int) -> str:
-    """The error of a turn that passed its wall-clock cap (api.md §9.1)."""
+    """The error of a turn that passed its wall-clock cap (spec/api.md §9.1)."""
     return f"turn timed out after {seconds} s"
 
 
@@ -249,7 +249,7 @@ class TurnRun:
         self._synthesize(result, model, instructions, history, overviews)
 
     def _retrieve(self, options: RetrievalOptions) -> None:
-        """A retrieval-only turn (api.md §8.7): one deterministic hybrid retrieval in this process,
+        """A retrieval-only turn (spec/api.md §8.7): one deterministic hybrid retrieval in this process,
         shown as one step, the hits in `output_json`. No model, no sandbox, no synthesis."""
         # Replay re-runs the retrieval against the recorded embeddings and compares the step and hits.
         self.replay_records.append(turn_record(self.turn, self.turn.model_configs[0]))
@@ -540,7 +540,7 @@ class TurnRun:
         self._finish("failed", error)
 
     def cancel(self) -> None:
-        """End the turn `cancelled` (api.md §9.4): steps so far are kept and the trace is persisted."""
+        """End the turn `cancelled` (spec/api.md §9.4): steps so far are kept and the trace is persisted."""
         if self.terminal:
             return
         self._ending = True

@@ -1,5 +1,5 @@
 """Structured output: the `shape` subset, validation, JSON extraction, per-field grounding and the
-offline planner's filler (api.md §8.3, runtime.md §8.5 and §10.3).
+offline planner's filler (spec/api.md §8.3, spec/runtime.md §8.5 and §10.3).
 
 Everything here is pure (no I/O, no model calls) so the HTTP layer, synthesis and the offline planner
 can share one definition of what a shape may say and what a grounded field is.
@@ -84,7 +84,7 @@ class ShapeError(Invalid, ValueError):
 
 
 # --------------------------------------------------------------------------------------------------
-# The subset (api.md §8.3)
+# The subset (spec/api.md §8.3)
 # --------------------------------------------------------------------------------------------------
 
 
@@ -418,10 +418,10 @@ def resolve_pointer(data: object, pointer: str) -> tuple[bool, object]:
 
 
 # --------------------------------------------------------------------------------------------------
-# The field check (runtime.md §8.5)
+# The field check (spec/runtime.md §8.5)
 # --------------------------------------------------------------------------------------------------
 
 
 # --------------------------------------------------------------------------------------------------
-# The offline planner's filler (runtime.md §10.3)
+# The offline planner's filler (spec/runtime.md §10.3)
 # --------------------------------------------------------------------------------------------------

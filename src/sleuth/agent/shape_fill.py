@@ -1,4 +1,4 @@
-"""The offline planner's filler (runtime.md §10.3): a `shape` filled from what its count or list
+"""The offline planner's filler (spec/runtime.md §10.3): a `shape` filled from what its count or list
 step computed, without a model; a field it cannot fill fails the turn with `OfflineShapeError`.
 """
 
@@ -144,7 +144,7 @@ def offline_fill(
 ) -> dict[str, Any]:
     """The offline planner's structured output: string leaves take the answer text, the shape's only
     numeric field takes the computed count, string arrays take the list items; optional fields that
-    cannot be filled are omitted, a required one raises `OfflineShapeError` (runtime.md §10.3)."""
+    cannot be filled are omitted, a required one raises `OfflineShapeError` (spec/runtime.md §10.3)."""
     numeric = list(_numeric_leaves(shape, []))
     filler = _Filler(answer_text, count, items, numeric[0] if len(numeric) == 1 else None)
     try:

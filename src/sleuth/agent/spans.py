@@ -1,4 +1,4 @@
-"""Evidence spans as the host sees them (runtime.md §8.1): resolved from what the sandbox pointed at.
+"""Evidence spans as the host sees them (spec/runtime.md §8.1): resolved from what the sandbox pointed at.
 
 The sandbox only points (context, source, page, start, end); the host derives everything it keeps
 from the pinned version's own records, so a forged span can neither name a file outside the version

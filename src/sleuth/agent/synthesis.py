@@ -1,4 +1,4 @@
-"""The synthesis call (runtime.md §8.2, §8.5): a separate model call that sees only the evidence the
+"""The synthesis call (spec/runtime.md §8.2, §8.5): a separate model call that sees only the evidence the
 loop surfaced, the computed results and the conversation, and writes the answer with `[n]` markers
 (or, with a `shape`, one JSON object whose `data` is validated against it).
 
@@ -149,7 +149,7 @@ def _parse_document(reply: str, shape: dict[str, Any]) -> tuple[dict[str, Any] |
 
 
 def history_messages(turns: Sequence[dict[str, Any]], budget_chars: int = 24_000) -> list[Message]:
-    """Earlier completed turns as user/assistant pairs (runtime.md §9): the ask, then the answer with
+    """Earlier completed turns as user/assistant pairs (spec/runtime.md §9): the ask, then the answer with
     its source list. The most recent turns that fit in the budget are kept, oldest first."""
     pairs: list[tuple[Message, Message]] = []
     used = 0

@@ -1,4 +1,5 @@
-"""A turn's trace (api.md §8.6) and replay log (runtime.md §11), assembled from what the turn recorded."""
+"""A turn's trace (spec/api.md §8.6) and replay log (spec/runtime.md §11), assembled from what the
+turn recorded."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def build_trace(
     citations_dropped: list[dict[str, Any]],
     ungrounded_fields: list[str],
 ) -> dict[str, Any]:
-    """The trace fields known once the turn has ended, in api.md §8.6's order. The caller merges them
+    """The trace fields known once the turn has ended, in spec/api.md §8.6's order. The caller merges them
     over the notes its stages left on the way (orientation, synthesis_error, internal_error)."""
     return {
         "query_id": query.id,

@@ -1,4 +1,4 @@
-"""One query turn, stage by stage (runtime.md §1): admit, sandbox, orient, loop, synthesize,
+"""One query turn, stage by stage (spec/runtime.md §1): admit, sandbox, orient, loop, synthesize,
 verify, finalize.
 
 `Runtime` is the engine the CLI and the HTTP API share. It resolves the session and the models,
@@ -43,7 +43,7 @@ PINNED_FIELDS = ("scope", "system_prompt", "guardrails", "model", "models", "too
 
 
 class TurnError(Error):
-    """A request rejected before the turn starts; `code` is api.md §4's. The HTTP status it maps to
+    """A request rejected before the turn starts; `code` is spec/api.md §4's. The HTTP status it maps to
     is the API layer's business (`api.errors.TURN_ERROR_STATUS`): the CLI and MCP have none."""
 
     def __init__(self, code: str, message: str) -> None:
@@ -52,7 +52,7 @@ class TurnError(Error):
 
 
 def default_max_steps(workflow: str) -> int:
-    """`query_defaults.max_steps` of api.md §8.1: the RAG workflow is two fixed steps."""
+    """`query_defaults.max_steps` of spec/api.md §8.1: the RAG workflow is two fixed steps."""
     return 2 if workflow == "search_rag" else 8
 
 
@@ -124,7 +124,8 @@ class Runtime:
         store the Query `in_progress`. `caller` says who asks (`request.Caller`).
 
         `admit(session or None)` runs after every check and before anything is stored: the server's own
-        checks (busy session, comparison group, capacity) go there, in api.md §8.1's order, and may raise.
+        checks (busy session, comparison group, capacity) go there, in spec/api.md §8.1's order, and
+        may raise.
         """
         ask = request.ask
         checks = (("invalid_request", request.value_problem()), ("conflicting_options", request.conflict()))
@@ -252,7 +253,7 @@ class Runtime:
 
     # ------------------------------------------------------------------------------ control
     def cancel(self, query_id: str) -> bool:
-        """Ask a turn admitted here to stop (api.md §9.4): a queued turn ends as soon as it starts, a
+        """Ask a turn admitted here to stop (spec/api.md §9.4): a queued turn ends as soon as it starts, a
         running one between steps, its sandbox killed. False when this runtime does not hold the turn
         (unknown, finished, or run by another process)."""
         with self._turns_lock:

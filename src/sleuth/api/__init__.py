@@ -1,4 +1,4 @@
-"""The HTTP API (api.md): FastAPI routes over the same engine as the CLI."""
+"""The HTTP API (spec/api.md): FastAPI routes over the same engine as the CLI."""
 
 from sleuth.api.app import create_app
 

@@ -1,4 +1,4 @@
-"""What a principal may see (api.md §3.1), decided here for every route, stream and MCP tool.
+"""What a principal may see (spec/api.md §3.1), decided here for every route, stream and MCP tool.
 
 - A session, and with it its queries, traces, events, ratings and replays, belongs to the principal that
   opened it (`created_by`, the key's name): a query key sees its own, an admin sees all.

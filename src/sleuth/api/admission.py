@@ -1,4 +1,4 @@
-"""Admitting a turn over HTTP and MCP (api.md §8.1): session resolution, the server's own checks in the
+"""Admitting a turn over HTTP and MCP (spec/api.md §8.1): session resolution, the server's own checks in the
 documented order (models available, busy session, comparison group, sandbox floor, capacity), then
 the runtime's `prepare` and the turn executor.
 """
@@ -32,7 +32,7 @@ from sleuth.store.server_db import COMPARISON_GROUP_SIZE, ServerDB
 class PendingGroups:
     """Places in comparison groups taken by turns still being admitted. The stored turns of a group
     are counted in the database; these are the ones between the group check and their insert, so two
-    requests admitted at once cannot both take a group's last place (api.md §8.1's order puts the
+    requests admitted at once cannot both take a group's last place (spec/api.md §8.1's order puts the
     `409` before the sandbox and capacity checks, which come before the insert)."""
 
     def __init__(self) -> None:

@@ -52,7 +52,7 @@ def _first_field(exc: RequestValidationError) -> tuple[str, str]:
 ERROR_SCHEMA: dict[str, Any] = {
     "title": "Error",
     "type": "object",
-    "description": "The error envelope (api.md §4); some codes add keys such as `field` or `query_id`.",
+    "description": "The error envelope (spec/api.md §4); some codes add keys such as `field` or `query_id`.",
     "properties": {
         "message": {"type": "string"},
         "code": {"type": "string"},
@@ -220,5 +220,5 @@ def create_app(state: ApiState) -> FastAPI:
         return PlainTextResponse("ok")
 
     _routes(app)
-    mcp.mount(app)  # the MCP server at /mcp (api.md §11), with its session manager in the lifespan
+    mcp.mount(app)  # the MCP server at /mcp (spec/api.md §11), with its session manager in the lifespan
     return app

@@ -1,4 +1,4 @@
-"""Archive imports (api.md §6.2): the `import` task that expands a staged zip or tar into the source
+"""Archive imports (spec/api.md §6.2): the `import` task that expands a staged zip or tar into the source
 tree. The host trusts nothing in an archive, so an archive is bounded by what it expands to, not by
 its own size, and every check runs before anything reaches `sources/`:
 

@@ -1,4 +1,4 @@
-"""Authentication (api.md §3): API keys in one of three headers, roles `admin` and `query`, and the
+"""Authentication (spec/api.md §3): API keys in one of three headers, roles `admin` and `query`, and the
 no-auth local mode in which every request is the admin `local`. What a principal may see once it is
 known (its own sessions, its contexts) is decided in `api/access.py`."""
 
@@ -15,7 +15,7 @@ from sleuth.store.keys import ApiKey, KeyStore
 from sleuth.store.server_db import LOCAL_PRINCIPAL
 
 LOCAL = LOCAL_PRINCIPAL
-# Checked in this order; the first one present decides (api.md §3.1): no fall-through, so a stale
+# Checked in this order; the first one present decides (spec/api.md §3.1): no fall-through, so a stale
 # bearer token is reported as such instead of being masked by another header.
 KEY_HEADERS = ("X-Pinecone-Api-Key", "Api-Key")
 
@@ -84,7 +84,7 @@ def principal(request: Request) -> Principal:
             "missing credentials: send Authorization: Bearer <key>, X-Pinecone-Api-Key or Api-Key"
         )
     header, secret = presented
-    # Login tokens only travel as bearer tokens; the key headers carry keys (api.md §3.1).
+    # Login tokens only travel as bearer tokens; the key headers carry keys (spec/api.md §3.1).
     key = KeyStore.for_db(state.db).verify(secret, tokens=header == "Authorization") if secret else None
     if key is None:
         raise unauthenticated(f"invalid credentials in {header}")
@@ -98,5 +98,5 @@ def admin(who: Annotated[Principal, Depends(principal)]) -> Principal:
     return who
 
 
-AnyKey = Annotated[Principal, Depends(principal)]  # role Q in api.md §5
+AnyKey = Annotated[Principal, Depends(principal)]  # role Q in spec/api.md §5
 AdminKey = Annotated[Principal, Depends(admin)]  # role A

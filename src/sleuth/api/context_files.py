@@ -41,7 +41,7 @@ def tree_lock(ctx: ContextDir) -> threading.Lock:
 
 
 class StrictBody(BaseModel):
-    """Unknown fields are `400 invalid_request`, so a typo never passes silently (api.md §1)."""
+    """Unknown fields are `400 invalid_request`, so a typo never passes silently (spec/api.md §1)."""
 
     model_config = ConfigDict(extra="forbid")
 

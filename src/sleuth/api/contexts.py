@@ -1,4 +1,4 @@
-"""Routes: contexts (api.md §6.1) and their manifest and task stats. `router` is the one `app.py`
+"""Routes: contexts (spec/api.md §6.1) and their manifest and task stats. `router` is the one `app.py`
 mounts: it carries the task routes of §7.1 and the routers of the other context modules (sources,
 curation, knowledge, pack and restore, manifest templates), in that order.
 
@@ -9,7 +9,7 @@ The routes reuse the compiler's pieces instead of re-implementing them: `Home` f
 pool, and the `async` routes (uploads, which stream the multipart body) hand their disk work to
 `run_in_threadpool`.
 
-A key limited to contexts sees only those (api.md §3.1): `router` carries `access.context_guard`, so
+A key limited to contexts sees only those (spec/api.md §3.1): `router` carries `access.context_guard`, so
 every route on it (these, the task routes and those of the other context modules) treats any other
 context, and its tasks, as absent; the list of contexts leaves them out.
 """
@@ -110,7 +110,7 @@ def _index_name(vdir: Path | None, version: str | None, rel: str) -> str | None:
 def context_json(
     state: ApiState, service: TaskService, ctx: ContextDir, with_stats: bool = False
 ) -> dict[str, Any]:
-    """The Context object of api.md §6.1."""
+    """The Context object of spec/api.md §6.1."""
     info = ctx.info()
     extra = read_extra(ctx)
     live = ctx.live_version()

@@ -1,4 +1,4 @@
-"""Routes: curation (api.md §6.3): start a curate, read the ledger, delete sources with a
+"""Routes: curation (spec/api.md §6.3): start a curate, read the ledger, delete sources with a
 deletion-only curate. A curate is `CompileRun` under `curate_lock`, run as a background task
 (api/tasks.py).
 """
@@ -70,7 +70,7 @@ def _ids(vdir: Path | None, table: str) -> set[str]:
 
 
 def curate_output(ctx: ContextDir, report: CompileReport, force: bool) -> dict[str, Any]:
-    """The contract's `CurateRunOutput` (api.md §6.3) from the compiler's report, plus [ext] fields.
+    """The contract's `CurateRunOutput` (spec/api.md §6.3) from the compiler's report, plus [ext] fields.
     Sleuth's curation calls no language model, so usage counts embeddings only."""
     mode = "full" if force else "incremental"
     if report.delta == "empty":
@@ -205,7 +205,7 @@ def start_curate(
 
 @router.get("/contexts/{slug}/curate")
 def curation_state(request: Request, slug: str, _who: AnyKey) -> dict[str, Any]:
-    """The curation ledger (`CurationState`, context.md §6)."""
+    """The curation ledger (`CurationState`, spec/context.md §6)."""
     ctx = find_context(api_state(request), slug)
     return Ledger.load(ctx.ledger_file).model_dump(mode="json")
 

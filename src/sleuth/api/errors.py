@@ -1,4 +1,4 @@
-"""The error envelope of api.md §4: every non-2xx answer is `{"message", "code", …}`."""
+"""The error envelope of spec/api.md §4: every non-2xx answer is `{"message", "code", …}`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 from sleuth.errors import Error
 
-#: The status of each `agent.turn.TurnError` code that is not a plain 400 (api.md §4).
+#: The status of each `agent.turn.TurnError` code that is not a plain 400 (spec/api.md §4).
 TURN_ERROR_STATUS: dict[str, int] = {
     "session_not_found": 404,
     "context_not_found": 404,

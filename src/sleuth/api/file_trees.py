@@ -18,7 +18,7 @@ from sleuth.compile.sources import UnsafePath, safe_join
 
 
 def iso(epoch: float | None) -> str | None:
-    """RFC 3339 UTC, the format of every `*_at` field (api.md §1)."""
+    """RFC 3339 UTC, the format of every `*_at` field (spec/api.md §1)."""
     if epoch is None:
         return None
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -63,7 +63,7 @@ def _hidden(name: str) -> bool:
 
 
 def dir_listing(root: Path, path: str, missing_root_is_empty: bool = False) -> dict[str, Any]:
-    """`DirListing` of one directory (api.md §6.2): the whole directory in one page."""
+    """`DirListing` of one directory (spec/api.md §6.2): the whole directory in one page."""
     if path.strip("/") == "":
         directory = root
         if not directory.is_dir():

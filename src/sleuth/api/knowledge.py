@@ -1,4 +1,4 @@
-"""Routes: the live version's knowledge tree: list, stats, read (api.md §6.4)."""
+"""Routes: the live version's knowledge tree: list, stats, read (spec/api.md §6.4)."""
 
 from __future__ import annotations
 

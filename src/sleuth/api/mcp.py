@@ -1,7 +1,7 @@
-"""The MCP server (api.md §11), built on the official MCP Python SDK, over HTTP at `/mcp` and over stdio.
+"""The MCP server (spec/api.md §11), built on the official MCP Python SDK, over HTTP at `/mcp` and over stdio.
 
 Tools: the three of the Nexus MCP guide (`list_contexts`, `query_context`, `get_query`) and each retrieval
-primitive of the SDK (runtime.md §5.2) against one context named by the required `context` argument.
+primitive of the SDK (spec/runtime.md §5.2) against one context named by the required `context` argument.
 
 - Over HTTP the endpoint is Streamable HTTP, stateless and answering in JSON: the tools need no
   server-to-client requests, so no MCP session is kept and a credential is never bound to one. Each request
@@ -142,7 +142,7 @@ def _http_engine(ctx: Context) -> Engine:
 # ------------------------------------------------------------------------------------------ results
 def to_json(value: Any) -> Any:
     """The JSON form of an SDK result: dataclass fields, recursively; a Hit adds its `span` and `ref`
-    (runtime.md §5.3) instead of the private `span_`; Rows keep their columns and truncation."""
+    (spec/runtime.md §5.3) instead of the private `span_`; Rows keep their columns and truncation."""
     if isinstance(value, Hit):
         out = {f.name: to_json(getattr(value, f.name)) for f in fields(value) if f.name != "span_"}
         return {**out, "span": to_json(value.span), "ref": value.ref}

@@ -1,5 +1,5 @@
 """Routes: pack a context into a `.context.zip` and restore one into an empty context
-(api.md §7.3, context.md §8), both as background tasks."""
+(spec/api.md §7.3, spec/context.md §8), both as background tasks."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def _extract_cache(ctx: ContextDir) -> Path:
 
 
 def _pack_members(ctx: ContextDir, live: str | None) -> list[tuple[str, Path]]:
-    """(name in the archive, file on disk) of everything a pack carries (context.md §8)."""
+    """(name in the archive, file on disk) of everything a pack carries (spec/context.md §8)."""
     fixed = (("manifest.json", ctx.manifest_file), ("ledger.json", ctx.ledger_file))
     members = [(name, path) for name, path in fixed if path.is_file()]
     members += [(f"sources/{rel}", ctx.sources / rel) for rel, _st in walk_files(ctx.sources)]

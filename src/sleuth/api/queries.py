@@ -1,4 +1,4 @@
-"""Routes: queries (api.md §8–§10.3): `POST /query` in its three modes (sync, background, SSE), the
+"""Routes: queries (spec/api.md §8–§10.3): `POST /query` in its three modes (sync, background, SSE), the
 Query, its cancel, trace, events, feedback and replay, and `GET /models`.
 
 `POST /query` reads its body itself instead of letting FastAPI bind it, so the checks run in the

@@ -1,4 +1,4 @@
-"""The body of `POST /query` (api.md §8.1) and how it is read: the turn contract (`agent.request`) plus
+"""The body of `POST /query` (spec/api.md §8.1) and how it is read: the turn contract (`agent.request`) plus
 what is HTTP's, parsed in the documented order (unknown fields, extensions, types and ranges, values,
 option conflicts), each problem a `400` naming its field.
 """
@@ -19,7 +19,7 @@ EXTENSION_FIELDS = ("max_tool_output_chars",)  # request fields accepted only un
 
 
 class QueryRequest(TurnRequest):
-    """The body of `POST /query` (api.md §8.1): the turn contract plus what is HTTP's. Validated
+    """The body of `POST /query` (spec/api.md §8.1): the turn contract plus what is HTTP's. Validated
     strictly: `"100"` is not an integer, `1` not a bool."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -35,7 +35,7 @@ class QueryRequest(TurnRequest):
 
 
 class FeedbackRequest(BaseModel):
-    """The body of `POST /queries/{id}/feedback` (api.md §10.3)."""
+    """The body of `POST /queries/{id}/feedback` (spec/api.md §10.3)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -136,7 +136,7 @@ def validated_body(data: dict[str, Any], model: type[M]) -> M:
 
 
 def parse_query_request(request: Request, data: dict[str, Any]) -> QueryRequest:
-    """Unknown fields → extensions → types and ranges → values → option conflicts (api.md §8.1)."""
+    """Unknown fields → extensions → types and ranges → values → option conflicts (spec/api.md §8.1)."""
     _unknown_fields(data, QueryRequest)
     for name in EXTENSION_FIELDS:
         if name in data:

@@ -1,4 +1,4 @@
-"""`sleuth serve`: the API over one `$SLEUTH_HOME`, with the start-up duties of api.md §3 and §9.2.
+"""`sleuth serve`: the API over one `$SLEUTH_HOME`, with the start-up duties of spec/api.md §3 and §9.2.
 
 At start the server (1) fails every turn left `in_progress` by a server that died (`server restarted`):
 such a turn has no thread left to finish it, and polling clients must see it end; (2) seeds the
@@ -30,9 +30,9 @@ from sleuth.store.keys import KeyStore
 from sleuth.store.server_db import ServerDB
 
 log = logging.getLogger("sleuth.server")
-RESTART_ERROR = "server restarted"  # api.md §9.2
+RESTART_ERROR = "server restarted"  # spec/api.md §9.2
 API_KEY_ENV = "SLEUTH_API_KEY"
-REMOTE_WARNING_EVERY = 1000  # api.md §3.3: no-auth on a public address warns every 1,000th request
+REMOTE_WARNING_EVERY = 1000  # spec/api.md §3.3: no-auth on a public address warns every 1,000th request
 LOOPBACK_NAMES = ("localhost",)
 
 
@@ -44,7 +44,7 @@ class ServeError(Invalid, ValueError):
 class ServeOptions:
     host: str = "127.0.0.1"
     port: int = 8088
-    auth: bool | None = None  # None: keys off on loopback, on elsewhere (api.md §3.3)
+    auth: bool | None = None  # None: keys off on loopback, on elsewhere (spec/api.md §3.3)
     allow_remote: bool = False
     # None: the setting's own value (`sleuth.settings`, `$SLEUTH_<NAME>`)
     max_concurrent_turns: int | None = None

@@ -1,4 +1,4 @@
-"""Routes: sessions (api.md §10.1): list, read (with the session's turns, oldest first), delete.
+"""Routes: sessions (spec/api.md §10.1): list, read (with the session's turns, oldest first), delete.
 A principal lists, reads and deletes only the sessions it may see (`api/access.py`).
 
 The server database keeps a session with the scope as the caller wrote it (slugs or ids) and Unix
@@ -47,7 +47,7 @@ def _context_ids(state: ApiState, scope: list[str], cache: dict[str, str]) -> li
 def session_object(
     state: ApiState, stored: dict[str, Any], cache: dict[str, str] | None = None
 ) -> dict[str, Any]:
-    """A stored session as the Session object of api.md §10.1."""
+    """A stored session as the Session object of spec/api.md §10.1."""
     return {
         "id": stored["id"],
         "project_id": state.settings.project_id,

@@ -1,5 +1,5 @@
 """Routes: source import (one file, or an archive expanded by an `import` task, see `archives.py`)
-and the source tree: list, stats, manifest, read, delete (api.md §6.2).
+and the source tree: list, stats, manifest, read, delete (spec/api.md §6.2).
 
 Blocking work (file copies, tree walks, deletes) runs in worker threads: plain `def` routes run in
 FastAPI's thread pool, and the `async` upload route (which streams the multipart body) hands its disk

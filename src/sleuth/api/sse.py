@@ -1,4 +1,4 @@
-"""Server-sent events of a turn (api.md §9.3): the stored events replayed from a `seq`, then followed
+"""Server-sent events of a turn (spec/api.md §9.3): the stored events replayed from a `seq`, then followed
 live until the terminal event, then one `query` frame (no `id:`) with the full Query, then the end.
 
 Events come from the server database, never from the turn's thread: the turn stores each event before
@@ -22,7 +22,7 @@ from sleuth.api.errors import ApiError
 from sleuth.api.turns import TurnExecutor
 from sleuth.store.server_db import ServerDB
 
-KEEPALIVE_S = 15.0  # api.md §9.3; tests lower it
+KEEPALIVE_S = 15.0  # spec/api.md §9.3; tests lower it
 POLL_S = 0.5  # a read without a wake-up, in case one is missed
 TERMINAL_EVENTS = frozenset({"response.completed", "response.failed", "response.cancelled"})
 MAX_EVENT_ID = 2**63 - 1  # event ids are SQLite integers
@@ -108,7 +108,7 @@ async def _follow(
 
 
 def stream_response(frames: AsyncIterator[str], query_id: str) -> StreamingResponse:
-    """The SSE response with the headers of api.md §9.3 (exactly `text/event-stream`, no charset)."""
+    """The SSE response with the headers of spec/api.md §9.3 (exactly `text/event-stream`, no charset)."""
     return StreamingResponse(
         frames,
         headers={

@@ -20,7 +20,7 @@ class ApiState:
     db: ServerDB
     runtime: Runtime
     overrides: dict[str, Any] = field(default_factory=dict)  # the server's flags: they win over the env
-    auth: bool = False  # API keys required (False: no-auth local mode, api.md §3.3)
+    auth: bool = False  # API keys required (False: no-auth local mode, spec/api.md §3.3)
 
     @property
     def settings(self) -> Settings:

@@ -1,4 +1,4 @@
-"""Routes: system (api.md §2, §3.2): `GET /version`, the login exchange, `GET /auth`, `GET /project`.
+"""Routes: system (spec/api.md §2, §3.2): `GET /version`, the login exchange, `GET /auth`, `GET /project`.
 
 `/version` reports the sandbox from a probe: one sandbox is forked over a curated context with the
 floor lifted, its `ready` message says which layers took effect, and the configured floor is checked
@@ -28,7 +28,7 @@ from sleuth.store.keys import TOKEN_PREFIX, KeyStore, new_secret
 log = logging.getLogger("sleuth.api")
 router = APIRouter()
 
-BACKEND = "zygote"  # sandbox.md §7: the only backend so far
+BACKEND = "zygote"  # spec/sandbox.md §7: the only backend so far
 RETRY_FAILED_PROBE_S = 30.0
 
 _probes: weakref.WeakKeyDictionary[SandboxHost, tuple[float, dict[str, Any]]] = weakref.WeakKeyDictionary()
@@ -102,7 +102,7 @@ class LoginBody(BaseModel):
 @router.post("/auth/login", summary="Exchange an API key for a bearer token (no auth)")
 def login(request: Request, body: Annotated[LoginBody | None, Body()] = None) -> dict[str, Any]:
     """The key comes from the body, else from the credential headers. In no-auth mode the token is
-    never checked, so any request gets one (api.md §3.3)."""
+    never checked, so any request gets one (spec/api.md §3.3)."""
     state = api_state(request)
     settings = state.settings
     project = {"project_id": settings.project_id, "project_name": settings.project_name}

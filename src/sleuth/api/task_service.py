@@ -1,4 +1,4 @@
-"""The task service (api.md §9): long jobs (curate, import, pack, restore) on a pool of worker
+"""The task service (spec/api.md §9): long jobs (curate, import, pack, restore) on a pool of worker
 threads, each with a handle that records its progress, honours cancellation and writes its result
 to the task store. The routes over it are in `tasks.py`.
 """
@@ -298,7 +298,7 @@ class TaskService:
 
 def service_for_app(app: FastAPI) -> TaskService:
     """The app's `TaskService`, made on first use: it opens the task table next to the server
-    database and fails the tasks a previous process left live (api.md §7.1)."""
+    database and fails the tasks a previous process left live (spec/api.md §7.1)."""
     service: TaskService | None = getattr(app.state, _SERVICE_KEY, None)
     if service is not None:
         return service

@@ -1,4 +1,4 @@
-"""Routes: tasks (api.md §7.1), long context operations run in the background, persisted in
+"""Routes: tasks (spec/api.md §7.1), long context operations run in the background, persisted in
 `server.sqlite`: list, get, stats, cancel, and the files a task wrote.
 
 A route records the task (`scheduled`) and hands a job to `task_service.TaskService`, a small thread
@@ -56,7 +56,7 @@ LIST_OUTPUT_BYTES = 16 * 1024
 
 
 def task_json(state: ApiState, task: dict[str, Any], with_steps: bool = False) -> dict[str, Any]:
-    """The Task object of api.md §7.1 (`steps` on `GET /tasks/{id}` only)."""
+    """The Task object of spec/api.md §7.1 (`steps` on `GET /tasks/{id}` only)."""
     timeout = task["timeout_seconds"]
     body: dict[str, Any] = {
         "id": task["id"],
@@ -139,7 +139,7 @@ def list_tasks(
             names = [info.id, info.slug]
         except ContextNotFound:
             pass
-    if who.contexts is not None:  # a key limited to contexts lists only their tasks (api.md §3.1)
+    if who.contexts is not None:  # a key limited to contexts lists only their tasks (spec/api.md §3.1)
         names = sorted(who.contexts) if names is None else [n for n in names if who.sees_context(n)]
     start = offset if offset is not None else (page - 1) * limit
     items, total = service.store.page(

@@ -1,4 +1,4 @@
-"""Route: the built-in manifest templates (api.md §7.2, context.md §9)."""
+"""Route: the built-in manifest templates (spec/api.md §7.2, spec/context.md §9)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The bounded turn executor (api.md §8.1 "Capacity"): at most `max_concurrent_turns` turns run at
+"""The bounded turn executor (spec/api.md §8.1 "Capacity"): at most `max_concurrent_turns` turns run at
 once on worker threads, at most `max_queued_turns` more wait (stored `in_progress`), and a request
 beyond that is refused with `429 too_many_queries` before anything is stored.
 
@@ -164,7 +164,7 @@ class TurnExecutor:
             return query_id in self._entries
 
     def cancel(self, query_id: str) -> bool:
-        """Stop a turn of this server (api.md §9.4). A running turn stops between steps with its sandbox
+        """Stop a turn of this server (spec/api.md §9.4). A running turn stops between steps with its sandbox
         killed; a queued one is ended at once, here, instead of waiting for a worker. False when the
         turn is not running here (unknown, finished, or owned by another process)."""
         if not self.runtime.cancel(query_id):

@@ -30,7 +30,7 @@ UPLOAD_ROUTE = re.compile(r"/api(?:/v0)?/contexts/[^/]+/(?:import/upload|restore
 
 @dataclass(frozen=True)
 class SourceLimits:
-    """api.md §12, each a setting (`sleuth.settings`, `$SLEUTH_<NAME>`), read per request."""
+    """spec/api.md §12, each a setting (`sleuth.settings`, `$SLEUTH_<NAME>`), read per request."""
 
     max_file_bytes: int
     max_upload_bytes: int

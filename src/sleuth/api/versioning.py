@@ -1,4 +1,4 @@
-"""API versions (api.md §2): `2026-07` (default) and `unstable` (plus Sleuth's request extensions).
+"""API versions (spec/api.md §2): `2026-07` (default) and `unstable` (plus Sleuth's request extensions).
 The middleware in app.py resolves the header; routes call `require_unstable` for extensions."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`sleuth mcp`: the MCP server (api.md §11) over stdio, for local agents, as the local admin."""
+"""`sleuth mcp`: the MCP server (spec/api.md §11) over stdio, for local agents, as the local admin."""
 
 from __future__ import annotations
 

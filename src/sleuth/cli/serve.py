@@ -1,4 +1,4 @@
-"""`sleuth serve` and `sleuth keys create|list|revoke` (api.md §3, README CLI table)."""
+"""`sleuth serve` and `sleuth keys create|list|revoke` (spec/api.md §3, README CLI table)."""
 
 from __future__ import annotations
 

@@ -1,1 +1,1 @@
-"""Compile: parse → pages → chunks → embed → artifacts → tables, indexes, rosters (context.md §5)."""
+"""Compile: parse → pages → chunks → embed → artifacts → tables, indexes, rosters (spec/context.md §5)."""

@@ -1,4 +1,4 @@
-"""The artifact leg of a compile (context.md §4, §5.1 phases 4-6): cards, glossaries, typed tables,
+"""The artifact leg of a compile (spec/context.md §4, §5.1 phases 4-6): cards, glossaries, typed tables,
 edges, artifact files, rosters and the outline, all rebuilt from the stored pages of the version."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Artifacts: the typed, curated units of a context (context.md §4, §7.3).
+"""Artifacts: the typed, curated units of a context (spec/context.md §4, §7.3).
 
 This module holds the artifact record and its Markdown file format, and the two per-source
 builders that need no model: `doc` (one card per source) and `page` (one card per page). Every

@@ -1,4 +1,4 @@
-"""Boilerplate: the passages a reader skips (context.md §7.2, issue 11).
+"""Boilerplate: the passages a reader skips (spec/context.md §7.2, issue 11).
 
 Running headers and footers, tables of contents, and text repeated across many documents
 (certifications, disclaimers, legal notices) match many questions lexically and say nothing. Page text

@@ -1,4 +1,4 @@
-"""Chunking: cut page text into spans for embedding and keyword search (context.md §3.1, §7.2).
+"""Chunking: cut page text into spans for embedding and keyword search (spec/context.md §3.1, §7.2).
 
 A chunk never crosses a page boundary and, with `respect_sections`, never a section boundary. It is
 always an exact slice, `page.text[start:end]`; cuts prefer paragraph, then line, then sentence,

@@ -1,4 +1,4 @@
-"""Mention edges between deterministic types, built without a model (context.md §4.1): A → B for
+"""Mention edges between deterministic types, built without a model (spec/context.md §4.1): A → B for
 every artifact B of the `to` type whose name occurs verbatim (case-insensitive, on word boundaries)
 in the source text of A; the first occurrence is the evidence span."""
 

@@ -1,4 +1,4 @@
-"""The seam for model extraction (context.md §5.4, later): kinds `summary`, `topic`, `entity` and
+"""The seam for model extraction (spec/context.md §5.4, later): kinds `summary`, `topic`, `entity` and
 `event` are built by an `Extractor`. Until a model is configured the compiler uses
 `NoModelExtractor`, which builds nothing and says so, per type, in the compile report."""
 

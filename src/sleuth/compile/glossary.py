@@ -1,5 +1,5 @@
 """Glossary artifacts: term/definition entries read verbatim from the headings a type lists
-(context.md §4, `glossary`). Recognized forms: `Term: definition`, `**Term** – definition`,
+(spec/context.md §4, `glossary`). Recognized forms: `Term: definition`, `**Term** – definition`,
 `"Term" means …`, two-column tables and definition lists (`Term` then `: definition`)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Integrity checks run before a version flips: every chunk is a slice of its page and every
-provenance quote is verbatim (context.md §5.1, phase 6). A failure is fatal: the run does not flip."""
+provenance quote is verbatim (spec/context.md §5.1, phase 6). A failure is fatal: the run does not flip."""
 
 from __future__ import annotations
 

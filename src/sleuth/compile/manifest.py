@@ -1,4 +1,4 @@
-"""The manifest: the one JSON document that configures a compile (context.md §3).
+"""The manifest: the one JSON document that configures a compile (spec/context.md §3).
 
 Every field is optional and `{}` is a working manifest. Bounds come from the Nexus contract;
 the cross-field rules of §3.6 are Sleuth's own. Validation reports every problem with its JSON
@@ -25,9 +25,9 @@ Format = Literal["markdown", "sqlite"]
 ColumnType = Literal["TEXT", "INTEGER", "REAL", "NUMERIC"]
 Strategy = Literal["markdown_heading", "sliding_window", "html", "csv", "code"]
 
-#: Kinds built without a model (context.md §4).
+#: Kinds built without a model (spec/context.md §4).
 DETERMINISTIC_KINDS: frozenset[str] = frozenset({"doc", "page", "glossary"})
-#: Allowed (scopes, formats) per kind (context.md §4).
+#: Allowed (scopes, formats) per kind (spec/context.md §4).
 KIND_RULES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "doc": (frozenset({"document"}), frozenset({"markdown"})),
     "page": (frozenset({"document"}), frozenset({"markdown"})),

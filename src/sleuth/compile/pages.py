@@ -1,4 +1,4 @@
-"""Pages: the unit every citation points into (context.md §1, §7.1).
+"""Pages: the unit every citation points into (spec/context.md §1, §7.1).
 
 A parser turns one source into a `ParsedSource`: its pages' text plus the structure found in it
 (headings, tables) as offsets into that text. Nothing downstream re-reads the source file: chunks,
@@ -85,7 +85,7 @@ class ParsedSource:
 
 
 class ParseError(Failed):
-    """A source yielded nothing usable; `status` is `skipped` or `failed` (context.md §5.3)."""
+    """A source yielded nothing usable; `status` is `skipped` or `failed` (spec/context.md §5.3)."""
 
     def __init__(self, status: str, reason: str) -> None:
         super().__init__(reason)

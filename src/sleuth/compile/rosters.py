@@ -1,4 +1,4 @@
-"""Rosters: system-made "All <Type>" lists, plus "All Sources" (context.md §7.4). They are the
+"""Rosters: system-made "All <Type>" lists, plus "All Sources" (spec/context.md §7.4). They are the
 first stop for "list every X" questions, so they are rebuilt after every compile."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Bring files into a context's source tree (context.md §2) without ever writing outside it.
+"""Bring files into a context's source tree (spec/context.md §2) without ever writing outside it.
 
 `sleuth compile ./filings` mirrors the directory into `uploads/filings/`; a file is copied to
 `uploads/<name>`; an archive is expanded under `uploads/<archive name>/`. Every name that comes
@@ -20,7 +20,7 @@ from sleuth.settings import Settings, current
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 
-#: Any relative path a request or an archive names: a component is at most 255 bytes (api.md §4), the
+#: Any relative path a request or an archive names: a component is at most 255 bytes (spec/api.md §4), the
 #: whole path at most `MAX_PATH_BYTES` bytes and `MAX_PATH_DEPTH` components, so a path always fits
 #: the operating system's limits below a context's directory and a `mkdir(parents=True)` is shallow.
 MAX_COMPONENT_BYTES = 255
@@ -34,7 +34,7 @@ MAX_SOURCE_PATH_DEPTH = 32
 
 class UnsafePath(Invalid, ValueError):
     """A path is absolute, contains `..`, a backslash, NUL or control characters, a component over
-    255 bytes, or is too long or too deep (api.md §4, `unsafe_path`)."""
+    255 bytes, or is too long or too deep (spec/api.md §4, `unsafe_path`)."""
 
 
 def shown(name: str, limit: int = 80) -> str:

@@ -1,4 +1,4 @@
-"""`tables.sqlite` (context.md §7.5): system tables for sources, chunks, artifacts, edges and
+"""`tables.sqlite` (spec/context.md §7.5): system tables for sources, chunks, artifacts, edges and
 glossary terms, plus one typed table per `format: sqlite` type. Finished in rollback-journal mode
 so a read-only mount can open it."""
 

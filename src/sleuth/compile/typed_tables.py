@@ -1,4 +1,4 @@
-"""Typed-table rows read from tables in the corpus, without a model (context.md §4.1).
+"""Typed-table rows read from tables in the corpus, without a model (spec/context.md §4.1).
 
 A `format: sqlite` type takes the rows of every corpus table (CSV sources; Markdown, HTML and
 DOCX tables) whose header holds each declared column. Values are coerced to the column type; rows

@@ -1,4 +1,4 @@
-"""The files of one version's `knowledge/` tree (context.md §7.1-7.2) and how versions share them."""
+"""The files of one version's `knowledge/` tree (spec/context.md §7.1-7.2) and how versions share them."""
 
 from __future__ import annotations
 

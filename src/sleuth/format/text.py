@@ -1,6 +1,6 @@
 """The forms text takes, declared once. One stored form, and the comparison forms derived from it:
 
-- `normalize_text`: extracted text as a version stores it (context.md §7.1), before any offset is
+- `normalize_text`: extracted text as a version stores it (spec/context.md §7.1), before any offset is
   taken; page text, chunks, groundings and the keyword index are all slices of it.
 - `collapsed`: whitespace runs to one space, trimmed (how a step output and a span are matched, §8.1).
 - `comparable`: NFC, then collapsed: the form groundings and pages are compared in (§8.4).
@@ -41,7 +41,7 @@ _INVISIBLE = re.compile("[\u0000-\u0008\u000e-\u001f\u007f-\u009f\u200b-\u200d\u
 
 
 def normalize_text(text: str) -> str:
-    """Extracted text as it is stored, once, before any offset is taken (context.md §7.1).
+    """Extracted text as it is stored, once, before any offset is taken (spec/context.md §7.1).
 
     NFC; CRLF/CR → LF; soft hyphens resolved (kept between letters, joined across a line break);
     typographic ligatures spelled out (`ﬁ` → `fi`); odd spaces → a space; invisible and control

@@ -1,8 +1,8 @@
-"""Anthropic messages adapter (runtime.md §12).
+"""Anthropic messages adapter (spec/runtime.md §12).
 
 Translation rules, each forced by the messages API:
 - system messages are joined into the top-level `system`, which carries a prompt-cache breakpoint: the
-  orientation prompt is byte-identical across questions (runtime.md §3), so later calls read it from the
+  orientation prompt is byte-identical across questions (spec/runtime.md §3), so later calls read it from the
   cache; a second breakpoint on the newest message lets each loop step reuse the previous step's prefix;
 - assistant tool calls become `tool_use` blocks; `tool` messages become `tool_result` blocks in a user
   message, consecutive results merged into one (the API wants all results of a turn together);
@@ -40,7 +40,7 @@ _MISSING_EXTRA = "the anthropic extra is not installed: pip install 'sleuth[anth
 JSON_INSTRUCTION = (
     "Reply with exactly one JSON object and nothing else: no prose before or after it, no code fences."
 )
-# Sleuth's thinking levels (api.md §8.1) → the API's `output_config.effort` values.
+# Sleuth's thinking levels (spec/api.md §8.1) → the API's `output_config.effort` values.
 _EFFORT = {"minimal": "low", "low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh", "max": "max"}
 _EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
 

@@ -1,4 +1,4 @@
-"""The one seam every language model sits behind (runtime.md §12): `Model.complete(messages, tools,
+"""The one seam every language model sits behind (spec/runtime.md §12): `Model.complete(messages, tools,
 params) -> Reply`. Providers, the scripted test model and the offline planner each implement it, so
 the agent loop never knows which one it talks to.
 
@@ -68,7 +68,7 @@ class ToolSpec:
 
 @dataclass
 class TokenUsage:
-    """The tokens of model calls, as providers count them. A turn's `usage` (api.md §8.2, with its
+    """The tokens of model calls, as providers count them. A turn's `usage` (spec/api.md §8.2, with its
     total and cost) is `agent.records.Usage`, summed from these."""
 
     input_tokens: int = 0
@@ -179,7 +179,7 @@ class ModelConfig:
 
 
 class ModelError(Unavailable):
-    """A provider call failed. `retryable` for timeouts, 429 and 5xx (runtime.md §12 fallback);
+    """A provider call failed. `retryable` for timeouts, 429 and 5xx (spec/runtime.md §12 fallback);
     `retry_after`: the seconds the provider asked to wait (its `Retry-After` header), if it said."""
 
     def __init__(

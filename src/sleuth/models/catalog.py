@@ -1,4 +1,4 @@
-"""The model catalog (runtime.md §12, api.md §10.2): `$SLEUTH_HOME/config.toml` plus model specs.
+"""The model catalog (spec/runtime.md §12, spec/api.md §10.2): `$SLEUTH_HOME/config.toml` plus model specs.
 
 ```toml
 default = "local/qwen"                     # optional; a catalog id
@@ -17,7 +17,7 @@ A spec (`openai:NAME`, `anthropic:NAME`, `openai-compatible:NAME@URL`) adds an e
 spec without `@URL`. Specs are accepted from the CLI and `SLEUTH_MODEL` only: over HTTP the caller passes
 `allow_specs=False`, so a request can never make the server call a URL of its choosing.
 
-`sleuth/offline` (the planner, runtime.md §10) is always present; with nothing configured it is the
+`sleuth/offline` (the planner, spec/runtime.md §10) is always present; with nothing configured it is the
 default and every tier maps to it. With models configured and no `default`, the default is the
 `standard` tier's model, else the first model in the file: configuring a model means wanting it used.
 """
@@ -43,7 +43,7 @@ TIERS = ("lite", "standard", "pro")
 CONFIGURABLE_PROVIDERS = ("openai", "anthropic", "openai-compatible")
 SDK_MODULE: dict[str, str] = {"openai": "openai", "openai-compatible": "openai", "anthropic": "anthropic"}
 
-# `GET /models` query_defaults (api.md §10.2, runtime.md §12).
+# `GET /models` query_defaults (spec/api.md §10.2, spec/runtime.md §12).
 QUERY_DEFAULTS: dict[str, Any] = {
     "max_steps": {"search": 8, "search_cc": 8, "search_rag": 2},
     "thinking_levels": ["minimal", "low", "medium", "high"],
@@ -82,7 +82,7 @@ class CatalogError(Invalid, ValueError):
 
 
 def _defaults(provider: str) -> tuple[ToolProtocol, int]:
-    """Per-provider defaults of runtime.md §12: (tool_protocol, context_window)."""
+    """Per-provider defaults of spec/runtime.md §12: (tool_protocol, context_window)."""
     if provider == "openai-compatible":
         return "text", 8192
     return "native", 128_000
@@ -326,7 +326,7 @@ class Catalog:
         return resolve_api_key(config, self.env) is not None
 
     def public(self) -> dict[str, Any]:
-        """The `GET /models` catalog (api.md §10.2), never keys. `embedding_models` is the server's to
+        """The `GET /models` catalog (spec/api.md §10.2), never keys. `embedding_models` is the server's to
         add: it comes from the embedders, not from this file."""
         return {
             "default": self.default,

@@ -1,5 +1,5 @@
 """Text embedders. The default is all-MiniLM-L6-v2, int8 per-channel ONNX, run with onnxruntime
-and tokenizers from files shipped inside the package (stack.md, Decisions): no torch, and no hub
+and tokenizers from files shipped inside the package (spec/stack.md, Decisions): no torch, and no hub
 download, ever. The graph already mean-pools and L2-normalizes, so vectors come out unit length.
 """
 
@@ -147,7 +147,7 @@ STATIC_TOKENIZER_SHA256 = "dd33465341c98889c3338356b6200c8b232b89af5f1b7aa8e6ee1
 
 class StaticEmbedder:
     """The `lite` embedder: a static model2vec distillation of the same MiniLM (token vectors,
-    averaged). About 100× faster than MiniLM on a CPU with lower recall (stack.md §2): for very
+    averaged). About 100× faster than MiniLM on a CPU with lower recall (spec/stack.md §2): for very
     large corpora and quick experiments, not the default."""
 
     id = "minilm-l6-v2-static"

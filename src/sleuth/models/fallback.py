@@ -1,4 +1,4 @@
-"""Fallback across a session's models (runtime.md §12): a request that fails with a timeout, 429 or
+"""Fallback across a session's models (spec/runtime.md §12): a request that fails with a timeout, 429 or
 5xx is retried twice (1 s, then 2 s, or as long as the provider's `Retry-After` asks, up to
 `MAX_RETRY_AFTER_S`; a longer wait moves on), then the next model is tried; any other error moves on at
 once. When every model fails, the error names each model and its last error, so the turn's failure

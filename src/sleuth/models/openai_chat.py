@@ -1,5 +1,5 @@
-"""OpenAI chat completions adapter (runtime.md §12): hosted OpenAI and any OpenAI-compatible server
-(llama.cpp's `llama-server`, local-llm.md) share it.
+"""OpenAI chat completions adapter (spec/runtime.md §12): hosted OpenAI and any OpenAI-compatible server
+(llama.cpp's `llama-server`, spec/local-llm.md) share it.
 
 The `openai` SDK is an optional extra, so it is imported lazily: Sleuth imports and runs offline without
 it. The SDK's own retries are off (`max_retries=0`) because retry and fallback policy belongs to
@@ -74,7 +74,7 @@ def error_detail(body: object, fallback: str) -> str:
 
 
 def status_retryable(status: int) -> bool:
-    """Timeouts (408), rate limits (429) and server errors (5xx) are worth retrying (runtime.md §12)."""
+    """Timeouts (408), rate limits (429) and server errors (5xx) are worth retrying (spec/runtime.md §12)."""
     return status in (408, 429) or status >= 500
 
 

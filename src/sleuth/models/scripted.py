@@ -1,5 +1,5 @@
 """A scripted model: returns given replies in order. Tests drive the agent loop with it, and
-deterministic replay (runtime.md §11) feeds it a turn's recorded replies (`Reply.to_json` dicts).
+deterministic replay (spec/runtime.md §11) feeds it a turn's recorded replies (`Reply.to_json` dicts).
 
 Script items:
 - a `Reply`, returned as is (usage computed when it has none, `model` filled when empty);
@@ -10,7 +10,7 @@ Script items:
 - an exception (normally a `ModelError`): raised at that position, e.g. to exercise fallback.
 
 Actions follow the model's `tool_protocol`: native tool calls, or for `text` the fenced code a
-text-protocol model would write (runtime.md §4.1).
+text-protocol model would write (spec/runtime.md §4.1).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The host side of the sandbox: start the zygote, open a sandbox per turn, run steps, answer host
 function calls from a registry, and kill by pidfd when anything goes wrong.
 
-The registry is the boundary (sandbox.md §5): code in the sandbox can write any message to its
+The registry is the boundary (spec/sandbox.md §5): code in the sandbox can write any message to its
 channel, so the host runs only names it registered, with validated arguments.
 """
 
@@ -270,7 +270,7 @@ class Sandbox:
         self._sock.close()
 
     def close(self) -> None:
-        """Ask politely, then kill by pidfd regardless (sandbox.md §4)."""
+        """Ask politely, then kill by pidfd regardless (spec/sandbox.md §4)."""
         if not self.alive:
             return
         try:

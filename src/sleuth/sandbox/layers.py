@@ -1,4 +1,4 @@
-"""Kernel isolation layers, applied by the turn's child in the order of sandbox.md §2.1.
+"""Kernel isolation layers, applied by the turn's child in the order of spec/sandbox.md §2.1.
 
 Each function applies one layer and raises `OSError` when the host does not allow it; the caller
 records which layers took effect and fails closed below the configured floor. Everything goes
@@ -220,7 +220,7 @@ def create_cgroup(name: str, memory_bytes: int, pids: int) -> list[Path]:
     """Per-turn cgroup v1 directories for the memory and pids controllers, with their limits.
 
     Returns the directories made (empty where the host does not delegate them). cgroup v2 and
-    systemd delegation are later work (sandbox.md §11).
+    systemd delegation are later work (spec/sandbox.md §11).
     """
     made: list[Path] = []
     for controller, settings in (
@@ -436,7 +436,7 @@ def preload_seccomp() -> str | None:
 
 
 def apply_seccomp() -> None:
-    """A deny-list filter (sandbox.md §2.1, layer 9): no new processes or programs, no sockets but
+    """A deny-list filter (spec/sandbox.md §2.1, layer 9): no new processes or programs, no sockets but
     AF_UNIX, none of the privileged calls. Threads stay allowed (clone with CLONE_THREAD)."""
     import pyseccomp as sc
 

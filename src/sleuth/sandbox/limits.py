@@ -1,4 +1,4 @@
-"""Sandbox limits (sandbox.md §6): declared once, with defaults, and reported when they bite."""
+"""Sandbox limits (spec/sandbox.md §6): declared once, with defaults, and reported when they bite."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The messages a sandbox may send the host (sandbox.md §4), one schema per kind.
+"""The messages a sandbox may send the host (spec/sandbox.md §4), one schema per kind.
 
 `protocol.decode` has already bounded the line; these schemas bound each field and fix its type,
 so the host never indexes into an unchecked dict. Anything that does not fit is a `ProtocolError`
@@ -37,7 +37,7 @@ class Ready(_Message):
 
 
 class Rpc(_Message):
-    """A host function call (sandbox.md §5); `args` is checked by the registered function."""
+    """A host function call (spec/sandbox.md §5); `args` is checked by the registered function."""
 
     t: Literal["rpc"]
     id: int

@@ -1,4 +1,4 @@
-"""What the model sees of a step (runtime.md §4.4): the captured text, cut at N characters with
+"""What the model sees of a step (spec/runtime.md §4.4): the captured text, cut at N characters with
 the exact notice `[truncated: showing 10,000 of 46,212 chars]`."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The sandbox wire protocol (sandbox.md §4): one JSON object per line over an AF_UNIX socket.
+"""The sandbox wire protocol (spec/sandbox.md §4): one JSON object per line over an AF_UNIX socket.
 
 JSON only, never pickle. Everything that arrives is hostile until checked, so a line is bounded
 *before* it is parsed into objects: its length (`MAX_LINE`), the number of values in it (`MAX_VALUES`:

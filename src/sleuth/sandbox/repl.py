@@ -1,4 +1,4 @@
-"""The REPL that runs inside a turn's sandbox (runtime.md §4.3, sandbox.md §2.2).
+"""The REPL that runs inside a turn's sandbox (spec/runtime.md §4.3, spec/sandbox.md §2.2).
 
 One globals dict and one event loop live for the whole turn. Each step is compiled with top-level
 `await` allowed; a step that awaits runs as a coroutine on the persistent loop under
@@ -352,7 +352,7 @@ def _compact(value: Any) -> str:
 
 
 def _summary(result: Any) -> dict[str, Any]:
-    """A call's result for the trace: counts and the top hit, never the payload (api.md §8.5)."""
+    """A call's result for the trace: counts and the top hit, never the payload (spec/api.md §8.5)."""
     from sleuth.sdk.types import Hit, Rows
 
     if isinstance(result, Rows):

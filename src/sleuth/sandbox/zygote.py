@@ -1,4 +1,4 @@
-"""The zygote (sandbox.md §2): started once with a scrubbed environment, it imports the SDK and the
+"""The zygote (spec/sandbox.md §2): started once with a scrubbed environment, it imports the SDK and the
 REPL, then forks a child per turn. Child A joins new namespaces and forks B, which becomes PID 1
 of the new pid namespace, locks itself down layer by layer and serves the REPL.
 
@@ -260,7 +260,7 @@ def _child(
     namespaces: list[str],
     cgroup: str | None,
 ) -> None:
-    """B: lock down (sandbox.md §2.1, layers 2-9), then serve the REPL. Never returns normally.
+    """B: lock down (spec/sandbox.md §2.1, layers 2-9), then serve the REPL. Never returns normally.
 
     `dirs` is (mount point for the new root, parent of scratch directories without namespaces).
     """

@@ -1,1 +1,1 @@
-"""The retrieval SDK: the primitives model-written code calls (runtime.md §5)."""
+"""The retrieval SDK: the primitives model-written code calls (spec/runtime.md §5)."""

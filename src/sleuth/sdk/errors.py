@@ -1,4 +1,4 @@
-"""SDK errors, written for the model that reads them (runtime.md §5.1)."""
+"""SDK errors, written for the model that reads them (spec/runtime.md §5.1)."""
 
 from __future__ import annotations
 

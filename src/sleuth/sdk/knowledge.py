@@ -1,4 +1,4 @@
-"""The retrieval primitives over one pinned version per scoped context (runtime.md §5).
+"""The retrieval primitives over one pinned version per scoped context (spec/runtime.md §5).
 
 `Knowledge` is what the REPL binds: each method marked `@primitive` is one primitive, declared there
 once (its signature, bounds and docstring; see `sdk/primitives.py`). Searches are coroutines
@@ -66,4 +66,4 @@ class Knowledge(Reads, Searches, Tables):
 
 
 PRIMITIVES = tuple(item.name for item in primitives())
-"""The SDK's public calls, in the order of runtime.md §5.2 (declared by `@primitive`)."""
+"""The SDK's public calls, in the order of spec/runtime.md §5.2 (declared by `@primitive`)."""

@@ -1,4 +1,4 @@
-"""The SDK's primitives, declared once (runtime.md §5.2).
+"""The SDK's primitives, declared once (spec/runtime.md §5.2).
 
 Each method of `Knowledge` that model-written code may call is marked `@primitive("read")` or
 `@primitive("search")`. Its signature, with the bounds of its arguments written as the `Annotated`
@@ -97,7 +97,7 @@ _REGISTRY: dict[str, Primitive] = {}
 
 
 def primitives() -> list[Primitive]:
-    """Every primitive, in the order `Knowledge` declares them (runtime.md §5.2's). Declaring
+    """Every primitive, in the order `Knowledge` declares them (spec/runtime.md §5.2's). Declaring
     `Knowledge` registers them: its module must have been imported."""
     if not _REGISTRY:
         raise RuntimeError("no primitives: import sleuth.sdk.knowledge first")

@@ -1,4 +1,4 @@
-"""The reading primitives (runtime.md §5.2): the outline, one artifact, the rosters, a type's spec.
+"""The reading primitives (spec/runtime.md §5.2): the outline, one artifact, the rosters, a type's spec.
 Plain calls whose results may also be awaited.
 """
 

@@ -1,4 +1,4 @@
-"""The searching primitives (runtime.md §5.2): hybrid, semantic and keyword search over chunks and
+"""The searching primitives (spec/runtime.md §5.2): hybrid, semantic and keyword search over chunks and
 artifacts. Each is a coroutine: blocking index work runs in a thread, so `asyncio.gather` overlaps
 searches.
 """

@@ -1,4 +1,4 @@
-"""Read-only SQL over a version's `tables.sqlite` (runtime.md §5.4, stack.md §4).
+"""Read-only SQL over a version's `tables.sqlite` (spec/runtime.md §5.4, spec/stack.md §4).
 
 Read-only is enforced by the connection, not by inspecting the SQL text: the file is opened with
 `mode=ro`, `PRAGMA query_only` is on, an authorizer allows nothing but reads, selects, a set of

@@ -1,5 +1,5 @@
 """The primitives over a context's SQLite database: SQL, tables, the artifact graph and facts
-(runtime.md §5.2).
+(spec/runtime.md §5.2).
 """
 
 from __future__ import annotations

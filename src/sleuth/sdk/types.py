@@ -1,4 +1,4 @@
-"""What the SDK returns (runtime.md §5.3): small frozen records with compact, stable reprs that
+"""What the SDK returns (spec/runtime.md §5.3): small frozen records with compact, stable reprs that
 always show the evidence label, because the model only sees what its code prints.
 
 Reads are plain calls whose results may also be awaited (models mix the two up), so every record
@@ -80,7 +80,7 @@ class Hit(SelfAwaitable):
     span_: Span | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        """`fields` carries the documented keys too (runtime.md §5.3), so `h.fields["chunk_text"]`,
+        """`fields` carries the documented keys too (spec/runtime.md §5.3), so `h.fields["chunk_text"]`,
         the form every example shows, works as well as `h.chunk_text`."""
         if self.kind == "artifact":
             documented: dict[str, Any] = {

@@ -1,1 +1,1 @@
-"""Store: the data directory `$SLEUTH_HOME` (context.md §7): contexts, versions, ledger, indexes."""
+"""Store: the data directory `$SLEUTH_HOME` (spec/context.md §7): contexts, versions, ledger, indexes."""

@@ -1,5 +1,5 @@
 """The dense index (`index/dense/`): one L2-normalized float32 matrix per namespace plus its id
-list, searched by exact inner product (stack.md §3: exact NumPy is the simplest correct answer up
+list, searched by exact inner product (spec/stack.md §3: exact NumPy is the simplest correct answer up
 to a few hundred thousand vectors per context)."""
 
 from __future__ import annotations

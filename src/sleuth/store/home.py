@@ -1,4 +1,4 @@
-"""The data directory and the contexts in it (context.md §7).
+"""The data directory and the contexts in it (spec/context.md §7).
 
 Contexts live under `contexts/<ctx_id>/` so renaming a slug moves nothing; `context.json` maps the
 slug to the id. Every JSON file is written to a temporary name and renamed into place, so a crash

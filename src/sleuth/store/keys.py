@@ -1,4 +1,4 @@
-"""API keys and login tokens (api.md §3) in `server.sqlite`, beside the sessions and queries.
+"""API keys and login tokens (spec/api.md §3) in `server.sqlite`, beside the sessions and queries.
 
 A key is `slk_` + 40 random base62 characters; it is shown once, when created, and only its SHA-256 is
 stored, so a copy of the database does not hand out working keys. A login token (`slt_…`, §3.2) is a
@@ -40,7 +40,7 @@ TOKEN_PREFIX = "slt_"
 SECRET_CHARS = 40
 BASE62 = string.digits + string.ascii_letters
 ROLES = ("admin", "query")
-TOKEN_TTL_S = 30 * 24 * 3600  # api.md §12: login tokens live 30 days
+TOKEN_TTL_S = 30 * 24 * 3600  # spec/api.md §12: login tokens live 30 days
 NAME_CHARS = 64
 
 keys_t = Table(

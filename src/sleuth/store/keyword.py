@@ -1,4 +1,4 @@
-"""The lexical index (`index/keyword.sqlite`): SQLite FTS5 ranked by BM25 (stack.md §5).
+"""The lexical index (`index/keyword.sqlite`): SQLite FTS5 ranked by BM25 (spec/stack.md §5).
 
 Two namespaces, chunks and artifacts, as contentless FTS5 tables (the text lives in the chunk and
 artifact files; the index only needs to rank). Queries are built here rather than passed through:

@@ -1,4 +1,4 @@
-"""The curation ledger (`ledger.json`, context.md §6): what each source contributed, so a compile
+"""The curation ledger (`ledger.json`, spec/context.md §6): what each source contributed, so a compile
 only redoes what changed. Field names follow the contract's `CurationState`."""
 
 from __future__ import annotations

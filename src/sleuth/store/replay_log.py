@@ -1,7 +1,7 @@
-"""The replay log `queries/<qry_id>/replay.jsonl.gz` (context.md §7, api.md §8.6).
+"""The replay log `queries/<qry_id>/replay.jsonl.gz` (spec/context.md §7, spec/api.md §8.6).
 
 One JSON record per line: every model response and host-function result of a turn, so the turn can be
-re-run deterministically (runtime.md §11). The file is written once, when the turn ends, to a temporary
+re-run deterministically (spec/runtime.md §11). The file is written once, when the turn ends, to a temporary
 name and renamed into place, so a reader never sees half a log. The gzip header carries no name and
 mtime 0, so the same records always give the same bytes (replays and packs can compare them).
 """

@@ -13,7 +13,7 @@ Both are weighted by how rare each question word is (idf over the version's chun
 chunk on those pages is rescored as the reciprocal-rank fusion of its own first-stage rank with its
 page's two ranks. When the search is inside given documents, the pages whose title zone matches best
 join too (`title_pages`), however far down their chunks were. No model is involved: the index holds no
-cross-encoder, because none ships with its weights on the package registry (stack.md §2, looked at
+cross-encoder, because none ships with its weights on the package registry (spec/stack.md §2, looked at
 again for this module); this is the stage such a model would take over. Measured on FinanceBench
 (benchmarks/retrieval.py, one run): within-filing page recall@10 0.674 → 0.783, corpus-wide
 0.628 → 0.744.

@@ -1,4 +1,4 @@
-"""`server.sqlite`: the durable store of sessions, queries, their events and traces (context.md §7).
+"""`server.sqlite`: the durable store of sessions, queries, their events and traces (spec/context.md §7).
 
 The CLI (`sleuth ask`, `trace`, `replay`) and the HTTP server share it. It is written with SQLAlchemy
 Core, not the ORM, so the same statements can later run on PostgreSQL; only the engine set-up is
@@ -10,7 +10,7 @@ threads at once. Writes take SQLite's write lock when they begin (`BEGIN IMMEDIA
 read-then-write methods (`append_event`'s seq, `delete_session`'s busy check, `save_trace`'s upsert)
 atomic without retry loops; readers are never blocked in WAL mode.
 
-Values go in and out as plain JSON-serialisable dicts. The Query object (api.md §8.2) is stored whole
+Values go in and out as plain JSON-serialisable dicts. The Query object (spec/api.md §8.2) is stored whole
 as the caller gives it; the store reads only its `id`, `session_id`, `status` and `created`, and keeps
 `feedback` in its own column, overlaid on the document when read, so a late `update_query` with an
 older copy of the document cannot lose feedback.
@@ -86,7 +86,7 @@ class ComparisonGroupFull(ServerDBError, Conflict):
 
 
 def _title(text: str) -> str:
-    """The opening ask on one line, cut to 80 characters (api.md §10.1)."""
+    """The opening ask on one line, cut to 80 characters (spec/api.md §10.1)."""
     return " ".join(text.split())[:TITLE_CHARS]
 
 
@@ -194,7 +194,7 @@ class ServerDB(SqliteStore):
         workflow: str = "search",
         created_by: str = LOCAL_PRINCIPAL,
     ) -> dict[str, Any]:
-        """A new session; scope, prompts, models, tools and workflow are pinned here (runtime.md §9)."""
+        """A new session; scope, prompts, models, tools and workflow are pinned here (spec/runtime.md §9)."""
         now = time.time()
         session: dict[str, Any] = {
             "id": new_id("ses"),
@@ -345,7 +345,7 @@ class ServerDB(SqliteStore):
             )
 
     def comparison_group_size(self, group: str) -> int:
-        """Turns stored in `group` (api.md §8.1: at most 3)."""
+        """Turns stored in `group` (spec/api.md §8.1: at most 3)."""
         with self.reading() as conn:
             return _group_size(conn, group)
 
@@ -414,7 +414,7 @@ class ServerDB(SqliteStore):
     def previous_completed_queries(
         self, session_id: str, before_query_id: str | None = None
     ) -> list[dict[str, Any]]:
-        """The conversation history of runtime.md §9: completed turns, oldest first.
+        """The conversation history of spec/runtime.md §9: completed turns, oldest first.
 
         With `before_query_id`, only turns created before that one (an unknown id sets no bound, so a
         caller may ask before inserting the new turn). Failed and cancelled turns are left out.
@@ -436,7 +436,7 @@ class ServerDB(SqliteStore):
             return [_query_document(row) for row in conn.execute(stmt)]
 
     def set_feedback(self, query_id: str, feedback: dict[str, Any] | None) -> None:
-        """Store (or replace, or with None clear) the turn's feedback (api.md §10.3).
+        """Store (or replace, or with None clear) the turn's feedback (spec/api.md §10.3).
 
         Validation of rating and comment length is the caller's (the API answers 400 for it).
         """
@@ -452,7 +452,7 @@ class ServerDB(SqliteStore):
     # --- events and traces ------------------------------------------------------------------------
 
     def append_event(self, query_id: str, event: dict[str, Any]) -> int:
-        """Store one stream event of the turn (api.md §9.3); returns its seq (1, 2, 3, … per query).
+        """Store one stream event of the turn (spec/api.md §9.3); returns its seq (1, 2, 3, … per query).
 
         The seq is max+1 read inside the same write transaction, so concurrent appends never collide.
         """
@@ -484,7 +484,7 @@ class ServerDB(SqliteStore):
             return [{**json.loads(row.data), "seq": row.seq} for row in conn.execute(stmt)]
 
     def save_trace(self, query_id: str, trace: dict[str, Any]) -> None:
-        """Store or replace the turn's trace (api.md §8.6)."""
+        """Store or replace the turn's trace (spec/api.md §8.6)."""
         document = dumps(trace)
         with self.writing() as conn:
             if conn.execute(select(queries_t.c.id).where(queries_t.c.id == query_id)).first() is None:

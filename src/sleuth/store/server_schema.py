@@ -1,4 +1,4 @@
-"""The tables of `server.sqlite` (context.md §7) and the upgrades between their versions.
+"""The tables of `server.sqlite` (spec/context.md §7) and the upgrades between their versions.
 
 Plain SQLAlchemy Core tables and DDL that SQLite and PostgreSQL share; `server_db.ServerDB` writes
 and reads them, `store/keys.py` adds its own tables to the same `metadata`.
@@ -89,7 +89,7 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (
         3,
         (
-            # The contexts a key is limited to (`store/keys.py` defines the table; api.md §3.1). A table
+            # The contexts a key is limited to (`store/keys.py` defines the table; spec/api.md §3.1). A table
             # of its own, not a column of `api_keys`: that table exists only where the keys were used,
             # and `create_all` may already have made this one, hence IF NOT EXISTS.
             "CREATE TABLE IF NOT EXISTS api_key_contexts (key_id VARCHAR(80) NOT NULL, "

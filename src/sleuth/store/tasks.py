@@ -1,4 +1,4 @@
-"""The `tasks` table of `server.sqlite` (api.md §7.1): long context operations (import, curate, pack,
+"""The `tasks` table of `server.sqlite` (spec/api.md §7.1): long context operations (import, curate, pack,
 restore) with their state, progress, output and errors, so a client can poll them and they survive a
 restart of the server.
 
@@ -286,7 +286,7 @@ class TaskStore(SqliteStore):
             return [_task_dict(row) for row in conn.execute(stmt)]
 
     def context_stats(self, context_id: str) -> dict[str, Any]:
-        """The Context `stats` object (api.md §6.1) over every task of the context."""
+        """The Context `stats` object (spec/api.md §6.1) over every task of the context."""
         c = tasks_t.c
 
         def count_in(states: Sequence[str]) -> Any:

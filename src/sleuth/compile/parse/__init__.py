@@ -1,4 +1,4 @@
-"""Parsers: one module per source format, chosen by file extension (context.md §5.3).
+"""Parsers: one module per source format, chosen by file extension (spec/context.md §5.3).
 
 `parse_source(path)` returns a `ParsedSource` or raises `ParseError` with the ledger's status and
 reason; it never lets a parser's own exception escape, so one bad file cannot stop a compile.

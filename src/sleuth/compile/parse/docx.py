@@ -1,5 +1,5 @@
 """DOCX with python-docx: paragraphs and tables in document order; heading styles give sections;
-a table row becomes one line with its cells joined by ` | ` (context.md §5.3)."""
+a table row becomes one line with its cells joined by ` | ` (spec/context.md §5.3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Plain text, CSV and JSON: the page text is the file's own text (context.md §5.3)."""
+"""Plain text, CSV and JSON: the page text is the file's own text (spec/context.md §5.3)."""
 
 from __future__ import annotations
 
