@@ -136,6 +136,23 @@ def test_messages_have_one_schema_per_kind() -> None:
         )  # fmt: skip
 
 
+def test_host_commands_have_one_schema_both_ends_read() -> None:
+    """What the host sends (exec, rpc_result, close) is typed too: one schema, written by the host
+    and read back by the sandbox's REPL."""
+    run = messages.Exec(id=3, step=3, code="print(1)", timeout_s=30, max_output=100, full_output_cap=10)
+    assert messages.Exec.model_validate(messages.wire(run)) == run
+    failed = messages.RpcResult(id=7, ok=False, error=messages.RpcError(type="HostError", message="no"))
+    assert messages.wire(failed) == {
+        "t": "rpc_result",
+        "id": 7,
+        "ok": False,
+        "error": {"type": "HostError", "message": "no"},
+    }
+    answered = messages.RpcResult(id=8, ok=True, result={"vector": [0.5, None]})
+    assert messages.RpcResult.model_validate(messages.wire(answered)).result == {"vector": [0.5, None]}
+    assert messages.wire(messages.Close()) == {"t": "close"}
+
+
 def test_a_real_sandbox_round_trip(sandbox: Sandbox) -> None:
     assert sandbox.ready["ok"] and "seccomp" in sandbox.ready["layers"]
     first = sandbox.exec("rows = query_db('SELECT count(*) AS n FROM product')\nrows[0]['n']")

@@ -164,19 +164,15 @@ class Sandbox:
         deadline = began + timeout + self.limits.hard_kill_grace_s
         rpc_calls: list[dict[str, Any]] = []
         try:
-            send(
-                self._sock,
-                {
-                    "t": "exec",
-                    "id": self._step,
-                    "step": self._step,
-                    "code": code,
-                    "timeout_s": timeout,
-                    "max_output": shown,
-                    "truncate": "head",
-                    "full_output_cap": self.limits.full_output_cap,
-                },
+            command = messages.Exec(
+                id=self._step,
+                step=self._step,
+                code=code,
+                timeout_s=timeout,
+                max_output=shown,
+                full_output_cap=self.limits.full_output_cap,
             )
+            send(self._sock, messages.wire(command))
             while True:
                 frame = self._read(deadline)
                 message = messages.parse(frame.message)
@@ -225,40 +221,28 @@ class Sandbox:
         began, cpu_began = time.monotonic(), time.thread_time()
         handler = self._registry.get(fn)
         if handler is None:
-            reply: dict[str, Any] = {
-                "t": "rpc_result",
-                "id": call_id,
-                "ok": False,
-                "error": {"type": "HostError", "message": f"no such host function: {fn[:80]!r}"},
-            }
+            error = messages.RpcError(type="HostError", message=f"no such host function: {fn[:80]!r}")
+            reply = messages.RpcResult(id=call_id, ok=False, error=error)
         elif not isinstance(args, dict):
-            reply = {
-                "t": "rpc_result",
-                "id": call_id,
-                "ok": False,
-                "error": {"type": "HostError", "message": "arguments must be a JSON object"},
-            }
+            error = messages.RpcError(type="HostError", message="arguments must be a JSON object")
+            reply = messages.RpcResult(id=call_id, ok=False, error=error)
         else:
             try:
                 result = handler(args)
                 if len(json.dumps(result)) > MAX_RESULT_BYTES:
                     raise ValueError("result exceeds 1 MiB")
-                reply = {"t": "rpc_result", "id": call_id, "ok": True, "result": result}
+                reply = messages.RpcResult(id=call_id, ok=True, result=result)
             except BudgetExceeded:
                 raise
             except Exception as exc:
-                reply = {
-                    "t": "rpc_result",
-                    "id": call_id,
-                    "ok": False,
-                    "error": {"type": type(exc).__name__, "message": str(exc)[:500]},
-                }
-        data = encode(reply)
+                error = messages.RpcError(type=type(exc).__name__, message=str(exc)[:500])
+                reply = messages.RpcResult(id=call_id, ok=False, error=error)
+        data = encode(messages.wire(reply))
         spent = max(time.monotonic() - began, time.thread_time() - cpu_began)
         self.meter.charge("host_cpu_s", spent)
         self.meter.charge("rpc_bytes", len(data))
         self._sock.sendall(data)
-        return {"fn": fn, "ok": reply["ok"], "ms": round(spent * 1000, 2)}
+        return {"fn": fn, "ok": reply.ok, "ms": round(spent * 1000, 2)}
 
     def kill(self) -> None:
         if self._pidfd >= 0:
@@ -274,7 +258,7 @@ class Sandbox:
         if not self.alive:
             return
         try:
-            send(self._sock, {"t": "close"})
+            send(self._sock, messages.wire(messages.Close()))
             self._read(time.monotonic() + 1.0)  # `bye`, or whatever it sends: it is killed next
         except (TimeoutError, ProtocolError, OSError):
             pass

@@ -1,4 +1,4 @@
-"""The messages a sandbox may send the host (spec/sandbox.md §4), one schema per kind.
+"""The messages between the host and a sandbox (spec/sandbox.md §4), one schema per kind, both ways.
 
 `protocol.decode` has already bounded the line; these schemas bound each field and fix its type,
 so the host never indexes into an unchecked dict. Anything that does not fit is a `ProtocolError`
@@ -108,6 +108,49 @@ class Bye(_Message):
 
 
 _KINDS: dict[str, type[_Message]] = {"ready": Ready, "rpc": Rpc, "result": Result, "bye": Bye}
+
+
+# --- what the host sends the sandbox ---------------------------------------------------------------
+# The host is trusted; these are typed so that both ends read one schema, not a dict each.
+
+
+class Exec(_Message):
+    """Run one step's code."""
+
+    t: Literal["exec"] = "exec"
+    id: int
+    step: int
+    code: str
+    timeout_s: float
+    max_output: int
+    truncate: Literal["head"] = "head"
+    full_output_cap: int
+
+
+class RpcError(_Message):
+    type: str
+    message: str
+
+
+class RpcResult(_Message):
+    """The answer to one host function call: its `result`, or the `error` it raised."""
+
+    t: Literal["rpc_result"] = "rpc_result"
+    id: int
+    ok: bool
+    result: Any = None
+    error: RpcError | None = None
+
+
+class Close(_Message):
+    """End the turn: the sandbox answers `bye` and exits."""
+
+    t: Literal["close"] = "close"
+
+
+def wire(command: Exec | RpcResult | Close) -> dict[str, Any]:
+    """A command as it goes on the wire (unset fields left out)."""
+    return command.model_dump(exclude_none=True)
 
 
 def parse(message: dict[str, Any]) -> Ready | Rpc | Result | Bye:

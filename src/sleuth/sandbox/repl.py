@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from sleuth.sandbox import messages
 from sleuth.sandbox.messages import MAX_CALLS, MAX_FINAL_CHARS, MAX_SPANS, MAX_TRACEBACK_CHARS
 from sleuth.sandbox.output import CappedStream, observation
 from sleuth.sandbox.protocol import LineReader, ProtocolError, encode, recv_one, send
@@ -66,15 +67,14 @@ class Channel:
         keep = []
         for message in self.pending:
             if message["t"] == "rpc_result" and message.get("id") in self._waiting:
-                future = self._waiting.pop(message["id"])
+                reply = messages.RpcResult.model_validate(message)
+                future = self._waiting.pop(reply.id)
                 if not future.done():
-                    if message.get("ok"):
-                        future.set_result(message.get("result"))
+                    if reply.ok:
+                        future.set_result(reply.result)
                     else:
-                        error = message.get("error") or {}
-                        future.set_exception(
-                            HostError(f"{error.get('type', 'Error')}: {error.get('message', '')}")
-                        )
+                        error = reply.error or messages.RpcError(type="Error", message="")
+                        future.set_exception(HostError(f"{error.type}: {error.message}"))
             else:
                 keep.append(message)
         self.pending[:] = keep
@@ -413,14 +413,11 @@ def serve(sock: socket.socket, contexts: list[ScopedContext], ready: dict[str, A
             return
         if message["t"] != "exec":
             continue
+        command = messages.Exec.model_validate(message)
         result = repl.run_step(
-            int(message.get("step", 1)),
-            str(message["code"]),
-            float(message["timeout_s"]),
-            int(message["max_output"]),
-            int(message["full_output_cap"]),
+            command.step, command.code, command.timeout_s, command.max_output, command.full_output_cap
         )
-        result["id"] = message.get("id")
+        result["id"] = command.id
         sock.sendall(_encode_result(result))
 
 
