@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sleuth.sandbox.messages import SpanReport
@@ -37,23 +37,7 @@ class EvidenceSpan:
     cited: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "ref": self.ref,
-            "context": self.context,
-            "source_path": self.source_path,
-            "page": self.page,
-            "start": self.start,
-            "end": self.end,
-            "text": self.text,
-            "section_path": self.section_path,
-            "via": self.via,
-            "artifact_name": self.artifact_name,
-            "score": self.score,
-            "artifact_sources": self.artifact_sources,
-            "seen": self.seen,
-            "seen_order": self.seen_order,
-            "cited": self.cited,
-        }
+        return asdict(self)
 
 
 class SpanResolver:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import yaml
@@ -35,13 +35,7 @@ class Provenance:
     quote: str
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "page": self.page,
-            "start": self.start,
-            "end": self.end,
-            "quote": self.quote,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
@@ -19,17 +19,7 @@ class Chunk:
     sha256: str = field(repr=False)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "source_path": self.source_path,
-            "page": self.page,
-            "start": self.start,
-            "end": self.end,
-            "section_path": self.section_path,
-            "text": self.text,
-            "tokens": self.tokens,
-            "sha256": self.sha256,
-        }
+        return asdict(self)  # every field, in order: the line of `chunks/<source>.jsonl`
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Chunk:

@@ -8,7 +8,7 @@ native protocol; text-protocol models get no tools and answer with fenced code (
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
 from sleuth.errors import Unavailable
@@ -89,12 +89,7 @@ class TokenUsage:
         return max(0, self.input_tokens - self.cached_tokens - self.cache_write_tokens)
 
     def to_json(self) -> dict[str, int]:
-        return {
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "cached_tokens": self.cached_tokens,
-            "cache_write_tokens": self.cache_write_tokens,
-        }
+        return asdict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TokenUsage:
