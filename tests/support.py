@@ -10,6 +10,23 @@ from fpdf import FPDF
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_CORPUS = REPO / "examples" / "acme-corpus"
 SAMPLE_MANIFEST = REPO / "examples" / "acme-manifest.json"
+#: The SDK's primitives in the order of spec/runtime.md §5.2, written out: what the code declares is
+#: checked against it, in the REPL's registry and in the MCP tools.
+SDK_PRIMITIVES = (
+    "outline_knowledge",
+    "read_artifact",
+    "read_rosters",
+    "describe_type",
+    "search_knowledge",
+    "search_source",
+    "search_source_by_keyword",
+    "search_in_sources",
+    "cite_from_artifact",
+    "query_db",
+    "list_tables",
+    "walk_graph",
+    "get_fact",
+)
 
 
 def make_pdf(

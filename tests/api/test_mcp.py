@@ -23,24 +23,11 @@ from sleuth.compile.pipeline import CompileReport
 from sleuth.store.home import Home
 from sleuth.store.keys import KeyStore
 from tests.api.support import ServerFactory
+from tests.support import SDK_PRIMITIVES
 
 HOTEL = "What is the hotel limit per night when travelling?"
 NEXUS_TOOLS = {"list_contexts", "query_context", "get_query"}
-SDK_TOOLS = {
-    "outline_knowledge",
-    "read_artifact",
-    "read_rosters",
-    "describe_type",
-    "search_knowledge",
-    "search_source",
-    "search_source_by_keyword",
-    "search_in_sources",
-    "cite_from_artifact",
-    "query_db",
-    "list_tables",
-    "walk_graph",
-    "get_fact",
-}
+SDK_TOOLS = set(SDK_PRIMITIVES)
 
 
 def value(result: CallToolResult) -> Any:

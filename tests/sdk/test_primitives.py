@@ -15,27 +15,12 @@ from sleuth.api.mcp import build_server
 from sleuth.sdk.errors import LimitError
 from sleuth.sdk.knowledge import PRIMITIVES, Knowledge, ScopedContext
 from sleuth.sdk.primitives import primitives, signature_text
-
-ORDER = (  # spec/runtime.md §5.2
-    "outline_knowledge",
-    "read_artifact",
-    "read_rosters",
-    "describe_type",
-    "search_knowledge",
-    "search_source",
-    "search_source_by_keyword",
-    "search_in_sources",
-    "cite_from_artifact",
-    "query_db",
-    "list_tables",
-    "walk_graph",
-    "get_fact",
-)
+from tests.support import SDK_PRIMITIVES
 
 
 def test_one_declaration_in_the_specs_order() -> None:
     items = primitives()
-    assert tuple(item.name for item in items) == ORDER == PRIMITIVES
+    assert tuple(item.name for item in items) == SDK_PRIMITIVES == PRIMITIVES
     assert {item.name for item in items if item.kind == "search"} == {
         "search_knowledge",
         "search_source",
@@ -52,7 +37,7 @@ def test_the_prompt_reads_the_declaration() -> None:
     reference = sdk_reference()
     for item in primitives():
         prefix = "async def" if item.kind == "search" else "def"
-        assert f"{prefix} {item.name}{signature_text(item)}:" in reference
+        assert f"{prefix} {item.name}{signature_text(item.method)}:" in reference
     assert "Annotated" not in reference and "FieldInfo" not in reference  # bounds are not shown as types
     assert "def search_source(query: str, top_k: int = 10, context: str | None = None, *," in reference
     only = sdk_reference(["search_source"])

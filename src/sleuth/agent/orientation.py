@@ -139,13 +139,9 @@ def sdk_reference(tools: Sequence[str] | None = None) -> str:
     for item in primitives():
         if tools is None or item.name in tools:
             prefix = "async def" if item.kind == "search" else "def"
-            lines.append(f"{prefix} {item.name}{signature_text(item)}:")
+            lines.append(f"{prefix} {item.name}{signature_text(item.method)}:")
             lines.append(_docstring(item.doc))
-    final = inspect.signature(Knowledge.final, eval_str=True)
-    shown = (
-        str(final).replace("(self, ", "(").replace("collections.abc.", "").replace("sleuth.sdk.types.", "")
-    )
-    lines.append(f"def final{shown}:")
+    lines.append(f"def final{signature_text(Knowledge.final)}:")
     lines.append(_docstring(inspect.getdoc(Knowledge.final) or ""))
     lines.append("answer = final")
     lines.append("```")

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from sleuth.agent.shape import MAX_SHAPE_BYTES
+from sleuth.sdk.primitives import declared_limits
 from sleuth.settings import TOOL_OUTPUT_CHARS, TURN_CAP_SECONDS
 from sleuth.store.server_db import LOCAL_PRINCIPAL
 from sleuth.store.text import clean
@@ -140,10 +141,9 @@ class TurnRequest(BaseModel):
 def _int_bounds() -> dict[str, tuple[int, int]]:
     found = {}
     for name, info in TurnRequest.model_fields.items():
-        low = next((item.ge for item in info.metadata if getattr(item, "ge", None) is not None), None)
-        high = next((item.le for item in info.metadata if getattr(item, "le", None) is not None), None)
-        if low is not None and high is not None:
-            found[name] = (int(low), int(high))
+        limits = declared_limits(info.metadata)
+        if "ge" in limits and "le" in limits:
+            found[name] = (int(limits["ge"]), int(limits["le"]))
     return found
 
 

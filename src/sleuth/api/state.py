@@ -25,7 +25,8 @@ class ApiState:
     @property
     def settings(self) -> Settings:
         """The settings as they are now: the environment, read at each use (a limit lowered there applies
-        to the next request), with the server's command-line flags on top."""
+        to the next request), with the server's command-line flags on top. Each access reads the
+        environment again: take it once per use."""
         return current().model_copy(update=self.overrides)
 
 

@@ -310,11 +310,12 @@ def service_for_app(app: FastAPI) -> TaskService:
             recovered = store.recover_interrupted()
             if recovered:
                 log.warning("marked %d interrupted task(s) failed: server restarted", recovered)
+            settings = state.settings
             service = TaskService(
                 store,
                 state.home.root / "tasks",
-                workers=state.settings.task_workers,
-                stop_timeout_s=state.settings.task_stop_timeout_s,
+                workers=settings.task_workers,
+                stop_timeout_s=settings.task_stop_timeout_s,
             )
             setattr(app.state, _SERVICE_KEY, service)
     return service

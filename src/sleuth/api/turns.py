@@ -198,9 +198,8 @@ def executor(request: Request) -> TurnExecutor:
         found = getattr(app_state, "sleuth_turns", None)
         if found is None:
             state = api_state(request)
-            found = TurnExecutor(
-                state.runtime, state.settings.max_concurrent_turns, state.settings.max_queued_turns
-            )
+            settings = state.settings
+            found = TurnExecutor(state.runtime, settings.max_concurrent_turns, settings.max_queued_turns)
             app_state.sleuth_turns = found
         return found
 

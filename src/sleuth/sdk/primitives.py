@@ -40,6 +40,7 @@ __all__ = [
     "TypeName",
     "Year",
     "check",
+    "declared_limits",
     "primitive",
     "primitives",
     "signature_text",
@@ -88,9 +89,7 @@ class Primitive:
 
     def parameters(self) -> list[inspect.Parameter]:
         """The parameters after `self`, each annotated with its resolved type (bounds included)."""
-        hints = typing.get_type_hints(self.method, include_extras=True)
-        found = list(inspect.signature(self.method).parameters.values())[1:]
-        return [p.replace(annotation=hints.get(p.name, p.annotation)) for p in found]
+        return _parameters(self.method)
 
 
 _REGISTRY: dict[str, Primitive] = {}
@@ -130,18 +129,21 @@ def primitive(kind: Kind) -> Callable[[F], F]:
     return mark
 
 
-def signature_text(item: Primitive) -> str:
-    """`(query: str, top_k: int = 10, ...)`: the signature as the model reads it, bounds left to
-    the docstring and the error messages."""
-    plain = [p.replace(annotation=_bare(p.annotation)) for p in item.parameters()]
-    shown = str(inspect.Signature(plain, return_annotation=_return_type(item)))
+def signature_text(method: Callable[..., Any]) -> str:
+    """`(query: str, top_k: int = 10, ...)`: a `Knowledge` method's signature (a primitive's, or
+    `final`'s) as the model reads it, bounds left to the docstring and the error messages."""
+    plain = [p.replace(annotation=_bare(p.annotation)) for p in _parameters(method)]
+    returns = typing.get_type_hints(method).get("return", inspect.Signature.empty)
+    shown = str(inspect.Signature(plain, return_annotation=returns))
     for qualified in ("collections.abc.", "typing.", "sleuth.sdk.types.", "sleuth.sdk.knowledge."):
         shown = shown.replace(qualified, "")
     return shown
 
 
-def _return_type(item: Primitive) -> Any:
-    return typing.get_type_hints(item.method).get("return", inspect.Signature.empty)
+def _parameters(method: Callable[..., Any]) -> list[inspect.Parameter]:
+    hints = typing.get_type_hints(method, include_extras=True)
+    after_self = list(inspect.signature(method).parameters.values())[1:]
+    return [p.replace(annotation=hints.get(p.name, p.annotation)) for p in after_self]
 
 
 def _bare(annotation: Any) -> Any:
@@ -156,12 +158,7 @@ def _bounds(method: Callable[..., Any]) -> tuple[inspect.Signature, dict[str, di
     for name, hint in hints.items():
         if typing.get_origin(hint) is not Annotated:
             continue
-        found: dict[str, Any] = {}
-        for item in typing.get_args(hint)[1:]:
-            for meta in [item, *getattr(item, "metadata", [])]:
-                for key in ("ge", "le", "min_length", "max_length"):
-                    if getattr(meta, key, None) is not None:
-                        found[key] = getattr(meta, key)
+        found = declared_limits(typing.get_args(hint)[1:])
         if found:
             bounds[name] = found
     return inspect.signature(method), bounds
@@ -184,14 +181,19 @@ def _check(method: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
 
 def check(name: str, value: Any, declared: Any) -> None:
     """`value` within the bounds of the `Annotated` type `declared` (e.g. each of several queries)."""
-    limits = {
+    _within(name, value, declared_limits(typing.get_args(declared)[1:]))
+
+
+def declared_limits(metadata: Sequence[Any]) -> dict[str, Any]:
+    """The bounds (`ge`, `le`, `min_length`, `max_length`) that `Annotated` metadata or a pydantic
+    field's `metadata` declares: a `Field(...)` carries them itself or in its own metadata."""
+    return {
         key: getattr(meta, key)
-        for item in typing.get_args(declared)[1:]
+        for item in metadata
         for meta in [item, *getattr(item, "metadata", [])]
         for key in ("ge", "le", "min_length", "max_length")
         if getattr(meta, key, None) is not None
     }
-    _within(name, value, limits)
 
 
 def _within(name: str, value: Any, limits: dict[str, Any]) -> None:
