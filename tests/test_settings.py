@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from sleuth.cli import app
 from sleuth.sandbox.limits import HostBudget
-from sleuth.settings import Settings, current, described
+from sleuth.settings import Settings, current, described, int_range
 
 
 def test_defaults_and_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -38,6 +38,9 @@ def test_every_setting_has_help_and_is_listed_by_serve_help() -> None:
     assert result.exit_code == 0, result.output
     for name, default, _ in rows:
         assert f"{name} (default {default})" in result.output
+    # the serve flags that are settings take their ranges from the declaration
+    assert int_range("max_queued_turns") == (0, 10_000) and "[0<=x<=10000]" in result.output
+    assert int_range("max_concurrent_turns") == (1, 256) and "[1<=x<=256]" in result.output
 
 
 def test_the_host_budget_is_read_from_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:

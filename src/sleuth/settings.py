@@ -20,10 +20,22 @@ its bounds with them, and version collection reads the same turn cap.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["ENV_PREFIX", "TOOL_OUTPUT_CHARS", "TURN_CAP_SECONDS", "Settings", "current", "described"]
+__all__ = [
+    "ENV_PREFIX",
+    "TOOL_OUTPUT_CHARS",
+    "TURN_CAP_SECONDS",
+    "Settings",
+    "current",
+    "declared_limits",
+    "described",
+    "int_range",
+]
 
 ENV_PREFIX = "SLEUTH_"
 #: spec/api.md §8.1: the longest a turn may run. Version collection keeps a superseded version this long
@@ -104,3 +116,23 @@ def described() -> list[tuple[str, str, str]]:
         default = "unset" if info.default is None else str(info.default)
         rows.append((ENV_PREFIX + name.upper(), default, info.description or ""))
     return rows
+
+
+def declared_limits(metadata: Sequence[Any]) -> dict[str, Any]:
+    """The bounds (`ge`, `le`, `min_length`, `max_length`) that `Annotated` metadata or a pydantic
+    field's `metadata` declares (a `Field(...)` carries them itself or in its own metadata). Every
+    layer that states a range reads it from its declaration through this: the settings, the turn
+    contract, the SDK's primitives."""
+    return {
+        key: getattr(meta, key)
+        for item in metadata
+        for meta in [item, *getattr(item, "metadata", [])]
+        for key in ("ge", "le", "min_length", "max_length")
+        if getattr(meta, key, None) is not None
+    }
+
+
+def int_range(name: str) -> tuple[int, int]:
+    """The inclusive range a setting declares (`sleuth serve`'s options take theirs from here)."""
+    limits = declared_limits(Settings.model_fields[name].metadata)
+    return int(limits["ge"]), int(limits["le"])

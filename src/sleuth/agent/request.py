@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from sleuth.agent.shape import MAX_SHAPE_BYTES
-from sleuth.sdk.primitives import declared_limits
-from sleuth.settings import TOOL_OUTPUT_CHARS, TURN_CAP_SECONDS
+from sleuth.settings import TOOL_OUTPUT_CHARS, TURN_CAP_SECONDS, declared_limits
 from sleuth.store.server_db import LOCAL_PRINCIPAL
 from sleuth.store.text import clean
 

@@ -13,12 +13,14 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from sleuth.cli.answer import HIGH, LOW
 from sleuth.cli.app import app, console, err, fail
 from sleuth.compile.errors import CompileError
 from sleuth.compile.manifest import ManifestError
 from sleuth.compile.pipeline import compile_context
 from sleuth.compile.sources import UnsafePath
 from sleuth.models.embedder import EmbedderError
+from sleuth.settings import TOOL_OUTPUT_CHARS, TURN_CAP_SECONDS
 from sleuth.store.home import ContextDir, ContextNotFound, Home, InvalidSlug
 from sleuth.store.lock import CurateInFlight, curate_lock
 from sleuth.store.search import VersionReader
@@ -278,8 +280,12 @@ def search_cmd(
 def exec_cmd(
     file: Annotated[Path, typer.Argument(help="Python file to run as one REPL step.")],
     context: Annotated[list[str], typer.Option("--context", "-c", help="Context slug (1-10).")],
-    max_tool_output_chars: Annotated[int, typer.Option(min=1, max=100_000)] = 10_000,
-    timeout: Annotated[float, typer.Option(help="Step timeout in seconds.", min=0.1, max=900)] = 30.0,
+    max_tool_output_chars: Annotated[
+        int, typer.Option(min=LOW["max_tool_output_chars"], max=HIGH["max_tool_output_chars"])
+    ] = TOOL_OUTPUT_CHARS,
+    timeout: Annotated[
+        float, typer.Option(help="Step timeout in seconds.", min=0.1, max=TURN_CAP_SECONDS)
+    ] = 30.0,
 ) -> None:
     """Run FILE as one REPL step in a fresh sandbox and print what the model would see."""
     from sleuth.sandbox import Limits, SandboxDied, SandboxHost, SandboxUnavailable

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from sleuth.cli.app import app, console, err, fail
+from sleuth.settings import int_range
 from sleuth.store.home import ContextNotFound, Home
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ def _settings_help() -> str:
     from sleuth.settings import described
 
     rows = [f"{name} (default {default}): {text}" for name, default, text in described()]
-    return "Settings, read from the environment (a flag marked [setting] wins over its variable):\n\n" + (
+    return "Settings, read from the environment (a flag that is one wins over its variable):\n\n" + (
         "\n\n".join(rows)
     )
 
@@ -49,13 +50,23 @@ def serve_cmd(
         bool, typer.Option("--allow-remote", help="Allow --no-auth on a non-loopback address (warns).")
     ] = False,
     max_concurrent_turns: Annotated[
-        int | None, typer.Option(min=1, max=256, help="Turns executing at once [setting].")
+        int | None,
+        typer.Option(
+            min=int_range("max_concurrent_turns")[0],
+            max=int_range("max_concurrent_turns")[1],
+            help="Turns executing at once, a setting.",
+        ),
     ] = None,
     max_queued_turns: Annotated[
-        int | None, typer.Option(min=0, max=10_000, help="Turns waiting for a worker before 429 [setting].")
+        int | None,
+        typer.Option(
+            min=int_range("max_queued_turns")[0],
+            max=int_range("max_queued_turns")[1],
+            help="Turns waiting for a worker before 429, a setting.",
+        ),
     ] = None,
-    project_id: Annotated[str | None, typer.Option(help="Reported by /auth [setting].")] = None,
-    project_name: Annotated[str | None, typer.Option(help="Reported by /auth [setting].")] = None,
+    project_id: Annotated[str | None, typer.Option(help="Reported by /auth, a setting.")] = None,
+    project_name: Annotated[str | None, typer.Option(help="Reported by /auth, a setting.")] = None,
     log_level: Annotated[str, typer.Option(help="debug | info | warning | error")] = "info",
 ) -> None:
     """Serve the HTTP API (OpenAPI at /api/openapi.json) over $SLEUTH_HOME until interrupted."""

@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import Field
 
 from sleuth.sdk.errors import LimitError
+from sleuth.settings import declared_limits
 
 __all__ = [
     "ArtifactName",
@@ -40,7 +41,6 @@ __all__ = [
     "TypeName",
     "Year",
     "check",
-    "declared_limits",
     "primitive",
     "primitives",
     "signature_text",
@@ -182,18 +182,6 @@ def _check(method: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
 def check(name: str, value: Any, declared: Any) -> None:
     """`value` within the bounds of the `Annotated` type `declared` (e.g. each of several queries)."""
     _within(name, value, declared_limits(typing.get_args(declared)[1:]))
-
-
-def declared_limits(metadata: Sequence[Any]) -> dict[str, Any]:
-    """The bounds (`ge`, `le`, `min_length`, `max_length`) that `Annotated` metadata or a pydantic
-    field's `metadata` declares: a `Field(...)` carries them itself or in its own metadata."""
-    return {
-        key: getattr(meta, key)
-        for item in metadata
-        for meta in [item, *getattr(item, "metadata", [])]
-        for key in ("ge", "le", "min_length", "max_length")
-        if getattr(meta, key, None) is not None
-    }
 
 
 def _within(name: str, value: Any, limits: dict[str, Any]) -> None:
