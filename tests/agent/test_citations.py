@@ -289,7 +289,9 @@ def test_verification_accepts_nfc_and_whitespace_differences() -> None:
 def test_a_quote_in_the_answer_is_the_grounding() -> None:
     page = "Rail and ground transport\nTaxis may be used late at night. Rail is booked through the portal."
     start = 0
-    span = EvidenceSpan("E1", "ctx", "a.md", 1, start, len(page), page)
+    span = EvidenceSpan(
+        ref="E1", context="ctx", source_path="a.md", page=1, start=start, end=len(page), text=page
+    )
     answer = 'According to a.md (p. 1): "Taxis may be used late at night." [1]'
     result = build_citations(answer, [span], lambda c, s, p: page)
     [citation] = result.citations

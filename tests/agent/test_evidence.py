@@ -87,7 +87,7 @@ def test_final_spans_first_then_seen_by_order_deduplicated() -> None:
     c = span_of("E3", PAGE, "Refunds are issued")
     d = span_of("E4", PAGE, "Refund policy")  # same slice as E1 under another label
     for order, span in enumerate([c, a, d, b]):
-        span.seen, span.seen_order = True, order
+        span.sighting.seen, span.sighting.order = True, order
     chosen = select_evidence([a, b, c, d], ["E2", "E1", "E2", "E404"], "refunds")
     assert [s.ref for s in chosen] == ["E2", "E1", "E3"]
 
@@ -96,7 +96,7 @@ def test_caps_on_span_count_and_characters() -> None:
     page = "".join(f"Sentence number {i} is here. " for i in range(200))
     spans = [make_span(f"E{i + 1}", page, i * 28, i * 28 + 28) for i in range(40)]
     for i, s in enumerate(spans):
-        s.seen, s.seen_order = True, i
+        s.sighting.seen, s.sighting.order = True, i
     assert len(select_evidence(spans, [], "q")) == 24
     chosen = select_evidence(spans, [], "q", max_chars=100)
     assert sum(len(s.text) for s in chosen) <= 100 and len(chosen) == 3
@@ -121,7 +121,7 @@ def _long_page() -> tuple[str, int]:
 def test_long_span_is_windowed_around_the_question_with_exact_offsets() -> None:
     page, at = _long_page()
     span = make_span("E1", page, 7, len(page), section_path=["Policies"], score=0.5)
-    span.seen, span.seen_order = True, 0
+    span.sighting.seen, span.sighting.order = True, 0
     (cut,) = select_evidence([span], [], "How long is the warranty on refurbished laptops?")
     assert len(cut.text) <= 1_600 and cut.text == page[cut.start : cut.end]
     assert cut.start <= at < cut.end

@@ -11,7 +11,9 @@ FACT = "Alder revenue for the year was $12.5 million, up from $11.0 million."
 
 
 def _span(ref: str, text: str) -> EvidenceSpan:
-    return EvidenceSpan(ref, "acme", f"{ref}.pdf", 1, 0, len(text), text)
+    return EvidenceSpan(
+        ref=ref, context="acme", source_path=f"{ref}.pdf", page=1, start=0, end=len(text), text=text
+    )
 
 
 def test_boilerplate_spans_give_no_answer_sentence() -> None:

@@ -33,7 +33,15 @@ def test_table_header_of_pdf_rows_markdown_rows_and_prose() -> None:
 
 
 def test_a_quoted_row_carries_its_header_and_the_citation_grounds_the_row() -> None:
-    span = EvidenceSpan("E1", "acme", "3M_2018_10K.pdf", 60, 0, len(STATEMENT), STATEMENT)
+    span = EvidenceSpan(
+        ref="E1",
+        context="acme",
+        source_path="3M_2018_10K.pdf",
+        page=60,
+        start=0,
+        end=len(STATEMENT),
+        text=STATEMENT,
+    )
     answer = extractive_answer(
         "What were 3M's purchases of property, plant and equipment in 2018?", [span], None, ["acme"]
     )
@@ -50,15 +58,41 @@ def test_a_quoted_row_carries_its_header_and_the_citation_grounds_the_row() -> N
 def test_a_better_ranked_span_wins_a_near_tie_but_not_a_clear_loss() -> None:
     """Evidence comes best first: with the same words, the first span's sentence is quoted; a later
     span still wins when it answers clearly better."""
-    first = EvidenceSpan("E1", "acme", "a.pdf", 1, 0, 44, "Revenue for the year was reported in detail.")
-    second = EvidenceSpan("E2", "acme", "b.pdf", 1, 0, 44, "Revenue for the year was reported in detail!")
+    first = EvidenceSpan(
+        ref="E1",
+        context="acme",
+        source_path="a.pdf",
+        page=1,
+        start=0,
+        end=44,
+        text="Revenue for the year was reported in detail.",
+    )
+    second = EvidenceSpan(
+        ref="E2",
+        context="acme",
+        source_path="b.pdf",
+        page=1,
+        start=0,
+        end=44,
+        text="Revenue for the year was reported in detail!",
+    )
     answer = extractive_answer("What was revenue for the year?", [first, second], None, ["acme"])
     assert answer.splitlines()[0].startswith("According to a.pdf")
     swapped = extractive_answer("What was revenue for the year?", [second, first], None, ["acme"])
     assert swapped.splitlines()[0].startswith("According to b.pdf")
-    weak = EvidenceSpan("E1", "acme", "c.pdf", 1, 0, 30, "The year was long for everyone.")
+    weak = EvidenceSpan(
+        ref="E1",
+        context="acme",
+        source_path="c.pdf",
+        page=1,
+        start=0,
+        end=30,
+        text="The year was long for everyone.",
+    )
     strong_text = "Alder pump revenue for the fiscal year was $12.5 million."
-    strong = EvidenceSpan("E2", "acme", "d.pdf", 1, 0, len(strong_text), strong_text)
+    strong = EvidenceSpan(
+        ref="E2", context="acme", source_path="d.pdf", page=1, start=0, end=len(strong_text), text=strong_text
+    )
     answer = extractive_answer(
         "What was Alder pump revenue for the fiscal year?", [weak, strong], None, ["acme"]
     )

@@ -217,7 +217,9 @@ def test_read_plan_needs_a_whole_line() -> None:
 
 
 def _span(ref: str, text: str, source: str = "a.md", start: int = 0) -> EvidenceSpan:
-    return EvidenceSpan(ref, "acme", source, 1, start, start + len(text), text)
+    return EvidenceSpan(
+        ref=ref, context="acme", source_path=source, page=1, start=start, end=start + len(text), text=text
+    )
 
 
 def test_extractive_translates_draft_markers() -> None:

@@ -139,7 +139,16 @@ def test_offline_path_quotes_the_top_chunks(readers: dict[str, VersionReader]) -
 
 
 def test_format_chunks_and_constructor_guards(readers: dict[str, VersionReader]) -> None:
-    span = EvidenceSpan("E1", "acme", "a.md", 2, 0, 5, "hello", section_path=["Intro", "Scope"])
+    span = EvidenceSpan(
+        ref="E1",
+        context="acme",
+        source_path="a.md",
+        page=2,
+        start=0,
+        end=5,
+        text="hello",
+        section_path=["Intro", "Scope"],
+    )
     assert format_chunks([(1, span, False), (1, span, True)]) == (
         "[1] a.md, page 2 (Intro > Scope)\nhello\n\n[1] a.md, page 2 (Intro > Scope) (shown above)"
     )

@@ -84,6 +84,20 @@ def test_multi_step_turn_answers_with_verified_citations(make_runtime: RuntimeFa
     assert query.synthesis.method == "model" and query.synthesis.tokens_in > 0
 
 
+def test_the_trace_marks_the_evidence_the_answer_cites(make_runtime: RuntimeFactory) -> None:
+    """`cited` in the trace's evidence table was always false: nothing set it."""
+    runtime = make_runtime(
+        [code(SEARCH_REMOTE), final_call(evidence=["E1", "E2"]), "Up to three days per week [1]."]
+    )
+    query = runtime.ask(TurnRequest(ask="How many remote days?", scope=["acme"], model=MODEL), lambda e: None)
+    assert query.status == "completed", query.error
+    trace = runtime.db.get_trace(query.id)
+    assert trace is not None
+    marks = {e["ref"]: (e["seen"], e["cited"]) for e in trace["evidence"]}
+    assert marks["E1"] == (True, True) and marks["E2"] == (True, False)
+    assert len(query.citations) == 1
+
+
 def test_truncated_output_reaches_the_model_with_the_notice(make_runtime: RuntimeFactory) -> None:
     runtime = make_runtime([code("print('x' * 500)"), final_call(), "Nothing relevant was found."])
     query = runtime.ask(

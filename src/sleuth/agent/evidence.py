@@ -109,8 +109,8 @@ def mark_seen(spans: Iterable[EvidenceSpan], observation: str, counter: int) -> 
     for _, _, span in sorted(found, key=lambda t: (t[0], t[1])):
         if span.seen:  # the same object listed twice
             continue
-        span.seen = True
-        span.seen_order = counter
+        span.sighting.seen = True
+        span.sighting.order = counter
         counter += 1
     return counter
 

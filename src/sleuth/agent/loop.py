@@ -7,6 +7,7 @@ the draft answer, why it stopped) and reports each step through `emit` as it goe
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import time
@@ -328,7 +329,7 @@ class AgentLoop:
                     and math.isfinite(score)
                     and (known.score is None or score > known.score)
                 ):
-                    known.score = score
+                    self.result.spans[report.ref] = dataclasses.replace(known, score=score)
                 continue
             self.meter.charge("spans", 1)
             span = self.resolve_span(report)

@@ -4,6 +4,7 @@ lazily, once per turn."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from sleuth.agent.orientation import ContextBrief
@@ -52,8 +53,9 @@ class PinnedVersions:
                     )
                 except SleuthError:
                     sources[(context, str(name))] = []
-            for span in spans:
+            for i, span in enumerate(spans):
                 if span.artifact_name:
-                    span.artifact_sources = sources.get((span.context, span.artifact_name), [])
+                    found = sources.get((span.context, span.artifact_name), [])
+                    spans[i] = dataclasses.replace(span, artifact_sources=found)
         finally:
             knowledge.close()

@@ -69,6 +69,7 @@ class TurnRun:
         self.model_calls: list[ModelCallRecord] = []
         self.loop_result: LoopResult | None = None
         self.trace: dict[str, Any] = {}
+        self.cited_refs: set[str] = set()  # labels of the spans the answer cites
         self.terminal = False
         self.replay_records: list[dict[str, Any]] = []
         self.planner: OfflinePlanner | None = None  # when the offline planner plays the model
@@ -451,6 +452,7 @@ class TurnRun:
             output_grounding, ungrounded = check_grounding(data, numbered, texts, computed)
         synthesis.answer_preview = cited.text[:200]
         self.trace["citations_dropped"] = cited.dropped
+        self.cited_refs = {evidence[pos - 1].ref for pos in cited.evidence_to_citation}
         self.trace["ungrounded_fields"] = ungrounded
         self._complete(cited.text, cited.citations, data, output_grounding, synthesis, evidence, result)
 
@@ -579,6 +581,7 @@ class TurnRun:
                 ignored_fields=self.turn.ignored_fields,
                 citations_dropped=self.trace.get("citations_dropped", []),
                 ungrounded_fields=self.trace.get("ungrounded_fields", []),
+                cited=self.cited_refs,
             )
         )
         if self.turn.request.retrieval is not None:

@@ -12,32 +12,46 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from sleuth.format.spans import PageSpan
 from sleuth.sandbox.messages import SpanReport
 from sleuth.store.search import VersionReader
 
 
 @dataclass
-class EvidenceSpan:
+class Sighting:
+    """Whether the model has seen a span yet, and in which order: the one thing about a span that
+    changes during a turn. Windowed copies of a span (`dataclasses.replace`) share it."""
+
+    seen: bool = False  # its label or its first 60 chars appeared in an observation
+    order: int | None = None  # order of first sighting
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvidenceSpan(PageSpan):
     """A verbatim slice `text == page_text[start:end]` of one page, with its per-turn label."""
 
     ref: str  # "E7"
     context: str
-    source_path: str
-    page: int
-    start: int
-    end: int
     text: str
     section_path: list[str] = field(default_factory=list)
     via: str = "chunk"  # chunk | artifact | table  (Citation.kind)
     artifact_name: str | None = None
     score: float | None = None
     artifact_sources: list[str] = field(default_factory=list)  # Citation.sources for artifact spans
-    seen: bool = False  # its label or its first 60 chars appeared in an observation
-    seen_order: int | None = None  # order of first sighting
-    cited: bool = False
+    sighting: Sighting = field(default_factory=Sighting, compare=False)
+
+    @property
+    def seen(self) -> bool:
+        return self.sighting.seen
+
+    @property
+    def seen_order(self) -> int | None:
+        return self.sighting.order
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        sighting = data.pop("sighting")
+        return {**data, "seen": sighting["seen"], "seen_order": sighting["order"]}
 
 
 class SpanResolver:

@@ -4,7 +4,7 @@ turn recorded."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -40,6 +40,7 @@ def build_trace(
     ignored_fields: list[str],
     citations_dropped: list[dict[str, Any]],
     ungrounded_fields: list[str],
+    cited: Collection[str] = (),
 ) -> dict[str, Any]:
     """The trace fields known once the turn has ended, in spec/api.md §8.6's order. The caller merges them
     over the notes its stages left on the way (orientation, synthesis_error, internal_error)."""
@@ -50,7 +51,7 @@ def build_trace(
         "sandbox": sandbox,
         "models": model_accounting(model_calls),
         "usage_seams": usage_seams(host_log),
-        "evidence": evidence_table(loop_result.spans.values() if loop_result else []),
+        "evidence": evidence_table(loop_result.spans.values() if loop_result else [], cited),
         "citations_dropped": citations_dropped,
         "ungrounded_fields": ungrounded_fields,
         "synthesis": query.synthesis.model_dump(mode="json") if query.synthesis else None,
@@ -114,7 +115,8 @@ def args_digest(args: Any) -> str:
     return hashlib.sha256(dumps(args).encode()).hexdigest()
 
 
-def evidence_table(spans: Iterable[EvidenceSpan]) -> list[dict[str, Any]]:
+def evidence_table(spans: Iterable[EvidenceSpan], cited: Collection[str] = ()) -> list[dict[str, Any]]:
+    """Every span the turn resolved; `cited` are the labels of those the answer's citations quote."""
     return [
         {
             "ref": s.ref,
@@ -125,7 +127,7 @@ def evidence_table(spans: Iterable[EvidenceSpan]) -> list[dict[str, Any]]:
             "end": s.end,
             "kind": s.via,
             "seen": s.seen,
-            "cited": s.cited,
+            "cited": s.ref in cited,
         }
         for s in spans
     ]

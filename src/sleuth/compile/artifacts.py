@@ -7,9 +7,10 @@ card's provenance is an exact slice of a stored page, so it can be cited like a 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -18,24 +19,13 @@ from sleuth.compile.chunking import section_paths
 from sleuth.compile.manifest import ArtifactType
 from sleuth.compile.pages import Page
 from sleuth.format.names import slugify
+from sleuth.format.spans import Provenance
 
 LEAD_CHARS = 1200
 PAGE_CARD_CHARS = 800
 MAX_OUTLINE = 50
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]?(?=\s)")
 _JUNK_TITLES = re.compile(r"^(untitled|microsoft word\b.*|document\d*|[\d\s\-_./]*)$", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class Provenance:
-    source: str
-    page: int
-    start: int
-    end: int
-    quote: str
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -102,7 +92,7 @@ class Artifact:
                     "evidence": None
                     if e.evidence is None
                     else {
-                        "source": e.evidence.source,
+                        "source": e.evidence.source_path,
                         "page": e.evidence.page,
                         "start": e.evidence.start,
                         "end": e.evidence.end,
@@ -158,7 +148,7 @@ def lead_span(pages: list[Page], limit: int = LEAD_CHARS) -> Provenance | None:
             if line.strip() and offset not in heading_starts:
                 start = offset + (len(line) - len(line.lstrip()))
                 end = _cut(page.text, start, min(len(page.text), start + limit))
-                return Provenance("", page.page, start, end, page.text[start:end])
+                return Provenance.of("", page.page, page.text, start, end)
             offset += len(line) + 1
     return None
 
@@ -204,9 +194,7 @@ def build_doc(
             lines.append(f"{'  ' * (level - min_level)}- {text} (p. {page_no})")
         if len(outline) > MAX_OUTLINE:
             lines.append(f"- … and {len(outline) - MAX_OUTLINE} more headings")
-    provenance = (
-        [] if lead is None else [Provenance(source_path, lead.page, lead.start, lead.end, lead.quote)]
-    )
+    provenance = [] if lead is None else [dataclasses.replace(lead, source_path=source_path)]
     return Artifact(
         name=title,
         type=art_type.name,
@@ -251,7 +239,7 @@ def build_pages(art_type: ArtifactType, source_path: str, title: str, pages: lis
                 scope="document",
                 body="\n".join(lines) + "\n",
                 sources=[source_path],
-                provenance=[Provenance(source_path, page.page, start, end, quote)],
+                provenance=[Provenance.of(source_path, page.page, page.text, start, end)],
                 fields={"page": page.page, "title": title},
             )
         )

@@ -9,6 +9,7 @@ then word boundaries. Tokens are counted as ⌈characters / 4⌉. Given the embe
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import hashlib
 import itertools
 import math
@@ -137,7 +138,7 @@ def _with_section(chunk: Chunk, pages: list[Page]) -> Chunk:
         if page.page > chunk.page or (page.page == chunk.page and a > chunk.start):
             break
         path = seg_path
-    return Chunk(**{**chunk.__dict__, "section_path": path})
+    return dataclasses.replace(chunk, section_path=path)
 
 
 def _merge_heading_only(

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import re
 
-from sleuth.compile.artifacts import Artifact, EdgeRef, Provenance
+from sleuth.compile.artifacts import Artifact, EdgeRef
 from sleuth.compile.manifest import EdgeType
 from sleuth.compile.pages import Page
+from sleuth.format.spans import Provenance
 
 
 def _texts_of(artifact: Artifact, pages_by_source: dict[str, list[Page]]) -> list[tuple[str, Page]]:
@@ -47,7 +48,7 @@ def build_mention_edges(
             for match in pattern.finditer(page.text):
                 key = match.group(0).casefold()
                 if key not in first:
-                    first[key] = Provenance(source, page.page, match.start(), match.end(), match.group(0))
+                    first[key] = Provenance.of(source, page.page, page.text, match.start(), match.end())
         for key in sorted(first):
             for target in by_name.get(key, []):
                 if target.id == artifact.id:

@@ -7,9 +7,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sleuth.compile.artifacts import Artifact, Provenance
+from sleuth.compile.artifacts import Artifact
 from sleuth.compile.manifest import ArtifactType
 from sleuth.compile.pages import Page
+from sleuth.format.spans import Provenance
 
 _NUMBERING = re.compile(r"^\s*(?:(?:section|§)\s*)?[\dIVXivx]+(?:\.\d+)*[.)]?\s+", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
@@ -101,7 +102,7 @@ def _entry(source: str, page: Page, term: str, definition: str, start: int, end:
     return Entry(
         term=" ".join(term.strip().strip('*_"\u201c\u201d').split()),
         definition=definition.strip(),
-        span=Provenance(source, page.page, start, end, page.text[start:end]),
+        span=Provenance.of(source, page.page, page.text, start, end),
     )
 
 
@@ -116,11 +117,11 @@ def build_glossary(
                 entries.extend(read_entries(source, page, a, b))
     if not entries:
         return None, []
-    entries.sort(key=lambda e: (e.term.casefold(), e.span.source, e.span.page, e.span.start))
+    entries.sort(key=lambda e: (e.term.casefold(), e.span.source_path, e.span.page, e.span.start))
     lines = [f"# {art_type.name}", ""]
     for e in entries:
-        lines.append(f"- **{e.term}**: {e.definition} ({e.span.source}, p. {e.span.page})")
-    sources = sorted({e.span.source for e in entries})
+        lines.append(f"- **{e.term}**: {e.definition} ({e.span.source_path}, p. {e.span.page})")
+    sources = sorted({e.span.source_path for e in entries})
     artifact = Artifact(
         name=art_type.name,
         type=art_type.name,

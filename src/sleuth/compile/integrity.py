@@ -25,7 +25,5 @@ def check_provenance(
     spans += [p for t in typed for row in t.rows for p in row.provenance]
     spans += [e.evidence for a in artifacts for e in a.edges if e.evidence is not None]
     for span in spans:
-        if texts.get((span.source, span.page), "")[span.start : span.end] != span.quote:
-            raise CompileError(
-                f"integrity check failed: a provenance quote in {span.source} p. {span.page} is not verbatim"
-            )
+        if texts.get((span.source_path, span.page), "")[span.start : span.end] != span.quote:
+            raise CompileError(f"integrity check failed: a provenance quote in {span.where} is not verbatim")

@@ -99,7 +99,7 @@ def write_tables(
                         e.to_id,
                         e.to,
                         json.dumps(e.attributes),
-                        e.evidence.source if e.evidence else None,
+                        e.evidence.source_path if e.evidence else None,
                         e.evidence.page if e.evidence else None,
                         e.evidence.start if e.evidence else None,
                         e.evidence.end if e.evidence else None,
@@ -111,7 +111,15 @@ def write_tables(
             db.executemany(
                 "INSERT INTO _glossary VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
-                    (e.term, e.definition, type_name, e.span.source, e.span.page, e.span.start, e.span.end)
+                    (
+                        e.term,
+                        e.definition,
+                        type_name,
+                        e.span.source_path,
+                        e.span.page,
+                        e.span.start,
+                        e.span.end,
+                    )
                     for type_name, e in glossary
                 ),
             )

@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from sleuth.compile.artifacts import Provenance
 from sleuth.compile.manifest import ArtifactType, snake_case
 from sleuth.compile.pages import Page
+from sleuth.format.spans import Provenance
 
 _NUMBER = re.compile(r"^[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?$")
 
@@ -114,7 +114,7 @@ def build_table(
                         values[col.name] = value
                     if all(v is None for v in values.values()):
                         continue
-                    span = Provenance(source, page.page, row.start, row.end, page.text[row.start : row.end])
+                    span = Provenance.of(source, page.page, page.text, row.start, row.end)
                     found.append(Row(values, [source], [span]))
     table.rows = _merge(found, key, mtimes) if key else found
     return table
@@ -148,7 +148,7 @@ def _merge(rows: list[Row], key: list[str], mtimes: dict[str, float]) -> list[Ro
                         {
                             "column": col,
                             "value": value,
-                            "source": span.source,
+                            "source": span.source_path,
                             "page": span.page,
                             "start": span.start,
                             "end": span.end,

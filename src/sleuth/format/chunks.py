@@ -5,14 +5,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from sleuth.format.spans import PageSpan
 
-@dataclass(frozen=True)
-class Chunk:
+
+@dataclass(frozen=True, kw_only=True)
+class Chunk(PageSpan):
     id: str
-    source_path: str
-    page: int
-    start: int
-    end: int
     section_path: list[str]
     text: str
     tokens: int

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
+from pydantic import TypeAdapter
+
 from sleuth.errors import Unavailable
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -36,13 +38,8 @@ class Message:
     tool_call_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"role": self.role, "content": self.content}
-        if self.tool_calls:
-            data["tool_calls"] = [
-                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls
-            ]
-        if self.tool_call_id is not None:
-            data["tool_call_id"] = self.tool_call_id
+        """Role and content, and the tool fields only when set (what providers and the trace expect)."""
+        data: dict[str, Any] = _MESSAGE.dump_python(self, mode="json", exclude_defaults=True)
         return data
 
     @classmethod
@@ -112,13 +109,7 @@ class Reply:
     finish_reason: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "text": self.text,
-            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls],
-            "usage": self.usage.to_json(),
-            "model": self.model,
-            "finish_reason": self.finish_reason,
-        }
+        return asdict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Reply:
@@ -131,6 +122,9 @@ class Reply:
             model=data.get("model") or "",
             finish_reason=data.get("finish_reason"),
         )
+
+
+_MESSAGE = TypeAdapter(Message)
 
 
 @dataclass(frozen=True)

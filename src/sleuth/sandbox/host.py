@@ -22,10 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from sleuth.errors import Failed, Unavailable
 from sleuth.sandbox import messages
 from sleuth.sandbox.limits import BudgetExceeded, BudgetMeter, Limits
-from sleuth.sandbox.messages import FinalReport, SpanReport
+from sleuth.sandbox.messages import FinalReport, SpanReport, Spawn, Spawned, ZygoteReady
 from sleuth.sandbox.protocol import Frame, LineReader, ProtocolError, encode, send
 
 
@@ -325,11 +327,12 @@ class SandboxHost:
         )
         theirs.close()
         ours.settimeout(60)
-        hello = json.loads(ours.recv(1 << 16) or b"{}")
-        if hello.get("t") != "zygote_ready":
+        try:
+            hello = ZygoteReady.model_validate_json(ours.recv(1 << 16))
+        except (OSError, ValidationError):
             ours.close()
-            raise SandboxUnavailable("the sandbox zygote did not start")
-        self.info = hello
+            raise SandboxUnavailable("the sandbox zygote did not start") from None
+        self.info = hello.model_dump()
         self._control = ours
         return ours
 
@@ -345,27 +348,27 @@ class SandboxHost:
         limits = limits or self.limits
         registry = self.registry if registry is None else registry
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        message = {
-            "t": "spawn",
-            "turn": time.monotonic_ns(),
-            "limits": limits.to_json(),
-            "contexts": {slug: str(Path(p).resolve()) for slug, p in contexts.items()},
-            "host_functions": sorted(registry),
-        }
+        message = Spawn(
+            turn=time.monotonic_ns(),
+            limits=limits.to_json(),
+            contexts={slug: str(Path(p).resolve()) for slug, p in contexts.items()},
+            host_functions=sorted(registry),
+        )
         try:
             with self._lock:
                 control = self._zygote()
-                socket.send_fds(control, [json.dumps(message).encode()], [theirs.fileno()])
-                reply = json.loads(control.recv(1 << 16) or b"{}")
-        except OSError as exc:
+                socket.send_fds(control, [message.model_dump_json().encode()], [theirs.fileno()])
+                reply = Spawned.model_validate_json(control.recv(1 << 16))
+        except (OSError, ValidationError) as exc:
             ours.close()
-            raise SandboxUnavailable(f"the sandbox zygote is not answering: {exc}") from None
+            why = exc if isinstance(exc, OSError) else "its reply was not a `spawned` message"
+            raise SandboxUnavailable(f"the sandbox zygote is not answering: {why}") from None
         finally:
             theirs.close()
-        if reply.get("t") != "spawned" or int(reply.get("pid", -1)) <= 0:
+        if reply.turn != message.turn or reply.pid <= 0:
             ours.close()
             raise SandboxUnavailable("the zygote could not fork a sandbox")
-        sandbox = Sandbox(ours, int(reply["pid"]), limits, registry, meter)
+        sandbox = Sandbox(ours, reply.pid, limits, registry, meter)
         sandbox.wait_ready()
         return sandbox
 

@@ -148,7 +148,39 @@ class Close(_Message):
     t: Literal["close"] = "close"
 
 
-def wire(command: Exec | RpcResult | Close) -> dict[str, Any]:
+# --- between the host and the zygote ---------------------------------------------------------------
+# The control socket of spec/sandbox.md §2.2: one datagram per message, the turn's socket passed beside
+# `spawn` as SCM_RIGHTS. Both ends are trusted code; typed so that both read one schema.
+
+
+class ZygoteReady(_Message):
+    """The zygote's hello once it has started: its pid and the directories it made (named after it)."""
+
+    t: Literal["zygote_ready"] = "zygote_ready"
+    pid: int
+    landlock_abi: int
+    dirs: list[str]
+
+
+class Spawn(_Message):
+    """Fork a sandbox for one turn over these versions (`contexts`: slug → version directory)."""
+
+    t: Literal["spawn"] = "spawn"
+    turn: int
+    limits: dict[str, Any]  # `Limits.to_json()`
+    contexts: dict[str, str]
+    host_functions: list[str]
+
+
+class Spawned(_Message):
+    """The sandbox of `turn` is child `pid` (in the host's pid namespace); -1 when the fork failed."""
+
+    t: Literal["spawned"] = "spawned"
+    turn: int
+    pid: int
+
+
+def wire(command: Exec | RpcResult | Close | ZygoteReady | Spawn | Spawned) -> dict[str, Any]:
     """A command as it goes on the wire (unset fields left out)."""
     return command.model_dump(exclude_none=True)
 

@@ -11,7 +11,6 @@ turn's socket attached (SCM_RIGHTS), so the zygote never holds more than one tur
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import random
 import re
@@ -24,12 +23,13 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
 from sleuth.sandbox import layers
 from sleuth.sandbox.limits import Limits
+from sleuth.sandbox.messages import Spawn, Spawned, ZygoteReady
 from sleuth.sandbox.protocol import send
 from sleuth.sandbox.repl import serve
 from sleuth.sdk.knowledge import ScopedContext
@@ -69,25 +69,23 @@ def main(control_fd: int) -> None:
     dirs = (mount_point, scratch_root)
     spare: _Slot | None = None
     try:
-        hello = {
-            "t": "zygote_ready",
-            "pid": os.getpid(),
-            "landlock_abi": layers.landlock_abi(),
-            "dirs": list(dirs),
-        }
-        control.send(json.dumps(hello).encode())
+        hello = ZygoteReady(pid=os.getpid(), landlock_abi=layers.landlock_abi(), dirs=list(dirs))
+        control.send(hello.model_dump_json().encode())
         spare = _prepare_slot(counter, _cgroup_limits(Limits()), dirs, cgroups)
         while not stop:
             for _key, _events in selector.select(timeout=0.25):
                 data, fds, _flags, _addr = socket.recv_fds(control, 1 << 20, 1)
                 if not data:
                     return
-                message = json.loads(data)
-                if message.get("t") != "spawn" or len(fds) != 1:
+                try:
+                    message = Spawn.model_validate_json(data)
+                except ValidationError:
+                    message = None
+                if message is None or len(fds) != 1:
                     for fd in fds:
                         os.close(fd)
                     continue
-                wanted = _cgroup_limits(Limits.from_json(message["limits"]))
+                wanted = _cgroup_limits(Limits.from_json(message.limits))
                 slot = spare if spare is not None and spare.wanted == wanted else None
                 if slot is None:
                     _discard(spare)
@@ -96,7 +94,7 @@ def main(control_fd: int) -> None:
                 spare = None
                 pid = slot.launch(message, fds[0])
                 os.close(fds[0])
-                control.send(json.dumps({"t": "spawned", "turn": message.get("turn"), "pid": pid}).encode())
+                control.send(Spawned(turn=message.turn, pid=pid).model_dump_json().encode())
                 # The next turn's child A joins its cgroup now, off the critical path: the cgroup v1
                 # attach alone waits ~15 ms for an RCU grace period.
                 counter += 1
@@ -179,10 +177,10 @@ class _Slot:
     channel: socket.socket
     wanted: tuple[int, int]
 
-    def launch(self, message: dict[str, Any], turn_fd: int) -> int:
+    def launch(self, message: Spawn, turn_fd: int) -> int:
         """Hand A the turn; returns B's pid in the zygote's (that is, the host's) pid namespace."""
         try:
-            socket.send_fds(self.channel, [json.dumps(message).encode()], [turn_fd])
+            socket.send_fds(self.channel, [message.model_dump_json().encode()], [turn_fd])
             data = self.channel.recv(64)
         except OSError:
             data = b""
@@ -236,7 +234,14 @@ def _prepare_slot(
                 pid_b = os.fork()
                 if pid_b == 0:
                     theirs.close()
-                    _child(json.loads(data), fds[0], dirs, uid, namespaces, "v1" if groups else None)
+                    _child(
+                        Spawn.model_validate_json(data),
+                        fds[0],
+                        dirs,
+                        uid,
+                        namespaces,
+                        "v1" if groups else None,
+                    )
                     os._exit(0)
                 os.close(fds[0])
                 theirs.send(str(pid_b).encode())
@@ -253,7 +258,7 @@ def _prepare_slot(
 
 
 def _child(
-    message: dict[str, Any],
+    message: Spawn,
     turn_fd: int,
     dirs: tuple[str, str],
     uid: int,
@@ -270,8 +275,8 @@ def _child(
         os.dup2(null, fd)
     os.close(null)
     sock = socket.socket(fileno=turn_fd)
-    limits = Limits.from_json(message["limits"])
-    contexts: dict[str, str] = message["contexts"]
+    limits = Limits.from_json(message.limits)
+    contexts = message.contexts
     layers_on: list[str] = []
     disabled: dict[str, str] = {}
     began = time.perf_counter()

@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 from sleuth.format.front_matter import read_front_matter
 from sleuth.format.names import slugify
+from sleuth.format.spans import Provenance
 from sleuth.sdk.errors import AmbiguousError, LimitError, NotFoundError
 from sleuth.sdk.scoped import Evidence, ScopedContext, ScopedReader
 from sleuth.sdk.sql import ReadOnlyDatabase
@@ -178,9 +179,11 @@ class KnowledgeBase:
             db.close()
 
     def _register_span(self, ctx: ScopedReader, p: Mapping[str, Any], via: str, artifact: str | None) -> Span:
-        source, page, start, end = p["source"], int(p["page"]), int(p["start"]), int(p["end"])
-        text = ctx.reader.page_text(source, page) or ""
-        return self.evidence.register(ctx.slug, source, page, start, end, text[start:end], [], via, artifact)
+        at = Provenance.from_json(p)
+        text = ctx.reader.page_text(at.source_path, at.page) or ""
+        return self.evidence.register(
+            ctx.slug, at.source_path, at.page, at.start, at.end, text[at.start : at.end], [], via, artifact
+        )
 
     def _rosters(self, ctx: ScopedReader) -> list[Roster]:
         rosters: list[Roster] = []

@@ -50,16 +50,16 @@ class Evidence:
         if known is not None:
             return known
         span = Span(
-            f"E{len(self._labels) + 1}",
-            context,
-            source_path,
-            page,
-            start,
-            end,
-            text,
-            section_path,
-            via,
-            artifact_name,
+            ref=f"E{len(self._labels) + 1}",
+            context=context,
+            source_path=source_path,
+            page=page,
+            start=start,
+            end=end,
+            text=text,
+            section_path=section_path,
+            via=via,
+            artifact_name=artifact_name,
         )
         self._labels[key] = span
         return span

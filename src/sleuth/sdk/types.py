@@ -11,6 +11,8 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from sleuth.format.spans import PageSpan
+
 T = TypeVar("T")
 
 
@@ -35,24 +37,19 @@ class AwaitableDict(dict[str, Any], SelfAwaitable):
     pass
 
 
-@dataclass(frozen=True)
-class Span(SelfAwaitable):
+@dataclass(frozen=True, kw_only=True)
+class Span(PageSpan, SelfAwaitable):
     """A verbatim piece of one page."""
 
     ref: str
     context: str
-    source_path: str
-    page: int
-    start: int
-    end: int
     text: str
     section_path: list[str]
     via: str  # "chunk" | "artifact" | "table"
     artifact_name: str | None = None
 
     def __repr__(self) -> str:
-        where = f"{self.source_path} p.{self.page} [{self.start}:{self.end}]"
-        return f"Span({self.ref} {where} {_short(self.text)!r})"
+        return f"Span({self.ref} {self.where} {_short(self.text)!r})"
 
 
 @dataclass(frozen=True)

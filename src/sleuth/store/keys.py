@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import TypeAdapter
 from sqlalchemy import Column, Float, ForeignKey, Index, String, Table, delete, insert, select, update
 from sqlalchemy.engine import Connection, Row
 
@@ -96,14 +97,11 @@ class ApiKey:
         return self.revoked_at is None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "role": self.role,
-            "created_at": self.created_at,
-            "revoked_at": self.revoked_at,
-            "contexts": None if self.contexts is None else list(self.contexts),
-        }
+        data: dict[str, Any] = _API_KEY.dump_python(self, mode="json")
+        return data
+
+
+_API_KEY = TypeAdapter(ApiKey)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from sleuth.format import boilerplate
 from sleuth.format.chunks import Chunk
+from sleuth.format.spans import PageSpan
 from sleuth.models.embedder import Embedder, get_embedder
 from sleuth.store.dense import DenseIndex
 from sleuth.store.documents import DocumentResolver
@@ -32,16 +33,12 @@ RRF_K = 60
 Mode = Literal["semantic", "keyword", "hybrid"]
 
 
-@dataclass(frozen=True)
-class SearchHit:
+@dataclass(frozen=True, kw_only=True)
+class SearchHit(PageSpan):
     """A chunk hit with everything a citation needs."""
 
     id: str
     score: float
-    source_path: str
-    page: int
-    start: int
-    end: int
     text: str
     section_path: list[str]
 
@@ -488,4 +485,13 @@ class VersionReader:
 
     def _hit(self, cid: str, score: float) -> SearchHit:
         c = self.chunks[cid]
-        return SearchHit(cid, score, c.source_path, c.page, c.start, c.end, c.text, c.section_path)
+        return SearchHit(
+            id=cid,
+            score=score,
+            source_path=c.source_path,
+            page=c.page,
+            start=c.start,
+            end=c.end,
+            text=c.text,
+            section_path=c.section_path,
+        )

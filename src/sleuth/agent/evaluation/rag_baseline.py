@@ -12,6 +12,7 @@ the best sentences with the extractive synthesizer, as Sleuth's offline path doe
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -142,7 +143,7 @@ class RagBaseline:
             number = run.numbers.get(key)
             if number is None:
                 number = len(run.spans) + 1
-                span.ref = f"E{number}"
+                span = dataclasses.replace(span, ref=f"E{number}")
                 run.numbers[key] = number
                 run.spans.append(span)
                 shown.append((number, span, False))
@@ -166,8 +167,7 @@ class RagBaseline:
     def _offline(self, question: str, run: _Run) -> AnswerRecord:
         run.searches = 1
         for number, span in enumerate(self.search(question), 1):
-            span.ref = f"E{number}"
-            run.spans.append(span)
+            run.spans.append(dataclasses.replace(span, ref=f"E{number}"))
         run.evidence_chars = sum(len(s.text) for s in run.spans)
         text = extractive_answer(question, run.spans, None, list(self.readers))
         return self._record(text, run)
