@@ -101,6 +101,12 @@ class Settings(BaseSettings):
     embed_threads: int | None = Field(
         None, ge=1, le=256, description="Threads of the local embedder (unset: onnxruntime's choice)."
     )
+    curate_concurrency: int = Field(
+        4, ge=1, le=64, description="Extraction calls in flight at once per provider endpoint (curation)."
+    )
+    curate_timeout_s: float = Field(
+        300.0, gt=0, le=3600, description="Seconds one extraction call may take before it is retried."
+    )
 
 
 def current() -> Settings:

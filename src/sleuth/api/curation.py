@@ -28,7 +28,7 @@ from sleuth.api.errors import ApiError
 from sleuth.api.file_trees import resolve_in
 from sleuth.api.state import ApiState, api_state
 from sleuth.api.task_service import Job, TaskHandle, TaskService, task_service
-from sleuth.compile.extract import NoModelExtractor
+from sleuth.compile.extraction.choose import choose_extractor
 from sleuth.compile.manifest import parse_manifest
 from sleuth.compile.pipeline import CompileReport, CompileRun
 from sleuth.models.catalog import CatalogError
@@ -39,13 +39,15 @@ from sleuth.store.lock import CurateInFlight, curate_lock
 router = APIRouter()
 
 
-CURATE_PHASES = ("snapshot", "parse", "embed", "index")
+CURATE_PHASES = ("snapshot", "parse", "extract", "embed", "index")
 
 
 class CurateRequest(StrictBody):
     force: bool = False
     model: str | None = Field(None, min_length=1, max_length=256)
     legs: list[Literal["chunks", "artifacts"]] | None = Field(None, min_length=1, max_length=2)
+    #: Sleuth: stop model extraction once this many tokens are spent (overrides the manifest's).
+    max_tokens: int | None = Field(None, ge=1_000, le=10_000_000_000)
     # Contract fields Sleuth accepts and ignores (§13).
     pinecone_api_key: Any = None
     batch_size: Any = None
@@ -71,7 +73,7 @@ def _ids(vdir: Path | None, table: str) -> set[str]:
 
 def curate_output(ctx: ContextDir, report: CompileReport, force: bool) -> dict[str, Any]:
     """The contract's `CurateRunOutput` (spec/api.md §6.3) from the compiler's report, plus [ext] fields.
-    Sleuth's curation calls no language model, so usage counts embeddings only."""
+    Usage counts the extraction model's tokens (none without a model) and the embeddings."""
     mode = "full" if force else "incremental"
     if report.delta == "empty":
         return {
@@ -93,6 +95,19 @@ def curate_output(ctx: ContextDir, report: CompileReport, force: bool) -> dict[s
     if vdir is not None and (vdir / "version.json").is_file():
         embedder = json.loads((vdir / "version.json").read_text("utf-8"))["embedder"]["id"]
     failed = sorted(p for p, f in report.failures.items() if f.get("status") == "failed")
+    extraction: dict[str, Any] = counts.get("extraction") or {}
+    types: dict[str, dict[str, Any]] = extraction.get("types", {})
+    prompt_tokens, completion_tokens = extraction.get("input_tokens", 0), extraction.get("output_tokens", 0)
+    by_model = (
+        {extraction["model"]: {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}}
+        if extraction.get("calls")
+        else {}
+    )
+    scopes = extraction.get("scopes", {})
+
+    def screened(scope: str) -> int:
+        return sum(types.get(name, {}).get("screened", 0) for name, s in scopes.items() if s == scope)
+
     return {
         "status": "completed",
         "flipped": report.flipped,
@@ -102,12 +117,13 @@ def curate_output(ctx: ContextDir, report: CompileReport, force: bool) -> dict[s
         "images_skipped_no_vision": counts.get("images_skipped_no_vision", 0),
         "sources_skipped_unreadable": counts.get("sources_skipped_unreadable", 0),
         "usage": {
-            "prompt_tokens": 0,
-            "completion_tokens": 0,
-            "total_tokens": 0,
-            "by_model": {},
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+            "by_model": by_model,
             "embed_by_model": {embedder: counts.get("embedded", 0)},
         },
+        "extraction": extraction or None,
         "sample_queries": ctx.info().sample_queries,
         "delta": {
             "new": len(report.new),
@@ -118,16 +134,16 @@ def curate_output(ctx: ContextDir, report: CompileReport, force: bool) -> dict[s
             "failed_sources": failed,
             "corpus_artifacts": counts.get("artifacts", 0),
             "corpus_edges": counts.get("edges", 0),
-            "corpus_artifacts_screened": 0,
-            "screened": 0,
+            "corpus_artifacts_screened": screened("corpus"),
+            "screened": screened("corpus") + screened("document") + screened("sqlite"),
             "chunks_created": len(new_chunks - old_chunks),
             "chunks_updated": 0,
             "artifacts_created": len(new_arts - old_arts),
             "artifacts_updated": len(new_arts & old_arts),
             "chunks_screened": 0,
-            "artifacts_screened": 0,
-            "artifacts_errored": 0,
-            "sources_content_truncated": 0,
+            "artifacts_screened": screened("document"),
+            "artifacts_errored": sum(t.get("errored", 0) for t in types.values()),
+            "sources_content_truncated": sum(t.get("truncated_sources", 0) for t in types.values()),
         },
         "live_version": live if report.flipped else report.parent,
         "artifacts_skipped_no_model": report.artifacts_skipped_no_model,
@@ -137,9 +153,18 @@ def curate_output(ctx: ContextDir, report: CompileReport, force: bool) -> dict[s
     }
 
 
-def _curate_job(state: ApiState, ctx: ContextDir, force: bool, chunks_only: bool) -> Job:
+def _curate_job(
+    state: ApiState,
+    ctx: ContextDir,
+    force: bool,
+    chunks_only: bool,
+    model: str | None = None,
+    token_budget: int | None = None,
+) -> Job:
     """A compile of the context as it is now, under its `curate.lock`. The handle is the compiler's
-    progress sink, so a cancel stops the run at its next step, always before the flip."""
+    progress sink, so a cancel stops the run at its next step (or its next model call), always before
+    the flip. The extractor is the one `choose_extractor` picks for the request's model and the
+    manifest's."""
 
     def job(handle: TaskHandle) -> dict[str, Any]:
         try:
@@ -148,7 +173,14 @@ def _curate_job(state: ApiState, ctx: ContextDir, force: bool, chunks_only: bool
                 if chunks_only:
                     data.setdefault("curate", {}).setdefault("artifacts", {})["enabled"] = False
                 manifest = parse_manifest(data)
-                report = CompileRun(ctx, state.home, manifest, force, handle, NoModelExtractor()).execute()
+                catalog = state.runtime.catalog
+                choice = choose_extractor(
+                    ctx, manifest, catalog, model=model, token_budget=token_budget, env=catalog.env
+                )
+                run = CompileRun(ctx, state.home, manifest, force, handle, choice.extractor)
+                if choice.note:
+                    run.warnings.append(f"no model for curation: {choice.note}")
+                report = run.execute()
         except CurateInFlight:
             raise RuntimeError("another compile of this context is running") from None
         handle.files_dir.mkdir(parents=True, exist_ok=True)
@@ -171,7 +203,8 @@ def _start_curate(
     task = service.store.create(
         "curate", context_id=info.id, context_slug=info.slug, created_by=who, input=task_input
     )
-    service.submit(task, _curate_job(state, ctx, force, chunks_only), phases=CURATE_PHASES)
+    job = _curate_job(state, ctx, force, chunks_only, task_input.get("model"), task_input.get("max_tokens"))
+    service.submit(task, job, phases=CURATE_PHASES)
     return task
 
 
@@ -195,7 +228,13 @@ def start_curate(
             raise ApiError(400, "model_unavailable", f"model {config.id!r} is not available", field="model")
     if not has_sources(ctx):
         raise ApiError(409, "no_sources", "the context has no sources: upload files first")
-    task_input = {"force": body.force, "model": body.model, "legs": body.legs, "trigger": "api"}
+    task_input = {
+        "force": body.force,
+        "model": body.model,
+        "max_tokens": body.max_tokens,
+        "legs": body.legs,
+        "trigger": "api",
+    }
     with service.claiming():
         conflict_check(service, ctx, EXCLUSIVE_WORKFLOWS)
         chunks_only = body.legs is not None and "artifacts" not in body.legs

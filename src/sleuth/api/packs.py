@@ -40,7 +40,7 @@ from sleuth.api.uploads import (
     single_file,
     staging_dir,
 )
-from sleuth.compile.extract import NoModelExtractor
+from sleuth.compile.extraction.choose import choose_extractor
 from sleuth.compile.manifest import ManifestError, parse_manifest
 from sleuth.compile.pipeline import CompileRun
 from sleuth.compile.sources import UnsafePath, safe_join, safe_relative_path
@@ -292,7 +292,12 @@ def _restore_job(
                     update_extra(ctx, guide=str(pack["guide"])[:8000])
                 update_extra(ctx, last_source_import_at=now_iso())
                 manifest = parse_manifest(ctx.manifest_data())
-                report = CompileRun(ctx, state.home, manifest, False, handle, NoModelExtractor()).execute()
+                catalog = state.runtime.catalog
+                choice = choose_extractor(ctx, manifest, catalog, env=catalog.env)
+                run = CompileRun(ctx, state.home, manifest, False, handle, choice.extractor)
+                if choice.note:
+                    run.warnings.append(f"no model for curation: {choice.note}")
+                report = run.execute()
         except CurateInFlight:
             raise RuntimeError("a compile of this context is running") from None
         finally:

@@ -106,6 +106,11 @@ class TaskHandle:
         self._close_step("completed")
         self._write(force=True)
 
+    def tokens(self, prompt: int, completion: int) -> None:
+        """Model tokens spent so far: `GET /tasks/{id}/stats` sums them (they were always 0 before)."""
+        self.check()
+        self.store.report(self.task_id, tokens_prompt=prompt, tokens_completion=completion)
+
     # reporting
     def progress(self, final_pct: float | None = None) -> dict[str, Any]:
         phases = self.phases or ([self._phase] if self._phase else [])

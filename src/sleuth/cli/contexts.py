@@ -19,6 +19,7 @@ from sleuth.compile.errors import CompileError
 from sleuth.compile.manifest import ManifestError
 from sleuth.compile.pipeline import compile_context
 from sleuth.compile.sources import UnsafePath
+from sleuth.models.catalog import CatalogError
 from sleuth.models.embedder import EmbedderError
 from sleuth.settings import TOOL_OUTPUT_CHARS, TURN_CAP_SECONDS
 from sleuth.store.home import ContextDir, ContextNotFound, Home, InvalidSlug
@@ -40,6 +41,9 @@ class RichProgress:
         if phase in self._tasks:
             self._progress.advance(self._tasks[phase], amount)
 
+    def tokens(self, prompt: int, completion: int) -> None:
+        pass  # the report prints them at the end
+
     def finish(self, phase: str) -> None:
         task = self._tasks.get(phase)
         if task is not None:
@@ -53,14 +57,30 @@ def compile_cmd(
     context: Annotated[str, typer.Option("--context", "-c", help="Context slug (created if new).")],
     manifest: Annotated[Path | None, typer.Option(help="Manifest JSON; replaces the pinned one.")] = None,
     force: Annotated[bool, typer.Option(help="Discard the ledger and rebuild from scratch.")] = False,
+    model: Annotated[
+        str | None,
+        typer.Option(help="Model for extraction (catalog id, tier or spec); default: the manifest's."),
+    ] = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(min=1_000, help="Stop model extraction once this many tokens are spent."),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Create or update a context from SOURCES and curate it incrementally."""
     columns = (TextColumn("{task.description:>9}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     try:
         with Progress(*columns, console=err, transient=json_out) as bars:
-            report = compile_context(context, sources, manifest, force, progress=RichProgress(bars))
-    except ManifestError as exc:
+            report = compile_context(
+                context,
+                sources,
+                manifest,
+                force,
+                progress=RichProgress(bars),
+                model=model,
+                token_budget=max_tokens,
+            )
+    except (ManifestError, CatalogError) as exc:
         raise fail(str(exc)) from None
     except (
         FileNotFoundError,
@@ -88,11 +108,36 @@ def compile_cmd(
         )
     for path, failure in sorted(report.failures.items()):
         console.print(f"  [yellow]{failure['status']}[/yellow] {path}: {failure['reason']}")
+    extraction = report.counts.get("extraction") if report.delta != "empty" else None
+    if extraction:
+        print_extraction(extraction)
     for name, reason in report.artifacts_skipped_no_model.items():
         console.print(f"  [yellow]skipped[/yellow] type {name}: {reason}")
     for warning in report.warnings:
         if "skipped: kind" not in warning:
             console.print(f"  [yellow]warning[/yellow] {warning}")
+
+
+def print_extraction(extraction: dict[str, Any]) -> None:
+    """Per type: built, screened, errored, quotes verified, calls and tokens (cached calls cost none)."""
+    console.print(
+        f"  extraction with {extraction['model']}: {extraction['calls']} calls "
+        f"({extraction['cached']} from cache), {extraction['input_tokens']} input and "
+        f"{extraction['output_tokens']} output tokens",
+        highlight=False,
+    )
+    for name, t in extraction["types"].items():
+        console.print(
+            f"    {name}: {t['built']} built, {t['screened']} screened, {t['errored']} errored; "
+            f"quotes {t['quotes_verified']} verified, {t['quotes_rejected']} rejected; "
+            f"{t['calls']} calls, {t['input_tokens'] + t['output_tokens']} tokens",
+            highlight=False,
+            markup=False,
+        )
+    if extraction["budget_exhausted"]:
+        console.print(f"  [yellow]stopped[/yellow]: the token budget of {extraction['budget']} was spent")
+    for error in extraction["errors"]:
+        console.print(f"  [yellow]error[/yellow] {error['source']} ({error['type']}): {error['error']}")
 
 
 def _stats(ctx: ContextDir) -> dict[str, Any]:

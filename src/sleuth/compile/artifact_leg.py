@@ -41,11 +41,19 @@ class ArtifactLeg:
         mtimes = {rel: s.mtime for rel, s in states.items()}
         for art_type in self.manifest.curate.artifacts.artifact_types:
             if art_type.format == "sqlite":
-                typed.append(typed_tables.build_table(art_type, pages_by_source, mtimes))
-                if not self.extractor.available():
+                prose = None
+                if self.extractor.available() and not self.extractor.budget_exhausted:
+                    prose = self.extractor.prose_rows(art_type, pages_by_source)
+                typed.append(typed_tables.build_table(art_type, pages_by_source, mtimes, prose))
+                if prose is None:
+                    why = (
+                        "the token budget was spent"
+                        if self.extractor.budget_exhausted
+                        else "they need a model"
+                    )
                     self.warnings.append(
                         f"type {art_type.name!r}: rows were read from tables in the corpus only; "
-                        "rows stated in prose need a model"
+                        f"rows stated in prose were not extracted: {why}"
                     )
                 continue
             if art_type.kind == "doc":
@@ -83,11 +91,13 @@ class ArtifactLeg:
                     f"type {art_type.name!r} skipped: kind {art_type.kind!r} "
                     "needs a model and none is configured"
                 )
+            elif self.extractor.budget_exhausted:
+                skipped[art_type.name] = "the curate's token budget was spent before this type"
+                self.warnings.append(f"type {art_type.name!r} skipped: the token budget was spent")
             elif art_type.resolved_scope == "document":
-                for rel in sorted(pages_by_source):
-                    out.extend(self.extractor.document(art_type, rel, pages_by_source[rel]))
+                out.extend(self.extractor.document_scope(art_type, pages_by_source))
             else:
-                out.extend(self.extractor.corpus(art_type, pages_by_source))
+                out.extend(self.extractor.corpus_scope(art_type, pages_by_source, mtimes))
         return out, glossary_entries, typed, skipped
 
     def build_edges(self, artifacts: list[Artifact], pages_by_source: dict[str, list[Page]]) -> None:
@@ -107,6 +117,16 @@ class ArtifactLeg:
                 self.warnings.append(
                     f"edge type {edge_type.name!r} skipped: it joins a model kind and no model is configured"
                 )
+            elif not any(
+                t.resolved_scope == "corpus" and t.kind not in DETERMINISTIC_KINDS and t.kind != "summary"
+                for t in (from_type, to_type)
+            ):
+                self.warnings.append(
+                    f"edge type {edge_type.name!r} skipped: edges are found by the map step of a corpus "
+                    "topic, entity or event type, and neither end is one"
+                )
+        if self.extractor.available():
+            self.extractor.resolve_edges(artifacts, pages_by_source)
 
     def write_files(
         self,

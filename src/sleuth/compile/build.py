@@ -19,7 +19,7 @@ from sleuth.compile.artifacts import Artifact
 from sleuth.compile.chunking import Window, chunk_pages
 from sleuth.compile.documents import chunk_embed_text, identified, sample_queries, source_row
 from sleuth.compile.extract import Extractor
-from sleuth.compile.manifest import Manifest
+from sleuth.compile.manifest import DETERMINISTIC_KINDS, Manifest
 from sleuth.compile.pages import Page, ParseError
 from sleuth.compile.parse import parse_source
 from sleuth.compile.report import CompileReport, Progress
@@ -204,10 +204,19 @@ class VersionBuild:
         with self.run.timed("artifacts"):
             if self.arts_config.is_enabled:
                 self.pages_by_source = self.every_page()
+                extractor = self.run.extractor
+                if extractor.available():
+                    extractor.watch(self.run.progress)
+                    model_types = [
+                        t for t in self.arts_config.artifact_types if t.kind not in DETERMINISTIC_KINDS
+                    ]
+                    self.run.progress.start("extract", len(model_types) * len(self.pages_by_source))
                 self.artifacts, self.glossary_entries, self.typed, self.skipped_no_model = leg.build(
                     self.pages_by_source, self.states
                 )
                 leg.build_edges(self.artifacts, self.pages_by_source)
+                if extractor.available():
+                    self.run.progress.finish("extract")
             elif self.arts_config.artifact_types:
                 self.run.warnings.append(
                     "artifact types are declared but curate.artifacts.enabled "
@@ -356,7 +365,12 @@ class VersionBuild:
         self.report.counts = counts
         self.report.warnings = self.run.warnings
         self.report.artifacts_skipped_no_model = self.skipped_no_model
-        suggested = sample_queries(self.states, self.pages_by_source)
+        written = self.run.extractor.sample_queries(self.artifacts) if self.run.extractor.available() else []
+        suggested = written or sample_queries(self.states, self.pages_by_source)
+        extraction = self.run.extractor.report()
+        if extraction:
+            counts["extraction"] = extraction
+            self.ledger.extraction = extraction
         write_json_atomic(
             self.knowledge / "sources.json",
             {s.path: asdict(s) for s in sorted(self.states.values(), key=lambda s: s.path)},

@@ -129,6 +129,9 @@ class ArtifactsConfig(_Model):
     max_mentions_per_artifact: int = Field(40, ge=1, le=500)
     mention_context_chars: int = Field(8000, ge=1000, le=100_000)
     max_artifacts_per_type: int = Field(10000, ge=1, le=10_000)
+    #: Sleuth: the most tokens (input + output) one curate may spend on model extraction; it stops
+    #: cleanly with what it built. Unset: no limit. `sleuth compile --max-tokens` overrides it.
+    token_budget: int | None = Field(None, ge=1_000, le=10_000_000_000)
 
     @property
     def is_enabled(self) -> bool:
@@ -175,7 +178,8 @@ class Manifest(_Model):
 
     def curate_hash(self) -> str:
         """Hash of the `curate` section: a change re-runs the compile legs (§5.2)."""
-        payload = self.curate.model_dump(mode="json", by_alias=True)
+        # The budget bounds what a run may spend, not what it builds: changing it redoes nothing.
+        payload = self.curate.model_dump(mode="json", by_alias=True, exclude={"artifacts": {"token_budget"}})
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
     def chunk_leg_hash(self) -> str:

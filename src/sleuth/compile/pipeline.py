@@ -27,12 +27,14 @@ from sleuth.compile.chunking import CHUNKER_VERSION, Window
 from sleuth.compile.documents import (
     embed_header,
 )
-from sleuth.compile.extract import Extractor, NoModelExtractor
+from sleuth.compile.extract import Extractor
+from sleuth.compile.extraction.choose import choose_extractor
 from sleuth.compile.identity import IDENTITY_VERSION
 from sleuth.compile.manifest import Manifest, parse_manifest, read_manifest_file
 from sleuth.compile.pages import TEXT_VERSION
 from sleuth.compile.sources import ImportReport, import_sources, list_source_files
 from sleuth.compile.version_files import SourceState
+from sleuth.models.catalog import Catalog
 from sleuth.models.embedder import file_sha256, get_embedder
 from sleuth.settings import TURN_CAP_SECONDS  # a version superseded less long ago may still be read
 from sleuth.store.home import ContextDir, Home, now_iso, write_json_atomic, write_text_atomic
@@ -51,8 +53,15 @@ def compile_context(
     home: Home | None = None,
     progress: Progress | None = None,
     extractor: Extractor | None = None,
+    *,
+    model: str | None = None,
+    token_budget: int | None = None,
+    catalog: Catalog | None = None,
 ) -> CompileReport:
-    """Create the context if needed, import `inputs`, and curate it (the `sleuth compile` verb)."""
+    """Create the context if needed, import `inputs`, and curate it (the `sleuth compile` verb).
+
+    The extractor is `extractor` when given, else the one `choose_extractor` picks for `model`, the
+    manifest and the catalog (by default the home's `config.toml`)."""
     home = home or Home()
     # Validate before touching anything: a bad manifest must leave no trace.
     manifest_data = read_manifest_file(manifest_file) if manifest_file is not None else None
@@ -65,9 +74,15 @@ def compile_context(
             write_json_atomic(ctx.manifest_file, manifest_data)
         imported = import_sources(ctx.sources, list(inputs)) if inputs else ImportReport()
         manifest = parse_manifest(ctx.manifest_data())
-        run = CompileRun(
-            ctx, home, manifest, force, progress or NullProgress(), extractor or NoModelExtractor()
-        )
+        note = None
+        if extractor is None:
+            choice = choose_extractor(
+                ctx, manifest, catalog or Catalog.load(home.root), model=model, token_budget=token_budget
+            )
+            extractor, note = choice.extractor, choice.note
+        run = CompileRun(ctx, home, manifest, force, progress or NullProgress(), extractor)
+        if note:
+            run.warnings.append(f"no model for curation: {note}")
         report = run.execute()
         report.imported = {
             "copied": len(imported.copied),
@@ -120,6 +135,8 @@ class CompileRun:
     def execute(self) -> CompileReport:
         started = time.perf_counter()
         self._remove_stale_builds()
+        if self.force:
+            shutil.rmtree(self.ctx.extraction_cache, ignore_errors=True)  # a forced curate re-extracts (§5.2)
         previous_ledger = Ledger.load(self.ctx.ledger_file)
         ledger = Ledger() if self.force else previous_ledger.model_copy(deep=True)
         parent = self.ctx.live_version()
@@ -156,7 +173,13 @@ class CompileRun:
             deleted=deleted,
             unchanged=unchanged,
         )
-        legs_changed = ledger.leg_hashes.get("curate") != curate_hash or chunk_leg_changed or identity_changed
+        extractor_changed = ledger.leg_hashes.get("extractor", "none") != self.extractor.name
+        legs_changed = (
+            ledger.leg_hashes.get("curate") != curate_hash
+            or chunk_leg_changed
+            or identity_changed
+            or extractor_changed
+        )
         if parent_dir is not None and not (new or changed or deleted or legs_changed):
             report.delta = "empty"
             report.failures = {p: f.model_dump() for p, f in previous_ledger.failures.items()}
@@ -193,6 +216,11 @@ class CompileRun:
             "chunks": chunk_hash,
             "text": TEXT_VERSION,
             "identity": IDENTITY_VERSION,
+            # An incomplete extraction (budget spent, provider errors) is redone by the next run; the
+            # cache makes the finished part free.
+            "extractor": self.extractor.name
+            if self.extractor.complete
+            else f"{self.extractor.name}+incomplete",
         }
         for path in deleted:
             ledger.source_removed[path] = Tombstone(removed_version=version, removed_at=now)

@@ -14,10 +14,16 @@ class Progress(Protocol):
     def start(self, phase: str, total: int) -> None: ...
     def advance(self, phase: str, amount: int = 1) -> None: ...
     def finish(self, phase: str) -> None: ...
+    def tokens(self, prompt: int, completion: int) -> None:
+        """The model tokens spent so far (curation with a model); a server shows them in task stats."""
+        ...
 
 
 class NullProgress:
     def start(self, phase: str, total: int) -> None:
+        pass
+
+    def tokens(self, prompt: int, completion: int) -> None:
         pass
 
     def advance(self, phase: str, amount: int = 1) -> None:

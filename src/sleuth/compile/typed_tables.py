@@ -35,6 +35,14 @@ class Row:
 
 
 @dataclass
+class ProseRows:
+    """Rows a model found in prose, already coerced, and how many it proposed that were screened."""
+
+    rows: list[Row] = field(default_factory=list)
+    screened: int = 0
+
+
+@dataclass
 class TypedTable:
     type: ArtifactType
     columns: list[ColumnSpec]
@@ -89,8 +97,13 @@ def coerce(value: str, column_type: str) -> tuple[Any, bool]:
 
 
 def build_table(
-    art_type: ArtifactType, pages_by_source: dict[str, list[Page]], mtimes: dict[str, float]
+    art_type: ArtifactType,
+    pages_by_source: dict[str, list[Page]],
+    mtimes: dict[str, float],
+    prose: ProseRows | None = None,
 ) -> TypedTable:
+    """The rows read from tables in the corpus (§4.1), plus `prose`, the rows a model found in
+    running text (§5.4), merged by the natural key together."""
     columns, warnings = resolve_columns(art_type)
     key = [snake_case(k) for k in art_type.natural_key]
     table = TypedTable(art_type, columns, key, [], warnings=warnings)
@@ -116,6 +129,9 @@ def build_table(
                         continue
                     span = Provenance.of(source, page.page, page.text, row.start, row.end)
                     found.append(Row(values, [source], [span]))
+    if prose is not None:
+        found.extend(prose.rows)
+        table.screened += prose.screened
     table.rows = _merge(found, key, mtimes) if key else found
     return table
 

@@ -332,9 +332,15 @@ class Catalog:
             "default": self.default,
             "models": [{**c.public(), "available": self.available(c)} for c in self.models.values()],
             "tiers": {tier: self.tier(tier) for tier in TIERS},
-            # Curation runs no language model in Sleuth, so its phase names the offline planner.
-            "phase_defaults": {"search": self.default, "synthesis": self.default, "curate": OFFLINE_ID},
-            "supported_curate_models": [OFFLINE_ID],
+            # A manifest's default `artifact_model` is the `lite` tier; offline means no model kinds.
+            "phase_defaults": {
+                "search": self.default,
+                "synthesis": self.default,
+                "curate": self.tier("lite"),
+            },
+            "supported_curate_models": [
+                c.id for c in self.models.values() if c.provider == "offline" or self.available(c)
+            ],
             "query_defaults": copy.deepcopy(QUERY_DEFAULTS),
         }
 

@@ -120,6 +120,11 @@ class ContextDir:
         return self.root / "LIVE"
 
     @property
+    def extraction_cache(self) -> Path:
+        """`cache/extract/`: validated model replies by content key (spec/context.md §7)."""
+        return self.root / "cache" / "extract"
+
+    @property
     def lock_file(self) -> Path:
         return self.root / "curate.lock"
 

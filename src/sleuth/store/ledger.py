@@ -47,6 +47,8 @@ class Ledger(BaseModel):
     embedding_model: dict[str, Any] = Field(default_factory=dict)
     mentions: dict[str, dict[str, list[str]]] = Field(default_factory=dict)
     failures: dict[str, Failure] = Field(default_factory=dict)
+    #: Sleuth: the last run's model extraction, per type: calls, tokens, built, screened, errored.
+    extraction: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path) -> Ledger:

@@ -1,0 +1,67 @@
+"""Which extractor a curate uses (spec/context.md §5.4): the run's model (`sleuth compile --model`, the
+curate request's `model`), else the manifest's `curate.artifacts.artifact_model` (a tier or a catalog
+id), resolved through the model catalog. A tier that maps to the offline planner, a model without its
+key, or a manifest with nothing a model would build all give `NoModelExtractor`: the context is then
+compiled exactly as without a model, and the skipped kinds are reported."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from sleuth.compile.extract import Extractor, NoModelExtractor
+from sleuth.compile.extraction.cache import ExtractionCache
+from sleuth.compile.extraction.extractor import ModelExtractor
+from sleuth.compile.manifest import DETERMINISTIC_KINDS, Manifest
+from sleuth.models.base import Model
+from sleuth.models.catalog import Catalog, CatalogError, build_model
+from sleuth.store.home import ContextDir
+
+
+@dataclass(frozen=True)
+class Choice:
+    extractor: Extractor
+    note: str | None = None  # why no model is used, when one was asked for but cannot be
+
+
+def needs_model(manifest: Manifest) -> bool:
+    """Whether any declared type has something only a model builds (a model kind, or prose rows)."""
+    arts = manifest.curate.artifacts
+    if not arts.is_enabled:
+        return False
+    return any(t.kind not in DETERMINISTIC_KINDS or t.format == "sqlite" for t in arts.artifact_types)
+
+
+def choose_extractor(
+    ctx: ContextDir,
+    manifest: Manifest,
+    catalog: Catalog,
+    *,
+    model: str | None = None,
+    token_budget: int | None = None,
+    env: Mapping[str, str] | None = None,
+    built: Model | None = None,
+) -> Choice:
+    """The extractor for one curate. `model` (the run's choice) must resolve, or `CatalogError`; the
+    manifest's choice falls back to no model with a note. `built` replaces the adapter (tests)."""
+    if not needs_model(manifest):
+        return Choice(NoModelExtractor())
+    wanted = model or manifest.curate.artifacts.artifact_model
+    try:
+        config = catalog.resolve(wanted, allow_specs=model is not None)
+    except CatalogError as exc:
+        if model is not None:
+            raise
+        return Choice(NoModelExtractor(), f"artifact_model {wanted!r}: {exc}")
+    if config.provider == "offline":
+        return Choice(NoModelExtractor())
+    if built is None and not catalog.available(config):
+        note = f"model {config.id!r} is not available (no key or no SDK)"
+        if model is not None:
+            raise CatalogError(note)
+        return Choice(NoModelExtractor(), note)
+    budget = token_budget if token_budget is not None else manifest.curate.artifacts.token_budget
+    adapter = built if built is not None else build_model(config, catalog.env if env is None else env)
+    return Choice(
+        ModelExtractor(adapter, manifest, ExtractionCache(ctx.extraction_cache), token_budget=budget)
+    )

@@ -1,0 +1,200 @@
+"""One extraction call: ask for JSON, validate it against the kind's schema, repair once, account.
+
+- **Structured output** (spec/context.md §5.4): the reply must validate against the call's schema;
+  an invalid one is sent back once with the validation errors, then the item counts as errored.
+- **Retries**: a timeout, 429 or 5xx is retried as `models.fallback` does (twice, honouring the
+  provider's `Retry-After`); a call that still fails raises `ModelError`, which the extractor records
+  for its source without failing the run.
+- **Concurrency**: at most `SLEUTH_CURATE_CONCURRENCY` calls in flight per provider endpoint, in the
+  whole process (two curates on one server share it).
+- **Budget**: once the tokens spent reach the budget, no further call starts (`BudgetExhausted`);
+  calls already in flight finish, so a run may end a little over it.
+- **Usage**: calls, tokens, repairs and errors per artifact type, for the report, the version, the
+  ledger and the task's stats.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from sleuth.compile.extraction.cache import ExtractionCache
+from sleuth.models.base import CompletionParams, Message, Model, ModelConfig
+from sleuth.models.fallback import FallbackModel
+from sleuth.settings import current
+
+R = TypeVar("R", bound=BaseModel)
+_FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$")
+_SLOTS: dict[str, threading.BoundedSemaphore] = {}
+_SLOTS_LOCK = threading.Lock()
+
+
+class BudgetExhausted(Exception):
+    """The curate's token budget is spent: what was built so far is kept."""
+
+
+@dataclass
+class TypeUsage:
+    """What extraction cost for one artifact type (or `_sample_queries`)."""
+
+    calls: int = 0  # model calls made (repairs included)
+    cached: int = 0  # replies taken from the extraction cache
+    input_tokens: int = 0
+    output_tokens: int = 0
+    repairs: int = 0
+    errored: int = 0  # items whose reply never validated, or whose call failed
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "seconds": round(self.seconds, 3)}
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+def parse_json(text: str) -> Any:
+    """The JSON object in a reply: fences stripped, else the outermost `{...}`."""
+    stripped = _FENCE.sub("", text.strip())
+    try:
+        return json.loads(stripped)
+    except ValueError:
+        start, end = stripped.find("{"), stripped.rfind("}")
+        if 0 <= start < end:
+            return json.loads(stripped[start : end + 1])
+        raise
+
+
+def _problems(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        lines = []
+        for err in exc.errors()[:12]:
+            where = ".".join(str(p) for p in err.get("loc", ())) or "(root)"
+            lines.append(f"- {where}: {err.get('msg', '')}")
+        return "\n".join(lines)
+    return f"- not a JSON object: {str(exc)[:200]}"
+
+
+def _slot(config: ModelConfig) -> threading.BoundedSemaphore:
+    endpoint = f"{config.provider}|{config.base_url or ''}"
+    with _SLOTS_LOCK:
+        if endpoint not in _SLOTS:
+            _SLOTS[endpoint] = threading.BoundedSemaphore(current().curate_concurrency)
+        return _SLOTS[endpoint]
+
+
+class ExtractionClient:
+    def __init__(
+        self,
+        model: Model,
+        cache: ExtractionCache | None,
+        *,
+        token_budget: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.model = model if isinstance(model, FallbackModel) else FallbackModel([model])
+        self.model_id = model.config.id
+        self.cache = cache
+        self.token_budget = token_budget
+        self.usage: dict[str, TypeUsage] = {}
+        self.budget_exhausted = False
+        self._lock = threading.Lock()
+        self._clock = clock
+        self._slot = _slot(model.config)
+        self._timeout = current().curate_timeout_s
+
+    def spent(self) -> int:
+        return sum(self.totals())
+
+    def totals(self) -> tuple[int, int]:
+        """(input, output) tokens spent so far, over every type."""
+        with self._lock:
+            usage = list(self.usage.values())
+            return sum(u.input_tokens for u in usage), sum(u.output_tokens for u in usage)
+
+    def count_error(self, type_name: str) -> None:
+        usage = self.usage_of(type_name)
+        with self._lock:
+            usage.errored += 1
+
+    def usage_of(self, type_name: str) -> TypeUsage:
+        with self._lock:
+            return self.usage.setdefault(type_name, TypeUsage())
+
+    def ask(
+        self,
+        reply_type: type[R],
+        system: str,
+        user: str,
+        *,
+        type_name: str,
+        key: str,
+        max_tokens: int,
+    ) -> R | None:
+        """The validated reply (from the cache when it holds one), or None when it never validated."""
+        usage = self.usage_of(type_name)
+        if self.cache is not None:
+            cached = self.cache.get(key)
+            if cached is not None:
+                try:
+                    reply = reply_type.model_validate(cached)
+                except ValidationError:
+                    pass
+                else:
+                    with self._lock:
+                        usage.cached += 1
+                    return reply
+        messages = [Message("system", system), Message("user", user)]
+        params = CompletionParams(
+            max_tokens=max_tokens, temperature=0.0, json_mode=True, timeout_s=self._timeout
+        )
+        for attempt in range(2):
+            self._check_budget()
+            with self._slot:
+                began = self._clock()
+                answer = self.model.complete(messages, [], params)
+                elapsed = self._clock() - began
+            with self._lock:
+                usage.calls += 1
+                usage.input_tokens += answer.usage.input_tokens
+                usage.output_tokens += answer.usage.output_tokens
+                usage.seconds += elapsed
+            try:
+                parsed = reply_type.model_validate(parse_json(answer.text))
+            except (ValueError, ValidationError) as exc:
+                if attempt == 0:
+                    with self._lock:
+                        usage.repairs += 1
+                    messages += [
+                        Message("assistant", answer.text),
+                        Message("user", repair_prompt(_problems(exc))),
+                    ]
+                continue
+            if self.cache is not None:
+                self.cache.put(
+                    key, parsed.model_dump(mode="json", by_alias=True), type=type_name, model=self.model_id
+                )
+            return parsed
+        with self._lock:
+            usage.errored += 1
+        return None
+
+    def _check_budget(self) -> None:
+        if self.token_budget is not None and self.spent() >= self.token_budget:
+            self.budget_exhausted = True
+            raise BudgetExhausted(f"the token budget of {self.token_budget} is spent")
+
+
+def repair_prompt(problems: str) -> str:
+    return (
+        "Your reply did not match the required JSON schema:\n"
+        f"{problems}\n"
+        "Reply again with only the corrected JSON object, nothing else."
+    )

@@ -1,0 +1,669 @@
+"""`ModelExtractor`: the model-built kinds of spec/context.md §5.4, evidence first.
+
+- Document scope: one call per source (or per window of it, merged) → one artifact per source.
+- Corpus scope: map every source (mentions and the edges it states), group the mentions by subject
+  key and aliases, keep the groups with enough sources, and reduce each into one artifact. Where the
+  sources give a field different values, a "Conflicts" section quotes each side (added by Sleuth when
+  the model did not write one, so a disagreement is never lost in a fluent summary).
+- A corpus `summary` is reduced from the per-source summaries, twenty at a time.
+- Rows found in prose for `format: sqlite` types, coerced to the column types.
+- Typed edges, resolved once every artifact exists.
+
+Every artifact, mention, row and edge must carry a quote located on a page (quotes.py); what has none
+is screened. Calls run in parallel, at most `SLEUTH_CURATE_CONCURRENCY` per provider endpoint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any, TypeVar
+
+from sleuth.compile.artifacts import Artifact, EdgeRef
+from sleuth.compile.extraction import prompts
+from sleuth.compile.extraction.cache import ExtractionCache, cache_key
+from sleuth.compile.extraction.client import BudgetExhausted, ExtractionClient, TypeUsage
+from sleuth.compile.extraction.grouping import Group, SourcedMention, group_mentions, subject_key
+from sleuth.compile.extraction.quotes import QuoteLocator
+from sleuth.compile.extraction.schemas import (
+    DocumentReply,
+    EdgeClaim,
+    MapReply,
+    Mention,
+    QueriesReply,
+    ReduceReply,
+    RowsReply,
+)
+from sleuth.compile.manifest import DETERMINISTIC_KINDS, ArtifactType, EdgeType, Manifest
+from sleuth.compile.pages import Page
+from sleuth.compile.report import NullProgress, Progress
+from sleuth.compile.typed_tables import ProseRows, Row, coerce, resolve_columns
+from sleuth.format.spans import Provenance
+from sleuth.models.base import Model, ModelError
+from sleuth.settings import current
+
+T = TypeVar("T")
+MAX_PROVENANCE = 40  # spans kept per artifact
+SUMMARY_GROUP = 20  # per-source summaries reduced at once into a corpus summary
+THIS_DOCUMENT = {"this document", "this agreement", "the document", "this contract", "this"}
+
+
+@dataclass
+class TypeStats:
+    """What extraction made of one type: built, screened and why, quotes verified."""
+
+    built: int = 0
+    screened: int = 0
+    quotes_verified: int = 0
+    quotes_rejected: int = 0
+    mentions: int = 0
+    groups: int = 0
+    truncated_sources: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def count(self, name: str, n: int = 1) -> None:
+        """Add `n` to counter `name` (calls run on several threads)."""
+        with self._lock:
+            setattr(self, name, getattr(self, name) + n)
+
+    def screen(self, reason: str, n: int = 1) -> None:
+        with self._lock:
+            self.screened += n
+            self.reasons[reason] = self.reasons.get(reason, 0) + n
+
+    def to_json(self) -> dict[str, Any]:
+        with self._lock:
+            out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if not f.name.startswith("_")}
+            out["reasons"] = dict(self.reasons)
+            return out
+
+
+@dataclass
+class SourceError:
+    source: str
+    type: str
+    error: str
+
+
+def _type_hash(art_type: ArtifactType, manifest: Manifest) -> str:
+    """What a type's replies depend on: its definition, the global knobs and the edges it maps."""
+    knobs = manifest.curate.artifacts.model_dump(
+        mode="json",
+        include={"max_tokens", "max_doc_chars", "extraction_window_chars", "mention_max_chars"},
+    )
+    edges = [e.model_dump(mode="json", by_alias=True) for e in _edges_of(art_type, manifest)]
+    payload = {"type": art_type.model_dump(mode="json"), "knobs": knobs, "edges": edges}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def _edges_of(art_type: ArtifactType, manifest: Manifest) -> list[EdgeType]:
+    """Edge types this corpus type's map step looks for: those with this type at one end."""
+    if art_type.resolved_scope != "corpus" or art_type.kind == "summary":
+        return []
+    name = art_type.name.casefold()
+    return [
+        e
+        for e in manifest.curate.artifacts.edge_types
+        if name in (e.from_.casefold(), e.to.casefold()) and not _deterministic_edge(e, manifest)
+    ]
+
+
+def _deterministic_edge(edge: EdgeType, manifest: Manifest) -> bool:
+    ends = [manifest.type_named(edge.from_), manifest.type_named(edge.to)]
+    return all(t is not None and t.kind in DETERMINISTIC_KINDS for t in ends)
+
+
+def _text_hash(pages: Sequence[Page]) -> str:
+    digest = hashlib.sha256()
+    for page in pages:
+        digest.update(f"{page.page}\x1f{page.text}\x1e".encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+def windows(pages: Sequence[Page], max_chars: int, window_chars: int) -> tuple[list[str], bool]:
+    """The text the model reads, and whether some of the source was left unread (§3.2): the head up to
+    `max_chars` when windowing is off, else consecutive windows of `window_chars` over all of it."""
+    text = "\n\n".join(p.text for p in pages)
+    if window_chars <= 0:
+        return [text[:max_chars]], len(text) > max_chars
+    size = min(window_chars, max_chars)
+    return [text[i : i + size] for i in range(0, max(len(text), 1), size)], False
+
+
+def _fields_for(kind: str, given: dict[str, Any]) -> dict[str, Any]:
+    """Only the documented fields of the kind, with the JSON types they are declared as."""
+    wanted = prompts.KIND_FIELDS.get(kind, {})
+    out: dict[str, Any] = {}
+    for name in wanted:
+        value = given.get(name)
+        if value is None or value == "" or value == []:
+            continue
+        if name in ("aliases", "participants"):
+            items = value if isinstance(value, list) else [value]
+            out[name] = [str(v).strip() for v in items if str(v).strip()][:20]
+        else:
+            out[name] = str(value).strip()[:200]
+    return out
+
+
+class ModelExtractor:
+    """The `Extractor` that calls a model. One per compile run."""
+
+    def __init__(
+        self,
+        model: Model,
+        manifest: Manifest,
+        cache: ExtractionCache | None,
+        *,
+        token_budget: int | None = None,
+    ) -> None:
+        self.name = model.config.id
+        self.manifest = manifest
+        self.config = manifest.curate.artifacts
+        self.client = ExtractionClient(model, cache, token_budget=token_budget)
+        self.stats: dict[str, TypeStats] = {}
+        self.errors: list[SourceError] = []
+        self._claims: list[tuple[str, EdgeClaim]] = []  # (source, claim) from every corpus map
+        self._progress: Progress = NullProgress()
+        self._workers = current().curate_concurrency
+
+    # ------------------------------------------------------------------------------ the protocol
+    def available(self) -> bool:
+        return True
+
+    def watch(self, progress: Progress) -> None:
+        self._progress = progress
+
+    @property
+    def budget_exhausted(self) -> bool:
+        return self.client.budget_exhausted
+
+    @property
+    def complete(self) -> bool:
+        return not self.client.budget_exhausted and not self.errors
+
+    def usage(self) -> dict[str, TypeUsage]:
+        return dict(self.client.usage)
+
+    def report(self) -> dict[str, Any]:
+        """Per type: usage and what was built, for the compile report, the version and the ledger."""
+        names = sorted(set(self.client.usage) | set(self.stats))
+        out: dict[str, Any] = {}
+        for name in names:
+            usage = self.client.usage.get(name, TypeUsage())
+            stats = self.stats.get(name, TypeStats())
+            out[name] = {**usage.to_json(), **stats.to_json()}
+        return {
+            "model": self.name,
+            "types": out,
+            "calls": sum(u.calls for u in self.client.usage.values()),
+            "cached": sum(u.cached for u in self.client.usage.values()),
+            "input_tokens": sum(u.input_tokens for u in self.client.usage.values()),
+            "output_tokens": sum(u.output_tokens for u in self.client.usage.values()),
+            "budget": self.client.token_budget,
+            "budget_exhausted": self.client.budget_exhausted,
+            "errors": [asdict(e) for e in self.errors],
+            "scopes": {name: self._scope_of(name) for name in names},
+        }
+
+    def _scope_of(self, name: str) -> str:
+        """`document`, `corpus` or `sqlite` for a type; `edge` and `queries` for the rest."""
+        if name.startswith("edge:"):
+            return "edge"
+        art_type = self.manifest.type_named(name)
+        if art_type is None:
+            return "queries"
+        return "sqlite" if art_type.format == "sqlite" else art_type.resolved_scope
+
+    def document_scope(
+        self, art_type: ArtifactType, pages_by_source: dict[str, list[Page]]
+    ) -> list[Artifact]:
+        """One artifact per source."""
+        stats = self._stats(art_type.name)
+        results = self._each(
+            art_type, sorted(pages_by_source), lambda s: self._document(art_type, s, pages_by_source[s])
+        )
+        out = [a for a in results if a is not None]
+        stats.count("built", len(out))
+        return out
+
+    def corpus_scope(
+        self, art_type: ArtifactType, pages_by_source: dict[str, list[Page]], mtimes: dict[str, float]
+    ) -> list[Artifact]:
+        """Map → group → reduce; for `summary`, per-source summaries reduced into one."""
+        if art_type.kind == "summary":
+            return self._corpus_summary(art_type, pages_by_source)
+        stats = self._stats(art_type.name)
+        order = sorted(pages_by_source, key=lambda s: (-mtimes.get(s, 0.0), s))  # most recent first
+        mapped = self._each(art_type, order, lambda s: self._map(art_type, s, pages_by_source[s]))
+        mentions: list[SourcedMention] = []
+        for index, (source, found) in enumerate(zip(order, mapped, strict=True)):
+            for mention in found or []:
+                mentions.append(SourcedMention(source, mention, index))
+        stats.count("mentions", len(mentions))
+        groups = group_mentions(mentions)
+        floor = art_type.min_doc_count or self.config.min_doc_count
+        kept = [g for g in groups if len(g.member_sources) >= floor]
+        if len(groups) > len(kept):
+            stats.screen("below min_doc_count", len(groups) - len(kept))
+        if len(kept) > self.config.max_artifacts_per_type:
+            stats.screen("over max_artifacts_per_type", len(kept) - self.config.max_artifacts_per_type)
+            kept = kept[: self.config.max_artifacts_per_type]
+        stats.count("groups", len(kept))
+        reduced = self._each(
+            art_type,
+            [g.key for g in kept],
+            None,
+            items=kept,
+            work=lambda g: self._reduce(art_type, g, pages_by_source),
+        )
+        out = [a for a in reduced if a is not None]
+        stats.count("built", len(out))
+        return self._drop_duplicates(out, stats)
+
+    def prose_rows(self, art_type: ArtifactType, pages_by_source: dict[str, list[Page]]) -> ProseRows:
+        """Rows of a `format: sqlite` type stated in running text, one quote each."""
+        found = self._each(
+            art_type, sorted(pages_by_source), lambda s: self._rows(art_type, s, pages_by_source[s])
+        )
+        prose = ProseRows()
+        for part in found:
+            if part is not None:
+                prose.rows.extend(part.rows)
+                prose.screened += part.screened
+        self._stats(art_type.name).count("built", len(prose.rows))
+        return prose
+
+    def resolve_edges(self, artifacts: list[Artifact], pages_by_source: dict[str, list[Page]]) -> int:
+        """Attach the edges the maps found whose two ends are artifacts; returns how many were made."""
+        edge_types = {e.name.casefold(): e for e in self.config.edge_types}
+        by_key: dict[tuple[str, str], Artifact] = {}
+        by_source: dict[tuple[str, str], Artifact] = {}
+        for art in artifacts:
+            if art.scope == "document":
+                by_source.setdefault((art.type.casefold(), art.sources[0]), art)
+            names = (
+                [art.name, *art.fields.get("aliases", [])]
+                if isinstance(art.fields.get("aliases"), list)
+                else [art.name]
+            )
+            keys = {subject_key(n) for n in names} | ({art.group_key} if art.group_key else set())
+            for key in keys:
+                by_key.setdefault((art.type.casefold(), key), art)
+        locators: dict[str, QuoteLocator] = {}
+        made = 0
+        for source, claim in self._claims:
+            edge = edge_types.get(claim.type.casefold())
+            stats = self._stats(f"edge:{edge.name}" if edge else "edge:unknown")
+            if edge is None:
+                stats.screen("undeclared edge type")
+                continue
+            ends: list[Artifact | None] = []
+            for name, type_name in ((claim.from_, edge.from_), (claim.to, edge.to)):
+                art_type = self.manifest.type_named(type_name)
+                if art_type is None:
+                    ends.append(None)
+                elif art_type.resolved_scope == "document" or name.strip().casefold() in THIS_DOCUMENT:
+                    ends.append(by_source.get((art_type.name.casefold(), source)))
+                else:
+                    ends.append(by_key.get((art_type.name.casefold(), subject_key(name))))
+            start, target = ends
+            if start is None or target is None or start is target:
+                stats.screen("an end is not an artifact")
+                continue
+            locator = locators.setdefault(source, QuoteLocator(source, pages_by_source.get(source, [])))
+            evidence = locator.locate(claim.quote)
+            if evidence is None:
+                stats.count("quotes_rejected", 1)
+                stats.screen("no verifiable quote")
+                continue
+            stats.count("quotes_verified", 1)
+            if any(e.type == edge.name and e.to_id == target.id for e in start.edges):
+                continue
+            allowed = set(edge.attributes)
+            attributes = {k: v for k, v in claim.attributes.items() if k in allowed}
+            start.edges.append(EdgeRef(edge.name, target.name, target.type, target.id, evidence, attributes))
+            stats.count("built", 1)
+            made += 1
+        return made
+
+    def sample_queries(self, artifacts: list[Artifact], count: int = 6) -> list[str]:
+        """Questions written by the model from the artifacts (§5.5); empty when it gave none."""
+        listed = sorted(artifacts, key=lambda a: (a.kind in DETERMINISTIC_KINDS, -a.mentions, a.name))[:60]
+        if not listed:
+            return []
+        lines = "\n".join(f"- {a.type} ({a.kind}): {a.name}" for a in listed)
+        key = cache_key("queries", prompts.PROMPT_VERSION, self.name, lines)
+        try:
+            reply = self.client.ask(
+                QueriesReply,
+                prompts.queries_system(count),
+                f"Artifacts:\n{lines}",
+                type_name="_sample_queries",
+                key=key,
+                max_tokens=600,
+            )
+        except (BudgetExhausted, ModelError):
+            return []
+        seen: list[str] = []
+        for query in reply.queries if reply else []:
+            text = " ".join(query.split())
+            if text and text not in seen:
+                seen.append(text)
+        return seen[:count]
+
+    # ------------------------------------------------------------------------------ the calls
+    def _document(self, art_type: ArtifactType, source: str, pages: list[Page]) -> Artifact | None:
+        stats = self._stats(art_type.name)
+        texts, truncated = windows(pages, self.config.max_doc_chars, self.config.extraction_window_chars)
+        if truncated:
+            stats.count("truncated_sources", 1)
+        system = prompts.document_system(art_type, self.config.max_tokens)
+        base = (prompts.PROMPT_VERSION, self.name, _type_hash(art_type, self.manifest), _text_hash(pages))
+        replies: list[DocumentReply] = []
+        for index, text in enumerate(texts):
+            key = cache_key("document", *base, str(index))
+            reply = self._ask(DocumentReply, system, prompts.source_text(source, text), art_type.name, key)
+            if reply is not None:
+                replies.append(reply)
+        if not replies:
+            return None
+        name = next((r.name.strip() for r in replies if r.name.strip()), "")
+        body = "\n\n".join(r.body.strip() for r in replies if r.body.strip())
+        fields: dict[str, Any] = {}
+        for reply in replies:
+            for k, v in _fields_for(art_type.kind, reply.fields).items():
+                fields.setdefault(k, v)
+        provenance = self._locate(stats, QuoteLocator(source, pages), [q for r in replies for q in r.quotes])
+        if not name or not body:
+            stats.screen("empty name or body")
+            return None
+        if not provenance:
+            stats.screen("no verifiable quote")
+            return None
+        return Artifact(
+            name=name,
+            type=art_type.name,
+            kind=art_type.kind,
+            scope="document",
+            body=body + "\n",
+            sources=[source],
+            provenance=provenance[:MAX_PROVENANCE],
+            fields=fields,
+            model=self.name,
+        )
+
+    def _map(self, art_type: ArtifactType, source: str, pages: list[Page]) -> list[Mention]:
+        stats = self._stats(art_type.name)
+        texts, truncated = windows(pages, self.config.max_doc_chars, self.config.extraction_window_chars)
+        if truncated:
+            stats.count("truncated_sources", 1)
+        edges = _edges_of(art_type, self.manifest)
+        system = prompts.map_system(art_type, edges, self.config.mention_max_chars)
+        base = (prompts.PROMPT_VERSION, self.name, _type_hash(art_type, self.manifest), _text_hash(pages))
+        locator = QuoteLocator(source, pages)
+        kept: list[Mention] = []
+        for index, text in enumerate(texts):
+            key = cache_key("map", *base, str(index))
+            reply = self._ask(MapReply, system, prompts.source_text(source, text), art_type.name, key)
+            if reply is None:
+                continue
+            for mention in reply.mentions:
+                located = self._locate(stats, locator, mention.quotes)
+                if not mention.subject.strip():
+                    stats.screen("empty name")
+                    continue
+                if not located:
+                    stats.screen("no verifiable quote")
+                    continue
+                text_cut = mention.text.strip()[: self.config.mention_max_chars]
+                kept.append(
+                    mention.model_copy(update={"quotes": [p.quote for p in located], "text": text_cut})
+                )
+            with_edges = {e.name.casefold() for e in edges}
+            self._claims.extend((source, c) for c in reply.edges if c.type.casefold() in with_edges)
+        return kept
+
+    def _reduce(
+        self, art_type: ArtifactType, group: Group, pages_by_source: dict[str, list[Page]]
+    ) -> Artifact | None:
+        stats = self._stats(art_type.name)
+        chosen = sorted(group.mentions, key=lambda m: m.order)[: self.config.max_mentions_per_artifact]
+        lines: list[str] = []
+        used = 0
+        for m in chosen:
+            quote = m.mention.quotes[0] if m.mention.quotes else ""
+            line = f'- [{m.source_path}] {m.mention.text or quote}\n  quote: "{quote}"'
+            if used + len(line) > self.config.mention_context_chars and lines:
+                break
+            lines.append(line)
+            used += len(line)
+        aliases = ", ".join(group.aliases) or "(none)"
+        said = "\n".join(lines)
+        user = f"Subject: {group.canonical_name}\nAliases: {aliases}\n\nWhat the sources say:\n{said}"
+        key = cache_key(
+            "reduce", prompts.PROMPT_VERSION, self.name, _type_hash(art_type, self.manifest), user
+        )
+        reply = self._ask(
+            ReduceReply, prompts.reduce_system(art_type, self.config.max_tokens), user, art_type.name, key
+        )
+        if reply is None:
+            return None
+        provenance: list[Provenance] = []
+        seen: set[tuple[str, int, int, int]] = set()
+        for m in chosen:
+            locator = QuoteLocator(m.source_path, pages_by_source.get(m.source_path, []))
+            for quote in m.mention.quotes:
+                at = locator.locate(quote)
+                if at is not None and at.key not in seen:
+                    seen.add(at.key)
+                    provenance.append(at)
+        body = reply.body.strip()
+        if not body:
+            stats.screen("empty name or body")
+            return None
+        if not provenance:
+            stats.screen("no verifiable quote")
+            return None
+        conflicts = _conflicts(art_type.kind, chosen)
+        if conflicts and "conflict" not in body.casefold():
+            body += "\n\n## Conflicts\n\n" + conflicts
+        fields: dict[str, Any] = {}
+        for m in chosen:
+            for k, v in _fields_for(art_type.kind, m.mention.fields).items():
+                fields.setdefault(k, v)
+        fields.update(_fields_for(art_type.kind, reply.fields))
+        if art_type.kind in ("entity", "topic"):
+            title = (reply.name or group.canonical_name).casefold()
+            known = sorted(set(fields.get("aliases", [])) | set(group.aliases))
+            fields["aliases"] = [a for a in known if a.casefold() != title]
+        return Artifact(
+            name=reply.name.strip() or group.canonical_name,
+            type=art_type.name,
+            kind=art_type.kind,
+            scope="corpus",
+            body=body + "\n",
+            sources=group.member_sources,
+            provenance=provenance[:MAX_PROVENANCE],
+            fields=fields,
+            group_key=group.key,
+            mentions=len(group.mentions),
+            model=self.name,
+        )
+
+    def _corpus_summary(
+        self, art_type: ArtifactType, pages_by_source: dict[str, list[Page]]
+    ) -> list[Artifact]:
+        stats = self._stats(art_type.name)
+        per_source = [
+            a
+            for a in self._each(
+                art_type, sorted(pages_by_source), lambda s: self._document(art_type, s, pages_by_source[s])
+            )
+            if a is not None
+        ]
+        layer = per_source
+        while len(layer) > 1:
+            batches = [layer[i : i + SUMMARY_GROUP] for i in range(0, len(layer), SUMMARY_GROUP)]
+            merged = [self._merge_summaries(art_type, batch) for batch in batches]
+            layer = [a for a in merged if a is not None]
+            if len(batches) == 1:
+                break
+        if not layer:
+            return []
+        top = dataclasses.replace(layer[0], scope="corpus", id="", group_key="_corpus")  # a corpus id
+        stats.count("built", 1)
+        return [top]
+
+    def _merge_summaries(self, art_type: ArtifactType, parts: list[Artifact]) -> Artifact | None:
+        if len(parts) == 1:
+            return parts[0]
+        user = "\n\n".join(f"[{', '.join(p.sources)}] {p.name}\n{p.body.strip()}" for p in parts)
+        key = cache_key(
+            "summary-reduce", prompts.PROMPT_VERSION, self.name, _type_hash(art_type, self.manifest), user
+        )
+        reply = self._ask(
+            ReduceReply,
+            prompts.reduce_system(art_type, self.config.max_tokens),
+            f"Summaries:\n\n{user}",
+            art_type.name,
+            key,
+        )
+        if reply is None or not reply.body.strip():
+            return None
+        provenance = [p for part in parts for p in part.provenance][:MAX_PROVENANCE]
+        return Artifact(
+            name=reply.name.strip() or art_type.name,
+            type=art_type.name,
+            kind=art_type.kind,
+            scope="corpus",
+            body=reply.body.strip() + "\n",
+            sources=sorted({s for p in parts for s in p.sources}),
+            provenance=provenance,
+            group_key="_corpus",
+            model=self.name,
+        )
+
+    def _rows(self, art_type: ArtifactType, source: str, pages: list[Page]) -> ProseRows:
+        stats = self._stats(art_type.name)
+        columns, _warnings = resolve_columns(art_type)
+        texts, truncated = windows(pages, self.config.max_doc_chars, self.config.extraction_window_chars)
+        if truncated:
+            stats.count("truncated_sources", 1)
+        system = prompts.rows_system(art_type, [(c.name, c.type, c.description) for c in columns])
+        base = (prompts.PROMPT_VERSION, self.name, _type_hash(art_type, self.manifest), _text_hash(pages))
+        locator = QuoteLocator(source, pages)
+        out = ProseRows()
+        for index, text in enumerate(texts):
+            key = cache_key("rows", *base, str(index))
+            reply = self._ask(RowsReply, system, prompts.source_text(source, text), art_type.name, key)
+            for claim in reply.rows if reply else []:
+                at = locator.locate(claim.quote)
+                if at is None:
+                    stats.count("quotes_rejected", 1)
+                    stats.screen("no verifiable quote")
+                    out.screened += 1
+                    continue
+                stats.count("quotes_verified", 1)
+                given = {k.casefold(): v for k, v in claim.values.items()}
+                values: dict[str, Any] = {}
+                for col in columns:
+                    raw = given.get(col.name.casefold())
+                    value, ok = coerce("" if raw is None else str(raw), col.type)
+                    if not ok:
+                        stats.screen("value did not coerce")
+                        out.screened += 1
+                    values[col.name] = value
+                if all(v is None for v in values.values()):
+                    stats.screen("empty row")
+                    out.screened += 1
+                    continue
+                out.rows.append(Row(values, [source], [at]))
+        return out
+
+    # ------------------------------------------------------------------------------ plumbing
+    def _ask(self, reply_type: type[Any], system: str, user: str, type_name: str, key: str) -> Any:
+        reply = self.client.ask(
+            reply_type, system, user, type_name=type_name, key=key, max_tokens=self.config.max_tokens + 512
+        )
+        self._progress.advance("extract")
+        self._progress.tokens(*self.client.totals())
+        return reply
+
+    def _each(
+        self,
+        art_type: ArtifactType,
+        sources: Sequence[str],
+        one: Callable[[str], T] | None,
+        *,
+        items: Sequence[Any] | None = None,
+        work: Callable[[Any], T] | None = None,
+    ) -> list[T | None]:
+        """`one(source)` for every source (or `work(item)`), in parallel; a failed call is recorded for
+        its source and gives None; once the budget is spent the rest give None."""
+        targets: Sequence[Any] = items if items is not None else sources
+        call: Callable[[Any], T] = work if work is not None else one  # type: ignore[assignment]
+
+        def guarded(index: int) -> T | None:
+            if self.client.budget_exhausted:
+                return None
+            try:
+                return call(targets[index])
+            except BudgetExhausted:
+                return None
+            except ModelError as exc:
+                self.client.count_error(art_type.name)
+                self.errors.append(SourceError(str(sources[index]), art_type.name, str(exc)[:500]))
+                return None
+
+        with ThreadPoolExecutor(max_workers=max(1, min(self._workers, len(targets) or 1))) as pool:
+            return list(pool.map(guarded, range(len(targets))))
+
+    def _locate(self, stats: TypeStats, locator: QuoteLocator, quotes: Iterable[str]) -> list[Provenance]:
+        quotes = list(quotes)
+        found = locator.locate_all(quotes)
+        stats.count("quotes_verified", len(found))
+        stats.count("quotes_rejected", sum(1 for q in quotes if locator.locate(q) is None))
+        return found
+
+    def _stats(self, name: str) -> TypeStats:
+        return self.stats.setdefault(name, TypeStats())
+
+    @staticmethod
+    def _drop_duplicates(artifacts: list[Artifact], stats: TypeStats) -> list[Artifact]:
+        """The quality screen's exact-duplicate rule: a body already seen in this type is dropped."""
+        seen: set[str] = set()
+        out: list[Artifact] = []
+        for art in artifacts:
+            digest = art.content_sha()
+            if digest in seen:
+                stats.screen("duplicate body")
+                stats.count("built", -1)
+                continue
+            seen.add(digest)
+            out.append(art)
+        return out
+
+
+def _conflicts(kind: str, mentions: Sequence[SourcedMention]) -> str:
+    """A Markdown list of the fields the sources give different values for, each side quoted."""
+    by_field: dict[str, dict[str, tuple[str, str]]] = {}
+    for m in mentions:
+        for name, value in _fields_for(kind, m.mention.fields).items():
+            if name in ("aliases", "participants"):
+                continue
+            text = str(value)
+            quote = m.mention.quotes[0] if m.mention.quotes else ""
+            by_field.setdefault(name, {}).setdefault(text.casefold(), (text, f'{m.source_path}: "{quote}"'))
+    lines: list[str] = []
+    for name, values in sorted(by_field.items()):
+        if len(values) > 1:
+            lines.append(f"- **{name}**:")
+            lines.extend(f"  - {text} ({where})" for text, where in values.values())
+    return "\n".join(lines)

@@ -1,0 +1,212 @@
+"""Curation with a model (issue 13, spec/context.md §5.4) against a scripted curator: every kind and
+scope, grouping and conflicts, the quality screen, prose rows, typed edges, the cache, resume and the
+budget. Every claim that lands in a version must quote its page verbatim."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sleuth.compile.extraction.cache import ExtractionCache
+from sleuth.compile.extraction.extractor import ModelExtractor
+from sleuth.compile.extraction.grouping import subject_key
+from sleuth.compile.extraction.quotes import QuoteLocator
+from sleuth.compile.manifest import parse_manifest
+from sleuth.compile.pages import Page
+from sleuth.compile.pipeline import CompileReport, compile_context
+from sleuth.format.front_matter import read_front_matter
+from sleuth.store.home import ContextDir, Home
+from sleuth.store.ledger import Ledger
+from tests.compile.curator import MANIFEST, CuratorModel, write_corpus
+
+
+def _compile(tmp_path: Path, model: CuratorModel, **kw: Any) -> tuple[ContextDir, CompileReport]:
+    home = Home(tmp_path / "home")
+    folder = tmp_path / "corpus"
+    if not folder.exists():
+        write_corpus(tmp_path)
+    ctx, _ = home.find_or_create("deals")
+    manifest = parse_manifest(json.loads((tmp_path / "manifest.json").read_text()))
+    extractor = ModelExtractor(
+        model, manifest, ExtractionCache(ctx.extraction_cache), token_budget=kw.pop("budget", None)
+    )
+    report = compile_context(
+        "deals", [folder], tmp_path / "manifest.json", home=home, extractor=extractor, **kw
+    )
+    return ctx, report
+
+
+def _artifacts(ctx: ContextDir) -> dict[str, tuple[dict[str, Any], str]]:
+    version = ctx.version_dir(ctx.live_version() or "")
+    out = {}
+    for path in sorted((version / "knowledge" / "artifacts").rglob("*.md")):
+        text = path.read_text("utf-8")
+        front = read_front_matter(text)
+        out[f"{front['type']}/{front['name']}"] = (front, text.split("\n---\n", 1)[1])
+    return out
+
+
+def _page(ctx: ContextDir, source: str, page: int) -> str:
+    version = ctx.version_dir(ctx.live_version() or "")
+    for line in (version / "knowledge" / "pages" / f"{source}.jsonl").read_text("utf-8").splitlines():
+        row = json.loads(line)
+        if row["page"] == page:
+            return str(row["text"])
+    raise AssertionError(f"no page {page} of {source}")
+
+
+def _rows(ctx: ContextDir, sql: str) -> list[tuple[Any, ...]]:
+    version = ctx.version_dir(ctx.live_version() or "")
+    db = sqlite3.connect(f"file:{version / 'tables.sqlite'}?mode=ro", uri=True)
+    try:
+        return db.execute(sql).fetchall()
+    finally:
+        db.close()
+
+
+def test_every_kind_is_built_with_verbatim_evidence(tmp_path: Path) -> None:
+    model = CuratorModel()
+    ctx, report = _compile(tmp_path, model)
+    arts = _artifacts(ctx)
+    # document scope: one summary per source; the notes' made-up quote is screened
+    agreements = {k for k in arts if k.startswith("Agreement/")}
+    assert agreements == {"Agreement/About acme-msa.md", "Agreement/About globex-memo.md"}
+    extraction = report.counts["extraction"]
+    assert extraction["types"]["Agreement"]["reasons"] == {"no verifiable quote": 1}
+    # corpus scope: Acme Corp and ACME Corporation are one company (alias), Globex Inc/Inc. one too;
+    # a tie between surface forms goes to the shorter one
+    companies = {k: v for k, v in arts.items() if k.startswith("Company/")}
+    assert set(companies) == {"Company/Acme Corp", "Company/Globex Inc"}
+    acme_front, acme_body = companies["Company/Acme Corp"]
+    assert acme_front["scope"] == "corpus" and acme_front["mentions"] == 2
+    assert len(acme_front["sources"]) == 2 and acme_front["group_key"] == subject_key("Acme Corp")
+    assert "ACME Corporation" in acme_front["fields"]["aliases"]
+    # the sources disagree on the category: both sides are quoted in a Conflicts section
+    assert "## Conflicts" in acme_body and "supplier" in acme_body and "vendor" in acme_body
+    assert "Acme Corp is a supplier of industrial pumps." in acme_body
+    # Hooli's quote is not in the memo: screened, never built
+    assert extraction["types"]["Company"]["reasons"]["no verifiable quote"] == 1
+    # every provenance quote is the page's own slice, even where the model's spacing differed
+    for front, _body in arts.values():
+        assert front["provenance"], front["name"]
+        for p in front["provenance"]:
+            assert _page(ctx, p["source"], p["page"])[p["start"] : p["end"]] == p["quote"]
+    memo_quote = next(p for p in acme_front["provenance"] if "vendor" in p["quote"])
+    assert memo_quote["quote"] == "ACME Corporation is a vendor of spare parts"
+    # typed edge: Acme Corp → the agreement it was found in; the Initech edge has no artifact end
+    edges = acme_front["edges"]
+    assert [(e["type"], e["to_type"]) for e in edges] == [("party_to", "Agreement")]
+    assert edges[0]["evidence"]["source"].endswith("acme-msa.md")
+    assert extraction["types"]["edge:party_to"]["reasons"] == {"an end is not an artifact": 1}
+    assert _rows(ctx, "SELECT type, COUNT(*) FROM _edges GROUP BY type") == [("party_to", 1)]
+    # rows found in prose, merged by the natural key: the newer memo wins, the other value is kept
+    [(payer, amount, due, conflicts)] = _rows(ctx, "SELECT payer, amount, due, _conflicts FROM payment")
+    assert (payer, amount, due) == ("Globex Inc.", 13000.0, "2024-06-30")
+    assert {c["value"] for c in json.loads(conflicts)} == {12500.0, "2024-03-31"}
+    # the model wrote the sample queries; usage is counted per type and lands in the ledger
+    assert ctx.info().sample_queries[0] == "Which companies are party to the Master Services Agreement?"
+    assert extraction["calls"] == len(model.calls) and extraction["input_tokens"] > 0
+    assert extraction["types"]["Company"]["calls"] == 5  # 3 maps, 2 reduces
+    assert Ledger.load(ctx.ledger_file).extraction["calls"] == extraction["calls"]
+    assert report.artifacts_skipped_no_model == {}
+
+
+def test_unchanged_sources_cost_no_call_and_a_changed_type_redoes_only_itself(tmp_path: Path) -> None:
+    _compile(tmp_path, CuratorModel())
+    again = CuratorModel()
+    _ctx, report = _compile(tmp_path, again)
+    assert report.delta == "empty" and again.calls == []
+    # a new description for Company: its maps and reduces are redone, nothing else
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    manifest["curate"]["artifacts"]["artifact_types"][1]["description"] = "Every company, with its role."
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    third = CuratorModel()
+    _ctx, report = _compile(tmp_path, third)
+    assert report.flipped and set(third.kinds()) == {"map", "reduce"}
+    assert report.counts["extraction"]["types"]["Agreement"]["cached"] == 3
+
+
+def test_a_run_that_failed_midway_resumes_from_the_cache(tmp_path: Path) -> None:
+    first = CuratorModel(broken={"globex-memo.md": "down"})
+    ctx, report = _compile(tmp_path, first)
+    extraction = report.counts["extraction"]
+    assert report.flipped  # a provider error is reported per source, never fails the run
+    assert {e["source"] for e in extraction["errors"]} == {"uploads/corpus/globex-memo.md"}
+    assert Ledger.load(ctx.ledger_file).leg_hashes["extractor"] == "scripted/curator+incomplete"
+    second = CuratorModel()
+    _ctx, report = _compile(tmp_path, second)
+    assert report.flipped  # the incomplete extraction is redone ...
+    made = [u for _s, u in second.calls if "Document:" in u]
+    assert made and all("globex-memo.md" in u for u in made)  # ... calling only for what failed
+    assert "Company/Acme Corp" in _artifacts(ctx)
+
+
+def test_invalid_json_is_repaired_once_then_counted_as_errored(tmp_path: Path) -> None:
+    model = CuratorModel(broken={"acme-msa.md": "once", "globex-memo.md": "json"})
+    ctx, report = _compile(tmp_path, model)
+    types = report.counts["extraction"]["types"]
+    assert types["Agreement"]["repairs"] == 2 and types["Agreement"]["errored"] == 1
+    assert [k for k in _artifacts(ctx) if k.startswith("Agreement/")] == ["Agreement/About acme-msa.md"]
+    assert types["Agreement"]["calls"] == 2 + 2 + 1  # acme: bad then repaired; memo: bad twice; notes
+
+
+def test_the_budget_stops_cleanly_with_what_was_built(tmp_path: Path) -> None:
+    _ctx, report = _compile(tmp_path, CuratorModel(), budget=1_000)
+    extraction = report.counts["extraction"]
+    assert report.flipped and extraction["budget_exhausted"]
+    assert extraction["input_tokens"] + extraction["output_tokens"] < 1_000 + 2_000  # one call over at most
+    assert "the token budget" in " ".join(report.artifacts_skipped_no_model.values()) or any(
+        "token budget" in w for w in report.warnings
+    )
+    rest = CuratorModel()
+    _ctx, report = _compile(tmp_path, rest)
+    assert report.flipped and not report.counts["extraction"]["budget_exhausted"]
+    assert report.counts["extraction"]["cached"] >= 1  # what the first run paid for is not paid again
+
+
+def test_force_discards_the_extraction_cache(tmp_path: Path) -> None:
+    first = CuratorModel()
+    ctx, _ = _compile(tmp_path, first)
+    assert any(ctx.extraction_cache.iterdir())
+    again = CuratorModel()
+    _ctx, report = _compile(tmp_path, again, force=True)
+    assert sorted(again.kinds()) == sorted(first.kinds()) and report.counts["extraction"]["cached"] == 0
+
+
+def test_quotes_are_found_across_spacing_typography_and_case() -> None:
+    page = Page(1, "The vendor\u2019s  fee is  due\non 1 May.\nACME shall deliver.")
+    locate = QuoteLocator("a.md", [page]).locate
+    found = locate("the vendor's fee is due on 1 May")
+    assert found is not None and found.quote == "The vendor\u2019s  fee is  due\non 1 May"
+    assert locate("Acme shall deliver") is not None  # case is the last resort
+    ellipsis = locate("The vendor\u2019s fee … on 1 May.")
+    assert ellipsis is not None and ellipsis.quote == "The vendor\u2019s  fee"  # its longest piece
+    assert locate("shall") is None  # too short to be evidence
+    assert locate("ACME shall never deliver") is None
+
+
+def test_subject_keys_fold_case_punctuation_and_articles() -> None:
+    assert subject_key("The ACME Corp.") == subject_key("acme corp") == "acme corp"
+    assert subject_key("Globex, Inc.") == "globex inc"
+    assert MANIFEST["curate"]["artifacts"]["artifact_types"][1]["name"] == "Company"
+
+
+@pytest.mark.parametrize("kind", ["topic", "event"])
+def test_other_corpus_kinds_share_map_group_reduce(tmp_path: Path, kind: str) -> None:
+    write_corpus(tmp_path)
+    manifest = {"curate": {"artifacts": {"artifact_types": [{"name": "Company", "kind": kind}]}}}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+
+    class AsEntity(CuratorModel):
+        def complete(self, messages: Any, tools: Any, params: Any) -> Any:
+            messages[0].content = messages[0].content.replace(f"List every {kind}", "List every entity")
+            return super().complete(messages, tools, params)
+
+    ctx, report = _compile(tmp_path, AsEntity())
+    names = {k for k in _artifacts(ctx) if k.startswith("Company/")}
+    assert names == {"Company/Acme Corp", "Company/Globex Inc"}
+    assert report.counts["artifacts_by_type"]["Company"] == 2
