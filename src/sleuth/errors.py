@@ -16,7 +16,7 @@
     │                                                         BudgetExceeded, ProtocolError,
     │                                                         ReplayError, TurnFailed, ShapeInvalid,
     │                                                         OfflineShapeError, TaskCancelled,
-    │                                                         TaskStopTimeout
+    │                                                         TaskStopTimeout, BudgetExhausted
     ├── TurnError     a turn refused before it starts, with spec/api.md §4's `code` (agent.turn)
     ├── SleuthError   what the SDK raises into the model's code (sdk.errors; its own small tree)
     └── ApiError      an HTTP error with its status and envelope (api.errors): the only errors

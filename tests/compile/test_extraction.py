@@ -14,6 +14,7 @@ import pytest
 from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.compile.extraction.extractor import ModelExtractor
 from sleuth.compile.extraction.grouping import subject_key
+from sleuth.compile.extraction.profile import current_pages, profile_curate
 from sleuth.compile.extraction.quotes import QuoteLocator
 from sleuth.compile.manifest import parse_manifest
 from sleuth.compile.pages import Page
@@ -210,3 +211,46 @@ def test_other_corpus_kinds_share_map_group_reduce(tmp_path: Path, kind: str) ->
     names = {k for k in _artifacts(ctx) if k.startswith("Company/")}
     assert names == {"Company/Acme Corp", "Company/Globex Inc"}
     assert report.counts["artifacts_by_type"]["Company"] == 2
+
+
+def test_the_profile_estimates_before_and_counts_the_cache_after(tmp_path: Path) -> None:
+    write_corpus(tmp_path)
+    home = Home(tmp_path / "home")
+    ctx, _ = home.find_or_create("deals")
+    ctx.sources.mkdir(parents=True, exist_ok=True)
+    for path in (tmp_path / "corpus").iterdir():
+        (ctx.sources / path.name).write_bytes(path.read_bytes())
+    (ctx.manifest_file).write_text((tmp_path / "manifest.json").read_text())
+    manifest = parse_manifest(json.loads((tmp_path / "manifest.json").read_text()))
+    model = CuratorModel()
+    before = profile_curate(manifest, current_pages(ctx), model.config, ExtractionCache(ctx.extraction_cache))
+    by_type = {t.type: t for t in before.types}
+    assert set(by_type) == {"Agreement", "Company", "Payment", "_sample_queries"}
+    assert (by_type["Agreement"].calls.low, by_type["Agreement"].calls.high) == (3, 3)
+    assert (by_type["Payment"].calls.low, by_type["Payment"].calls.high) == (3, 3)
+    company = by_type["Company"]
+    assert company.calls.low < company.calls.high  # the reduces are a band: subjects are not known yet
+    assert before.total.cached_calls == 0 and before.total.seconds.high > before.total.seconds.low > 0
+
+    extractor = ModelExtractor(model, manifest, ExtractionCache(ctx.extraction_cache))
+    report = compile_context("deals", home=home, extractor=extractor)
+    actual = report.counts["extraction"]["types"]
+    # the per-source input tokens are the prompts the extractor sent: the estimate is within 5 %
+    assert (
+        abs(by_type["Agreement"].input_tokens.low - actual["Agreement"]["input_tokens"])
+        <= 0.05 * actual["Agreement"]["input_tokens"]
+    )
+    assert company.calls.low <= actual["Company"]["calls"] <= company.calls.high
+
+    after = profile_curate(
+        manifest,
+        current_pages(ctx),
+        model.config,
+        ExtractionCache(ctx.extraction_cache),
+        Ledger.load(ctx.ledger_file).extraction,
+    )
+    again = {t.type: t for t in after.types}
+    assert again["Agreement"].cached_calls == 3 and again["Agreement"].calls.high == 0
+    assert again["Company"].cached_calls == 3
+    assert again["Company"].calls.low == again["Company"].calls.high or again["Company"].calls.high <= 3
+    assert any("last run" in a for a in after.assumptions)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -36,8 +36,11 @@ class WireServer:
 
 
 @contextmanager
-def wire_server(fallback: Canned, path: str = "") -> Iterator[WireServer]:
-    """Serve until the block ends; `fallback` answers when no canned response is left."""
+def wire_server(
+    fallback: Canned, path: str = "", respond: Callable[[dict[str, Any]], Canned] | None = None
+) -> Iterator[WireServer]:
+    """Serve until the block ends; `fallback` answers when no canned response is left, or `respond`
+    builds each answer from the request body (for callers whose requests arrive in any order)."""
     wire = WireServer()
 
     class Handler(BaseHTTPRequestHandler):
@@ -45,7 +48,10 @@ def wire_server(fallback: Canned, path: str = "") -> Iterator[WireServer]:
             length = int(self.headers.get("content-length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
             wire.requests.append(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-            canned = wire.responses.pop(0) if wire.responses else fallback
+            if wire.responses:
+                canned = wire.responses.pop(0)
+            else:
+                canned = respond(body) if respond is not None else fallback
             if canned.delay_s:
                 time.sleep(canned.delay_s)
             payload = json.dumps(canned.body).encode()

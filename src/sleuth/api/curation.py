@@ -28,7 +28,9 @@ from sleuth.api.errors import ApiError
 from sleuth.api.file_trees import resolve_in
 from sleuth.api.state import ApiState, api_state
 from sleuth.api.task_service import Job, TaskHandle, TaskService, task_service
-from sleuth.compile.extraction.choose import choose_extractor
+from sleuth.compile.extraction.cache import ExtractionCache
+from sleuth.compile.extraction.choose import choose_extractor, curation_model, needs_model
+from sleuth.compile.extraction.profile import current_pages, profile_curate
 from sleuth.compile.manifest import parse_manifest
 from sleuth.compile.pipeline import CompileReport, CompileRun
 from sleuth.models.catalog import CatalogError
@@ -240,6 +242,42 @@ def start_curate(
         chunks_only = body.legs is not None and "artifacts" not in body.legs
         task = _start_curate(state, service, ctx, who.name, task_input, body.force, chunks_only)
     return {"task_id": task["id"], "state": "curating"}
+
+
+class ProfileRequest(StrictBody):
+    model: str | None = Field(None, min_length=1, max_length=256)
+
+
+@router.post("/contexts/{slug}/curate/profile")
+def profile_curation(
+    request: Request,
+    slug: str,
+    _who: AdminKey,
+    body: Annotated[ProfileRequest | None, Body()] = None,
+) -> dict[str, Any]:
+    """What a curate with a model would cost (calls, tokens, time, cost per type, low/high), before
+    anything is spent. `model: null` in the answer means no model would be called, and `reason` why."""
+    state = api_state(request)
+    ctx = find_context(state, slug)
+    manifest = parse_manifest(ctx.manifest_data())
+    catalog = state.runtime.catalog
+    wanted = (body or ProfileRequest()).model
+    if not needs_model(manifest):
+        return {"model": None, "reason": "nothing in the manifest needs a model"}
+    try:
+        config, note = curation_model(manifest, catalog, wanted)
+    except CatalogError as exc:
+        raise ApiError(400, "model_unavailable", str(exc), field="model") from None
+    if config is None:
+        return {"model": None, "reason": note or "artifact_model maps to the offline planner"}
+    estimate = profile_curate(
+        manifest,
+        current_pages(ctx),
+        config,
+        ExtractionCache(ctx.extraction_cache),
+        Ledger.load(ctx.ledger_file).extraction,
+    )
+    return estimate.to_json()
 
 
 @router.get("/contexts/{slug}/curate")

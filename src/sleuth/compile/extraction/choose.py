@@ -13,7 +13,7 @@ from sleuth.compile.extract import Extractor, NoModelExtractor
 from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.compile.extraction.extractor import ModelExtractor
 from sleuth.compile.manifest import DETERMINISTIC_KINDS, Manifest
-from sleuth.models.base import Model
+from sleuth.models.base import Model, ModelConfig
 from sleuth.models.catalog import Catalog, CatalogError, build_model
 from sleuth.store.home import ContextDir
 
@@ -32,6 +32,28 @@ def needs_model(manifest: Manifest) -> bool:
     return any(t.kind not in DETERMINISTIC_KINDS or t.format == "sqlite" for t in arts.artifact_types)
 
 
+def curation_model(
+    manifest: Manifest, catalog: Catalog, model: str | None = None, *, check_available: bool = True
+) -> tuple[ModelConfig | None, str | None]:
+    """The catalog entry curation would call, or None with why not. A model the run names must
+    resolve and be available (`CatalogError`); the manifest's falls back to none with a note."""
+    wanted = model or manifest.curate.artifacts.artifact_model
+    try:
+        config = catalog.resolve(wanted, allow_specs=model is not None)
+    except CatalogError as exc:
+        if model is not None:
+            raise
+        return None, f"artifact_model {wanted!r}: {exc}"
+    if config.provider == "offline":
+        return None, None
+    if check_available and not catalog.available(config):
+        note = f"model {config.id!r} is not available (no key or no SDK)"
+        if model is not None:
+            raise CatalogError(note)
+        return None, note
+    return config, None
+
+
 def choose_extractor(
     ctx: ContextDir,
     manifest: Manifest,
@@ -46,19 +68,8 @@ def choose_extractor(
     manifest's choice falls back to no model with a note. `built` replaces the adapter (tests)."""
     if not needs_model(manifest):
         return Choice(NoModelExtractor())
-    wanted = model or manifest.curate.artifacts.artifact_model
-    try:
-        config = catalog.resolve(wanted, allow_specs=model is not None)
-    except CatalogError as exc:
-        if model is not None:
-            raise
-        return Choice(NoModelExtractor(), f"artifact_model {wanted!r}: {exc}")
-    if config.provider == "offline":
-        return Choice(NoModelExtractor())
-    if built is None and not catalog.available(config):
-        note = f"model {config.id!r} is not available (no key or no SDK)"
-        if model is not None:
-            raise CatalogError(note)
+    config, note = curation_model(manifest, catalog, model, check_available=built is None)
+    if config is None:
         return Choice(NoModelExtractor(), note)
     budget = token_budget if token_budget is not None else manifest.curate.artifacts.token_budget
     adapter = built if built is not None else build_model(config, catalog.env if env is None else env)

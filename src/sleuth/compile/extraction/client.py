@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from sleuth.compile.extraction.cache import ExtractionCache
+from sleuth.errors import Failed
 from sleuth.models.base import CompletionParams, Message, Model, ModelConfig
 from sleuth.models.fallback import FallbackModel
 from sleuth.settings import current
@@ -36,8 +37,8 @@ _SLOTS: dict[str, threading.BoundedSemaphore] = {}
 _SLOTS_LOCK = threading.Lock()
 
 
-class BudgetExhausted(Exception):
-    """The curate's token budget is spent: what was built so far is kept."""
+class BudgetExhausted(Failed):
+    """The curate's token budget is spent: what was built so far is kept (never leaves the extractor)."""
 
 
 @dataclass

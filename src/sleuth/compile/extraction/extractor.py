@@ -79,7 +79,9 @@ class TypeStats:
 
     def to_json(self) -> dict[str, Any]:
         with self._lock:
-            out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if not f.name.startswith("_")}
+            out = {
+                f.name: getattr(self, f.name) for f in dataclasses.fields(self) if not f.name.startswith("_")
+            }
             out["reasons"] = dict(self.reasons)
             return out
 
@@ -91,18 +93,18 @@ class SourceError:
     error: str
 
 
-def _type_hash(art_type: ArtifactType, manifest: Manifest) -> str:
+def type_hash(art_type: ArtifactType, manifest: Manifest) -> str:
     """What a type's replies depend on: its definition, the global knobs and the edges it maps."""
     knobs = manifest.curate.artifacts.model_dump(
         mode="json",
         include={"max_tokens", "max_doc_chars", "extraction_window_chars", "mention_max_chars"},
     )
-    edges = [e.model_dump(mode="json", by_alias=True) for e in _edges_of(art_type, manifest)]
+    edges = [e.model_dump(mode="json", by_alias=True) for e in edges_of(art_type, manifest)]
     payload = {"type": art_type.model_dump(mode="json"), "knobs": knobs, "edges": edges}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
-def _edges_of(art_type: ArtifactType, manifest: Manifest) -> list[EdgeType]:
+def edges_of(art_type: ArtifactType, manifest: Manifest) -> list[EdgeType]:
     """Edge types this corpus type's map step looks for: those with this type at one end."""
     if art_type.resolved_scope != "corpus" or art_type.kind == "summary":
         return []
@@ -119,7 +121,7 @@ def _deterministic_edge(edge: EdgeType, manifest: Manifest) -> bool:
     return all(t is not None and t.kind in DETERMINISTIC_KINDS for t in ends)
 
 
-def _text_hash(pages: Sequence[Page]) -> str:
+def text_hash(pages: Sequence[Page]) -> str:
     digest = hashlib.sha256()
     for page in pages:
         digest.update(f"{page.page}\x1f{page.text}\x1e".encode("utf-8", "surrogatepass"))
@@ -341,13 +343,13 @@ class ModelExtractor:
         lines = "\n".join(f"- {a.type} ({a.kind}): {a.name}" for a in listed)
         key = cache_key("queries", prompts.PROMPT_VERSION, self.name, lines)
         try:
-            reply = self.client.ask(
+            reply = self._ask(
                 QueriesReply,
                 prompts.queries_system(count),
                 f"Artifacts:\n{lines}",
-                type_name="_sample_queries",
-                key=key,
-                max_tokens=600,
+                "_sample_queries",
+                key,
+                600,
             )
         except (BudgetExhausted, ModelError):
             return []
@@ -365,7 +367,7 @@ class ModelExtractor:
         if truncated:
             stats.count("truncated_sources", 1)
         system = prompts.document_system(art_type, self.config.max_tokens)
-        base = (prompts.PROMPT_VERSION, self.name, _type_hash(art_type, self.manifest), _text_hash(pages))
+        base = (prompts.PROMPT_VERSION, self.name, type_hash(art_type, self.manifest), text_hash(pages))
         replies: list[DocumentReply] = []
         for index, text in enumerate(texts):
             key = cache_key("document", *base, str(index))
@@ -404,9 +406,9 @@ class ModelExtractor:
         texts, truncated = windows(pages, self.config.max_doc_chars, self.config.extraction_window_chars)
         if truncated:
             stats.count("truncated_sources", 1)
-        edges = _edges_of(art_type, self.manifest)
+        edges = edges_of(art_type, self.manifest)
         system = prompts.map_system(art_type, edges, self.config.mention_max_chars)
-        base = (prompts.PROMPT_VERSION, self.name, _type_hash(art_type, self.manifest), _text_hash(pages))
+        base = (prompts.PROMPT_VERSION, self.name, type_hash(art_type, self.manifest), text_hash(pages))
         locator = QuoteLocator(source, pages)
         kept: list[Mention] = []
         for index, text in enumerate(texts):
@@ -447,9 +449,7 @@ class ModelExtractor:
         aliases = ", ".join(group.aliases) or "(none)"
         said = "\n".join(lines)
         user = f"Subject: {group.canonical_name}\nAliases: {aliases}\n\nWhat the sources say:\n{said}"
-        key = cache_key(
-            "reduce", prompts.PROMPT_VERSION, self.name, _type_hash(art_type, self.manifest), user
-        )
+        key = cache_key("reduce", prompts.PROMPT_VERSION, self.name, type_hash(art_type, self.manifest), user)
         reply = self._ask(
             ReduceReply, prompts.reduce_system(art_type, self.config.max_tokens), user, art_type.name, key
         )
@@ -526,7 +526,7 @@ class ModelExtractor:
             return parts[0]
         user = "\n\n".join(f"[{', '.join(p.sources)}] {p.name}\n{p.body.strip()}" for p in parts)
         key = cache_key(
-            "summary-reduce", prompts.PROMPT_VERSION, self.name, _type_hash(art_type, self.manifest), user
+            "summary-reduce", prompts.PROMPT_VERSION, self.name, type_hash(art_type, self.manifest), user
         )
         reply = self._ask(
             ReduceReply,
@@ -557,7 +557,7 @@ class ModelExtractor:
         if truncated:
             stats.count("truncated_sources", 1)
         system = prompts.rows_system(art_type, [(c.name, c.type, c.description) for c in columns])
-        base = (prompts.PROMPT_VERSION, self.name, _type_hash(art_type, self.manifest), _text_hash(pages))
+        base = (prompts.PROMPT_VERSION, self.name, type_hash(art_type, self.manifest), text_hash(pages))
         locator = QuoteLocator(source, pages)
         out = ProseRows()
         for index, text in enumerate(texts):
@@ -588,10 +588,12 @@ class ModelExtractor:
         return out
 
     # ------------------------------------------------------------------------------ plumbing
-    def _ask(self, reply_type: type[Any], system: str, user: str, type_name: str, key: str) -> Any:
-        reply = self.client.ask(
-            reply_type, system, user, type_name=type_name, key=key, max_tokens=self.config.max_tokens + 512
-        )
+    def _ask(
+        self, reply_type: type[Any], system: str, user: str, type_name: str, key: str, max_tokens: int = 0
+    ) -> Any:
+        """One call; the output cap is the manifest's `max_tokens` plus room for the JSON around it."""
+        cap = max_tokens or self.config.max_tokens + 512
+        reply = self.client.ask(reply_type, system, user, type_name=type_name, key=key, max_tokens=cap)
         self._progress.advance("extract")
         self._progress.tokens(*self.client.totals())
         return reply
