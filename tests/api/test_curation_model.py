@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from typer.testing import CliRunner
 import pytest
 from mcp import Client
+from typer.testing import CliRunner
 
 from sleuth.cli import app
 from sleuth.compile.pipeline import compile_context
