@@ -179,6 +179,21 @@ def test_api_curate_with_a_model_then_every_surface_serves_its_artifacts(
                 assert rows["rows"] == [{"payer": "Globex Inc.", "amount": 13000.0}]
 
         anyio.run(through_mcp)
+
+        # pack, then restore into an empty context: the model-made artifacts come back from the packed
+        # extraction cache, and no model is called (a restore never needs one)
+        calls = len(openai_wire.requests)
+        packed = wait_task(client, client.post("/api/contexts/deals/pack", json={}).json()["task_id"])
+        archive = client.get(f"/api/tasks/{packed['id']}/files/read/deals.context.zip").content
+        assert client.post("/api/contexts", json={"slug": "deals-copy", "name": "Copy"}).status_code == 200
+        restore = client.post(
+            "/api/contexts/deals-copy/restore", files={"file": ("deals.context.zip", archive)}
+        )
+        restored = wait_task(client, restore.json()["task_id"])
+        assert restored["state"] == "completed", restored
+        copy = client.get("/api/contexts/deals-copy/knowledge/read/artifacts/company/acme-corp.md")
+        assert copy.status_code == 200 and "## Conflicts" in copy.text
+        assert len(openai_wire.requests) == calls
     finally:
         stop()
 

@@ -40,7 +40,7 @@ from sleuth.api.uploads import (
     single_file,
     staging_dir,
 )
-from sleuth.compile.extraction.choose import choose_extractor
+from sleuth.compile.extraction.choose import restore_extractor
 from sleuth.compile.manifest import ManifestError, parse_manifest
 from sleuth.compile.pipeline import CompileRun
 from sleuth.compile.sources import UnsafePath, safe_join, safe_relative_path
@@ -63,7 +63,7 @@ class PackRequest(StrictBody):
 
 
 def _extract_cache(ctx: ContextDir) -> Path:
-    return ctx.root / "cache" / "extract"
+    return ctx.extraction_cache
 
 
 def _pack_members(ctx: ContextDir, live: str | None) -> list[tuple[str, Path]]:
@@ -252,13 +252,28 @@ def _restore_target(ctx: ContextDir, rel: PurePosixPath) -> Path | None:
     return None
 
 
+def _packed_extractor(zf: zipfile.ZipFile) -> str:
+    """The model that filled the packed extraction cache, from the pack's ledger ("none" if unsaid)."""
+    try:
+        info = zf.getinfo("ledger.json")
+    except KeyError:
+        return "none"
+    if info.file_size > 64 * 1024 * 1024:
+        return "none"
+    try:
+        return str(Ledger.model_validate_json(zf.read(info)).leg_hashes.get("extractor", "none"))
+    except ValueError:
+        return "none"
+
+
 def _restore_job(
     state: ApiState, ctx: ContextDir, staged: Path, pack: dict[str, Any], limits: SourceLimits
 ) -> Job:
     """Write the pack's sources, manifest and extraction cache, then curate (trigger `restore`).
 
     The curate re-embeds and re-indexes; the knowledge files are rebuilt from the sources rather than
-    copied, which gives the same artifacts because Sleuth's curation builds them without a model.
+    copied. That gives the same artifacts: the deterministic kinds by construction, the model-made
+    ones from the packed extraction cache under the model that filled it, with no model call.
     """
 
     def job(handle: TaskHandle) -> dict[str, Any]:
@@ -266,6 +281,7 @@ def _restore_job(
             with curate_lock(ctx.lock_file):
                 restored = 0
                 with zipfile.ZipFile(staged) as zf:
+                    recorded = _packed_extractor(zf)
                     infos = [i for i in zf.infolist() if not i.is_dir()]
                     handle.start("restore", len(infos))
                     for info in infos:
@@ -292,12 +308,8 @@ def _restore_job(
                     update_extra(ctx, guide=str(pack["guide"])[:8000])
                 update_extra(ctx, last_source_import_at=now_iso())
                 manifest = parse_manifest(ctx.manifest_data())
-                catalog = state.runtime.catalog
-                choice = choose_extractor(ctx, manifest, catalog, env=catalog.env)
-                run = CompileRun(ctx, state.home, manifest, False, handle, choice.extractor)
-                if choice.note:
-                    run.warnings.append(f"no model for curation: {choice.note}")
-                report = run.execute()
+                extractor = restore_extractor(ctx, manifest, recorded)
+                report = CompileRun(ctx, state.home, manifest, False, handle, extractor).execute()
         except CurateInFlight:
             raise RuntimeError("a compile of this context is running") from None
         finally:

@@ -13,7 +13,7 @@ from sleuth.compile.extract import Extractor, NoModelExtractor
 from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.compile.extraction.extractor import ModelExtractor
 from sleuth.compile.manifest import DETERMINISTIC_KINDS, Manifest
-from sleuth.models.base import Model, ModelConfig
+from sleuth.models.base import CompletionParams, Message, Model, ModelConfig, ModelError, Reply, ToolSpec
 from sleuth.models.catalog import Catalog, CatalogError, build_model
 from sleuth.store.home import ContextDir
 
@@ -76,3 +76,24 @@ def choose_extractor(
     return Choice(
         ModelExtractor(adapter, manifest, ExtractionCache(ctx.extraction_cache), token_budget=budget)
     )
+
+
+class CacheOnlyModel:
+    """A model that is never reached: a restore rebuilds the model-made artifacts from the packed
+    extraction cache (spec/api.md §6.4: a restore never needs a model). A miss fails that item, the
+    extraction is then incomplete, and the next curate with a real model fills it in."""
+
+    def __init__(self, model_id: str) -> None:
+        self.config = ModelConfig(id=model_id, provider="offline", model=model_id)
+
+    def complete(self, messages: list[Message], tools: list[ToolSpec], params: CompletionParams) -> Reply:
+        raise ModelError(f"{self.config.id}: not in the extraction cache, and a restore calls no model")
+
+
+def restore_extractor(ctx: ContextDir, manifest: Manifest, recorded: str) -> Extractor:
+    """The extractor of a restore: the packed cache under the model that filled it (`recorded`, the
+    pack ledger's extractor leg), else none."""
+    recorded = recorded.removesuffix("+incomplete")
+    if recorded == "none" or not needs_model(manifest):
+        return NoModelExtractor()
+    return ModelExtractor(CacheOnlyModel(recorded), manifest, ExtractionCache(ctx.extraction_cache))
