@@ -210,6 +210,9 @@ def test_api_curate_with_a_model_then_every_surface_serves_its_artifacts(
             assert (version / "knowledge" / "pages" / f"{span.source_path}.jsonl").is_file() and span.text
         cited = anyio.run(knowledge.cite_from_artifact, "Acme Corp", "supplier of industrial pumps")
         assert cited and any("supplier of industrial pumps" in (h.chunk_text or "") for h in cited)
+        assert knowledge.describe_type("Company").count == 2
+        roster = next(r for r in knowledge.read_rosters() if r.type == "Company")
+        assert {e.name for e in roster.entries} == {"Acme Corp", "Globex Inc"}
         graph = knowledge.walk_graph("Acme Corp", edge_types=["party_to"])
         assert [n.type for n in graph.nodes if n.name != "Acme Corp"] == ["Agreement"]
     finally:

@@ -158,7 +158,8 @@ def answer(system: str, user: str) -> dict[str, Any]:
 
 class CuratorModel:
     """`Model` over `answer`. `broken` maps a document name to how its calls fail: `"json"` (never
-    valid), `"once"` (invalid, then valid after the repair prompt) or `"down"` (a provider error)."""
+    valid), `"once"` (invalid, then valid after the repair prompt), `"down"` (a provider error) or
+    `"busy"` (a 429 with `Retry-After: 0` the first time each prompt is sent)."""
 
     def __init__(self, model_id: str = "scripted/curator", broken: dict[str, str] | None = None) -> None:
         self.config = ModelConfig(id=model_id, provider="scripted", model=model_id)
@@ -174,6 +175,8 @@ class CuratorModel:
         repaired = len(messages) > 2
         if mode == "down":
             raise ModelError("provider is down", retryable=False, status=503)
+        if mode == "busy" and (system, user) not in self.calls[:-1]:
+            raise ModelError("rate limited", retryable=True, status=429, retry_after=0.0)
         if mode == "json" or (mode == "once" and not repaired):
             text = "Sure! Here is what I found: nothing in JSON."
         else:

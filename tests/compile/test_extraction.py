@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from sleuth.agent.evaluation.rag_baseline import RagBaseline
 from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.compile.extraction.extractor import ModelExtractor
 from sleuth.compile.extraction.grouping import subject_key
@@ -20,8 +21,10 @@ from sleuth.compile.manifest import parse_manifest
 from sleuth.compile.pages import Page
 from sleuth.compile.pipeline import CompileReport, compile_context
 from sleuth.format.front_matter import read_front_matter
+from sleuth.models.catalog import CatalogError
 from sleuth.store.home import ContextDir, Home
 from sleuth.store.ledger import Ledger
+from sleuth.store.search import VersionReader
 from tests.compile.curator import MANIFEST, CuratorModel, write_corpus
 
 
@@ -146,6 +149,15 @@ def test_a_run_that_failed_midway_resumes_from_the_cache(tmp_path: Path) -> None
     assert "Company/Acme Corp" in _artifacts(ctx)
 
 
+def test_a_rate_limited_call_is_retried_after_its_retry_after(tmp_path: Path) -> None:
+    model = CuratorModel(broken={"acme-msa.md": "busy"})
+    _ctx, report = _compile(tmp_path, model)
+    extraction = report.counts["extraction"]
+    assert extraction["errors"] == [] and report.counts["artifacts_by_type"]["Agreement"] == 2
+    acme = [call for call in model.calls if "Document: uploads/corpus/acme-msa.md" in call[1]]
+    assert len(acme) == 2 * len(set(acme)) == 6  # 3 prompts, each sent twice: the 429, then the retry
+
+
 def test_invalid_json_is_repaired_once_then_counted_as_errored(tmp_path: Path) -> None:
     model = CuratorModel(broken={"acme-msa.md": "once", "globex-memo.md": "json"})
     ctx, report = _compile(tmp_path, model)
@@ -254,3 +266,39 @@ def test_the_profile_estimates_before_and_counts_the_cache_after(tmp_path: Path)
     assert again["Company"].cached_calls == 3
     assert again["Company"].calls.low == again["Company"].calls.high or again["Company"].calls.high <= 3
     assert any("last run" in a for a in after.assumptions)
+
+
+def test_the_rag_baseline_reads_model_made_artifacts_first(tmp_path: Path) -> None:
+    """Issue 13 (8): a summary or an entity is a better first read than three chunks."""
+    ctx, _ = _compile(tmp_path, CuratorModel())
+    reader = VersionReader(ctx.version_dir(ctx.live_version() or ""))
+    rag = RagBaseline(None, {"deals": reader}, top_k=3)
+    found = rag.search("What kind of supplier is Acme Corp?")
+    quoted = [s for s in found if s.via == "artifact"]
+    assert quoted and found[: len(quoted)] == quoted  # the artifact quotes come first
+    assert any(s.artifact_name == "Acme Corp" for s in quoted)
+    for span in quoted:
+        assert (reader.page_text(span.source_path, span.page) or "")[span.start : span.end] == span.text
+    assert len(found) - len(quoted) == 3  # and the chunks as before
+
+
+def test_without_model_artifacts_the_rag_baseline_is_chunks_only(tmp_path: Path) -> None:
+    write_corpus(tmp_path)
+    home = Home(tmp_path / "home")
+    compile_context("plain", [tmp_path / "corpus"], home=home)
+    ctx = home.find("plain")
+    reader = VersionReader(ctx.version_dir(ctx.live_version() or ""))
+    rag = RagBaseline(None, {"plain": reader}, top_k=3)
+    assert rag.search("What kind of supplier is Acme Corp?") == rag._chunks(
+        "What kind of supplier is Acme Corp?"
+    )
+
+
+def test_a_model_that_does_not_resolve_leaves_no_trace(tmp_path: Path) -> None:
+    write_corpus(tmp_path)
+    home = Home(tmp_path / "home")
+    with pytest.raises(CatalogError, match="unknown model"):
+        compile_context(
+            "deals", [tmp_path / "corpus"], tmp_path / "manifest.json", home=home, model="no-such-model"
+        )
+    assert home.contexts() == []

@@ -27,8 +27,8 @@ from sleuth.compile.chunking import CHUNKER_VERSION, Window
 from sleuth.compile.documents import (
     embed_header,
 )
-from sleuth.compile.extract import Extractor
-from sleuth.compile.extraction.choose import choose_extractor
+from sleuth.compile.extract import Extractor, NoModelExtractor
+from sleuth.compile.extraction.choose import choose_extractor, curation_model, needs_model
 from sleuth.compile.identity import IDENTITY_VERSION
 from sleuth.compile.manifest import Manifest, parse_manifest, read_manifest_file
 from sleuth.compile.pages import TEXT_VERSION
@@ -68,6 +68,9 @@ def compile_context(
     for given in inputs or []:
         if not given.exists():
             raise FileNotFoundError(f"no such file or directory: {given}")
+    if model is not None and extractor is None:  # a model that does not resolve leaves no trace either
+        catalog = catalog or Catalog.load(home.root)
+        curation_model(parse_manifest({}), catalog, model)
     ctx, _created = home.find_or_create(slug)
     with curate_lock(ctx.lock_file):
         if manifest_data is not None:
@@ -75,7 +78,11 @@ def compile_context(
         imported = import_sources(ctx.sources, list(inputs)) if inputs else ImportReport()
         manifest = parse_manifest(ctx.manifest_data())
         note = None
-        if extractor is None:
+        if extractor is None and not needs_model(manifest):
+            extractor = NoModelExtractor()  # nothing to call a model for: the catalog is not even read
+            if model is not None:
+                note = f"{model!r} is not called: nothing in the manifest needs a model"
+        elif extractor is None:
             choice = choose_extractor(
                 ctx, manifest, catalog or Catalog.load(home.root), model=model, token_budget=token_budget
             )

@@ -4,7 +4,9 @@ It is what "search as code" is measured against: the same model, the same compil
 citation builder, but the model only gets one tool, `search(query)`, which returns the top-k raw chunks
 in full. Chunks are numbered [1], [2], … across all calls; the answer cites those numbers and Sleuth's
 own `build_citations` turns them into verified citations, so citation validity means the same thing for
-both systems. Text-protocol models (no native tools) search by writing a line `SEARCH: <query>`.
+both systems. When a context has artifacts a model made (summaries, topics, entities, events), a search
+shows the verbatim quotes of the two that best match first; without them it is chunks only, as before.
+Text-protocol models (no native tools) search by writing a line `SEARCH: <query>`.
 
 With no model (the offline planner's setting) it runs one hybrid search with the question and quotes
 the best sentences with the extractive synthesizer, as Sleuth's offline path does.
@@ -22,6 +24,8 @@ from sleuth.agent.evaluation.questions import EvalQuestion
 from sleuth.agent.evaluation.runner import AnswerRecord, PageLookup
 from sleuth.agent.extractive import extractive_answer
 from sleuth.agent.spans import EvidenceSpan
+from sleuth.format.front_matter import read_front_matter
+from sleuth.format.spans import Provenance
 from sleuth.models.base import CompletionParams, Message, Model, ModelError, Reply, TokenUsage, ToolSpec
 from sleuth.store.search import VersionReader
 
@@ -72,10 +76,50 @@ def format_chunks(chunks: Sequence[tuple[int, EvidenceSpan, bool]]) -> str:
     parts: list[str] = []
     for number, span, repeated in chunks:
         where = f"{span.source_path}, page {span.page}"
+        if span.artifact_name:
+            where += f", quoted by the artifact {span.artifact_name!r}"
         if span.section_path:
             where += f" ({' > '.join(span.section_path)})"
         parts.append(f"[{number}] {where} (shown above)" if repeated else f"[{number}] {where}\n{span.text}")
     return "\n\n".join(parts)
+
+
+#: Model-made artifacts a search shows first, and the quotes (provenance spans) shown of each.
+ARTIFACT_HITS = 2
+QUOTES_PER_ARTIFACT = 2
+MODEL_KINDS = frozenset({"summary", "topic", "entity", "event"})
+
+
+def _artifact_quotes(slug: str, reader: VersionReader, query: str) -> list[EvidenceSpan]:
+    """The verbatim quotes of the model-made artifacts that best match `query`, as evidence."""
+    by_id = {a["id"]: a for a in reader.outline if a.get("kind") in MODEL_KINDS}
+    if not by_id:
+        return []
+    found = [(i, score) for i, score in reader.search_artifacts(query, top_k=10) if i in by_id]
+    out: list[EvidenceSpan] = []
+    for art_id, score in found[:ARTIFACT_HITS]:
+        entry = by_id[art_id]
+        front = read_front_matter((reader.root / "knowledge" / str(entry["file"])).read_text("utf-8"))
+        for raw in (front.get("provenance") or [])[:QUOTES_PER_ARTIFACT]:
+            at = Provenance.from_json(raw)
+            page = reader.page_text(at.source_path, at.page) or ""
+            if page[at.start : at.end] != at.quote or not at.quote:
+                continue
+            out.append(
+                EvidenceSpan(
+                    ref="",
+                    context=slug,
+                    source_path=at.source_path,
+                    page=at.page,
+                    start=at.start,
+                    end=at.end,
+                    text=at.quote,
+                    via="artifact",
+                    artifact_name=str(entry["name"]),
+                    score=score,
+                )
+            )
+    return out
 
 
 @dataclass
@@ -114,7 +158,16 @@ class RagBaseline:
 
     # ------------------------------------------------------------------------------ retrieval
     def search(self, query: str) -> list[EvidenceSpan]:
-        """Top-k hybrid chunk hits over every context, best fused score first."""
+        """The quotes of the best model-made artifacts first (a summary or an entity is a better first
+        read than three chunks; a context without them is searched exactly as before), then the top-k
+        hybrid chunk hits over every context, best fused score first."""
+        first: list[EvidenceSpan] = []
+        for slug, reader in self.readers.items():
+            first.extend(_artifact_quotes(slug, reader, query))
+        first.sort(key=lambda s: -(s.score or 0.0))
+        return first[: ARTIFACT_HITS * QUOTES_PER_ARTIFACT] + self._chunks(query)
+
+    def _chunks(self, query: str) -> list[EvidenceSpan]:
         hits: list[EvidenceSpan] = []
         for slug, reader in self.readers.items():
             for hit in reader.search(query, top_k=self.top_k, mode="hybrid"):

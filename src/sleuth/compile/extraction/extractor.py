@@ -16,19 +16,20 @@ is screened. Calls run in parallel, at most `SLEUTH_CURATE_CONCURRENCY` per prov
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
-import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import Any, TypeVar
 
-from sleuth.compile.artifacts import Artifact, EdgeRef
+from sleuth.compile.artifacts import Artifact
 from sleuth.compile.extraction import prompts
 from sleuth.compile.extraction.cache import ExtractionCache, cache_key
 from sleuth.compile.extraction.client import BudgetExhausted, ExtractionClient, TypeUsage
-from sleuth.compile.extraction.grouping import Group, SourcedMention, group_mentions, subject_key
+from sleuth.compile.extraction.edges import edges_of, resolve_claims
+from sleuth.compile.extraction.fields import conflicts, fields_for
+from sleuth.compile.extraction.grouping import Group, SourcedMention, group_mentions
+from sleuth.compile.extraction.inputs import text_hash, type_hash, windows
+from sleuth.compile.extraction.outcomes import SourceError, TypeStats
 from sleuth.compile.extraction.quotes import QuoteLocator
 from sleuth.compile.extraction.schemas import (
     DocumentReply,
@@ -39,7 +40,7 @@ from sleuth.compile.extraction.schemas import (
     ReduceReply,
     RowsReply,
 )
-from sleuth.compile.manifest import DETERMINISTIC_KINDS, ArtifactType, EdgeType, Manifest
+from sleuth.compile.manifest import DETERMINISTIC_KINDS, ArtifactType, Manifest
 from sleuth.compile.pages import Page
 from sleuth.compile.report import NullProgress, Progress
 from sleuth.compile.typed_tables import ProseRows, Row, coerce, resolve_columns
@@ -50,108 +51,6 @@ from sleuth.settings import current
 T = TypeVar("T")
 MAX_PROVENANCE = 40  # spans kept per artifact
 SUMMARY_GROUP = 20  # per-source summaries reduced at once into a corpus summary
-THIS_DOCUMENT = {"this document", "this agreement", "the document", "this contract", "this"}
-
-
-@dataclass
-class TypeStats:
-    """What extraction made of one type: built, screened and why, quotes verified."""
-
-    built: int = 0
-    screened: int = 0
-    quotes_verified: int = 0
-    quotes_rejected: int = 0
-    mentions: int = 0
-    groups: int = 0
-    truncated_sources: int = 0
-    reasons: dict[str, int] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-
-    def count(self, name: str, n: int = 1) -> None:
-        """Add `n` to counter `name` (calls run on several threads)."""
-        with self._lock:
-            setattr(self, name, getattr(self, name) + n)
-
-    def screen(self, reason: str, n: int = 1) -> None:
-        with self._lock:
-            self.screened += n
-            self.reasons[reason] = self.reasons.get(reason, 0) + n
-
-    def to_json(self) -> dict[str, Any]:
-        with self._lock:
-            out = {
-                f.name: getattr(self, f.name) for f in dataclasses.fields(self) if not f.name.startswith("_")
-            }
-            out["reasons"] = dict(self.reasons)
-            return out
-
-
-@dataclass
-class SourceError:
-    source: str
-    type: str
-    error: str
-
-
-def type_hash(art_type: ArtifactType, manifest: Manifest) -> str:
-    """What a type's replies depend on: its definition, the global knobs and the edges it maps."""
-    knobs = manifest.curate.artifacts.model_dump(
-        mode="json",
-        include={"max_tokens", "max_doc_chars", "extraction_window_chars", "mention_max_chars"},
-    )
-    edges = [e.model_dump(mode="json", by_alias=True) for e in edges_of(art_type, manifest)]
-    payload = {"type": art_type.model_dump(mode="json"), "knobs": knobs, "edges": edges}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
-
-
-def edges_of(art_type: ArtifactType, manifest: Manifest) -> list[EdgeType]:
-    """Edge types this corpus type's map step looks for: those with this type at one end."""
-    if art_type.resolved_scope != "corpus" or art_type.kind == "summary":
-        return []
-    name = art_type.name.casefold()
-    return [
-        e
-        for e in manifest.curate.artifacts.edge_types
-        if name in (e.from_.casefold(), e.to.casefold()) and not _deterministic_edge(e, manifest)
-    ]
-
-
-def _deterministic_edge(edge: EdgeType, manifest: Manifest) -> bool:
-    ends = [manifest.type_named(edge.from_), manifest.type_named(edge.to)]
-    return all(t is not None and t.kind in DETERMINISTIC_KINDS for t in ends)
-
-
-def text_hash(pages: Sequence[Page]) -> str:
-    digest = hashlib.sha256()
-    for page in pages:
-        digest.update(f"{page.page}\x1f{page.text}\x1e".encode("utf-8", "surrogatepass"))
-    return digest.hexdigest()
-
-
-def windows(pages: Sequence[Page], max_chars: int, window_chars: int) -> tuple[list[str], bool]:
-    """The text the model reads, and whether some of the source was left unread (§3.2): the head up to
-    `max_chars` when windowing is off, else consecutive windows of `window_chars` over all of it."""
-    text = "\n\n".join(p.text for p in pages)
-    if window_chars <= 0:
-        return [text[:max_chars]], len(text) > max_chars
-    size = min(window_chars, max_chars)
-    return [text[i : i + size] for i in range(0, max(len(text), 1), size)], False
-
-
-def _fields_for(kind: str, given: dict[str, Any]) -> dict[str, Any]:
-    """Only the documented fields of the kind, with the JSON types they are declared as."""
-    wanted = prompts.KIND_FIELDS.get(kind, {})
-    out: dict[str, Any] = {}
-    for name in wanted:
-        value = given.get(name)
-        if value is None or value == "" or value == []:
-            continue
-        if name in ("aliases", "participants"):
-            items = value if isinstance(value, list) else [value]
-            out[name] = [str(v).strip() for v in items if str(v).strip()][:20]
-        else:
-            out[name] = str(value).strip()[:200]
-    return out
 
 
 class ModelExtractor:
@@ -284,56 +183,7 @@ class ModelExtractor:
 
     def resolve_edges(self, artifacts: list[Artifact], pages_by_source: dict[str, list[Page]]) -> int:
         """Attach the edges the maps found whose two ends are artifacts; returns how many were made."""
-        edge_types = {e.name.casefold(): e for e in self.config.edge_types}
-        by_key: dict[tuple[str, str], Artifact] = {}
-        by_source: dict[tuple[str, str], Artifact] = {}
-        for art in artifacts:
-            if art.scope == "document":
-                by_source.setdefault((art.type.casefold(), art.sources[0]), art)
-            names = (
-                [art.name, *art.fields.get("aliases", [])]
-                if isinstance(art.fields.get("aliases"), list)
-                else [art.name]
-            )
-            keys = {subject_key(n) for n in names} | ({art.group_key} if art.group_key else set())
-            for key in keys:
-                by_key.setdefault((art.type.casefold(), key), art)
-        locators: dict[str, QuoteLocator] = {}
-        made = 0
-        for source, claim in self._claims:
-            edge = edge_types.get(claim.type.casefold())
-            stats = self._stats(f"edge:{edge.name}" if edge else "edge:unknown")
-            if edge is None:
-                stats.screen("undeclared edge type")
-                continue
-            ends: list[Artifact | None] = []
-            for name, type_name in ((claim.from_, edge.from_), (claim.to, edge.to)):
-                art_type = self.manifest.type_named(type_name)
-                if art_type is None:
-                    ends.append(None)
-                elif art_type.resolved_scope == "document" or name.strip().casefold() in THIS_DOCUMENT:
-                    ends.append(by_source.get((art_type.name.casefold(), source)))
-                else:
-                    ends.append(by_key.get((art_type.name.casefold(), subject_key(name))))
-            start, target = ends
-            if start is None or target is None or start is target:
-                stats.screen("an end is not an artifact")
-                continue
-            locator = locators.setdefault(source, QuoteLocator(source, pages_by_source.get(source, [])))
-            evidence = locator.locate(claim.quote)
-            if evidence is None:
-                stats.count("quotes_rejected", 1)
-                stats.screen("no verifiable quote")
-                continue
-            stats.count("quotes_verified", 1)
-            if any(e.type == edge.name and e.to_id == target.id for e in start.edges):
-                continue
-            allowed = set(edge.attributes)
-            attributes = {k: v for k, v in claim.attributes.items() if k in allowed}
-            start.edges.append(EdgeRef(edge.name, target.name, target.type, target.id, evidence, attributes))
-            stats.count("built", 1)
-            made += 1
-        return made
+        return resolve_claims(self.manifest, self._claims, artifacts, pages_by_source, self._stats)
 
     def sample_queries(self, artifacts: list[Artifact], count: int = 6) -> list[str]:
         """Questions written by the model from the artifacts (§5.5); empty when it gave none."""
@@ -380,7 +230,7 @@ class ModelExtractor:
         body = "\n\n".join(r.body.strip() for r in replies if r.body.strip())
         fields: dict[str, Any] = {}
         for reply in replies:
-            for k, v in _fields_for(art_type.kind, reply.fields).items():
+            for k, v in fields_for(art_type.kind, reply.fields).items():
                 fields.setdefault(k, v)
         provenance = self._locate(stats, QuoteLocator(source, pages), [q for r in replies for q in r.quotes])
         if not name or not body:
@@ -471,14 +321,14 @@ class ModelExtractor:
         if not provenance:
             stats.screen("no verifiable quote")
             return None
-        conflicts = _conflicts(art_type.kind, chosen)
-        if conflicts and "conflict" not in body.casefold():
-            body += "\n\n## Conflicts\n\n" + conflicts
+        disagreements = conflicts(art_type.kind, chosen)
+        if disagreements and "conflict" not in body.casefold():
+            body += "\n\n## Conflicts\n\n" + disagreements
         fields: dict[str, Any] = {}
         for m in chosen:
-            for k, v in _fields_for(art_type.kind, m.mention.fields).items():
+            for k, v in fields_for(art_type.kind, m.mention.fields).items():
                 fields.setdefault(k, v)
-        fields.update(_fields_for(art_type.kind, reply.fields))
+        fields.update(fields_for(art_type.kind, reply.fields))
         if art_type.kind in ("entity", "topic"):
             title = (reply.name or group.canonical_name).casefold()
             known = sorted(set(fields.get("aliases", [])) | set(group.aliases))
@@ -651,21 +501,3 @@ class ModelExtractor:
             seen.add(digest)
             out.append(art)
         return out
-
-
-def _conflicts(kind: str, mentions: Sequence[SourcedMention]) -> str:
-    """A Markdown list of the fields the sources give different values for, each side quoted."""
-    by_field: dict[str, dict[str, tuple[str, str]]] = {}
-    for m in mentions:
-        for name, value in _fields_for(kind, m.mention.fields).items():
-            if name in ("aliases", "participants"):
-                continue
-            text = str(value)
-            quote = m.mention.quotes[0] if m.mention.quotes else ""
-            by_field.setdefault(name, {}).setdefault(text.casefold(), (text, f'{m.source_path}: "{quote}"'))
-    lines: list[str] = []
-    for name, values in sorted(by_field.items()):
-        if len(values) > 1:
-            lines.append(f"- **{name}**:")
-            lines.extend(f"  - {text} ({where})" for text, where in values.values())
-    return "\n".join(lines)

@@ -26,7 +26,9 @@ from urllib.parse import urlparse
 from sleuth.compile import version_files
 from sleuth.compile.extraction import prompts
 from sleuth.compile.extraction.cache import ExtractionCache, cache_key
-from sleuth.compile.extraction.extractor import SUMMARY_GROUP, edges_of, text_hash, type_hash, windows
+from sleuth.compile.extraction.edges import edges_of
+from sleuth.compile.extraction.extractor import SUMMARY_GROUP
+from sleuth.compile.extraction.inputs import text_hash, type_hash, windows
 from sleuth.compile.manifest import DETERMINISTIC_KINDS, ArtifactType, Manifest
 from sleuth.compile.pages import Page, ParseError
 from sleuth.compile.parse import parse_source

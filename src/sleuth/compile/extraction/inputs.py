@@ -1,0 +1,40 @@
+"""What one extraction call reads, and what its cache key is made of: the text windows of a source,
+the hash of that text, and the hash of the type's definition with the knobs and edges it uses."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+
+from sleuth.compile.extraction.edges import edges_of
+from sleuth.compile.manifest import ArtifactType, Manifest
+from sleuth.compile.pages import Page
+
+
+def type_hash(art_type: ArtifactType, manifest: Manifest) -> str:
+    """What a type's replies depend on: its definition, the global knobs and the edges it maps."""
+    knobs = manifest.curate.artifacts.model_dump(
+        mode="json",
+        include={"max_tokens", "max_doc_chars", "extraction_window_chars", "mention_max_chars"},
+    )
+    edges = [e.model_dump(mode="json", by_alias=True) for e in edges_of(art_type, manifest)]
+    payload = {"type": art_type.model_dump(mode="json"), "knobs": knobs, "edges": edges}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def text_hash(pages: Sequence[Page]) -> str:
+    digest = hashlib.sha256()
+    for page in pages:
+        digest.update(f"{page.page}\x1f{page.text}\x1e".encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+def windows(pages: Sequence[Page], max_chars: int, window_chars: int) -> tuple[list[str], bool]:
+    """The text the model reads, and whether some of the source was left unread (§3.2): the head up to
+    `max_chars` when windowing is off, else consecutive windows of `window_chars` over all of it."""
+    text = "\n\n".join(p.text for p in pages)
+    if window_chars <= 0:
+        return [text[:max_chars]], len(text) > max_chars
+    size = min(window_chars, max_chars)
+    return [text[i : i + size] for i in range(0, max(len(text), 1), size)], False
