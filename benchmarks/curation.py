@@ -39,7 +39,7 @@ def corpus(into: Path) -> Path:
 
 
 def run_eval(home: Path, context: str) -> dict[str, Any]:
-    env = {**os.environ, "SLEUTH_HOME": str(home), "SLEUTH_MODEL": "offline"}
+    env = {**os.environ, "SLEUTH_HOME": str(home), "SLEUTH_MODEL": "sleuth/offline"}
     out = subprocess.run(
         [sys.executable, "-m", "sleuth", "eval", str(HERE / "questions.jsonl"), "-c", context, "--json",
          "--out", str(home / "eval" / context)],

@@ -4,7 +4,9 @@ the offline planner (no model configured)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from sleuth.cli import app
@@ -64,3 +66,25 @@ def test_ask_errors_are_clear(runner: CliRunner) -> None:
     assert bad_model.exit_code == 2 and "model_unavailable" in bad_model.output
     unknown = runner.invoke(app, ["trace", "qry_00000000-0000-0000-0000-000000000000"])
     assert unknown.exit_code == 1
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["ask", "--context", "acme", "Hello?"],
+        ["eval", "questions.jsonl", "--context", "acme"],
+        ["serve", "--port", "18997"],
+        ["profile", "--context", "acme"],
+    ],
+)
+def test_a_model_that_does_not_resolve_is_a_clear_error(
+    runner: CliRunner, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, args: list[str]
+) -> None:
+    """`SLEUTH_MODEL` naming no model printed a traceback from ask, eval and serve."""
+    monkeypatch.setenv("SLEUTH_MODEL", "no-such-model")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "questions.jsonl").write_text('{"question": "Hello?", "answer": "hi"}\n')
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    flat = " ".join(result.output.split())  # the console wraps long lines
+    assert "unknown model 'no-such-model'" in flat and "Traceback" not in flat

@@ -75,6 +75,16 @@ def answer(system: str, user: str) -> dict[str, Any]:
             return {"name": "Notes", "body": "Sunny weather.", "quotes": ["The weather was sunny and warm."]}
         first = CORPUS[doc].split("\n\n")[1]
         return {"name": f"About {doc}", "body": f"{first}\n", "fields": {}, "quotes": [first]}
+    if "Gather every" in system:  # document scope of a topic, entity or event type
+        first = CORPUS[doc].split("\n\n")[1]
+        if doc == "notes.md":
+            return {"name": "Nothing", "body": "", "quotes": []}
+        return {"name": f"Companies in {doc}", "body": f"- {first}\n", "quotes": [first]}
+    if user.startswith("Summaries:"):  # a corpus summary, reduced from the per-source ones
+        return {
+            "name": "The deals corpus",
+            "body": "An agreement between Acme Corp and Globex Inc., and a memo.",
+        }
     if "List every entity" in system:
         if doc == "acme-msa.md":
             return {

@@ -302,3 +302,28 @@ def test_a_model_that_does_not_resolve_leaves_no_trace(tmp_path: Path) -> None:
             "deals", [tmp_path / "corpus"], tmp_path / "manifest.json", home=home, model="no-such-model"
         )
     assert home.contexts() == []
+
+
+def test_document_scope_entities_and_a_corpus_summary(tmp_path: Path) -> None:
+    write_corpus(tmp_path)
+    manifest = {
+        "curate": {
+            "artifacts": {
+                "artifact_types": [
+                    {"name": "Parties", "kind": "entity", "scope": "document"},
+                    {"name": "Overview", "kind": "summary", "scope": "corpus"},
+                ]
+            }
+        }
+    }
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    ctx, report = _compile(tmp_path, CuratorModel())
+    arts = _artifacts(ctx)
+    parties = {k: v for k, v in arts.items() if k.startswith("Parties/")}
+    assert set(parties) == {"Parties/Companies in acme-msa.md", "Parties/Companies in globex-memo.md"}
+    assert all(front["scope"] == "document" and len(front["sources"]) == 1 for front, _ in parties.values())
+    types = report.counts["extraction"]["types"]
+    assert types["Parties"]["reasons"] == {"empty name or body": 1}  # the notes gave an empty body
+    [(key, (front, body))] = [(k, v) for k, v in arts.items() if k.startswith("Overview/")]
+    assert key == "Overview/The deals corpus" and front["scope"] == "corpus" and len(front["sources"]) == 2
+    assert "Acme Corp" in body and front["provenance"]  # the per-source summaries' quotes

@@ -185,6 +185,7 @@ def ask_cmd(
 ) -> None:
     """Answer one question over one or more contexts, streaming each step, then the cited answer."""
     from sleuth.agent.turn import Runtime, TurnError, TurnRequest
+    from sleuth.models.catalog import CatalogError
 
     shape_doc = None
     if shape is not None:
@@ -212,7 +213,11 @@ def ask_cmd(
     except ValidationError as exc:
         raise fail(f"invalid_request: {first_problem(exc)}") from None
     printer = StepPrinter(err if json_out else console, verbose=verbose)
-    with Runtime(Home()) as runtime:
+    try:
+        runtime = Runtime(Home())
+    except CatalogError as exc:
+        raise fail(f"model_unavailable: {exc}") from None
+    with runtime:
         try:
             prepared = runtime.prepare(request)
         except TurnError as exc:

@@ -110,7 +110,10 @@ def eval_cmd(
             raise fail(f"context {slug!r} has no compiled version yet", 1)
         readers[slug] = VersionReader(ctx.version_dir(live))
 
-    catalog = Catalog.load(home.root)
+    try:
+        catalog = Catalog.load(home.root)
+    except CatalogError as exc:
+        raise fail(str(exc)) from None
 
     def provider(name: str | None) -> tuple[str, Model | None]:
         try:

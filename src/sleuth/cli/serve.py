@@ -71,6 +71,7 @@ def serve_cmd(
 ) -> None:
     """Serve the HTTP API (OpenAPI at /api/openapi.json) over $SLEUTH_HOME until interrupted."""
     from sleuth.api.server import ServeError, ServeOptions, resolve_auth, serve
+    from sleuth.models.catalog import CatalogError
 
     options = ServeOptions(
         host=host,
@@ -91,7 +92,10 @@ def serve_cmd(
     err.print(
         f"Sleuth on http://{shown}:{port}/api · auth: {'api_key' if required else 'none'}", highlight=False
     )
-    serve(Home(), options, log_level=log_level.lower())
+    try:
+        serve(Home(), options, log_level=log_level.lower())
+    except CatalogError as exc:  # config.toml or SLEUTH_MODEL names a model that does not resolve
+        raise fail(str(exc)) from None
 
 
 def _stamp(epoch: float | None) -> str:
