@@ -73,6 +73,9 @@ def answer(system: str, user: str) -> dict[str, Any]:
     if "Summarise the document" in system:
         if doc == "notes.md":
             return {"name": "Notes", "body": "Sunny weather.", "quotes": ["The weather was sunny and warm."]}
+        if "copycat" in system:  # a small model that copies the shape instead of filling it in
+            first = CORPUS[doc].split("\n\n")[1]
+            return {"name": "<a short title>", "body": "Markdown", "quotes": [first]}
         first = CORPUS[doc].split("\n\n")[1]
         return {"name": f"About {doc}", "body": f"{first}\n", "fields": {}, "quotes": [first]}
     if "Gather every" in system:  # document scope of a topic, entity or event type

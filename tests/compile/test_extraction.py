@@ -327,3 +327,22 @@ def test_document_scope_entities_and_a_corpus_summary(tmp_path: Path) -> None:
     [(key, (front, body))] = [(k, v) for k, v in arts.items() if k.startswith("Overview/")]
     assert key == "Overview/The deals corpus" and front["scope"] == "corpus" and len(front["sources"]) == 2
     assert "Acme Corp" in body and front["provenance"]  # the per-source summaries' quotes
+
+
+def test_values_copied_from_the_prompts_shape_are_screened(tmp_path: Path) -> None:
+    """The 1.5B model answered `"body": "Markdown"`, the shape's own placeholder, for every source."""
+    write_corpus(tmp_path)
+    manifest = {
+        "curate": {
+            "artifacts": {
+                "artifact_types": [
+                    {"name": "Agreement", "kind": "summary", "scope": "document", "description": "copycat"}
+                ]
+            }
+        }
+    }
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    ctx, report = _compile(tmp_path, CuratorModel())
+    reasons = report.counts["extraction"]["types"]["Agreement"]["reasons"]
+    assert reasons == {"placeholder copied from the prompt": 2, "no verifiable quote": 1}
+    assert not any(k.startswith("Agreement/") for k in _artifacts(ctx))

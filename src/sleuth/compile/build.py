@@ -368,9 +368,9 @@ class VersionBuild:
         written = self.run.extractor.sample_queries(self.artifacts) if self.run.extractor.available() else []
         suggested = written or sample_queries(self.states, self.pages_by_source)
         extraction = self.run.extractor.report()
+        self.ledger.extraction = extraction  # the last run's: empty when it called no model
         if extraction:
             counts["extraction"] = extraction
-            self.ledger.extraction = extraction
         write_json_atomic(
             self.knowledge / "sources.json",
             {s.path: asdict(s) for s in sorted(self.states.values(), key=lambda s: s.path)},

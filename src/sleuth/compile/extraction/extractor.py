@@ -236,6 +236,9 @@ class ModelExtractor:
         if not name or not body:
             stats.screen("empty name or body")
             return None
+        if prompts.is_placeholder(name) or prompts.is_placeholder(body):
+            stats.screen("placeholder copied from the prompt")
+            return None
         if not provenance:
             stats.screen("no verifiable quote")
             return None
@@ -270,6 +273,9 @@ class ModelExtractor:
                 located = self._locate(stats, locator, mention.quotes)
                 if not mention.subject.strip():
                     stats.screen("empty name")
+                    continue
+                if prompts.is_placeholder(mention.subject):
+                    stats.screen("placeholder copied from the prompt")
                     continue
                 if not located:
                     stats.screen("no verifiable quote")
@@ -317,6 +323,9 @@ class ModelExtractor:
         body = reply.body.strip()
         if not body:
             stats.screen("empty name or body")
+            return None
+        if prompts.is_placeholder(body):
+            stats.screen("placeholder copied from the prompt")
             return None
         if not provenance:
             stats.screen("no verifiable quote")

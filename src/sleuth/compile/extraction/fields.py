@@ -20,8 +20,10 @@ def fields_for(kind: str, given: dict[str, Any]) -> dict[str, Any]:
             continue
         if name in ("aliases", "participants"):
             items = value if isinstance(value, list) else [value]
-            out[name] = [str(v).strip() for v in items if str(v).strip()][:20]
-        else:
+            kept = [str(v).strip() for v in items if str(v).strip() and not prompts.is_placeholder(str(v))]
+            if kept:
+                out[name] = kept[:20]
+        elif not prompts.is_placeholder(str(value)):
             out[name] = str(value).strip()[:200]
     return out
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from sleuth.compile.manifest import ArtifactType, EdgeType
 
-PROMPT_VERSION = "1"
+PROMPT_VERSION = "2"
 
 #: `fields` each kind fills (spec/context.md §4).
 KIND_FIELDS: dict[str, dict[str, str]] = {
@@ -29,7 +29,25 @@ _RULES = """Rules:
 - Use only what the text says. Never add outside knowledge.
 - Every quote must be copied word for word from the text (at most 300 characters), so that it can be
   found in it. A claim without such a quote is discarded.
+- The JSON shape below shows where each value goes; the parts in <angle brackets> describe a value:
+  write the value itself, never the description.
 - Reply with one JSON object and nothing else."""
+
+
+def _field_shape(kind: str) -> dict[str, str]:
+    return {name: f"<{about}>" for name, about in KIND_FIELDS.get(kind, {}).items()}
+
+
+def is_placeholder(text: str) -> bool:
+    """A value copied from a JSON shape above instead of written (small models do this)."""
+    stripped = text.strip()
+    return (stripped.startswith("<") and stripped.endswith(">")) or stripped.casefold() in {
+        "markdown",
+        "verbatim text",
+        "a short title",
+        "...",
+        "…",
+    }
 
 
 def _describe(art_type: ArtifactType) -> str:
@@ -50,7 +68,12 @@ def document_system(art_type: ArtifactType, max_tokens: int) -> str:
         if art_type.kind == "summary"
         else f"Gather every {art_type.kind} of this type that the document states, in one artifact."
     )
-    shape = {"name": "a short title", "body": "Markdown", "fields": {}, "quotes": ["verbatim text", "..."]}
+    shape = {
+        "name": "<a short title>",
+        "body": "<what the document says, in Markdown: 2 to 6 sentences of your own words>",
+        "fields": _field_shape(art_type.kind),
+        "quotes": ["<a sentence copied word for word from the text>", "<another one>"],
+    }
     return (
         f"You curate a knowledge base. {what}\n{_describe(art_type)}\n"
         f"Keep the body under {max_tokens} tokens.\n{_RULES}\nJSON shape: {json.dumps(shape)}"
@@ -61,11 +84,11 @@ def map_system(art_type: ArtifactType, edges: Sequence[EdgeType], mention_chars:
     shape: dict[str, object] = {
         "mentions": [
             {
-                "subject": "the name as the text writes it",
-                "aliases": [],
-                "text": f"what the text says about it (at most {mention_chars} characters)",
-                "quotes": ["verbatim text"],
-                "fields": {},
+                "subject": "<the name as the text writes it>",
+                "aliases": ["<another name the text uses for it, if any>"],
+                "text": f"<what the text says about it, at most {mention_chars} characters>",
+                "quotes": ["<a sentence about it copied word for word from the text>"],
+                "fields": _field_shape(art_type.kind),
             }
         ],
         "edges": [],
@@ -76,7 +99,13 @@ def map_system(art_type: ArtifactType, edges: Sequence[EdgeType], mention_chars:
     ]
     if edges:
         shape["edges"] = [
-            {"type": "edge type", "from": "name", "to": "name", "attributes": {}, "quote": "verbatim"}
+            {
+                "type": "<relation name>",
+                "from": "<name>",
+                "to": "<name>",
+                "attributes": {},
+                "quote": "<the sentence stating it, copied word for word>",
+            }
         ]
         parts.append("Also list these relations when the text states them:")
         for edge in edges:
@@ -89,7 +118,11 @@ def map_system(art_type: ArtifactType, edges: Sequence[EdgeType], mention_chars:
 
 
 def reduce_system(art_type: ArtifactType, max_tokens: int) -> str:
-    shape = {"name": "the subject's name", "body": "Markdown", "fields": {}}
+    shape = {
+        "name": "<the subject's name>",
+        "body": "<what the sources say about it, in Markdown, in your own words>",
+        "fields": _field_shape(art_type.kind),
+    }
     return (
         "You curate a knowledge base. Write one artifact about the subject below from what several "
         f"sources say about it.\n{_describe(art_type)}\nKeep the body under {max_tokens} tokens. "
@@ -100,7 +133,14 @@ def reduce_system(art_type: ArtifactType, max_tokens: int) -> str:
 
 def rows_system(art_type: ArtifactType, columns: Sequence[tuple[str, str, str | None]]) -> str:
     cols = "\n".join(f"- {name} ({kind}){': ' + about if about else ''}" for name, kind, about in columns)
-    shape = {"rows": [{"values": {name: "..." for name, _, _ in columns}, "quote": "verbatim text"}]}
+    shape = {
+        "rows": [
+            {
+                "values": {name: f"<{name}, or null>" for name, _, _ in columns},
+                "quote": "<the sentence stating the row, copied word for word>",
+            }
+        ]
+    }
     about = f"\nWhat qualifies: {art_type.description}" if art_type.description else ""
     return (
         f'You fill the table "{art_type.name}" from the text. One row per {art_type.kind} the text states; '
@@ -110,7 +150,7 @@ def rows_system(art_type: ArtifactType, columns: Sequence[tuple[str, str, str | 
 
 
 def queries_system(count: int) -> str:
-    shape = {"queries": ["a question"]}
+    shape = {"queries": ["<a question>"]}
     return (
         f"Write {count} questions a user could ask of this knowledge base, each answerable from the "
         "artifacts listed. Make them specific: name the subjects. Reply with one JSON object and nothing "
