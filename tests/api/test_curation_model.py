@@ -118,7 +118,7 @@ def test_api_curate_with_a_model_then_every_surface_serves_its_artifacts(
     _config(
         home,
         f'[models."local/curator"]\nprovider = "openai-compatible"\nmodel = "curator"\n'
-        f'base_url = "{openai_wire.url}"\napi_key = "unused"\n',
+        f'base_url = "{openai_wire.url}"\napi_key = "unused"\n[tiers]\nlite = "local/curator"\n',
     )
     server, stop = launch(home, api_host, tmp_path)
     try:
@@ -132,7 +132,7 @@ def test_api_curate_with_a_model_then_every_surface_serves_its_artifacts(
         for name, text in CORPUS.items():
             assert upload(client, "deals", name, text.encode()).status_code == 200
         profile = client.post("/api/contexts/deals/curate/profile", json={}).json()
-        assert profile["model"] == "local/curator"  # the manifest's `lite` tier maps to the default model
+        assert profile["model"] == "local/curator"  # the manifest's `lite` tier, mapped in config.toml
         assert {t["type"] for t in profile["types"]} == {"Agreement", "Company", "Payment", "_sample_queries"}
         assert profile["total"]["cached_calls"] == 0 and len(openai_wire.requests) == 0  # nothing spent
         bad = client.post("/api/contexts/deals/curate", json={"model": "local/nope"})

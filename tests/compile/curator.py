@@ -67,19 +67,29 @@ def _document(user: str) -> str:
     return match.group(1) if match else ""
 
 
+def _first_paragraph(user: str) -> str:
+    """The paragraph after the title of the text the call sent (what the curator quotes)."""
+    match = re.search(r"<text>\n(.*?)\n</text>", user, re.DOTALL)
+    parts = match.group(1).split("\n\n") if match else []
+    return parts[1] if len(parts) > 1 else ""
+
+
 def answer(system: str, user: str) -> dict[str, Any]:
     """The JSON a careful curator returns for one extraction call."""
     doc = _document(user)
     if "Summarise the document" in system:
         if doc == "notes.md":
             return {"name": "Notes", "body": "Sunny weather.", "quotes": ["The weather was sunny and warm."]}
+        if "samebody" in system:  # two sources, one word-for-word summary
+            first = _first_paragraph(user)
+            return {"name": f"About {doc}", "body": "Acme Corp and Globex Inc. deal.", "quotes": [first]}
         if "copycat" in system:  # a small model that copies the shape instead of filling it in
-            first = CORPUS[doc].split("\n\n")[1]
+            first = _first_paragraph(user)
             return {"name": "<a short title>", "body": "Markdown", "quotes": [first]}
-        first = CORPUS[doc].split("\n\n")[1]
+        first = _first_paragraph(user)
         return {"name": f"About {doc}", "body": f"{first}\n", "fields": {}, "quotes": [first]}
     if "Gather every" in system:  # document scope of a topic, entity or event type
-        first = CORPUS[doc].split("\n\n")[1]
+        first = _first_paragraph(user)
         if doc == "notes.md":
             return {"name": "Nothing", "body": "", "quotes": []}
         return {"name": f"Companies in {doc}", "body": f"- {first}\n", "quotes": [first]}
@@ -171,11 +181,13 @@ def answer(system: str, user: str) -> dict[str, Any]:
 
 class CuratorModel:
     """`Model` over `answer`. `broken` maps a document name to how its calls fail: `"json"` (never
-    valid), `"once"` (invalid, then valid after the repair prompt), `"down"` (a provider error) or
+    valid), `"once"` (invalid, then valid after the repair prompt), `"down"` (a 503), `"refused"` (a 400) or
     `"busy"` (a 429 with `Retry-After: 0` the first time each prompt is sent)."""
 
-    def __init__(self, model_id: str = "scripted/curator", broken: dict[str, str] | None = None) -> None:
-        self.config = ModelConfig(id=model_id, provider="scripted", model=model_id)
+    def __init__(
+        self, model_id: str = "scripted/curator", broken: dict[str, str] | None = None, served: str = ""
+    ) -> None:
+        self.config = ModelConfig(id=model_id, provider="scripted", model=served or model_id)
         self.broken = dict(broken or {})
         self.calls: list[tuple[str, str]] = []
         self._lock = threading.Lock()
@@ -188,6 +200,8 @@ class CuratorModel:
         repaired = len(messages) > 2
         if mode == "down":
             raise ModelError("provider is down", retryable=False, status=503)
+        if mode == "refused":
+            raise ModelError("prompt too long for the context window", retryable=False, status=400)
         if mode == "busy" and (system, user) not in self.calls[:-1]:
             raise ModelError("rate limited", retryable=True, status=429, retry_after=0.0)
         if mode == "json" or (mode == "once" and not repaired):

@@ -41,7 +41,7 @@ from sleuth.store.lock import CurateInFlight, curate_lock
 router = APIRouter()
 
 
-CURATE_PHASES = ("snapshot", "parse", "extract", "embed", "index")
+CURATE_PHASES = ("snapshot", "parse", "embed", "index")  # `extract` joins when a model is used
 
 
 class CurateRequest(StrictBody):
@@ -145,7 +145,7 @@ def curate_output(ctx: ContextDir, report: CompileReport, force: bool) -> dict[s
             "chunks_screened": 0,
             "artifacts_screened": screened("document"),
             "artifacts_errored": sum(t.get("errored", 0) for t in types.values()),
-            "sources_content_truncated": sum(t.get("truncated_sources", 0) for t in types.values()),
+            "sources_content_truncated": len(extraction.get("sources_truncated", [])),
         },
         "live_version": live if report.flipped else report.parent,
         "artifacts_skipped_no_model": report.artifacts_skipped_no_model,
@@ -265,7 +265,7 @@ def profile_curation(
     if not needs_model(manifest):
         return {"model": None, "reason": "nothing in the manifest needs a model"}
     try:
-        config, note = curation_model(manifest, catalog, wanted)
+        config, note = curation_model(manifest, catalog, wanted, allow_specs=False)  # as curate does
     except CatalogError as exc:
         raise ApiError(400, "model_unavailable", str(exc), field="model") from None
     if config is None:

@@ -42,18 +42,13 @@ class ArtifactLeg:
         for art_type in self.manifest.curate.artifacts.artifact_types:
             if art_type.format == "sqlite":
                 prose = None
-                if self.extractor.available() and not self.extractor.budget_exhausted:
+                if self.extractor.available():  # past the budget, cached rows still come back free
                     prose = self.extractor.prose_rows(art_type, pages_by_source)
                 typed.append(typed_tables.build_table(art_type, pages_by_source, mtimes, prose))
                 if prose is None:
-                    why = (
-                        "the token budget was spent"
-                        if self.extractor.budget_exhausted
-                        else "they need a model"
-                    )
                     self.warnings.append(
                         f"type {art_type.name!r}: rows were read from tables in the corpus only; "
-                        f"rows stated in prose were not extracted: {why}"
+                        "rows stated in prose need a model"
                     )
                 continue
             if art_type.kind == "doc":
@@ -91,13 +86,15 @@ class ArtifactLeg:
                     f"type {art_type.name!r} skipped: kind {art_type.kind!r} "
                     "needs a model and none is configured"
                 )
-            elif self.extractor.budget_exhausted:
-                skipped[art_type.name] = "the curate's token budget was spent before this type"
-                self.warnings.append(f"type {art_type.name!r} skipped: the token budget was spent")
             elif art_type.resolved_scope == "document":
                 out.extend(self.extractor.document_scope(art_type, pages_by_source))
             else:
                 out.extend(self.extractor.corpus_scope(art_type, pages_by_source, mtimes))
+        if self.extractor.budget_exhausted:
+            self.warnings.append(
+                "the token budget was spent: what needed another paid call was not extracted "
+                "(counted per type as screened); the next curate completes it from the cache"
+            )
         return out, glossary_entries, typed, skipped
 
     def build_edges(self, artifacts: list[Artifact], pages_by_source: dict[str, list[Page]]) -> None:

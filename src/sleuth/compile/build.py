@@ -368,6 +368,18 @@ class VersionBuild:
         written = self.run.extractor.sample_queries(self.artifacts) if self.run.extractor.available() else []
         suggested = written or sample_queries(self.states, self.pages_by_source)
         extraction = self.run.extractor.report()
+        groups, pointers = extraction.pop("groups", []), extraction.pop("pointers", {})
+        before = {(g.get("type"), g.get("group_key")): g for g in self.ledger.corpus_groups}
+        self.ledger.corpus_groups = [
+            {
+                **g,
+                "added_version": before.get((g["type"], g["group_key"]), {}).get(
+                    "added_version", self.plan.version
+                ),
+            }
+            for g in groups
+        ]
+        self.ledger.source_pointers = pointers
         self.ledger.extraction = extraction  # the last run's: empty when it called no model
         if extraction:
             counts["extraction"] = extraction

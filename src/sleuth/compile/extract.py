@@ -15,8 +15,11 @@ from sleuth.compile.typed_tables import ProseRows
 
 
 class Extractor(Protocol):
-    #: Recorded as each artifact's `model`, and in the leg hashes: another model redoes the model kinds.
+    #: Recorded as each artifact's `model`.
     name: str
+    #: The model as its replies depend on it (id, provider, model, endpoint): it keys the extraction
+    #: cache and the ledger's extractor leg, so another model redoes the model kinds.
+    fingerprint: str
 
     def available(self) -> bool:
         """False when no model is configured: model kinds are then skipped, not failed."""
@@ -68,6 +71,7 @@ class Extractor(Protocol):
 
 class NoModelExtractor:
     name = "none"
+    fingerprint = "none"
     budget_exhausted = False
     complete = True
 

@@ -180,7 +180,7 @@ class CompileRun:
             deleted=deleted,
             unchanged=unchanged,
         )
-        extractor_changed = ledger.leg_hashes.get("extractor", "none") != self.extractor.name
+        extractor_changed = ledger.leg_hashes.get("extractor", "none") != self.extractor.fingerprint
         legs_changed = (
             ledger.leg_hashes.get("curate") != curate_hash
             or chunk_leg_changed
@@ -225,9 +225,9 @@ class CompileRun:
             "identity": IDENTITY_VERSION,
             # An incomplete extraction (budget spent, provider errors) is redone by the next run; the
             # cache makes the finished part free.
-            "extractor": self.extractor.name
+            "extractor": self.extractor.fingerprint
             if self.extractor.complete
-            else f"{self.extractor.name}+incomplete",
+            else f"{self.extractor.fingerprint}+incomplete",
         }
         for path in deleted:
             ledger.source_removed[path] = Tombstone(removed_version=version, removed_at=now)

@@ -332,11 +332,12 @@ class Catalog:
             "default": self.default,
             "models": [{**c.public(), "available": self.available(c)} for c in self.models.values()],
             "tiers": {tier: self.tier(tier) for tier in TIERS},
-            # A manifest's default `artifact_model` is the `lite` tier; offline means no model kinds.
+            # A manifest's default `artifact_model` is the `lite` tier; curation uses it only where
+            # config.toml maps it (offline: the model kinds are skipped).
             "phase_defaults": {
                 "search": self.default,
                 "synthesis": self.default,
-                "curate": self.tier("lite"),
+                "curate": self.tiers.get("lite", OFFLINE_ID),
             },
             "supported_curate_models": [
                 c.id for c in self.models.values() if c.provider == "offline" or self.available(c)

@@ -14,7 +14,7 @@ from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.compile.extraction.extractor import ModelExtractor
 from sleuth.compile.manifest import DETERMINISTIC_KINDS, Manifest
 from sleuth.models.base import CompletionParams, Message, Model, ModelConfig, ModelError, Reply, ToolSpec
-from sleuth.models.catalog import Catalog, CatalogError, build_model
+from sleuth.models.catalog import TIERS, Catalog, CatalogError, build_model
 from sleuth.store.home import ContextDir
 
 
@@ -33,13 +33,25 @@ def needs_model(manifest: Manifest) -> bool:
 
 
 def curation_model(
-    manifest: Manifest, catalog: Catalog, model: str | None = None, *, check_available: bool = True
+    manifest: Manifest,
+    catalog: Catalog,
+    model: str | None = None,
+    *,
+    check_available: bool = True,
+    allow_specs: bool = True,
 ) -> tuple[ModelConfig | None, str | None]:
     """The catalog entry curation would call, or None with why not. A model the run names must
-    resolve and be available (`CatalogError`); the manifest's falls back to none with a note."""
+    resolve and be available (`CatalogError`); the manifest's falls back to none with a note. A tier
+    counts only when config.toml maps it, so no curate spends tokens unless someone asked it to."""
     wanted = model or manifest.curate.artifacts.artifact_model
+    if model is None and wanted in TIERS and wanted not in catalog.tiers:
+        # Spending is opted into: an unmapped tier does not fall back to the answering default.
+        return None, (
+            f"artifact_model is the {wanted!r} tier, which config.toml does not map; map it "
+            f'([tiers] {wanted} = "<model id>") or pass a model to this curate'
+        )
     try:
-        config = catalog.resolve(wanted, allow_specs=model is not None)
+        config = catalog.resolve(wanted, allow_specs=allow_specs and model is not None)
     except CatalogError as exc:
         if model is not None:
             raise
@@ -96,4 +108,6 @@ def restore_extractor(ctx: ContextDir, manifest: Manifest, recorded: str) -> Ext
     recorded = recorded.removesuffix("+incomplete")
     if recorded == "none" or not needs_model(manifest):
         return NoModelExtractor()
-    return ModelExtractor(CacheOnlyModel(recorded), manifest, ExtractionCache(ctx.extraction_cache))
+    model_id = recorded.split("|", 1)[0]
+    cache = ExtractionCache(ctx.extraction_cache)
+    return ModelExtractor(CacheOnlyModel(model_id), manifest, cache, fingerprint=recorded)

@@ -101,7 +101,7 @@ class ExtractionClient:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.model = model if isinstance(model, FallbackModel) else FallbackModel([model])
-        self.model_id = model.config.id
+        self.model_id = model.config.id  # recorded with each cached reply
         self.cache = cache
         self.token_budget = token_budget
         self.usage: dict[str, TypeUsage] = {}
@@ -159,13 +159,18 @@ class ExtractionClient:
         for attempt in range(2):
             self._check_budget()
             with self._slot:
+                self._check_budget()  # again: the slot may have been waited for while others spent
                 began = self._clock()
                 answer = self.model.complete(messages, [], params)
                 elapsed = self._clock() - began
+            spent_in, spent_out = answer.usage.input_tokens, answer.usage.output_tokens
+            if not spent_in and not spent_out:  # a provider that reports no usage: ⌈characters / 4⌉
+                spent_in = -(-sum(len(m.content) for m in messages) // 4)
+                spent_out = -(-len(answer.text) // 4)
             with self._lock:
                 usage.calls += 1
-                usage.input_tokens += answer.usage.input_tokens
-                usage.output_tokens += answer.usage.output_tokens
+                usage.input_tokens += spent_in
+                usage.output_tokens += spent_out
                 usage.seconds += elapsed
             try:
                 parsed = reply_type.model_validate(parse_json(answer.text))

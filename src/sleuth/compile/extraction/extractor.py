@@ -16,6 +16,8 @@ is screened. Calls run in parallel, at most `SLEUTH_CURATE_CONCURRENCY` per prov
 from __future__ import annotations
 
 import dataclasses
+import re
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
@@ -28,7 +30,7 @@ from sleuth.compile.extraction.client import BudgetExhausted, ExtractionClient, 
 from sleuth.compile.extraction.edges import edges_of, resolve_claims
 from sleuth.compile.extraction.fields import conflicts, fields_for
 from sleuth.compile.extraction.grouping import Group, SourcedMention, group_mentions
-from sleuth.compile.extraction.inputs import text_hash, type_hash, windows
+from sleuth.compile.extraction.inputs import call_key_parts, fingerprint_of, type_hash, windows
 from sleuth.compile.extraction.outcomes import SourceError, TypeStats
 from sleuth.compile.extraction.quotes import QuoteLocator
 from sleuth.compile.extraction.schemas import (
@@ -51,6 +53,12 @@ from sleuth.settings import current
 T = TypeVar("T")
 MAX_PROVENANCE = 40  # spans kept per artifact
 SUMMARY_GROUP = 20  # per-source summaries reduced at once into a corpus summary
+_CONFLICTS_HEADING = re.compile(r"^#+\s*conflicts?\b", re.IGNORECASE | re.MULTILINE)
+
+
+def transient(exc: ModelError) -> bool:
+    """A failure a later run may not meet again: a timeout, a 429 or a 5xx (a 4xx would repeat)."""
+    return exc.status is None or exc.status == 429 or exc.status >= 500
 
 
 class ModelExtractor:
@@ -63,15 +71,23 @@ class ModelExtractor:
         cache: ExtractionCache | None,
         *,
         token_budget: int | None = None,
+        fingerprint: str | None = None,
     ) -> None:
         self.name = model.config.id
+        #: What the replies depend on besides the prompts: the id and what it resolves to. It keys the
+        #: cache and the ledger's extractor leg, so pointing an id at another model redoes the work.
+        self.fingerprint = fingerprint or fingerprint_of(model.config)
         self.manifest = manifest
         self.config = manifest.curate.artifacts
         self.client = ExtractionClient(model, cache, token_budget=token_budget)
         self.stats: dict[str, TypeStats] = {}
         self.errors: list[SourceError] = []
         self._claims: list[tuple[str, EdgeClaim]] = []  # (source, claim) from every corpus map
+        self._truncated: set[str] = set()  # sources some type read only the head of
+        self._groups: list[dict[str, Any]] = []  # the corpus groups kept, for the ledger (§5.4)
+        self._pointers: dict[str, list[dict[str, Any]]] = {}  # source → the subjects it mentions (§6)
         self._progress: Progress = NullProgress()
+        self._report_lock = threading.Lock()
         self._workers = current().curate_concurrency
 
     # ------------------------------------------------------------------------------ the protocol
@@ -87,7 +103,9 @@ class ModelExtractor:
 
     @property
     def complete(self) -> bool:
-        return not self.client.budget_exhausted and not self.errors
+        """No budget stop and no transient failure: a permanent error (a 4xx) is reported and counted
+        as errored, but rerunning would only repeat it, so it does not make the run incomplete."""
+        return not self.client.budget_exhausted and not any(e.transient for e in self.errors)
 
     def usage(self) -> dict[str, TypeUsage]:
         return dict(self.client.usage)
@@ -111,6 +129,10 @@ class ModelExtractor:
             "budget_exhausted": self.client.budget_exhausted,
             "errors": [asdict(e) for e in self.errors],
             "scopes": {name: self._scope_of(name) for name in names},
+            "sources_truncated": sorted(self._truncated),
+            "groups": list(self._groups),
+            "pointers": {source: list(p) for source, p in sorted(self._pointers.items())},
+            "fingerprint": self.fingerprint,
         }
 
     def _scope_of(self, name: str) -> str:
@@ -132,7 +154,7 @@ class ModelExtractor:
         )
         out = [a for a in results if a is not None]
         stats.count("built", len(out))
-        return out
+        return self._drop_duplicates(out, stats)
 
     def corpus_scope(
         self, art_type: ArtifactType, pages_by_source: dict[str, list[Page]], mtimes: dict[str, float]
@@ -145,8 +167,9 @@ class ModelExtractor:
         mapped = self._each(art_type, order, lambda s: self._map(art_type, s, pages_by_source[s]))
         mentions: list[SourcedMention] = []
         for index, (source, found) in enumerate(zip(order, mapped, strict=True)):
-            for mention in found or []:
-                mentions.append(SourcedMention(source, mention, index))
+            found_mentions, claims = found or ([], [])
+            mentions.extend(SourcedMention(source, mention, index) for mention in found_mentions)
+            self._claims.extend((source, claim) for claim in claims)  # in source order: deterministic
         stats.count("mentions", len(mentions))
         groups = group_mentions(mentions)
         floor = art_type.min_doc_count or self.config.min_doc_count
@@ -157,9 +180,29 @@ class ModelExtractor:
             stats.screen("over max_artifacts_per_type", len(kept) - self.config.max_artifacts_per_type)
             kept = kept[: self.config.max_artifacts_per_type]
         stats.count("groups", len(kept))
+        self._groups.extend(
+            {
+                "type": art_type.name,
+                "group_key": g.key,
+                "canonical_name": g.canonical_name,
+                "member_sources": g.member_sources,
+                "membership_hash": g.membership_hash,
+            }
+            for g in kept
+        )
+        for g in kept:
+            for seq, m in enumerate(g.mentions):
+                self._pointers.setdefault(m.source_path, []).append(
+                    {
+                        "type": art_type.name,
+                        "name": g.canonical_name,
+                        "mention": m.mention.text[:200],
+                        "seq": seq,
+                    }
+                )
         reduced = self._each(
             art_type,
-            [g.key for g in kept],
+            [f"subject {g.key!r}" for g in kept],
             None,
             items=kept,
             work=lambda g: self._reduce(art_type, g, pages_by_source),
@@ -191,7 +234,7 @@ class ModelExtractor:
         if not listed:
             return []
         lines = "\n".join(f"- {a.type} ({a.kind}): {a.name}" for a in listed)
-        key = cache_key("queries", prompts.PROMPT_VERSION, self.name, lines)
+        key = cache_key("queries", prompts.PROMPT_VERSION, self.fingerprint, lines)
         try:
             reply = self._ask(
                 QueriesReply,
@@ -201,7 +244,11 @@ class ModelExtractor:
                 key,
                 600,
             )
-        except (BudgetExhausted, ModelError):
+        except BudgetExhausted:
+            return []
+        except ModelError as exc:
+            self.client.count_error("_sample_queries")
+            self.errors.append(SourceError("(artifacts)", "_sample_queries", str(exc)[:500], transient(exc)))
             return []
         seen: list[str] = []
         for query in reply.queries if reply else []:
@@ -216,8 +263,10 @@ class ModelExtractor:
         texts, truncated = windows(pages, self.config.max_doc_chars, self.config.extraction_window_chars)
         if truncated:
             stats.count("truncated_sources", 1)
+            with self._report_lock:
+                self._truncated.add(source)
         system = prompts.document_system(art_type, self.config.max_tokens)
-        base = (prompts.PROMPT_VERSION, self.name, type_hash(art_type, self.manifest), text_hash(pages))
+        base = call_key_parts(self.fingerprint, art_type, self.manifest, source, pages)
         replies: list[DocumentReply] = []
         for index, text in enumerate(texts):
             key = cache_key("document", *base, str(index))
@@ -254,16 +303,21 @@ class ModelExtractor:
             model=self.name,
         )
 
-    def _map(self, art_type: ArtifactType, source: str, pages: list[Page]) -> list[Mention]:
+    def _map(
+        self, art_type: ArtifactType, source: str, pages: list[Page]
+    ) -> tuple[list[Mention], list[EdgeClaim]]:
         stats = self._stats(art_type.name)
         texts, truncated = windows(pages, self.config.max_doc_chars, self.config.extraction_window_chars)
         if truncated:
             stats.count("truncated_sources", 1)
+            with self._report_lock:
+                self._truncated.add(source)
         edges = edges_of(art_type, self.manifest)
         system = prompts.map_system(art_type, edges, self.config.mention_max_chars)
-        base = (prompts.PROMPT_VERSION, self.name, type_hash(art_type, self.manifest), text_hash(pages))
+        base = call_key_parts(self.fingerprint, art_type, self.manifest, source, pages)
         locator = QuoteLocator(source, pages)
         kept: list[Mention] = []
+        claims: list[EdgeClaim] = []
         for index, text in enumerate(texts):
             key = cache_key("map", *base, str(index))
             reply = self._ask(MapReply, system, prompts.source_text(source, text), art_type.name, key)
@@ -285,8 +339,8 @@ class ModelExtractor:
                     mention.model_copy(update={"quotes": [p.quote for p in located], "text": text_cut})
                 )
             with_edges = {e.name.casefold() for e in edges}
-            self._claims.extend((source, c) for c in reply.edges if c.type.casefold() in with_edges)
-        return kept
+            claims.extend(c for c in reply.edges if c.type.casefold() in with_edges)
+        return kept, claims
 
     def _reduce(
         self, art_type: ArtifactType, group: Group, pages_by_source: dict[str, list[Page]]
@@ -305,7 +359,9 @@ class ModelExtractor:
         aliases = ", ".join(group.aliases) or "(none)"
         said = "\n".join(lines)
         user = f"Subject: {group.canonical_name}\nAliases: {aliases}\n\nWhat the sources say:\n{said}"
-        key = cache_key("reduce", prompts.PROMPT_VERSION, self.name, type_hash(art_type, self.manifest), user)
+        key = cache_key(
+            "reduce", prompts.PROMPT_VERSION, self.fingerprint, type_hash(art_type, self.manifest), user
+        )
         reply = self._ask(
             ReduceReply, prompts.reduce_system(art_type, self.config.max_tokens), user, art_type.name, key
         )
@@ -331,7 +387,7 @@ class ModelExtractor:
             stats.screen("no verifiable quote")
             return None
         disagreements = conflicts(art_type.kind, chosen)
-        if disagreements and "conflict" not in body.casefold():
+        if disagreements and not _CONFLICTS_HEADING.search(body):
             body += "\n\n## Conflicts\n\n" + disagreements
         fields: dict[str, Any] = {}
         for m in chosen:
@@ -385,7 +441,11 @@ class ModelExtractor:
             return parts[0]
         user = "\n\n".join(f"[{', '.join(p.sources)}] {p.name}\n{p.body.strip()}" for p in parts)
         key = cache_key(
-            "summary-reduce", prompts.PROMPT_VERSION, self.name, type_hash(art_type, self.manifest), user
+            "summary-reduce",
+            prompts.PROMPT_VERSION,
+            self.fingerprint,
+            type_hash(art_type, self.manifest),
+            user,
         )
         reply = self._ask(
             ReduceReply,
@@ -415,8 +475,10 @@ class ModelExtractor:
         texts, truncated = windows(pages, self.config.max_doc_chars, self.config.extraction_window_chars)
         if truncated:
             stats.count("truncated_sources", 1)
+            with self._report_lock:
+                self._truncated.add(source)
         system = prompts.rows_system(art_type, [(c.name, c.type, c.description) for c in columns])
-        base = (prompts.PROMPT_VERSION, self.name, type_hash(art_type, self.manifest), text_hash(pages))
+        base = call_key_parts(self.fingerprint, art_type, self.manifest, source, pages)
         locator = QuoteLocator(source, pages)
         out = ProseRows()
         for index, text in enumerate(texts):
@@ -452,9 +514,11 @@ class ModelExtractor:
     ) -> Any:
         """One call; the output cap is the manifest's `max_tokens` plus room for the JSON around it."""
         cap = max_tokens or self.config.max_tokens + 512
+        self._progress.advance("extract", 0)  # a checkpoint: a cancel stops here, before a paid call
         reply = self.client.ask(reply_type, system, user, type_name=type_name, key=key, max_tokens=cap)
-        self._progress.advance("extract")
-        self._progress.tokens(*self.client.totals())
+        with self._report_lock:  # one writer at a time, so a slower thread never writes an older total
+            self._progress.advance("extract")
+            self._progress.tokens(*self.client.totals())
         return reply
 
     def _each(
@@ -472,15 +536,19 @@ class ModelExtractor:
         call: Callable[[Any], T] = work if work is not None else one  # type: ignore[assignment]
 
         def guarded(index: int) -> T | None:
-            if self.client.budget_exhausted:
-                return None
+            # No short cut once the budget is spent: replies already in the cache still cost nothing,
+            # and only a call that would be paid raises `BudgetExhausted`.
             try:
                 return call(targets[index])
             except BudgetExhausted:
+                self._stats(art_type.name).screen("not extracted: the token budget was spent")
                 return None
             except ModelError as exc:
                 self.client.count_error(art_type.name)
-                self.errors.append(SourceError(str(sources[index]), art_type.name, str(exc)[:500]))
+                with self._report_lock:
+                    self.errors.append(
+                        SourceError(str(sources[index]), art_type.name, str(exc)[:500], transient(exc))
+                    )
                 return None
 
         with ThreadPoolExecutor(max_workers=max(1, min(self._workers, len(targets) or 1))) as pool:

@@ -7,9 +7,11 @@ import hashlib
 import json
 from collections.abc import Sequence
 
+from sleuth.compile.extraction import prompts
 from sleuth.compile.extraction.edges import edges_of
 from sleuth.compile.manifest import ArtifactType, Manifest
 from sleuth.compile.pages import Page
+from sleuth.models.base import ModelConfig
 
 
 def type_hash(art_type: ArtifactType, manifest: Manifest) -> str:
@@ -38,3 +40,17 @@ def windows(pages: Sequence[Page], max_chars: int, window_chars: int) -> tuple[l
         return [text[:max_chars]], len(text) > max_chars
     size = min(window_chars, max_chars)
     return [text[i : i + size] for i in range(0, max(len(text), 1), size)], False
+
+
+def fingerprint_of(config: ModelConfig) -> str:
+    """The model as its replies depend on it: the id and what it resolves to (provider, model,
+    endpoint). It keys the cache and the ledger's extractor leg: re-point an id and the work is redone."""
+    return f"{config.id}|{config.provider}:{config.model}@{config.base_url or ''}"
+
+
+def call_key_parts(
+    fingerprint: str, art_type: ArtifactType, manifest: Manifest, source: str, pages: Sequence[Page]
+) -> tuple[str, ...]:
+    """The cache key of a per-source call, short of its step and window: the prompt version, the
+    model's fingerprint, the type, the source's path (the prompt names it) and the text it reads."""
+    return (prompts.PROMPT_VERSION, fingerprint, type_hash(art_type, manifest), source, text_hash(pages))

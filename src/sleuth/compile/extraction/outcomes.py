@@ -44,6 +44,9 @@ class TypeStats:
 
 @dataclass
 class SourceError:
+    """A call that failed after its retries, for the source (or subject) it was about."""
+
     source: str
     type: str
     error: str
+    transient: bool = True  # a timeout, 429 or 5xx: the next curate tries it again

@@ -28,7 +28,7 @@ from sleuth.compile.extraction import prompts
 from sleuth.compile.extraction.cache import ExtractionCache, cache_key
 from sleuth.compile.extraction.edges import edges_of
 from sleuth.compile.extraction.extractor import SUMMARY_GROUP
-from sleuth.compile.extraction.inputs import text_hash, type_hash, windows
+from sleuth.compile.extraction.inputs import call_key_parts, fingerprint_of, windows
 from sleuth.compile.manifest import DETERMINISTIC_KINDS, ArtifactType, Manifest
 from sleuth.compile.pages import Page, ParseError
 from sleuth.compile.parse import parse_source
@@ -96,7 +96,8 @@ def profile_curate(
 ) -> Profile:
     """The estimate for curating `pages_by_source` under `manifest` with the model `config`."""
     arts = manifest.curate.artifacts
-    last = dict(last_run or {}) if (last_run or {}).get("model") == config.id else {}
+    fingerprint = fingerprint_of(config)
+    last = dict(last_run or {}) if (last_run or {}).get("fingerprint") == fingerprint else {}
     last_types: dict[str, Any] = last.get("types", {})
     prefill, generation = LOCAL_RATES if _local(config) else REMOTE_RATES
     in_flight = 1 if _local(config) else current().curate_concurrency
@@ -126,7 +127,7 @@ def profile_curate(
             pages = pages_by_source[source]
             texts, _cut = windows(pages, arts.max_doc_chars, arts.extraction_window_chars)
             step = _step(art_type)
-            base = (prompts.PROMPT_VERSION, config.id, type_hash(art_type, manifest), text_hash(pages))
+            base = call_key_parts(fingerprint, art_type, manifest, source, pages)
             for index, text in enumerate(texts):
                 if (
                     cache is not None

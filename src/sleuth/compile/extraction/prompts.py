@@ -39,15 +39,10 @@ def _field_shape(kind: str) -> dict[str, str]:
 
 
 def is_placeholder(text: str) -> bool:
-    """A value copied from a JSON shape above instead of written (small models do this)."""
+    """A value copied from a JSON shape above instead of written (small models do this): every
+    description there is wrapped in angle brackets, which no real name or summary is."""
     stripped = text.strip()
-    return (stripped.startswith("<") and stripped.endswith(">")) or stripped.casefold() in {
-        "markdown",
-        "verbatim text",
-        "a short title",
-        "...",
-        "…",
-    }
+    return len(stripped) > 2 and stripped.startswith("<") and stripped.endswith(">")
 
 
 def _describe(art_type: ArtifactType) -> str:
