@@ -569,10 +569,9 @@ class TurnRun:
         self.terminal = True
 
     def _persist_trace(self) -> None:
-        q = self.query
         self.trace.update(
             build_trace(
-                q,
+                self.query,
                 self.loop_result,
                 self.model_calls,
                 self.host_log,
@@ -591,7 +590,7 @@ class TurnRun:
         records = replay_records(self.replay_records, self.model_calls, self.host_log)
         kept, recorded = fit_records(self.trace, records, self.meter.left("recorded_bytes"))
         self._recorded(recorded)
-        persist(self.rt.db, q.id, self.trace, kept)
+        persist(self.rt.db, self.query.id, self.trace, kept)
 
     def close(self) -> None:
         if self._watchdog is not None:
