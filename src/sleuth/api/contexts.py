@@ -26,7 +26,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from pydantic import Field
 
-from sleuth.api import curation, knowledge, packs, sources, tasks, templates
+from sleuth.api import curation, knowledge, packs, page_viewer, sources, tasks, templates
 from sleuth.api.access import context_guard
 from sleuth.api.auth import AdminKey, AnyKey
 from sleuth.api.context_files import (
@@ -293,5 +293,6 @@ def context_task_stats(request: Request, slug: str, _who: AnyKey) -> dict[str, A
 router.include_router(sources.router)
 router.include_router(curation.router)
 router.include_router(knowledge.router)
+router.include_router(page_viewer.router)
 router.include_router(packs.router)
 router.include_router(templates.router)

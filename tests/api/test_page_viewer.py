@@ -1,0 +1,51 @@
+"""The page viewer's reads over the sample corpus: a page's text, a PDF page as an image, and the boxes
+of a span computed from the text layer (issue 14, item 5), with the errors a bad request gets."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.api.support import error
+
+REPORT = "uploads/acme-corpus/reports/annual-report-2025.pdf"
+
+
+def test_text_image_and_boxes_of_a_cited_span(client: httpx.Client) -> None:
+    page = client.get(f"/api/contexts/acme/pages/{REPORT}", params={"page": 2}).json()
+    text = page["text"]
+    assert page["pdf"] is True and "pharmaceutical production" in text
+    start = text.index("laboratories,")
+    end = text.index("pilot plants.") + len("pilot plants.")
+    assert "\n" in text[start:end]  # the span crosses a line break
+    boxes = client.get(
+        f"/api/contexts/acme/pages/{REPORT}/boxes", params={"page": 2, "start": start, "end": end}
+    )
+    assert boxes.status_code == 200, boxes.text
+    found = boxes.json()
+    assert found["current"] is True and found["text"] == text[start:end]
+    assert len(found["boxes"]) == 2  # one per line
+    first, second = found["boxes"]
+    assert second["y"] > first["y"]  # the second line is lower on the page
+    for box in found["boxes"]:
+        assert 0 < box["x"] < found["width"] and 0 < box["y"] < found["height"]
+        assert box["width"] > 20 and 5 < box["height"] < 30
+    image = client.get(f"/api/contexts/acme/pages/{REPORT}/image", params={"page": 2, "width": 600})
+    assert image.status_code == 200 and image.headers["content-type"] == "image/png"
+    assert image.content.startswith(b"\x89PNG\r\n\x1a\n")
+    assert int.from_bytes(image.content[16:20], "big") == 600  # the IHDR width
+
+
+def test_bad_page_requests_get_the_envelope(client: httpx.Client) -> None:
+    markdown = "uploads/acme-corpus/policies/travel-policy.md"
+    text = client.get(f"/api/contexts/acme/pages/{markdown}", params={"page": 1}).json()
+    assert text["pdf"] is False and text["text"]
+    error(client.get(f"/api/contexts/acme/pages/{markdown}/image", params={"page": 1}), 415, "not_a_pdf")
+    error(client.get(f"/api/contexts/acme/pages/{REPORT}", params={"page": 99}), 404, "page_not_found")
+    for outside in ("etc/passwd", "uploads/..%2f..%2f..%2fetc%2fpasswd"):  # a key lookup, never a join
+        error(client.get(f"/api/contexts/acme/pages/{outside}", params={"page": 1}), 404, "path_not_found")
+    error(
+        client.get(f"/api/contexts/acme/pages/{REPORT}/boxes", params={"page": 2, "start": 5, "end": 5}),
+        400,
+        "invalid_request",
+    )
+    assert client.get(f"/api/contexts/acme/pages/{REPORT}").status_code == 400  # page is required
