@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export SLEUTH_HOME ?= $(CURDIR)/.sleuth
 
-.PHONY: demo test test-fast fix lint typecheck install install-dev sample-pdfs bench clean
+.PHONY: demo test test-fast fix lint typecheck install install-dev sample-pdfs bench clean chromium
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,12 +34,18 @@ lint: install-dev
 typecheck: install-dev
 	$(BIN)/mypy --strict src/sleuth tests
 
-test: install-dev lint typecheck
+test: install-dev lint typecheck chromium
 	$(BIN)/pytest
+
+# The console's browser tests drive Debian's chromium (no browser download): installed when missing.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+		echo 'installing Debian chromium for the console tests'; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
 # The suite on every core (pytest-xdist), without the API fuzz run: for the edit-test loop. `make test`
 # is what CI runs and what must pass before anything lands.
-test-fast: install-dev
+test-fast: install-dev chromium
 	$(BIN)/pytest -n auto --ignore=tests/api/test_fuzz.py
 
 # Apply every fix ruff can make, then format.

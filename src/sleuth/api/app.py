@@ -14,6 +14,7 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from sleuth import console
 from sleuth.api import contexts, mcp, queries, sessions, system
 from sleuth.api.errors import ApiError
 from sleuth.api.state import ApiState
@@ -221,4 +222,5 @@ def create_app(state: ApiState) -> FastAPI:
 
     _routes(app)
     mcp.mount(app)  # the MCP server at /mcp (spec/api.md §11), with its session manager in the lifespan
+    console.mount(app)  # the web console at / (static files over this same /api)
     return app

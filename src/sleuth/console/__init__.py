@@ -1,0 +1,27 @@
+"""The web console (issue 14): one small framework-free app served at `/` by the API's own FastAPI app.
+
+It is static files (`static/`: one HTML page, one ES module, one stylesheet) that talk to the same
+`/api` as every other client, so there is no second backend and nothing to build: what ships in the
+package is what the browser runs. Why not server-rendered templates: every view here is live (a turn
+streams its steps, a curate its phases), so the pages would be JavaScript either way; one module that
+renders from the API's JSON keeps a single source of truth for what a view shows.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+
+STATIC = Path(__file__).parent / "static"
+
+
+def mount(app: FastAPI) -> None:
+    """`/` serves the console's page; `/console/*` its script and stylesheet."""
+    app.mount("/console", StaticFiles(directory=STATIC), name="console")
+
+    @app.get("/", include_in_schema=False)
+    def console_page() -> FileResponse:
+        return FileResponse(STATIC / "index.html", headers={"cache-control": "no-cache"})

@@ -1,0 +1,271 @@
+// The Sleuth console: hash routes over the /api of the server that serves it.
+//   #/                      contexts
+//   #/ask?ctx=a,b           ask, with each step streamed live and the cited answer
+//   #/page?ctx=&path=&page=&start=&end=   the page viewer (shareable)
+// Everything the page shows comes from the API's JSON; text is always inserted as text, never as HTML.
+
+const view = document.getElementById("view");
+const popover = document.getElementById("popover");
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else if (key === "dataset") Object.assign(node.dataset, value);
+    else node.setAttribute(key, value === true ? "" : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+async function api(path, options = {}) {
+  const headers = { accept: "application/json", ...(options.headers || {}) };
+  if (options.body !== undefined) headers["content-type"] = "application/json";
+  const response = await fetch(`/api${path}`, {
+    ...options,
+    headers,
+    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+  });
+  if (!response.ok) {
+    let message = `${response.status}`;
+    try {
+      const envelope = await response.json();
+      message = `${envelope.code}: ${envelope.message}`;
+    } catch (_) { /* not the envelope */ }
+    throw new Error(message);
+  }
+  return response;
+}
+
+function params() {
+  const [, query = ""] = location.hash.split("?");
+  return new URLSearchParams(query);
+}
+
+function pageLink(c) {
+  const q = new URLSearchParams({
+    ctx: c.context, path: c.source, page: String(c.pages[0] ?? 1), start: String(c.start), end: String(c.end),
+  });
+  return `#/page?${q}`;
+}
+
+function showError(where, error) {
+  where.replaceChildren(el("p", { class: "error", role: "alert" }, String(error.message || error)));
+}
+
+// ------------------------------------------------------------------------------------------ contexts
+async function contextsView() {
+  view.replaceChildren(el("h1", {}, "Contexts"), el("p", { class: "muted" }, "Loading…"));
+  try {
+    const data = await (await api("/contexts")).json();
+    const rows = (data.contexts || data.data || data).map((c) =>
+      el("tr", {},
+        el("td", {}, el("a", { href: `#/ask?ctx=${encodeURIComponent(c.slug)}` }, c.slug)),
+        el("td", {}, c.name || ""),
+        el("td", {}, c.queryable ? "ready" : "not curated"),
+        el("td", {}, c.last_curated_at || "—")));
+    view.replaceChildren(
+      el("h1", {}, "Contexts"),
+      el("table", { class: "grid" },
+        el("thead", {}, el("tr", {}, el("th", {}, "Slug"), el("th", {}, "Name"), el("th", {}, "State"),
+          el("th", {}, "Last curated"))),
+        el("tbody", {}, rows)));
+  } catch (error) {
+    showError(view, error);
+  }
+}
+
+// ------------------------------------------------------------------------------------------ ask
+function stepCard(step) {
+  const card = el("article", { class: `step ${step.status}`, dataset: { step: step.step_id } },
+    el("header", {}, el("strong", {}, step.step_id), " ", el("span", { class: "status" }, step.status),
+      step.commentary ? el("span", { class: "commentary" }, " — ", step.commentary) : null));
+  if (step.code && step.code.source) {
+    const lines = step.code.source.split("\n").length;
+    card.append(el("details", { class: "code" }, el("summary", {}, `code (${lines} lines)`),
+      el("pre", {}, step.code.source)));
+  }
+  for (const call of step.tool_calls || step.calls || []) {
+    card.append(el("div", { class: "call" }, `${call.fn || call.name}(${call.args || ""})`,
+      call.ms !== undefined ? el("span", { class: "muted" }, ` ${Math.round(call.ms)} ms`) : null));
+  }
+  if (step.output) {
+    card.append(el("details", { class: "output" }, el("summary", {},
+      `what the model saw (${step.output_chars ?? step.output.length} characters${step.output_truncated ? ", cut" : ""})`),
+      el("pre", {}, step.output)));
+  }
+  return card;
+}
+
+function renderAnswer(target, query) {
+  const text = (query.output || []).flatMap((m) => m.content || []).map((p) => p.text || "").join("");
+  const citations = query.citations || [];
+  const answer = el("div", { class: "answer" });
+  let last = 0;
+  for (const match of text.matchAll(/\[(\d+)\]/g)) {
+    answer.append(text.slice(last, match.index));
+    const citation = citations[Number(match[1]) - 1];
+    if (citation) {
+      answer.append(el("a", {
+        class: "cite", href: pageLink(citation), dataset: { n: match[1] },
+        "aria-label": `citation ${match[1]}: ${citation.source}, page ${citation.pages.join(", ")}`,
+        onmouseenter: (e) => showCitation(e.currentTarget, citation),
+        onfocus: (e) => showCitation(e.currentTarget, citation),
+        onmouseleave: hideCitation, onblur: hideCitation,
+      }, match[0]));
+    } else {
+      answer.append(match[0]);
+    }
+    last = match.index + match[0].length;
+  }
+  answer.append(text.slice(last));
+  const list = el("ol", { class: "citations" }, citations.map((c) =>
+    el("li", {}, el("a", { href: pageLink(c) }, `${c.source}, p. ${c.pages.join(", ")}`), " ",
+      el("q", {}, c.grounding))));
+  target.replaceChildren(el("h2", {}, "Answer"), answer, citations.length ? list : null);
+}
+
+function showCitation(anchor, citation) {
+  popover.replaceChildren(el("div", { class: "where" }, `${citation.source} · page ${citation.pages.join(", ")}`),
+    el("q", {}, citation.grounding));
+  const box = anchor.getBoundingClientRect();
+  popover.style.left = `${Math.max(8, Math.min(box.left, innerWidth - 360))}px`;
+  popover.style.top = `${box.bottom + scrollY + 6}px`;
+  popover.hidden = false;
+}
+
+function hideCitation() {
+  popover.hidden = true;
+}
+
+async function askView() {
+  const chosen = (params().get("ctx") || "").split(",").filter(Boolean);
+  const contexts = el("input", { id: "ctx", name: "ctx", value: chosen.join(","), required: true,
+    placeholder: "context slugs, comma-separated" });
+  const question = el("textarea", { id: "ask", name: "ask", rows: 3, required: true,
+    placeholder: "Ask a question about the documents" });
+  const steps = el("section", { class: "steps", "aria-label": "Steps" });
+  const result = el("section", { class: "result" });
+  const button = el("button", { type: "submit" }, "Ask");
+  const form = el("form", { class: "ask", onsubmit: async (event) => {
+    event.preventDefault();
+    button.disabled = true;
+    steps.replaceChildren();
+    result.replaceChildren(el("p", { class: "muted" }, "Working…"));
+    try {
+      await streamTurn({ ask: question.value, scope: contexts.value.split(",").map((s) => s.trim()).filter(Boolean) },
+        steps, result);
+    } catch (error) {
+      showError(result, error);
+    } finally {
+      button.disabled = false;
+    }
+  } },
+  el("label", { for: "ctx" }, "Contexts"), contexts,
+  el("label", { for: "ask" }, "Question"), question, button);
+  view.replaceChildren(el("h1", {}, "Ask"), form, steps, result);
+  question.focus();
+}
+
+async function streamTurn(body, steps, result) {
+  const response = await api("/query", { method: "POST", body: { ...body, stream: true },
+    headers: { accept: "text/event-stream" } });
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  const cards = new Map();
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let cut;
+    while ((cut = buffer.indexOf("\n\n")) >= 0) {
+      const frame = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      const kind = (frame.match(/^event: (.*)$/m) || [])[1];
+      const data = (frame.match(/^data: (.*)$/m) || [])[1];
+      if (!kind || !data) continue;
+      const payload = JSON.parse(data);
+      if (kind === "response.step") {
+        const merged = { ...(cards.get(payload.step_id)?.step || {}), ...payload };
+        const card = stepCard(merged);
+        const old = cards.get(payload.step_id)?.card;
+        if (old) old.replaceWith(card); else steps.append(card);
+        cards.set(payload.step_id, { step: merged, card });
+      } else if (kind === "response.failed" || kind === "response.cancelled") {
+        result.replaceChildren(el("p", { class: "error", role: "alert" },
+          `${kind.split(".")[1]}: ${payload.error?.message || payload.error || ""}`));
+      } else if (kind === "query") {
+        if (payload.status === "completed") renderAnswer(result, payload);
+      }
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------ page viewer
+async function pageView() {
+  const p = params();
+  const ctx = p.get("ctx"), path = p.get("path");
+  const page = Number(p.get("page") || 1);
+  const start = p.has("start") ? Number(p.get("start")) : null;
+  const end = p.has("end") ? Number(p.get("end")) : null;
+  const base = `/contexts/${encodeURIComponent(ctx)}/pages/${path.split("/").map(encodeURIComponent).join("/")}`;
+  const nav = (n) => {
+    const q = new URLSearchParams({ ctx, path, page: String(n) });
+    return `#/page?${q}`;
+  };
+  const head = el("header", { class: "viewer-head" },
+    el("h1", {}, path, el("span", { class: "muted" }, ` · page ${page}`)),
+    el("nav", { "aria-label": "Pages" },
+      page > 1 ? el("a", { href: nav(page - 1), rel: "prev" }, "← previous") : null, " ",
+      el("a", { href: nav(page + 1), rel: "next" }, "next →")));
+  const body = el("div", { class: "page" }, el("p", { class: "muted" }, "Loading…"));
+  view.replaceChildren(head, body);
+  try {
+    const info = await (await api(`${base}?page=${page}`)).json();
+    if (!info.pdf) {
+      const text = info.text;
+      const marked = start !== null && end !== null
+        ? [text.slice(0, start), el("mark", { id: "span" }, text.slice(start, end)), text.slice(end)]
+        : [text];
+      body.replaceChildren(el("pre", { class: "page-text" }, marked));
+    } else {
+      const image = el("img", { src: `/api${base}/image?page=${page}&width=1000`, alt: `${path}, page ${page}` });
+      const frame = el("div", { class: "page-image" }, image);
+      body.replaceChildren(frame);
+      if (start !== null && end !== null) {
+        const boxes = await (await api(`${base}/boxes?page=${page}&start=${start}&end=${end}`)).json();
+        const place = () => {
+          frame.querySelectorAll(".box").forEach((b) => b.remove());
+          const scale = image.clientWidth / boxes.width;
+          for (const b of boxes.boxes) {
+            frame.append(el("div", { class: "box", dataset: { text: boxes.text },
+              style: `left:${b.x * scale}px;top:${b.y * scale}px;width:${b.width * scale}px;height:${b.height * scale}px` }));
+          }
+        };
+        if (image.complete) place(); else image.addEventListener("load", place);
+        addEventListener("resize", place);
+        body.append(el("p", { class: "grounding" }, el("q", { id: "span" }, boxes.text)));
+      }
+    }
+    document.getElementById("span")?.scrollIntoView({ block: "center" });
+  } catch (error) {
+    showError(body, error);
+  }
+}
+
+// ------------------------------------------------------------------------------------------ router
+function route() {
+  hideCitation();
+  const name = location.hash.split("?")[0];
+  if (name === "#/ask") return askView();
+  if (name === "#/page") return pageView();
+  return contextsView();
+}
+
+addEventListener("hashchange", route);
+route();

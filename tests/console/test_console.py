@@ -1,0 +1,133 @@
+"""The web console in a real headless Chromium (Debian's, driven by Playwright) against a real server on
+127.0.0.1 over the sample corpus: ask → watch the steps arrive → hover a citation → open it on its page
+→ the highlighted text equals the citation's grounding, for a Markdown page (the marked text) and a
+PDF page (the boxes drawn from the text layer). Screenshots of each view at 1280×800 and 390×844 go
+to `$SLEUTH_SCREENSHOTS` (default `.screenshots/`, not committed)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from sleuth.compile.pipeline import CompileReport
+from sleuth.sandbox import SandboxHost
+from sleuth.store.home import Home
+from tests.api.support import LiveServer, launch
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+SHOTS = Path(os.environ.get("SLEUTH_SCREENSHOTS", ".screenshots"))
+SIZES = {"laptop": (1280, 800), "phone": (390, 844)}
+HOTEL = "What is the hotel limit per night when travelling?"
+REPORT = "uploads/acme-corpus/reports/annual-report-2025.pdf"
+
+
+@pytest.fixture(scope="module")
+def server(
+    sample_home: tuple[Home, CompileReport], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveServer]:
+    home, _ = sample_home
+    with SandboxHost() as host:
+        live, stop = launch(home, host, tmp_path_factory.mktemp("console"))
+        try:
+            yield live
+        finally:
+            stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Debian's chromium is needed for the console tests: `make test` installs it (apt)")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+def _page(browser: Browser, size: str) -> tuple[Page, list[str]]:
+    width, height = SIZES[size]
+    page = browser.new_page(viewport={"width": width, "height": height})
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    return page, errors
+
+
+def _shot(page: Page, name: str, size: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}-{size}.png"), full_page=True)
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_ask_watch_the_steps_and_open_a_citation_on_its_page(
+    server: LiveServer, browser: Browser, size: str
+) -> None:
+    page, errors = _page(browser, size)
+    page.goto(server.url + "/")
+    page.get_by_role("link", name="acme").wait_for()
+    _shot(page, "contexts", size)
+    page.goto(server.url + "/#/ask?ctx=acme")
+    page.fill("#ask", HOTEL)
+    page.get_by_role("button", name="Ask").click()
+    page.locator(".step").first.wait_for()  # a step arrives while the turn runs
+    cite = page.locator("a.cite").first
+    cite.wait_for(timeout=60_000)
+    assert page.locator(".step.completed").count() >= 1
+    assert "$220 per night" in page.locator(".answer").inner_text()
+    cite.hover()
+    popover = page.locator("#popover")
+    popover.wait_for()
+    grounding = page.locator("ol.citations q").first.inner_text()
+    assert grounding and grounding in popover.inner_text()
+    _shot(page, "answer", size)
+    cite.click()
+    page.locator("#span").wait_for()
+    assert page.locator("mark#span").inner_text() == grounding  # the marked text is the quote
+    _shot(page, "page-text", size)
+    assert errors == []
+    page.close()
+
+
+def test_a_pdf_citation_is_boxed_on_the_page_image(server: LiveServer, browser: Browser) -> None:
+    text = server.client.get(f"/api/contexts/acme/pages/{REPORT}", params={"page": 2}).json()["text"]
+    start = text.index("laboratories,")
+    end = text.index("pilot plants.") + len("pilot plants.")
+    for size in SIZES:
+        page, errors = _page(browser, size)
+        page.goto(f"{server.url}/#/page?ctx=acme&path={REPORT}&page=2&start={start}&end={end}")
+        page.locator(".page-image .box").first.wait_for()
+        boxes = page.locator(".page-image .box")
+        assert boxes.count() == 2  # two lines
+        assert boxes.first.get_attribute("data-text") == text[start:end]
+        assert page.locator("q#span").inner_text() == text[start:end]
+        image = page.locator(".page-image img").bounding_box()
+        box = boxes.first.bounding_box()
+        assert image is not None and box is not None
+        assert image["x"] <= box["x"] and box["x"] + box["width"] <= image["x"] + image["width"] + 1
+        _shot(page, "page-pdf", size)
+        page.get_by_role("link", name="next →").click()
+        page.wait_for_function("location.hash.includes('page=3')")
+        assert errors == []
+        page.close()
+
+
+def test_a_failed_request_shows_its_error_and_the_ui_stays_usable(
+    server: LiveServer, browser: Browser
+) -> None:
+    page, errors = _page(browser, "laptop")
+    page.goto(server.url + "/#/ask?ctx=no-such-context")
+    page.fill("#ask", HOTEL)
+    page.get_by_role("button", name="Ask").click()
+    alert = page.get_by_role("alert")
+    alert.wait_for()
+    assert "context_not_found" in alert.inner_text()
+    assert page.get_by_role("button", name="Ask").is_enabled()
+    page.get_by_role("link", name="Contexts").click()
+    page.get_by_role("link", name="acme").wait_for()
+    assert [e for e in errors if "404" not in e] == []  # the failed fetch itself is logged by Chromium
+    page.close()
