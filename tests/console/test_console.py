@@ -17,6 +17,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from sleuth.compile.pipeline import CompileReport
 from sleuth.sandbox import SandboxHost
 from sleuth.store.home import Home
+from sleuth.store.keys import KeyStore
 from tests.api.support import LiveServer, launch
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -131,3 +132,36 @@ def test_a_failed_request_shows_its_error_and_the_ui_stays_usable(
     page.get_by_role("link", name="acme").wait_for()
     assert [e for e in errors if "404" not in e] == []  # the failed fetch itself is logged by Chromium
     page.close()
+
+
+def test_with_auth_the_console_signs_in_and_keeps_only_the_token(
+    sample_home: tuple[Home, CompileReport], tmp_path: Path, browser: Browser
+) -> None:
+    home, _ = sample_home
+    with SandboxHost() as host:
+        secured, stop = launch(home, host, tmp_path, auth=True)
+        try:
+            _, secret = KeyStore.for_db(secured.state.db).create("browser", "admin")
+            page, errors = _page(browser, "laptop")
+            page.goto(secured.url + "/")
+            page.locator("#key").wait_for()  # refused without a key: the sign-in form
+            page.fill("#key", "slk_wrong")
+            page.get_by_role("button", name="Sign in").click()
+            assert "unauthenticated" in page.get_by_role("alert").inner_text()
+            page.fill("#key", secret)
+            page.get_by_role("button", name="Sign in").click()
+            page.get_by_role("link", name="acme").wait_for()
+            token = page.evaluate("sessionStorage.getItem('sleuth.token')")
+            stored = page.evaluate("JSON.stringify({...sessionStorage, ...localStorage})")
+            assert (
+                token and token.startswith("slt_") and secret not in stored and secret not in page.content()
+            )
+            report = "uploads/acme-corpus/reports/annual-report-2025.pdf"
+            page.goto(f"{secured.url}/#/page?ctx=acme&path={report}&page=2")
+            page.locator(".page-image img").wait_for()  # the image is fetched with the token
+            assert page.evaluate("document.querySelector('.page-image img').naturalWidth") == 1000
+            _shot(page, "signed-in-page", "laptop")
+            assert [e for e in errors if "401" not in e] == []
+            page.close()
+        finally:
+            stop()

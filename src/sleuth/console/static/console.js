@@ -22,14 +22,26 @@ function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+// With `sleuth serve --auth` the console signs in through POST /auth/login: the key typed in is sent
+// once and only the login token it returns is kept (sessionStorage, gone with the tab).
+const TOKEN = "sleuth.token";
+
+class Unauthenticated extends Error {}
+
 async function api(path, options = {}) {
   const headers = { accept: "application/json", ...(options.headers || {}) };
   if (options.body !== undefined) headers["content-type"] = "application/json";
+  const token = sessionStorage.getItem(TOKEN);
+  if (token) headers.authorization = `Bearer ${token}`;
   const response = await fetch(`/api${path}`, {
     ...options,
     headers,
     body: options.body === undefined ? undefined : JSON.stringify(options.body),
   });
+  if (response.status === 401 && !options.signingIn) {
+    sessionStorage.removeItem(TOKEN);
+    throw new Unauthenticated("sign in with an API key");
+  }
   if (!response.ok) {
     let message = `${response.status}`;
     try {
@@ -54,7 +66,27 @@ function pageLink(c) {
 }
 
 function showError(where, error) {
+  if (error instanceof Unauthenticated) return signInView();
   where.replaceChildren(el("p", { class: "error", role: "alert" }, String(error.message || error)));
+}
+
+function signInView() {
+  const key = el("input", { id: "key", type: "password", autocomplete: "off", required: true });
+  const message = el("p", { class: "muted" }, "This server needs an API key (sleuth keys create).");
+  const form = el("form", { class: "ask", onsubmit: async (event) => {
+    event.preventDefault();
+    try {
+      const answer = await (await api("/auth/login", { method: "POST", body: { api_key: key.value },
+        signingIn: true })).json();
+      sessionStorage.setItem(TOKEN, answer.token);
+      key.value = "";
+      route();
+    } catch (error) {
+      message.replaceChildren(el("span", { class: "error", role: "alert" }, String(error.message || error)));
+    }
+  } }, el("label", { for: "key" }, "API key"), key, el("button", { type: "submit" }, "Sign in"), message);
+  view.replaceChildren(el("h1", {}, "Sign in"), form);
+  key.focus();
 }
 
 // ------------------------------------------------------------------------------------------ contexts
@@ -234,7 +266,9 @@ async function pageView() {
         : [text];
       body.replaceChildren(el("pre", { class: "page-text" }, marked));
     } else {
-      const image = el("img", { src: `/api${base}/image?page=${page}&width=1000`, alt: `${path}, page ${page}` });
+      // Fetched, not linked: an <img src> could not carry the login token.
+      const png = await (await api(`${base}/image?page=${page}&width=1000`, { headers: { accept: "image/png" } })).blob();
+      const image = el("img", { src: URL.createObjectURL(png), alt: `${path}, page ${page}` });
       const frame = el("div", { class: "page-image" }, image);
       body.replaceChildren(frame);
       if (start !== null && end !== null) {
