@@ -165,3 +165,36 @@ def test_with_auth_the_console_signs_in_and_keeps_only_the_token(
             page.close()
         finally:
             stop()
+
+
+def test_follow_up_feedback_trace_and_replay(server: LiveServer, browser: Browser) -> None:
+    page, errors = _page(browser, "laptop")
+    page.goto(server.url + "/#/ask?ctx=acme")
+    page.fill("#ask", HOTEL)
+    page.get_by_role("button", name="Ask").click()
+    page.locator("footer.turn").wait_for(timeout=60_000)
+    assert page.locator("#follow").is_checked() and "ses_" in page.locator("#follow-label").inner_text()
+    session = page.locator("#follow-label").inner_text().rsplit(" ", 1)[-1]
+    page.fill("#ask", "How many days a week can employees work remotely?")
+    page.get_by_role("button", name="Ask").click()
+    page.wait_for_function(
+        "document.querySelector('.answer')?.innerText.includes('three days')", timeout=60_000
+    )
+    turns = server.client.get(f"/api/sessions/{session}").json()["queries"]
+    assert len(turns) == 2  # the follow-up ran in the same session
+    page.get_by_role("button", name="good answer").click()
+    page.get_by_text("thanks, noted").wait_for()
+    query_id = turns[-1]["id"]
+    assert server.client.get(f"/api/queries/{query_id}").json()["feedback"]["rating"] == "up"
+    page.get_by_role("link", name="trace").click()
+    page.locator("table.evidence tr.cited").first.wait_for()  # the evidence the answer cites is marked
+    assert "null" not in page.locator("main").inner_text()
+    _shot(page, "trace", "laptop")
+    page.get_by_role("button", name="Replay").click()
+    page.wait_for_function(
+        "!['', 'Replaying…'].includes(document.getElementById('replay-result').innerText)", timeout=60_000
+    )
+    outcome = page.locator("#replay-result").inner_text()
+    assert outcome.startswith("identical"), outcome
+    assert errors == []
+    page.close()

@@ -158,7 +158,7 @@ function renderAnswer(target, query) {
   const list = el("ol", { class: "citations" }, citations.map((c) =>
     el("li", {}, el("a", { href: pageLink(c) }, `${c.source}, p. ${c.pages.join(", ")}`), " ",
       el("q", {}, c.grounding))));
-  target.replaceChildren(el("h2", {}, "Answer"), answer, citations.length ? list : null);
+  target.replaceChildren(el("h2", {}, "Answer"), answer, ...(citations.length ? [list] : []));
 }
 
 function showCitation(anchor, citation) {
@@ -174,8 +174,33 @@ function hideCitation() {
   popover.hidden = true;
 }
 
+function turnFooter(query) {
+  const usage = query.usage || {};
+  const rollup = query.rollup || {};
+  const thanks = el("span", { class: "muted", "aria-live": "polite" });
+  const rate = (rating) => async () => {
+    try {
+      await api(`/queries/${query.id}/feedback`, { method: "POST", body: { rating } });
+      thanks.textContent = " thanks, noted";
+    } catch (error) {
+      thanks.textContent = ` ${error.message}`;
+    }
+  };
+  return el("footer", { class: "turn" },
+    el("span", {}, `${query.status} · ${(rollup.duration_ms ?? 0) / 1000} s · ${rollup.n_steps ?? 0} steps · `,
+      `${usage.total_tokens ?? 0} tokens`), " ",
+    el("a", { href: `#/trace?q=${encodeURIComponent(query.id)}` }, "trace"), " ",
+    el("button", { type: "button", class: "small", "aria-label": "good answer", onclick: rate("up") }, "👍"),
+    el("button", { type: "button", class: "small", "aria-label": "bad answer", onclick: rate("down") }, "👎"),
+    thanks);
+}
+
 async function askView() {
   const chosen = (params().get("ctx") || "").split(",").filter(Boolean);
+  let sessionId = null;
+  const follow = el("input", { type: "checkbox", id: "follow", checked: true });
+  const followRow = el("div", { class: "follow", hidden: true }, follow, " ",
+    el("label", { for: "follow", id: "follow-label" }, "follow up in this session"));
   const contexts = el("input", { id: "ctx", name: "ctx", value: chosen.join(","), required: true,
     placeholder: "context slugs, comma-separated" });
   const question = el("textarea", { id: "ask", name: "ask", rows: 3, required: true,
@@ -188,9 +213,17 @@ async function askView() {
     button.disabled = true;
     steps.replaceChildren();
     result.replaceChildren(el("p", { class: "muted" }, "Working…"));
+    const turn = sessionId && follow.checked
+      ? { ask: question.value, session_id: sessionId }
+      : { ask: question.value, scope: contexts.value.split(",").map((s) => s.trim()).filter(Boolean) };
     try {
-      await streamTurn({ ask: question.value, scope: contexts.value.split(",").map((s) => s.trim()).filter(Boolean) },
-        steps, result);
+      const query = await streamTurn(turn, steps, result);
+      if (query) {
+        sessionId = query.session_id;
+        followRow.hidden = false;
+        document.getElementById("follow-label").textContent = `follow up in session ${sessionId}`;
+        question.value = "";
+      }
     } catch (error) {
       showError(result, error);
     } finally {
@@ -198,7 +231,7 @@ async function askView() {
     }
   } },
   el("label", { for: "ctx" }, "Contexts"), contexts,
-  el("label", { for: "ask" }, "Question"), question, button);
+  el("label", { for: "ask" }, "Question"), question, followRow, button);
   view.replaceChildren(el("h1", {}, "Ask"), form, steps, result);
   question.focus();
 }
@@ -233,8 +266,52 @@ async function streamTurn(body, steps, result) {
           `${kind.split(".")[1]}: ${payload.error?.message || payload.error || ""}`));
       } else if (kind === "query") {
         if (payload.status === "completed") renderAnswer(result, payload);
+        result.append(turnFooter(payload));
+        return payload;
       }
     }
+  }
+  return null;
+}
+
+// ------------------------------------------------------------------------------------------ trace
+async function traceView() {
+  const id = params().get("q");
+  view.replaceChildren(el("h1", {}, "Trace ", el("span", { class: "muted" }, id)), el("p", { class: "muted" }, "Loading…"));
+  try {
+    const trace = await (await api(`/queries/${encodeURIComponent(id)}/trace`)).json();
+    const steps = el("table", { class: "grid" },
+      el("thead", {}, el("tr", {}, ["step", "status", "calls", "fresh in", "cached", "out", "ms"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, (trace.steps || []).map((st) => el("tr", {},
+        el("td", {}, st.step_id), el("td", {}, st.status), el("td", {}, (st.fns || []).join(", ")),
+        el("td", {}, st.cost?.tokens_in_fresh ?? 0), el("td", {}, st.cost?.tokens_in_cached ?? 0),
+        el("td", {}, st.cost?.tokens_out ?? 0),
+        el("td", {}, (st.cost?.decide_ms ?? 0) + (st.cost?.execute_ms ?? 0))))));
+    const evidence = el("table", { class: "grid evidence" },
+      el("thead", {}, el("tr", {}, ["ref", "source", "page", "kind", "seen", "cited"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, (trace.evidence || []).map((e) => el("tr", { class: e.cited ? "cited" : "" },
+        el("td", {}, e.ref), el("td", {}, e.source), el("td", {}, e.page), el("td", {}, e.kind),
+        el("td", {}, e.seen ? "yes" : ""), el("td", {}, e.cited ? "yes" : "")))));
+    const dropped = (trace.citations_dropped || []).map((d) => el("li", {}, JSON.stringify(d)));
+    const outcome = el("p", { id: "replay-result", "aria-live": "polite" });
+    const replay = el("button", { type: "button", onclick: async () => {
+      outcome.textContent = "Replaying…";
+      try {
+        const report = await (await api(`/queries/${encodeURIComponent(id)}/replay`, {
+          method: "POST", body: {}, headers: { "x-pinecone-api-version": "unstable" } })).json();
+        outcome.textContent = report.identical
+          ? `identical (${report.steps_compared} steps compared)`
+          : `differs at ${report.first_difference.step_id}: ${report.first_difference.field}`;
+      } catch (error) {
+        outcome.textContent = error.message;
+      }
+    } }, "Replay");
+    view.replaceChildren(el("h1", {}, "Trace ", el("span", { class: "muted" }, id)),
+      el("h2", {}, "Steps"), steps, el("h2", {}, "Evidence"), evidence,
+      ...(dropped.length ? [el("h2", {}, "Dropped citations"), el("ul", {}, dropped)] : []),
+      el("h2", {}, "Replay"), replay, outcome);
+  } catch (error) {
+    showError(view, error);
   }
 }
 
@@ -298,6 +375,7 @@ function route() {
   const name = location.hash.split("?")[0];
   if (name === "#/ask") return askView();
   if (name === "#/page") return pageView();
+  if (name === "#/trace") return traceView();
   return contextsView();
 }
 
