@@ -198,3 +198,32 @@ def test_follow_up_feedback_trace_and_replay(server: LiveServer, browser: Browse
     assert outcome.startswith("identical"), outcome
     assert errors == []
     page.close()
+
+
+def test_create_upload_curate_then_ask(server: LiveServer, browser: Browser, tmp_path: Path) -> None:
+    note = tmp_path / "parking.md"
+    note.write_text("# Parking\n\nVisitors park in bay 7 behind the Boston office, for at most four hours.\n")
+    broken = tmp_path / "broken.pdf"
+    broken.write_bytes(b"%PDF-1.4 not really a pdf")
+    page, errors = _page(browser, "laptop")
+    page.goto(server.url + "/")
+    page.fill("#new-slug", "parking-test")
+    page.fill("#new-name", "Parking")
+    page.get_by_role("button", name="Create").click()
+    page.locator("#files").wait_for(state="attached")
+    page.set_input_files("#files", [str(note), str(broken)])
+    page.get_by_role("cell", name="uploads/broken.pdf", exact=True).wait_for()  # both uploaded, then listed
+    assert page.locator("ul.uploads li", has_text="uploaded").count() == 2
+    assert page.get_by_role("cell", name="uploads/parking.md", exact=True).is_visible()
+    page.get_by_role("button", name="Curate").click()
+    page.locator(".curate .summary").wait_for(timeout=120_000)
+    summary = page.locator(".curate").inner_text()
+    assert "version v000001" in summary and "failed: uploads/broken.pdf (corrupt" in summary
+    _shot(page, "context", "laptop")
+    page.goto(server.url + "/#/ask?ctx=parking-test")
+    page.fill("#ask", "Where do visitors park?")
+    page.get_by_role("button", name="Ask").click()
+    page.wait_for_function("document.querySelector('.answer')?.innerText.includes('bay 7')", timeout=60_000)
+    assert errors == []
+    page.close()
+    server.client.delete("/api/contexts/parking-test")

@@ -96,12 +96,26 @@ async function contextsView() {
     const data = await (await api("/contexts")).json();
     const rows = (data.contexts || data.data || data).map((c) =>
       el("tr", {},
-        el("td", {}, el("a", { href: `#/ask?ctx=${encodeURIComponent(c.slug)}` }, c.slug)),
+        el("td", {}, el("a", { href: `#/context?ctx=${encodeURIComponent(c.slug)}` }, c.slug), " ",
+          el("a", { href: `#/ask?ctx=${encodeURIComponent(c.slug)}`, class: "muted" }, "ask")),
         el("td", {}, c.name || ""),
         el("td", {}, c.queryable ? "ready" : "not curated"),
         el("td", {}, c.last_curated_at || "—")));
+    const slug = el("input", { id: "new-slug", required: true, pattern: "[a-z][a-z0-9\\-]{2,63}", placeholder: "slug" });
+    const name = el("input", { id: "new-name", required: true, placeholder: "name" });
+    const problem = el("span", { class: "error", role: "alert" });
+    const create = el("form", { class: "inline", onsubmit: async (event) => {
+      event.preventDefault();
+      try {
+        await api("/contexts", { method: "POST", body: { slug: slug.value, name: name.value } });
+        location.hash = `#/context?ctx=${encodeURIComponent(slug.value)}`;
+      } catch (error) {
+        problem.textContent = error.message;
+      }
+    } }, el("label", { for: "new-slug" }, "New context "), slug, name,
+      el("button", { type: "submit" }, "Create"), problem);
     view.replaceChildren(
-      el("h1", {}, "Contexts"),
+      el("h1", {}, "Contexts"), create,
       el("table", { class: "grid" },
         el("thead", {}, el("tr", {}, el("th", {}, "Slug"), el("th", {}, "Name"), el("th", {}, "State"),
           el("th", {}, "Last curated"))),
@@ -109,6 +123,113 @@ async function contextsView() {
   } catch (error) {
     showError(view, error);
   }
+}
+
+// ------------------------------------------------------------------------------------------ one context
+function upload(slug, file, bar) {
+  // XMLHttpRequest, not fetch: it reports upload progress per file.
+  return new Promise((resolve, reject) => {
+    const request = new XMLHttpRequest();
+    request.open("POST", `/api/contexts/${encodeURIComponent(slug)}/import/upload`);
+    const token = sessionStorage.getItem(TOKEN);
+    if (token) request.setRequestHeader("authorization", `Bearer ${token}`);
+    request.upload.onprogress = (e) => { if (e.lengthComputable) bar.value = e.loaded / e.total; };
+    request.onload = () => {
+      if (request.status < 300) { bar.value = 1; resolve(JSON.parse(request.responseText)); return; }
+      let message = `${request.status}`;
+      try { const env = JSON.parse(request.responseText); message = `${env.code}: ${env.message}`; } catch (_) { /* raw */ }
+      reject(new Error(message));
+    };
+    request.onerror = () => reject(new Error("upload failed"));
+    const form = new FormData();
+    form.append("file", file);
+    request.send(form);
+  });
+}
+
+async function contextView() {
+  const slug = params().get("ctx");
+  const base = `/contexts/${encodeURIComponent(slug)}`;
+  const sources = el("tbody");
+  const uploads = el("ul", { class: "uploads" });
+  const curateState = el("div", { class: "curate", "aria-live": "polite" });
+  const files = el("input", { type: "file", id: "files", multiple: true });
+  const drop = el("div", { class: "drop", tabindex: 0 }, "Drop files here, or ", el("label", { for: "files" }, "choose files"), files);
+
+  async function refresh() {
+    const listing = await (await api(`${base}/source/manifest`)).json();
+    sources.replaceChildren(...listing.files.map((f) => el("tr", {},
+      el("td", {}, f.path), el("td", {}, String(f.size)),
+      el("td", {}, el("button", { type: "button", class: "small", "aria-label": `delete ${f.path}`, onclick: async () => {
+        await api(`${base}/source/delete/${f.path.split("/").map(encodeURIComponent).join("/")}`, { method: "DELETE" });
+        refresh();
+      } }, "delete")))));
+  }
+
+  async function send(list) {
+    for (const file of list) {
+      const bar = el("progress", { max: 1, value: 0, "aria-label": `upload of ${file.name}` });
+      const item = el("li", {}, file.name, " ", bar);
+      uploads.append(item);
+      try {
+        await upload(slug, file, bar);
+        item.append(el("span", { class: "muted" }, " uploaded"));
+      } catch (error) {
+        item.append(el("span", { class: "error", role: "alert" }, ` ${error.message}`));
+      }
+    }
+    refresh();
+  }
+  files.addEventListener("change", () => send([...files.files]));
+  drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });
+  drop.addEventListener("dragleave", () => drop.classList.remove("over"));
+  drop.addEventListener("drop", (e) => { e.preventDefault(); drop.classList.remove("over"); send([...e.dataTransfer.files]); });
+
+  const curate = el("button", { type: "button", onclick: async () => {
+    curate.disabled = true;
+    try {
+      const started = await (await api(`${base}/curate`, { method: "POST", body: {} })).json();
+      for (;;) {
+        const task = await (await api(`/tasks/${started.task_id}`)).json();
+        const p = task.progress || {};
+        curateState.replaceChildren(el("div", {}, `${task.state} · ${p.label || p.phase || ""} · ${Math.round(p.pct || 0)}%`));
+        if (["completed", "failed", "cancelled"].includes(task.state)) {
+          curateState.append(curateSummary(task));
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 400));
+      }
+    } catch (error) {
+      curateState.replaceChildren(el("p", { class: "error", role: "alert" }, error.message));
+    } finally {
+      curate.disabled = false;
+    }
+  } }, "Curate");
+
+  view.replaceChildren(el("h1", {}, slug, " ", el("a", { href: `#/ask?ctx=${encodeURIComponent(slug)}`, class: "muted" }, "ask")),
+    el("h2", {}, "Sources"), drop, uploads,
+    el("table", { class: "grid" }, el("thead", {}, el("tr", {}, el("th", {}, "Path"), el("th", {}, "Bytes"), el("th", {}, ""))), sources),
+    el("h2", {}, "Curate"), curate, curateState);
+  try {
+    await refresh();
+  } catch (error) {
+    showError(view, error);
+  }
+}
+
+function curateSummary(task) {
+  const out = task.output || {};
+  const delta = out.delta || {};
+  const parts = [el("p", { class: "summary" },
+    task.state === "completed"
+      ? `version ${out.live_version ?? "—"} · ${delta.processed ?? 0} parsed · ${delta.chunks_created ?? 0} chunks created · ${delta.corpus_artifacts ?? 0} artifacts`
+      : `${task.state}: ${task.error?.message || task.error || ""}`)];
+  for (const [path, why] of Object.entries(out.failures || {})) {
+    parts.push(el("p", { class: why.status === "failed" ? "error" : "muted" }, `${why.status}: ${path} (${why.reason})`));
+  }
+  for (const [name, why] of Object.entries(out.artifacts_skipped_no_model || {})) parts.push(el("p", { class: "muted" }, `skipped ${name}: ${why}`));
+  for (const warning of out.warnings || []) parts.push(el("p", { class: "muted" }, `warning: ${warning}`));
+  return el("div", {}, parts);
 }
 
 // ------------------------------------------------------------------------------------------ ask
@@ -376,6 +497,7 @@ function route() {
   if (name === "#/ask") return askView();
   if (name === "#/page") return pageView();
   if (name === "#/trace") return traceView();
+  if (name === "#/context") return contextView();
   return contextsView();
 }
 
