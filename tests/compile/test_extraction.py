@@ -13,10 +13,12 @@ import pytest
 
 from sleuth.agent.evaluation.rag_baseline import RagBaseline
 from sleuth.compile.extraction.cache import ExtractionCache
+from sleuth.compile.extraction.client import parse_json
 from sleuth.compile.extraction.extractor import ModelExtractor
 from sleuth.compile.extraction.grouping import subject_key
 from sleuth.compile.extraction.profile import current_pages, profile_curate
 from sleuth.compile.extraction.quotes import QuoteLocator
+from sleuth.compile.extraction.schemas import MapReply
 from sleuth.compile.manifest import parse_manifest
 from sleuth.compile.pages import Page
 from sleuth.compile.pipeline import CompileReport, compile_context
@@ -436,3 +438,33 @@ def test_values_copied_from_the_prompts_shape_are_screened(tmp_path: Path) -> No
     reasons = report.counts["extraction"]["types"]["Agreement"]["reasons"]
     assert reasons == {"placeholder copied from the prompt": 2, "no verifiable quote": 1}
     assert not any(k.startswith("Agreement/") for k in _artifacts(ctx))
+
+
+def test_a_reply_cut_off_by_its_token_limit_keeps_its_complete_items() -> None:
+    cut = (
+        '{"mentions": [{"subject": "Acme", "quotes": ["a \\" b"]}, '
+        '{"subject": "Globex", "quotes": ["q"]}, {"sub'
+    )
+    assert parse_json(cut) == {
+        "mentions": [{"subject": "Acme", "quotes": ['a " b']}, {"subject": "Globex", "quotes": ["q"]}]
+    }
+    assert parse_json('```json\n{"a": 1}\n```') == {"a": 1}
+    with pytest.raises(ValueError):
+        parse_json("no JSON here at all")
+
+
+def test_replies_are_read_leniently_where_a_slip_loses_nothing() -> None:
+    reply = MapReply.model_validate(
+        {
+            "mentions": [
+                {"subject": "Acme", "aliases": "ACME", "quotes": "x" * 500, "fields": None, "text": None}
+            ]
+        }
+    )
+    [mention] = reply.mentions
+    assert (
+        mention.aliases == ["ACME"]
+        and mention.quotes == ["x" * 300]
+        and mention.fields == {}
+        and mention.text == ""
+    )

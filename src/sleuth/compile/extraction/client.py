@@ -62,15 +62,59 @@ class TypeUsage:
 
 
 def parse_json(text: str) -> Any:
-    """The JSON object in a reply: fences stripped, else the outermost `{...}`."""
+    """The JSON object in a reply: fences stripped, else the outermost `{...}`, else (a reply cut off
+    by its token limit) the longest prefix that ends after a complete list item, closed."""
     stripped = _FENCE.sub("", text.strip())
     try:
         return json.loads(stripped)
     except ValueError:
         start, end = stripped.find("{"), stripped.rfind("}")
         if 0 <= start < end:
-            return json.loads(stripped[start : end + 1])
-        raise
+            try:
+                return json.loads(stripped[start : end + 1])
+            except ValueError:
+                pass
+        salvaged = salvage_json(stripped[start:] if start >= 0 else stripped)
+        if salvaged is None:
+            raise
+        return salvaged
+
+
+def salvage_json(text: str) -> Any:
+    """A JSON object cut off mid-way, closed after its last complete element of a list, or None.
+
+    Small models run out of output tokens in the middle of a long list of mentions or rows: every item
+    before the cut is still good, and the quality screen checks each of them anyway."""
+    stack: list[str] = []
+    cuts: list[tuple[int, str]] = []  # (position after a complete list element, closers then)
+    in_string = escaped = False
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if ch == '"':
+            in_string = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]":
+            if not stack:
+                return None
+            stack.pop()
+            if stack and stack[-1] == "]":
+                cuts.append((i + 1, "".join(reversed(stack))))
+    for position, closers in reversed(cuts):
+        try:
+            value = json.loads(text[:position] + closers)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
 
 
 def _problems(exc: Exception) -> str:

@@ -8,7 +8,9 @@ from collections.abc import Sequence
 
 from sleuth.compile.manifest import ArtifactType, EdgeType
 
-PROMPT_VERSION = "2"
+PROMPT_VERSION = "3"
+#: Mentions asked of one map call: a reply that lists more runs out of output tokens on a small model.
+MAX_MENTIONS_PER_CALL = 20
 
 #: `fields` each kind fills (spec/context.md §4).
 KIND_FIELDS: dict[str, dict[str, str]] = {
@@ -89,7 +91,8 @@ def map_system(art_type: ArtifactType, edges: Sequence[EdgeType], mention_chars:
         "edges": [],
     }
     parts = [
-        f"You curate a knowledge base. List every {art_type.kind} of the type below that the text mentions.",
+        f"You curate a knowledge base. List every {art_type.kind} of the type below that the text mentions"
+        f" (at most {MAX_MENTIONS_PER_CALL}, the most important first).",
         _describe(art_type),
     ]
     if edges:

@@ -5,14 +5,39 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-#: Longest verbatim quote accepted (§5.4: ≤ 300 characters).
+#: Longest verbatim quote used (§5.4: ≤ 300 characters): a longer one is cut to its first 300, which
+#: is still a verbatim piece of the page when the whole was.
 MAX_QUOTE_CHARS = 300
 
-Quote = Annotated[str, Field(min_length=1, max_length=MAX_QUOTE_CHARS)]
-Quotes = Annotated[list[Quote], Field(max_length=12)]
-Name = Annotated[str, Field(max_length=200)]
+
+def _quote(value: Any) -> str:
+    return str(value)[:MAX_QUOTE_CHARS] if value is not None else ""
+
+
+def _quotes(value: Any) -> list[str]:
+    """One quote or many; empty ones dropped, at most 12 kept."""
+    items = value if isinstance(value, list) else [value]
+    return [q for q in (_quote(v).strip() for v in items if v is not None) if q][:12]
+
+
+def _names(value: Any) -> list[str]:
+    items = value if isinstance(value, list) else [value]
+    return [str(v).strip()[:200] for v in items if v is not None and str(v).strip()][:12]
+
+
+def _fields(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+# Replies are read leniently where a small model's slip loses nothing (a string for a list, a long quote,
+# `null` for `{}`), and strictly where it matters (names and bodies are strings, lists are lists).
+Quote = Annotated[str, BeforeValidator(_quote), Field(min_length=1)]
+Quotes = Annotated[list[str], BeforeValidator(_quotes)]
+Name = Annotated[str, BeforeValidator(lambda v: "" if v is None else str(v)[:200])]
+Names = Annotated[list[str], BeforeValidator(_names)]
+Fields = Annotated[dict[str, Any], BeforeValidator(_fields)]
 
 
 class _Reply(BaseModel):
@@ -26,7 +51,7 @@ class DocumentReply(_Reply):
 
     name: Name
     body: str
-    fields: dict[str, Any] = Field(default_factory=dict)
+    fields: Fields = Field(default_factory=dict)
     quotes: Quotes = Field(default_factory=list)
 
 
@@ -34,10 +59,10 @@ class Mention(_Reply):
     """What one source says about one subject of a corpus type."""
 
     subject: Name
-    aliases: Annotated[list[Name], Field(max_length=12)] = Field(default_factory=list)
-    text: str = ""
+    aliases: Names = Field(default_factory=list)
+    text: Annotated[str, BeforeValidator(lambda v: "" if v is None else str(v))] = ""
     quotes: Quotes = Field(default_factory=list)
-    fields: dict[str, Any] = Field(default_factory=dict)
+    fields: Fields = Field(default_factory=dict)
 
 
 class EdgeClaim(_Reply):
@@ -46,15 +71,15 @@ class EdgeClaim(_Reply):
     type: Name
     from_: Name = Field(alias="from")
     to: Name
-    attributes: dict[str, Any] = Field(default_factory=dict)
+    attributes: Fields = Field(default_factory=dict)
     quote: Quote
 
 
 class MapReply(_Reply):
     """Corpus scope, map: the subjects of one type a source mentions, and the edges it states."""
 
-    mentions: Annotated[list[Mention], Field(max_length=200)] = Field(default_factory=list)
-    edges: Annotated[list[EdgeClaim], Field(max_length=200)] = Field(default_factory=list)
+    mentions: Annotated[list[Mention], Field(max_length=500)] = Field(default_factory=list)
+    edges: Annotated[list[EdgeClaim], Field(max_length=500)] = Field(default_factory=list)
 
 
 class ReduceReply(_Reply):
@@ -62,7 +87,7 @@ class ReduceReply(_Reply):
 
     name: Name
     body: str
-    fields: dict[str, Any] = Field(default_factory=dict)
+    fields: Fields = Field(default_factory=dict)
 
 
 class RowClaim(_Reply):
