@@ -38,12 +38,32 @@ def corpus(into: Path) -> Path:
     return folder
 
 
+def band(b: Any) -> str:
+    """A profile band as `low-high` (or one number)."""
+    if b is None:
+        return ""
+    return f"{b.low:,.0f}" if b.low == b.high else f"{b.low:,.0f}-{b.high:,.0f}"
+
+
 def run_eval(home: Path, context: str) -> dict[str, Any]:
     env = {**os.environ, "SLEUTH_HOME": str(home), "SLEUTH_MODEL": "sleuth/offline"}
     out = subprocess.run(
-        [sys.executable, "-m", "sleuth", "eval", str(HERE / "questions.jsonl"), "-c", context, "--json",
-         "--out", str(home / "eval" / context)],
-        env=env, capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "-m",
+            "sleuth",
+            "eval",
+            str(HERE / "questions.jsonl"),
+            "-c",
+            context,
+            "--json",
+            "--out",
+            str(home / "eval" / context),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     rows = json.loads(out.stdout[out.stdout.index("[") :])
     return next(r for r in rows if r.get("system") == "sleuth")
@@ -95,27 +115,34 @@ def main() -> None:
 
     print(f"model {extraction['model']}; {report.counts['sources_compiled']} sources; home {home_dir}")
     print(f"compile without a model: {plain_s:.1f} s; with the model: {curated_s:.1f} s")
-    print(f"{'type':<20}{'built':>6}{'screened':>9}{'errored':>8}{'q.ok':>6}{'q.bad':>6}{'calls':>7}"
-          f"{'est.calls':>11}{'tokens in':>11}{'est. in':>15}{'out':>7}{'est. out':>15}{'s':>8}{'est. s':>13}")
     est = {t.type: t for t in estimate.types}
+    header = ("type", "built", "screened", "errored", "quotes ok", "rejected", "calls", "est. calls")
+    header += ("tokens in", "est. in", "tokens out", "est. out", "s", "est. s")
+    print(" | ".join(header))
     for name, t in extraction["types"].items():
         e = est.get(name)
-        def band(b: Any) -> str:
-            return "" if b is None else (f"{b.low:,.0f}" if b.low == b.high else f"{b.low:,.0f}-{b.high:,.0f}")
-        print(
-            f"{name:<20}{t['built']:>6}{t['screened']:>9}{t['errored']:>8}{t['quotes_verified']:>6}"
-            f"{t['quotes_rejected']:>6}{t['calls']:>7}{band(e.calls if e else None):>11}{t['input_tokens']:>11}"
-            f"{band(e.input_tokens if e else None):>15}{t['output_tokens']:>7}{band(e.output_tokens if e else None):>15}"
-            f"{t['seconds']:>8.0f}{band(e.seconds if e else None):>13}"
-        )
+        row = [name, t["built"], t["screened"], t["errored"], t["quotes_verified"], t["quotes_rejected"]]
+        row += [
+            t["calls"],
+            band(e.calls if e else None),
+            t["input_tokens"],
+            band(e.input_tokens if e else None),
+        ]
+        row += [t["output_tokens"], band(e.output_tokens if e else None), round(t["seconds"])]
+        row += [band(e.seconds if e else None)]
+        print(" | ".join(str(v) for v in row))
         if t.get("reasons"):
-            print(f"{'':<20}screened: {t['reasons']}")
-    print(f"total: {extraction['calls']} calls, {extraction['input_tokens']} in, {extraction['output_tokens']} out;"
-          f" estimate {estimate.total.calls.low}-{estimate.total.calls.high} calls, "
-          f"{estimate.total.seconds.low:.0f}-{estimate.total.seconds.high:.0f} s")
+            print(f"    screened: {t['reasons']}")
+    total = estimate.total
+    print(
+        f"total: {extraction['calls']} calls, {extraction['input_tokens']} in, "
+        f"{extraction['output_tokens']} out; estimate {band(total.calls)} calls, {band(total.seconds)} s"
+    )
     for error in extraction["errors"]:
         print(f"error: {error}")
-    print("sample queries:", report.counts.get("sample_queries") or home.find("curated").info().sample_queries)
+    print(
+        "sample queries:", report.counts.get("sample_queries") or home.find("curated").info().sample_queries
+    )
     print("artifacts by type:", report.counts["artifacts_by_type"], "rows:", report.counts["rows_by_table"])
     if not args.skip_eval:
         for context in ("plain", "curated"):
