@@ -227,3 +227,21 @@ def test_create_upload_curate_then_ask(server: LiveServer, browser: Browser, tmp
     assert errors == []
     page.close()
     server.client.delete("/api/contexts/parking-test")
+
+
+def test_browse_knowledge_and_open_an_artifacts_evidence(server: LiveServer, browser: Browser) -> None:
+    page, errors = _page(browser, "laptop")
+    page.goto(server.url + "/#/knowledge?ctx=acme")
+    page.get_by_role("link", name="artifacts/").click()
+    page.get_by_role("link", name="defined-terms/").click()
+    page.locator("ul.listing a").first.click()
+    page.locator("ul.evidence-links a").first.wait_for()
+    assert (
+        "Glossary" in page.locator("pre.page-text").inner_text() or page.locator("pre.page-text").inner_text()
+    )
+    page.locator("ul.evidence-links a").first.click()
+    page.locator("#span").wait_for()
+    assert page.locator("mark#span").inner_text()  # the glossary entry's own span, marked on its page
+    _shot(page, "knowledge", "laptop")
+    assert errors == []
+    page.close()
