@@ -6,6 +6,7 @@ to `$SLEUTH_SCREENSHOTS` (default `.screenshots/`, not committed)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -243,3 +244,40 @@ def test_browse_knowledge_and_open_an_artifacts_evidence(server: LiveServer, bro
     _shot(page, "knowledge", "laptop")
     assert errors == []
     page.close()
+
+
+def test_a_bad_manifest_shows_its_field_errors(server: LiveServer, browser: Browser) -> None:
+    server.client.post("/api/contexts", json={"slug": "design-test", "name": "Design"})
+    try:
+        page, errors = _page(browser, "laptop")
+        page.goto(server.url + "/#/design?ctx=design-test")
+        page.locator("#template option").nth(1).wait_for(state="attached")
+        bad = json.dumps(
+            {
+                "curate": {
+                    "chunks": {"chunking": {"target_size": 10}},
+                    "artifacts": {"artifact_types": [{"kind": "doc"}]},
+                }
+            }
+        )
+        page.fill("#manifest", bad)
+        page.get_by_role("button", name="Save").click()
+        page.locator("ul.problems li").first.wait_for()
+        paths = [
+            p for p in page.locator("ul.problems li").evaluate_all("els => els.map(e => e.dataset.path)")
+        ]
+        assert (
+            "curate.chunks.chunking.target_size" in paths
+            and "curate.artifacts.artifact_types[0].name" in paths
+        )
+        page.select_option("#template", "knowledge-base")
+        assert '"Concept"' in page.input_value("#manifest")
+        page.get_by_role("button", name="Save").click()
+        page.get_by_text("saved: the next curate uses it").wait_for()
+        page.get_by_role("button", name="Estimate a curate").click()
+        page.get_by_text("no model would be called").wait_for()  # the test server maps no tier
+        _shot(page, "design", "laptop")
+        assert [e for e in errors if "400" not in e] == []  # the refused save is logged by Chromium
+        page.close()
+    finally:
+        server.client.delete("/api/contexts/design-test")
