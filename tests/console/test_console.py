@@ -183,11 +183,12 @@ def test_follow_up_feedback_trace_and_replay(server: LiveServer, browser: Browse
     )
     turns = server.client.get(f"/api/sessions/{session}").json()["queries"]
     assert len(turns) == 2  # the follow-up ran in the same session
+    page.locator("section.history tbody tr").nth(1).wait_for()  # both turns listed with their status
     page.get_by_role("button", name="good answer").click()
     page.get_by_text("thanks, noted").wait_for()
     query_id = turns[-1]["id"]
     assert server.client.get(f"/api/queries/{query_id}").json()["feedback"]["rating"] == "up"
-    page.get_by_role("link", name="trace").click()
+    page.locator("footer.turn").get_by_role("link", name="trace").click()
     page.locator("table.evidence tr.cited").first.wait_for()  # the evidence the answer cites is marked
     assert "null" not in page.locator("main").inner_text()
     _shot(page, "trace", "laptop")
@@ -281,3 +282,24 @@ def test_a_bad_manifest_shows_its_field_errors(server: LiveServer, browser: Brow
         page.close()
     finally:
         server.client.delete("/api/contexts/design-test")
+
+
+def test_cancel_a_running_turn_and_ask_options(server: LiveServer, browser: Browser) -> None:
+    page, errors = _page(browser, "laptop")
+    page.goto(server.url + "/#/ask?ctx=acme")
+    page.locator("details.options summary").click()
+    page.locator("#model option").first.wait_for(state="attached")
+    assert page.locator("#model").input_value() == "sleuth/offline"
+    page.fill("#max-steps", "1")
+    page.fill("#instructions", "Answer in one sentence.")
+    page.fill("#ask", HOTEL)
+    page.get_by_role("button", name="Ask").click()
+    page.locator("footer.turn").wait_for(timeout=60_000)
+    turn = page.locator("footer.turn a").get_attribute("href") or ""
+    query = server.client.get(f"/api/queries/{turn.split('q=')[1]}").json()
+    assert query["rollup"]["n_steps"] == 1  # max steps reached the API
+    session = server.client.get(f"/api/sessions/{query['session_id']}").json()
+    assert "one sentence" in (session.get("system_prompt") or "")
+    assert page.get_by_role("button", name="Cancel").is_hidden()  # shown only while a turn runs
+    assert errors == []
+    page.close()

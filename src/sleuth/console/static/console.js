@@ -445,7 +445,23 @@ async function askView() {
     placeholder: "Ask a question about the documents" });
   const steps = el("section", { class: "steps", "aria-label": "Steps" });
   const result = el("section", { class: "result" });
+  const history = el("section", { class: "history", "aria-label": "This session's turns" });
   const button = el("button", { type: "submit" }, "Ask");
+  const model = el("select", { id: "model", "aria-label": "Model" });
+  const maxSteps = el("input", { id: "max-steps", type: "number", min: 1, max: 50, placeholder: "default",
+    "aria-label": "Max steps" });
+  const instructions = el("textarea", { id: "instructions", rows: 2,
+    placeholder: "Session instructions (kept for every turn of the session)" });
+  const cancel = el("button", { type: "button", class: "secondary", hidden: true }, "Cancel");
+  const running = { id: null };
+  cancel.addEventListener("click", async () => {
+    if (running.id) await api(`/queries/${running.id}/cancel`, { method: "POST", body: {} }).catch(() => {});
+  });
+  api("/models").then((r) => r.json()).then((catalog) => {
+    for (const m of catalog.models || []) {
+      if (m.available) model.append(el("option", { value: m.id, selected: m.id === catalog.default }, m.label || m.id));
+    }
+  }).catch(() => {});
   const form = el("form", { class: "ask", onsubmit: async (event) => {
     event.preventDefault();
     button.disabled = true;
@@ -453,28 +469,45 @@ async function askView() {
     result.replaceChildren(el("p", { class: "muted" }, "Working…"));
     const turn = sessionId && follow.checked
       ? { ask: question.value, session_id: sessionId }
-      : { ask: question.value, scope: contexts.value.split(",").map((s) => s.trim()).filter(Boolean) };
+      : { ask: question.value, scope: contexts.value.split(",").map((s) => s.trim()).filter(Boolean),
+          system_prompt: instructions.value || undefined };
+    if (model.value) turn.model = model.value;
+    if (maxSteps.value) turn.max_steps = Number(maxSteps.value);
+    cancel.hidden = false;
     try {
-      const query = await streamTurn(turn, steps, result);
+      const query = await streamTurn(turn, steps, result, running);
       if (query) {
         sessionId = query.session_id;
         followRow.hidden = false;
         document.getElementById("follow-label").textContent = `follow up in session ${sessionId}`;
         question.value = "";
+        const session = await (await api(`/sessions/${sessionId}`)).json();
+        history.replaceChildren(el("h2", {}, "This session"), el("table", { class: "grid" },
+          el("thead", {}, el("tr", {}, ["turn", "status", "latency", "tokens", ""].map((h) => el("th", {}, h)))),
+          el("tbody", {}, (session.queries || []).map((q) => el("tr", {},
+            el("td", {}, q.input?.[0]?.content ?? q.id), el("td", {}, q.status),
+            el("td", {}, `${(q.rollup?.duration_ms ?? 0) / 1000} s`), el("td", {}, q.usage?.total_tokens ?? 0),
+            el("td", {}, el("a", { href: `#/trace?q=${encodeURIComponent(q.id)}` }, "trace")))))));
       }
     } catch (error) {
       showError(result, error);
     } finally {
       button.disabled = false;
+      cancel.hidden = true;
+      running.id = null;
     }
   } },
   el("label", { for: "ctx" }, "Contexts"), contexts,
-  el("label", { for: "ask" }, "Question"), question, followRow, button);
-  view.replaceChildren(el("h1", {}, "Ask"), form, steps, result);
+  el("label", { for: "ask" }, "Question"), question, followRow,
+  el("details", { class: "options" }, el("summary", {}, "options"),
+    el("label", { for: "model" }, "Model"), model, el("label", { for: "max-steps" }, "Max steps"), maxSteps,
+    el("label", { for: "instructions" }, "Instructions"), instructions),
+  el("div", { class: "actions" }, button, " ", cancel));
+  view.replaceChildren(el("h1", {}, "Ask"), form, steps, result, history);
   question.focus();
 }
 
-async function streamTurn(body, steps, result) {
+async function streamTurn(body, steps, result, running = {}) {
   const response = await api("/query", { method: "POST", body: { ...body, stream: true },
     headers: { accept: "text/event-stream" } });
   const reader = response.body.getReader();
@@ -493,6 +526,7 @@ async function streamTurn(body, steps, result) {
       const data = (frame.match(/^data: (.*)$/m) || [])[1];
       if (!kind || !data) continue;
       const payload = JSON.parse(data);
+      if (kind === "response.created") running.id = payload.query_id;
       if (kind === "response.step") {
         const merged = { ...(cards.get(payload.step_id)?.step || {}), ...payload };
         const card = stepCard(merged);
