@@ -303,3 +303,32 @@ def test_cancel_a_running_turn_and_ask_options(server: LiveServer, browser: Brow
     assert page.get_by_role("button", name="Cancel").is_hidden()  # shown only while a turn runs
     assert errors == []
     page.close()
+
+
+def test_pack_then_restore_into_an_empty_context(
+    server: LiveServer, browser: Browser, tmp_path: Path
+) -> None:
+    for slug in ("pack-from", "pack-into"):
+        server.client.post("/api/contexts", json={"slug": slug, "name": slug})
+    try:
+        server.client.post(
+            "/api/contexts/pack-from/import/upload",
+            files={"file": ("note.md", b"# Note\n\nBay 7 is for visitors.\n")},
+        )
+        page, errors = _page(browser, "laptop")
+        page.goto(server.url + "/#/context?ctx=pack-from")
+        with page.expect_download() as download:
+            page.get_by_role("button", name="Pack", exact=True).click()
+            page.locator("#pack-link").click()
+        archive = tmp_path / "pack-from.context.zip"
+        download.value.save_as(archive)
+        page.goto(server.url + "/#/context?ctx=pack-into")
+        page.set_input_files("#restore-file", str(archive))
+        page.locator("#restored").wait_for(timeout=120_000)
+        assert "version v000001" in page.locator("#restored").inner_text()
+        page.get_by_role("cell", name="uploads/note.md", exact=True).wait_for()
+        assert errors == []
+        page.close()
+    finally:
+        for slug in ("pack-from", "pack-into"):
+            server.client.delete(f"/api/contexts/{slug}")

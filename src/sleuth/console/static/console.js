@@ -209,16 +209,68 @@ async function contextView() {
     }
   } }, "Curate");
 
+  const packState = el("div", { class: "pack", "aria-live": "polite" });
+  const pack = el("button", { type: "button", onclick: async () => {
+    packState.replaceChildren(el("span", { class: "muted" }, "Packing…"));
+    try {
+      const started = await (await api(`${base}/pack`, { method: "POST", body: {} })).json();
+      const task = await waitTask(started.task_id, packState);
+      if (task.state !== "completed") return;
+      const name = task.output.pack_filename;
+      const blob = await (await api(`/tasks/${task.id}/files/read/${encodeURIComponent(name)}`, { headers: { accept: "*/*" } })).blob();
+      packState.replaceChildren(el("a", { href: URL.createObjectURL(blob), download: name, id: "pack-link" },
+        `download ${name}`), el("span", { class: "muted" }, ` (${task.output.pack_size} bytes)`));
+    } catch (error) {
+      packState.replaceChildren(el("span", { class: "error", role: "alert" }, error.message));
+    }
+  } }, "Pack");
+  const restoreFile = el("input", { type: "file", id: "restore-file", accept: ".zip", "aria-label": "Pack to restore" });
+  restoreFile.addEventListener("change", async () => {
+    const file = restoreFile.files[0];
+    if (!file) return;
+    const form = new FormData();
+    form.append("file", file);
+    const headers = {};
+    const token = sessionStorage.getItem(TOKEN);
+    if (token) headers.authorization = `Bearer ${token}`;
+    const response = await fetch(`/api${base}/restore`, { method: "POST", body: form, headers });
+    const body = await response.json();
+    if (!response.ok) {
+      packState.replaceChildren(el("span", { class: "error", role: "alert" }, `${body.code}: ${body.message}`));
+      return;
+    }
+    const task = await waitTask(body.task_id, packState);
+    if (task.state === "completed") {
+      packState.replaceChildren(el("span", { id: "restored" }, `restored: version ${task.output.live_version}`));
+      refresh();
+    }
+  });
   view.replaceChildren(el("h1", {}, slug, " ", el("a", { href: `#/ask?ctx=${encodeURIComponent(slug)}`, class: "muted" }, "ask"),
     " ", el("a", { href: `#/knowledge?ctx=${encodeURIComponent(slug)}`, class: "muted" }, "knowledge"),
     " ", el("a", { href: `#/design?ctx=${encodeURIComponent(slug)}`, class: "muted" }, "design")),
     el("h2", {}, "Sources"), drop, uploads,
     el("table", { class: "grid" }, el("thead", {}, el("tr", {}, el("th", {}, "Path"), el("th", {}, "Bytes"), el("th", {}, ""))), sources),
-    el("h2", {}, "Curate"), curate, curateState);
+    el("h2", {}, "Curate"), curate, curateState,
+    el("h2", {}, "Pack and restore"), pack, " ", el("label", { for: "restore-file" }, "restore a pack into this (empty) context "), restoreFile, packState);
   try {
     await refresh();
   } catch (error) {
     showError(view, error);
+  }
+}
+
+async function waitTask(id, where) {
+  for (;;) {
+    const task = await (await api(`/tasks/${id}`)).json();
+    const p = task.progress || {};
+    where.replaceChildren(el("span", { class: "muted" }, `${task.state} · ${p.label || p.phase || ""} · ${Math.round(p.pct || 0)}%`));
+    if (["completed", "failed", "cancelled"].includes(task.state)) {
+      if (task.state !== "completed") {
+        where.replaceChildren(el("span", { class: "error", role: "alert" }, `${task.state}: ${task.error?.message || task.error || ""}`));
+      }
+      return task;
+    }
+    await new Promise((r) => setTimeout(r, 400));
   }
 }
 
