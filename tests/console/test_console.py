@@ -184,10 +184,12 @@ def test_follow_up_feedback_trace_and_replay(server: LiveServer, browser: Browse
     turns = server.client.get(f"/api/sessions/{session}").json()["queries"]
     assert len(turns) == 2  # the follow-up ran in the same session
     page.locator("section.history tbody tr").nth(1).wait_for()  # both turns listed with their status
+    page.fill("footer.turn input.comment", "Clear and cited.")
     page.get_by_role("button", name="good answer").click()
     page.get_by_text("thanks, noted").wait_for()
     query_id = turns[-1]["id"]
-    assert server.client.get(f"/api/queries/{query_id}").json()["feedback"]["rating"] == "up"
+    feedback = server.client.get(f"/api/queries/{query_id}").json()["feedback"]
+    assert feedback["rating"] == "up" and feedback["comment"] == "Clear and cited."
     page.locator("footer.turn").get_by_role("link", name="trace").click()
     page.locator("table.evidence tr.cited").first.wait_for()  # the evidence the answer cites is marked
     assert "null" not in page.locator("main").inner_text()

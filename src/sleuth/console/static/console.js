@@ -468,9 +468,12 @@ function turnFooter(query) {
   const usage = query.usage || {};
   const rollup = query.rollup || {};
   const thanks = el("span", { class: "muted", "aria-live": "polite" });
+  const comment = el("input", { class: "comment", maxlength: 2000, placeholder: "comment (optional)",
+    "aria-label": "feedback comment" });
   const rate = (rating) => async () => {
     try {
-      await api(`/queries/${query.id}/feedback`, { method: "POST", body: { rating } });
+      const body = comment.value ? { rating, comment: comment.value } : { rating };
+      await api(`/queries/${query.id}/feedback`, { method: "POST", body });
       thanks.textContent = " thanks, noted";
     } catch (error) {
       thanks.textContent = ` ${error.message}`;
@@ -480,6 +483,7 @@ function turnFooter(query) {
     el("span", {}, `${query.status} · ${(rollup.duration_ms ?? 0) / 1000} s · ${rollup.n_steps ?? 0} steps · `,
       `${usage.total_tokens ?? 0} tokens`), " ",
     el("a", { href: `#/trace?q=${encodeURIComponent(query.id)}` }, "trace"), " ",
+    comment, " ",
     el("button", { type: "button", class: "small", "aria-label": "good answer", onclick: rate("up") }, "👍"),
     el("button", { type: "button", class: "small", "aria-label": "bad answer", onclick: rate("down") }, "👎"),
     thanks);
