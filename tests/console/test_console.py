@@ -334,3 +334,48 @@ def test_pack_then_restore_into_an_empty_context(
     finally:
         for slug in ("pack-from", "pack-into"):
             server.client.delete(f"/api/contexts/{slug}")
+
+
+def test_a_shaped_answer_and_the_session_list(server: LiveServer, browser: Browser) -> None:
+    page, errors = _page(browser, "laptop")
+    page.goto(server.url + "/#/ask?ctx=acme")
+    page.locator("details.options summary").click()
+    shape = {"type": "object", "properties": {"limit": {"type": "string"}}, "required": ["limit"]}
+    page.fill("#shape", json.dumps(shape))
+    page.fill("#ask", HOTEL)
+    page.get_by_role("button", name="Ask").click()
+    page.locator("pre.json").wait_for(timeout=60_000)
+    assert "limit" in json.loads(page.locator("pre.json").inner_text())
+    page.fill("#shape", "{not json")
+    page.fill("#ask", HOTEL)
+    page.get_by_role("button", name="Ask").click()
+    assert "shape: not JSON" in page.get_by_role("alert").inner_text()
+    page.get_by_role("link", name="Sessions").click()
+    page.locator("table.grid tbody tr a").first.click()
+    page.get_by_role("link", name="trace").first.wait_for()
+    assert errors == []
+    page.close()
+
+
+def test_typed_tables_page_and_sort(server: LiveServer, browser: Browser) -> None:
+    api = server.client.get("/api/contexts/acme/tables").json()["tables"]
+    product = next(t for t in api if t["name"] == "product")
+    assert product["rows"] > 0 and any(c["name"] == "price_usd" for c in product["columns"])
+    bad = server.client.get("/api/contexts/acme/tables/product", params={"order": "price_usd; DROP TABLE x"})
+    assert bad.status_code == 400 and bad.json()["code"] == "invalid_request"
+    assert server.client.get("/api/contexts/acme/tables/sqlite_master").json()["code"] == "table_not_found"
+    page, errors = _page(browser, "laptop")
+    page.goto(server.url + "/#/tables?ctx=acme")
+    page.get_by_role("link", name="product", exact=True).click()
+    page.get_by_role("link", name="price_usd").click()
+    page.locator("th[aria-sort=ascending]").wait_for()
+    column = page.locator("thead th").evaluate_all("ths => ths.map(t => t.innerText.replace(/ [▲▼]$/, ''))")
+    index = column.index("price_usd")
+    prices = page.locator(f"tbody tr td:nth-child({index + 1})").all_inner_texts()
+    values = [float(v) for v in prices if v]
+    assert values == sorted(values)
+    page.get_by_role("link", name="price_usd ▲").click()
+    page.locator("th[aria-sort=descending]").wait_for()
+    _shot(page, "table", "laptop")
+    assert errors == []
+    page.close()

@@ -247,7 +247,8 @@ async function contextView() {
   });
   view.replaceChildren(el("h1", {}, slug, " ", el("a", { href: `#/ask?ctx=${encodeURIComponent(slug)}`, class: "muted" }, "ask"),
     " ", el("a", { href: `#/knowledge?ctx=${encodeURIComponent(slug)}`, class: "muted" }, "knowledge"),
-    " ", el("a", { href: `#/design?ctx=${encodeURIComponent(slug)}`, class: "muted" }, "design")),
+    " ", el("a", { href: `#/design?ctx=${encodeURIComponent(slug)}`, class: "muted" }, "design"),
+    " ", el("a", { href: `#/tables?ctx=${encodeURIComponent(slug)}`, class: "muted" }, "tables")),
     el("h2", {}, "Sources"), drop, uploads,
     el("table", { class: "grid" }, el("thead", {}, el("tr", {}, el("th", {}, "Path"), el("th", {}, "Bytes"), el("th", {}, ""))), sources),
     el("h2", {}, "Curate"), curate, curateState,
@@ -287,6 +288,76 @@ function curateSummary(task) {
   for (const [name, why] of Object.entries(out.artifacts_skipped_no_model || {})) parts.push(el("p", { class: "muted" }, `skipped ${name}: ${why}`));
   for (const warning of out.warnings || []) parts.push(el("p", { class: "muted" }, `warning: ${warning}`));
   return el("div", {}, parts);
+}
+
+// ------------------------------------------------------------------------------------------ tables
+async function tablesView() {
+  const p = params();
+  const slug = p.get("ctx"), name = p.get("t");
+  const base = `/contexts/${encodeURIComponent(slug)}/tables`;
+  const link = (changes) => {
+    const q = new URLSearchParams({ ctx: slug, t: name, offset: p.get("offset") || "0" });
+    if (p.get("order")) q.set("order", p.get("order"));
+    if (p.get("desc")) q.set("desc", p.get("desc"));
+    for (const [k, v] of Object.entries(changes)) q.set(k, v);
+    return `#/tables?${q}`;
+  };
+  try {
+    if (!name) {
+      const data = await (await api(base)).json();
+      view.replaceChildren(el("h1", {}, `Tables · ${slug}`), el("ul", { class: "listing" }, data.tables.map((t) =>
+        el("li", {}, el("a", { href: `#/tables?ctx=${encodeURIComponent(slug)}&t=${encodeURIComponent(t.name)}` }, t.name),
+          el("span", { class: "muted" }, ` ${t.rows} rows · ${t.columns.map((c) => c.name).join(", ")}`)))));
+      return;
+    }
+    const q = new URLSearchParams({ offset: p.get("offset") || "0", limit: "25" });
+    if (p.get("order")) q.set("order", p.get("order"));
+    if (p.get("desc")) q.set("desc", p.get("desc"));
+    const page = await (await api(`${base}/${encodeURIComponent(name)}?${q}`)).json();
+    const head = page.columns.map((c) => {
+      const sorted = page.order === c;
+      const next = sorted && !page.desc ? "true" : "false";
+      return el("th", { "aria-sort": sorted ? (page.desc ? "descending" : "ascending") : "none" },
+        el("a", { href: link({ order: c, desc: next, offset: "0" }) }, c, sorted ? (page.desc ? " ▼" : " ▲") : ""));
+    });
+    const rows = page.rows.map((r) => el("tr", {}, r.map((v) => el("td", {}, v === null ? "" : String(v)))));
+    const end = Math.min(page.offset + page.limit, page.total);
+    const nav = el("nav", { class: "pager", "aria-label": "Rows" },
+      page.offset > 0 ? el("a", { href: link({ offset: String(Math.max(0, page.offset - page.limit)) }), rel: "prev" }, "← previous") : null,
+      ` rows ${page.total ? page.offset + 1 : 0}–${end} of ${page.total} `,
+      end < page.total ? el("a", { href: link({ offset: String(end) }), rel: "next" }, "next →") : null);
+    view.replaceChildren(el("h1", {}, `${name} `, el("span", { class: "muted" }, slug)), nav,
+      el("div", { class: "scroll" }, el("table", { class: "grid" }, el("thead", {}, el("tr", {}, head)), el("tbody", {}, rows))));
+  } catch (error) {
+    showError(view, error);
+  }
+}
+
+// ------------------------------------------------------------------------------------------ sessions
+async function sessionsView() {
+  const id = params().get("s");
+  try {
+    if (!id) {
+      const data = await (await api("/sessions?limit=50")).json();
+      view.replaceChildren(el("h1", {}, "Sessions"), el("table", { class: "grid" },
+        el("thead", {}, el("tr", {}, ["session", "title", "updated"].map((h) => el("th", {}, h)))),
+        el("tbody", {}, data.sessions.map((x) => el("tr", {},
+          el("td", {}, el("a", { href: `#/sessions?s=${encodeURIComponent(x.id)}` }, x.id)),
+          el("td", {}, x.title || ""), el("td", {}, x.updated_at || ""))))));
+      return;
+    }
+    const session = await (await api(`/sessions/${encodeURIComponent(id)}`)).json();
+    view.replaceChildren(el("h1", {}, "Session ", el("span", { class: "muted" }, id)),
+      session.system_prompt ? el("p", {}, el("strong", {}, "Instructions: "), session.system_prompt) : el("span"),
+      el("table", { class: "grid" },
+        el("thead", {}, el("tr", {}, ["turn", "status", "latency", "tokens", ""].map((h) => el("th", {}, h)))),
+        el("tbody", {}, (session.queries || []).map((q) => el("tr", {},
+          el("td", {}, q.input?.[0]?.content ?? q.id), el("td", {}, q.status),
+          el("td", {}, `${(q.rollup?.duration_ms ?? 0) / 1000} s`), el("td", {}, q.usage?.total_tokens ?? 0),
+          el("td", {}, el("a", { href: `#/trace?q=${encodeURIComponent(q.id)}` }, "trace")))))));
+  } catch (error) {
+    showError(view, error);
+  }
 }
 
 // ------------------------------------------------------------------------------------------ design
@@ -423,6 +494,12 @@ function stepCard(step) {
   return card;
 }
 
+function renderJson(target, query) {
+  if (query.output_json) {
+    target.append(el("h2", {}, "JSON"), el("pre", { class: "json" }, JSON.stringify(query.output_json, null, 2)));
+  }
+}
+
 function renderAnswer(target, query) {
   const text = (query.output || []).flatMap((m) => m.content || []).map((p) => p.text || "").join("");
   const citations = query.citations || [];
@@ -508,6 +585,8 @@ async function askView() {
     "aria-label": "Max steps" });
   const instructions = el("textarea", { id: "instructions", rows: 2,
     placeholder: "Session instructions (kept for every turn of the session)" });
+  const shape = el("textarea", { id: "shape", rows: 3, spellcheck: "false",
+    placeholder: 'Shape: a JSON Schema for a JSON answer, e.g. {"type": "object", "properties": {"limit": {"type": "string"}}}' });
   const cancel = el("button", { type: "button", class: "secondary", hidden: true }, "Cancel");
   const running = { id: null };
   cancel.addEventListener("click", async () => {
@@ -529,6 +608,15 @@ async function askView() {
           system_prompt: instructions.value || undefined };
     if (model.value) turn.model = model.value;
     if (maxSteps.value) turn.max_steps = Number(maxSteps.value);
+    if (shape.value.trim()) {
+      try {
+        turn.shape = JSON.parse(shape.value);
+      } catch (error) {
+        showError(result, new Error(`shape: not JSON: ${error.message}`));
+        button.disabled = false;
+        return;
+      }
+    }
     cancel.hidden = false;
     try {
       const query = await streamTurn(turn, steps, result, running);
@@ -557,7 +645,8 @@ async function askView() {
   el("label", { for: "ask" }, "Question"), question, followRow,
   el("details", { class: "options" }, el("summary", {}, "options"),
     el("label", { for: "model" }, "Model"), model, el("label", { for: "max-steps" }, "Max steps"), maxSteps,
-    el("label", { for: "instructions" }, "Instructions"), instructions),
+    el("label", { for: "instructions" }, "Instructions"), instructions,
+    el("label", { for: "shape" }, "Shape"), shape),
   el("div", { class: "actions" }, button, " ", cancel));
   view.replaceChildren(el("h1", {}, "Ask"), form, steps, result, history);
   question.focus();
@@ -593,7 +682,10 @@ async function streamTurn(body, steps, result, running = {}) {
         result.replaceChildren(el("p", { class: "error", role: "alert" },
           `${kind.split(".")[1]}: ${payload.error?.message || payload.error || ""}`));
       } else if (kind === "query") {
-        if (payload.status === "completed") renderAnswer(result, payload);
+        if (payload.status === "completed") {
+          renderAnswer(result, payload);
+          renderJson(result, payload);
+        }
         result.append(turnFooter(payload));
         return payload;
       }
@@ -707,6 +799,8 @@ function route() {
   if (name === "#/context") return contextView();
   if (name === "#/knowledge") return knowledgeView();
   if (name === "#/design") return designView();
+  if (name === "#/sessions") return sessionsView();
+  if (name === "#/tables") return tablesView();
   return contextsView();
 }
 
