@@ -59,6 +59,14 @@ def find_context(state: ApiState, slug: str) -> ContextDir:
     raise ApiError(404, "context_not_found", f"no context {slug!r}", slug=slug)
 
 
+def live_version_dir(ctx: ContextDir) -> Path:
+    """The directory of the context's live version, or `409 context_not_curated` before the first flip."""
+    live = ctx.live_version()
+    if live is None:
+        raise ApiError(409, "context_not_curated", f"context {ctx.info().slug!r} has no compiled version yet")
+    return ctx.version_dir(live)
+
+
 def read_extra(ctx: ContextDir) -> dict[str, Any]:
     try:
         data: dict[str, Any] = json.loads((ctx.root / EXTRA_FILE).read_text(encoding="utf-8"))

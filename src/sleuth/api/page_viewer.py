@@ -19,7 +19,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
 from sleuth.api.auth import AnyKey
-from sleuth.api.context_files import find_context
+from sleuth.api.context_files import find_context, live_version_dir
 from sleuth.api.errors import ApiError
 from sleuth.api.file_trees import resolve_file
 from sleuth.api.state import api_state
@@ -33,10 +33,7 @@ Offset = Annotated[int, Query(ge=0, le=100_000_000)]
 
 def _page_text(request: Request, slug: str, path: str, page: int) -> tuple[Any, str]:
     ctx = find_context(api_state(request), slug)
-    live = ctx.live_version()
-    if live is None:
-        raise ApiError(409, "context_not_curated", f"context {slug!r} has no compiled version yet")
-    reader = VersionReader(ctx.version_dir(live))
+    reader = VersionReader(live_version_dir(ctx))
     if path not in reader.page_files:
         raise ApiError(404, "path_not_found", f"no source {path!r} in the live version", path=path)
     text = reader.page_text(path, page)

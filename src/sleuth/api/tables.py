@@ -12,26 +12,18 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 
 from sleuth.api.auth import AnyKey
-from sleuth.api.context_files import find_context
+from sleuth.api.context_files import find_context, live_version_dir
 from sleuth.api.errors import ApiError
 from sleuth.api.state import api_state
 from sleuth.sdk.errors import QueryError
-from sleuth.sdk.sql import ReadOnlyDatabase
+from sleuth.sdk.sql import ReadOnlyDatabase, quote_identifier
 
 router = APIRouter()
 PAGE_MAX = 500
 
 
 def _database(request: Request, slug: str) -> ReadOnlyDatabase:
-    ctx = find_context(api_state(request), slug)
-    live = ctx.live_version()
-    if live is None:
-        raise ApiError(409, "context_not_curated", f"context {slug!r} has no compiled version yet")
-    return ReadOnlyDatabase(ctx.version_dir(live) / "tables.sqlite")
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+    return ReadOnlyDatabase(live_version_dir(find_context(api_state(request), slug)) / "tables.sqlite")
 
 
 def _visible(schema: dict[str, list[tuple[str, str]]]) -> dict[str, list[tuple[str, str]]]:
@@ -45,7 +37,7 @@ def list_tables(request: Request, slug: str, _who: AnyKey) -> dict[str, Any]:
     try:
         tables = []
         for name, columns in _visible(db.schema()).items():
-            _c, rows, _t = db.execute(f"SELECT count(*) FROM {_quote(name)}")
+            _c, rows, _t = db.execute(f"SELECT count(*) FROM {quote_identifier(name)}")
             tables.append(
                 {"name": name, "columns": [{"name": c, "type": t} for c, t in columns], "rows": rows[0][0]}
             )
@@ -73,11 +65,11 @@ def read_table(
         columns = [c for c, _t in schema[name]]
         if order is not None and order not in columns:
             raise ApiError(400, "invalid_request", f"order: no column {order!r} in {name}", field="order")
-        sql = f"SELECT * FROM {_quote(name)}"
+        sql = f"SELECT * FROM {quote_identifier(name)}"
         if order is not None:
-            sql += f" ORDER BY {_quote(order)} {'DESC' if desc else 'ASC'}"
+            sql += f" ORDER BY {quote_identifier(order)} {'DESC' if desc else 'ASC'}"
         try:
-            _c, total, _t = db.execute(f"SELECT count(*) FROM {_quote(name)}")
+            _c, total, _t = db.execute(f"SELECT count(*) FROM {quote_identifier(name)}")
             names, rows, _truncated = db.execute(sql + " LIMIT ? OFFSET ?", (limit, offset), max_rows=limit)
         except QueryError as exc:
             raise ApiError(400, "query_error", str(exc)) from None

@@ -49,7 +49,9 @@ class ReadOnlyDatabase:
     def __post_init__(self) -> None:
         self._db = sqlite3.connect(f"file:{self.path}?mode=ro&immutable=1", uri=True, check_same_thread=False)
         for schema, other in (self.attach or {}).items():
-            self._db.execute("ATTACH DATABASE ? AS " + _quote(schema), (f"file:{other}?mode=ro&immutable=1",))
+            self._db.execute(
+                "ATTACH DATABASE ? AS " + quote_identifier(schema), (f"file:{other}?mode=ro&immutable=1",)
+            )
         self._db.execute("PRAGMA query_only = 1")
         self._db.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
         self._db.set_authorizer(_authorizer)
@@ -94,10 +96,10 @@ class ReadOnlyDatabase:
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
         )
         for (name,) in rows:
-            _c, info, _t = self.execute(f"PRAGMA table_info({_quote(name)})")
+            _c, info, _t = self.execute(f"PRAGMA table_info({quote_identifier(name)})")
             tables[name] = [(r[1], r[2]) for r in info]
         return tables
 
 
-def _quote(name: str) -> str:
+def quote_identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'

@@ -168,7 +168,7 @@ class ModelExtractor:
         mentions: list[SourcedMention] = []
         for index, (source, found) in enumerate(zip(order, mapped, strict=True)):
             found_mentions, claims = found or ([], [])
-            mentions.extend(SourcedMention(source, mention, index) for mention in found_mentions)
+            mentions.extend(SourcedMention(source, m, index, spans) for m, spans in found_mentions)
             self._claims.extend((source, claim) for claim in claims)  # in source order: deterministic
         stats.count("mentions", len(mentions))
         groups = group_mentions(mentions)
@@ -205,7 +205,7 @@ class ModelExtractor:
             [f"subject {g.key!r}" for g in kept],
             None,
             items=kept,
-            work=lambda g: self._reduce(art_type, g, pages_by_source),
+            work=lambda g: self._reduce(art_type, g),
         )
         out = [a for a in reduced if a is not None]
         stats.count("built", len(out))
@@ -305,7 +305,8 @@ class ModelExtractor:
 
     def _map(
         self, art_type: ArtifactType, source: str, pages: list[Page]
-    ) -> tuple[list[Mention], list[EdgeClaim]]:
+    ) -> tuple[list[tuple[Mention, list[Provenance]]], list[EdgeClaim]]:
+        """The mentions kept, each with the spans its quotes were found at, and the edges claimed."""
         stats = self._stats(art_type.name)
         texts, truncated = windows(pages, self.config.max_doc_chars, self.config.extraction_window_chars)
         if truncated:
@@ -316,7 +317,7 @@ class ModelExtractor:
         system = prompts.map_system(art_type, edges, self.config.mention_max_chars)
         base = call_key_parts(self.fingerprint, art_type, self.manifest, source, pages)
         locator = QuoteLocator(source, pages)
-        kept: list[Mention] = []
+        kept: list[tuple[Mention, list[Provenance]]] = []
         claims: list[EdgeClaim] = []
         for index, text in enumerate(texts):
             key = cache_key("map", *base, str(index))
@@ -335,16 +336,13 @@ class ModelExtractor:
                     stats.screen("no verifiable quote")
                     continue
                 text_cut = mention.text.strip()[: self.config.mention_max_chars]
-                kept.append(
-                    mention.model_copy(update={"quotes": [p.quote for p in located], "text": text_cut})
-                )
+                quoted = mention.model_copy(update={"quotes": [p.quote for p in located], "text": text_cut})
+                kept.append((quoted, located))
             with_edges = {e.name.casefold() for e in edges}
             claims.extend(c for c in reply.edges if c.type.casefold() in with_edges)
         return kept, claims
 
-    def _reduce(
-        self, art_type: ArtifactType, group: Group, pages_by_source: dict[str, list[Page]]
-    ) -> Artifact | None:
+    def _reduce(self, art_type: ArtifactType, group: Group) -> Artifact | None:
         stats = self._stats(art_type.name)
         chosen = sorted(group.mentions, key=lambda m: m.order)[: self.config.max_mentions_per_artifact]
         lines: list[str] = []
@@ -367,15 +365,8 @@ class ModelExtractor:
         )
         if reply is None:
             return None
-        provenance: list[Provenance] = []
-        seen: set[tuple[str, int, int, int]] = set()
-        for m in chosen:
-            locator = QuoteLocator(m.source_path, pages_by_source.get(m.source_path, []))
-            for quote in m.mention.quotes:
-                at = locator.locate(quote)
-                if at is not None and at.key not in seen:
-                    seen.add(at.key)
-                    provenance.append(at)
+        # The spans the map step found the mentions' quotes at: nothing is located twice.
+        provenance = list({at.key: at for m in chosen for at in m.spans}.values())
         body = reply.body.strip()
         if not body:
             stats.screen("empty name or body")
@@ -555,10 +546,9 @@ class ModelExtractor:
             return list(pool.map(guarded, range(len(targets))))
 
     def _locate(self, stats: TypeStats, locator: QuoteLocator, quotes: Iterable[str]) -> list[Provenance]:
-        quotes = list(quotes)
-        found = locator.locate_all(quotes)
+        found, missed = locator.locate_all(list(quotes))
         stats.count("quotes_verified", len(found))
-        stats.count("quotes_rejected", sum(1 for q in quotes if locator.locate(q) is None))
+        stats.count("quotes_rejected", missed)
         return found
 
     def _stats(self, name: str) -> TypeStats:

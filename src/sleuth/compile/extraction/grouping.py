@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from sleuth.compile.extraction.schemas import Mention
+from sleuth.format.spans import Provenance
 
 _PUNCT = re.compile(r"[^\w\s]", re.UNICODE)
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+")
@@ -31,6 +32,7 @@ class SourcedMention:
     source_path: str
     mention: Mention
     order: int  # position in the run's source order, for a stable, recent-first reduce
+    spans: list[Provenance] = field(default_factory=list)  # where its quotes are (found by the map step)
 
 
 @dataclass

@@ -83,14 +83,17 @@ class QuoteLocator:
                     return Provenance.of(self.source_path, page.page, page.text, start, end)
         return None
 
-    def locate_all(self, quotes: list[str]) -> list[Provenance]:
-        """The provenance of every quote that is found, each place once."""
+    def locate_all(self, quotes: list[str]) -> tuple[list[Provenance], int]:
+        """The provenance of every quote that is found, each place once, and how many were not found."""
         found: dict[tuple[str, int, int, int], Provenance] = {}
+        missed = 0
         for quote in quotes:
             at = self.locate(quote)
-            if at is not None:
+            if at is None:
+                missed += 1
+            else:
                 found.setdefault(at.key, at)
-        return list(found.values())
+        return list(found.values()), missed
 
     def _page(self, index: int, lower: bool) -> _Folded:
         key = (index, lower)
