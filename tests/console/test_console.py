@@ -224,6 +224,8 @@ def test_create_upload_curate_then_ask(server: LiveServer, browser: Browser, tmp
     summary = page.locator(".curate").inner_text()
     assert "version v000001" in summary and "failed: uploads/broken.pdf (corrupt" in summary
     _shot(page, "context", "laptop")
+    page.get_by_role("button", name="delete uploads/broken.pdf").click()
+    page.get_by_role("cell", name="uploads/broken.pdf", exact=True).wait_for(state="detached")
     page.goto(server.url + "/#/ask?ctx=parking-test")
     page.fill("#ask", "Where do visitors park?")
     page.get_by_role("button", name="Ask").click()

@@ -28,15 +28,24 @@ const TOKEN = "sleuth.token";
 
 class Unauthenticated extends Error {}
 
-async function api(path, options = {}) {
-  const headers = { accept: "application/json", ...(options.headers || {}) };
-  if (options.body !== undefined) headers["content-type"] = "application/json";
+function authHeaders() {
   const token = sessionStorage.getItem(TOKEN);
-  if (token) headers.authorization = `Bearer ${token}`;
+  return token ? { authorization: `Bearer ${token}` } : {};
+}
+
+// A path of the source or knowledge tree as URL segments (each one encoded, the slashes kept).
+function encodePath(path) {
+  return path.split("/").map(encodeURIComponent).join("/");
+}
+
+async function api(path, options = {}) {
+  const form = options.body instanceof FormData;  // a multipart upload: the browser sets its own type
+  const headers = { accept: "application/json", ...authHeaders(), ...(options.headers || {}) };
+  if (options.body !== undefined && !form) headers["content-type"] = "application/json";
   const response = await fetch(`/api${path}`, {
     ...options,
     headers,
-    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+    body: options.body === undefined || form ? options.body : JSON.stringify(options.body),
   });
   if (response.status === 401 && !options.signingIn) {
     sessionStorage.removeItem(TOKEN);
@@ -134,8 +143,7 @@ function upload(slug, file, bar) {
   return new Promise((resolve, reject) => {
     const request = new XMLHttpRequest();
     request.open("POST", `/api/contexts/${encodeURIComponent(slug)}/import/upload`);
-    const token = sessionStorage.getItem(TOKEN);
-    if (token) request.setRequestHeader("authorization", `Bearer ${token}`);
+    for (const [name, value] of Object.entries(authHeaders())) request.setRequestHeader(name, value);
     request.upload.onprogress = (e) => { if (e.lengthComputable) bar.value = e.loaded / e.total; };
     request.onload = () => {
       if (request.status < 300) { bar.value = 1; resolve(JSON.parse(request.responseText)); return; }
@@ -164,7 +172,7 @@ async function contextView() {
     sources.replaceChildren(...listing.files.map((f) => el("tr", {},
       el("td", {}, f.path), el("td", {}, String(f.size)),
       el("td", {}, el("button", { type: "button", class: "small", "aria-label": `delete ${f.path}`, onclick: async () => {
-        await api(`${base}/source/delete/${f.path.split("/").map(encodeURIComponent).join("/")}`, { method: "DELETE" });
+        await api(`${base}/source/delete/${encodePath(f.path)}`, { method: "DELETE" });
         refresh();
       } }, "delete")))));
   }
@@ -192,16 +200,8 @@ async function contextView() {
     curate.disabled = true;
     try {
       const started = await (await api(`${base}/curate`, { method: "POST", body: {} })).json();
-      for (;;) {
-        const task = await (await api(`/tasks/${started.task_id}`)).json();
-        const p = task.progress || {};
-        curateState.replaceChildren(el("div", {}, `${task.state} · ${p.label || p.phase || ""} · ${Math.round(p.pct || 0)}%`));
-        if (["completed", "failed", "cancelled"].includes(task.state)) {
-          curateState.append(curateSummary(task));
-          break;
-        }
-        await new Promise((r) => setTimeout(r, 400));
-      }
+      const task = await waitTask(started.task_id, curateState);  // shows a failure itself
+      if (task.state === "completed") curateState.append(curateSummary(task));
     } catch (error) {
       curateState.replaceChildren(el("p", { class: "error", role: "alert" }, error.message));
     } finally {
@@ -230,16 +230,14 @@ async function contextView() {
     if (!file) return;
     const form = new FormData();
     form.append("file", file);
-    const headers = {};
-    const token = sessionStorage.getItem(TOKEN);
-    if (token) headers.authorization = `Bearer ${token}`;
-    const response = await fetch(`/api${base}/restore`, { method: "POST", body: form, headers });
-    const body = await response.json();
-    if (!response.ok) {
-      packState.replaceChildren(el("span", { class: "error", role: "alert" }, `${body.code}: ${body.message}`));
+    let started;
+    try {
+      started = await (await api(`${base}/restore`, { method: "POST", body: form })).json();
+    } catch (error) {
+      showError(packState, error);
       return;
     }
-    const task = await waitTask(body.task_id, packState);
+    const task = await waitTask(started.task_id, packState);
     if (task.state === "completed") {
       packState.replaceChildren(el("span", { id: "restored" }, `restored: version ${task.output.live_version}`));
       refresh();
@@ -279,9 +277,7 @@ function curateSummary(task) {
   const out = task.output || {};
   const delta = out.delta || {};
   const parts = [el("p", { class: "summary" },
-    task.state === "completed"
-      ? `version ${out.live_version ?? "—"} · ${delta.processed ?? 0} parsed · ${delta.chunks_created ?? 0} chunks created · ${delta.corpus_artifacts ?? 0} artifacts`
-      : `${task.state}: ${task.error?.message || task.error || ""}`)];
+    `version ${out.live_version ?? "—"} · ${delta.processed ?? 0} parsed · ${delta.chunks_created ?? 0} chunks created · ${delta.corpus_artifacts ?? 0} artifacts`)];
   for (const [path, why] of Object.entries(out.failures || {})) {
     parts.push(el("p", { class: why.status === "failed" ? "error" : "muted" }, `${why.status}: ${path} (${why.reason})`));
   }
@@ -334,6 +330,15 @@ async function tablesView() {
 }
 
 // ------------------------------------------------------------------------------------------ sessions
+function turnsTable(queries) {
+  return el("table", { class: "grid" },
+    el("thead", {}, el("tr", {}, ["turn", "status", "latency", "tokens", ""].map((h) => el("th", {}, h)))),
+    el("tbody", {}, (queries || []).map((q) => el("tr", {},
+      el("td", {}, q.input?.[0]?.content ?? q.id), el("td", {}, q.status),
+      el("td", {}, `${(q.rollup?.duration_ms ?? 0) / 1000} s`), el("td", {}, q.usage?.total_tokens ?? 0),
+      el("td", {}, el("a", { href: `#/trace?q=${encodeURIComponent(q.id)}` }, "trace"))))));
+}
+
 async function sessionsView() {
   const id = params().get("s");
   try {
@@ -349,12 +354,7 @@ async function sessionsView() {
     const session = await (await api(`/sessions/${encodeURIComponent(id)}`)).json();
     view.replaceChildren(el("h1", {}, "Session ", el("span", { class: "muted" }, id)),
       session.system_prompt ? el("p", {}, el("strong", {}, "Instructions: "), session.system_prompt) : el("span"),
-      el("table", { class: "grid" },
-        el("thead", {}, el("tr", {}, ["turn", "status", "latency", "tokens", ""].map((h) => el("th", {}, h)))),
-        el("tbody", {}, (session.queries || []).map((q) => el("tr", {},
-          el("td", {}, q.input?.[0]?.content ?? q.id), el("td", {}, q.status),
-          el("td", {}, `${(q.rollup?.duration_ms ?? 0) / 1000} s`), el("td", {}, q.usage?.total_tokens ?? 0),
-          el("td", {}, el("a", { href: `#/trace?q=${encodeURIComponent(q.id)}` }, "trace")))))));
+      turnsTable(session.queries));
   } catch (error) {
     showError(view, error);
   }
@@ -441,7 +441,7 @@ async function knowledgeView() {
   view.replaceChildren(el("h1", {}, "Knowledge"), crumbs, el("p", { class: "muted" }, "Loading…"));
   try {
     if (!path || !path.includes(".")) {
-      const listing = await (await api(`${base}/list${path ? "/" + path.split("/").map(encodeURIComponent).join("/") : ""}`)).json();
+      const listing = await (await api(`${base}/list${path ? "/" + encodePath(path) : ""}`)).json();
       const items = listing.entries.map((e) => {
         const next = path ? `${path}/${e.name}` : e.name;
         return el("li", {}, el("a", { href: `#/knowledge?ctx=${encodeURIComponent(slug)}&path=${encodeURIComponent(next)}` },
@@ -450,7 +450,7 @@ async function knowledgeView() {
       view.replaceChildren(el("h1", {}, "Knowledge"), crumbs, el("ul", { class: "listing" }, items));
       return;
     }
-    const text = await (await api(`${base}/read/${path.split("/").map(encodeURIComponent).join("/")}`, { headers: { accept: "*/*" } })).text();
+    const text = await (await api(`${base}/read/${encodePath(path)}`, { headers: { accept: "*/*" } })).text();
     const parts = text.startsWith("---\n") ? text.slice(4).split("\n---\n") : [null, text];
     const front = parts.length > 1 ? parts[0] : null;
     const body = parts.length > 1 ? parts.slice(1).join("\n---\n") : text;
@@ -626,12 +626,7 @@ async function askView() {
         document.getElementById("follow-label").textContent = `follow up in session ${sessionId}`;
         question.value = "";
         const session = await (await api(`/sessions/${sessionId}`)).json();
-        history.replaceChildren(el("h2", {}, "This session"), el("table", { class: "grid" },
-          el("thead", {}, el("tr", {}, ["turn", "status", "latency", "tokens", ""].map((h) => el("th", {}, h)))),
-          el("tbody", {}, (session.queries || []).map((q) => el("tr", {},
-            el("td", {}, q.input?.[0]?.content ?? q.id), el("td", {}, q.status),
-            el("td", {}, `${(q.rollup?.duration_ms ?? 0) / 1000} s`), el("td", {}, q.usage?.total_tokens ?? 0),
-            el("td", {}, el("a", { href: `#/trace?q=${encodeURIComponent(q.id)}` }, "trace")))))));
+        history.replaceChildren(el("h2", {}, "This session"), turnsTable(session.queries));
       }
     } catch (error) {
       showError(result, error);
@@ -742,7 +737,7 @@ async function pageView() {
   const page = Number(p.get("page") || 1);
   const start = p.has("start") ? Number(p.get("start")) : null;
   const end = p.has("end") ? Number(p.get("end")) : null;
-  const base = `/contexts/${encodeURIComponent(ctx)}/pages/${path.split("/").map(encodeURIComponent).join("/")}`;
+  const base = `/contexts/${encodeURIComponent(ctx)}/pages/${encodePath(path)}`;
   const nav = (n) => {
     const q = new URLSearchParams({ ctx, path, page: String(n) });
     return `#/page?${q}`;
