@@ -30,7 +30,14 @@ from sleuth.compile.extraction.client import BudgetExhausted, ExtractionClient, 
 from sleuth.compile.extraction.edges import edges_of, resolve_claims
 from sleuth.compile.extraction.fields import conflicts, fields_for
 from sleuth.compile.extraction.grouping import Group, SourcedMention, group_mentions
-from sleuth.compile.extraction.inputs import call_key_parts, fingerprint_of, type_hash, windows
+from sleuth.compile.extraction.inputs import (
+    Step,
+    call_key_parts,
+    fingerprint_of,
+    per_source_system,
+    type_hash,
+    windows,
+)
 from sleuth.compile.extraction.outcomes import SourceError, TypeStats
 from sleuth.compile.extraction.quotes import QuoteLocator
 from sleuth.compile.extraction.schemas import (
@@ -260,13 +267,7 @@ class ModelExtractor:
     # ------------------------------------------------------------------------------ the calls
     def _document(self, art_type: ArtifactType, source: str, pages: list[Page]) -> Artifact | None:
         stats = self._stats(art_type.name)
-        texts, truncated = windows(pages, self.config.max_doc_chars, self.config.extraction_window_chars)
-        if truncated:
-            stats.count("truncated_sources", 1)
-            with self._report_lock:
-                self._truncated.add(source)
-        system = prompts.document_system(art_type, self.config.max_tokens)
-        base = call_key_parts(self.fingerprint, art_type, self.manifest, source, pages)
+        texts, system, base = self._inputs("document", art_type, source, pages)
         replies: list[DocumentReply] = []
         for index, text in enumerate(texts):
             key = cache_key("document", *base, str(index))
@@ -308,14 +309,8 @@ class ModelExtractor:
     ) -> tuple[list[tuple[Mention, list[Provenance]]], list[EdgeClaim]]:
         """The mentions kept, each with the spans its quotes were found at, and the edges claimed."""
         stats = self._stats(art_type.name)
-        texts, truncated = windows(pages, self.config.max_doc_chars, self.config.extraction_window_chars)
-        if truncated:
-            stats.count("truncated_sources", 1)
-            with self._report_lock:
-                self._truncated.add(source)
         edges = edges_of(art_type, self.manifest)
-        system = prompts.map_system(art_type, edges, self.config.mention_max_chars)
-        base = call_key_parts(self.fingerprint, art_type, self.manifest, source, pages)
+        texts, system, base = self._inputs("map", art_type, source, pages)
         locator = QuoteLocator(source, pages)
         kept: list[tuple[Mention, list[Provenance]]] = []
         claims: list[EdgeClaim] = []
@@ -463,13 +458,7 @@ class ModelExtractor:
     def _rows(self, art_type: ArtifactType, source: str, pages: list[Page]) -> ProseRows:
         stats = self._stats(art_type.name)
         columns, _warnings = resolve_columns(art_type)
-        texts, truncated = windows(pages, self.config.max_doc_chars, self.config.extraction_window_chars)
-        if truncated:
-            stats.count("truncated_sources", 1)
-            with self._report_lock:
-                self._truncated.add(source)
-        system = prompts.rows_system(art_type, [(c.name, c.type, c.description) for c in columns])
-        base = call_key_parts(self.fingerprint, art_type, self.manifest, source, pages)
+        texts, system, base = self._inputs("rows", art_type, source, pages)
         locator = QuoteLocator(source, pages)
         out = ProseRows()
         for index, text in enumerate(texts):
@@ -500,6 +489,19 @@ class ModelExtractor:
         return out
 
     # ------------------------------------------------------------------------------ plumbing
+    def _inputs(
+        self, step: Step, art_type: ArtifactType, source: str, pages: list[Page]
+    ) -> tuple[list[str], str, tuple[str, ...]]:
+        """What a per-source call reads (its text windows, counting a source read only in part), its
+        system prompt and its cache key parts."""
+        texts, truncated = windows(pages, self.config.max_doc_chars, self.config.extraction_window_chars)
+        if truncated:
+            self._stats(art_type.name).count("truncated_sources", 1)
+            with self._report_lock:
+                self._truncated.add(source)
+        system = per_source_system(step, art_type, self.manifest)
+        return texts, system, call_key_parts(self.fingerprint, art_type, self.manifest, source, pages)
+
     def _ask(
         self, reply_type: type[Any], system: str, user: str, type_name: str, key: str, max_tokens: int = 0
     ) -> Any:

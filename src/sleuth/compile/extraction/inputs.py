@@ -6,11 +6,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from typing import Literal
 
 from sleuth.compile.extraction import prompts
 from sleuth.compile.extraction.edges import edges_of
 from sleuth.compile.manifest import ArtifactType, Manifest
 from sleuth.compile.pages import Page
+from sleuth.compile.typed_tables import resolve_columns
 from sleuth.models.base import ModelConfig
 
 
@@ -40,6 +42,30 @@ def windows(pages: Sequence[Page], max_chars: int, window_chars: int) -> tuple[l
         return [text[:max_chars]], len(text) > max_chars
     size = min(window_chars, max_chars)
     return [text[i : i + size] for i in range(0, max(len(text), 1), size)], False
+
+
+Step = Literal["document", "map", "rows"]
+
+
+def step_of(art_type: ArtifactType) -> Step:
+    """The call a type makes once per source: a document artifact (document scope, and the per-source
+    summaries a corpus summary is reduced from), a corpus map, or rows found in prose."""
+    if art_type.format == "sqlite":
+        return "rows"
+    if art_type.resolved_scope == "document" or art_type.kind == "summary":
+        return "document"
+    return "map"
+
+
+def per_source_system(step: Step, art_type: ArtifactType, manifest: Manifest) -> str:
+    """The system prompt of that per-source call (what the extractor sends and the profile counts)."""
+    arts = manifest.curate.artifacts
+    if step == "rows":
+        columns, _warnings = resolve_columns(art_type)
+        return prompts.rows_system(art_type, [(c.name, c.type, c.description) for c in columns])
+    if step == "document":
+        return prompts.document_system(art_type, arts.max_tokens)
+    return prompts.map_system(art_type, edges_of(art_type, manifest), arts.mention_max_chars)
 
 
 def fingerprint_of(config: ModelConfig) -> str:

@@ -26,14 +26,18 @@ from urllib.parse import urlparse
 from sleuth.compile import version_files
 from sleuth.compile.extraction import prompts
 from sleuth.compile.extraction.cache import ExtractionCache, cache_key
-from sleuth.compile.extraction.edges import edges_of
 from sleuth.compile.extraction.extractor import SUMMARY_GROUP
-from sleuth.compile.extraction.inputs import call_key_parts, fingerprint_of, windows
-from sleuth.compile.manifest import DETERMINISTIC_KINDS, ArtifactType, Manifest
+from sleuth.compile.extraction.inputs import (
+    call_key_parts,
+    fingerprint_of,
+    per_source_system,
+    step_of,
+    windows,
+)
+from sleuth.compile.manifest import DETERMINISTIC_KINDS, Manifest
 from sleuth.compile.pages import Page, ParseError
 from sleuth.compile.parse import parse_source
 from sleuth.compile.sources import list_source_files
-from sleuth.compile.typed_tables import resolve_columns
 from sleuth.models.base import ModelConfig
 from sleuth.settings import current
 from sleuth.store.home import ContextDir
@@ -122,11 +126,11 @@ def profile_curate(
             out_low, out_high = per_call * 0.7, per_call * 1.5
         scope = "sqlite" if art_type.format == "sqlite" else art_type.resolved_scope
         tp = TypeProfile(art_type.name, scope)
-        system = _system(art_type, manifest)
+        step = step_of(art_type)
+        system = per_source_system(step, art_type, manifest)
         for source in sources:
             pages = pages_by_source[source]
             texts, _cut = windows(pages, arts.max_doc_chars, arts.extraction_window_chars)
-            step = _step(art_type)
             base = call_key_parts(fingerprint, art_type, manifest, source, pages)
             for index, text in enumerate(texts):
                 if (
@@ -186,26 +190,6 @@ def profile_curate(
             band.low, band.high = round(band.low), round(band.high)
         tp.seconds.low, tp.seconds.high = round(tp.seconds.low, 1), round(tp.seconds.high, 1)
     return Profile(config.id, len(sources), profiles, total, assumptions)
-
-
-def _step(art_type: ArtifactType) -> str:
-    """The cache-key step of a type's per-source calls (extractor.py)."""
-    if art_type.format == "sqlite":
-        return "rows"
-    if art_type.resolved_scope == "document" or art_type.kind == "summary":
-        return "document"
-    return "map"
-
-
-def _system(art_type: ArtifactType, manifest: Manifest) -> str:
-    arts = manifest.curate.artifacts
-    step = _step(art_type)
-    if step == "rows":
-        columns, _warnings = resolve_columns(art_type)
-        return prompts.rows_system(art_type, [(c.name, c.type, c.description) for c in columns])
-    if step == "document":
-        return prompts.document_system(art_type, arts.max_tokens)
-    return prompts.map_system(art_type, edges_of(art_type, manifest), arts.mention_max_chars)
 
 
 def _timing(tp: TypeProfile, prefill: float, generation: float, in_flight: int, config: ModelConfig) -> None:
