@@ -38,18 +38,9 @@ def test_provenance_quotes_the_page_and_keeps_its_disk_form() -> None:
     assert Provenance.from_json(stored) == at
 
 
-def test_covers_is_same_page_and_inside() -> None:
-    outer = PageSpan(source_path="a.md", page=2, start=10, end=50)
-    assert outer.covers(PageSpan(source_path="a.md", page=2, start=10, end=50))
-    assert outer.covers(PageSpan(source_path="a.md", page=2, start=20, end=30))
-    assert not outer.covers(PageSpan(source_path="a.md", page=3, start=20, end=30))
-    assert not outer.covers(PageSpan(source_path="b.md", page=2, start=20, end=30))
-    assert not outer.covers(PageSpan(source_path="a.md", page=2, start=5, end=30))
-
-
 def test_a_windowed_copy_of_evidence_shares_its_sighting() -> None:
     span = EvidenceSpan(ref="E1", context="kb", source_path="a.md", page=1, start=0, end=len(PAGE), text=PAGE)
     cut = dataclasses.replace(span, start=15, text=PAGE[15:])
     span.sighting.seen, span.sighting.order = True, 3
-    assert cut.seen and cut.seen_order == 3 and cut.location() != span.location()
+    assert cut.seen and cut.seen_order == 3 and cut.key != span.key
     assert span.to_json()["seen"] is True and "sighting" not in span.to_json()

@@ -32,19 +32,6 @@ class PageSpan:
         """The location alone, for sorting and for telling two records of one place apart from others."""
         return (self.source_path, self.page, self.start, self.end)
 
-    def location(self) -> PageSpan:
-        """The bare location of this record (what two records of different kinds compare on)."""
-        return PageSpan(source_path=self.source_path, page=self.page, start=self.start, end=self.end)
-
-    def covers(self, other: PageSpan) -> bool:
-        """Whether `other` lies wholly inside this span, on the same page of the same source."""
-        return (
-            self.source_path == other.source_path
-            and self.page == other.page
-            and self.start <= other.start
-            and other.end <= self.end
-        )
-
 
 @dataclass(frozen=True, kw_only=True)
 class Provenance(PageSpan):

@@ -56,10 +56,6 @@ class TypeUsage:
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "seconds": round(self.seconds, 3)}
 
-    @property
-    def tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
-
 
 def parse_json(text: str) -> Any:
     """The JSON object in a reply: fences stripped, else the outermost `{...}`, else (a reply cut off

@@ -114,9 +114,6 @@ class ModelExtractor:
         as errored, but rerunning would only repeat it, so it does not make the run incomplete."""
         return not self.client.budget_exhausted and not any(e.transient for e in self.errors)
 
-    def usage(self) -> dict[str, TypeUsage]:
-        return dict(self.client.usage)
-
     def report(self) -> dict[str, Any]:
         """Per type: usage and what was built, for the compile report, the version and the ledger."""
         names = sorted(set(self.client.usage) | set(self.stats))
