@@ -1,6 +1,7 @@
 """The web console (issue 14): one small framework-free app served at `/` by the API's own FastAPI app.
 
-It is static files (`static/`: one HTML page, one ES module, one stylesheet) that talk to the same
+It is static files (`static/`: one HTML page, `console.js` routing to one ES module per view in
+`views/` with shared helpers in `lib/`, one stylesheet) that talk to the same
 `/api` as every other client, so there is no second backend and nothing to build: what ships in the
 package is what the browser runs. Why not server-rendered templates: every view here is live (a turn
 streams its steps, a curate its phases), so the pages would be JavaScript either way; one module that

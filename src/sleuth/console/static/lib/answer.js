@@ -1,0 +1,60 @@
+// An answer with its citation markers: hover or focus shows file, page and the verbatim span; a
+// click opens the page viewer.
+
+import { el } from "./dom.js";
+
+const popover = document.getElementById("popover");
+
+export function pageLink(c) {
+  const q = new URLSearchParams({
+    ctx: c.context, path: c.source, page: String(c.pages[0] ?? 1), start: String(c.start), end: String(c.end),
+  });
+  return `#/page?${q}`;
+}
+
+export function renderJson(target, query) {
+  if (query.output_json) {
+    target.append(el("h2", {}, "JSON"), el("pre", { class: "json" }, JSON.stringify(query.output_json, null, 2)));
+  }
+}
+
+export function renderAnswer(target, query) {
+  const text = (query.output || []).flatMap((m) => m.content || []).map((p) => p.text || "").join("");
+  const citations = query.citations || [];
+  const answer = el("div", { class: "answer" });
+  let last = 0;
+  for (const match of text.matchAll(/\[(\d+)\]/g)) {
+    answer.append(text.slice(last, match.index));
+    const citation = citations[Number(match[1]) - 1];
+    if (citation) {
+      answer.append(el("a", {
+        class: "cite", href: pageLink(citation), dataset: { n: match[1] },
+        "aria-label": `citation ${match[1]}: ${citation.source}, page ${citation.pages.join(", ")}`,
+        onmouseenter: (e) => showCitation(e.currentTarget, citation),
+        onfocus: (e) => showCitation(e.currentTarget, citation),
+        onmouseleave: hideCitation, onblur: hideCitation,
+      }, match[0]));
+    } else {
+      answer.append(match[0]);
+    }
+    last = match.index + match[0].length;
+  }
+  answer.append(text.slice(last));
+  const list = el("ol", { class: "citations" }, citations.map((c) =>
+    el("li", {}, el("a", { href: pageLink(c) }, `${c.source}, p. ${c.pages.join(", ")}`), " ",
+      el("q", {}, c.grounding))));
+  target.replaceChildren(el("h2", {}, "Answer"), answer, ...(citations.length ? [list] : []));
+}
+
+export function showCitation(anchor, citation) {
+  popover.replaceChildren(el("div", { class: "where" }, `${citation.source} · page ${citation.pages.join(", ")}`),
+    el("q", {}, citation.grounding));
+  const box = anchor.getBoundingClientRect();
+  popover.style.left = `${Math.max(8, Math.min(box.left, innerWidth - 360))}px`;
+  popover.style.top = `${box.bottom + scrollY + 6}px`;
+  popover.hidden = false;
+}
+
+export function hideCitation() {
+  popover.hidden = true;
+}

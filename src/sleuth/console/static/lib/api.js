@@ -1,0 +1,51 @@
+// Every call to the server goes through `api`: the login token on each request, the API's error
+// envelope turned into an Error that keeps it, and a 401 that sends the person to sign in.
+
+import { el } from "./dom.js";
+
+// With `sleuth serve --auth` the console signs in through POST /auth/login: the key typed in is sent
+// once and only the login token it returns is kept (sessionStorage, gone with the tab).
+export const TOKEN = "sleuth.token";
+
+export class Unauthenticated extends Error {}
+
+export function authHeaders() {
+  const token = sessionStorage.getItem(TOKEN);
+  return token ? { authorization: `Bearer ${token}` } : {};
+}
+
+export async function api(path, options = {}) {
+  const form = options.body instanceof FormData;  // a multipart upload: the browser sets its own type
+  const headers = { accept: "application/json", ...authHeaders(), ...(options.headers || {}) };
+  if (options.body !== undefined && !form) headers["content-type"] = "application/json";
+  const response = await fetch(`/api${path}`, {
+    ...options,
+    headers,
+    body: options.body === undefined || form ? options.body : JSON.stringify(options.body),
+  });
+  if (response.status === 401 && !options.signingIn) {
+    sessionStorage.removeItem(TOKEN);
+    throw new Unauthenticated("sign in with an API key");
+  }
+  if (!response.ok) {
+    let message = `${response.status}`;
+    let envelope = null;
+    try {
+      envelope = await response.json();
+      message = `${envelope.code}: ${envelope.message}`;
+    } catch (_) { /* not the envelope */ }
+    const error = new Error(message);
+    error.envelope = envelope;
+    throw error;
+  }
+  return response;
+}
+
+// A view that meets a 401 asks the router for the sign-in form (an event, so no view imports the router).
+export function showError(where, error) {
+  if (error instanceof Unauthenticated) {
+    dispatchEvent(new Event("sleuth:sign-in"));
+    return;
+  }
+  where.replaceChildren(el("p", { class: "error", role: "alert" }, String(error.message || error)));
+}

@@ -1,0 +1,173 @@
+import { api, showError } from "../lib/api.js";
+import { renderAnswer, renderJson } from "../lib/answer.js";
+import { el, params, view } from "../lib/dom.js";
+import { turnsTable } from "../lib/turns.js";
+
+function stepCard(step) {
+  const card = el("article", { class: `step ${step.status}`, dataset: { step: step.step_id } },
+    el("header", {}, el("strong", {}, step.step_id), " ", el("span", { class: "status" }, step.status),
+      step.commentary ? el("span", { class: "commentary" }, " — ", step.commentary) : null));
+  if (step.code && step.code.source) {
+    const lines = step.code.source.split("\n").length;
+    card.append(el("details", { class: "code" }, el("summary", {}, `code (${lines} lines)`),
+      el("pre", {}, step.code.source)));
+  }
+  for (const call of step.tool_calls || step.calls || []) {
+    card.append(el("div", { class: "call" }, `${call.fn || call.name}(${call.args || ""})`,
+      call.ms !== undefined ? el("span", { class: "muted" }, ` ${Math.round(call.ms)} ms`) : null));
+  }
+  if (step.output) {
+    card.append(el("details", { class: "output" }, el("summary", {},
+      `what the model saw (${step.output_chars ?? step.output.length} characters${step.output_truncated ? ", cut" : ""})`),
+      el("pre", {}, step.output)));
+  }
+  return card;
+}
+
+function turnFooter(query) {
+  const usage = query.usage || {};
+  const rollup = query.rollup || {};
+  const thanks = el("span", { class: "muted", "aria-live": "polite" });
+  const comment = el("input", { class: "comment", maxlength: 2000, placeholder: "comment (optional)",
+    "aria-label": "feedback comment" });
+  const rate = (rating) => async () => {
+    try {
+      const body = comment.value ? { rating, comment: comment.value } : { rating };
+      await api(`/queries/${query.id}/feedback`, { method: "POST", body });
+      thanks.textContent = " thanks, noted";
+    } catch (error) {
+      thanks.textContent = ` ${error.message}`;
+    }
+  };
+  return el("footer", { class: "turn" },
+    el("span", {}, `${query.status} · ${(rollup.duration_ms ?? 0) / 1000} s · ${rollup.n_steps ?? 0} steps · `,
+      `${usage.total_tokens ?? 0} tokens`), " ",
+    el("a", { href: `#/trace?q=${encodeURIComponent(query.id)}` }, "trace"), " ",
+    comment, " ",
+    el("button", { type: "button", class: "small", "aria-label": "good answer", onclick: rate("up") }, "👍"),
+    el("button", { type: "button", class: "small", "aria-label": "bad answer", onclick: rate("down") }, "👎"),
+    thanks);
+}
+
+export async function askView() {
+  const chosen = (params().get("ctx") || "").split(",").filter(Boolean);
+  let sessionId = null;
+  const follow = el("input", { type: "checkbox", id: "follow", checked: true });
+  const followRow = el("div", { class: "follow", hidden: true }, follow, " ",
+    el("label", { for: "follow", id: "follow-label" }, "follow up in this session"));
+  const contexts = el("input", { id: "ctx", name: "ctx", value: chosen.join(","), required: true,
+    placeholder: "context slugs, comma-separated" });
+  const question = el("textarea", { id: "ask", name: "ask", rows: 3, required: true,
+    placeholder: "Ask a question about the documents" });
+  const steps = el("section", { class: "steps", "aria-label": "Steps" });
+  const result = el("section", { class: "result" });
+  const history = el("section", { class: "history", "aria-label": "This session's turns" });
+  const button = el("button", { type: "submit" }, "Ask");
+  const model = el("select", { id: "model", "aria-label": "Model" });
+  const maxSteps = el("input", { id: "max-steps", type: "number", min: 1, max: 50, placeholder: "default",
+    "aria-label": "Max steps" });
+  const instructions = el("textarea", { id: "instructions", rows: 2,
+    placeholder: "Session instructions (kept for every turn of the session)" });
+  const shape = el("textarea", { id: "shape", rows: 3, spellcheck: "false",
+    placeholder: 'Shape: a JSON Schema for a JSON answer, e.g. {"type": "object", "properties": {"limit": {"type": "string"}}}' });
+  const cancel = el("button", { type: "button", class: "secondary", hidden: true }, "Cancel");
+  const running = { id: null };
+  cancel.addEventListener("click", async () => {
+    if (running.id) await api(`/queries/${running.id}/cancel`, { method: "POST", body: {} }).catch(() => {});
+  });
+  api("/models").then((r) => r.json()).then((catalog) => {
+    for (const m of catalog.models || []) {
+      if (m.available) model.append(el("option", { value: m.id, selected: m.id === catalog.default }, m.label || m.id));
+    }
+  }).catch(() => {});
+  const form = el("form", { class: "ask", onsubmit: async (event) => {
+    event.preventDefault();
+    button.disabled = true;
+    steps.replaceChildren();
+    result.replaceChildren(el("p", { class: "muted" }, "Working…"));
+    const turn = sessionId && follow.checked
+      ? { ask: question.value, session_id: sessionId }
+      : { ask: question.value, scope: contexts.value.split(",").map((s) => s.trim()).filter(Boolean),
+          system_prompt: instructions.value || undefined };
+    if (model.value) turn.model = model.value;
+    if (maxSteps.value) turn.max_steps = Number(maxSteps.value);
+    if (shape.value.trim()) {
+      try {
+        turn.shape = JSON.parse(shape.value);
+      } catch (error) {
+        showError(result, new Error(`shape: not JSON: ${error.message}`));
+        button.disabled = false;
+        return;
+      }
+    }
+    cancel.hidden = false;
+    try {
+      const query = await streamTurn(turn, steps, result, running);
+      if (query) {
+        sessionId = query.session_id;
+        followRow.hidden = false;
+        document.getElementById("follow-label").textContent = `follow up in session ${sessionId}`;
+        question.value = "";
+        const session = await (await api(`/sessions/${sessionId}`)).json();
+        history.replaceChildren(el("h2", {}, "This session"), turnsTable(session.queries));
+      }
+    } catch (error) {
+      showError(result, error);
+    } finally {
+      button.disabled = false;
+      cancel.hidden = true;
+      running.id = null;
+    }
+  } },
+  el("label", { for: "ctx" }, "Contexts"), contexts,
+  el("label", { for: "ask" }, "Question"), question, followRow,
+  el("details", { class: "options" }, el("summary", {}, "options"),
+    el("label", { for: "model" }, "Model"), model, el("label", { for: "max-steps" }, "Max steps"), maxSteps,
+    el("label", { for: "instructions" }, "Instructions"), instructions,
+    el("label", { for: "shape" }, "Shape"), shape),
+  el("div", { class: "actions" }, button, " ", cancel));
+  view.replaceChildren(el("h1", {}, "Ask"), form, steps, result, history);
+  question.focus();
+}
+
+async function streamTurn(body, steps, result, running = {}) {
+  const response = await api("/query", { method: "POST", body: { ...body, stream: true },
+    headers: { accept: "text/event-stream" } });
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  const cards = new Map();
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let cut;
+    while ((cut = buffer.indexOf("\n\n")) >= 0) {
+      const frame = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      const kind = (frame.match(/^event: (.*)$/m) || [])[1];
+      const data = (frame.match(/^data: (.*)$/m) || [])[1];
+      if (!kind || !data) continue;
+      const payload = JSON.parse(data);
+      if (kind === "response.created") running.id = payload.query_id;
+      if (kind === "response.step") {
+        const merged = { ...(cards.get(payload.step_id)?.step || {}), ...payload };
+        const card = stepCard(merged);
+        const old = cards.get(payload.step_id)?.card;
+        if (old) old.replaceWith(card); else steps.append(card);
+        cards.set(payload.step_id, { step: merged, card });
+      } else if (kind === "response.failed" || kind === "response.cancelled") {
+        result.replaceChildren(el("p", { class: "error", role: "alert" },
+          `${kind.split(".")[1]}: ${payload.error?.message || payload.error || ""}`));
+      } else if (kind === "query") {
+        if (payload.status === "completed") {
+          renderAnswer(result, payload);
+          renderJson(result, payload);
+        }
+        result.append(turnFooter(payload));
+        return payload;
+      }
+    }
+  }
+  return null;
+}

@@ -1,0 +1,136 @@
+import { api, authHeaders, showError } from "../lib/api.js";
+import { el, encodePath, params, view } from "../lib/dom.js";
+import { waitTask } from "../lib/tasks.js";
+
+function upload(slug, file, bar) {
+  // XMLHttpRequest, not fetch: it reports upload progress per file.
+  return new Promise((resolve, reject) => {
+    const request = new XMLHttpRequest();
+    request.open("POST", `/api/contexts/${encodeURIComponent(slug)}/import/upload`);
+    for (const [name, value] of Object.entries(authHeaders())) request.setRequestHeader(name, value);
+    request.upload.onprogress = (e) => { if (e.lengthComputable) bar.value = e.loaded / e.total; };
+    request.onload = () => {
+      if (request.status < 300) { bar.value = 1; resolve(JSON.parse(request.responseText)); return; }
+      let message = `${request.status}`;
+      try { const env = JSON.parse(request.responseText); message = `${env.code}: ${env.message}`; } catch (_) { /* raw */ }
+      reject(new Error(message));
+    };
+    request.onerror = () => reject(new Error("upload failed"));
+    const form = new FormData();
+    form.append("file", file);
+    request.send(form);
+  });
+}
+
+export async function contextView() {
+  const slug = params().get("ctx");
+  const base = `/contexts/${encodeURIComponent(slug)}`;
+  const sources = el("tbody");
+  const uploads = el("ul", { class: "uploads" });
+  const curateState = el("div", { class: "curate", "aria-live": "polite" });
+  const files = el("input", { type: "file", id: "files", multiple: true });
+  const drop = el("div", { class: "drop", tabindex: 0 }, "Drop files here, or ", el("label", { for: "files" }, "choose files"), files);
+
+  async function refresh() {
+    const listing = await (await api(`${base}/source/manifest`)).json();
+    sources.replaceChildren(...listing.files.map((f) => el("tr", {},
+      el("td", {}, f.path), el("td", {}, String(f.size)),
+      el("td", {}, el("button", { type: "button", class: "small", "aria-label": `delete ${f.path}`, onclick: async () => {
+        await api(`${base}/source/delete/${encodePath(f.path)}`, { method: "DELETE" });
+        refresh();
+      } }, "delete")))));
+  }
+
+  async function send(list) {
+    for (const file of list) {
+      const bar = el("progress", { max: 1, value: 0, "aria-label": `upload of ${file.name}` });
+      const item = el("li", {}, file.name, " ", bar);
+      uploads.append(item);
+      try {
+        await upload(slug, file, bar);
+        item.append(el("span", { class: "muted" }, " uploaded"));
+      } catch (error) {
+        item.append(el("span", { class: "error", role: "alert" }, ` ${error.message}`));
+      }
+    }
+    refresh();
+  }
+  files.addEventListener("change", () => send([...files.files]));
+  drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });
+  drop.addEventListener("dragleave", () => drop.classList.remove("over"));
+  drop.addEventListener("drop", (e) => { e.preventDefault(); drop.classList.remove("over"); send([...e.dataTransfer.files]); });
+
+  const curate = el("button", { type: "button", onclick: async () => {
+    curate.disabled = true;
+    try {
+      const started = await (await api(`${base}/curate`, { method: "POST", body: {} })).json();
+      const task = await waitTask(started.task_id, curateState);  // shows a failure itself
+      if (task.state === "completed") curateState.append(curateSummary(task));
+    } catch (error) {
+      curateState.replaceChildren(el("p", { class: "error", role: "alert" }, error.message));
+    } finally {
+      curate.disabled = false;
+    }
+  } }, "Curate");
+
+  const packState = el("div", { class: "pack", "aria-live": "polite" });
+  const pack = el("button", { type: "button", onclick: async () => {
+    packState.replaceChildren(el("span", { class: "muted" }, "Packing…"));
+    try {
+      const started = await (await api(`${base}/pack`, { method: "POST", body: {} })).json();
+      const task = await waitTask(started.task_id, packState);
+      if (task.state !== "completed") return;
+      const name = task.output.pack_filename;
+      const blob = await (await api(`/tasks/${task.id}/files/read/${encodeURIComponent(name)}`, { headers: { accept: "*/*" } })).blob();
+      packState.replaceChildren(el("a", { href: URL.createObjectURL(blob), download: name, id: "pack-link" },
+        `download ${name}`), el("span", { class: "muted" }, ` (${task.output.pack_size} bytes)`));
+    } catch (error) {
+      packState.replaceChildren(el("span", { class: "error", role: "alert" }, error.message));
+    }
+  } }, "Pack");
+  const restoreFile = el("input", { type: "file", id: "restore-file", accept: ".zip", "aria-label": "Pack to restore" });
+  restoreFile.addEventListener("change", async () => {
+    const file = restoreFile.files[0];
+    if (!file) return;
+    const form = new FormData();
+    form.append("file", file);
+    let started;
+    try {
+      started = await (await api(`${base}/restore`, { method: "POST", body: form })).json();
+    } catch (error) {
+      showError(packState, error);
+      return;
+    }
+    const task = await waitTask(started.task_id, packState);
+    if (task.state === "completed") {
+      packState.replaceChildren(el("span", { id: "restored" }, `restored: version ${task.output.live_version}`));
+      refresh();
+    }
+  });
+  view.replaceChildren(el("h1", {}, slug, " ", el("a", { href: `#/ask?ctx=${encodeURIComponent(slug)}`, class: "muted" }, "ask"),
+    " ", el("a", { href: `#/knowledge?ctx=${encodeURIComponent(slug)}`, class: "muted" }, "knowledge"),
+    " ", el("a", { href: `#/design?ctx=${encodeURIComponent(slug)}`, class: "muted" }, "design"),
+    " ", el("a", { href: `#/tables?ctx=${encodeURIComponent(slug)}`, class: "muted" }, "tables")),
+    el("h2", {}, "Sources"), drop, uploads,
+    el("table", { class: "grid" }, el("thead", {}, el("tr", {}, el("th", {}, "Path"), el("th", {}, "Bytes"), el("th", {}, ""))), sources),
+    el("h2", {}, "Curate"), curate, curateState,
+    el("h2", {}, "Pack and restore"), pack, " ", el("label", { for: "restore-file" }, "restore a pack into this (empty) context "), restoreFile, packState);
+  try {
+    await refresh();
+  } catch (error) {
+    showError(view, error);
+  }
+}
+
+function curateSummary(task) {
+  const out = task.output || {};
+  const delta = out.delta || {};
+  const parts = [el("p", { class: "summary" },
+    `version ${out.live_version ?? "—"} · ${delta.processed ?? 0} parsed · ${delta.chunks_created ?? 0} chunks created · ${delta.corpus_artifacts ?? 0} artifacts`)];
+  for (const [path, why] of Object.entries(out.failures || {})) {
+    parts.push(el("p", { class: why.status === "failed" ? "error" : "muted" }, `${why.status}: ${path} (${why.reason})`));
+  }
+  for (const [name, why] of Object.entries(out.artifacts_skipped_no_model || {})) parts.push(el("p", { class: "muted" }, `skipped ${name}: ${why}`));
+  for (const warning of out.warnings || []) parts.push(el("p", { class: "muted" }, `warning: ${warning}`));
+  return el("div", {}, parts);
+}

@@ -1,0 +1,37 @@
+import { api, showError } from "../lib/api.js";
+import { el, view } from "../lib/dom.js";
+
+export async function contextsView() {
+  view.replaceChildren(el("h1", {}, "Contexts"), el("p", { class: "muted" }, "Loading…"));
+  try {
+    const data = await (await api("/contexts")).json();
+    const rows = (data.contexts || data.data || data).map((c) =>
+      el("tr", {},
+        el("td", {}, el("a", { href: `#/context?ctx=${encodeURIComponent(c.slug)}` }, c.slug), " ",
+          el("a", { href: `#/ask?ctx=${encodeURIComponent(c.slug)}`, class: "muted" }, "ask")),
+        el("td", {}, c.name || ""),
+        el("td", {}, c.queryable ? "ready" : "not curated"),
+        el("td", {}, c.last_curated_at || "—")));
+    const slug = el("input", { id: "new-slug", required: true, pattern: "[a-z][a-z0-9\\-]{2,63}", placeholder: "slug" });
+    const name = el("input", { id: "new-name", required: true, placeholder: "name" });
+    const problem = el("span", { class: "error", role: "alert" });
+    const create = el("form", { class: "inline", onsubmit: async (event) => {
+      event.preventDefault();
+      try {
+        await api("/contexts", { method: "POST", body: { slug: slug.value, name: name.value } });
+        location.hash = `#/context?ctx=${encodeURIComponent(slug.value)}`;
+      } catch (error) {
+        problem.textContent = error.message;
+      }
+    } }, el("label", { for: "new-slug" }, "New context "), slug, name,
+      el("button", { type: "submit" }, "Create"), problem);
+    view.replaceChildren(
+      el("h1", {}, "Contexts"), create,
+      el("table", { class: "grid" },
+        el("thead", {}, el("tr", {}, el("th", {}, "Slug"), el("th", {}, "Name"), el("th", {}, "State"),
+          el("th", {}, "Last curated"))),
+        el("tbody", {}, rows)));
+  } catch (error) {
+    showError(view, error);
+  }
+}

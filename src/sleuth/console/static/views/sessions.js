@@ -1,0 +1,24 @@
+import { api, showError } from "../lib/api.js";
+import { el, params, view } from "../lib/dom.js";
+import { turnsTable } from "../lib/turns.js";
+
+export async function sessionsView() {
+  const id = params().get("s");
+  try {
+    if (!id) {
+      const data = await (await api("/sessions?limit=50")).json();
+      view.replaceChildren(el("h1", {}, "Sessions"), el("table", { class: "grid" },
+        el("thead", {}, el("tr", {}, ["session", "title", "updated"].map((h) => el("th", {}, h)))),
+        el("tbody", {}, data.sessions.map((x) => el("tr", {},
+          el("td", {}, el("a", { href: `#/sessions?s=${encodeURIComponent(x.id)}` }, x.id)),
+          el("td", {}, x.title || ""), el("td", {}, x.updated_at || ""))))));
+      return;
+    }
+    const session = await (await api(`/sessions/${encodeURIComponent(id)}`)).json();
+    view.replaceChildren(el("h1", {}, "Session ", el("span", { class: "muted" }, id)),
+      session.system_prompt ? el("p", {}, el("strong", {}, "Instructions: "), session.system_prompt) : el("span"),
+      turnsTable(session.queries));
+  } catch (error) {
+    showError(view, error);
+  }
+}
