@@ -49,3 +49,22 @@ def test_bad_page_requests_get_the_envelope(client: httpx.Client) -> None:
         "invalid_request",
     )
     assert client.get(f"/api/contexts/acme/pages/{REPORT}").status_code == 400  # page is required
+
+
+def test_a_page_lists_its_chunks_and_the_artifacts_that_cite_it(client: httpx.Client) -> None:
+    handbook = "uploads/acme-corpus/handbook/employee-handbook.docx"
+    page = client.get(f"/api/contexts/acme/pages/{handbook}", params={"page": 1}).json()
+    text = page["text"]
+    assert page["pages"] == 1 and page["chunks"] and page["artifacts"]
+    starts = [c["start"] for c in page["chunks"]]
+    assert starts == sorted(starts) and starts[0] == 0  # in page order, from the page's first character
+    for chunk in page["chunks"]:
+        assert 0 <= chunk["start"] < chunk["end"] <= len(text) and chunk["tokens"] > 0
+    for artifact in page["artifacts"]:  # every quote is the page's own text at its offsets
+        assert text[artifact["start"] : artifact["end"]] == artifact["quote"]
+        read = client.get(f"/api/contexts/acme/knowledge/read/{artifact['file']}")
+        assert read.status_code == 200 and artifact["id"] in read.text
+    assert {"Document", "Defined Terms"} <= {a["type"] for a in page["artifacts"]}
+    report = client.get(f"/api/contexts/acme/pages/{REPORT}", params={"page": 2}).json()
+    assert report["pages"] >= 2 and report["chunks"]
+    assert all(a["type"] != "Defined Terms" for a in report["artifacts"])  # only what cites this page

@@ -381,3 +381,30 @@ def test_typed_tables_page_and_sort(server: LiveServer, browser: Browser) -> Non
     _shot(page, "table", "laptop")
     assert errors == []
     page.close()
+
+
+def test_read_a_source_page_by_page_with_its_chunks_and_artifacts(server: LiveServer, browser: Browser) -> None:
+    handbook = "uploads/acme-corpus/handbook/employee-handbook.docx"
+    stored = server.client.get(f"/api/contexts/acme/pages/{handbook}", params={"page": 1}).json()
+    page, errors = _page(browser, "laptop")
+    page.goto(server.url + "/#/context?ctx=acme")
+    page.get_by_role("link", name=handbook, exact=True).click()  # a source opens on its first page
+    panel = page.get_by_role("complementary", name="On this page")
+    panel.locator("ol.chunks li").first.wait_for()
+    assert panel.locator("ol.chunks li").count() == len(stored["chunks"])
+    assert page.locator(".chunk-start").count() == len({c["start"] for c in stored["chunks"]})
+    second = stored["chunks"][1]
+    panel.locator("ol.chunks a").nth(1).click()  # a chunk: its span marked on the page
+    page.wait_for_function(f"location.hash.includes('start={second['start']}')")
+    page.locator("mark#span").wait_for()
+    assert page.locator("mark#span").inner_text() == stored["text"][second["start"] : second["end"]]
+    terms = next(a for a in stored["artifacts"] if a["type"] == "Defined Terms")
+    panel.get_by_role("link", name=f"mark the quote of {terms['name']}").first.click()
+    page.wait_for_function(f"location.hash.includes('start={terms['start']}')")
+    assert page.locator("mark#span").inner_text() == terms["quote"]
+    assert page.get_by_role("link", name="next →").count() == 0  # a one-page document: no next page
+    _shot(page, "source", "laptop")
+    panel.get_by_role("link", name=f"{terms['type']} · {terms['name']}").first.click()
+    page.locator("ul.evidence-links a").first.wait_for()  # the artifact itself, with its evidence
+    assert errors == []
+    page.close()

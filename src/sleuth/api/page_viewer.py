@@ -1,6 +1,7 @@
 """Routes: the page viewer's reads (issue 14, item 5) over the live version of a context.
 
-- `GET /contexts/{slug}/pages/{path}?page=N` → the stored text of that page (every format);
+- `GET /contexts/{slug}/pages/{path}?page=N` → the stored text of that page (every format), how many
+  pages the source has, and the chunks and artifact quotes on the page (`store.page_marks`);
 - `GET /contexts/{slug}/pages/{path}/image?page=N&width=W` → a PDF page as a PNG;
 - `GET /contexts/{slug}/pages/{path}/boxes?page=N&start=S&end=E` → where `text[S:E]` is on the page,
   from the PDF's text layer (one box per line, PDF points from the top left).
@@ -24,6 +25,7 @@ from sleuth.api.errors import ApiError
 from sleuth.api.file_trees import resolve_file
 from sleuth.api.state import api_state
 from sleuth.store.page_images import MAX_IMAGE_WIDTH, NotAPdf, PageNotFound, render_png, span_boxes
+from sleuth.store.page_marks import page_marks
 from sleuth.store.search import VersionReader
 
 router = APIRouter()
@@ -32,6 +34,11 @@ Offset = Annotated[int, Query(ge=0, le=100_000_000)]
 
 
 def _page_text(request: Request, slug: str, path: str, page: int) -> tuple[Any, str]:
+    ctx, text, _reader = _read_page(request, slug, path, page)
+    return ctx, text
+
+
+def _read_page(request: Request, slug: str, path: str, page: int) -> tuple[Any, str, VersionReader]:
     ctx = find_context(api_state(request), slug)
     reader = VersionReader(live_version_dir(ctx))
     if path not in reader.page_files:
@@ -39,7 +46,7 @@ def _page_text(request: Request, slug: str, path: str, page: int) -> tuple[Any, 
     text = reader.page_text(path, page)
     if text is None:
         raise ApiError(404, "page_not_found", f"{path} has no page {page}", path=path, page=page)
-    return ctx, text
+    return ctx, text, reader
 
 
 @router.get("/contexts/{slug}/pages/{path:path}/image")
@@ -76,5 +83,14 @@ def page_boxes(
 
 @router.get("/contexts/{slug}/pages/{path:path}")
 def page_text(request: Request, slug: str, path: str, _who: AnyKey, page: PageNumber) -> dict[str, Any]:
-    _ctx, text = _page_text(request, slug, path, page)
-    return {"path": path, "page": page, "text": text, "pdf": path.lower().endswith(".pdf")}
+    _ctx, text, reader = _read_page(request, slug, path, page)
+    marks = page_marks(reader.root, path, page)
+    return {
+        "path": path,
+        "page": page,
+        "pages": reader.page_count(path),
+        "text": text,
+        "pdf": path.lower().endswith(".pdf"),
+        "chunks": [asdict(c) for c in marks.chunks],
+        "artifacts": [asdict(a) for a in marks.artifacts],
+    }

@@ -469,6 +469,10 @@ class VersionReader:
         """The stored text of one page: what every citation is checked against."""
         return self._pages(source_path).get(page)
 
+    def page_count(self, source_path: str) -> int:
+        """How many pages the version stored for this source (0 when it is not one of its sources)."""
+        return len(self._pages(source_path))
+
     def _pages(self, source_path: str) -> dict[int, str]:
         cache = self._page_cache
         if source_path not in cache:

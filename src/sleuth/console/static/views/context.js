@@ -34,7 +34,8 @@ export async function contextView() {
   async function refresh() {
     const listing = await (await api(`${base}/source/manifest`)).json();
     sources.replaceChildren(...listing.files.map((f) => el("tr", {},
-      el("td", {}, f.path), el("td", {}, String(f.size)),
+      el("td", {}, el("a", { href: `#/page?${new URLSearchParams({ ctx: slug, path: f.path, page: "1" })}`,
+        title: "read its pages" }, f.path)), el("td", {}, String(f.size)),
       el("td", {}, el("button", { type: "button", class: "small", "aria-label": `delete ${f.path}`, onclick: async () => {
         await api(`${base}/source/delete/${encodePath(f.path)}`, { method: "DELETE" });
         refresh();

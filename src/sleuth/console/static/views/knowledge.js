@@ -12,14 +12,20 @@ export async function knowledgeView() {
   const crumbs = el("nav", { class: "crumbs", "aria-label": "Knowledge path" },
     el("a", { href: `#/knowledge?ctx=${encodeURIComponent(slug)}` }, slug),
     ...path.split("/").filter(Boolean).map((part, i, all) => [" / ",
-      el("a", { href: `#/knowledge?ctx=${encodeURIComponent(slug)}&path=${encodeURIComponent(all.slice(0, i + 1).join("/"))}` }, part)]));
+      el("a", { href: `#/knowledge?ctx=${encodeURIComponent(slug)}&path=${encodeURIComponent(all.slice(0, i + 1).join("/"))}${i === all.length - 1 && p.get("file") === "1" ? "&file=1" : ""}` }, part)]));
   view.replaceChildren(el("h1", {}, "Knowledge"), crumbs, el("p", { class: "muted" }, "Loading…"));
   try {
-    if (!path || !path.includes(".")) {
+    if (p.get("file") !== "1") {  // a folder (a name may hold dots, so links say which they open)
       const listing = await (await api(`${base}/list${path ? "/" + encodePath(path) : ""}`)).json();
       const items = listing.entries.map((e) => {
         const next = path ? `${path}/${e.name}` : e.name;
-        return el("li", {}, el("a", { href: `#/knowledge?ctx=${encodeURIComponent(slug)}&path=${encodeURIComponent(next)}` },
+        // a source's stored pages open in the page viewer, with its chunks and citing artifacts
+        const source = e.kind === "file" && next.startsWith("pages/") && next.endsWith(".jsonl")
+          ? next.slice("pages/".length, -".jsonl".length) : null;
+        const href = source
+          ? `#/page?${new URLSearchParams({ ctx: slug, path: source, page: "1" })}`
+          : `#/knowledge?ctx=${encodeURIComponent(slug)}&path=${encodeURIComponent(next)}${e.kind === "file" ? "&file=1" : ""}`;
+        return el("li", {}, el("a", { href },
           e.kind === "dir" ? `${e.name}/` : e.name), e.kind === "file" ? el("span", { class: "muted" }, ` ${e.size} bytes`) : null);
       });
       view.replaceChildren(el("h1", {}, "Knowledge"), crumbs, el("ul", { class: "listing" }, items));

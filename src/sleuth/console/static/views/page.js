@@ -1,5 +1,82 @@
+// The page viewer: one page of a source as the version stored it, a span of it highlighted (a
+// citation's, a chunk's, an artifact's quote), and beside it what the version made of the page: the
+// chunks cut from it and the artifacts that cite it. A PDF page is its real image with the span boxed
+// from the text layer (boxes computed by the server); other formats show the page text.
+
 import { api, showError } from "../lib/api.js";
 import { el, encodePath, params, view } from "../lib/dom.js";
+
+function pageLink(ctx, path, page, span = null) {
+  const q = new URLSearchParams({ ctx, path, page: String(page) });
+  if (span) {
+    q.set("start", String(span.start));
+    q.set("end", String(span.end));
+  }
+  return `#/page?${q}`;
+}
+
+// The page text with the span in one <mark> and a marker where each chunk starts. Markers show their
+// number through CSS (::before), so the marked element's text is exactly the span.
+function markedText(text, chunks, start, end) {
+  const starts = new Map();
+  chunks.forEach((c, i) => starts.set(c.start, [...(starts.get(c.start) || []), i + 1]));
+  const span = start !== null && end !== null;
+  const cuts = [...new Set([0, ...starts.keys(), ...(span ? [start, end] : [])])]
+    .filter((x) => x >= 0 && x < text.length).sort((a, b) => a - b);
+  const out = el("pre", { class: "page-text" });
+  let into = out;
+  cuts.forEach((at, i) => {
+    if (span && at === end) into = out;
+    if (span && at === start) {
+      into = el("mark", { id: "span" });
+      out.append(into);
+    }
+    for (const n of starts.get(at) || []) {
+      into.append(el("span", { class: "chunk-start", dataset: { n: `¶${n}` }, title: chunks[n - 1].id }));
+    }
+    into.append(text.slice(at, cuts[i + 1] ?? text.length));
+  });
+  return out;
+}
+
+function marksPanel(ctx, path, page, info, start, end) {
+  const current = (s) => s.start === start && s.end === end;
+  const chunks = info.chunks.map((c, i) => el("li", {},
+    el("a", { href: pageLink(ctx, path, page, c), "aria-current": current(c) ? "true" : null },
+      `¶${i + 1} · ${c.start}–${c.end}`),
+    el("span", { class: "muted" }, ` ${c.tokens} tokens${c.section_path.length ? " · " + c.section_path.join(" › ") : ""}`)));
+  const artifacts = info.artifacts.map((a) => el("li", {},
+    el("a", { href: `#/knowledge?ctx=${encodeURIComponent(ctx)}&path=${encodeURIComponent(a.file)}&file=1` },
+      `${a.type} · ${a.name}`), " ",
+    el("a", { href: pageLink(ctx, path, page, a), class: "muted", "aria-current": current(a) ? "true" : null,
+      "aria-label": `mark the quote of ${a.name}` }, `${a.start}–${a.end}`)));
+  return el("aside", { class: "marks", "aria-label": "On this page" },
+    el("h2", {}, `Chunks (${chunks.length})`), chunks.length ? el("ol", { class: "chunks" }, chunks) : el("p", { class: "muted" }, "none"),
+    el("h2", {}, `Artifacts citing this page (${artifacts.length})`),
+    artifacts.length ? el("ul", { class: "artifacts" }, artifacts) : el("p", { class: "muted" }, "none"));
+}
+
+async function pdfPage(body, base, path, page, start, end) {
+  // Fetched, not linked: an <img src> could not carry the login token.
+  const png = await (await api(`${base}/image?page=${page}&width=1000`, { headers: { accept: "image/png" } })).blob();
+  const image = el("img", { src: URL.createObjectURL(png), alt: `${path}, page ${page}` });
+  const frame = el("div", { class: "page-image" }, image);
+  body.replaceChildren(frame);
+  if (start === null || end === null) return;
+  const boxes = await (await api(`${base}/boxes?page=${page}&start=${start}&end=${end}`)).json();
+  const place = () => {
+    frame.querySelectorAll(".box").forEach((b) => b.remove());
+    const scale = image.clientWidth / boxes.width;
+    for (const b of boxes.boxes) {
+      frame.append(el("div", { class: "box", dataset: { text: boxes.text },
+        style: `left:${b.x * scale}px;top:${b.y * scale}px;width:${b.width * scale}px;height:${b.height * scale}px` }));
+    }
+  };
+  if (image.complete) place(); else image.addEventListener("load", place);
+  addEventListener("resize", place);
+  body.append(el("p", { class: "grounding" }, el("q", { id: "span" }, boxes.text),
+    boxes.current ? null : el("span", { class: "error" }, " (the file changed since this version: no boxes)")));
+}
 
 export async function pageView() {
   const p = params();
@@ -8,46 +85,21 @@ export async function pageView() {
   const start = p.has("start") ? Number(p.get("start")) : null;
   const end = p.has("end") ? Number(p.get("end")) : null;
   const base = `/contexts/${encodeURIComponent(ctx)}/pages/${encodePath(path)}`;
-  const nav = (n) => {
-    const q = new URLSearchParams({ ctx, path, page: String(n) });
-    return `#/page?${q}`;
-  };
-  const head = el("header", { class: "viewer-head" },
-    el("h1", {}, path, el("span", { class: "muted" }, ` · page ${page}`)),
-    el("nav", { "aria-label": "Pages" },
-      page > 1 ? el("a", { href: nav(page - 1), rel: "prev" }, "← previous") : null, " ",
-      el("a", { href: nav(page + 1), rel: "next" }, "next →")));
+  const title = el("span", { class: "muted" }, ` · page ${page}`);
+  const pages = el("nav", { "aria-label": "Pages" });
+  const head = el("header", { class: "viewer-head" }, el("h1", {}, path, title), pages);
   const body = el("div", { class: "page" }, el("p", { class: "muted" }, "Loading…"));
-  view.replaceChildren(head, body);
+  const layout = el("div", { class: "viewer" }, body);
+  view.replaceChildren(head, layout);
   try {
     const info = await (await api(`${base}?page=${page}`)).json();
-    if (!info.pdf) {
-      const text = info.text;
-      const marked = start !== null && end !== null
-        ? [text.slice(0, start), el("mark", { id: "span" }, text.slice(start, end)), text.slice(end)]
-        : [text];
-      body.replaceChildren(el("pre", { class: "page-text" }, marked));
-    } else {
-      // Fetched, not linked: an <img src> could not carry the login token.
-      const png = await (await api(`${base}/image?page=${page}&width=1000`, { headers: { accept: "image/png" } })).blob();
-      const image = el("img", { src: URL.createObjectURL(png), alt: `${path}, page ${page}` });
-      const frame = el("div", { class: "page-image" }, image);
-      body.replaceChildren(frame);
-      if (start !== null && end !== null) {
-        const boxes = await (await api(`${base}/boxes?page=${page}&start=${start}&end=${end}`)).json();
-        const place = () => {
-          frame.querySelectorAll(".box").forEach((b) => b.remove());
-          const scale = image.clientWidth / boxes.width;
-          for (const b of boxes.boxes) {
-            frame.append(el("div", { class: "box", dataset: { text: boxes.text },
-              style: `left:${b.x * scale}px;top:${b.y * scale}px;width:${b.width * scale}px;height:${b.height * scale}px` }));
-          }
-        };
-        if (image.complete) place(); else image.addEventListener("load", place);
-        addEventListener("resize", place);
-        body.append(el("p", { class: "grounding" }, el("q", { id: "span" }, boxes.text)));
-      }
-    }
+    title.textContent = ` · page ${page} of ${info.pages}`;
+    pages.replaceChildren(
+      page > 1 ? el("a", { href: pageLink(ctx, path, page - 1), rel: "prev" }, "← previous") : "", " ",
+      page < info.pages ? el("a", { href: pageLink(ctx, path, page + 1), rel: "next" }, "next →") : "");
+    layout.append(marksPanel(ctx, path, page, info, start, end));
+    if (info.pdf) await pdfPage(body, base, path, page, start, end);
+    else body.replaceChildren(markedText(info.text, info.chunks, start, end));
     document.getElementById("span")?.scrollIntoView({ block: "center" });
   } catch (error) {
     showError(body, error);
