@@ -383,7 +383,9 @@ def test_typed_tables_page_and_sort(server: LiveServer, browser: Browser) -> Non
     page.close()
 
 
-def test_read_a_source_page_by_page_with_its_chunks_and_artifacts(server: LiveServer, browser: Browser) -> None:
+def test_read_a_source_page_by_page_with_its_chunks_and_artifacts(
+    server: LiveServer, browser: Browser
+) -> None:
     handbook = "uploads/acme-corpus/handbook/employee-handbook.docx"
     stored = server.client.get(f"/api/contexts/acme/pages/{handbook}", params={"page": 1}).json()
     page, errors = _page(browser, "laptop")
