@@ -7,8 +7,10 @@ to `$SLEUTH_SCREENSHOTS` (default `.screenshots/`, not committed)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import os
 import shutil
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,9 +18,11 @@ import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from sleuth.compile.pipeline import CompileReport
+from sleuth.models.base import ModelConfig
 from sleuth.sandbox import SandboxHost
 from sleuth.store.home import Home
 from sleuth.store.keys import KeyStore
+from tests.api.query_support import REMOTE_REPLIES, SCRIPTED, SLOW_STEP
 from tests.api.support import LiveServer, launch
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -410,3 +414,111 @@ def test_read_a_source_page_by_page_with_its_chunks_and_artifacts(
     page.locator("ul.evidence-links a").first.wait_for()  # the artifact itself, with its evidence
     assert errors == []
     page.close()
+
+
+def test_compare_two_workflows_side_by_side_with_an_output_limit(
+    server: LiveServer, browser: Browser
+) -> None:
+    page, errors = _page(browser, "laptop")
+    page.goto(server.url + "/#/ask?ctx=acme")
+    page.fill("#ask", HOTEL)
+    page.get_by_text("options", exact=True).click()
+    page.fill("#output-limit", "4000")  # sent under the `unstable` API version, which alone accepts it
+    page.locator(".cmp-model").first.locator("option").first.wait_for(state="attached")
+    page.get_by_role("button", name="Compare side by side").click()
+    page.wait_for_function("location.hash.startsWith('#/compare')")
+    done = page.locator(".turn-column[data-status=completed]")
+    page.wait_for_function("document.querySelectorAll('.turn-column[data-status=completed]').length === 2")
+    headings = sorted(page.locator(".turn-column > h2").all_inner_texts())
+    assert headings[0].startswith("search ·") and headings[1].startswith("search_rag ·")
+    for i in range(2):
+        assert "$220" in done.nth(i).locator(".answer").inner_text()
+        query = server.client.get(f"/api/queries/{done.nth(i).get_attribute('data-query')}").json()
+        assert query["max_tool_output_chars"] == 4000 and len(query["comparison"]) == 1
+    assert "null" not in page.locator("main").inner_text()
+    _shot(page, "compare", "laptop")
+    done.first.get_by_role("link", name="trace").click()
+    page.get_by_role("link", name="compare with the 1 other turn(s) of its comparison group").wait_for()
+    assert page.locator("#turn-cost").inner_text() == "not known (no prices configured)"
+    assert errors == []
+    page.close()
+
+
+def test_a_priced_turn_shows_its_cost_and_a_running_turn_can_be_cancelled(
+    sample_home: tuple[Home, CompileReport], tmp_path: Path, browser: Browser
+) -> None:
+    home, _ = sample_home
+    replies = [*REMOTE_REPLIES, SLOW_STEP, "never used"]
+    with SandboxHost() as host:
+        live, stop = launch(home, host, tmp_path, replies)
+        live.state.runtime.catalog.models[SCRIPTED] = ModelConfig(
+            id=SCRIPTED,
+            provider="openai",
+            model="scripted",
+            api_key="sk-test-not-a-real-key",
+            price_input_per_token=2e-6,
+            price_output_per_token=8e-6,
+        )
+        # A provider's reply names the catalog id that answered (as the OpenAI and Anthropic adapters do).
+        live.scripted.config = replace(live.scripted.config, id=SCRIPTED)
+        try:
+            page, errors = _page(browser, "laptop")
+            page.goto(live.url + "/#/ask?ctx=acme")
+            page.get_by_text("options", exact=True).click()
+            page.locator(f"#model option[value='{SCRIPTED}']").wait_for(state="attached")
+            page.select_option("#model", SCRIPTED)
+            page.fill("#ask", "How many days a week can employees work remotely?")
+            page.get_by_role("button", name="Ask").click()
+            page.locator("footer.turn").wait_for(timeout=60_000)
+            assert "three days" in page.locator(".answer").inner_text()
+            assert "search_source(" in page.locator(".step .call").first.inner_text()  # call, result, ms
+            assert " ms" in page.locator(".step .call").first.inner_text()
+            first = page.locator("footer.turn a", has_text="trace").get_attribute("href") or ""
+            query = live.client.get(f"/api/queries/{first.split('q=')[1]}").json()
+            assert query["usage"]["cost_usd"] > 0
+            page.uncheck("#follow")  # a new session, for the turn to cancel
+            page.fill("#ask", "Wait a while, please.")
+            page.get_by_role("button", name="Ask").click()
+            page.locator(".step.running").wait_for(timeout=30_000)  # the slow step is under way
+            page.get_by_role("button", name="Cancel").click()
+            alert = page.get_by_role("alert")
+            alert.wait_for(timeout=30_000)
+            assert alert.inner_text().startswith("cancelled")
+            assert page.get_by_role("button", name="Ask").is_enabled()
+            page.goto(live.url + "/" + first)
+            cost = page.locator("#turn-cost")
+            cost.wait_for()
+            assert float(cost.inner_text().lstrip("$")) == pytest.approx(query["usage"]["cost_usd"], rel=5e-3)
+            assert page.locator(".steps-table td", has_text="$").count() >= 1  # steps priced too
+            _shot(page, "trace-cost", "laptop")
+            assert errors == []
+            page.close()
+        finally:
+            stop()
+
+
+def test_an_archive_upload_shows_its_import_task_and_each_member(
+    server: LiveServer, browser: Browser, tmp_path: Path
+) -> None:
+    archive = tmp_path / "notes.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("notes/one.md", "# One\n\nThe first note.\n")
+        zf.writestr("notes/two.md", "# Two\n\nThe second note.\n")
+        zf.writestr("../escape.md", "never written")
+    server.client.post("/api/contexts", json={"slug": "archive-test", "name": "Archive"})
+    try:
+        page, errors = _page(browser, "laptop")
+        page.goto(server.url + "/#/context?ctx=archive-test")
+        page.locator("#files").wait_for(state="attached")
+        page.set_input_files("#files", str(archive))
+        summary = page.locator("ul.uploads .import .summary")
+        summary.wait_for(timeout=60_000)
+        assert summary.inner_text() == "expanded: 2 extracted · 1 skipped · 0 failed"
+        skipped = page.locator("ul.members li").inner_text()
+        assert skipped.startswith("skipped: ../escape.md (")
+        page.get_by_role("cell", name="uploads/notes/notes/two.md", exact=True).wait_for()  # under its name
+        _shot(page, "archive", "laptop")
+        assert errors == []
+        page.close()
+    finally:
+        server.client.delete("/api/contexts/archive-test")

@@ -124,7 +124,8 @@ def test_full_config(tmp_path: Path) -> None:
         "available",
         "tool_protocol",
         "context_window",
-    }
+    }  # no prices configured: no pricing
+    assert by_id["anthropic/sonnet"]["pricing"] == {"input_per_token": 3e-6, "output_per_token": 1.5e-5}
 
 
 def test_public_view_never_contains_keys(tmp_path: Path) -> None:

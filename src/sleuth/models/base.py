@@ -157,14 +157,21 @@ class ModelConfig:
     label: str | None = None
 
     def public(self) -> dict[str, Any]:
-        """The catalog view: never the key."""
-        return {
+        """The catalog view: never the key. Prices only where the operator configured them, so a
+        client (the console's trace view) can price a turn's steps the way `usage.cost_usd` is priced."""
+        data: dict[str, Any] = {
             "id": self.id,
             "label": self.label or self.id,
             "provider": self.provider,
             "tool_protocol": self.tool_protocol,
             "context_window": self.context_window,
         }
+        if self.price_input_per_token is not None and self.price_output_per_token is not None:
+            data["pricing"] = {
+                "input_per_token": self.price_input_per_token,
+                "output_per_token": self.price_output_per_token,
+            }
+        return data
 
 
 class ModelError(Unavailable):

@@ -9,6 +9,7 @@
 
 import { hideCitation } from "./lib/answer.js";
 import { askView } from "./views/ask.js";
+import { compareView } from "./views/compare.js";
 import { contextView } from "./views/context.js";
 import { contextsView } from "./views/contexts.js";
 import { designView } from "./views/design.js";
@@ -25,6 +26,7 @@ function route() {
   if (name === "#/ask") return askView();
   if (name === "#/page") return pageView();
   if (name === "#/trace") return traceView();
+  if (name === "#/compare") return compareView();
   if (name === "#/context") return contextView();
   if (name === "#/knowledge") return knowledgeView();
   if (name === "#/design") return designView();

@@ -1,5 +1,6 @@
 import { api, showError } from "../lib/api.js";
 import { renderAnswer, renderJson } from "../lib/answer.js";
+import { callLine } from "../lib/calls.js";
 import { el, params, view } from "../lib/dom.js";
 import { turnsTable } from "../lib/turns.js";
 
@@ -12,10 +13,7 @@ function stepCard(step) {
     card.append(el("details", { class: "code" }, el("summary", {}, `code (${lines} lines)`),
       el("pre", {}, step.code.source)));
   }
-  for (const call of step.tool_calls || step.calls || []) {
-    card.append(el("div", { class: "call" }, `${call.fn || call.name}(${call.args || ""})`,
-      call.ms !== undefined ? el("span", { class: "muted" }, ` ${Math.round(call.ms)} ms`) : null));
-  }
+  for (const call of step.tool_calls || step.calls || []) card.append(callLine(call));
   if (step.output) {
     card.append(el("details", { class: "output" }, el("summary", {},
       `what the model saw (${step.output_chars ?? step.output.length} characters${step.output_truncated ? ", cut" : ""})`),
@@ -70,6 +68,16 @@ export async function askView() {
     placeholder: "Session instructions (kept for every turn of the session)" });
   const shape = el("textarea", { id: "shape", rows: 3, spellcheck: "false",
     placeholder: 'Shape: a JSON Schema for a JSON answer, e.g. {"type": "object", "properties": {"limit": {"type": "string"}}}' });
+  const outputLimit = el("input", { id: "output-limit", type: "number", min: 1, max: 100000, placeholder: "10000",
+    "aria-describedby": "output-limit-help" });
+  const workflows = ["search", "search_rag", "search_cc"];
+  const variant = (n, workflow) => el("div", { class: "variant" },
+    el("select", { "aria-label": `comparison run ${n}: workflow`, class: "cmp-workflow" },
+      el("option", { value: "" }, n === 1 ? "workflow" : "— (no run)"),
+      workflows.map((w) => el("option", { value: w, selected: w === workflow }, w))),
+    el("select", { "aria-label": `comparison run ${n}: model`, class: "cmp-model" }));
+  const variants = [variant(1, "search"), variant(2, "search_rag"), variant(3, null)];
+  const compare = el("button", { type: "button", class: "secondary" }, "Compare side by side");
   const cancel = el("button", { type: "button", class: "secondary", hidden: true }, "Cancel");
   const running = { id: null };
   cancel.addEventListener("click", async () => {
@@ -77,9 +85,56 @@ export async function askView() {
   });
   api("/models").then((r) => r.json()).then((catalog) => {
     for (const m of catalog.models || []) {
-      if (m.available) model.append(el("option", { value: m.id, selected: m.id === catalog.default }, m.label || m.id));
+      if (!m.available) continue;
+      model.append(el("option", { value: m.id, selected: m.id === catalog.default }, m.label || m.id));
+      for (const v of variants) {
+        v.querySelector(".cmp-model").append(el("option", { value: m.id, selected: m.id === catalog.default }, m.label || m.id));
+      }
     }
   }).catch(() => {});
+  // The options that apply to one turn; false (with the problem shown) when one is not valid.
+  function perTurnOptions(turn, where) {
+    if (maxSteps.value) turn.max_steps = Number(maxSteps.value);
+    if (outputLimit.value) turn.max_tool_output_chars = Number(outputLimit.value);
+    if (shape.value.trim()) {
+      try {
+        turn.shape = JSON.parse(shape.value);
+      } catch (error) {
+        showError(where, new Error(`shape: not JSON: ${error.message}`));
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // A comparison group: the same question as up to three turns (each a workflow and a model), run in
+  // the background together and shown side by side in #/compare.
+  compare.addEventListener("click", async () => {
+    const runs = variants.map((v) => ({ workflow: v.querySelector(".cmp-workflow").value, model: v.querySelector(".cmp-model").value }))
+      .filter((r) => r.workflow);
+    if (!question.value.trim() || runs.length < 2) {
+      showError(result, new Error("a comparison needs a question and at least two runs (workflow and model)"));
+      return;
+    }
+    const group = `cmp_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+    const scope = contexts.value.split(",").map((x) => x.trim()).filter(Boolean);
+    compare.disabled = true;
+    try {
+      const ids = [];
+      for (const run of runs) {
+        const turn = { ask: question.value, scope, comparison_group: group, background: true, workflow: run.workflow,
+          system_prompt: instructions.value || undefined };
+        if (run.model) turn.model = run.model;
+        if (!perTurnOptions(turn, result)) return;
+        ids.push((await (await api("/query", { method: "POST", body: turn, headers: versionFor(turn) })).json()).id);
+      }
+      location.hash = `#/compare?q=${encodeURIComponent(ids[0])}`;
+    } catch (error) {
+      showError(result, error);
+    } finally {
+      compare.disabled = false;
+    }
+  });
   const form = el("form", { class: "ask", onsubmit: async (event) => {
     event.preventDefault();
     button.disabled = true;
@@ -90,15 +145,9 @@ export async function askView() {
       : { ask: question.value, scope: contexts.value.split(",").map((s) => s.trim()).filter(Boolean),
           system_prompt: instructions.value || undefined };
     if (model.value) turn.model = model.value;
-    if (maxSteps.value) turn.max_steps = Number(maxSteps.value);
-    if (shape.value.trim()) {
-      try {
-        turn.shape = JSON.parse(shape.value);
-      } catch (error) {
-        showError(result, new Error(`shape: not JSON: ${error.message}`));
-        button.disabled = false;
-        return;
-      }
+    if (!perTurnOptions(turn, result)) {
+      button.disabled = false;
+      return;
     }
     cancel.hidden = false;
     try {
@@ -124,15 +173,24 @@ export async function askView() {
   el("details", { class: "options" }, el("summary", {}, "options"),
     el("label", { for: "model" }, "Model"), model, el("label", { for: "max-steps" }, "Max steps"), maxSteps,
     el("label", { for: "instructions" }, "Instructions"), instructions,
-    el("label", { for: "shape" }, "Shape"), shape),
+    el("label", { for: "shape" }, "Shape"), shape,
+    el("label", { for: "output-limit" }, "Output limit"), outputLimit,
+    el("small", { id: "output-limit-help", class: "muted" }, "characters of each step's result the model sees (1–100,000)"),
+    el("fieldset", { class: "compare" }, el("legend", {}, "Compare: the same question as 2–3 runs, side by side"),
+      variants, compare)),
   el("div", { class: "actions" }, button, " ", cancel));
   view.replaceChildren(el("h1", {}, "Ask"), form, steps, result, history);
   question.focus();
 }
 
+// The output limit is an extension the API accepts only under its `unstable` version.
+function versionFor(turn) {
+  return turn.max_tool_output_chars ? { "x-pinecone-api-version": "unstable" } : {};
+}
+
 async function streamTurn(body, steps, result, running = {}) {
   const response = await api("/query", { method: "POST", body: { ...body, stream: true },
-    headers: { accept: "text/event-stream" } });
+    headers: { accept: "text/event-stream", ...versionFor(body) } });
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
   let buffer = "";

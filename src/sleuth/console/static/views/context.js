@@ -42,14 +42,34 @@ export async function contextView() {
       } }, "delete")))));
   }
 
+  // An archive is expanded by an import task after the upload: its progress, then what became of
+  // each member (extracted, skipped or failed, with the reason).
+  async function expand(taskId, item) {
+    const state = el("span", { class: "import", "aria-live": "polite" });
+    item.append(" ", state);
+    const task = await waitTask(taskId, state);
+    if (task.state !== "completed") return;
+    const out = task.output || {};
+    const counts = out.counts || {};
+    state.replaceChildren(el("span", { class: "summary" },
+      `expanded: ${counts.extracted ?? 0} extracted · ${counts.skipped ?? 0} skipped · ${counts.failed ?? 0} failed`));
+    const unusual = (out.files || []).filter((f) => f.action !== "extracted");
+    if (unusual.length) {
+      item.append(el("ul", { class: "members" }, unusual.map((f) =>
+        el("li", { class: f.action === "failed" ? "error" : "muted" }, `${f.action}: ${f.member} (${f.reason})`))));
+    }
+    if (out.truncated) item.append(el("p", { class: "muted" }, "(the first members only)"));
+  }
+
   async function send(list) {
     for (const file of list) {
       const bar = el("progress", { max: 1, value: 0, "aria-label": `upload of ${file.name}` });
       const item = el("li", {}, file.name, " ", bar);
       uploads.append(item);
       try {
-        await upload(slug, file, bar);
+        const answer = await upload(slug, file, bar);
         item.append(el("span", { class: "muted" }, " uploaded"));
+        if (answer.state === "importing") await expand(answer.task_id, item);
       } catch (error) {
         item.append(el("span", { class: "error", role: "alert" }, ` ${error.message}`));
       }
