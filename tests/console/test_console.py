@@ -7,11 +7,11 @@ to `$SLEUTH_SCREENSHOTS` (default `.screenshots/`, not committed)."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 import os
 import shutil
 import zipfile
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
