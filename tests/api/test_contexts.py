@@ -525,3 +525,53 @@ def test_pack_and_restore(client: httpx.Client, context: str) -> None:
         "context_not_found",
     )
     error(client.post(f"/api/contexts/{context}/pack", json={"include_trace": True}), 400, "invalid_request")
+
+
+def test_curate_preview_says_what_each_type_is_built_by_and_which_sources_changed(
+    client: httpx.Client, context: str
+) -> None:
+    manifest = {
+        "curate": {
+            "artifacts": {
+                "artifact_types": [
+                    {"name": "Document", "kind": "doc"},
+                    {
+                        "name": "Attendance",
+                        "kind": "event",
+                        "format": "sqlite",
+                        "columns": [{"name": "Person", "type": "TEXT"}],
+                    },
+                    {"name": "Gist", "kind": "summary"},
+                ]
+            }
+        }
+    }
+    assert client.put(f"/api/contexts/{context}", json={"manifest": manifest}).status_code == 200
+    assert upload(client, context, "a.md", b"# A\n\nAlpha.\n").status_code == 200
+    answer = client.post(f"/api/contexts/{context}/curate/profile", json={}).json()
+    assert answer["model"] is None  # the test server has no curation model: nothing is spent
+    plan = answer["preview"]
+    assert {t["type"]: t["built_by"] for t in plan["types"]} == {
+        "Document": "sleuth",
+        "Attendance": "sleuth",  # rows from tables; rows in prose would need the model
+        "Gist": "skipped",
+    }
+    assert plan["sources"] == {
+        "total": 1,
+        "new": ["uploads/a.md"],
+        "changed": [],
+        "removed": [],
+        "unchanged": 0,
+    }
+    task = wait_task(client, client.post(f"/api/contexts/{context}/curate", json={}).json()["task_id"])
+    assert task["state"] == "completed", task
+    assert upload(client, context, "b.md", b"# B\n\nBeta.\n").status_code == 200
+    client.delete(f"/api/contexts/{context}/source/delete/uploads/a.md")
+    sources = client.post(f"/api/contexts/{context}/curate/profile", json={}).json()["preview"]["sources"]
+    assert sources == {
+        "total": 1,
+        "new": ["uploads/b.md"],
+        "changed": [],
+        "removed": ["uploads/a.md"],
+        "unchanged": 0,
+    }

@@ -135,6 +135,9 @@ def test_api_curate_with_a_model_then_every_surface_serves_its_artifacts(
         assert profile["model"] == "local/curator"  # the manifest's `lite` tier, mapped in config.toml
         assert {t["type"] for t in profile["types"]} == {"Agreement", "Company", "Payment", "_sample_queries"}
         assert profile["total"]["cached_calls"] == 0 and len(openai_wire.requests) == 0  # nothing spent
+        plan = profile["preview"]
+        assert plan["model"] == "local/curator" and {t["built_by"] for t in plan["types"]} == {"model"}
+        assert sorted(plan["sources"]["new"]) == sorted(f"uploads/{name}" for name in CORPUS)
         bad = client.post("/api/contexts/deals/curate", json={"model": "local/nope"})
         assert bad.status_code == 400 and bad.json()["code"] == "model_unavailable"
         started = client.post("/api/contexts/deals/curate", json={"model": "local/curator"})

@@ -269,22 +269,58 @@ def test_a_bad_manifest_shows_its_field_errors(server: LiveServer, browser: Brow
                 }
             }
         )
+        page.get_by_role("tab", name="JSON").click()
         page.fill("#manifest", bad)
         page.get_by_role("button", name="Save").click()
         page.locator("ul.problems li").first.wait_for()
         paths = [
             p for p in page.locator("ul.problems li").evaluate_all("els => els.map(e => e.dataset.path)")
         ]
+        size_path = "curate.chunks.chunking.target_size"
+        assert size_path in paths and "curate.artifacts.artifact_types[0].name" in paths
+        # each problem at its field in the form: the input marked, its message right after it
+        size = page.locator(f'#panel-form input[data-path="{size_path}"]')
+        assert size.is_visible() and size.get_attribute("aria-invalid") == "true"
+        described = size.get_attribute("aria-describedby")
         assert (
-            "curate.chunks.chunking.target_size" in paths
-            and "curate.artifacts.artifact_types[0].name" in paths
+            "target_size" in page.locator(f"#{described}").inner_text()
+            or page.locator(f"#{described}").inner_text()
         )
+        item = page.locator('#panel-form fieldset[data-path="curate.artifacts.artifact_types[0]"]')
+        assert (
+            item.locator(".field-error").inner_text().startswith("name: ")
+        )  # a missing field: on its parent
+        size.fill("256")  # mend it in the form: the JSON follows
+        size.dispatch_event("change")
+        chunking = "curate.chunks.chunking"
+        page.get_by_role("combobox", name=f"add a field to {chunking}").select_option(
+            "overlap"
+        )  # from the schema
+        page.locator(f'#panel-form input[data-path="{chunking}.overlap"]').fill("40")
+        page.locator(f'#panel-form input[data-path="{chunking}.overlap"]').dispatch_event("change")
+        kind = page.locator('#panel-form select[data-path="curate.artifacts.artifact_types[0].kind"]')
+        assert kind.input_value() == "doc" and "glossary" in kind.locator("option").all_inner_texts()
+        page.get_by_role("tab", name="JSON").click()
+        edited = json.loads(page.input_value("#manifest"))
+        assert edited["curate"]["chunks"]["chunking"] == {"target_size": 256, "overlap": 40}
+        page.get_by_role("tab", name="Form").click()
         page.select_option("#template", "knowledge-base")
+        page.get_by_role("tab", name="JSON").click()
         assert '"Concept"' in page.input_value("#manifest")
+        page.get_by_role("tab", name="Form").click()
+        assert page.locator("#panel-form .field-error").count() == 0  # a fresh document, no old problems
         page.get_by_role("button", name="Save").click()
         page.get_by_text("saved: the next curate uses it").wait_for()
-        page.get_by_role("button", name="Estimate a curate").click()
+        page.get_by_role("button", name="Preview a curate").click()
         page.get_by_text("no model would be called").wait_for()  # the test server maps no tier
+        built = dict(
+            zip(
+                page.locator("table.preview td:nth-child(1)").all_inner_texts(),
+                page.locator("table.preview td:nth-child(5)").all_inner_texts(),
+                strict=True,
+            )
+        )
+        assert built["Concept"] == "skipped" and "sleuth" in built.values()
         _shot(page, "design", "laptop")
         assert [e for e in errors if "400" not in e] == []  # the refused save is logged by Chromium
         page.close()
@@ -292,7 +328,7 @@ def test_a_bad_manifest_shows_its_field_errors(server: LiveServer, browser: Brow
         server.client.delete("/api/contexts/design-test")
 
 
-def test_cancel_a_running_turn_and_ask_options(server: LiveServer, browser: Browser) -> None:
+def test_ask_options_reach_the_api(server: LiveServer, browser: Browser) -> None:
     page, errors = _page(browser, "laptop")
     page.goto(server.url + "/#/ask?ctx=acme")
     page.locator("details.options summary").click()

@@ -33,6 +33,7 @@ from sleuth.compile.extraction.choose import choose_extractor, curation_model, n
 from sleuth.compile.extraction.profile import current_pages, profile_curate
 from sleuth.compile.manifest import parse_manifest
 from sleuth.compile.pipeline import CompileReport, CompileRun
+from sleuth.compile.preview import preview_curate
 from sleuth.models.catalog import CatalogError
 from sleuth.store.home import ContextDir, write_json_atomic
 from sleuth.store.ledger import Ledger
@@ -255,21 +256,28 @@ def profile_curation(
     _who: AdminKey,
     body: Annotated[ProfileRequest | None, Body()] = None,
 ) -> dict[str, Any]:
-    """What a curate with a model would cost (calls, tokens, time, cost per type, low/high), before
-    anything is spent. `model: null` in the answer means no model would be called, and `reason` why."""
+    """What a curate would build (`preview`: each type's builder, the new, changed and removed
+    sources) and, with a model, what it would cost (calls, tokens, time, cost per type, low/high),
+    before anything is spent. `model: null` means no model would be called, and `reason` says why."""
     state = api_state(request)
     ctx = find_context(state, slug)
     manifest = parse_manifest(ctx.manifest_data())
     catalog = state.runtime.catalog
     wanted = (body or ProfileRequest()).model
     if not needs_model(manifest):
-        return {"model": None, "reason": "nothing in the manifest needs a model"}
+        plan = preview_curate(manifest, ctx, None).to_json()
+        return {"model": None, "reason": "nothing in the manifest needs a model", "preview": plan}
     try:
         config, note = curation_model(manifest, catalog, wanted, allow_specs=False)  # as curate does
     except CatalogError as exc:
         raise ApiError(400, "model_unavailable", str(exc), field="model") from None
     if config is None:
-        return {"model": None, "reason": note or "artifact_model maps to the offline planner"}
+        plan = preview_curate(manifest, ctx, None).to_json()
+        return {
+            "model": None,
+            "reason": note or "artifact_model maps to the offline planner",
+            "preview": plan,
+        }
     estimate = profile_curate(
         manifest,
         current_pages(ctx),
@@ -277,7 +285,7 @@ def profile_curation(
         ExtractionCache(ctx.extraction_cache),
         Ledger.load(ctx.ledger_file).extraction,
     )
-    return estimate.to_json()
+    return {**estimate.to_json(), "preview": preview_curate(manifest, ctx, config.id).to_json()}
 
 
 @router.get("/contexts/{slug}/curate")

@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from sleuth.api.auth import AnyKey
+from sleuth.compile.manifest import Manifest
 
 router = APIRouter()
 
@@ -261,3 +262,11 @@ def manifest_templates(_who: AnyKey) -> dict[str, Any]:
     """The built-in templates; a client preselects `default_id`. A context created without a
     manifest uses `{}`, not the default template."""
     return {"version": 1, "default_id": "general", "templates": TEMPLATES}
+
+
+@router.get("/manifest/schema")
+def manifest_schema(_who: AnyKey) -> dict[str, Any]:
+    """The manifest's JSON Schema, from the model that validates it: a client builds its form from it
+    (choices for the enumerated fields, the optional fields a manifest does not have yet)."""
+    schema: dict[str, Any] = Manifest.model_json_schema()
+    return schema

@@ -1,66 +1,128 @@
-import { api, showError } from "../lib/api.js";
-import { el, params, view } from "../lib/dom.js";
+// The manifest, edited as a form (every field labelled, the API's problems shown at their field) or
+// as JSON (for fields the manifest does not have yet); the two views share one document. Templates
+// fill it; "Preview a curate" says what each type would be built by, which sources changed and, with
+// a curation model, what it would cost, before anything is spent.
 
-// ------------------------------------------------------------------------------------------ design
-// The manifest as JSON, validated by the server: every problem is shown at its field path. Templates
-// fill the editor; the profile says what a curate with a model would cost before anything is spent.
+import { api, showError } from "../lib/api.js";
+import { dollars } from "../lib/cost.js";
+import { el, params, view } from "../lib/dom.js";
+import { JsonForm } from "../lib/form.js";
+
+const band = (b) => (b.low === b.high ? `${b.low}` : `${b.low}–${b.high}`);
+
+function previewTables(answer) {
+  const plan = answer.preview;
+  const out = [];
+  if (plan) {
+    const s = plan.sources;
+    out.push(el("p", { class: "summary" }, `${s.total} sources: ${s.new.length} new · ${s.changed.length} changed · ` +
+      `${s.removed.length} removed · ${s.unchanged} unchanged`));
+    out.push(el("table", { class: "grid preview" },
+      el("thead", {}, el("tr", {}, ["type", "kind", "scope", "format", "built by", ""].map((h) => el("th", {}, h)))),
+      el("tbody", {}, plan.types.map((t) => el("tr", { class: t.built_by },
+        el("td", {}, t.type), el("td", {}, t.kind), el("td", {}, t.scope), el("td", {}, t.format),
+        el("td", {}, t.built_by), el("td", { class: "muted" }, t.note))))));
+  }
+  if (!answer.model) {
+    out.push(el("p", { class: "muted" }, `no model would be called: ${answer.reason}`));
+    return out;
+  }
+  const cost = (c) => (c ? (c.low === c.high ? dollars(c.low) : `${dollars(c.low)}–${dollars(c.high)}`) : "—");
+  out.push(el("h3", {}, `Estimate with ${answer.model}`), el("table", { class: "grid" },
+    el("thead", {}, el("tr", {}, ["type", "calls", "cached", "input tokens", "output tokens", "seconds", "cost"]
+      .map((h) => el("th", {}, h)))),
+    el("tbody", {}, [...answer.types, answer.total].map((t) => el("tr", {}, el("td", {}, t.type), el("td", {}, band(t.calls)),
+      el("td", {}, t.cached_calls), el("td", {}, band(t.input_tokens)), el("td", {}, band(t.output_tokens)),
+      el("td", {}, band(t.seconds)), el("td", {}, cost(t.cost_usd)))))));
+  return out;
+}
+
 export async function designView() {
   const slug = params().get("ctx");
   const base = `/contexts/${encodeURIComponent(slug)}`;
-  const editor = el("textarea", { id: "manifest", rows: 18, spellcheck: "false", "aria-describedby": "problems" });
+  let manifestDoc = {};
+  let schema = null;
+  let form = null;
+  const formHolder = el("div", { id: "panel-form", role: "tabpanel", "aria-labelledby": "tab-form" });
+  const editor = el("textarea", { id: "manifest", rows: 18, spellcheck: "false", "aria-label": "Manifest (JSON)",
+    "aria-describedby": "problems" });
+  const jsonHolder = el("div", { id: "panel-json", role: "tabpanel", "aria-labelledby": "tab-json", hidden: true }, editor);
   const problems = el("ul", { id: "problems", class: "problems", "aria-live": "polite" });
   const templates = el("select", { id: "template", "aria-label": "Template" }, el("option", { value: "" }, "Start from a template…"));
   const estimate = el("div", { class: "estimate", "aria-live": "polite" });
   const saved = el("span", { class: "muted", "aria-live": "polite" });
+
+  const load = (value) => {
+    manifestDoc = value;
+    editor.value = JSON.stringify(manifestDoc, null, 2);
+    form = new JsonForm(manifestDoc, schema, () => { editor.value = JSON.stringify(manifestDoc, null, 2); });
+    formHolder.replaceChildren(form.root);
+  };
+  // The JSON view is the source of truth while it is open: leaving it re-reads the text.
+  const fromJson = () => {
+    try {
+      load(JSON.parse(editor.value || "{}"));
+      return true;
+    } catch (error) {
+      problems.replaceChildren(el("li", { class: "error" }, `(file): not JSON: ${error.message}`));
+      return false;
+    }
+  };
+  const tab = (id, name, panel, other) => el("button", { type: "button", role: "tab", id, "aria-controls": panel.id,
+    "aria-selected": id === "tab-form" ? "true" : "false", onclick: (event) => {
+      if (!jsonHolder.hidden && panel === formHolder && !fromJson()) return;
+      panel.hidden = false;
+      other.hidden = true;
+      for (const t of event.currentTarget.parentElement.children) t.setAttribute("aria-selected", String(t === event.currentTarget));
+    } }, name);
+  const tabs = el("div", { role: "tablist", class: "tabs", "aria-label": "Edit as" },
+    tab("tab-form", "Form", formHolder, jsonHolder), tab("tab-json", "JSON", jsonHolder, formHolder));
+
+  const showForm = () => tabs.querySelector("#tab-form").click();
   const save = el("button", { type: "button", onclick: async () => {
     problems.replaceChildren();
     saved.textContent = "";
-    let manifest;
+    if (!jsonHolder.hidden && !fromJson()) return;
     try {
-      manifest = JSON.parse(editor.value || "{}");
-    } catch (error) {
-      problems.append(el("li", { class: "error" }, `(file): not JSON: ${error.message}`));
-      return;
-    }
-    try {
-      await api(base, { method: "PUT", body: { manifest } });
+      await api(base, { method: "PUT", body: { manifest: manifestDoc } });
+      form.showProblems([]);
       saved.textContent = "saved: the next curate uses it";
     } catch (error) {
       const found = error.envelope?.errors || [];
       if (!found.length) problems.append(el("li", { class: "error" }, error.message));
-      for (const e of found) {
-        problems.append(el("li", { class: "error", dataset: { path: e.path } }, el("code", {}, e.path || "(root)"), ` ${e.message}`));
-      }
+      if (found.length) showForm();  // each problem at its field
+      form.showProblems(found);
+      problems.append(...found.map((e) => el("li", { class: "error", dataset: { path: e.path } },
+        el("a", { href: "#", onclick: (event) => {  // to the field, in the form
+          event.preventDefault();
+          showForm();
+          (form.at(e.path) || formHolder).scrollIntoView({ block: "center" });
+          form.at(e.path)?.focus();
+        } }, el("code", {}, e.path || "(root)")), ` ${e.message}`)));
     }
   } }, "Save");
-  const profile = el("button", { type: "button", onclick: async () => {
-    estimate.replaceChildren(el("p", { class: "muted" }, "Estimating…"));
+  const preview = el("button", { type: "button", onclick: async () => {
+    estimate.replaceChildren(el("p", { class: "muted" }, "Looking…"));
     try {
-      const p = await (await api(`${base}/curate/profile`, { method: "POST", body: {} })).json();
-      if (!p.model) {
-        estimate.replaceChildren(el("p", { class: "muted" }, `no model would be called: ${p.reason}`));
-        return;
-      }
-      const band = (b) => (b.low === b.high ? `${b.low}` : `${b.low}–${b.high}`);
-      estimate.replaceChildren(el("table", { class: "grid" },
-        el("thead", {}, el("tr", {}, ["type", "calls", "cached", "input tokens", "output tokens", "seconds"].map((h) => el("th", {}, h)))),
-        el("tbody", {}, [...p.types, p.total].map((t) => el("tr", {}, el("td", {}, t.type), el("td", {}, band(t.calls)),
-          el("td", {}, t.cached_calls), el("td", {}, band(t.input_tokens)), el("td", {}, band(t.output_tokens)),
-          el("td", {}, band(t.seconds)))))));
+      const answer = await (await api(`${base}/curate/profile`, { method: "POST", body: {} })).json();
+      estimate.replaceChildren(el("h2", {}, "What a curate would build"), ...previewTables(answer));
     } catch (error) {
       estimate.replaceChildren(el("p", { class: "error", role: "alert" }, error.message));
     }
-  } }, "Estimate a curate");
-  view.replaceChildren(el("h1", {}, `Design · ${slug}`), templates, editor, problems,
-    el("div", { class: "actions" }, save, " ", profile, " ", saved), estimate);
+  } }, "Preview a curate");
+  view.replaceChildren(el("h1", {}, `Design · ${slug}`), templates, tabs, formHolder, jsonHolder,
+    el("p", { class: "muted hint" }, "Saving sends the manifest to the server, which checks it: each problem is shown at its field."),
+    problems, el("div", { class: "actions" }, save, " ", preview, " ", saved), estimate);
   try {
-    const [manifest, catalog] = await Promise.all([
-      (await api(`${base}/manifest`)).json(), (await api("/manifest/templates")).json()]);
-    editor.value = JSON.stringify(manifest, null, 2);
+    const [manifest, catalog, manifestSchema] = await Promise.all([
+      api(`${base}/manifest`).then((r) => r.json()), api("/manifest/templates").then((r) => r.json()),
+      api("/manifest/schema").then((r) => r.json())]);
+    schema = manifestSchema;
+    load(manifest);
     for (const t of catalog.templates) templates.append(el("option", { value: t.id }, t.label));
     templates.addEventListener("change", () => {
       const chosen = catalog.templates.find((t) => t.id === templates.value);
-      if (chosen) editor.value = JSON.stringify(chosen.manifest, null, 2);
+      if (chosen) load(structuredClone(chosen.manifest));
     });
   } catch (error) {
     showError(view, error);
