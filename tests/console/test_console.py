@@ -132,7 +132,7 @@ def test_a_failed_request_shows_its_error_and_the_ui_stays_usable(
     alert = page.get_by_role("alert")
     alert.wait_for()
     assert "context_not_found" in alert.inner_text()
-    assert page.get_by_role("button", name="Ask").is_enabled()
+    page.wait_for_function("!document.querySelector('form.ask button[type=submit]').disabled")
     page.get_by_role("link", name="Contexts").click()
     page.get_by_role("link", name="acme").wait_for()
     assert [e for e in errors if "404" not in e] == []  # the failed fetch itself is logged by Chromium
@@ -520,7 +520,9 @@ def test_a_priced_turn_shows_its_cost_and_a_running_turn_can_be_cancelled(
             alert = page.get_by_role("alert")
             alert.wait_for(timeout=30_000)
             assert alert.inner_text().startswith("cancelled")
-            assert page.get_by_role("button", name="Ask").is_enabled()
+            page.wait_for_function(
+                "!document.querySelector('form.ask button[type=submit]').disabled"
+            )  # usable
             page.goto(live.url + "/" + first)
             cost = page.locator("#turn-cost")
             cost.wait_for()
@@ -558,3 +560,68 @@ def test_an_archive_upload_shows_its_import_task_and_each_member(
         page.close()
     finally:
         server.client.delete("/api/contexts/archive-test")
+
+
+def test_keyboard_only_ask_then_open_a_citation(server: LiveServer, browser: Browser) -> None:
+    page, errors = _page(browser, "laptop")
+    page.goto(server.url + "/#/ask?ctx=acme")
+    page.locator("#ask:focus").wait_for()  # the question box has the focus
+    page.keyboard.type(HOTEL)
+    page.keyboard.press("Control+Enter")
+    page.locator("a.cite").first.wait_for(timeout=60_000)
+    for _ in range(80):  # Tab through the page until the first citation marker has the focus
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.classList.contains('cite')"):
+            break
+    else:
+        pytest.fail("no citation marker is reachable with Tab")
+    popover = page.locator("#popover")
+    assert popover.is_visible() and "travel-policy.md" in popover.inner_text()  # shown on focus
+    page.keyboard.press("Escape")
+    assert popover.is_hidden()
+    page.keyboard.press("Enter")
+    page.locator("mark#span").wait_for()
+    assert page.locator("mark#span").inner_text() in page.locator("pre.page-text").inner_text()
+    assert errors == []
+    page.close()
+
+
+def test_every_view_at_both_sizes_without_errors_or_sideways_scrolling(
+    server: LiveServer, browser: Browser
+) -> None:
+    answer = server.client.post("/api/query", json={"ask": HOTEL, "scope": ["acme"]}).json()
+    routes = {
+        "contexts": "#/",
+        "context": "#/context?ctx=acme",
+        "design": "#/design?ctx=acme",
+        "knowledge": "#/knowledge?ctx=acme&path=artifacts",
+        "tables": "#/tables?ctx=acme",
+        "table": "#/tables?ctx=acme&t=_chunks",
+        "ask": "#/ask?ctx=acme",
+        "sessions": "#/sessions",
+        "session": f"#/sessions?s={answer['session_id']}",
+        "trace": f"#/trace?q={answer['id']}",
+        "source": f"#/page?ctx=acme&path={REPORT}&page=2",
+    }
+    sideways: list[str] = []
+    for size in SIZES:
+        page, errors = _page(browser, size)
+        for name, route in routes.items():
+            page.goto(f"{server.url}/{route}")
+            page.wait_for_function(
+                "document.querySelector('main h1') && !document.querySelector('main')"
+                ".innerText.includes('Loading…')"
+            )
+            page.wait_for_load_state("networkidle")
+            assert page.locator("main [role=alert]:not(:empty)").count() == 0, (
+                name,
+                page.locator("main").inner_text(),
+            )
+            assert "null" not in page.locator("main").inner_text().split(), name
+            wide = page.evaluate("document.scrollingElement.scrollWidth - innerWidth")
+            if wide > 1:
+                sideways.append(f"{name} by {wide}px at {size}")
+            _shot(page, f"view-{name}", size)
+        assert errors == [], (size, errors)
+        page.close()
+    assert not sideways, "; ".join(sideways)  # wide tables scroll inside their own box, not the page

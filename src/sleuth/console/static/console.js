@@ -8,6 +8,7 @@
 // Everything shown comes from the API's JSON; text is always inserted as text, never as HTML.
 
 import { hideCitation } from "./lib/answer.js";
+import { view } from "./lib/dom.js";
 import { askView } from "./views/ask.js";
 import { compareView } from "./views/compare.js";
 import { contextView } from "./views/context.js";
@@ -22,6 +23,7 @@ import { traceView } from "./views/trace.js";
 
 function route() {
   hideCitation();
+  view.focus({ preventScroll: true });  // a new view: keyboard and screen-reader focus start at its top
   const name = location.hash.split("?")[0];
   if (name === "#/ask") return askView();
   if (name === "#/page") return pageView();
@@ -36,5 +38,6 @@ function route() {
 }
 
 addEventListener("hashchange", route);
+addEventListener("keydown", (e) => { if (e.key === "Escape") hideCitation(); });
 addEventListener("sleuth:sign-in", () => signInView(route));
 route();

@@ -27,3 +27,21 @@ export function params() {
 export function encodePath(path) {
   return path.split("/").map(encodeURIComponent).join("/");
 }
+
+// An ISO timestamp as a person reads it: to the minute, in UTC.
+export function when(iso) {
+  return iso ? `${iso.replace("T", " ").slice(0, 16)} UTC` : "—";
+}
+
+// A table that reads as one card per row on a phone: each cell is labelled with its column's header.
+export function stacked(table) {
+  const headers = [...table.querySelectorAll("thead th")].map((th) => th.textContent);
+  for (const row of table.querySelectorAll("tbody tr")) {
+    [...row.children].forEach((cell, i) => {
+      cell.dataset.label = headers[i] ?? "";
+      if (cell.childNodes.length > 1) cell.replaceChildren(el("div", {}, ...cell.childNodes));  // one grid cell
+    });
+  }
+  table.classList.add("stack");
+  return table;
+}

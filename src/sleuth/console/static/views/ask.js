@@ -53,10 +53,25 @@ export async function askView() {
   const follow = el("input", { type: "checkbox", id: "follow", checked: true });
   const followRow = el("div", { class: "follow", hidden: true }, follow, " ",
     el("label", { for: "follow", id: "follow-label" }, "follow up in this session"));
-  const contexts = el("input", { id: "ctx", name: "ctx", value: chosen.join(","), required: true,
-    placeholder: "context slugs, comma-separated" });
+  // The contexts to ask over: one checkbox per context the server has, those in the link ticked (a
+  // slug the server does not know stays listed, ticked, so the turn says why it cannot run).
+  const contexts = el("fieldset", { class: "scope" }, el("legend", {}, "Contexts"));
+  const scopeOf = () => [...contexts.querySelectorAll("input:checked")].map((box) => box.value);
+  const addContext = (slug, label, checked) => {
+    const id = `ctx-${slug}`;
+    contexts.append(el("span", { class: "choice" }, el("input", { type: "checkbox", id, value: slug, checked }),
+      el("label", { for: id }, label)));
+  };
+  api("/contexts").then((r) => r.json()).then((data) => {
+    const known = (data.contexts || data.data || data).map((c) => c.slug);
+    for (const slug of known) addContext(slug, slug, chosen.includes(slug) || (!chosen.length && known.length === 1));
+    for (const slug of chosen.filter((s) => !known.includes(s))) addContext(slug, `${slug} (unknown)`, true);
+  }).catch((error) => showError(contexts, error));
   const question = el("textarea", { id: "ask", name: "ask", rows: 3, required: true,
-    placeholder: "Ask a question about the documents" });
+    placeholder: "Ask a question about the documents (Ctrl+Enter asks)" });
+  question.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); form.requestSubmit(); }
+  });
   const steps = el("section", { class: "steps", "aria-label": "Steps" });
   const result = el("section", { class: "result" });
   const history = el("section", { class: "history", "aria-label": "This session's turns" });
@@ -117,7 +132,7 @@ export async function askView() {
       return;
     }
     const group = `cmp_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
-    const scope = contexts.value.split(",").map((x) => x.trim()).filter(Boolean);
+    const scope = scopeOf();
     compare.disabled = true;
     try {
       const ids = [];
@@ -142,7 +157,7 @@ export async function askView() {
     result.replaceChildren(el("p", { class: "muted" }, "Working…"));
     const turn = sessionId && follow.checked
       ? { ask: question.value, session_id: sessionId }
-      : { ask: question.value, scope: contexts.value.split(",").map((s) => s.trim()).filter(Boolean),
+      : { ask: question.value, scope: scopeOf(),
           system_prompt: instructions.value || undefined };
     if (model.value) turn.model = model.value;
     if (!perTurnOptions(turn, result)) {
@@ -168,7 +183,7 @@ export async function askView() {
       running.id = null;
     }
   } },
-  el("label", { for: "ctx" }, "Contexts"), contexts,
+  contexts,
   el("label", { for: "ask" }, "Question"), question, followRow,
   el("details", { class: "options" }, el("summary", {}, "options"),
     el("label", { for: "model" }, "Model"), model, el("label", { for: "max-steps" }, "Max steps"), maxSteps,

@@ -1,5 +1,5 @@
 import { api, authHeaders, showError } from "../lib/api.js";
-import { el, encodePath, params, view } from "../lib/dom.js";
+import { el, encodePath, params, stacked, view } from "../lib/dom.js";
 import { waitTask } from "../lib/tasks.js";
 
 function upload(slug, file, bar) {
@@ -26,10 +26,12 @@ export async function contextView() {
   const slug = params().get("ctx");
   const base = `/contexts/${encodeURIComponent(slug)}`;
   const sources = el("tbody");
+  const sourcesTable = el("table", { class: "grid" },
+    el("thead", {}, el("tr", {}, el("th", {}, "Path"), el("th", {}, "Bytes"), el("th", {}, ""))), sources);
   const uploads = el("ul", { class: "uploads" });
   const curateState = el("div", { class: "curate", "aria-live": "polite" });
   const files = el("input", { type: "file", id: "files", multiple: true });
-  const drop = el("div", { class: "drop", tabindex: 0 }, "Drop files here, or ", el("label", { for: "files" }, "choose files"), files);
+  const drop = el("div", { class: "drop", tabindex: 0, role: "button", "aria-label": "Add files: drop them here, or press Enter to choose" }, "Drop files here, or ", el("label", { for: "files" }, "choose files"), files);
 
   async function refresh() {
     const listing = await (await api(`${base}/source/manifest`)).json();
@@ -40,6 +42,7 @@ export async function contextView() {
         await api(`${base}/source/delete/${encodePath(f.path)}`, { method: "DELETE" });
         refresh();
       } }, "delete")))));
+    stacked(sourcesTable);
   }
 
   // An archive is expanded by an import task after the upload: its progress, then what became of
@@ -77,6 +80,9 @@ export async function contextView() {
     refresh();
   }
   files.addEventListener("change", () => send([...files.files]));
+  drop.addEventListener("keydown", (e) => {  // the drop zone is focusable: Enter or Space chooses files
+    if (e.key === "Enter" || e.key === " ") { e.preventDefault(); files.click(); }
+  });
   drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });
   drop.addEventListener("dragleave", () => drop.classList.remove("over"));
   drop.addEventListener("drop", (e) => { e.preventDefault(); drop.classList.remove("over"); send([...e.dataTransfer.files]); });
@@ -133,7 +139,7 @@ export async function contextView() {
     " ", el("a", { href: `#/design?ctx=${encodeURIComponent(slug)}`, class: "muted" }, "design"),
     " ", el("a", { href: `#/tables?ctx=${encodeURIComponent(slug)}`, class: "muted" }, "tables")),
     el("h2", {}, "Sources"), drop, uploads,
-    el("table", { class: "grid" }, el("thead", {}, el("tr", {}, el("th", {}, "Path"), el("th", {}, "Bytes"), el("th", {}, ""))), sources),
+    sourcesTable,
     el("h2", {}, "Curate"), curate, curateState,
     el("h2", {}, "Pack and restore"), pack, " ", el("label", { for: "restore-file" }, "restore a pack into this (empty) context "), restoreFile, packState);
   try {

@@ -1,5 +1,5 @@
 import { api, showError } from "../lib/api.js";
-import { el, view } from "../lib/dom.js";
+import { el, stacked, view, when } from "../lib/dom.js";
 
 export async function contextsView() {
   view.replaceChildren(el("h1", {}, "Contexts"), el("p", { class: "muted" }, "Loading…"));
@@ -11,7 +11,7 @@ export async function contextsView() {
           el("a", { href: `#/ask?ctx=${encodeURIComponent(c.slug)}`, class: "muted" }, "ask")),
         el("td", {}, c.name || ""),
         el("td", {}, c.queryable ? "ready" : "not curated"),
-        el("td", {}, c.last_curated_at || "—")));
+        el("td", {}, when(c.last_curated_at))));
     const slug = el("input", { id: "new-slug", required: true, pattern: "[a-z][a-z0-9\\-]{2,63}", placeholder: "slug" });
     const name = el("input", { id: "new-name", required: true, placeholder: "name" });
     const problem = el("span", { class: "error", role: "alert" });
@@ -27,10 +27,10 @@ export async function contextsView() {
       el("button", { type: "submit" }, "Create"), problem);
     view.replaceChildren(
       el("h1", {}, "Contexts"), create,
-      el("table", { class: "grid" },
+      stacked(el("table", { class: "grid" },
         el("thead", {}, el("tr", {}, el("th", {}, "Slug"), el("th", {}, "Name"), el("th", {}, "State"),
           el("th", {}, "Last curated"))),
-        el("tbody", {}, rows)));
+        el("tbody", {}, rows))));
   } catch (error) {
     showError(view, error);
   }

@@ -1,5 +1,5 @@
 import { api, showError } from "../lib/api.js";
-import { el, params, view } from "../lib/dom.js";
+import { el, params, stacked, view, when } from "../lib/dom.js";
 import { turnsTable } from "../lib/turns.js";
 
 export async function sessionsView() {
@@ -7,11 +7,11 @@ export async function sessionsView() {
   try {
     if (!id) {
       const data = await (await api("/sessions?limit=50")).json();
-      view.replaceChildren(el("h1", {}, "Sessions"), el("table", { class: "grid" },
+      view.replaceChildren(el("h1", {}, "Sessions"), stacked(el("table", { class: "grid" },
         el("thead", {}, el("tr", {}, ["session", "title", "updated"].map((h) => el("th", {}, h)))),
         el("tbody", {}, data.sessions.map((x) => el("tr", {},
           el("td", {}, el("a", { href: `#/sessions?s=${encodeURIComponent(x.id)}` }, x.id)),
-          el("td", {}, x.title || ""), el("td", {}, x.updated_at || ""))))));
+          el("td", {}, x.title || ""), el("td", {}, when(x.updated_at))))))));
       return;
     }
     const session = await (await api(`/sessions/${encodeURIComponent(id)}`)).json();

@@ -5,7 +5,7 @@
 import { api, showError } from "../lib/api.js";
 import { callLine } from "../lib/calls.js";
 import { costText, dollars, pricingOf, stepCost } from "../lib/cost.js";
-import { el, params, view } from "../lib/dom.js";
+import { el, params, stacked, view } from "../lib/dom.js";
 
 function stepsTable(trace, pricing) {
   const head = ["step", "status", "calls", "fresh in", "cached", "out", "ms", "cost"];
@@ -92,8 +92,8 @@ export async function traceView() {
       : "";  // replaceChildren would write a null as the text "null"
     view.replaceChildren(title, el("p", { class: "question" }, query.input?.[0]?.content || ""),
       summary(query, trace, catalog), compared,
-      el("h2", {}, "Steps"), el("div", { class: "scroll" }, stepsTable(trace, pricing)),
-      el("h2", {}, "Evidence"), el("div", { class: "scroll" }, evidenceTable(trace)),
+      el("h2", {}, "Steps"), stacked(stepsTable(trace, pricing)),
+      el("h2", {}, "Evidence"), stacked(evidenceTable(trace)),
       ...((trace.citations_dropped || []).length ? [el("h2", {}, "Dropped citations"), droppedList(trace)] : []),
       el("h2", {}, "Replay"), ...replayControl(id));
   } catch (error) {
