@@ -226,6 +226,8 @@ def test_create_upload_curate_then_ask(server: LiveServer, browser: Browser, tmp
     page.get_by_role("button", name="Curate").click()
     page.locator(".curate .summary").wait_for(timeout=120_000)
     summary = page.locator(".curate").inner_text()
+    phases = page.locator(".curate ol.phases li")
+    assert phases.count() > 1 and page.locator(".curate ol.phases li.done").count() == phases.count()
     assert "version v000001" in summary and "failed: uploads/broken.pdf (corrupt" in summary
     _shot(page, "context", "laptop")
     page.get_by_role("button", name="delete uploads/broken.pdf").click()
@@ -430,6 +432,14 @@ def test_read_a_source_page_by_page_with_its_chunks_and_artifacts(
     stored = server.client.get(f"/api/contexts/acme/pages/{handbook}", params={"page": 1}).json()
     page, errors = _page(browser, "laptop")
     page.goto(server.url + "/#/context?ctx=acme")
+    sample = page.locator("ul.samples a").first  # the sample questions of the last curate
+    sample.wait_for()
+    assert "live version v" in page.locator("section.about").inner_text()
+    question = sample.inner_text()
+    sample.click()
+    page.locator("#ask:focus").wait_for()
+    assert page.input_value("#ask") == question and page.locator("#ctx-acme").is_checked()
+    page.go_back()
     page.get_by_role("link", name=handbook, exact=True).click()  # a source opens on its first page
     panel = page.get_by_role("complementary", name="On this page")
     panel.locator("ol.chunks li").first.wait_for()

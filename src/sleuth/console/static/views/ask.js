@@ -69,6 +69,7 @@ export async function askView() {
   }).catch((error) => showError(contexts, error));
   const question = el("textarea", { id: "ask", name: "ask", rows: 3, required: true,
     placeholder: "Ask a question about the documents (Ctrl+Enter asks)" });
+  question.value = params().get("q") || "";  // a sample question links here with its text
   question.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); form.requestSubmit(); }
   });

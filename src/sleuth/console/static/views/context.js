@@ -30,6 +30,7 @@ export async function contextView() {
     el("thead", {}, el("tr", {}, el("th", {}, "Path"), el("th", {}, "Bytes"), el("th", {}, ""))), sources);
   const uploads = el("ul", { class: "uploads" });
   const curateState = el("div", { class: "curate", "aria-live": "polite" });
+  const about = el("section", { class: "about", "aria-label": "About this context" });
   const files = el("input", { type: "file", id: "files", multiple: true });
   const drop = el("div", { class: "drop", tabindex: 0, role: "button", "aria-label": "Add files: drop them here, or press Enter to choose" }, "Drop files here, or ", el("label", { for: "files" }, "choose files"), files);
 
@@ -92,7 +93,10 @@ export async function contextView() {
     try {
       const started = await (await api(`${base}/curate`, { method: "POST", body: {} })).json();
       const task = await waitTask(started.task_id, curateState);  // shows a failure itself
-      if (task.state === "completed") curateState.append(curateSummary(task));
+      if (task.state === "completed") {
+        curateState.append(curateSummary(task));
+        await describe(slug, base, about);  // the new live version and its sample questions
+      }
     } catch (error) {
       curateState.replaceChildren(el("p", { class: "error", role: "alert" }, error.message));
     } finally {
@@ -134,26 +138,51 @@ export async function contextView() {
       refresh();
     }
   });
-  view.replaceChildren(el("h1", {}, slug, " ", el("a", { href: `#/ask?ctx=${encodeURIComponent(slug)}`, class: "muted" }, "ask"),
-    " ", el("a", { href: `#/knowledge?ctx=${encodeURIComponent(slug)}`, class: "muted" }, "knowledge"),
-    " ", el("a", { href: `#/design?ctx=${encodeURIComponent(slug)}`, class: "muted" }, "design"),
-    " ", el("a", { href: `#/tables?ctx=${encodeURIComponent(slug)}`, class: "muted" }, "tables")),
-    el("h2", {}, "Sources"), drop, uploads,
+  const link = (route, text) => el("a", { href: `#/${route}?ctx=${encodeURIComponent(slug)}` }, text);
+  view.replaceChildren(el("h1", {}, slug),
+    el("nav", { class: "context-nav", "aria-label": "This context" }, link("ask", "Ask"), link("knowledge", "Knowledge"),
+      link("design", "Design"), link("tables", "Tables")),
+    about, el("h2", {}, "Sources"), drop, uploads,
     sourcesTable,
     el("h2", {}, "Curate"), curate, curateState,
     el("h2", {}, "Pack and restore"), pack, " ", el("label", { for: "restore-file" }, "restore a pack into this (empty) context "), restoreFile, packState);
   try {
     await refresh();
+    await describe(slug, base, about);
   } catch (error) {
     showError(view, error);
   }
 }
 
+// The live version, the size of its knowledge, and the sample questions its last curate wrote (each
+// one click from an answer).
+async function describe(slug, base, about) {
+  const [ctx, stats] = await Promise.all([api(base).then((r) => r.json()),
+    api(`${base}/knowledge/stats`).then((r) => r.json()).catch(() => null)]);
+  const ask = (q) => `#/ask?${new URLSearchParams({ ctx: slug, q })}`;
+  about.replaceChildren(
+    el("p", { class: "muted" }, ctx.queryable
+      ? `live version ${ctx.live_version} · ${stats?.file_count ?? 0} knowledge files (${Math.round((stats?.total_size ?? 0) / 1024)} KiB)`
+      : "not curated yet: upload sources, then curate"),
+    ...(ctx.sample_queries?.length ? [el("h2", {}, "Try asking"), el("ul", { class: "samples" },
+      ctx.sample_queries.slice(0, 5).map((q) => el("li", {}, el("a", { href: ask(q) }, q))))] : []));
+}
+
 function curateSummary(task) {
   const out = task.output || {};
   const delta = out.delta || {};
+  if (delta === "empty" || out.flipped === false) return el("p", { class: "summary" }, "nothing changed since the last curate");
   const parts = [el("p", { class: "summary" },
-    `version ${out.live_version ?? "—"} · ${delta.processed ?? 0} parsed · ${delta.chunks_created ?? 0} chunks created · ${delta.corpus_artifacts ?? 0} artifacts`)];
+    `version ${out.live_version ?? "—"} · sources ${delta.new ?? 0} new, ${delta.changed ?? 0} changed, ${delta.deleted ?? 0} deleted · ` +
+    `${delta.processed ?? 0} parsed · ${delta.chunks_created ?? 0} chunks created · ` +
+    `${(delta.artifacts_created ?? 0) + (delta.artifacts_updated ?? 0)} artifacts (${delta.artifacts_created ?? 0} new)` +
+    (delta.screened ? ` · ${delta.screened} screened` : ""))];
+  const x = out.extraction;
+  if (x) {
+    parts.push(el("p", { class: "muted" }, `model ${x.model}: ${x.calls} calls (${x.cached} cached) · ` +
+      `${x.input_tokens} in / ${x.output_tokens} out tokens${x.budget_exhausted ? " · token budget spent: the next curate finishes" : ""}`));
+    for (const e of x.errors || []) parts.push(el("p", { class: "error" }, `${e.type} on ${e.source}: ${e.error}`));
+  }
   for (const [path, why] of Object.entries(out.failures || {})) {
     parts.push(el("p", { class: why.status === "failed" ? "error" : "muted" }, `${why.status}: ${path} (${why.reason})`));
   }
