@@ -253,6 +253,15 @@ def test_browse_knowledge_and_open_an_artifacts_evidence(server: LiveServer, bro
     page.locator("#span").wait_for()
     assert page.locator("mark#span").inner_text()  # the glossary entry's own span, marked on its page
     _shot(page, "knowledge", "laptop")
+    page.goto(server.url + "/#/knowledge?ctx=acme&path=outline.json&file=1")  # every artifact, as a table
+    page.get_by_role("link", name="Employee Handbook", exact=True).click()
+    page.locator("dl.facts").wait_for()
+    assert "Document" in page.locator("dl.facts").inner_text()
+    quote = page.locator("ul.evidence-links q").first.inner_text()
+    page.locator("ul.evidence-links a").first.click()
+    page.locator("mark#span").wait_for()
+    marked = " ".join(page.locator("mark#span").inner_text().split())
+    assert marked.startswith(" ".join(quote.rstrip("…").split()))  # the quote, marked on its page
     assert errors == []
     page.close()
 

@@ -1,4 +1,5 @@
-"""Routes: the live version's knowledge tree: list, stats, read (spec/api.md §6.4)."""
+"""Routes: the live version's knowledge tree: list, stats, read, and an artifact file with its front
+matter parsed (spec/api.md §6.4)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request
+from fastapi.encoders import jsonable_encoder
 from fastapi.responses import FileResponse
 
 from sleuth.api.auth import AnyKey
@@ -13,6 +15,7 @@ from sleuth.api.context_files import find_context, safe_rel
 from sleuth.api.errors import ApiError
 from sleuth.api.file_trees import EMPTY_LISTING, dir_listing, file_response, resolve_file, tree_stats
 from sleuth.api.state import api_state
+from sleuth.format.front_matter import read_front_matter
 from sleuth.store.home import ContextDir
 
 router = APIRouter()
@@ -53,3 +56,21 @@ def read_knowledge(request: Request, slug: str, path: str, _who: AnyKey) -> File
         safe_rel(path)
         raise ApiError(404, "path_not_found", "the context has no live version yet", path=path)
     return file_response(resolve_file(root, path))
+
+
+@router.get("/contexts/{slug}/knowledge/artifact/{path:path}")
+def read_artifact_file(request: Request, slug: str, path: str, _who: AnyKey) -> dict[str, Any]:
+    """An artifact or roster file of the live version, its YAML front matter parsed: what a client
+    shows (type, provenance with quotes, sources) without a YAML parser of its own."""
+    root = _knowledge_root(find_context(api_state(request), slug))
+    if root is None:
+        safe_rel(path)
+        raise ApiError(404, "path_not_found", "the context has no live version yet", path=path)
+    if not path.endswith(".md"):
+        raise ApiError(
+            400, "invalid_request", "only Markdown artifact and roster files have front matter", path=path
+        )
+    text = resolve_file(root, path).read_text("utf-8")
+    end = text.find("\n---\n", 4) if text.startswith("---\n") else -1
+    body = text[end + 5 :] if end != -1 else text
+    return {"path": path, "front_matter": jsonable_encoder(read_front_matter(text)), "body": body}

@@ -1,9 +1,8 @@
 import { api, showError } from "../lib/api.js";
-import { el, encodePath, params, view } from "../lib/dom.js";
+import { el, encodePath, params, stacked, view } from "../lib/dom.js";
 
-// ------------------------------------------------------------------------------------------ knowledge
-// The live version's knowledge tree as the API lists it: artifact types, their artifacts (front matter
-// and body), rosters and the outline. An artifact's provenance links to its pages in the viewer.
+// The live version's knowledge tree as the API lists it: artifact types and their artifacts (what each
+// is, its body, its evidence), rosters, the outline as a table, and each source's pages (in the viewer).
 export async function knowledgeView() {
   const p = params();
   const slug = p.get("ctx");
@@ -31,24 +30,52 @@ export async function knowledgeView() {
       view.replaceChildren(el("h1", {}, "Knowledge"), crumbs, el("ul", { class: "listing" }, items));
       return;
     }
-    const text = await (await api(`${base}/read/${encodePath(path)}`, { headers: { accept: "*/*" } })).text();
-    const parts = text.startsWith("---\n") ? text.slice(4).split("\n---\n") : [null, text];
-    const front = parts.length > 1 ? parts[0] : null;
-    const body = parts.length > 1 ? parts.slice(1).join("\n---\n") : text;
-    const links = [];
-    if (front) {
-      // provenance entries are `- source: …` / `page: N` / `start: N` / `end: N` lines of the YAML front matter
-      const re = /- source: (.+)\n\s+page: (\d+)\n\s+start: (\d+)\n\s+end: (\d+)/g;
-      for (const m of front.matchAll(re)) {
-        const q = new URLSearchParams({ ctx: slug, path: m[1].trim(), page: m[2], start: m[3], end: m[4] });
-        links.push(el("li", {}, el("a", { href: `#/page?${q}` }, `${m[1].trim()}, p. ${m[2]} [${m[3]}:${m[4]}]`)));
-      }
-    }
-    view.replaceChildren(el("h1", {}, "Knowledge"), crumbs,
-      el("pre", { class: "page-text" }, body),
-      ...(links.length ? [el("h2", {}, "Evidence"), el("ul", { class: "evidence-links" }, links)] : []),
-      ...(front ? [el("details", {}, el("summary", {}, "front matter"), el("pre", {}, front))] : []));
+    const shown = path.endsWith(".md") ? await artifactView(slug, base, path)
+      : path === "outline.json" ? await outlineView(slug, base)
+      : await rawView(base, path);
+    view.replaceChildren(el("h1", {}, "Knowledge"), crumbs, ...shown);
   } catch (error) {
     showError(view, error);
   }
+}
+
+const fileLink = (slug, file) => `#/knowledge?ctx=${encodeURIComponent(slug)}&path=${encodeURIComponent(file)}&file=1`;
+
+// An artifact or roster: what it is, its body, and its evidence, each quote one click from its page.
+async function artifactView(slug, base, path) {
+  const art = await (await api(`${base}/artifact/${encodePath(path)}`)).json();
+  const front = art.front_matter || {};
+  const facts = ["name", "type", "kind", "scope", "format"].filter((k) => front[k] !== undefined && front[k] !== null);
+  const evidence = (front.provenance || []).map((p) => {
+    const q = new URLSearchParams({ ctx: slug, path: p.source, page: String(p.page), start: String(p.start), end: String(p.end) });
+    return el("li", {}, el("a", { href: `#/page?${q}` }, `${p.source}, p. ${p.page} [${p.start}:${p.end}]`), " ",
+      p.quote ? el("q", {}, p.quote.length > 240 ? `${p.quote.slice(0, 240)}…` : p.quote) : null);
+  });
+  return [
+    facts.length ? el("dl", { class: "facts" }, facts.flatMap((k) => [el("dt", {}, k), el("dd", {}, String(front[k]))])) : "",
+    el("pre", { class: "page-text" }, art.body),
+    ...(evidence.length ? [el("h2", {}, `Evidence (${evidence.length})`), el("ul", { class: "evidence-links" }, evidence)] : []),
+    el("details", {}, el("summary", {}, "front matter"), el("pre", {}, JSON.stringify(front, null, 2))),
+  ];
+}
+
+// Every artifact of the version, as the outline lists it, each linked to its file.
+async function outlineView(slug, base) {
+  const outline = await (await api(`${base}/read/outline.json`)).json();
+  const rows = (outline.artifacts || []).map((a) => el("tr", {},
+    el("td", {}, a.type), el("td", {}, el("a", { href: fileLink(slug, a.file) }, a.name)), el("td", {}, a.kind),
+    el("td", {}, a.scope), el("td", {}, String(a.sources_count ?? ""))));
+  return [el("p", { class: "muted" }, `${rows.length} artifacts`), stacked(el("table", { class: "grid" },
+    el("thead", {}, el("tr", {}, ["type", "name", "kind", "scope", "sources"].map((h) => el("th", {}, h)))),
+    el("tbody", {}, rows)))];
+}
+
+async function rawView(base, path) {
+  const text = await (await api(`${base}/read/${encodePath(path)}`, { headers: { accept: "*/*" } })).text();
+  if (path.endsWith(".json")) {
+    try {
+      return [el("pre", { class: "page-text" }, JSON.stringify(JSON.parse(text), null, 2))];
+    } catch (_) { /* shown as it is */ }
+  }
+  return [el("pre", { class: "page-text" }, text)];
 }
