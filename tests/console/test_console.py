@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 import zipfile
 from collections.abc import Iterator
 from dataclasses import replace
@@ -64,6 +65,16 @@ def _page(browser: Browser, size: str) -> tuple[Page, list[str]]:
     return page, errors
 
 
+def _until(page: Page, expression: str, timeout: float = 30_000) -> None:
+    """Poll a JavaScript expression until it is true. Playwright's `wait_for_function` polls with
+    `new Function`, which the console's CSP (no `unsafe-eval`) refuses; `evaluate` runs over CDP."""
+    deadline = time.monotonic() + timeout / 1000
+    while not page.evaluate(expression):
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for: {expression}")
+        page.wait_for_timeout(100)
+
+
 def _shot(page: Page, name: str, size: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}-{size}.png"), full_page=True)
@@ -117,7 +128,7 @@ def test_a_pdf_citation_is_boxed_on_the_page_image(server: LiveServer, browser: 
         assert image["x"] <= box["x"] and box["x"] + box["width"] <= image["x"] + image["width"] + 1
         _shot(page, "page-pdf", size)
         page.get_by_role("link", name="next →").click()
-        page.wait_for_function("location.hash.includes('page=3')")
+        _until(page, "location.hash.includes('page=3')")
         assert errors == []
         page.close()
 
@@ -132,7 +143,7 @@ def test_a_failed_request_shows_its_error_and_the_ui_stays_usable(
     alert = page.get_by_role("alert")
     alert.wait_for()
     assert "context_not_found" in alert.inner_text()
-    page.wait_for_function("!document.querySelector('form.ask button[type=submit]').disabled")
+    _until(page, "!document.querySelector('form.ask button[type=submit]').disabled")
     page.get_by_role("link", name="Contexts").click()
     page.get_by_role("link", name="acme").wait_for()
     assert [e for e in errors if "404" not in e] == []  # the failed fetch itself is logged by Chromium
@@ -182,15 +193,14 @@ def test_follow_up_feedback_trace_and_replay(server: LiveServer, browser: Browse
     session = page.locator("#follow-label").inner_text().rsplit(" ", 1)[-1]
     page.fill("#ask", "How many days a week can employees work remotely?")
     page.get_by_role("button", name="Ask").click()
-    page.wait_for_function(
-        "document.querySelector('.answer')?.innerText.includes('three days')", timeout=60_000
-    )
+    _until(page, "document.querySelector('.answer')?.innerText.includes('three days')", timeout=60_000)
     turns = server.client.get(f"/api/sessions/{session}").json()["queries"]
     assert len(turns) == 2  # the follow-up ran in the same session
     page.locator("section.history tbody tr").nth(1).wait_for()  # both turns listed with their status
     page.fill("footer.turn input.comment", "Clear and cited.")
     page.get_by_role("button", name="good answer").click()
     page.get_by_text("thanks, noted").wait_for()
+    assert page.get_by_role("button", name="good answer").get_attribute("aria-pressed") == "true"
     query_id = turns[-1]["id"]
     feedback = server.client.get(f"/api/queries/{query_id}").json()["feedback"]
     assert feedback["rating"] == "up" and feedback["comment"] == "Clear and cited."
@@ -199,8 +209,10 @@ def test_follow_up_feedback_trace_and_replay(server: LiveServer, browser: Browse
     assert "null" not in page.locator("main").inner_text()
     _shot(page, "trace", "laptop")
     page.get_by_role("button", name="Replay").click()
-    page.wait_for_function(
-        "!['', 'Replaying…'].includes(document.getElementById('replay-result').innerText)", timeout=60_000
+    _until(
+        page,
+        "!['', 'Replaying…'].includes(document.getElementById('replay-result').innerText)",
+        timeout=60_000,
     )
     outcome = page.locator("#replay-result").inner_text()
     assert outcome.startswith("identical"), outcome
@@ -230,12 +242,13 @@ def test_create_upload_curate_then_ask(server: LiveServer, browser: Browser, tmp
     assert phases.count() > 1 and page.locator(".curate ol.phases li.done").count() == phases.count()
     assert "version v000001" in summary and "failed: uploads/broken.pdf (corrupt" in summary
     _shot(page, "context", "laptop")
+    page.once("dialog", lambda dialog: dialog.accept())  # a delete asks first
     page.get_by_role("button", name="delete uploads/broken.pdf").click()
     page.get_by_role("cell", name="uploads/broken.pdf", exact=True).wait_for(state="detached")
     page.goto(server.url + "/#/ask?ctx=parking-test")
     page.fill("#ask", "Where do visitors park?")
     page.get_by_role("button", name="Ask").click()
-    page.wait_for_function("document.querySelector('.answer')?.innerText.includes('bay 7')", timeout=60_000)
+    _until(page, "document.querySelector('.answer')?.innerText.includes('bay 7')", timeout=60_000)
     assert errors == []
     page.close()
     server.client.delete("/api/contexts/parking-test")
@@ -304,9 +317,10 @@ def test_a_bad_manifest_shows_its_field_errors(server: LiveServer, browser: Brow
         size.fill("256")  # mend it in the form: the JSON follows
         size.dispatch_event("change")
         chunking = "curate.chunks.chunking"
-        page.get_by_role("combobox", name=f"add a field to {chunking}").select_option(
+        page.get_by_role("combobox", name=f"field to add to {chunking}").select_option(
             "overlap"
-        )  # from the schema
+        )  # the schema's
+        page.get_by_role("button", name=f"add the field to {chunking}").click()
         page.locator(f'#panel-form input[data-path="{chunking}.overlap"]').fill("40")
         page.locator(f'#panel-form input[data-path="{chunking}.overlap"]').dispatch_event("change")
         kind = page.locator('#panel-form select[data-path="curate.artifacts.artifact_types[0].kind"]')
@@ -316,6 +330,8 @@ def test_a_bad_manifest_shows_its_field_errors(server: LiveServer, browser: Brow
         assert edited["curate"]["chunks"]["chunking"] == {"target_size": 256, "overlap": 40}
         page.get_by_role("tab", name="Form").click()
         page.select_option("#template", "knowledge-base")
+        page.once("dialog", lambda dialog: dialog.accept())  # the edits are not saved: it asks first
+        page.get_by_role("button", name="Start from this template").click()
         page.get_by_role("tab", name="JSON").click()
         assert '"Concept"' in page.input_value("#manifest")
         page.get_by_role("tab", name="Form").click()
@@ -456,12 +472,12 @@ def test_read_a_source_page_by_page_with_its_chunks_and_artifacts(
     assert page.locator(".chunk-start").count() == len({c["start"] for c in stored["chunks"]})
     second = stored["chunks"][1]
     panel.locator("ol.chunks a").nth(1).click()  # a chunk: its span marked on the page
-    page.wait_for_function(f"location.hash.includes('start={second['start']}')")
+    _until(page, f"location.hash.includes('start={second['start']}')")
     page.locator("mark#span").wait_for()
     assert page.locator("mark#span").inner_text() == stored["text"][second["start"] : second["end"]]
     terms = next(a for a in stored["artifacts"] if a["type"] == "Defined Terms")
     panel.get_by_role("link", name=f"mark the quote of {terms['name']}").first.click()
-    page.wait_for_function(f"location.hash.includes('start={terms['start']}')")
+    _until(page, f"location.hash.includes('start={terms['start']}')")
     assert page.locator("mark#span").inner_text() == terms["quote"]
     assert page.get_by_role("link", name="next →").count() == 0  # a one-page document: no next page
     _shot(page, "source", "laptop")
@@ -481,9 +497,9 @@ def test_compare_two_workflows_side_by_side_with_an_output_limit(
     page.fill("#output-limit", "4000")  # sent under the `unstable` API version, which alone accepts it
     page.locator(".cmp-model").first.locator("option").first.wait_for(state="attached")
     page.get_by_role("button", name="Compare side by side").click()
-    page.wait_for_function("location.hash.startsWith('#/compare')")
+    _until(page, "location.hash.startsWith('#/compare')")
     done = page.locator(".turn-column[data-status=completed]")
-    page.wait_for_function("document.querySelectorAll('.turn-column[data-status=completed]').length === 2")
+    _until(page, "document.querySelectorAll('.turn-column[data-status=completed]').length === 2")
     headings = sorted(page.locator(".turn-column > h2").all_inner_texts())
     assert headings[0].startswith("search ·") and headings[1].startswith("search_rag ·")
     for i in range(2):
@@ -539,9 +555,7 @@ def test_a_priced_turn_shows_its_cost_and_a_running_turn_can_be_cancelled(
             alert = page.get_by_role("alert")
             alert.wait_for(timeout=30_000)
             assert alert.inner_text().startswith("cancelled")
-            page.wait_for_function(
-                "!document.querySelector('form.ask button[type=submit]').disabled"
-            )  # usable
+            _until(page, "!document.querySelector('form.ask button[type=submit]').disabled")  # usable
             page.goto(live.url + "/" + first)
             cost = page.locator("#turn-cost")
             cost.wait_for()
@@ -627,9 +641,10 @@ def test_every_view_at_both_sizes_without_errors_or_sideways_scrolling(
         page, errors = _page(browser, size)
         for name, route in routes.items():
             page.goto(f"{server.url}/{route}")
-            page.wait_for_function(
+            _until(
+                page,
                 "document.querySelector('main h1') && !document.querySelector('main')"
-                ".innerText.includes('Loading…')"
+                ".innerText.includes('Loading…')",
             )
             page.wait_for_load_state("networkidle")
             assert page.locator("main [role=alert]:not(:empty)").count() == 0, (
@@ -644,3 +659,27 @@ def test_every_view_at_both_sizes_without_errors_or_sideways_scrolling(
         assert errors == [], (size, errors)
         page.close()
     assert not sideways, "; ".join(sideways)  # wide tables scroll inside their own box, not the page
+
+
+def test_a_strict_page_policy_and_no_dot_segments_from_a_link(server: LiveServer, browser: Browser) -> None:
+    headers = server.client.get("/").headers
+    policy = headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "frame-ancestors 'none'" in policy and "unsafe" not in policy
+    assert headers["x-content-type-options"] == "nosniff" and headers["referrer-policy"] == "no-referrer"
+    page, errors = _page(browser, "laptop")
+    sent: list[str] = []
+    page.on("request", lambda r: sent.append(r.url))
+    # a shared link whose path climbs out of the knowledge tree, to aim the reader's token elsewhere
+    page.goto(server.url + "/#/knowledge?ctx=acme&path=../../../sessions&file=1")
+    alert = page.locator("main [role=alert]")
+    alert.wait_for()
+    assert "refused" in alert.inner_text()
+    assert not [u for u in sent if "/api/sessions" in u]  # nothing was sent
+    page.goto(
+        server.url
+        + "/#/page?ctx=acme&path=uploads/acme-corpus/policies/travel-policy.md&page=1&start=9&end=3"
+    )
+    page.locator("pre.page-text").wait_for()
+    assert page.locator("mark#span").count() == 0  # a span that is not one marks nothing
+    assert errors == []
+    page.close()

@@ -20,6 +20,7 @@ from sleuth.api.errors import ApiError
 from sleuth.api.file_trees import walk_files
 from sleuth.api.state import ApiState
 from sleuth.api.task_service import TaskService
+from sleuth.compile.manifest import ManifestError, parse_manifest
 from sleuth.compile.sources import UnsafePath, safe_relative_path, safe_source_path
 from sleuth.store.home import ContextDir, ContextNotFound, write_json_atomic
 from sleuth.store.lock import CurateInFlight, curate_lock
@@ -118,3 +119,18 @@ def prune_empty_dirs(directory: Path, root: Path) -> None:
         except OSError:
             return
         directory = directory.parent
+
+
+def manifest_or_400(data: Any) -> dict[str, Any]:
+    """The manifest as written, or `400 invalid_manifest` listing every problem with its JSON path."""
+    try:
+        parse_manifest(data)
+    except ManifestError as exc:
+        errors = []
+        for problem in exc.problems:
+            path, _, message = problem.partition(": ")
+            errors.append({"path": "" if path == "(root)" else path, "message": message or problem})
+        raise ApiError(
+            400, "invalid_manifest", f"invalid manifest: {len(errors)} problem(s)", errors=errors
+        ) from None
+    return dict(data)

@@ -33,6 +33,7 @@ from sleuth.api.context_files import (
     StrictBody,
     find_context,
     has_sources,
+    manifest_or_400,
     read_extra,
     tree_lock,
     update_extra,
@@ -40,7 +41,6 @@ from sleuth.api.context_files import (
 from sleuth.api.errors import ApiError
 from sleuth.api.state import ApiState, api_state
 from sleuth.api.task_service import TaskService, TaskStopTimeout, task_service
-from sleuth.compile.manifest import ManifestError, parse_manifest
 from sleuth.store.home import ContextDir, ContextNotFound, InvalidSlug, check_slug, now_iso, write_json_atomic
 from sleuth.store.lock import CurateInFlight, curate_lock
 
@@ -70,21 +70,6 @@ class ContextUpdate(StrictBody):
     manifest: Any = None
     kind: str | None = None
     pinecone_api_key: Any = None
-
-
-def _manifest_or_400(data: Any) -> dict[str, Any]:
-    """The manifest as written, or `400 invalid_manifest` listing every problem with its JSON path."""
-    try:
-        parse_manifest(data)
-    except ManifestError as exc:
-        errors = []
-        for problem in exc.problems:
-            path, _, message = problem.partition(": ")
-            errors.append({"path": "" if path == "(root)" else path, "message": message or problem})
-        raise ApiError(
-            400, "invalid_manifest", f"invalid manifest: {len(errors)} problem(s)", errors=errors
-        ) from None
-    return dict(data)
 
 
 def _check_kind(kind: str | None, create: bool) -> None:
@@ -182,7 +167,7 @@ def _context_dirs(state: ApiState) -> list[ContextDir]:
 def create_context(request: Request, body: ContextCreate, who: AdminKey) -> dict[str, Any]:
     state, service = api_state(request), task_service(request)
     _check_kind(body.kind, create=True)
-    manifest = _manifest_or_400({} if body.manifest is None else body.manifest)
+    manifest = manifest_or_400({} if body.manifest is None else body.manifest)
     _check_slug(body.slug)
     with _identity_lock:
         try:
@@ -219,7 +204,7 @@ def update_context(request: Request, slug: str, body: ContextUpdate, _who: Admin
     given = body.model_fields_set
     if "kind" in given:
         _check_kind(body.kind, create=False)
-    manifest = _manifest_or_400(body.manifest) if "manifest" in given and body.manifest is not None else None
+    manifest = manifest_or_400(body.manifest) if "manifest" in given and body.manifest is not None else None
     with _identity_lock:
         info = ctx.info()
         if body.slug is not None and body.slug != info.slug:

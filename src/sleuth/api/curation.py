@@ -20,6 +20,7 @@ from sleuth.api.context_files import (
     conflict_check,
     find_context,
     has_sources,
+    manifest_or_400,
     prune_empty_dirs,
     safe_rel,
     tree_lock,
@@ -247,6 +248,9 @@ def start_curate(
 
 class ProfileRequest(StrictBody):
     model: str | None = Field(None, min_length=1, max_length=256)
+    #: A manifest to preview instead of the saved one (the design view's unsaved edits); checked like
+    #: `PUT /contexts/{slug}`, never stored.
+    manifest: dict[str, Any] | None = None
 
 
 @router.post("/contexts/{slug}/curate/profile")
@@ -261,9 +265,11 @@ def profile_curation(
     before anything is spent. `model: null` means no model would be called, and `reason` says why."""
     state = api_state(request)
     ctx = find_context(state, slug)
-    manifest = parse_manifest(ctx.manifest_data())
+    asked = body or ProfileRequest()
+    written = ctx.manifest_data() if asked.manifest is None else manifest_or_400(asked.manifest)
+    manifest = parse_manifest(written)
     catalog = state.runtime.catalog
-    wanted = (body or ProfileRequest()).model
+    wanted = asked.model
     if not needs_model(manifest):
         plan = preview_curate(manifest, ctx, None).to_json()
         return {"model": None, "reason": "nothing in the manifest needs a model", "preview": plan}

@@ -15,7 +15,7 @@ from sleuth.api.context_files import find_context, safe_rel
 from sleuth.api.errors import ApiError
 from sleuth.api.file_trees import EMPTY_LISTING, dir_listing, file_response, resolve_file, tree_stats
 from sleuth.api.state import api_state
-from sleuth.format.front_matter import read_front_matter
+from sleuth.format.front_matter import split_front_matter
 from sleuth.store.home import ContextDir
 
 router = APIRouter()
@@ -70,7 +70,5 @@ def read_artifact_file(request: Request, slug: str, path: str, _who: AnyKey) -> 
         raise ApiError(
             400, "invalid_request", "only Markdown artifact and roster files have front matter", path=path
         )
-    text = resolve_file(root, path).read_text("utf-8")
-    end = text.find("\n---\n", 4) if text.startswith("---\n") else -1
-    body = text[end + 5 :] if end != -1 else text
-    return {"path": path, "front_matter": jsonable_encoder(read_front_matter(text)), "body": body}
+    front, body = split_front_matter(resolve_file(root, path).read_text("utf-8", errors="replace"))
+    return {"path": path, "front_matter": jsonable_encoder(front), "body": body}

@@ -9,7 +9,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from sleuth.format.front_matter import read_front_matter
+from sleuth.format.front_matter import split_front_matter
 from sleuth.sdk.types import (
     Span,
 )
@@ -99,4 +99,4 @@ class ScopedReader:
 
     def read_file(self, artifact_id: str) -> tuple[dict[str, Any], str]:
         text = (self.root / "knowledge" / self.artifacts[artifact_id]["file"]).read_text("utf-8")
-        return read_front_matter(text), text.split("\n---\n", 1)[1] if "\n---\n" in text else text
+        return split_front_matter(text)

@@ -74,9 +74,13 @@ def page_marks(version_dir: Path, source_path: str, page: int) -> PageMarks:
         artifact_file = (knowledge / str(file)).resolve()
         if not artifact_file.is_relative_to(knowledge) or not artifact_file.is_file():
             continue  # a row naming a file outside the version is not followed
-        front = read_front_matter(artifact_file.read_text("utf-8"))
-        for raw in front.get("provenance") or []:
-            at = Provenance.from_json(raw)
+        front = read_front_matter(artifact_file.read_text("utf-8", errors="replace"))
+        provenance = front.get("provenance")
+        for raw in provenance if isinstance(provenance, list) else []:
+            try:
+                at = Provenance.from_json(raw)
+            except (KeyError, TypeError, ValueError):
+                continue  # a damaged entry marks nothing; the rest of the page still shows
             if at.source_path == source_path and at.page == page:
                 artifacts.append(
                     ArtifactMark(art_id, name, type_, kind, str(file), at.start, at.end, at.quote)

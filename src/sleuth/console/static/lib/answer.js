@@ -1,15 +1,12 @@
 // An answer with its citation markers: hover or focus shows file, page and the verbatim span; a
 // click opens the page viewer.
 
-import { el } from "./dom.js";
+import { el, pageHref } from "./dom.js";
 
 const popover = document.getElementById("popover");
 
-export function pageLink(c) {
-  const q = new URLSearchParams({
-    ctx: c.context, path: c.source, page: String(c.pages[0] ?? 1), start: String(c.start), end: String(c.end),
-  });
-  return `#/page?${q}`;
+function citationHref(c) {
+  return pageHref({ ctx: c.context, path: c.source, page: c.pages[0] ?? 1, start: c.start, end: c.end });
 }
 
 export function renderJson(target, query) {
@@ -28,7 +25,7 @@ export function renderAnswer(target, query) {
     const citation = citations[Number(match[1]) - 1];
     if (citation) {
       answer.append(el("a", {
-        class: "cite", href: pageLink(citation), dataset: { n: match[1] },
+        class: "cite", href: citationHref(citation), dataset: { n: match[1] },
         "aria-label": `citation ${match[1]}: ${citation.source}, page ${citation.pages.join(", ")}`,
         onmouseenter: (e) => showCitation(e.currentTarget, citation),
         onfocus: (e) => showCitation(e.currentTarget, citation),
@@ -41,7 +38,7 @@ export function renderAnswer(target, query) {
   }
   answer.append(text.slice(last));
   const list = el("ol", { class: "citations" }, citations.map((c) =>
-    el("li", {}, el("a", { href: pageLink(c) }, `${c.source}, p. ${c.pages.join(", ")}`), " ",
+    el("li", {}, el("a", { href: citationHref(c) }, `${c.source}, p. ${c.pages.join(", ")}`), " ",
       el("q", {}, c.grounding))));
   target.replaceChildren(el("h2", {}, "Answer"), answer, ...(citations.length ? [list] : []));
 }
@@ -53,8 +50,10 @@ export function showCitation(anchor, citation) {
   popover.style.left = `${Math.max(8, Math.min(box.left, innerWidth - 360))}px`;
   popover.style.top = `${box.bottom + scrollY + 6}px`;
   popover.hidden = false;
+  anchor.setAttribute("aria-describedby", "popover");  // read out with the marker while it is shown
 }
 
 export function hideCitation() {
   popover.hidden = true;
+  document.querySelectorAll("[aria-describedby=popover]").forEach((a) => a.removeAttribute("aria-describedby"));
 }

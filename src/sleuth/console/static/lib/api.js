@@ -9,16 +9,33 @@ export const TOKEN = "sleuth.token";
 
 export class Unauthenticated extends Error {}
 
+// A task or a turn in one of these states will not change again.
+export const TERMINAL = ["completed", "failed", "cancelled"];
+
+// A request path is built from route parameters a shared link sets: a "." or ".." segment would let
+// the link aim this person's credentials at another endpoint, so none is ever sent.
+function checkedPath(path) {
+  const route = path.split("?")[0];
+  if (route.split("/").some((part) => [".", ".."].includes(decodeURIComponent(part)))) {
+    throw new Error(`refused: the path ${route} has a "." or ".." segment`);
+  }
+  return path;
+}
+
 export function authHeaders() {
   const token = sessionStorage.getItem(TOKEN);
   return token ? { authorization: `Bearer ${token}` } : {};
+}
+
+export function apiUrl(path) {
+  return `/api${checkedPath(path)}`;
 }
 
 export async function api(path, options = {}) {
   const form = options.body instanceof FormData;  // a multipart upload: the browser sets its own type
   const headers = { accept: "application/json", ...authHeaders(), ...(options.headers || {}) };
   if (options.body !== undefined && !form) headers["content-type"] = "application/json";
-  const response = await fetch(`/api${path}`, {
+  const response = await fetch(`/api${checkedPath(path)}`, {
     ...options,
     headers,
     body: options.body === undefined || form ? options.body : JSON.stringify(options.body),
@@ -47,5 +64,7 @@ export function showError(where, error) {
     dispatchEvent(new Event("sleuth:sign-in"));
     return;
   }
-  where.replaceChildren(el("p", { class: "error", role: "alert" }, String(error.message || error)));
+  const message = el("p", { class: "error", role: "alert" }, String(error.message || error));
+  if (typeof where === "function") where(message);  // a view's `show`: only while it is still shown
+  else where.replaceChildren(message);
 }

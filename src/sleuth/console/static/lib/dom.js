@@ -1,7 +1,24 @@
 // DOM helpers every view shares: elements built from data (text always as text, never HTML), the
-// route's query parameters, and a tree path as URL segments.
+// route's query parameters, a tree path as URL segments, links to the page viewer.
 
 export const view = document.getElementById("view");
+
+// Each route is a generation: a view fills the page through the `show` it took when it started, so a
+// slow answer for a view the person has left never replaces the one they went to.
+let generation = 0;
+
+export function newRoute() {
+  generation += 1;
+}
+
+export function screen() {
+  const mine = generation;
+  return (...nodes) => {
+    if (mine !== generation) return false;
+    view.replaceChildren(...nodes);
+    return true;
+  };
+}
 
 export function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -26,6 +43,16 @@ export function params() {
 // A path of the source or knowledge tree as URL segments (each one encoded, the slashes kept).
 export function encodePath(path) {
   return path.split("/").map(encodeURIComponent).join("/");
+}
+
+// The page viewer's link for a span of a source's page (a citation, a chunk, a quote) or a whole page.
+export function pageHref({ ctx, path, page, start = null, end = null }) {
+  const q = new URLSearchParams({ ctx, path, page: String(page ?? 1) });
+  if (start !== null && start !== undefined && end !== null && end !== undefined) {
+    q.set("start", String(start));
+    q.set("end", String(end));
+  }
+  return `#/page?${q}`;
 }
 
 // An ISO timestamp as a person reads it: to the minute, in UTC.

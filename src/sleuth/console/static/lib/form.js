@@ -1,9 +1,9 @@
-// A form over a JSON document (the manifest): an object is a fieldset, a scalar an input, a list of
-// scalars one comma-separated input, a list of objects one fieldset per item with add and remove.
-// Every control carries the document path the API uses in its errors (`a.b[0].c`), so a problem is
-// shown at its field; a path the document lacks (a required field left out) is shown on the nearest
-// fieldset that exists. With the document's JSON Schema, an enumerated field is a choice and each
-// object offers the optional fields it does not have yet.
+// A form over a JSON document (the manifest): an object is a fieldset, a scalar an input, a list one
+// entry per item with add and remove. Every control carries the document path the API uses in its
+// errors (`a.b[0].c`), so a problem is shown at its field; a path the document lacks (a required field
+// left out) is shown on the nearest fieldset that exists. The document's JSON Schema chooses each
+// control (a choice for an enumerated field, a number field for a number even when it is null now)
+// and offers, on each object, the optional fields it does not have yet.
 
 import { el } from "./dom.js";
 
@@ -38,18 +38,22 @@ class Schema {
     return this.plain(typeof key === "number" ? s.items : s.properties?.[key]);
   }
 
+  // A new value for a field or list item: its default, else the first choice, else empty of its type
+  // (an object with its required fields).
   initial(s) {
     if (s?.default !== undefined && s.default !== null) return structuredClone(s.default);
-    if (s?.properties) return Object.fromEntries((s.required || []).map((k) => [k, this.initial(this.child(s, k))]));
     if (s?.enum) return s.enum[0];
-    return { string: "", integer: 0, number: 0, boolean: false, array: [], object: {} }[s?.type] ?? "";
+    if (s?.properties) return Object.fromEntries((s.required || []).map((k) => [k, this.initial(this.child(s, k))]));
+    return { string: "", integer: 0, number: 0, boolean: false, array: [] }[s?.type] ?? "";
   }
 }
 
-function blank(like) {
-  if (Array.isArray(like)) return [];
-  if (like && typeof like === "object") return Object.fromEntries(Object.entries(like).map(([k, v]) => [k, blank(v)]));
-  return typeof like === "number" ? 0 : typeof like === "boolean" ? false : "";
+// What kind of value a place holds: from the schema where it says, else from the value itself.
+function typeOf(value, schema) {
+  if (schema?.type) return schema.type === "integer" ? "number" : schema.type;
+  if (Array.isArray(value)) return "array";
+  if (value === null) return "string";
+  return typeof value === "object" ? "object" : typeof value;
 }
 
 export class JsonForm {
@@ -65,18 +69,22 @@ export class JsonForm {
     this.root.replaceChildren(this.node(this.document, [], "", this.schema.root));
   }
 
+  changed(rerender = false) {
+    this.onChange();
+    if (rerender) this.render();
+  }
+
   set(parts, value) {
     let at = this.document;
     for (const part of parts.slice(0, -1)) at = at[part];
     at[parts[parts.length - 1]] = value;
-    this.onChange();
+    this.changed();
   }
 
   node(value, parts, path, schema) {
-    const listOfObjects = Array.isArray(value) && (value.some((v) => v && typeof v === "object")
-      || this.schema.child(schema, 0)?.type === "object" || this.schema.child(schema, 0)?.properties);
-    if (listOfObjects) return this.list(value, parts, path, schema);
-    if (value && typeof value === "object" && !Array.isArray(value)) {
+    const kind = typeOf(value, schema);
+    if (Array.isArray(value) || kind === "array") return this.list(value || [], parts, path, schema);
+    if (value && typeof value === "object") {
       const legend = parts.length ? el("legend", {}, label(parts[parts.length - 1])) : null;
       return el("fieldset", { dataset: { path } }, legend,
         Object.entries(value).map(([key, v]) => this.node(v, [...parts, key], join(path, key), this.schema.child(schema, key))),
@@ -85,63 +93,65 @@ export class JsonForm {
     return this.scalar(value, parts, path, schema);
   }
 
-  // The optional fields the schema allows here and the document does not have yet.
+  // The optional fields the schema allows here and the document does not have yet: chosen, then added.
   addField(value, path, schema) {
     const missing = Object.keys(schema?.properties || {}).filter((key) => !(key in value));
     if (!missing.length) return null;
-    const choose = el("select", { class: "add-field", "aria-label": `add a field to ${path || "the manifest"}` },
-      el("option", { value: "" }, "add a field…"), missing.map((key) => el("option", { value: key }, label(key))));
-    choose.addEventListener("change", () => {
-      if (!choose.value) return;
+    const where = path || "the manifest";
+    const choose = el("select", { class: "add-field", "aria-label": `field to add to ${where}` },
+      missing.map((key) => el("option", { value: key }, label(key))));
+    const add = el("button", { type: "button", class: "small", "aria-label": `add the field to ${where}`, onclick: () => {
       value[choose.value] = this.schema.initial(this.schema.child(schema, choose.value));
-      this.onChange();
-      this.render();
+      this.changed(true);
       this.at(join(path, choose.value))?.focus();
-    });
-    return choose;
+    } }, "add field");
+    return el("div", { class: "add" }, choose, " ", add);
   }
 
   list(items, parts, path, schema) {
     const itemSchema = this.schema.child(schema, 0);
+    const name = label(parts[parts.length - 1]);
     const add = el("button", { type: "button", class: "small", onclick: () => {
-      items.push(items.length ? blank(items[items.length - 1]) : this.schema.initial(itemSchema) || {});
-      this.onChange();
-      this.render();
-    } }, `add to ${label(parts[parts.length - 1])}`);
-    return el("fieldset", { class: "list", dataset: { path } }, el("legend", {}, label(parts[parts.length - 1])),
+      items.push(itemSchema ? this.schema.initial(itemSchema) : structuredClone(items[items.length - 1] ?? ""));
+      if (!Array.isArray(this.valueAt(parts))) this.set(parts, items);  // a list that was null
+      this.changed(true);
+    } }, `add to ${name}`);
+    const remove = (i) => el("button", { type: "button", class: "small", "aria-label": `remove ${name} #${i + 1}`, onclick: () => {
+      items.splice(i, 1);
+      this.changed(true);
+    } }, "remove");
+    return el("fieldset", { class: "list", dataset: { path } }, el("legend", {}, name),
       items.map((item, i) => {
         const entry = this.node(item, [...parts, i], join(path, i), itemSchema);
-        const name = item && typeof item === "object" && typeof item.name === "string" && item.name ? ` ${item.name}` : "";
-        entry.querySelector("legend")?.append(name, " ", el("button", { type: "button", class: "small",
-          "aria-label": `remove ${label(parts[parts.length - 1])} #${i + 1}`, onclick: () => {
-            items.splice(i, 1);
-            this.onChange();
-            this.render();
-          } }, "remove"));
+        if (entry.tagName === "FIELDSET") {
+          const title = item && typeof item.name === "string" && item.name ? ` ${item.name}` : "";
+          entry.querySelector("legend")?.append(title, " ", remove(i));
+          return entry;
+        }
+        entry.append(remove(i));  // a scalar item: its own field, then its button
         return entry;
       }), add);
+  }
+
+  valueAt(parts) {
+    return parts.reduce((at, part) => (at === null || at === undefined ? at : at[part]), this.document);
   }
 
   scalar(value, parts, path, schema) {
     const id = `field-${++counter}`;
     const key = parts[parts.length - 1];
+    const kind = typeOf(value, schema);
     let input;
     if (schema?.enum) {  // a choice; a value outside it stays shown (the server will say why)
       const choices = [...schema.enum, ...(schema.enum.includes(value) || value === null ? [] : [value])];
       input = el("select", { id, onchange: () => this.set(parts, input.value === "" ? null : input.value) },
         schema.nullable || value === null ? el("option", { value: "", selected: value === null }, "(none)") : null,
         choices.map((c) => el("option", { value: c, selected: c === value }, String(c))));
-    } else if (typeof value === "boolean") {
-      input = el("input", { type: "checkbox", id, checked: value, onchange: () => this.set(parts, input.checked) });
-    } else if (typeof value === "number") {
-      input = el("input", { type: "number", id, value, step: "any",
+    } else if (kind === "boolean") {
+      input = el("input", { type: "checkbox", id, checked: value === true, onchange: () => this.set(parts, input.checked) });
+    } else if (kind === "number") {
+      input = el("input", { type: "number", id, value: value ?? "", step: "any", placeholder: value === null ? "(none)" : null,
         onchange: () => this.set(parts, input.value === "" ? null : Number(input.value)) });
-    } else if (Array.isArray(value)) {  // a list of strings or numbers: one comma-separated field
-      const numbers = value.length > 0 && value.every((v) => typeof v === "number");
-      input = el("input", { id, value: value.join(", "), onchange: () => {
-        const items = input.value.split(",").map((s) => s.trim()).filter(Boolean);
-        this.set(parts, numbers ? items.map(Number) : items);
-      } });
     } else if (typeof value === "string" && (value.length > 80 || value.includes("\n"))) {
       input = el("textarea", { id, rows: 3, onchange: () => this.set(parts, input.value) }, value);
     } else {
@@ -156,11 +166,10 @@ export class JsonForm {
     return [...this.root.querySelectorAll("[data-path]")].find((n) => n.dataset.path === path) || null;
   }
 
-  // Each problem at its field (or the nearest fieldset that exists); returns how many found no place.
+  // Each problem at its field, or on the nearest fieldset the document has (the root at the least).
   showProblems(problems) {
     this.root.querySelectorAll(".field-error").forEach((e) => e.remove());
     this.root.querySelectorAll("[aria-invalid]").forEach((e) => e.removeAttribute("aria-invalid"));
-    let unplaced = 0;
     for (const problem of problems) {
       const wanted = problem.path || "";
       let path = wanted;
@@ -169,22 +178,17 @@ export class JsonForm {
         path = parentOf(path);
         target = this.at(path);
       }
-      if (!target) {
-        unplaced += 1;
-        continue;
-      }
+      if (!target) continue;
       const missing = path !== wanted ? `${wanted.slice(path.length).replace(/^\./, "")}: ` : "";
       const message = el("p", { class: "field-error error", id: `error-${++counter}` }, `${missing}${problem.message}`);
+      target.setAttribute("aria-invalid", "true");
       if (target.tagName === "FIELDSET") {
         const legend = target.querySelector(":scope > legend");
         if (legend) legend.after(message); else target.prepend(message);
-        target.setAttribute("aria-invalid", "true");
       } else {
         target.after(message);
-        target.setAttribute("aria-invalid", "true");
         target.setAttribute("aria-describedby", message.id);
       }
     }
-    return unplaced;
   }
 }

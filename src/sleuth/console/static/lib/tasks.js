@@ -1,10 +1,8 @@
 // A long context operation (import, curate, pack, restore) is a task: poll it, showing its progress
 // bar, the phase it is in with its counts ("parse 3/8"), the phases done and to come, and the time left.
 
-import { api } from "./api.js";
+import { api, TERMINAL } from "./api.js";
 import { el } from "./dom.js";
-
-const TERMINAL = ["completed", "failed", "cancelled"];
 
 function progressOf(task) {
   const p = task.progress || {};
@@ -23,6 +21,7 @@ export async function waitTask(id, where) {
   for (;;) {
     const task = await (await api(`/tasks/${id}`)).json();
     where.replaceChildren(progressOf(task));
+    if (!where.isConnected) return task;  // the person left the view: stop polling (it is still running)
     if (TERMINAL.includes(task.state)) {
       if (task.state !== "completed") {
         where.replaceChildren(el("span", { class: "error", role: "alert" }, `${task.state}: ${task.error?.message || task.error || ""}`));

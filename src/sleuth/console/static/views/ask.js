@@ -1,7 +1,7 @@
-import { api, showError } from "../lib/api.js";
+import { api, showError, TERMINAL } from "../lib/api.js";
 import { renderAnswer, renderJson } from "../lib/answer.js";
 import { callLine } from "../lib/calls.js";
-import { el, params, view } from "../lib/dom.js";
+import { el, params, screen } from "../lib/dom.js";
 import { turnsTable } from "../lib/turns.js";
 
 function stepCard(step) {
@@ -28,28 +28,30 @@ function turnFooter(query) {
   const thanks = el("span", { class: "muted", "aria-live": "polite" });
   const comment = el("input", { class: "comment", maxlength: 2000, placeholder: "comment (optional)",
     "aria-label": "feedback comment" });
-  const rate = (rating) => async () => {
-    try {
-      const body = comment.value ? { rating, comment: comment.value } : { rating };
-      await api(`/queries/${query.id}/feedback`, { method: "POST", body });
-      thanks.textContent = " thanks, noted";
-    } catch (error) {
-      thanks.textContent = ` ${error.message}`;
-    }
-  };
+  const rated = (rating, on) => el("button", { type: "button", class: "small", "aria-pressed": "false",
+    "aria-label": `${rating === "up" ? "good" : "bad"} answer`, onclick: async (event) => {
+      const button = event.currentTarget;  // gone from the event once it is awaited
+      try {
+        const body = comment.value ? { rating, comment: comment.value } : { rating };
+        await api(`/queries/${query.id}/feedback`, { method: "POST", body });
+        for (const b of button.parentElement.querySelectorAll("[aria-pressed]")) b.setAttribute("aria-pressed", "false");
+        button.setAttribute("aria-pressed", "true");  // a second rating replaces the first
+        thanks.textContent = " thanks, noted";
+      } catch (error) {
+        thanks.textContent = ` ${error.message}`;
+      }
+    } }, on);
   return el("footer", { class: "turn" },
-    el("span", {}, `${query.status} · ${(rollup.duration_ms ?? 0) / 1000} s · ${rollup.n_steps ?? 0} steps · `,
+    el("span", {}, `${query.status} · ${(query.runtime_ms ?? rollup.duration_ms ?? 0) / 1000} s · ${rollup.n_steps ?? 0} steps · `,
       `${usage.total_tokens ?? 0} tokens`), " ",
     el("a", { href: `#/trace?q=${encodeURIComponent(query.id)}` }, "trace"), " ",
-    comment, " ",
-    el("button", { type: "button", class: "small", "aria-label": "good answer", onclick: rate("up") }, "👍"),
-    el("button", { type: "button", class: "small", "aria-label": "bad answer", onclick: rate("down") }, "👎"),
-    thanks);
+    comment, " ", rated("up", "▲ good"), rated("down", "▼ bad"), thanks);
 }
 
 export async function askView() {
+  const show = screen();
   const chosen = (params().get("ctx") || "").split(",").filter(Boolean);
-  let sessionId = null;
+  let sessionId = params().get("s");  // #/ask?s=… continues a past session
   const follow = el("input", { type: "checkbox", id: "follow", checked: true });
   const followRow = el("div", { class: "follow", hidden: true }, follow, " ",
     el("label", { for: "follow", id: "follow-label" }, "follow up in this session"));
@@ -63,7 +65,7 @@ export async function askView() {
       el("label", { for: id }, label)));
   };
   api("/contexts").then((r) => r.json()).then((data) => {
-    const known = (data.contexts || data.data || data).map((c) => c.slug);
+    const known = data.map((c) => c.slug);
     for (const slug of known) addContext(slug, slug, chosen.includes(slug) || (!chosen.length && known.length === 1));
     for (const slug of chosen.filter((s) => !known.includes(s))) addContext(slug, `${slug} (unknown)`, true);
   }).catch((error) => showError(contexts, error));
@@ -136,12 +138,15 @@ export async function askView() {
     const scope = scopeOf();
     compare.disabled = true;
     try {
-      const ids = [];
-      for (const run of runs) {
+      const turns = runs.map((run) => {
         const turn = { ask: question.value, scope, comparison_group: group, background: true, workflow: run.workflow,
           system_prompt: instructions.value || undefined };
         if (run.model) turn.model = run.model;
-        if (!perTurnOptions(turn, result)) return;
+        return turn;
+      });
+      if (!turns.every((turn) => perTurnOptions(turn, result))) return;  // checked before any turn starts
+      const ids = [];
+      for (const turn of turns) {
         ids.push((await (await api("/query", { method: "POST", body: turn, headers: versionFor(turn) })).json()).id);
       }
       location.hash = `#/compare?q=${encodeURIComponent(ids[0])}`;
@@ -160,7 +165,7 @@ export async function askView() {
       ? { ask: question.value, session_id: sessionId }
       : { ask: question.value, scope: scopeOf(),
           system_prompt: instructions.value || undefined };
-    if (model.value) turn.model = model.value;
+    if (model.value && !turn.session_id) turn.model = model.value;  // a session keeps its first model
     if (!perTurnOptions(turn, result)) {
       button.disabled = false;
       return;
@@ -170,11 +175,8 @@ export async function askView() {
       const query = await streamTurn(turn, steps, result, running);
       if (query) {
         sessionId = query.session_id;
-        followRow.hidden = false;
-        document.getElementById("follow-label").textContent = `follow up in session ${sessionId}`;
         question.value = "";
-        const session = await (await api(`/sessions/${sessionId}`)).json();
-        history.replaceChildren(el("h2", {}, "This session"), turnsTable(session.queries));
+        await showSession();
       }
     } catch (error) {
       showError(result, error);
@@ -195,8 +197,24 @@ export async function askView() {
     el("fieldset", { class: "compare" }, el("legend", {}, "Compare: the same question as 2–3 runs, side by side"),
       variants, compare)),
   el("div", { class: "actions" }, button, " ", cancel));
-  view.replaceChildren(el("h1", {}, "Ask"), form, steps, result, history);
+  // A session pins its scope, model and instructions at its first turn: while following up, those
+  // controls are shown disabled rather than silently ignored.
+  const pin = () => {
+    const on = Boolean(sessionId) && follow.checked;
+    for (const control of [...contexts.querySelectorAll("input"), model, instructions]) control.disabled = on;
+  };
+  follow.addEventListener("change", pin);
+  async function showSession() {
+    followRow.hidden = false;
+    document.getElementById("follow-label").textContent = `follow up in session ${sessionId}`;
+    const session = await (await api(`/sessions/${encodeURIComponent(sessionId)}`)).json();
+    if (session.system_prompt) instructions.value = session.system_prompt;
+    history.replaceChildren(el("h2", {}, "This session"), turnsTable(session.queries));
+    pin();
+  }
+  if (!show(el("h1", {}, "Ask"), form, steps, result, history)) return;
   question.focus();
+  if (sessionId) await showSession().catch((error) => showError(history, error));
 }
 
 // The output limit is an extension the API accepts only under its `unstable` version.
@@ -204,14 +222,31 @@ function versionFor(turn) {
   return turn.max_tool_output_chars ? { "x-pinecone-api-version": "unstable" } : {};
 }
 
+// The turn's end as the Query says it: the answer with its citations, the JSON, the footer.
+function finish(result, query) {
+  if (query.status === "completed") {
+    renderAnswer(result, query);
+    renderJson(result, query);
+  } else if (!result.querySelector("[role=alert]")) {
+    result.replaceChildren(el("p", { class: "error", role: "alert" }, `${query.status}: ${query.error || ""}`));
+  }
+  result.append(turnFooter(query));
+  return query;
+}
+
 async function streamTurn(body, steps, result, running = {}) {
   const response = await api("/query", { method: "POST", body: { ...body, stream: true },
     headers: { accept: "text/event-stream", ...versionFor(body) } });
+  running.id = response.headers.get("x-sleuth-query-id") || running.id;  // cancellable even while queued
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
   let buffer = "";
   const cards = new Map();
   for (;;) {
+    if (!steps.isConnected) {  // the person left the view: stop reading (the turn goes on, in its session)
+      reader.cancel().catch(() => {});
+      return null;
+    }
     const { value, done } = await reader.read();
     if (done) break;
     buffer += decoder.decode(value, { stream: true });
@@ -234,14 +269,16 @@ async function streamTurn(body, steps, result, running = {}) {
         result.replaceChildren(el("p", { class: "error", role: "alert" },
           `${kind.split(".")[1]}: ${payload.error?.message || payload.error || ""}`));
       } else if (kind === "query") {
-        if (payload.status === "completed") {
-          renderAnswer(result, payload);
-          renderJson(result, payload);
-        }
-        result.append(turnFooter(payload));
-        return payload;
+        return finish(result, payload);
       }
     }
   }
-  return null;
+  // The stream ended before its last frame (a proxy timeout, a dropped connection): the turn goes on
+  // on the server, so wait for its end there.
+  if (!running.id) throw new Error("the answer stream ended before the turn started");
+  for (;;) {
+    const query = await (await api(`/queries/${encodeURIComponent(running.id)}`)).json();
+    if (TERMINAL.includes(query.status)) return steps.isConnected ? finish(result, query) : null;
+    await new Promise((r) => setTimeout(r, 500));
+  }
 }

@@ -1,12 +1,10 @@
 // The turns of one comparison group side by side: workflow and model, status, latency, steps, tokens and
 // cost, and each answer with its citations. Turns still running are polled until they end.
 
-import { api, showError } from "../lib/api.js";
+import { api, showError, TERMINAL } from "../lib/api.js";
 import { renderAnswer } from "../lib/answer.js";
-import { el, params, view } from "../lib/dom.js";
+import { el, params, screen } from "../lib/dom.js";
 import { costText } from "../lib/cost.js";
-
-const TERMINAL = ["completed", "failed", "cancelled"];
 
 function column(query, workflow, prices) {
   const rollup = query.rollup || {};
@@ -28,12 +26,12 @@ function column(query, workflow, prices) {
 }
 
 export async function compareView() {
+  const show = screen();
   const id = params().get("q");
-  view.replaceChildren(el("h1", {}, "Comparison"), el("p", { class: "muted" }, "Loading…"));
+  show(el("h1", {}, "Comparison"), el("p", { class: "muted" }, "Loading…"));
   try {
     const prices = await (await api("/models")).json();
     for (;;) {
-      if (params().get("q") !== id) return;  // the person went elsewhere: stop polling
       const first = await (await api(`/queries/${encodeURIComponent(id)}`)).json();
       const others = await Promise.all((first.comparison || []).map(async (c) =>
         ({ workflow: c.workflow, query: await (await api(`/queries/${encodeURIComponent(c.query_id)}`)).json() })));
@@ -44,14 +42,14 @@ export async function compareView() {
       }
       const runs = [{ workflow: workflowOf.get(first.id) || "this turn", query: first }, ...others]
         .sort((a, b) => a.query.created - b.query.created || a.query.id.localeCompare(b.query.id));
-      view.replaceChildren(el("h1", {}, "Comparison"),
+      const shown = show(el("h1", {}, "Comparison"),
         el("p", { class: "question" }, first.input?.[0]?.content || ""),
         others.length ? "" : el("p", { class: "muted" }, "This turn is in no comparison group."),
         el("div", { class: "columns" }, runs.map((r) => column(r.query, r.workflow, prices))));
-      if (runs.every((r) => TERMINAL.includes(r.query.status))) return;
+      if (!shown || runs.every((r) => TERMINAL.includes(r.query.status))) return;  // done, or left
       await new Promise((r) => setTimeout(r, 500));
     }
   } catch (error) {
-    showError(view, error);
+    showError(show, error);
   }
 }

@@ -1,12 +1,12 @@
-import { api, authHeaders, showError } from "../lib/api.js";
-import { el, encodePath, params, stacked, view } from "../lib/dom.js";
+import { api, apiUrl, authHeaders, showError } from "../lib/api.js";
+import { el, encodePath, pageHref, params, screen, stacked } from "../lib/dom.js";
 import { waitTask } from "../lib/tasks.js";
 
 function upload(slug, file, bar) {
   // XMLHttpRequest, not fetch: it reports upload progress per file.
   return new Promise((resolve, reject) => {
     const request = new XMLHttpRequest();
-    request.open("POST", `/api/contexts/${encodeURIComponent(slug)}/import/upload`);
+    request.open("POST", apiUrl(`/contexts/${encodeURIComponent(slug)}/import/upload`));
     for (const [name, value] of Object.entries(authHeaders())) request.setRequestHeader(name, value);
     request.upload.onprogress = (e) => { if (e.lengthComputable) bar.value = e.loaded / e.total; };
     request.onload = () => {
@@ -23,6 +23,7 @@ function upload(slug, file, bar) {
 }
 
 export async function contextView() {
+  const show = screen();
   const slug = params().get("ctx");
   const base = `/contexts/${encodeURIComponent(slug)}`;
   const sources = el("tbody");
@@ -32,16 +33,23 @@ export async function contextView() {
   const curateState = el("div", { class: "curate", "aria-live": "polite" });
   const about = el("section", { class: "about", "aria-label": "About this context" });
   const files = el("input", { type: "file", id: "files", multiple: true });
-  const drop = el("div", { class: "drop", tabindex: 0, role: "button", "aria-label": "Add files: drop them here, or press Enter to choose" }, "Drop files here, or ", el("label", { for: "files" }, "choose files"), files);
+  // The drop zone is for the mouse; the file input inside it is the keyboard's way (one tab stop).
+  const drop = el("div", { class: "drop" }, "Drop files or archives here, or ", el("label", { for: "files" }, "choose files"), files);
+  const sourceProblem = el("p", { class: "error", role: "alert" });
 
   async function refresh() {
     const listing = await (await api(`${base}/source/manifest`)).json();
     sources.replaceChildren(...listing.files.map((f) => el("tr", {},
-      el("td", {}, el("a", { href: `#/page?${new URLSearchParams({ ctx: slug, path: f.path, page: "1" })}`,
+      el("td", {}, el("a", { href: pageHref({ ctx: slug, path: f.path, page: 1 }),
         title: "read its pages" }, f.path)), el("td", {}, String(f.size)),
       el("td", {}, el("button", { type: "button", class: "small", "aria-label": `delete ${f.path}`, onclick: async () => {
-        await api(`${base}/source/delete/${encodePath(f.path)}`, { method: "DELETE" });
-        refresh();
+        if (!confirm(`Delete ${f.path}? The next curate removes what was built from it.`)) return;
+        try {
+          await api(`${base}/source/delete/${encodePath(f.path)}`, { method: "DELETE" });
+          await refresh();
+        } catch (error) {
+          showError(sourceProblem, error);
+        }
       } }, "delete")))));
     stacked(sourcesTable);
   }
@@ -81,22 +89,23 @@ export async function contextView() {
     refresh();
   }
   files.addEventListener("change", () => send([...files.files]));
-  drop.addEventListener("keydown", (e) => {  // the drop zone is focusable: Enter or Space chooses files
-    if (e.key === "Enter" || e.key === " ") { e.preventDefault(); files.click(); }
-  });
   drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });
   drop.addEventListener("dragleave", () => drop.classList.remove("over"));
   drop.addEventListener("drop", (e) => { e.preventDefault(); drop.classList.remove("over"); send([...e.dataTransfer.files]); });
+
+  async function watchCurate(taskId) {
+    const task = await waitTask(taskId, curateState);  // shows a failure itself
+    if (task.state === "completed") {
+      curateState.append(curateSummary(task));
+      await describe(slug, base, about);  // the new live version and its sample questions
+    }
+  }
 
   const curate = el("button", { type: "button", onclick: async () => {
     curate.disabled = true;
     try {
       const started = await (await api(`${base}/curate`, { method: "POST", body: {} })).json();
-      const task = await waitTask(started.task_id, curateState);  // shows a failure itself
-      if (task.state === "completed") {
-        curateState.append(curateSummary(task));
-        await describe(slug, base, about);  // the new live version and its sample questions
-      }
+      await watchCurate(started.task_id);
     } catch (error) {
       curateState.replaceChildren(el("p", { class: "error", role: "alert" }, error.message));
     } finally {
@@ -132,26 +141,51 @@ export async function contextView() {
       showError(packState, error);
       return;
     }
-    const task = await waitTask(started.task_id, packState);
-    if (task.state === "completed") {
-      packState.replaceChildren(el("span", { id: "restored" }, `restored: version ${task.output.live_version}`));
-      refresh();
-    }
+    await watchRestore(started.task_id);
   });
+  async function watchRestore(taskId) {
+    try {
+      const task = await waitTask(taskId, packState);
+      if (task.state === "completed") {
+        packState.replaceChildren(el("span", { id: "restored" }, `restored: version ${task.output.live_version}`));
+        await refresh();
+        await describe(slug, base, about);
+      }
+    } catch (error) {
+      showError(packState, error);
+    }
+  }
   const link = (route, text) => el("a", { href: `#/${route}?ctx=${encodeURIComponent(slug)}` }, text);
-  view.replaceChildren(el("h1", {}, slug),
+  show(el("h1", {}, slug),
     el("nav", { class: "context-nav", "aria-label": "This context" }, link("ask", "Ask"), link("knowledge", "Knowledge"),
       link("design", "Design"), link("tables", "Tables")),
-    about, el("h2", {}, "Sources"), drop, uploads,
+    about, el("h2", {}, "Sources"), drop, uploads, sourceProblem,
     sourcesTable,
     el("h2", {}, "Curate"), curate, curateState,
     el("h2", {}, "Pack and restore"), pack, " ", el("label", { for: "restore-file" }, "restore a pack into this (empty) context "), restoreFile, packState);
   try {
     await refresh();
-    await describe(slug, base, about);
+    const ctx = await describe(slug, base, about);
+    // A task started earlier (in another tab, or before a reload) is watched again; otherwise the
+    // last curate's failed and skipped sources are shown with their reasons.
+    if (ctx.is_curating && ctx.curate_task_id) watchCurate(ctx.curate_task_id);
+    else if (ctx.is_restoring && ctx.restore_task_id) watchRestore(ctx.restore_task_id);
+    else curateState.replaceChildren(lastFailures(await (await api(`${base}/curate`)).json()));
+    if (ctx.is_importing && ctx.import_task_id) {
+      const item = el("li", {}, "an archive being expanded");
+      uploads.append(item);
+      expand(ctx.import_task_id, item).then(refresh).catch((error) => showError(sourceProblem, error));
+    }
   } catch (error) {
-    showError(view, error);
+    showError(show, error);
   }
+}
+
+function lastFailures(ledger) {
+  const rows = Object.entries(ledger.failures || {});
+  if (!rows.length) return "";
+  return el("div", { class: "failures" }, el("p", {}, `The last curate (${ledger.live_version ?? "no version"}):`),
+    rows.map(([path, why]) => el("p", { class: why.status === "failed" ? "error" : "muted" }, `${why.status}: ${path} (${why.reason})`)));
 }
 
 // The live version, the size of its knowledge, and the sample questions its last curate wrote (each
@@ -166,6 +200,7 @@ async function describe(slug, base, about) {
       : "not curated yet: upload sources, then curate"),
     ...(ctx.sample_queries?.length ? [el("h2", {}, "Try asking"), el("ul", { class: "samples" },
       ctx.sample_queries.slice(0, 5).map((q) => el("li", {}, el("a", { href: ask(q) }, q))))] : []));
+  return ctx;
 }
 
 function curateSummary(task) {

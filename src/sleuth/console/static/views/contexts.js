@@ -1,5 +1,5 @@
 import { api, showError } from "../lib/api.js";
-import { el, stacked, view, when } from "../lib/dom.js";
+import { el, screen, stacked, when } from "../lib/dom.js";
 
 // What a context is doing now, from its live task flags, else whether a version is live.
 function stateOf(c) {
@@ -10,10 +10,11 @@ function stateOf(c) {
 }
 
 export async function contextsView() {
-  view.replaceChildren(el("h1", {}, "Contexts"), el("p", { class: "muted" }, "Loading…"));
+  const show = screen();
+  show(el("h1", {}, "Contexts"), el("p", { class: "muted" }, "Loading…"));
   try {
     const data = await (await api("/contexts")).json();
-    const rows = (data.contexts || data.data || data).map((c) =>
+    const rows = data.map((c) =>
       el("tr", {},
         el("td", {}, el("a", { href: `#/context?ctx=${encodeURIComponent(c.slug)}` }, c.slug), " ",
           el("a", { href: `#/ask?ctx=${encodeURIComponent(c.slug)}`, class: "muted" }, "ask")),
@@ -34,15 +35,15 @@ export async function contextsView() {
       } catch (error) {
         problem.textContent = error.message;
       }
-    } }, el("label", { for: "new-slug" }, "New context "), slug, name,
+    } }, el("label", { for: "new-slug" }, "New context: slug"), slug, el("label", { for: "new-name" }, "name"), name,
       el("button", { type: "submit" }, "Create"), problem);
-    view.replaceChildren(
+    show(
       el("h1", {}, "Contexts"), create,
       stacked(el("table", { class: "grid" },
         el("thead", {}, el("tr", {}, el("th", {}, "Slug"), el("th", {}, "Name"), el("th", {}, "State"),
           el("th", {}, "Tasks"), el("th", {}, "Tokens"), el("th", {}, "Last curated"))),
         el("tbody", {}, rows))));
   } catch (error) {
-    showError(view, error);
+    showError(show, error);
   }
 }

@@ -5,10 +5,11 @@
 
 import { api, showError } from "../lib/api.js";
 import { dollars } from "../lib/cost.js";
-import { el, params, view } from "../lib/dom.js";
+import { el, params, screen } from "../lib/dom.js";
 import { JsonForm } from "../lib/form.js";
 
-const band = (b) => (b.low === b.high ? `${b.low}` : `${b.low}–${b.high}`);
+const round = (x) => (Number.isInteger(x) ? String(x) : x.toFixed(x < 10 ? 1 : 0));
+const band = (b) => (b.low === b.high ? round(b.low) : `${round(b.low)}–${round(b.high)}`);
 
 function previewTables(answer) {
   const plan = answer.preview;
@@ -34,10 +35,15 @@ function previewTables(answer) {
     el("tbody", {}, [...answer.types, answer.total].map((t) => el("tr", {}, el("td", {}, t.type), el("td", {}, band(t.calls)),
       el("td", {}, t.cached_calls), el("td", {}, band(t.input_tokens)), el("td", {}, band(t.output_tokens)),
       el("td", {}, band(t.seconds)), el("td", {}, cost(t.cost_usd)))))));
+  if (answer.assumptions?.length) {
+    out.push(el("details", {}, el("summary", {}, "what the estimate assumes"),
+      el("ul", {}, answer.assumptions.map((a) => el("li", {}, a)))));
+  }
   return out;
 }
 
 export async function designView() {
+  const show = screen();
   const slug = params().get("ctx");
   const base = `/contexts/${encodeURIComponent(slug)}`;
   let manifestDoc = {};
@@ -46,16 +52,22 @@ export async function designView() {
   const formHolder = el("div", { id: "panel-form", role: "tabpanel", "aria-labelledby": "tab-form" });
   const editor = el("textarea", { id: "manifest", rows: 18, spellcheck: "false", "aria-label": "Manifest (JSON)",
     "aria-describedby": "problems" });
+  editor.addEventListener("input", () => { dirty = true; });
   const jsonHolder = el("div", { id: "panel-json", role: "tabpanel", "aria-labelledby": "tab-json", hidden: true }, editor);
   const problems = el("ul", { id: "problems", class: "problems", "aria-live": "polite" });
-  const templates = el("select", { id: "template", "aria-label": "Template" }, el("option", { value: "" }, "Start from a template…"));
+  const templates = el("select", { id: "template", "aria-label": "Template" });
+  const useTemplate = el("button", { type: "button", class: "small" }, "Start from this template");
+  let dirty = false;  // edits not saved yet: loading a template asks first
   const estimate = el("div", { class: "estimate", "aria-live": "polite" });
   const saved = el("span", { class: "muted", "aria-live": "polite" });
 
   const load = (value) => {
     manifestDoc = value;
     editor.value = JSON.stringify(manifestDoc, null, 2);
-    form = new JsonForm(manifestDoc, schema, () => { editor.value = JSON.stringify(manifestDoc, null, 2); });
+    form = new JsonForm(manifestDoc, schema, () => {
+      editor.value = JSON.stringify(manifestDoc, null, 2);
+      dirty = true;
+    });
     formHolder.replaceChildren(form.root);
   };
   // The JSON view is the source of truth while it is open: leaving it re-reads the text.
@@ -85,6 +97,7 @@ export async function designView() {
     if (!jsonHolder.hidden && !fromJson()) return;
     try {
       await api(base, { method: "PUT", body: { manifest: manifestDoc } });
+      dirty = false;
       form.showProblems([]);
       saved.textContent = "saved: the next curate uses it";
     } catch (error) {
@@ -102,15 +115,19 @@ export async function designView() {
     }
   } }, "Save");
   const preview = el("button", { type: "button", onclick: async () => {
+    if (!jsonHolder.hidden && !fromJson()) return;
     estimate.replaceChildren(el("p", { class: "muted" }, "Looking…"));
-    try {
-      const answer = await (await api(`${base}/curate/profile`, { method: "POST", body: {} })).json();
+    try {  // of the manifest as edited here, saved or not (the server checks it, stores nothing)
+      const body = { manifest: manifestDoc };
+      const answer = await (await api(`${base}/curate/profile`, { method: "POST", body })).json();
       estimate.replaceChildren(el("h2", {}, "What a curate would build"), ...previewTables(answer));
     } catch (error) {
+      const found = error.envelope?.errors || [];
+      if (found.length) form.showProblems(found);
       estimate.replaceChildren(el("p", { class: "error", role: "alert" }, error.message));
     }
   } }, "Preview a curate");
-  view.replaceChildren(el("h1", {}, `Design · ${slug}`), templates, tabs, formHolder, jsonHolder,
+  show(el("h1", {}, `Design · ${slug}`), el("div", { class: "template" }, templates, " ", useTemplate), tabs, formHolder, jsonHolder,
     el("p", { class: "muted hint" }, "Saving sends the manifest to the server, which checks it: each problem is shown at its field."),
     problems, el("div", { class: "actions" }, save, " ", preview, " ", saved), estimate);
   try {
@@ -120,11 +137,13 @@ export async function designView() {
     schema = manifestSchema;
     load(manifest);
     for (const t of catalog.templates) templates.append(el("option", { value: t.id }, t.label));
-    templates.addEventListener("change", () => {
+    useTemplate.addEventListener("click", () => {  // a button, not the select's change: arrow keys browse freely
       const chosen = catalog.templates.find((t) => t.id === templates.value);
-      if (chosen) load(structuredClone(chosen.manifest));
+      if (!chosen || (dirty && !confirm(`Replace the unsaved edits with the ${chosen.label} template?`))) return;
+      load(structuredClone(chosen.manifest));
+      dirty = true;
     });
   } catch (error) {
-    showError(view, error);
+    showError(show, error);
   }
 }

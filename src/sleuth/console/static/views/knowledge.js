@@ -1,9 +1,10 @@
 import { api, showError } from "../lib/api.js";
-import { el, encodePath, params, stacked, view } from "../lib/dom.js";
+import { el, encodePath, pageHref, params, screen, stacked } from "../lib/dom.js";
 
 // The live version's knowledge tree as the API lists it: artifact types and their artifacts (what each
 // is, its body, its evidence), rosters, the outline as a table, and each source's pages (in the viewer).
 export async function knowledgeView() {
+  const show = screen();
   const p = params();
   const slug = p.get("ctx");
   const path = p.get("path") || "";
@@ -12,7 +13,7 @@ export async function knowledgeView() {
     el("a", { href: `#/knowledge?ctx=${encodeURIComponent(slug)}` }, slug),
     ...path.split("/").filter(Boolean).map((part, i, all) => [" / ",
       el("a", { href: `#/knowledge?ctx=${encodeURIComponent(slug)}&path=${encodeURIComponent(all.slice(0, i + 1).join("/"))}${i === all.length - 1 && p.get("file") === "1" ? "&file=1" : ""}` }, part)]));
-  view.replaceChildren(el("h1", {}, "Knowledge"), crumbs, el("p", { class: "muted" }, "Loading…"));
+  show(el("h1", {}, "Knowledge"), crumbs, el("p", { class: "muted" }, "Loading…"));
   try {
     if (p.get("file") !== "1") {  // a folder (a name may hold dots, so links say which they open)
       const listing = await (await api(`${base}/list${path ? "/" + encodePath(path) : ""}`)).json();
@@ -22,20 +23,20 @@ export async function knowledgeView() {
         const source = e.kind === "file" && next.startsWith("pages/") && next.endsWith(".jsonl")
           ? next.slice("pages/".length, -".jsonl".length) : null;
         const href = source
-          ? `#/page?${new URLSearchParams({ ctx: slug, path: source, page: "1" })}`
+          ? pageHref({ ctx: slug, path: source, page: 1 })
           : `#/knowledge?ctx=${encodeURIComponent(slug)}&path=${encodeURIComponent(next)}${e.kind === "file" ? "&file=1" : ""}`;
         return el("li", {}, el("a", { href },
           e.kind === "dir" ? `${e.name}/` : e.name), e.kind === "file" ? el("span", { class: "muted" }, ` ${e.size} bytes`) : null);
       });
-      view.replaceChildren(el("h1", {}, "Knowledge"), crumbs, el("ul", { class: "listing" }, items));
+      show(el("h1", {}, "Knowledge"), crumbs, el("ul", { class: "listing" }, items));
       return;
     }
     const shown = path.endsWith(".md") ? await artifactView(slug, base, path)
       : path === "outline.json" ? await outlineView(slug, base)
       : await rawView(base, path);
-    view.replaceChildren(el("h1", {}, "Knowledge"), crumbs, ...shown);
+    show(el("h1", {}, "Knowledge"), crumbs, ...shown);
   } catch (error) {
-    showError(view, error);
+    showError(show, error);
   }
 }
 
@@ -47,8 +48,8 @@ async function artifactView(slug, base, path) {
   const front = art.front_matter || {};
   const facts = ["name", "type", "kind", "scope", "format"].filter((k) => front[k] !== undefined && front[k] !== null);
   const evidence = (front.provenance || []).map((p) => {
-    const q = new URLSearchParams({ ctx: slug, path: p.source, page: String(p.page), start: String(p.start), end: String(p.end) });
-    return el("li", {}, el("a", { href: `#/page?${q}` }, `${p.source}, p. ${p.page} [${p.start}:${p.end}]`), " ",
+    const href = pageHref({ ctx: slug, path: p.source, page: p.page, start: p.start, end: p.end });
+    return el("li", {}, el("a", { href }, `${p.source}, p. ${p.page} [${p.start}:${p.end}]`), " ",
       p.quote ? el("q", {}, p.quote.length > 240 ? `${p.quote.slice(0, 240)}…` : p.quote) : null);
   });
   return [

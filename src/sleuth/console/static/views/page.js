@@ -4,25 +4,19 @@
 // from the text layer (boxes computed by the server); other formats show the page text.
 
 import { api, showError } from "../lib/api.js";
-import { el, encodePath, params, view } from "../lib/dom.js";
-
-function pageLink(ctx, path, page, span = null) {
-  const q = new URLSearchParams({ ctx, path, page: String(page) });
-  if (span) {
-    q.set("start", String(span.start));
-    q.set("end", String(span.end));
-  }
-  return `#/page?${q}`;
-}
+import { el, encodePath, pageHref, params, screen } from "../lib/dom.js";
 
 // The page text with the span in one <mark> and a marker where each chunk starts. Markers show their
 // number through CSS (::before), so the marked element's text is exactly the span.
 function markedText(text, chunks, start, end) {
+  // Offsets count code points (the server's strings); a JS string counts UTF-16 units.
+  const chars = Array.from(text);
+  const slice = (a, b) => chars.slice(a, b).join("");
   const starts = new Map();
   chunks.forEach((c, i) => starts.set(c.start, [...(starts.get(c.start) || []), i + 1]));
-  const span = start !== null && end !== null;
+  const span = validSpan(start, end, chars.length);
   const cuts = [...new Set([0, ...starts.keys(), ...(span ? [start, end] : [])])]
-    .filter((x) => x >= 0 && x < text.length).sort((a, b) => a - b);
+    .filter((x) => x >= 0 && x < chars.length).sort((a, b) => a - b);
   const out = el("pre", { class: "page-text" });
   let into = out;
   cuts.forEach((at, i) => {
@@ -34,21 +28,26 @@ function markedText(text, chunks, start, end) {
     for (const n of starts.get(at) || []) {
       into.append(el("span", { class: "chunk-start", dataset: { n: `¶${n}` }, title: chunks[n - 1].id }));
     }
-    into.append(text.slice(at, cuts[i + 1] ?? text.length));
+    into.append(slice(at, cuts[i + 1] ?? chars.length));
   });
   return out;
+}
+
+// A span to mark: within the page and not empty (a link can carry anything).
+function validSpan(start, end, length) {
+  return Number.isInteger(start) && Number.isInteger(end) && 0 <= start && start < end && end <= length;
 }
 
 function marksPanel(ctx, path, page, info, start, end) {
   const current = (s) => s.start === start && s.end === end;
   const chunks = info.chunks.map((c, i) => el("li", {},
-    el("a", { href: pageLink(ctx, path, page, c), "aria-current": current(c) ? "true" : null },
+    el("a", { href: pageHref({ ctx, path, page, start: c.start, end: c.end }), "aria-current": current(c) ? "true" : null },
       `¶${i + 1} · ${c.start}–${c.end}`),
     el("span", { class: "muted" }, ` ${c.tokens} tokens${c.section_path.length ? " · " + c.section_path.join(" › ") : ""}`)));
   const artifacts = info.artifacts.map((a) => el("li", {},
     el("a", { href: `#/knowledge?ctx=${encodeURIComponent(ctx)}&path=${encodeURIComponent(a.file)}&file=1` },
       `${a.type} · ${a.name}`), " ",
-    el("a", { href: pageLink(ctx, path, page, a), class: "muted", "aria-current": current(a) ? "true" : null,
+    el("a", { href: pageHref({ ctx, path, page, start: a.start, end: a.end }), class: "muted", "aria-current": current(a) ? "true" : null,
       "aria-label": `mark the quote of ${a.name}` }, `${a.start}–${a.end}`)));
   return el("aside", { class: "marks", "aria-label": "On this page" },
     el("h2", {}, `Chunks (${chunks.length})`), chunks.length ? el("ol", { class: "chunks" }, chunks) : el("p", { class: "muted" }, "none"),
@@ -56,29 +55,46 @@ function marksPanel(ctx, path, page, info, start, end) {
     artifacts.length ? el("ul", { class: "artifacts" }, artifacts) : el("p", { class: "muted" }, "none"));
 }
 
+// One resize handler for the page shown now (a listener per visit would pile up).
+let placeBoxes = null;
+addEventListener("resize", () => placeBoxes?.());
+
 async function pdfPage(body, base, path, page, start, end) {
   // Fetched, not linked: an <img src> could not carry the login token.
   const png = await (await api(`${base}/image?page=${page}&width=1000`, { headers: { accept: "image/png" } })).blob();
-  const image = el("img", { src: URL.createObjectURL(png), alt: `${path}, page ${page}` });
+  const url = URL.createObjectURL(png);
+  const image = el("img", { src: url, alt: `${path}, page ${page}` });
+  image.addEventListener("load", () => URL.revokeObjectURL(url), { once: true });
   const frame = el("div", { class: "page-image" }, image);
   body.replaceChildren(frame);
+  placeBoxes = null;
   if (start === null || end === null) return;
-  const boxes = await (await api(`${base}/boxes?page=${page}&start=${start}&end=${end}`)).json();
-  const place = () => {
+  const note = el("p", { class: "grounding" });
+  body.append(note);
+  let boxes;
+  try {  // a span the boxes cannot be found for leaves the page shown, with the reason
+    boxes = await (await api(`${base}/boxes?page=${page}&start=${start}&end=${end}`)).json();
+  } catch (error) {
+    showError(note, error);
+    return;
+  }
+  placeBoxes = () => {
     frame.querySelectorAll(".box").forEach((b) => b.remove());
     const scale = image.clientWidth / boxes.width;
     for (const b of boxes.boxes) {
-      frame.append(el("div", { class: "box", dataset: { text: boxes.text },
-        style: `left:${b.x * scale}px;top:${b.y * scale}px;width:${b.width * scale}px;height:${b.height * scale}px` }));
+      const box = el("div", { class: "box", dataset: { text: boxes.text } });
+      Object.assign(box.style, { left: `${b.x * scale}px`, top: `${b.y * scale}px`,  // CSSOM: allowed by the CSP
+        width: `${b.width * scale}px`, height: `${b.height * scale}px` });
+      frame.append(box);
     }
   };
-  if (image.complete) place(); else image.addEventListener("load", place);
-  addEventListener("resize", place);
-  body.append(el("p", { class: "grounding" }, el("q", { id: "span" }, boxes.text),
-    boxes.current ? null : el("span", { class: "error" }, " (the file changed since this version: no boxes)")));
+  if (image.complete) placeBoxes(); else image.addEventListener("load", placeBoxes, { once: true });
+  note.replaceChildren(el("q", { id: "span" }, boxes.text),
+    boxes.current ? "" : el("span", { class: "error" }, " (the file changed since this version: no boxes)"));
 }
 
 export async function pageView() {
+  const show = screen();
   const p = params();
   const ctx = p.get("ctx"), path = p.get("path");
   const page = Number(p.get("page") || 1);
@@ -90,16 +106,17 @@ export async function pageView() {
   const head = el("header", { class: "viewer-head" }, el("h1", {}, path, title), pages);
   const body = el("div", { class: "page" }, el("p", { class: "muted" }, "Loading…"));
   const layout = el("div", { class: "viewer" }, body);
-  view.replaceChildren(head, layout);
+  show(head, layout);
   try {
     const info = await (await api(`${base}?page=${page}`)).json();
     title.textContent = ` · page ${page} of ${info.pages}`;
     pages.replaceChildren(
-      page > 1 ? el("a", { href: pageLink(ctx, path, page - 1), rel: "prev" }, "← previous") : "", " ",
-      page < info.pages ? el("a", { href: pageLink(ctx, path, page + 1), rel: "next" }, "next →") : "");
+      page > 1 ? el("a", { href: pageHref({ ctx, path, page: page - 1 }), rel: "prev" }, "← previous") : "", " ",
+      page < info.pages ? el("a", { href: pageHref({ ctx, path, page: page + 1 }), rel: "next" }, "next →") : "");
     layout.append(marksPanel(ctx, path, page, info, start, end));
-    if (info.pdf) await pdfPage(body, base, path, page, start, end);
-    else body.replaceChildren(markedText(info.text, info.chunks, start, end));
+    const span = validSpan(start, end, Array.from(info.text).length) ? [start, end] : [null, null];
+    if (info.pdf) await pdfPage(body, base, path, page, ...span);
+    else body.replaceChildren(markedText(info.text, info.chunks, ...span));
     document.getElementById("span")?.scrollIntoView({ block: "center" });
   } catch (error) {
     showError(body, error);

@@ -1,7 +1,8 @@
 import { api, showError } from "../lib/api.js";
-import { el, params, view } from "../lib/dom.js";
+import { el, params, screen } from "../lib/dom.js";
 
 export async function tablesView() {
+  const show = screen();
   const p = params();
   const slug = p.get("ctx"), name = p.get("t");
   const base = `/contexts/${encodeURIComponent(slug)}/tables`;
@@ -15,7 +16,7 @@ export async function tablesView() {
   try {
     if (!name) {
       const data = await (await api(base)).json();
-      view.replaceChildren(el("h1", {}, `Tables · ${slug}`), el("ul", { class: "listing" }, data.tables.map((t) =>
+      show(el("h1", {}, `Tables · ${slug}`), el("ul", { class: "listing" }, data.tables.map((t) =>
         el("li", {}, el("a", { href: `#/tables?ctx=${encodeURIComponent(slug)}&t=${encodeURIComponent(t.name)}` }, t.name),
           el("span", { class: "muted" }, ` ${t.rows} rows · ${t.columns.map((c) => c.name).join(", ")}`)))));
       return;
@@ -36,9 +37,9 @@ export async function tablesView() {
       page.offset > 0 ? el("a", { href: link({ offset: String(Math.max(0, page.offset - page.limit)) }), rel: "prev" }, "← previous") : null,
       ` rows ${page.total ? page.offset + 1 : 0}–${end} of ${page.total} `,
       end < page.total ? el("a", { href: link({ offset: String(end) }), rel: "next" }, "next →") : null);
-    view.replaceChildren(el("h1", {}, `${name} `, el("span", { class: "muted" }, slug)), nav,
+    show(el("h1", {}, `${name} `, el("span", { class: "muted" }, slug)), nav,
       el("div", { class: "scroll" }, el("table", { class: "grid" }, el("thead", {}, el("tr", {}, head)), el("tbody", {}, rows))));
   } catch (error) {
-    showError(view, error);
+    showError(show, error);
   }
 }

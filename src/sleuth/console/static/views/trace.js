@@ -5,7 +5,7 @@
 import { api, showError } from "../lib/api.js";
 import { callLine } from "../lib/calls.js";
 import { costText, dollars, pricingOf, stepCost } from "../lib/cost.js";
-import { el, params, stacked, view } from "../lib/dom.js";
+import { el, pageHref, params, screen, stacked } from "../lib/dom.js";
 
 function stepsTable(trace, pricing) {
   const head = ["step", "status", "calls", "fresh in", "cached", "out", "ms", "cost"];
@@ -32,8 +32,8 @@ function evidenceTable(trace) {
     el("thead", {}, el("tr", {}, ["ref", "source", "page", "kind", "seen", "cited"].map((h) => el("th", {}, h)))),
     el("tbody", {}, (trace.evidence || []).map((e) => el("tr", { class: e.cited ? "cited" : "" },
       el("td", {}, e.ref),
-      el("td", {}, el("a", { href: `#/page?${new URLSearchParams({ ctx: e.context, path: e.source, page: String(e.page),
-        start: String(e.start), end: String(e.end) })}` }, e.source)),
+      el("td", {}, el("a", { href: pageHref({ ctx: e.context, path: e.source, page: e.page, start: e.start, end: e.end }) },
+        e.source)),
       el("td", {}, e.page), el("td", {}, e.kind),
       el("td", {}, e.seen ? "yes" : ""), el("td", {}, e.cited ? "yes" : "")))));
 }
@@ -76,27 +76,29 @@ function replayControl(id) {
 }
 
 export async function traceView() {
+  const show = screen();
   const id = params().get("q");
   const title = el("h1", {}, "Trace ", el("span", { class: "muted" }, id));
-  view.replaceChildren(title, el("p", { class: "muted" }, "Loading…"));
+  show(title, el("p", { class: "muted" }, "Loading…"));
   try {
     const [trace, query, catalog] = await Promise.all([
       api(`/queries/${encodeURIComponent(id)}/trace`).then((r) => r.json()),
       api(`/queries/${encodeURIComponent(id)}`).then((r) => r.json()),
       api("/models").then((r) => r.json()),
     ]);
-    const pricing = pricingOf(catalog, query.model);
+    // Steps are priced as the server prices the turn: with the first model's catalog entry.
+    const pricing = pricingOf(catalog, trace.models?.[0]?.id ?? query.model);
     const compared = (query.comparison || []).length
       ? el("p", {}, el("a", { href: `#/compare?q=${encodeURIComponent(id)}` },
         `compare with the ${query.comparison.length} other turn(s) of its comparison group`))
       : "";  // replaceChildren would write a null as the text "null"
-    view.replaceChildren(title, el("p", { class: "question" }, query.input?.[0]?.content || ""),
+    show(title, el("p", { class: "question" }, query.input?.[0]?.content || ""),
       summary(query, trace, catalog), compared,
       el("h2", {}, "Steps"), stacked(stepsTable(trace, pricing)),
       el("h2", {}, "Evidence"), stacked(evidenceTable(trace)),
       ...((trace.citations_dropped || []).length ? [el("h2", {}, "Dropped citations"), droppedList(trace)] : []),
       el("h2", {}, "Replay"), ...replayControl(id));
   } catch (error) {
-    showError(view, error);
+    showError(show, error);
   }
 }
