@@ -216,6 +216,14 @@ def test_follow_up_feedback_trace_and_replay(server: LiveServer, browser: Browse
     )
     outcome = page.locator("#replay-result").inner_text()
     assert outcome.startswith("identical"), outcome
+    page.goto(f"{server.url}/#/sessions?s={session}")  # later: continue the session from its page
+    page.get_by_role("link", name="Continue this session").click()
+    page.locator("section.history tbody tr").nth(1).wait_for()
+    assert page.locator("#model").is_disabled() and page.locator("#ctx-acme").is_disabled()  # pinned
+    page.fill("#ask", "Where do visitors park?")
+    page.get_by_role("button", name="Ask").click()
+    page.locator("section.history tbody tr").nth(2).wait_for(timeout=60_000)
+    assert len(server.client.get(f"/api/sessions/{session}").json()["queries"]) == 3
     assert errors == []
     page.close()
 
