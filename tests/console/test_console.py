@@ -596,6 +596,19 @@ def test_an_archive_upload_shows_its_import_task_and_each_member(
         skipped = page.locator("ul.members li").inner_text()
         assert skipped.startswith("skipped: ../escape.md (")
         page.get_by_role("cell", name="uploads/notes/notes/two.md", exact=True).wait_for()  # under its name
+        folder = tmp_path / "minutes" / "2026"
+        folder.mkdir(parents=True)
+        (folder / "march.md").write_text("# March\n\nThe board met.\n")
+        page.set_input_files("#folder", str(tmp_path / "minutes"))  # a folder keeps its layout
+        page.get_by_role("cell", name="uploads/minutes/2026/march.md", exact=True).wait_for()
+        page.evaluate(  # a file dropped on the drop zone
+            """() => {
+              const data = new DataTransfer();
+              data.items.add(new File(["# Dropped\\n\\nHere.\\n"], "dropped.md", { type: "text/markdown" }));
+              document.querySelector(".drop").dispatchEvent(new DragEvent("drop", { dataTransfer: data, bubbles: true }));
+            }"""
+        )
+        page.get_by_role("cell", name="uploads/dropped.md", exact=True).wait_for()
         _shot(page, "archive", "laptop")
         assert errors == []
         page.close()

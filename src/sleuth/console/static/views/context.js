@@ -2,11 +2,13 @@ import { api, apiUrl, authHeaders, showError } from "../lib/api.js";
 import { el, encodePath, pageHref, params, screen, stacked } from "../lib/dom.js";
 import { waitTask } from "../lib/tasks.js";
 
-function upload(slug, file, bar) {
+// A file goes under uploads/, in the folder it was in when a folder was chosen or dropped.
+function upload(slug, file, folder, bar) {
   // XMLHttpRequest, not fetch: it reports upload progress per file.
   return new Promise((resolve, reject) => {
     const request = new XMLHttpRequest();
-    request.open("POST", apiUrl(`/contexts/${encodeURIComponent(slug)}/import/upload`));
+    const where = new URLSearchParams({ path: folder ? `uploads/${folder}` : "uploads" });
+    request.open("POST", `${apiUrl(`/contexts/${encodeURIComponent(slug)}/import/upload`)}?${where}`);
     for (const [name, value] of Object.entries(authHeaders())) request.setRequestHeader(name, value);
     request.upload.onprogress = (e) => { if (e.lengthComputable) bar.value = e.loaded / e.total; };
     request.onload = () => {
@@ -17,9 +19,32 @@ function upload(slug, file, bar) {
     };
     request.onerror = () => reject(new Error("upload failed"));
     const form = new FormData();
-    form.append("file", file);
+    form.append("file", file, file.name);  // the name alone: a folder's file would send its relative path
     request.send(form);
   });
+}
+
+// What was dropped, folders walked: each file with the folder it was in (kept under uploads/). The
+// entries are taken before the first await: a drop's items are gone once its handler yields.
+async function droppedFiles(dataTransfer) {
+  const entries = [...dataTransfer.items].map((item) => item.webkitGetAsEntry?.()).filter(Boolean);
+  if (!entries.length) return [...dataTransfer.files].map((file) => ({ file, folder: "" }));
+  const out = [];
+  const walk = async (entry, folder) => {
+    if (entry.isFile) {
+      out.push({ file: await new Promise((ok, fail) => entry.file(ok, fail)), folder });
+      return;
+    }
+    const inside = folder ? `${folder}/${entry.name}` : entry.name;
+    const reader = entry.createReader();
+    for (;;) {  // readEntries answers in batches until an empty one
+      const batch = await new Promise((ok, fail) => reader.readEntries(ok, fail));
+      if (!batch.length) break;
+      for (const child of batch) await walk(child, inside);
+    }
+  };
+  for (const entry of entries) await walk(entry, "");
+  return out;
 }
 
 export async function contextView() {
@@ -34,7 +59,9 @@ export async function contextView() {
   const about = el("section", { class: "about", "aria-label": "About this context" });
   const files = el("input", { type: "file", id: "files", multiple: true });
   // The drop zone is for the mouse; the file input inside it is the keyboard's way (one tab stop).
-  const drop = el("div", { class: "drop" }, "Drop files or archives here, or ", el("label", { for: "files" }, "choose files"), files);
+  const folderInput = el("input", { type: "file", id: "folder", webkitdirectory: true });
+  const drop = el("div", { class: "drop" }, "Drop files, folders or archives here, or ", el("label", { for: "files" }, "choose files"),
+    files, " or ", el("label", { for: "folder" }, "a folder"), folderInput);
   const sourceProblem = el("p", { class: "error", role: "alert" });
 
   async function refresh() {
@@ -74,12 +101,13 @@ export async function contextView() {
   }
 
   async function send(list) {
-    for (const file of list) {
-      const bar = el("progress", { max: 1, value: 0, "aria-label": `upload of ${file.name}` });
-      const item = el("li", {}, file.name, " ", bar);
+    for (const { file, folder } of list) {
+      const name = folder ? `${folder}/${file.name}` : file.name;
+      const bar = el("progress", { max: 1, value: 0, "aria-label": `upload of ${name}` });
+      const item = el("li", {}, name, " ", bar);
       uploads.append(item);
       try {
-        const answer = await upload(slug, file, bar);
+        const answer = await upload(slug, file, folder, bar);
         item.append(el("span", { class: "muted" }, " uploaded"));
         if (answer.state === "importing") await expand(answer.task_id, item);
       } catch (error) {
@@ -88,10 +116,16 @@ export async function contextView() {
     }
     refresh();
   }
-  files.addEventListener("change", () => send([...files.files]));
+  files.addEventListener("change", () => send([...files.files].map((file) => ({ file, folder: "" }))));
+  folderInput.addEventListener("change", () => send([...folderInput.files].map((file) => (
+    { file, folder: file.webkitRelativePath.split("/").slice(0, -1).join("/") }))));
   drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });
   drop.addEventListener("dragleave", () => drop.classList.remove("over"));
-  drop.addEventListener("drop", (e) => { e.preventDefault(); drop.classList.remove("over"); send([...e.dataTransfer.files]); });
+  drop.addEventListener("drop", async (e) => {
+    e.preventDefault();
+    drop.classList.remove("over");
+    send(await droppedFiles(e.dataTransfer));
+  });
 
   async function watchCurate(taskId) {
     const task = await waitTask(taskId, curateState);  // shows a failure itself
