@@ -605,7 +605,8 @@ def test_an_archive_upload_shows_its_import_task_and_each_member(
             """() => {
               const data = new DataTransfer();
               data.items.add(new File(["# Dropped\\n\\nHere.\\n"], "dropped.md", { type: "text/markdown" }));
-              document.querySelector(".drop").dispatchEvent(new DragEvent("drop", { dataTransfer: data, bubbles: true }));
+              const drop = new DragEvent("drop", { dataTransfer: data, bubbles: true });
+              document.querySelector(".drop").dispatchEvent(drop);
             }"""
         )
         page.get_by_role("cell", name="uploads/dropped.md", exact=True).wait_for()

@@ -58,7 +58,8 @@ export async function askView() {
   // The contexts to ask over: one checkbox per context the server has, those in the link ticked (a
   // slug the server does not know stays listed, ticked, so the turn says why it cannot run).
   const contexts = el("fieldset", { class: "scope" }, el("legend", {}, "Contexts"));
-  const scopeOf = () => [...contexts.querySelectorAll("input:checked")].map((box) => box.value);
+  let listed = false;  // until the list arrives, the link's contexts are the scope (an early Ask must not lose it)
+  const scopeOf = () => (listed ? [...contexts.querySelectorAll("input:checked")].map((box) => box.value) : chosen);
   const addContext = (slug, label, checked) => {
     const id = `ctx-${slug}`;
     contexts.append(el("span", { class: "choice" }, el("input", { type: "checkbox", id, value: slug, checked }),
@@ -68,6 +69,8 @@ export async function askView() {
     const known = data.map((c) => c.slug);
     for (const slug of known) addContext(slug, slug, chosen.includes(slug) || (!chosen.length && known.length === 1));
     for (const slug of chosen.filter((s) => !known.includes(s))) addContext(slug, `${slug} (unknown)`, true);
+    listed = true;
+    pin();
   }).catch((error) => showError(contexts, error));
   const question = el("textarea", { id: "ask", name: "ask", rows: 3, required: true,
     placeholder: "Ask a question about the documents (Ctrl+Enter asks)" });
