@@ -301,7 +301,9 @@ def test_a_bad_manifest_shows_its_field_errors(server: LiveServer, browser: Brow
                 }
             }
         )
-        page.get_by_role("tab", name="JSON").click()
+        page.get_by_role("tab", name="Form").focus()
+        page.keyboard.press("ArrowRight")  # the tab pattern: arrows move between the tabs
+        assert page.locator("#panel-json").is_visible() and page.locator("#panel-form").is_hidden()
         page.fill("#manifest", bad)
         page.get_by_role("button", name="Save").click()
         page.locator("ul.problems li").first.wait_for()

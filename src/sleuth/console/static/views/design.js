@@ -81,14 +81,23 @@ export async function designView() {
     }
   };
   const tab = (id, name, panel, other) => el("button", { type: "button", role: "tab", id, "aria-controls": panel.id,
-    "aria-selected": id === "tab-form" ? "true" : "false", onclick: (event) => {
+    "aria-selected": id === "tab-form" ? "true" : "false", tabindex: id === "tab-form" ? 0 : -1, onclick: (event) => {
       if (!jsonHolder.hidden && panel === formHolder && !fromJson()) return;
       panel.hidden = false;
       other.hidden = true;
-      for (const t of event.currentTarget.parentElement.children) t.setAttribute("aria-selected", String(t === event.currentTarget));
+      for (const t of event.currentTarget.parentElement.children) {
+        t.setAttribute("aria-selected", String(t === event.currentTarget));
+        t.tabIndex = t === event.currentTarget ? 0 : -1;  // one tab stop; the arrows move between them
+      }
     } }, name);
   const tabs = el("div", { role: "tablist", class: "tabs", "aria-label": "Edit as" },
     tab("tab-form", "Form", formHolder, jsonHolder), tab("tab-json", "JSON", jsonHolder, formHolder));
+  tabs.addEventListener("keydown", (e) => {  // the ARIA tab pattern: arrows move between the tabs
+    if (!["ArrowLeft", "ArrowRight"].includes(e.key)) return;
+    const other = [...tabs.children].find((t) => t.getAttribute("aria-selected") !== "true");
+    other.click();
+    other.focus();
+  });
 
   const showForm = () => tabs.querySelector("#tab-form").click();
   const save = el("button", { type: "button", onclick: async () => {
