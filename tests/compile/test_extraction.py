@@ -47,6 +47,13 @@ def _compile(tmp_path: Path, model: CuratorModel, **kw: Any) -> tuple[ContextDir
     return ctx, report
 
 
+def _corpus_with_types(tmp_path: Path, *types: dict[str, Any]) -> None:
+    """The sample corpus and a manifest declaring only `types`."""
+    write_corpus(tmp_path)
+    manifest = {"curate": {"artifacts": {"artifact_types": list(types)}}}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+
+
 def _artifacts(ctx: ContextDir) -> dict[str, tuple[dict[str, Any], str]]:
     version = ctx.version_dir(ctx.live_version() or "")
     out = {}
@@ -257,17 +264,9 @@ def test_a_cancel_stops_before_the_next_paid_call(tmp_path: Path) -> None:
 
 
 def test_document_scope_duplicates_are_screened(tmp_path: Path) -> None:
-    write_corpus(tmp_path)
-    manifest = {
-        "curate": {
-            "artifacts": {
-                "artifact_types": [
-                    {"name": "Agreement", "kind": "summary", "scope": "document", "description": "samebody"}
-                ]
-            }
-        }
-    }
-    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    _corpus_with_types(
+        tmp_path, {"name": "Agreement", "kind": "summary", "scope": "document", "description": "samebody"}
+    )
     ctx, report = _compile(tmp_path, CuratorModel())
     assert report.counts["extraction"]["types"]["Agreement"]["reasons"]["duplicate body"] == 1
     assert len([k for k in _artifacts(ctx) if k.startswith("Agreement/")]) == 1
@@ -302,9 +301,7 @@ def test_subject_keys_fold_case_punctuation_and_articles() -> None:
 
 @pytest.mark.parametrize("kind", ["topic", "event"])
 def test_other_corpus_kinds_share_map_group_reduce(tmp_path: Path, kind: str) -> None:
-    write_corpus(tmp_path)
-    manifest = {"curate": {"artifacts": {"artifact_types": [{"name": "Company", "kind": kind}]}}}
-    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    _corpus_with_types(tmp_path, {"name": "Company", "kind": kind})
 
     class AsEntity(CuratorModel):
         def complete(self, messages: Any, tools: Any, params: Any) -> Any:
@@ -397,18 +394,11 @@ def test_a_model_that_does_not_resolve_leaves_no_trace(tmp_path: Path) -> None:
 
 
 def test_document_scope_entities_and_a_corpus_summary(tmp_path: Path) -> None:
-    write_corpus(tmp_path)
-    manifest = {
-        "curate": {
-            "artifacts": {
-                "artifact_types": [
-                    {"name": "Parties", "kind": "entity", "scope": "document"},
-                    {"name": "Overview", "kind": "summary", "scope": "corpus"},
-                ]
-            }
-        }
-    }
-    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    _corpus_with_types(
+        tmp_path,
+        {"name": "Parties", "kind": "entity", "scope": "document"},
+        {"name": "Overview", "kind": "summary", "scope": "corpus"},
+    )
     ctx, report = _compile(tmp_path, CuratorModel())
     arts = _artifacts(ctx)
     parties = {k: v for k, v in arts.items() if k.startswith("Parties/")}
@@ -423,17 +413,9 @@ def test_document_scope_entities_and_a_corpus_summary(tmp_path: Path) -> None:
 
 def test_values_copied_from_the_prompts_shape_are_screened(tmp_path: Path) -> None:
     """The 1.5B model answered `"body": "Markdown"`, the shape's own placeholder, for every source."""
-    write_corpus(tmp_path)
-    manifest = {
-        "curate": {
-            "artifacts": {
-                "artifact_types": [
-                    {"name": "Agreement", "kind": "summary", "scope": "document", "description": "copycat"}
-                ]
-            }
-        }
-    }
-    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    _corpus_with_types(
+        tmp_path, {"name": "Agreement", "kind": "summary", "scope": "document", "description": "copycat"}
+    )
     ctx, report = _compile(tmp_path, CuratorModel())
     reasons = report.counts["extraction"]["types"]["Agreement"]["reasons"]
     assert reasons == {"placeholder copied from the prompt": 2, "no verifiable quote": 1}

@@ -269,21 +269,16 @@ def profile_curation(
     written = ctx.manifest_data() if asked.manifest is None else manifest_or_400(asked.manifest)
     manifest = parse_manifest(written)
     catalog = state.runtime.catalog
-    wanted = asked.model
-    if not needs_model(manifest):
-        plan = preview_curate(manifest, ctx, None).to_json()
-        return {"model": None, "reason": "nothing in the manifest needs a model", "preview": plan}
-    try:
-        config, note = curation_model(manifest, catalog, wanted, allow_specs=False)  # as curate does
-    except CatalogError as exc:
-        raise ApiError(400, "model_unavailable", str(exc), field="model") from None
+    config, reason = None, "nothing in the manifest needs a model"
+    if needs_model(manifest):
+        try:
+            config, note = curation_model(manifest, catalog, asked.model, allow_specs=False)  # as curate does
+        except CatalogError as exc:
+            raise ApiError(400, "model_unavailable", str(exc), field="model") from None
+        reason = note or "artifact_model maps to the offline planner"
+    plan = preview_curate(manifest, ctx, config.id if config is not None else None).to_json()
     if config is None:
-        plan = preview_curate(manifest, ctx, None).to_json()
-        return {
-            "model": None,
-            "reason": note or "artifact_model maps to the offline planner",
-            "preview": plan,
-        }
+        return {"model": None, "reason": reason, "preview": plan}
     estimate = profile_curate(
         manifest,
         current_pages(ctx),
@@ -291,7 +286,7 @@ def profile_curation(
         ExtractionCache(ctx.extraction_cache),
         Ledger.load(ctx.ledger_file).extraction,
     )
-    return {**estimate.to_json(), "preview": preview_curate(manifest, ctx, config.id).to_json()}
+    return {**estimate.to_json(), "preview": plan}
 
 
 @router.get("/contexts/{slug}/curate")

@@ -49,26 +49,28 @@ def knowledge_stats(request: Request, slug: str, _who: AnyKey) -> dict[str, Any]
     return tree_stats(root) if root is not None else {"file_count": 0, "dir_count": 0, "total_size": 0}
 
 
-@router.get("/contexts/{slug}/knowledge/read/{path:path}")
-def read_knowledge(request: Request, slug: str, path: str, _who: AnyKey) -> FileResponse:
+def _live_file(request: Request, slug: str, path: str) -> Path:
+    """`path` in the live knowledge tree; `404 path_not_found` before the first flip."""
     root = _knowledge_root(find_context(api_state(request), slug))
     if root is None:
         safe_rel(path)
         raise ApiError(404, "path_not_found", "the context has no live version yet", path=path)
-    return file_response(resolve_file(root, path))
+    return resolve_file(root, path)
+
+
+@router.get("/contexts/{slug}/knowledge/read/{path:path}")
+def read_knowledge(request: Request, slug: str, path: str, _who: AnyKey) -> FileResponse:
+    return file_response(_live_file(request, slug, path))
 
 
 @router.get("/contexts/{slug}/knowledge/artifact/{path:path}")
 def read_artifact_file(request: Request, slug: str, path: str, _who: AnyKey) -> dict[str, Any]:
     """An artifact or roster file of the live version, its YAML front matter parsed: what a client
     shows (type, provenance with quotes, sources) without a YAML parser of its own."""
-    root = _knowledge_root(find_context(api_state(request), slug))
-    if root is None:
-        safe_rel(path)
-        raise ApiError(404, "path_not_found", "the context has no live version yet", path=path)
+    file = _live_file(request, slug, path)
     if not path.endswith(".md"):
         raise ApiError(
             400, "invalid_request", "only Markdown artifact and roster files have front matter", path=path
         )
-    front, body = split_front_matter(resolve_file(root, path).read_text("utf-8", errors="replace"))
+    front, body = split_front_matter(file.read_text("utf-8", errors="replace"))
     return {"path": path, "front_matter": jsonable_encoder(front), "body": body}

@@ -13,6 +13,8 @@ whether its page still has the text the version stored.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Annotated, Any
 
@@ -33,11 +35,6 @@ PageNumber = Annotated[int, Query(ge=1, le=1_000_000)]
 Offset = Annotated[int, Query(ge=0, le=100_000_000)]
 
 
-def _page_text(request: Request, slug: str, path: str, page: int) -> tuple[Any, str]:
-    ctx, text, _reader = _read_page(request, slug, path, page)
-    return ctx, text
-
-
 def _read_page(request: Request, slug: str, path: str, page: int) -> tuple[Any, str, VersionReader]:
     ctx = find_context(api_state(request), slug)
     reader = VersionReader(live_version_dir(ctx))
@@ -49,19 +46,26 @@ def _read_page(request: Request, slug: str, path: str, page: int) -> tuple[Any, 
     return ctx, text, reader
 
 
-@router.get("/contexts/{slug}/pages/{path:path}/image")
-def page_image(
-    request: Request, slug: str, path: str, _who: AnyKey, page: PageNumber, width: int = 1200
-) -> Response:
-    ctx, _text = _page_text(request, slug, path, page)
-    if not 100 <= width <= MAX_IMAGE_WIDTH:
-        raise ApiError(400, "invalid_request", f"width must be 100–{MAX_IMAGE_WIDTH}", field="width")
+@contextmanager
+def _pdf_errors(path: str, page: int) -> Iterator[None]:
+    """What reading the PDF itself can answer: another format (415) or a page it lacks (404)."""
     try:
-        png = render_png(resolve_file(ctx.sources, path), page, width)
+        yield
     except NotAPdf as exc:
         raise ApiError(415, "not_a_pdf", str(exc), path=path) from None
     except PageNotFound as exc:
         raise ApiError(404, "page_not_found", str(exc), path=path, page=page) from None
+
+
+@router.get("/contexts/{slug}/pages/{path:path}/image")
+def page_image(
+    request: Request, slug: str, path: str, _who: AnyKey, page: PageNumber, width: int = 1200
+) -> Response:
+    ctx, _text, _reader = _read_page(request, slug, path, page)
+    if not 100 <= width <= MAX_IMAGE_WIDTH:
+        raise ApiError(400, "invalid_request", f"width must be 100–{MAX_IMAGE_WIDTH}", field="width")
+    with _pdf_errors(path, page):
+        png = render_png(resolve_file(ctx.sources, path), page, width)
     return Response(png, media_type="image/png", headers={"cache-control": "private, max-age=300"})
 
 
@@ -69,15 +73,11 @@ def page_image(
 def page_boxes(
     request: Request, slug: str, path: str, _who: AnyKey, page: PageNumber, start: Offset, end: Offset
 ) -> dict[str, Any]:
-    ctx, text = _page_text(request, slug, path, page)
+    ctx, text, _reader = _read_page(request, slug, path, page)
     if not start < end <= len(text):
         raise ApiError(400, "invalid_request", f"need 0 ≤ start < end ≤ {len(text)}", field="end")
-    try:
+    with _pdf_errors(path, page):
         found = span_boxes(resolve_file(ctx.sources, path), page, text, start, end)
-    except NotAPdf as exc:
-        raise ApiError(415, "not_a_pdf", str(exc), path=path) from None
-    except PageNotFound as exc:
-        raise ApiError(404, "page_not_found", str(exc), path=path, page=page) from None
     return {**asdict(found), "text": text[start:end]}
 
 

@@ -31,15 +31,23 @@ def _visible(schema: dict[str, list[tuple[str, str]]]) -> dict[str, list[tuple[s
     return {name: cols for name, cols in schema.items() if "fts" not in name.casefold()}
 
 
+def _count(db: ReadOnlyDatabase, table: str) -> int:
+    _c, rows, _t = db.execute(f"SELECT count(*) FROM {quote_identifier(table)}")
+    return int(rows[0][0])
+
+
 @router.get("/contexts/{slug}/tables")
 def list_tables(request: Request, slug: str, _who: AnyKey) -> dict[str, Any]:
     db = _database(request, slug)
     try:
         tables = []
         for name, columns in _visible(db.schema()).items():
-            _c, rows, _t = db.execute(f"SELECT count(*) FROM {quote_identifier(name)}")
             tables.append(
-                {"name": name, "columns": [{"name": c, "type": t} for c, t in columns], "rows": rows[0][0]}
+                {
+                    "name": name,
+                    "columns": [{"name": c, "type": t} for c, t in columns],
+                    "rows": _count(db, name),
+                }
             )
         return {"tables": tables}
     finally:
@@ -69,7 +77,7 @@ def read_table(
         if order is not None:
             sql += f" ORDER BY {quote_identifier(order)} {'DESC' if desc else 'ASC'}"
         try:
-            _c, total, _t = db.execute(f"SELECT count(*) FROM {quote_identifier(name)}")
+            total = _count(db, name)
             names, rows, _truncated = db.execute(sql + " LIMIT ? OFFSET ?", (limit, offset), max_rows=limit)
         except QueryError as exc:
             raise ApiError(400, "query_error", str(exc)) from None
@@ -77,7 +85,7 @@ def read_table(
             "name": name,
             "columns": names,
             "rows": [list(r) for r in rows],
-            "total": total[0][0],
+            "total": total,
             "offset": offset,
             "limit": limit,
             "order": order,

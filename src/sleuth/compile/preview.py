@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from sleuth.compile.manifest import DETERMINISTIC_KINDS, Manifest
+from sleuth.compile.extraction.choose import type_needs_model
+from sleuth.compile.manifest import ArtifactType, Manifest
 from sleuth.compile.sources import list_source_files
 from sleuth.store.home import ContextDir
 from sleuth.store.ledger import Ledger
@@ -49,16 +50,16 @@ class CuratePreview:
         return asdict(self)
 
 
-def _type_preview(kind: str, fmt: str, has_model: bool) -> tuple[Builder, str]:
-    if kind in DETERMINISTIC_KINDS and fmt != "sqlite":
+def _type_preview(t: ArtifactType, has_model: bool) -> tuple[Builder, str]:
+    if not type_needs_model(t):
         return "sleuth", "built from the parsed pages, no model"
-    if fmt == "sqlite":
+    if t.format == "sqlite":
         if has_model:
             return "model", "rows from the sources' tables, and rows in prose by the model"
         return "sleuth", "rows from the sources' tables only; rows written in prose need a model"
     if has_model:
-        return "model", f"kind {kind!r} is extracted by the model, each claim with a verified quote"
-    return "skipped", f"kind {kind!r} needs a model and none is chosen (curate.artifacts.artifact_model)"
+        return "model", f"kind {t.kind!r} is extracted by the model, each claim with a verified quote"
+    return "skipped", f"kind {t.kind!r} needs a model and none is chosen (curate.artifacts.artifact_model)"
 
 
 def preview_curate(manifest: Manifest, ctx: ContextDir, model_id: str | None) -> CuratePreview:
@@ -67,7 +68,7 @@ def preview_curate(manifest: Manifest, ctx: ContextDir, model_id: str | None) ->
     types = []
     if arts.is_enabled:
         for t in arts.artifact_types:
-            built_by, note = _type_preview(t.kind, t.format, model_id is not None)
+            built_by, note = _type_preview(t, model_id is not None)
             types.append(TypePreview(t.name, t.kind, t.resolved_scope, t.format, built_by, note))
     ledger = Ledger.load(ctx.ledger_file)
     on_disk = list_source_files(ctx.sources)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from sleuth.compile.extract import Extractor, NoModelExtractor
 from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.compile.extraction.extractor import ModelExtractor
-from sleuth.compile.manifest import DETERMINISTIC_KINDS, Manifest
+from sleuth.compile.manifest import DETERMINISTIC_KINDS, ArtifactType, Manifest
 from sleuth.models.base import CompletionParams, Message, Model, ModelConfig, ModelError, Reply, ToolSpec
 from sleuth.models.catalog import TIERS, Catalog, CatalogError, build_model
 from sleuth.store.home import ContextDir
@@ -24,12 +24,17 @@ class Choice:
     note: str | None = None  # why no model is used, when one was asked for but cannot be
 
 
+def type_needs_model(t: ArtifactType) -> bool:
+    """Whether the type has something only a model builds: a model kind, or rows written in prose."""
+    return t.kind not in DETERMINISTIC_KINDS or t.format == "sqlite"
+
+
 def needs_model(manifest: Manifest) -> bool:
-    """Whether any declared type has something only a model builds (a model kind, or prose rows)."""
+    """Whether any declared type has something only a model builds."""
     arts = manifest.curate.artifacts
     if not arts.is_enabled:
         return False
-    return any(t.kind not in DETERMINISTIC_KINDS or t.format == "sqlite" for t in arts.artifact_types)
+    return any(type_needs_model(t) for t in arts.artifact_types)
 
 
 def curation_model(

@@ -44,18 +44,19 @@ export async function api(path, options = {}) {
     sessionStorage.removeItem(TOKEN);
     throw new Unauthenticated("sign in with an API key");
   }
-  if (!response.ok) {
-    let message = `${response.status}`;
-    let envelope = null;
-    try {
-      envelope = await response.json();
-      message = `${envelope.code}: ${envelope.message}`;
-    } catch (_) { /* not the envelope */ }
-    const error = new Error(message);
-    error.envelope = envelope;
-    throw error;
-  }
+  if (!response.ok) throw failure(response.status, await response.text());
   return response;
+}
+
+// The API's error envelope as an Error that keeps it (`code: message`), or the status alone.
+export function failure(status, text) {
+  let envelope = null;
+  try {
+    envelope = JSON.parse(text);
+  } catch (_) { /* not the envelope */ }
+  const error = new Error(envelope?.code ? `${envelope.code}: ${envelope.message}` : `${status}`);
+  error.envelope = envelope;
+  return error;
 }
 
 // A view that meets a 401 asks the router for the sign-in form (an event, so no view imports the router).

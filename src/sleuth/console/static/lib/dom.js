@@ -55,6 +55,14 @@ export function pageHref({ ctx, path, page, start = null, end = null }) {
   return `#/page?${q}`;
 }
 
+// The knowledge browser's link for a folder (the root when `path` is empty) or, with `file`, a file.
+export function knowledgeHref({ ctx, path = "", file = false }) {
+  const q = new URLSearchParams({ ctx });
+  if (path) q.set("path", path);
+  if (file) q.set("file", "1");
+  return `#/knowledge?${q}`;
+}
+
 // An ISO timestamp as a person reads it: to the minute, in UTC.
 export function when(iso) {
   return iso ? `${iso.replace("T", " ").slice(0, 16)} UTC` : "—";

@@ -1,4 +1,4 @@
-import { api, apiUrl, authHeaders, showError } from "../lib/api.js";
+import { api, apiUrl, authHeaders, failure, showError } from "../lib/api.js";
 import { el, encodePath, pageHref, params, screen, stacked } from "../lib/dom.js";
 import { waitTask } from "../lib/tasks.js";
 
@@ -13,9 +13,7 @@ function upload(slug, file, folder, bar) {
     request.upload.onprogress = (e) => { if (e.lengthComputable) bar.value = e.loaded / e.total; };
     request.onload = () => {
       if (request.status < 300) { bar.value = 1; resolve(JSON.parse(request.responseText)); return; }
-      let message = `${request.status}`;
-      try { const env = JSON.parse(request.responseText); message = `${env.code}: ${env.message}`; } catch (_) { /* raw */ }
-      reject(new Error(message));
+      reject(failure(request.status, request.responseText));
     };
     request.onerror = () => reject(new Error("upload failed"));
     const form = new FormData();

@@ -1,5 +1,5 @@
 import { api, showError } from "../lib/api.js";
-import { el, encodePath, pageHref, params, screen, stacked } from "../lib/dom.js";
+import { el, encodePath, knowledgeHref, pageHref, params, screen, stacked } from "../lib/dom.js";
 
 // The live version's knowledge tree as the API lists it: artifact types and their artifacts (what each
 // is, its body, its evidence), rosters, the outline as a table, and each source's pages (in the viewer).
@@ -10,9 +10,10 @@ export async function knowledgeView() {
   const path = p.get("path") || "";
   const base = `/contexts/${encodeURIComponent(slug)}/knowledge`;
   const crumbs = el("nav", { class: "crumbs", "aria-label": "Knowledge path" },
-    el("a", { href: `#/knowledge?ctx=${encodeURIComponent(slug)}` }, slug),
+    el("a", { href: knowledgeHref({ ctx: slug }) }, slug),
     ...path.split("/").filter(Boolean).map((part, i, all) => [" / ",
-      el("a", { href: `#/knowledge?ctx=${encodeURIComponent(slug)}&path=${encodeURIComponent(all.slice(0, i + 1).join("/"))}${i === all.length - 1 && p.get("file") === "1" ? "&file=1" : ""}` }, part)]));
+      el("a", { href: knowledgeHref({ ctx: slug, path: all.slice(0, i + 1).join("/"),
+        file: i === all.length - 1 && p.get("file") === "1" }) }, part)]));
   show(el("h1", {}, "Knowledge"), crumbs, el("p", { class: "muted" }, "Loading…"));
   try {
     if (p.get("file") !== "1") {  // a folder (a name may hold dots, so links say which they open)
@@ -24,7 +25,7 @@ export async function knowledgeView() {
           ? next.slice("pages/".length, -".jsonl".length) : null;
         const href = source
           ? pageHref({ ctx: slug, path: source, page: 1 })
-          : `#/knowledge?ctx=${encodeURIComponent(slug)}&path=${encodeURIComponent(next)}${e.kind === "file" ? "&file=1" : ""}`;
+          : knowledgeHref({ ctx: slug, path: next, file: e.kind === "file" });
         return el("li", {}, el("a", { href },
           e.kind === "dir" ? `${e.name}/` : e.name), e.kind === "file" ? el("span", { class: "muted" }, ` ${e.size} bytes`) : null);
       });
@@ -40,7 +41,6 @@ export async function knowledgeView() {
   }
 }
 
-const fileLink = (slug, file) => `#/knowledge?ctx=${encodeURIComponent(slug)}&path=${encodeURIComponent(file)}&file=1`;
 
 // An artifact or roster: what it is, its body, and its evidence, each quote one click from its page.
 async function artifactView(slug, base, path) {
@@ -64,7 +64,7 @@ async function artifactView(slug, base, path) {
 async function outlineView(slug, base) {
   const outline = await (await api(`${base}/read/outline.json`)).json();
   const rows = (outline.artifacts || []).map((a) => el("tr", {},
-    el("td", {}, a.type), el("td", {}, el("a", { href: fileLink(slug, a.file) }, a.name)), el("td", {}, a.kind),
+    el("td", {}, a.type), el("td", {}, el("a", { href: knowledgeHref({ ctx: slug, path: a.file, file: true }) }, a.name)), el("td", {}, a.kind),
     el("td", {}, a.scope), el("td", {}, String(a.sources_count ?? ""))));
   return [el("p", { class: "muted" }, `${rows.length} artifacts`), stacked(el("table", { class: "grid" },
     el("thead", {}, el("tr", {}, ["type", "name", "kind", "scope", "sources"].map((h) => el("th", {}, h)))),

@@ -4,7 +4,7 @@
 // from the text layer (boxes computed by the server); other formats show the page text.
 
 import { api, showError } from "../lib/api.js";
-import { el, encodePath, pageHref, params, screen } from "../lib/dom.js";
+import { el, encodePath, knowledgeHref, pageHref, params, screen } from "../lib/dom.js";
 
 // The page text with the span in one <mark> and a marker where each chunk starts. Markers show their
 // number through CSS (::before), so the marked element's text is exactly the span.
@@ -45,7 +45,7 @@ function marksPanel(ctx, path, page, info, start, end) {
       `¶${i + 1} · ${c.start}–${c.end}`),
     el("span", { class: "muted" }, ` ${c.tokens} tokens${c.section_path.length ? " · " + c.section_path.join(" › ") : ""}`)));
   const artifacts = info.artifacts.map((a) => el("li", {},
-    el("a", { href: `#/knowledge?ctx=${encodeURIComponent(ctx)}&path=${encodeURIComponent(a.file)}&file=1` },
+    el("a", { href: knowledgeHref({ ctx, path: a.file, file: true }) },
       `${a.type} · ${a.name}`), " ",
     el("a", { href: pageHref({ ctx, path, page, start: a.start, end: a.end }), class: "muted", "aria-current": current(a) ? "true" : null,
       "aria-label": `mark the quote of ${a.name}` }, `${a.start}–${a.end}`)));
