@@ -268,7 +268,7 @@ def test_a_turn_past_its_time_cap_answers_504(make_server: ServerFactory) -> Non
     assert ask(server, ask=HOTEL).status_code == 200  # the sandbox is warm: the cap hits inside the step
     began = time.monotonic()
     response = ask(server, ask="slow", model=SCRIPTED, timeout_seconds=2)
-    assert time.monotonic() - began < 10  # the 30 s step was killed at the 2 s cap
+    assert time.monotonic() - began < 25  # the 30 s step was killed at the 2 s cap (generous: loaded CI)
     assert response.status_code == 504, response.text
     error = response.json()
     assert error["code"] == "query_timeout" and error["query_id"].startswith("qry_")
@@ -278,7 +278,7 @@ def test_a_turn_past_its_time_cap_answers_504(make_server: ServerFactory) -> Non
     assert query["rollup"]["stop_reason"] == "timeout"
     assert [step["status"] for step in query["steps"]] == ["failed"]
     assert query["steps"][0]["error"]["type"] == "Interrupted"
-    assert 1900 <= query["runtime_ms"] < 5000
+    assert 1900 <= query["runtime_ms"] < 25_000  # not the 30 s step (generous: loaded CI)
     assert server.client.get(f"/api/queries/{error['query_id']}/trace").status_code == 200
 
 
@@ -291,13 +291,13 @@ def test_cancel_stops_a_running_turn_and_is_idempotent(make_server: ServerFactor
     assert trace.status_code == 409 and trace.json()["code"] == "query_not_terminal"
     replay = server.client.post(f"/api/queries/{query['id']}/replay", headers=UNSTABLE)
     assert replay.status_code == 409 and replay.json()["code"] == "query_not_terminal"
-    began = time.monotonic()
     cancelled = server.client.post(f"/api/queries/{query['id']}/cancel")
-    assert time.monotonic() - began < 2.5  # the sleeping step was killed, not waited for
     assert cancelled.status_code == 200
     body = cancelled.json()
     assert body["status"] == "cancelled" and body["error"] == "cancelled by client"
-    assert [s["status"] for s in body["steps"]] == ["completed", "failed"]  # the finished step is kept
+    # The finished step is kept; the sleeping one was killed, not waited for (it would have completed).
+    assert [s["status"] for s in body["steps"]] == ["completed", "failed"]
+    assert "done" not in (body["steps"][1].get("output") or "")
     assert body["rollup"]["stop_reason"] == "cancelled"
     events = [e["type"] for e in server.state.db.events(query["id"])]
     assert events[-3:] == ["response.turn_rollup", "response.trace", "response.cancelled"]
@@ -332,9 +332,9 @@ def test_queued_turn_can_be_cancelled_before_it_runs(make_server: ServerFactory)
     server = scripted_server(make_server, [SLOW_STEP, "unused"], max_concurrent_turns=1, max_queued_turns=1)
     running = ask(server, ask="slow", model=SCRIPTED, background=True).json()
     queued = ask(server, ask=HOTEL, background=True).json()
-    began = time.monotonic()
     cancelled = server.client.post(f"/api/queries/{queued['id']}/cancel").json()
-    assert time.monotonic() - began < 2  # ended at once, not after the running turn
+    # Ended at once, not after the running turn: that one is still running (no wall-clock bound).
+    assert server.client.get(f"/api/queries/{running['id']}").json()["status"] == "in_progress"
     assert cancelled["status"] == "cancelled" and cancelled["steps"] == []
     assert [e["type"] for e in server.state.db.events(queued["id"])] == [
         "response.created",

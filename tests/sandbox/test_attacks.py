@@ -243,7 +243,9 @@ def test_busy_loop_times_out_and_keeps_state(sandbox: Sandbox) -> None:
     sandbox.exec("kept = 41")
     result = sandbox.exec("while True:\n    pass", timeout_s=1)
     assert not result.ok and result.error is not None and result.error["type"] == "StepTimeout"
-    assert 900 < result.duration_ms < 2500
+    # Generous on purpose (a loaded CI stretches wall time): the bound tells a kill at the 1 s limit
+    # from a loop left running, which would never end.
+    assert 900 < result.duration_ms < 30_000
     assert sandbox.exec("print(kept + 1)").output == "42\n"
 
 
@@ -255,7 +257,7 @@ def test_async_busy_loop_times_out(sandbox: Sandbox) -> None:
 def test_blocking_sleep_inside_an_async_step(sandbox: Sandbox) -> None:
     result = sandbox.exec("import time\nawait asyncio.sleep(0)\ntime.sleep(100)", timeout_s=1)
     assert result.error is not None and result.error["type"] == "StepTimeout"
-    assert result.duration_ms < 3500
+    assert result.duration_ms < 60_000  # killed at the 1 s limit, not after the 100 s sleep (generous)
 
 
 def test_code_that_swallows_every_exception_is_killed(host: SandboxHost, acme_version: Path) -> None:
@@ -279,8 +281,10 @@ def test_memory_bomb_raises_memory_error_and_the_repl_survives(sandbox: Sandbox)
 def test_cpu_budget(host: SandboxHost, acme_version: Path) -> None:
     with host.start_turn({"acme": acme_version}, Limits(step_timeout_s=30, cpu_s=2)) as sb:
         result = sb.exec("while True:\n    pass")
+    # The kind of error is the proof: the 2 CPU-s budget fired (RLIMIT_CPU counts the child's CPU time,
+    # whatever the load), not the 30 s step time-out. No wall-clock bound: a loaded CI stretched 2 CPU-s
+    # to 8 s of wall time.
     assert result.error is not None and result.error["type"] == "CpuBudgetExceeded"
-    assert result.duration_ms < 6000
 
 
 # ----------------------------------------------------------------------------- channel and SDK
