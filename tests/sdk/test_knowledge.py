@@ -179,3 +179,29 @@ def test_two_contexts_merge_and_name_their_context(version_dir: Path, tmp_path: 
     joined = kb.query_db("SELECT count(*) AS n FROM product a JOIN acme_copy.product b USING (sku)")
     assert joined[0]["n"] == 10
     assert kb.get_fact("source_count") == {"acme": 21, "acme-copy": 21}
+
+
+@pytest.mark.parametrize("slow", [0, 1])
+def test_labels_follow_issue_order_not_completion_order(version_dir: Path, slow: int) -> None:
+    """Searches awaited together get their labels in the order the code issued them, whichever
+    finishes first, so a replay hands out the same labels (issue 22, item 3)."""
+    kb = Knowledge([ScopedContext("acme", version_dir)])
+    reader = kb._contexts["acme"].reader
+    search = reader.search
+    queries = ["remote work days per week", "expense report deadline"]
+
+    def delayed(query: str, *args: object, **kwargs: object) -> object:
+        if query == queries[slow]:  # this one's index work finishes last
+            import time
+
+            time.sleep(0.3)
+        return search(query, *args, **kwargs)  # type: ignore[arg-type]
+
+    reader.search = delayed  # type: ignore[method-assign]
+
+    async def both() -> list[list[Hit]]:
+        return list(await asyncio.gather(*(kb.search_source(q, top_k=3) for q in queries)))
+
+    first, second = asyncio.run(both())
+    assert [h.span.ref for h in first] == ["E1", "E2", "E3"]
+    assert all(int(h.span.ref[1:]) >= 4 for h in second if h.span not in [f.span for f in first])

@@ -112,7 +112,8 @@ def primitive(kind: Kind) -> Callable[[F], F]:
             @functools.wraps(method)
             async def checked_search(*args: Any, **kwargs: Any) -> Any:
                 _check(method, args, kwargs)
-                return await method(*args, **kwargs)
+                async with args[0].evidence.issued():  # labels in issue order (Evidence.in_turn)
+                    return await method(*args, **kwargs)
 
             wrapper: Callable[..., Any] = checked_search
         else:

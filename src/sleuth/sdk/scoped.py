@@ -4,6 +4,10 @@ the evidence labels it hands out (`Evidence`).
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -22,12 +26,50 @@ class ScopedContext:
     version_dir: Path
 
 
+_TICKET: ContextVar[int | None] = ContextVar("sleuth_evidence_ticket", default=None)
+
+
 class Evidence:
-    """Per-turn evidence labels: the same (context, source, page, start, end) keeps its label."""
+    """Per-turn evidence labels: the same (context, source, page, start, end) keeps its label.
+
+    Labels follow the order in which the code *issued* its searches, not the order in which they
+    finished: searches awaited together (`asyncio.gather`) run their index work at once, but each
+    registers its spans only after every search issued before it is done (`issued` + `in_turn`), so a
+    replay hands out the same `E7` for the same span, byte for byte."""
 
     def __init__(self) -> None:
         self._labels: dict[tuple[str, str, int, int, int], Span] = {}
         self.scores: dict[str, float] = {}  # label → best retrieval score seen (Citation.score)
+        self._issued = 0
+        self._open: dict[int, asyncio.Event] = {}  # tickets of searches still running → their "done"
+
+    @asynccontextmanager
+    async def issued(self) -> AsyncIterator[None]:
+        """One search, from its start to its end: it takes the next ticket (a search called from
+        within another shares its caller's)."""
+        if _TICKET.get() is not None:
+            yield
+            return
+        self._issued += 1
+        ticket = self._issued
+        self._open[ticket] = asyncio.Event()
+        token = _TICKET.set(ticket)
+        try:
+            yield
+        finally:
+            _TICKET.reset(token)
+            self._open.pop(ticket).set()
+
+    async def in_turn(self) -> None:
+        """Wait until every search issued before this one is done, so its spans are labelled after
+        theirs. Waits only on earlier tickets, which never wait on later ones: no cycle."""
+        ticket = _TICKET.get()
+        if ticket is None:
+            return
+        for earlier in sorted(t for t in self._open if t < ticket):
+            event = self._open.get(earlier)
+            if event is not None:
+                await event.wait()
 
     def note_score(self, span: Span, score: float) -> None:
         if score > self.scores.get(span.ref, float("-inf")):

@@ -50,6 +50,7 @@ class Searches(KnowledgeBase):
         for ctx in self._scope(context):
             vector = await self._vector(ctx, query)
             ranked = await asyncio.to_thread(ctx.reader.search_artifacts, query, top_k, kind, type, vector)
+            await self.evidence.in_turn()
             per_context.append([self._artifact_hit(ctx, aid, score) for aid, score in ranked])
         return AwaitableList(self._fuse(per_context, top_k))
 
@@ -79,6 +80,7 @@ class Searches(KnowledgeBase):
             elif mode == "semantic":
                 vector = await self._vector(ctx, query)
             hits = await asyncio.to_thread(ctx.reader.search, query, top_k, mode, keep, vector, keyword)  # type: ignore[arg-type]
+            await self.evidence.in_turn()
             per_context.append([self._chunk_hit(ctx, h.id, h.score) for h in hits])
         return self._fuse(per_context, top_k) if per_context else []
 
@@ -161,6 +163,7 @@ class Searches(KnowledgeBase):
         if terms:
             provenance.sort(key=lambda p: -len(terms & set(re.findall(r"\w+", p["quote"].casefold()))))
         out: list[Hit] = []
+        await self.evidence.in_turn()
         for p in provenance[:max_total]:
             span = self._register_span(ctx, p, "artifact", meta["name"])
             self.evidence.note_score(span, 1.0)

@@ -4,11 +4,21 @@ Read-only is enforced by the connection, not by inspecting the SQL text: the fil
 `mode=ro`, `PRAGMA query_only` is on, an authorizer allows nothing but reads, selects, a set of
 functions and three read-only pragmas, attaching is limited to zero after the other scoped
 contexts are attached, and a progress handler stops a statement at its deadline.
+
+Memory is bounded by caps, not by time: one VM instruction (`zeroblob(20000000)`) can allocate any size
+before a deadline check runs. SQLite itself refuses any string or blob over `MAX_VALUE_BYTES` and any
+result over `MAX_RESULT_COLUMNS` columns, so one row holds at most their product; rows are fetched one at a
+time and counted, and the result stops (`truncated`) at `MAX_ROWS` rows or `MAX_RESULT_BYTES` bytes of
+values; at most `MAX_STATEMENTS` statements run at once in one process. A statement's memory is thus capped
+whatever its SQL, in the server (MCP's `query_db`, the table browser) as in a sandbox, which runs this same
+code. SQLite's `hard_heap_limit` is not used: it is process-wide, so a hostile statement would make the
+server's own databases fail instead of itself.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -19,9 +29,19 @@ from sleuth.sdk.errors import QueryError
 
 MAX_ROWS = 1000
 TIME_LIMIT_S = 2.0
+#: SQLITE_LIMIT_LENGTH: the largest string or blob a statement may read or make. Far above a compiled
+#: table's cells (a row's provenance, an artifact's source list), far below what hurts a server.
+MAX_VALUE_BYTES = 1024 * 1024
+#: SQLITE_LIMIT_COLUMN: a typed table has at most 64 declared columns plus 4 of its own.
+MAX_RESULT_COLUMNS = 100
+#: What the values of one result may add up to (text and blobs by length, other values 8 bytes).
+MAX_RESULT_BYTES = 2 * 1024 * 1024
+#: Statements running at once in this process: the per-statement caps times this bounds them all.
+MAX_STATEMENTS = 2
 _PROGRESS_EVERY = 1000  # virtual-machine instructions between deadline checks
 _ALLOWED_PRAGMAS = frozenset({"table_info", "table_xinfo", "index_list", "data_version"})
 _DENIED_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"})
+_statements = threading.BoundedSemaphore(MAX_STATEMENTS)
 
 
 def _authorizer(
@@ -54,6 +74,8 @@ class ReadOnlyDatabase:
             )
         self._db.execute("PRAGMA query_only = 1")
         self._db.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+        self._db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+        self._db.setlimit(sqlite3.SQLITE_LIMIT_COLUMN, MAX_RESULT_COLUMNS)
         self._db.set_authorizer(_authorizer)
         self._deadline = 0.0
         self._db.set_progress_handler(self._progress, _PROGRESS_EVERY)
@@ -70,24 +92,28 @@ class ReadOnlyDatabase:
         params: Sequence[Any] | Mapping[str, Any] | None = None,
         max_rows: int = MAX_ROWS,
         time_limit: float = TIME_LIMIT_S,
+        max_bytes: int = MAX_RESULT_BYTES,
     ) -> tuple[list[str], list[tuple[Any, ...]], bool]:
-        """(columns, rows, truncated) for one statement."""
-        self._deadline = time.monotonic() + time_limit
-        try:
-            cursor = self._db.execute(sql, params if params is not None else ())
-            rows = cursor.fetchmany(max_rows + 1)
-        except sqlite3.OperationalError as exc:
-            if "interrupted" in str(exc):
-                raise QueryError(f"query exceeded {time_limit:.1f} s") from None
-            raise QueryError(str(exc)) from None
-        except (sqlite3.DatabaseError, sqlite3.Warning, sqlite3.ProgrammingError, ValueError) as exc:
-            raise QueryError(str(exc)) from None
-        finally:
+        """(columns, rows, truncated) for one statement: rows stop at `max_rows` rows or `max_bytes`
+        bytes of values (`truncated`); a first row alone over `max_bytes` is an error, not an empty result."""
+        with _statements:
             self._deadline = time.monotonic() + time_limit
-        columns = [d[0] for d in cursor.description or []]
-        truncated = len(rows) > max_rows
-        cursor.close()
-        return columns, rows[:max_rows], truncated
+            cursor: sqlite3.Cursor | None = None
+            try:
+                cursor = self._db.execute(sql, params if params is not None else ())
+                columns = [d[0] for d in cursor.description or []]
+                rows, truncated = _fetch(cursor, max_rows, max_bytes)
+            except sqlite3.OperationalError as exc:
+                if "interrupted" in str(exc):
+                    raise QueryError(f"query exceeded {time_limit:.1f} s") from None
+                raise QueryError(_explained(str(exc))) from None
+            except (sqlite3.DatabaseError, sqlite3.Warning, sqlite3.ProgrammingError, ValueError) as exc:
+                raise QueryError(_explained(str(exc))) from None
+            finally:
+                if cursor is not None:
+                    cursor.close()
+                self._deadline = time.monotonic() + time_limit
+        return columns, rows, truncated
 
     def schema(self) -> dict[str, list[tuple[str, str]]]:
         """Every table of `main` with its (column, type) pairs."""
@@ -99,6 +125,34 @@ class ReadOnlyDatabase:
             _c, info, _t = self.execute(f"PRAGMA table_info({quote_identifier(name)})")
             tables[name] = [(r[1], r[2]) for r in info]
         return tables
+
+
+def _fetch(cursor: sqlite3.Cursor, max_rows: int, max_bytes: int) -> tuple[list[tuple[Any, ...]], bool]:
+    """Rows one at a time, counting their values' bytes, so a result never grows past its caps."""
+    rows: list[tuple[Any, ...]] = []
+    size = 0
+    while (row := cursor.fetchone()) is not None:
+        if len(rows) >= max_rows:
+            return rows, True
+        size += sum(len(v) if isinstance(v, str | bytes) else 8 for v in row)
+        if size > max_bytes:
+            if not rows:
+                raise QueryError(
+                    f"one row holds {size} bytes, over query_db's {max_bytes}-byte result cap; select "
+                    "fewer or shorter values (substr, length)"
+                )
+            return rows, True
+        rows.append(row)
+    return rows, False
+
+
+def _explained(message: str) -> str:
+    """SQLite's refusal, with the cap behind it when one of ours made it."""
+    if "too big" in message:
+        return f"{message}: query_db caps any one value at {MAX_VALUE_BYTES} bytes"
+    if "too many columns" in message:
+        return f"{message}: query_db caps a result at {MAX_RESULT_COLUMNS} columns"
+    return message
 
 
 def quote_identifier(name: str) -> str:
