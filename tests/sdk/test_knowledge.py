@@ -197,7 +197,7 @@ def test_labels_follow_issue_order_not_completion_order(version_dir: Path, slow:
             time.sleep(0.3)
         return search(query, *args, **kwargs)  # type: ignore[arg-type]
 
-    reader.search = delayed  # type: ignore[method-assign]
+    reader.search = delayed  # type: ignore[method-assign,assignment]
 
     async def both() -> list[list[Hit]]:
         return list(await asyncio.gather(*(kb.search_source(q, top_k=3) for q in queries)))
