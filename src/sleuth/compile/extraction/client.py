@@ -9,8 +9,12 @@
   whole process (two curates on one server share it).
 - **Budget**: once the tokens spent reach the budget, no further call starts (`BudgetExhausted`);
   calls already in flight finish, so a run may end a little over it.
-- **Usage**: calls, tokens, repairs and errors per artifact type, for the report, the version, the
-  ledger and the task's stats.
+- **Screening** (issue 22): a reply over `MAX_REPLY_BYTES`, nested deeper than `MAX_REPLY_DEPTH` or
+  holding text that is not valid Unicode (a lone surrogate) is refused before it is parsed, repaired
+  with only its head echoed, or cached; it is sent back once like an invalid one, then the item counts
+  as errored, with the reason, and the curate goes on.
+- **Usage**: calls, tokens, repairs, errors and screened replies per artifact type, for the report,
+  the version, the ledger and the task's stats.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -32,13 +36,28 @@ from sleuth.models.fallback import FallbackModel
 from sleuth.settings import current
 
 R = TypeVar("R", bound=BaseModel)
+#: The longest reply read, in UTF-8 bytes. A call's output cap is at most 8,192 + 512 tokens (the
+#: manifest's `max_tokens` is capped at 8,192); even at 16 bytes a token that is under 140 KB, so no
+#: honest reply comes near 512 KiB, and a longer one is refused before it is parsed, echoed or cached.
+MAX_REPLY_BYTES = 512 * 1024
+#: The deepest nesting of objects and arrays a reply may have (the schemas use four levels): `json`
+#: recurses once per level, and a reply nested 200,000 deep would raise `RecursionError`.
+MAX_REPLY_DEPTH = 64
+#: Characters of a screened reply sent back with the repair prompt: enough to see what went wrong.
+REFUSED_ECHO_CHARS = 2_000
 _FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$")
+_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]', re.DOTALL)  # a string (skipped) or a bracket
 _SLOTS: dict[str, threading.BoundedSemaphore] = {}
 _SLOTS_LOCK = threading.Lock()
 
 
 class BudgetExhausted(Failed):
     """The curate's token budget is spent: what was built so far is kept (never leaves the extractor)."""
+
+
+class ReplyRefused(ValueError):
+    """A reply screened out whole (too long, too deep, not valid Unicode); the message is the reason,
+    the same for every reply refused for it, so the report can count them."""
 
 
 @dataclass
@@ -52,9 +71,45 @@ class TypeUsage:
     repairs: int = 0
     errored: int = 0  # items whose reply never validated, or whose call failed
     seconds: float = 0.0
+    replies_screened: int = 0  # replies refused whole before they were read (repairs included)
+    reply_reasons: dict[str, int] = field(default_factory=dict)  # why, reply by reply
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "seconds": round(self.seconds, 3)}
+
+
+def screen_reply(text: str) -> None:
+    """`ReplyRefused` for a reply that must not be parsed: over `MAX_REPLY_BYTES`, nested deeper than
+    `MAX_REPLY_DEPTH` (a scan of brackets outside strings, before `json` recurses), or not encodable
+    as UTF-8 (a lone surrogate the provider's decoder let through)."""
+    if len(text) > MAX_REPLY_BYTES:  # a character is at least a byte: no need to encode it
+        raise ReplyRefused(f"over {MAX_REPLY_BYTES} bytes")
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ReplyRefused("not valid Unicode (a lone surrogate)") from None
+    if size > MAX_REPLY_BYTES:
+        raise ReplyRefused(f"over {MAX_REPLY_BYTES} bytes")
+    depth = 0
+    for token in _TOKENS.finditer(text):
+        ch = token.group()
+        if ch in "[{":
+            depth += 1
+            if depth > MAX_REPLY_DEPTH:
+                raise ReplyRefused(f"nested over {MAX_REPLY_DEPTH} deep")
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+
+
+def stored_form(reply: BaseModel) -> dict[str, Any]:
+    """The reply as the cache and the version keep it; `ReplyRefused` when a value is not valid
+    Unicode (a `\\ud800` escape decodes to a lone surrogate, which no UTF-8 file can hold)."""
+    data: dict[str, Any] = reply.model_dump(mode="json", by_alias=True)
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ReplyRefused("not valid Unicode (a lone surrogate)") from None
+    return data
 
 
 def parse_json(text: str) -> Any:
@@ -123,6 +178,12 @@ def _problems(exc: Exception) -> str:
     return f"- not a JSON object: {str(exc)[:200]}"
 
 
+def _head(text: str) -> str:
+    """The start of a screened reply, valid UTF-8, for the repair prompt."""
+    head = text[:REFUSED_ECHO_CHARS].encode("utf-8", "replace").decode("utf-8")
+    return head + ("…" if len(text) > REFUSED_ECHO_CHARS else "")
+
+
 def _slot(config: ModelConfig) -> threading.BoundedSemaphore:
     endpoint = f"{config.provider}|{config.base_url or ''}"
     with _SLOTS_LOCK:
@@ -164,6 +225,12 @@ class ExtractionClient:
         usage = self.usage_of(type_name)
         with self._lock:
             usage.errored += 1
+
+    def count_screened(self, type_name: str, reason: str) -> None:
+        usage = self.usage_of(type_name)
+        with self._lock:
+            usage.replies_screened += 1
+            usage.reply_reasons[reason] = usage.reply_reasons.get(reason, 0) + 1
 
     def usage_of(self, type_name: str) -> TypeUsage:
         with self._lock:
@@ -212,22 +279,25 @@ class ExtractionClient:
                 usage.input_tokens += spent_in
                 usage.output_tokens += spent_out
                 usage.seconds += elapsed
+            echo = answer.text
             try:
+                screen_reply(answer.text)
                 parsed = reply_type.model_validate(parse_json(answer.text))
+                stored = stored_form(parsed)
+            except ReplyRefused as exc:
+                self.count_screened(type_name, str(exc))
+                problems = f"- the reply was refused: {exc}"
+                echo = _head(answer.text)
             except (ValueError, ValidationError) as exc:
-                if attempt == 0:
-                    with self._lock:
-                        usage.repairs += 1
-                    messages += [
-                        Message("assistant", answer.text),
-                        Message("user", repair_prompt(_problems(exc))),
-                    ]
-                continue
-            if self.cache is not None:
-                self.cache.put(
-                    key, parsed.model_dump(mode="json", by_alias=True), type=type_name, model=self.model_id
-                )
-            return parsed
+                problems = _problems(exc)
+            else:
+                if self.cache is not None:
+                    self.cache.put(key, stored, type=type_name, model=self.model_id)
+                return parsed
+            if attempt == 0:
+                with self._lock:
+                    usage.repairs += 1
+                messages += [Message("assistant", echo), Message("user", repair_prompt(problems))]
         with self._lock:
             usage.errored += 1
         return None

@@ -131,6 +131,7 @@ class ModelExtractor:
             "output_tokens": sum(u.output_tokens for u in self.client.usage.values()),
             "budget": self.client.token_budget,
             "budget_exhausted": self.client.budget_exhausted,
+            "replies_screened": sum(u.replies_screened for u in self.client.usage.values()),
             "errors": [asdict(e) for e in self.errors],
             "scopes": {name: self._scope_of(name) for name in names},
             "sources_truncated": sorted(self._truncated),
