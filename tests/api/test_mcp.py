@@ -5,6 +5,7 @@ server (the Nexus tools, a full background turn, the SDK primitives, tool errors
 from __future__ import annotations
 
 import json
+import resource
 import shutil
 import sys
 import time
@@ -20,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, TextContent
 
 from sleuth.compile.pipeline import CompileReport
+from sleuth.sdk.sql import MAX_RESULT_BYTES, MAX_VALUE_BYTES
 from sleuth.store.home import Home
 from sleuth.store.keys import KeyStore
 from tests.api.support import ServerFactory
@@ -206,5 +208,53 @@ def test_stdio_serves_the_home_as_the_local_admin(sample_home: tuple[Home, Compi
             assert hits and all(h["context"] == "acme" and h["page"] >= 1 for h in hits)
             other = error(await client.call_tool("list_tables", {"context": "elsewhere"}))
             assert other["code"] == "context_not_found" and "serves 'acme' only" in other["message"]
+
+    run(main)
+
+
+def _rss_peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def test_http_query_db_is_capped_in_value_size_and_result_bytes(
+    make_server: ServerFactory, sample_home: tuple[Home, CompileReport]
+) -> None:
+    """Model SQL runs in this process, so its memory is capped by design (issue 22, item 5): one huge value
+    is refused by SQLite's own length limit, and many big rows stop at the result byte cap, flagged."""
+    server = make_server(auth=True)
+    home, _ = sample_home
+    acme = home.find("acme").info().id
+    _, secret = KeyStore.for_db(server.state.db).create("one-context", "query", contexts=[acme])
+    many_big_rows = (
+        "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 1000) "
+        "SELECT x, hex(zeroblob(250000)) AS pad FROM n"
+    )
+
+    async def main() -> None:
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"}, timeout=60)
+        async with http, Client(streamable_http_client(f"{server.url}/mcp", http_client=http)) as client:
+            before = _rss_peak_mb()
+            huge = error(
+                await client.call_tool("query_db", {"context": "acme", "sql": "SELECT zeroblob(20000000)"})
+            )
+            assert huge["code"] == "query_error" and "string or blob too big" in huge["message"]
+            assert f"{MAX_VALUE_BYTES} bytes" in huge["message"]
+
+            result = await client.call_tool("query_db", {"context": "acme", "sql": many_big_rows})
+            rows = value(result)
+            assert rows["truncated"] is True and rows["columns"] == ["x", "pad"]
+            assert 1 <= len(rows["rows"]) < 1000 and len(rows["rows"][0]["pad"]) == 500_000
+            assert len(rows["rows"]) * 500_000 <= MAX_RESULT_BYTES
+            assert isinstance(result.content[0], TextContent)
+            assert len(result.content[0].text) < 2 * MAX_RESULT_BYTES
+
+            wide = ", ".join(["hex(zeroblob(400000))"] * 3)  # one row over the result cap on its own
+            too_wide = error(await client.call_tool("query_db", {"context": "acme", "sql": f"SELECT {wide}"}))
+            assert too_wide["code"] == "query_error" and "result cap" in too_wide["message"]
+
+            ok = value(await client.call_tool("query_db", {"context": "acme", "sql": "SELECT 1 AS one"}))
+            assert ok["rows"] == [{"one": 1}] and ok["truncated"] is False
+            # Generous: unbounded, the 20 MB blob alone grew the server by about 900 MB.
+            assert _rss_peak_mb() - before < 400
 
     run(main)

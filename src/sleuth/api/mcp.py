@@ -14,7 +14,9 @@ primitive of the SDK (spec/runtime.md §5.2) against one context named by the re
 - `query_context` admits a turn exactly like `POST /query` with `background: true` (`admission.admit_turn`):
   same checks, capacity and sandbox floor, same executor, so `GET /api/queries/{id}` sees it too.
 - The primitives run here on the host against the context's live version, read-only: they are Sleuth's
-  own code, not model code, so no sandbox is needed; `query_db` keeps its hardened read-only connection.
+  own code, not model code, so no sandbox is needed; `query_db` keeps its hardened read-only connection,
+  whose caps (`sdk/sql.py`: value size, columns, result bytes, statements at once) bound the memory a
+  caller's SQL can take in this process.
   Results are the JSON form of the SDK's dataclasses; evidence labels are numbered per tool call.
 - Failures the caller can act on are tool errors whose text is the §4 envelope `{"message", "code"}`.
 """

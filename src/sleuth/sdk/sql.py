@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,8 @@ TIME_LIMIT_S = 2.0
 MAX_VALUE_BYTES = 1024 * 1024
 #: SQLITE_LIMIT_COLUMN: a typed table has at most 64 declared columns plus 4 of its own.
 MAX_RESULT_COLUMNS = 100
-#: What the values of one result may add up to (text and blobs by length, other values 8 bytes).
+#: What the values of one result may add up to, as JSON strings (escapes counted: a NUL is 6 characters,
+#: so a blob of zeros cannot hide a sixfold reply) and 8 for any other value.
 MAX_RESULT_BYTES = 2 * 1024 * 1024
 #: Statements running at once in this process: the per-statement caps times this bounds them all.
 MAX_STATEMENTS = 2
@@ -134,7 +136,7 @@ def _fetch(cursor: sqlite3.Cursor, max_rows: int, max_bytes: int) -> tuple[list[
     while (row := cursor.fetchone()) is not None:
         if len(rows) >= max_rows:
             return rows, True
-        size += sum(len(v) if isinstance(v, str | bytes) else 8 for v in row)
+        size += sum(_encoded_size(v) for v in row)
         if size > max_bytes:
             if not rows:
                 raise QueryError(
@@ -144,6 +146,13 @@ def _fetch(cursor: sqlite3.Cursor, max_rows: int, max_bytes: int) -> tuple[list[
             return rows, True
         rows.append(row)
     return rows, False
+
+
+def _encoded_size(value: Any) -> int:
+    """A value's length as a JSON string (blobs as their lossy UTF-8 text, the form results take)."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    return len(encode_basestring(value)) if isinstance(value, str) else 8
 
 
 def _explained(message: str) -> str:
