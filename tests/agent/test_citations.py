@@ -297,3 +297,113 @@ def test_a_quote_in_the_answer_is_the_grounding() -> None:
     [citation] = result.citations
     assert citation.grounding == "Taxis may be used late at night."
     assert page[citation.start : citation.end] == citation.grounding
+
+
+# --- quotations beside markers are the citations' groundings (issue 22, item 1) ----------------------
+QUOTED = re.compile(r"[\"“]([\s\S]{15,}?)[\"”]([^\"“”\[\]\n]{0,80}?)((?:\[\d+\])+)")
+
+
+def assert_quotes_are_groundings(text: str, citations: Sequence[Citation]) -> int:
+    """Every quotation that sits beside markers reads exactly as each of those citations' grounding
+    (whitespace collapsed). Returns how many quotations were checked."""
+    checked = 0
+    for m in QUOTED.finditer(text):
+        if re.search(r"[.!?]\s+\S", m.group(2)):
+            continue  # the markers belong to a later sentence
+        # The quotation is what stands between an opening mark and the closing one (it may hold
+        # marks of its own, and an uncited quote may come first in the same match).
+        body = m.group(1)
+        cuts = [0, *(q.end() for q in re.finditer(r"[\"“”]", body))]
+        shown = [" ".join(body[c:].split()) for c in cuts]
+        for n in re.findall(r"\[(\d+)\]", m.group(3)):
+            grounding = " ".join(citations[int(n) - 1].grounding.split())
+            assert grounding in shown, (body, grounding)
+            checked += 1
+    return checked
+
+
+FILING = (
+    "Fiscal 2022 was a record year. These milestone achievements demonstrate the power of our model. "
+    "Net sales increased 18.2% to $10.2 billion compared to $8.6 billion in fiscal 2021. "
+    "Comparable sales increased 15.6%."
+)
+
+
+def filing_span(ref: str = "E1") -> EvidenceSpan:
+    return EvidenceSpan(
+        ref=ref, context="ctx", source_path="10k.pdf", page=3, start=0, end=len(FILING), text=FILING
+    )
+
+
+def filing_page(_c: str, _s: str, _p: int) -> str:
+    return FILING
+
+
+def test_two_quotes_of_one_span_get_a_citation_each() -> None:
+    """The answer quoted two sentences of the same span beside `[2]`; one citation had one grounding,
+    so the reader saw one sentence and was shown another as its proof."""
+    answer = (
+        'According to 10k.pdf (p. 3): "Net sales increased 18.2% to $10.2 billion compared to $8.6 billion '
+        'in fiscal 2021." [1]\nAccording to 10k.pdf (p. 3): "These milestone achievements demonstrate the '
+        'power of our model." [1]'
+    )
+    result = build_citations(answer, [filing_span()], filing_page)
+    assert len(result.citations) == 2
+    assert assert_quotes_are_groundings(result.text, result.citations) == 2
+    assert result.text.endswith('"These milestone achievements demonstrate the power of our model." [2]')
+    assert result.evidence_to_citation == {1: 1}
+    for c in result.citations:
+        assert FILING[c.start : c.end] == c.grounding
+        assert verify_grounding(c, filing_page)
+
+
+def test_a_quote_not_in_its_span_loses_its_marker() -> None:
+    answer = (
+        'Sales grew. The filing says "net sales fell sharply in fiscal 2022" [1]. Comparable sales rose [1].'
+    )
+    result = build_citations(answer, [filing_span()], filing_page)
+    assert result.text == (
+        'Sales grew. The filing says "net sales fell sharply in fiscal 2022". Comparable sales rose [1].'
+    )
+    assert [d["reason"] for d in result.dropped] == ["quote_not_in_evidence"]
+    assert "fell" not in result.citations[0].grounding
+    assert assert_quotes_are_groundings(result.text, result.citations) == 0
+
+
+def test_a_quote_is_rewritten_to_its_grounding_when_only_spacing_or_marks_differ() -> None:
+    page = "The policy’s scope — all staff — applies from\nJanuary 1, 2024 onwards."
+    span = EvidenceSpan(ref="E1", context="c", source_path="p.md", page=1, start=0, end=len(page), text=page)
+    answer = "It says “The policy's scope - all staff - applies from January 1, 2024 onwards.” [1]"
+    result = build_citations(answer, [span], lambda c, s, p: page)
+    [citation] = result.citations
+    assert citation.grounding == page
+    assert "“The policy’s scope — all staff — applies from January 1, 2024 onwards.” [1]" in result.text
+    assert assert_quotes_are_groundings(result.text, result.citations) == 1
+
+
+def test_quotes_with_inner_marks_ellipses_and_a_gap_before_the_marker() -> None:
+    page = 'Members of the "Fan Club" program earn points on every purchase. Points expire after a year.'
+    span = EvidenceSpan(ref="E1", context="c", source_path="p.md", page=1, start=0, end=len(page), text=page)
+    answers = [
+        'Per p.md: "Members of the "Fan Club" program earn points on every purchase." [1]',
+        'Per p.md: "… the "Fan Club" program earn points on every purchase …" [1]',
+        'The policy ("Points expire after a year."), as p.md puts it [1], is strict.',
+        'Per "an old memo", the rule is "Points expire after a year." [1]',
+    ]
+    for answer in answers:
+        result = build_citations(answer, [span], lambda c, s, p: page)
+        assert result.dropped == [], answer
+        assert assert_quotes_are_groundings(result.text, result.citations) >= (answer.count("[1]")), answer
+
+
+def test_one_quote_beside_two_markers_must_be_in_both() -> None:
+    other = EvidenceSpan(
+        ref="E2", context="ctx", source_path="other.md", page=1, start=0, end=20, text="Unrelated words here"
+    )
+    answer = 'It reports "Comparable sales increased 15.6%." [1][2]'
+    result = build_citations(
+        answer, [filing_span(), other], lambda c, s, p: FILING if s == "10k.pdf" else other.text
+    )
+    assert result.text == 'It reports "Comparable sales increased 15.6%." [1]'
+    assert [d["marker"] for d in result.dropped] == ["[2]"]
+    assert assert_quotes_are_groundings(result.text, result.citations) == 1

@@ -238,25 +238,126 @@ def _grounding(span: EvidenceSpan, words: set[str]) -> tuple[int, int]:
     return best_window(span.text, candidates, words, by_hits=False)
 
 
-_QUOTE_THEN_MARKERS = re.compile(r"[\"“]([^\"“”]{15,}?)[\"”]\s*((?:\[\d+\])+)")
+# A quotation the answer attributes to a citation: `"…" [2]`, `“…”, the report says [2]`. The gap between
+# the closing quote and the markers stays inside the sentence (no sentence end, no other quote).
+_QUOTE_THEN_MARKERS = re.compile(
+    r"[\"“](?P<quote>[\s\S]{15,4000}?)[\"”](?P<gap>[^\"“”\[\]\n]{0,80}?)(?P<run>(?:\[\d+\])+)"
+)
+_QUOTE_MARK = re.compile(r"[\"“”]")
+_SENTENCE_END_IN_GAP = re.compile(r"[.!?]\s+\S")
+_ELLIPSIS_ENDS = re.compile(r"^\s*(?:…|\.\.\.)\s*|\s*(?:…|\.\.\.)\s*$")
+_FOLD = {"'": "['‘’]", "‘": "['‘’]", "’": "['‘’]", '"': '["“”]', "“": '["“”]', "”": '["“”]'}
+_FOLD.update({d: "[-‐‑–—]" for d in "-‐‑–—"})
 
 
-def _quoted(text: str) -> dict[int, list[str]]:
-    """Quotes followed directly by markers (`"…" [2]`), per cited position: when the quote is a
-    verbatim slice of the span, it is the grounding, so the citation shows what the answer quoted."""
-    quotes: dict[int, list[str]] = {}
-    for m in _QUOTE_THEN_MARKERS.finditer(text):
-        for n in _CANONICAL.findall(m.group(2)):
-            quotes.setdefault(int(n), []).append(m.group(1))
-    return quotes
+def locate_quote(quote: str, text: str) -> tuple[int, int] | None:
+    """Where `quote` stands verbatim in `text`, tolerating only what a writer may change without
+    changing the words: whitespace runs, straight/curly quotes, dash kinds, and an ellipsis at either
+    end. Offsets are in `text`, so the grounding is `text[a:b]`; None when the words are not there."""
+    words = _ELLIPSIS_ENDS.sub("", quote).split()
+    if not words:
+        return None
+    exact = " ".join(words)
+    at = text.find(exact)
+    if at >= 0:
+        return at, at + len(exact)
+    pattern = r"\s+".join("".join(_FOLD.get(ch) or re.escape(ch) for ch in word) for word in words)
+    found = re.search(pattern, text)
+    return (found.start(), found.end()) if found else None
 
 
-def _citation(span: EvidenceSpan, words: set[str], quotes: Sequence[str] = ()) -> dict[str, Any]:
-    for quote in quotes:
-        at = span.text.find(quote)
-        if at >= 0 and quote.strip():
-            a, b = at, at + len(quote)
-            break
+def _locate_in(quote: str, text: str) -> tuple[int, tuple[int, int]] | None:
+    """`locate_quote` for a quotation that may hold quotation marks of its own ("the "Fan" program"),
+    or follow an uncited quote in the same match: the body, then what follows each inner mark.
+    Returns where the located part starts in `quote`, and its offsets in `text`."""
+    for cut in [0] + [q.end() for q in _QUOTE_MARK.finditer(quote)]:
+        if len(quote) - cut >= 15 and (where := locate_quote(quote[cut:], text)) is not None:
+            return cut, where
+    return None
+
+
+def _collapsed(text: str, where: tuple[int, int]) -> str:
+    return " ".join(text[where[0] : where[1]].split())
+
+
+@dataclass
+class _Bound:
+    """The answer's quotations bound to the spans they quote (see `_bind_quotes`)."""
+
+    text: str
+    evidence: list[EvidenceSpan]
+    at: dict[int, tuple[int, int]] = field(default_factory=dict)  # position → grounding in span.text
+    origin: dict[int, int] = field(default_factory=dict)  # added position → the evidence position it copies
+    dropped: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _bind_quotes(text: str, evidence: Sequence[EvidenceSpan]) -> _Bound:
+    """Make every quotation that sits beside a marker the grounding of that marker's citation.
+
+    For `"…" [n]`: when the words are in span n, the citation's grounding is exactly that slice and the
+    quotation is rewritten to it (whitespace collapsed), so what the reader sees beside `[n]` is what
+    `[n]` proves. A second, different quotation of the same span gets a citation of its own (a copy of
+    the span at a new position). A quotation whose words are not in span n loses that marker, recorded
+    as `quote_not_in_evidence`: it stays in the text, but never as verified."""
+    bound = _Bound(text, list(evidence))
+    edits: list[tuple[int, int, str]] = []
+    copies: dict[tuple[int, int, int], int] = {}
+    offset = 0
+    for is_code, piece in _code_free_segments(text):
+        base, offset = offset, offset + len(piece)
+        if is_code:
+            continue
+        for m in _QUOTE_THEN_MARKERS.finditer(piece):
+            if _SENTENCE_END_IN_GAP.search(m.group("gap")):
+                continue
+            quote, kept = m.group("quote"), []
+            shown: str | None = None  # the quotation as the reader will see it
+            quoted_from = 0
+            for n in (int(x) for x in _CANONICAL.findall(m.group("run"))):
+                span = evidence[n - 1]
+                found = _locate_in(quote, span.text)
+                if found is not None and shown is not None and _collapsed(span.text, found[1]) != shown:
+                    found = None  # one quotation, one text: each of its markers must prove exactly it
+                if found is None:
+                    bound.dropped.append(
+                        {
+                            "marker": f"[{n}]",
+                            "source": span.source_path,
+                            "page": span.page,
+                            "reason": "quote_not_in_evidence",
+                        }
+                    )
+                    continue
+                cut, where = found
+                if shown is None:
+                    shown, quoted_from = _collapsed(span.text, where), cut
+                if bound.at.setdefault(n, where) == where:
+                    kept.append(n)
+                    continue
+                key = (n, *where)
+                if key not in copies:
+                    bound.evidence.append(span)
+                    copies[key] = len(bound.evidence)
+                    bound.origin[copies[key]] = n
+                    bound.at[copies[key]] = where
+                kept.append(copies[key])
+            if shown is not None and shown != quote[quoted_from:]:
+                edits.append((base + m.start("quote") + quoted_from, base + m.end("quote"), shown))
+            run = "".join(f"[{n}]" for n in dict.fromkeys(kept))
+            start, end = base + m.start("run"), base + m.end("run")
+            if not run:  # the quotation keeps no marker: the space before the emptied run goes too
+                start = base + m.end("quote") + 1 + len(m.group("gap").rstrip(" \t"))
+            edits.append((start, end, run))
+    out = text
+    for a, b, new in sorted(edits, reverse=True):
+        out = out[:a] + new + out[b:]
+    bound.text = out
+    return bound
+
+
+def _citation(span: EvidenceSpan, words: set[str], quoted: tuple[int, int] | None = None) -> dict[str, Any]:
+    if quoted is not None:
+        a, b = quoted
     else:
         a, b = _grounding(span, words) if span.text.strip() else (0, 0)
     artifact = span.via == "artifact"
@@ -334,6 +435,9 @@ def build_citations(
     dropped: list[dict[str, Any]] = [
         {"marker": m, "source": None, "page": None, "reason": "unknown_marker"} for m in unknown
     ]
+    bound = _bind_quotes(normalized, evidence)
+    normalized, dropped = bound.text, dropped + bound.dropped
+    evidence = bound.evidence
 
     in_text = _cited_in_order(normalized)
     order = list(in_text)
@@ -344,7 +448,6 @@ def build_citations(
             order.append(n)
 
     words = _citing_words(normalized)
-    quotes = _quoted(normalized)
     if grounding_text:
         for n, extra in grounding_text.items():
             words.setdefault(n, set()).update(content_words(extra))
@@ -354,7 +457,7 @@ def build_citations(
     kept: list[tuple[int, dict[str, Any]]] = []
     for n in order:
         span = evidence[n - 1]
-        citation = _citation(span, words.get(n) or everything, quotes.get(n, ()))
+        citation = _citation(span, words.get(n) or everything, bound.at.get(n))
         key = (span.context, span.source_path, span.page)
         if key not in pages:
             pages[key] = page_text(*key)
@@ -382,5 +485,13 @@ def build_citations(
         text=final,
         citations=[Citation.model_validate(c) for _, c in kept],
         dropped=dropped,
-        evidence_to_citation=numbers,
+        evidence_to_citation=_first_citations(numbers, bound.origin),
     )
+
+
+def _first_citations(numbers: Mapping[int, int], origin: Mapping[int, int]) -> dict[int, int]:
+    """Evidence position → its first citation number, copies made for a second quotation folded back."""
+    out: dict[int, int] = {}
+    for position, number in sorted(numbers.items(), key=lambda item: item[1]):
+        out.setdefault(origin.get(position, position), number)
+    return out
