@@ -55,6 +55,14 @@ class Settings(BaseSettings):
     # --- the server (spec/api.md §12)
     max_concurrent_turns: int = Field(4, ge=1, le=256, description="Turns executing at once.")
     max_queued_turns: int = Field(32, ge=0, le=10_000, description="Turns waiting for a worker before 429.")
+    max_turns_per_key: int = Field(
+        0,
+        ge=0,
+        le=10_000,
+        description="Turn places (running + queued) one query key may hold at once, so one key cannot take "
+        "them all (429 key_turn_limit); 0: a quarter of max_concurrent_turns + max_queued_turns, at least "
+        "1. Admin keys and no-auth mode are not held to it.",
+    )
     project_id: str = Field("local", description="Reported by /auth and in stats.")
     project_name: str = Field("local", description="Reported by /auth.")
     task_workers: int = Field(2, ge=1, le=64, description="Curate, import, pack and restore tasks at once.")

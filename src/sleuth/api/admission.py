@@ -1,6 +1,6 @@
 """Admitting a turn over HTTP and MCP (spec/api.md §8.1): session resolution, the server's own checks in the
-documented order (models available, busy session, comparison group, sandbox floor, capacity), then
-the runtime's `prepare` and the turn executor.
+documented order (models available, busy session, comparison group, sandbox floor, capacity: the
+key's share, then the total), then the runtime's `prepare` and the turn executor.
 """
 
 from __future__ import annotations
@@ -113,6 +113,7 @@ def admit_turn(
     server's `query_context` admits its turns here too.
     """
     session_id = _session_of(state, body, who)
+    key = share_key(who)
     group = body.comparison_group
     grouped = reserved = False
     request = body.turn(session_id)
@@ -128,20 +129,27 @@ def admit_turn(
             grouped = True
         if request.retrieval is None:  # a retrieval-only turn starts no sandbox
             _check_sandbox(state)
-        turns.reserve()
+        turns.reserve(key)
         reserved = True
 
     try:
         prepared = state.runtime.prepare(request, admit, Caller(who.name, model_specs=False))
     except BaseException:
         if reserved:
-            turns.unreserve()
+            turns.unreserve(key)
         raise
     finally:
         if grouped and group is not None:
             groups.release(group)  # stored (now counted by the database) or refused
     snapshot = present(state, prepared.query.model_dump(mode="json"))
-    return snapshot, turns.submit(prepared)
+    return snapshot, turns.submit(prepared, key)
+
+
+def share_key(who: Principal) -> str | None:
+    """The key whose share of the turn places a turn counts against (`TurnExecutor.reserve`): a query
+    key's id. None for an admin key (the operator, who may use every place) and for no-auth mode, whose
+    one implicit user must keep the server's whole capacity."""
+    return who.key_id if who.key_id is not None and not who.is_admin else None
 
 
 def _check_sandbox(state: ApiState) -> None:

@@ -521,7 +521,9 @@ def serve_stdio(home: Home, only: str | None = None) -> None:
     db = ServerDB.for_home(home)
     runtime = Runtime(home, db=db)
     settings = current()
-    turns = TurnExecutor(runtime, settings.max_concurrent_turns, settings.max_queued_turns)
+    turns = TurnExecutor(
+        runtime, settings.max_concurrent_turns, settings.max_queued_turns, settings.max_turns_per_key
+    )
     task_store = TaskStore(db.path)
     pending: set[Future[Query]] = set()
     engine = Engine(

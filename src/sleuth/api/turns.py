@@ -1,6 +1,8 @@
 """The bounded turn executor (spec/api.md §8.1 "Capacity"): at most `max_concurrent_turns` turns run at
 once on worker threads, at most `max_queued_turns` more wait (stored `in_progress`), and a request
-beyond that is refused with `429 too_many_queries` before anything is stored.
+beyond that is refused with `429 too_many_queries` before anything is stored. One query key may hold at
+most its share of those places (`max_turns_per_key`), so another key is still admitted: past it, `429
+key_turn_limit`. Admins and no-auth mode (one implicit user) pass no key and are held only to the total.
 
 Turns run on their own threads, never on the event loop and never tied to a request: a client that
 disconnects (sync, stream or background) leaves its turn running, pollable and streamable.
@@ -69,8 +71,9 @@ class EventHub:
 class _Entry:
     """One admitted turn: whoever claims it first (a worker, or a cancel while it waits) runs it."""
 
-    def __init__(self, turn: PreparedTurn) -> None:
+    def __init__(self, turn: PreparedTurn, key: str | None) -> None:
         self.turn = turn
+        self.key = key  # the query key whose share the turn's place counts against
         self.claimed = False
         self.future: Future[Query] = Future()
 
@@ -79,10 +82,11 @@ class TurnExecutor:
     """A thread pool with a bounded backlog. `reserve()` takes a place (or refuses with 429) during
     admission, before the turn is stored; `submit()` runs the prepared turn in that place."""
 
-    def __init__(self, runtime: Runtime, max_concurrent: int, max_queued: int) -> None:
+    def __init__(self, runtime: Runtime, max_concurrent: int, max_queued: int, per_key: int = 0) -> None:
         self.runtime = runtime
         self.hub = EventHub()
         self.capacity = max(1, max_concurrent) + max(0, max_queued)
+        self.key_share = min(self.capacity, per_key or max(1, self.capacity // 4))
         self.workers = max(1, max_concurrent)
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="sleuth-turn")
         # Admission (file reads, database writes, the sandbox probe) runs on threads of its own, off the
@@ -90,6 +94,7 @@ class TurnExecutor:
         self._admission = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sleuth-admit")
         self._lock = threading.Lock()
         self._taken = 0
+        self._held: dict[str, int] = {}  # places held per query key
         self._entries: dict[str, _Entry] = {}
         self._mean_turn_s: float | None = None  # a moving average of finished turns' durations
 
@@ -100,9 +105,20 @@ class TurnExecutor:
             return RETRY_AFTER_S
         return max(1, min(MAX_RETRY_AFTER_S, math.ceil(self._mean_turn_s / self.workers)))
 
-    def reserve(self) -> None:
-        """Take a place for one turn; `429 too_many_queries` when running + queued turns fill the pool."""
+    def reserve(self, key: str | None = None) -> None:
+        """Take a place for one turn; `429 too_many_queries` when running + queued turns fill the pool,
+        `429 key_turn_limit` when `key` (a query key; None for admins and no-auth) holds its share."""
         with self._lock:
+            held = self._held.get(key, 0) if key is not None else 0
+            if key is not None and held >= self.key_share:
+                raise ApiError(
+                    429,
+                    "key_turn_limit",
+                    f"this key is running or queueing {held} turns, its share of the server's "
+                    f"{self.capacity} places; retry later",
+                    headers={"Retry-After": str(self.retry_after())},
+                    limit=self.key_share,
+                )
             if self._taken >= self.capacity:
                 raise ApiError(
                     429,
@@ -111,20 +127,33 @@ class TurnExecutor:
                     headers={"Retry-After": str(self.retry_after())},
                 )
             self._taken += 1
+            if key is not None:
+                self._held[key] = held + 1
 
-    def unreserve(self) -> None:
+    def unreserve(self, key: str | None = None) -> None:
         """Give back a place whose turn was never submitted (admission failed after `reserve`)."""
         with self._lock:
-            self._taken = max(0, self._taken - 1)
+            self._release(key)
+
+    def _release(self, key: str | None) -> None:
+        """One place free again, and one fewer held by `key`; under the lock."""
+        self._taken = max(0, self._taken - 1)
+        if key is not None:
+            left = self._held.get(key, 0) - 1
+            if left > 0:
+                self._held[key] = left
+            else:
+                self._held.pop(key, None)
 
     async def admit(self, fn: Callable[[], T]) -> T:
         """Run an admission step on an admission thread. It runs to its end even if the request is
         cancelled meanwhile, so a turn it stores is always submitted."""
         return await asyncio.shield(asyncio.wrap_future(self._admission.submit(fn)))
 
-    def submit(self, turn: PreparedTurn) -> Future[Query]:
-        """Queue a prepared turn in a place taken by `reserve()`; the future resolves to its final Query."""
-        entry = _Entry(turn)
+    def submit(self, turn: PreparedTurn, key: str | None = None) -> Future[Query]:
+        """Queue a prepared turn in a place taken by `reserve(key)`; the future resolves to its final
+        Query."""
+        entry = _Entry(turn, key)
         with self._lock:
             self._entries[turn.query.id] = entry
         self._pool.submit(self._work, entry)
@@ -152,7 +181,7 @@ class TurnExecutor:
         finally:
             took = time.monotonic() - began
             with self._lock:
-                self._taken = max(0, self._taken - 1)
+                self._release(entry.key)
                 self._entries.pop(query_id, None)
                 mean = self._mean_turn_s
                 self._mean_turn_s = took if mean is None else 0.8 * mean + 0.2 * took
@@ -199,7 +228,12 @@ def executor(request: Request) -> TurnExecutor:
         if found is None:
             state = api_state(request)
             settings = state.settings
-            found = TurnExecutor(state.runtime, settings.max_concurrent_turns, settings.max_queued_turns)
+            found = TurnExecutor(
+                state.runtime,
+                settings.max_concurrent_turns,
+                settings.max_queued_turns,
+                settings.max_turns_per_key,
+            )
             app_state.sleuth_turns = found
         return found
 
