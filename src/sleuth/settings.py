@@ -88,6 +88,12 @@ class Settings(BaseSettings):
     max_archive_members: int = Field(
         100_000, ge=1, description="Entries one archive may hold, directories included."
     )
+    max_expansion_ratio: int = Field(
+        200,
+        ge=1,
+        description="Bytes an archive may decompress to per compressed byte read (past its first 4 MiB): "
+        "text rarely passes 20:1, a run of zeros in bz2 passes 1,000,000:1.",
+    )
     max_text_bytes: int = Field(
         32 * _MIB, ge=1, description="The most text one source may hold once parsed; a larger one is skipped."
     )

@@ -5,14 +5,18 @@ bounded summary, over-large text is skipped by curate, and deep or long upload n
 
 from __future__ import annotations
 
+import bz2
 import io
 import json
+import re
 import tarfile
+import time
 import zipfile
 
 import httpx
 import pytest
 
+from sleuth.api.archives import EXPANSION_ALLOWANCE_BYTES, STREAM_STEP_BYTES
 from tests.api.support import error, make_zip, upload, wait_task
 
 
@@ -144,3 +148,100 @@ def test_deep_or_long_upload_names_are_unsafe_path(client: httpx.Client, context
         body = error(upload(client, context, name, b"x"), 400, "unsafe_path")
         assert len(body["message"]) < 300
     assert source_paths(client, context) == []
+
+
+#: 8 MiB of zeros as one bz2 stream (48 bytes): streams concatenate, so a bomb of any size costs the
+#: test one compression of 8 MiB.
+_ZEROS_STEP = 8 << 20
+
+
+def bz2_zeros_tar(size: int, first: bytes = b"# first\n") -> bytes:
+    """A bz2-compressed tar (named `.tar`: it is read by its content) of `first.md` then `zeros.bin`:
+    `size` zero bytes (a multiple of `_ZEROS_STEP`) and the tar's end, built stream by stream so a
+    32 GiB member is a 200 KB upload made in milliseconds."""
+    head = io.BytesIO()
+    with tarfile.open(fileobj=head, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        info = tarfile.TarInfo("first.md")
+        info.size = len(first)
+        archive.addfile(info, io.BytesIO(first))
+    header = head.getvalue()
+    while header.endswith(b"\0" * 512):  # no end blocks yet: the next member follows
+        header = header[:-512]
+    zeros = tarfile.TarInfo("zeros.bin")
+    zeros.size = size
+    header += zeros.tobuf(format=tarfile.PAX_FORMAT)
+    assert size % _ZEROS_STEP == 0
+    step = bz2.compress(b"\0" * _ZEROS_STEP, 9)
+    end = bz2.compress(b"\0" * 1024)  # the tar's two end blocks
+    return bz2.compress(header) + step * (size // _ZEROS_STEP) + end
+
+
+def _refused_figures(message: str) -> tuple[int, int]:
+    """(bytes decompressed, compressed bytes read) from a compression-bomb refusal."""
+    found = re.search(r"\((\d+) bytes from (\d+)\)", message)
+    assert found, message
+    return int(found.group(1)), int(found.group(2))
+
+
+#: CPU seconds (the test process's: the server runs in it) an import of a bomb may take. Refused, one
+#: takes well under a second; unbounded, the 32 GiB member took 80 s on this machine and 90 s in the
+#: issue. Generous so that a loaded machine cannot break it.
+BOMB_CPU_S = 15.0
+
+
+def test_a_bz2_bomb_is_refused_by_its_ratio_while_streaming(client: httpx.Client, context: str) -> None:
+    # 200 MiB of zeros, under every size limit, read member by member: refused by the ratio.
+    bomb = bz2_zeros_tar(200 << 20)
+    assert len(bomb) < 2_000
+    began = time.process_time()
+    failed = wait_task(client, upload(client, context, "zeros.tar", bomb).json()["task_id"])
+    copied_cpu = time.process_time() - began
+    assert failed["state"] == "failed", (failed["output"], failed["error"])
+    assert "'zeros.bin' decompresses to more than 200 times" in failed["error"], failed["error"]
+    assert "nothing was imported" in failed["error"]
+    decompressed, read = _refused_figures(failed["error"])
+    assert decompressed <= EXPANSION_ALLOWANCE_BYTES + 200 * read + STREAM_STEP_BYTES
+    assert source_paths(client, context) == []  # first.md was read, and is not written
+
+    # The issue's bomb: a member declaring 32 GiB is over the per-file limit, so it is skipped, and
+    # skipping it decompresses it: that is refused by the ratio too, after a few MiB.
+    bomb = bz2_zeros_tar(32 << 30)
+    assert len(bomb) < 250_000
+    began = time.process_time()
+    failed = wait_task(client, upload(client, context, "huge.tar", bomb).json()["task_id"])
+    skipped_cpu = time.process_time() - began
+    assert failed["state"] == "failed" and "compression bomb" in failed["error"], failed["error"]
+    decompressed, read = _refused_figures(failed["error"])
+    assert decompressed < 16 << 20
+    assert copied_cpu < BOMB_CPU_S and skipped_cpu < BOMB_CPU_S, (copied_cpu, skipped_cpu)
+    print(f"\nbz2 bombs: {copied_cpu:.2f} s and {skipped_cpu:.2f} s of CPU; {decompressed} bytes from {read}")
+
+    # A zip compresses each member alone: one past the ratio is skipped unread, the rest imported.
+    mixed = deflated_zip({"a.md": b"# a\n", "zeros.txt": b"\0" * (8 << 20)})
+    task = wait_task(client, upload(client, context, "mixed.zip", mixed).json()["task_id"])
+    assert task["state"] == "completed", task["error"]
+    rows = {r["member"]: r for r in task["output"]["files"]}
+    assert rows["zeros.txt"]["action"] == "skipped"
+    assert rows["zeros.txt"]["reason"].startswith("compression_ratio:"), rows["zeros.txt"]
+    assert source_paths(client, context) == ["uploads/mixed/a.md"]
+
+
+def test_a_cancel_stops_an_import_inside_a_member(
+    client: httpx.Client, context: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No ratio limit: skipping this 128 GiB member would decompress for minutes.
+    monkeypatch.setenv("SLEUTH_MAX_EXPANSION_RATIO", str(10**9))
+    task_id = upload(client, context, "endless.tar", bz2_zeros_tar(128 << 30)).json()["task_id"]
+    deadline = time.monotonic() + 60
+    while client.get(f"/api/tasks/{task_id}").json()["state"] != "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.5)  # well inside the member: it takes minutes
+    began = time.monotonic()
+    stopped = client.request("DELETE", f"/api/tasks/{task_id}", timeout=120)
+    took = time.monotonic() - began
+    # Before, the cancel was seen only between members: the stop wait (30 s) ran out with a 504.
+    assert stopped.status_code == 200, stopped.text
+    assert stopped.json()["state"] == "cancelled"
+    assert source_paths(client, context) == []
+    print(f"\ncancel inside a member took {took:.3f} s")

@@ -8,6 +8,14 @@ its own size, and every check runs before anything reaches `sources/`:
 - While streaming: the entries (`max_archive_members`) and the bytes written (`max_expanded_bytes`)
   of the whole archive, and each member's bytes as actually read (`max_file_bytes`). Passing an
   archive-wide limit fails the import; a member over the per-file limit is skipped.
+- Decompression (issue 22): a compressed tar is one stream, read through `_BoundedStream`, which
+  counts the compressed bytes read and the bytes they gave, and refuses the archive as soon as it has
+  decompressed more than `max_expansion_ratio` times what it read (past `EXPANSION_ALLOWANCE_BYTES`),
+  whether a member is copied or skipped (`tarfile` skips one by decompressing it). A bz2 member of 32
+  GiB of zeros is refused after a few MiB. A zip's members are compressed one by one, and `zipfile`
+  stops at the size each declares: a member declaring more than the ratio allows is skipped unread.
+- Cancellation: every read of a member's data (and every step of a skip) checks the task's cancel
+  flag, so a cancel takes effect within one `STREAM_STEP_BYTES` read, not after the member.
 - Per member: an unsafe name (one over `MAX_SOURCE_PATH_BYTES` or deeper than
   `MAX_SOURCE_PATH_DEPTH` included), a link or a device is skipped, and only a cut of its name is
   kept in the report.
@@ -23,6 +31,9 @@ The task output is a summary: counts of every member by action, and at most `MAX
 
 from __future__ import annotations
 
+import bz2
+import gzip
+import io
 import lzma
 import os
 import struct
@@ -33,7 +44,7 @@ from collections.abc import Callable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from sleuth.api.context_files import tree_lock, update_extra
 from sleuth.api.file_trees import walk_files
@@ -50,6 +61,11 @@ MAX_RESULT_ROWS = 1000
 #: Directory bytes allowed per zip entry: its fixed header, a name of the longest allowed source path,
 #: and as much again for the extra field and comment.
 ZIP_ENTRY_BYTES = 46 + 2 * MAX_SOURCE_PATH_BYTES
+#: Decompressed bytes an archive may give before `max_expansion_ratio` applies: a small archive's
+#: headers and padding (a tar ends in 10 KiB of zeros) compress far better than its files do.
+EXPANSION_ALLOWANCE_BYTES = 4 * 1024 * 1024
+#: The most bytes decompressed between two checks of the limits and of the cancel flag.
+STREAM_STEP_BYTES = 64 * 1024
 #: Errors of reading the archive's structure (the task fails) or one member's data (the member fails).
 READ_ERRORS = (OSError, EOFError, zipfile.BadZipFile, tarfile.TarError, zlib.error, lzma.LZMAError)
 #: Reading one member may also meet an encrypted entry or an unknown compression method.
@@ -94,6 +110,110 @@ class Member:
     size: int  # as the archive declares it; the bytes read are counted again
     kind: str  # "file", "dir" or "other" (links, devices)
     open: Callable[[], IO[bytes]]
+    packed: int | None = None  # its compressed size, where it is compressed alone (a zip entry)
+
+
+class _Counted(io.RawIOBase):
+    """The archive file, counting the bytes read from it: what a decompressor has consumed."""
+
+    def __init__(self, raw: io.BufferedReader) -> None:
+        super().__init__()
+        self._raw = raw
+        self.count = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        n = self._raw.readinto(buffer)
+        self.count += n
+        return n
+
+
+class _BoundedStream:
+    """A tar's decompressed stream, read forward only in steps of at most `STREAM_STEP_BYTES`; after
+    each step the task's cancel flag and the expansion ratio are checked (`ArchiveRefused` naming
+    `member`, the member whose data is being read or skipped). Plain tars have no ratio to check."""
+
+    def __init__(self, raw: io.BufferedReader, ratio: int, check: Callable[[], None]) -> None:
+        magic = raw.read(6)
+        raw.seek(0)
+        self._counted = _Counted(raw)
+        counted = cast(IO[bytes], self._counted)
+        self._data: IO[bytes]
+        # Each decompressor reads `counted` and is closed by `close()` (not a `with`: it outlives this).
+        if magic.startswith(b"\x1f\x8b"):
+            self._data = cast(IO[bytes], gzip.GzipFile(fileobj=counted, mode="rb"))
+        elif magic.startswith(b"BZh"):
+            self._data = cast(IO[bytes], bz2.BZ2File(counted))
+        elif magic == b"\xfd7zXZ\x00":
+            self._data = cast(IO[bytes], lzma.LZMAFile(counted))  # noqa: SIM115
+        else:
+            self._data = raw
+        self.compressed = self._data is not raw
+        self.ratio = ratio
+        self.check = check
+        self.position = 0  # bytes decompressed so far
+        self.member = ""
+
+    def read(self, size: int = -1) -> bytes:
+        """`size` bytes (fewer only at the end of the data), in checked steps."""
+        parts: list[bytes] = []
+        wanted = size if size >= 0 else 1 << 62
+        while wanted > 0:
+            piece = self._data.read(min(wanted, STREAM_STEP_BYTES))
+            if not piece:
+                break
+            parts.append(piece)
+            wanted -= len(piece)
+            self._advanced(len(piece))
+        return b"".join(parts)
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        """Forward only, by reading (what a decompressor does anyway), so a skip is checked too."""
+        if whence != io.SEEK_SET or offset < self.position:
+            raise OSError("the archive is read forward only")
+        while self.position < offset:
+            if not self.read(min(offset - self.position, STREAM_STEP_BYTES)):
+                break
+        return self.position
+
+    def tell(self) -> int:
+        return self.position
+
+    def close(self) -> None:
+        self._data.close()
+
+    def _advanced(self, n: int) -> None:
+        self.position += n
+        self.check()
+        if not self.compressed:
+            return
+        read = self._counted.count
+        if self.position > EXPANSION_ALLOWANCE_BYTES + self.ratio * read:
+            raise ArchiveRefused(
+                f"{_member_label(self.member)!r} decompresses to more than {self.ratio} times the "
+                f"compressed bytes read ({self.position} bytes from {read}): refused as a "
+                "compression bomb"
+            )
+
+
+class _Checked(io.RawIOBase):
+    """A member's data, checking the task's cancel flag before every read."""
+
+    def __init__(self, src: IO[bytes], check: Callable[[], None]) -> None:
+        super().__init__()
+        self._src = src
+        self._check = check
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        self._check()
+        data = self._src.read(min(len(buffer), STREAM_STEP_BYTES))
+        buffer[: len(data)] = data
+        return len(data)
 
 
 # --- reading archives ---------------------------------------------------------------------------
@@ -168,28 +288,40 @@ def _zip_members(archive: Path, limits: SourceLimits) -> Iterator[Member]:
             def opener(zi: zipfile.ZipInfo = info, z: zipfile.ZipFile = zf) -> IO[bytes]:
                 return z.open(zi)
 
-            yield Member(info.filename, info.file_size, kind, opener)
+            yield Member(info.filename, info.file_size, kind, opener, packed=info.compress_size)
 
 
-def _tar_members(archive: Path) -> Iterator[Member]:
-    with _StreamedTar.open(archive, "r:*") as tf:
-        while (member := tf.next()) is not None:
-            kind = "dir" if member.isdir() else "file" if member.isfile() else "other"
+def _tar_members(archive: Path, limits: SourceLimits, check: Callable[[], None]) -> Iterator[Member]:
+    with archive.open("rb") as raw:
+        stream = _BoundedStream(raw, limits.max_expansion_ratio, check)
+        fileobj = cast(IO[bytes], stream)
+        try:
+            with _StreamedTar.open(fileobj=fileobj, mode="r:") as tf:
+                while (member := tf.next()) is not None:
+                    stream.member = member.name  # its data is read or skipped from here on
+                    yield _tar_member(tf, member)
+        finally:
+            stream.close()
 
-            def opener(m: tarfile.TarInfo = member, t: tarfile.TarFile = tf) -> IO[bytes]:
-                handle = t.extractfile(m)
-                if handle is None:
-                    raise OSError("member has no data")
-                return handle
 
-            yield Member(member.name, member.size, kind, opener)
+def _tar_member(tf: tarfile.TarFile, member: tarfile.TarInfo) -> Member:
+    kind = "dir" if member.isdir() else "file" if member.isfile() else "other"
+
+    def opener() -> IO[bytes]:
+        handle = tf.extractfile(member)
+        if handle is None:
+            raise OSError("member has no data")
+        return handle
+
+    return Member(member.name, member.size, kind, opener)
 
 
-def members(archive: Path, limits: SourceLimits) -> Iterator[Member]:
-    """Every entry of a zip or tar, directories included, with a lazy opener."""
+def members(archive: Path, limits: SourceLimits, check: Callable[[], None]) -> Iterator[Member]:
+    """Every entry of a zip or tar, directories included, with a lazy opener; `check` (the task's
+    cancel check) runs at every step of reading a tar's stream."""
     if archive.name.lower().endswith(".zip"):
         return _zip_members(archive, limits)
-    return _tar_members(archive)
+    return _tar_members(archive, limits, check)
 
 
 # --- the import task ----------------------------------------------------------------------------
@@ -237,8 +369,16 @@ class _Expansion:
     """One archive expanded into `staging` (paths relative to `target`), with the running totals the
     limits are checked against."""
 
-    def __init__(self, ctx: ContextDir, staging: Path, target: PurePosixPath, limits: SourceLimits) -> None:
+    def __init__(
+        self,
+        ctx: ContextDir,
+        staging: Path,
+        target: PurePosixPath,
+        limits: SourceLimits,
+        check: Callable[[], None],
+    ) -> None:
         self.ctx, self.staging, self.target, self.limits = ctx, staging, target, limits
+        self.check = check  # the task's cancel check, run before every read of a member's data
         self.usage = SourceUsage.of(ctx)  # the tree before the import; re-counted at the commit
         self.staged: dict[PurePosixPath, int] = {}  # path below the target → size
         self.entries = 0
@@ -285,6 +425,13 @@ class _Expansion:
         limits = self.limits
         if member.size > limits.max_file_bytes:
             return f"file_too_large: over {limits.max_file_bytes} bytes"
+        if member.packed is not None and member.size > EXPANSION_ALLOWANCE_BYTES + (
+            limits.max_expansion_ratio * member.packed
+        ):
+            return (
+                f"compression_ratio: {member.size} bytes from {member.packed} compressed, over "
+                f"{limits.max_expansion_ratio}:1"
+            )
         if self.expanded + member.size > limits.max_expanded_bytes:
             raise ArchiveRefused(f"the archive expands beyond {limits.max_expanded_bytes} bytes")
         blocked = _blocked(self.staging, inner) or _blocked(self.ctx.sources, rel)
@@ -318,7 +465,8 @@ class _Expansion:
         cap = min(limits.max_file_bytes, budget)
         tmp = self.staging.parent / f"{os.urandom(8).hex()}.partial"
         try:
-            with member.open() as src:
+            with member.open() as opened:
+                src = cast(IO[bytes], _Checked(opened, self.check))
                 try:
                     size, sha = copy_capped(src, tmp, cap)
                 except OverflowError:
@@ -396,9 +544,9 @@ def expand_archive(
     handle.start("extract", total)
     staging = archive.parent / "expanded"
     staging.mkdir()
-    expansion = _Expansion(ctx, staging, target, limits)
+    expansion = _Expansion(ctx, staging, target, limits, handle.check)
     try:
-        for member in members(archive, limits):
+        for member in members(archive, limits, handle.check):
             handle.advance("extract")  # also the cancel check
             row = expansion.entry(member)
             if row is not None:

@@ -38,6 +38,7 @@ class SourceLimits:
     max_files_per_context: int
     max_expanded_bytes: int  # what one archive may expand to, all members together
     max_archive_members: int  # entries of one archive, directories included
+    max_expansion_ratio: int  # decompressed bytes per compressed byte, past `EXPANSION_ALLOWANCE_BYTES`
 
     @classmethod
     def of(cls, state: ApiState) -> SourceLimits:
