@@ -707,3 +707,38 @@ def test_a_strict_page_policy_and_no_dot_segments_from_a_link(server: LiveServer
     assert page.locator("mark#span").count() == 0  # a span that is not one marks nothing
     assert errors == []
     page.close()
+
+
+def test_an_uploaded_page_opened_from_its_source_url_runs_nothing(
+    server: LiveServer, browser: Browser
+) -> None:
+    """Issue 22, item 8: an uploaded HTML or SVG file read raw ran its script on the console's origin,
+    which read `/api/contexts`. Now it is shown as text, in an opaque origin that can fetch nothing."""
+    script = b"fetch('/api/contexts').then(r => r.text()).then(t => { document.title = 'RAN ' + t.length })"
+    files = {
+        "x.html": b"<html><head><title>page</title></head><body><script>"
+        + script
+        + b"</script></body></html>",
+        "x.svg": b'<svg xmlns="http://www.w3.org/2000/svg"><script>' + script + b"</script></svg>",
+    }
+    server.client.post("/api/contexts", json={"slug": "raw-read-test", "name": "Raw reads"})
+    sent: list[str] = []
+    try:
+        for name, data in files.items():
+            uploaded = server.client.post(
+                "/api/contexts/raw-read-test/import/upload", files={"file": (name, data)}
+            )
+            assert uploaded.status_code == 200, uploaded.text
+            page, _errors = _page(browser, "laptop")
+            sent.clear()
+            page.on("request", lambda r: sent.append(r.url))
+            page.goto(f"{server.url}/api/contexts/raw-read-test/source/read/uploads/{name}")
+            page.wait_for_load_state("networkidle")
+            assert not [u for u in sent if u.endswith("/api/contexts")], name  # the script never ran
+            assert not page.title().startswith("RAN") and "<script>" in page.inner_text("body"), name
+            assert page.evaluate("self.origin") == "null"  # sandboxed: none of the console's origin
+            refused = "fetch('/api/contexts').then(r => 'read ' + r.status, () => 'refused')"
+            assert page.evaluate(refused) == "refused", name
+            page.close()
+    finally:
+        server.client.delete("/api/contexts/raw-read-test")

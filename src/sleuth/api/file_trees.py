@@ -49,9 +49,48 @@ def guess_type(name: str) -> str:
     return kind or "application/octet-stream"
 
 
+#: Types a browser shows without running anything of the file's: served as they are.
+INERT_TYPES = frozenset(
+    {
+        "application/pdf",
+        "image/png",
+        "image/jpeg",
+        "image/gif",
+        "image/webp",
+        "text/plain",
+        "text/markdown",
+        "text/csv",
+        "application/json",
+        "application/x-ndjson",
+    }
+)
+#: Every raw read: the response is its own opaque origin (no script runs, nothing loads, no cookie or
+#: storage of the console's is reachable) and its type is never sniffed into something active.
+RAW_READ_HEADERS = {
+    "content-security-policy": "sandbox; default-src 'none'",
+    "x-content-type-options": "nosniff",
+}
+
+
+def _textual(kind: str) -> bool:
+    """Markup, script and style: what a browser would run or lay out, readable as plain text."""
+    return kind.startswith("text/") or kind.endswith(("+xml", "/xml", "javascript", "ecmascript"))
+
+
 def file_response(target: Path, headers: dict[str, str] | None = None) -> FileResponse:
-    """Raw bytes with a guessed `Content-Type` and `Content-Length` (FileResponse streams from disk)."""
-    return FileResponse(target, media_type=guess_type(target.name), headers=headers)
+    """Raw bytes and `Content-Length` (FileResponse streams from disk), safe to open in a browser
+    (issue 22, item 8: an uploaded page ran its script on the console's origin). Every read carries
+    `RAW_READ_HEADERS`; an `INERT_TYPES` file keeps its guessed type; other text (HTML, SVG, XML,
+    JavaScript, CSS …) is served as `text/plain; charset=utf-8`, and anything else as an attachment."""
+    kind = guess_type(target.name)
+    merged = {**(headers or {}), **RAW_READ_HEADERS}
+    if kind in INERT_TYPES:
+        return FileResponse(target, media_type=kind, headers=merged)
+    if _textual(kind):
+        return FileResponse(target, media_type="text/plain; charset=utf-8", headers=merged)
+    return FileResponse(
+        target, media_type=kind, headers=merged, filename=target.name, content_disposition_type="attachment"
+    )
 
 
 EMPTY_LISTING: dict[str, Any] = {"entries": [], "total": 0, "offset": 0, "limit": 0, "next_offset": None}
