@@ -3,9 +3,15 @@ of a span computed from the text layer (issue 14, item 5), with the errors a bad
 
 from __future__ import annotations
 
-import httpx
+import io
+from pathlib import Path
 
-from tests.api.support import error
+import httpx
+from PIL import Image
+
+from sleuth.store.page_images import MAX_IMAGE_PIXELS, MAX_IMAGE_WIDTH
+from tests.api.support import error, upload, wait_task
+from tests.support import contents_page, tall_page
 
 REPORT = "uploads/acme-corpus/reports/annual-report-2025.pdf"
 
@@ -68,3 +74,30 @@ def test_a_page_lists_its_chunks_and_the_artifacts_that_cite_it(client: httpx.Cl
     report = client.get(f"/api/contexts/acme/pages/{REPORT}", params={"page": 2}).json()
     assert report["pages"] >= 2 and report["chunks"]
     assert all(a["type"] != "Defined Terms" for a in report["artifacts"])  # only what cites this page
+
+
+def test_a_tall_page_and_a_contents_page_cost_little(
+    client: httpx.Client, context: str, tmp_path: Path
+) -> None:
+    """Issue 22, items 6 and 7 over HTTP: a 100 × 14,400 pt page asked 3,000 px wide comes back within
+    `MAX_IMAGE_PIXELS` (it was 3000 × 432,000 px and 9 GB of server memory), and the boxes of a line on
+    a 10,000-character contents page of leader dots are that line's (difflib took 165 CPU s on it)."""
+    for name, pdf in (("tall.pdf", tall_page), ("contents.pdf", contents_page)):
+        assert upload(client, context, name, pdf(tmp_path / name).read_bytes()).status_code == 200
+    started = client.post(f"/api/contexts/{context}/curate", json={"scope": "all"})
+    assert started.status_code == 200, started.text
+    assert wait_task(client, started.json()["task_id"])["state"] == "completed"
+    base = f"/api/contexts/{context}/pages/uploads"
+    image = client.get(f"{base}/tall.pdf/image", params={"page": 1, "width": MAX_IMAGE_WIDTH})
+    assert image.status_code == 200 and image.headers["content-type"] == "image/png"
+    with Image.open(io.BytesIO(image.content)) as png:
+        width, height = png.size
+    assert width * height <= MAX_IMAGE_PIXELS and height > 100 * width
+    text = client.get(f"{base}/contents.pdf", params={"page": 1}).json()["text"]
+    line = text.splitlines()[-5]
+    start = text.index(line)
+    boxes = client.get(
+        f"{base}/contents.pdf/boxes", params={"page": 1, "start": start, "end": start + len(line)}
+    ).json()
+    assert boxes["current"] is True and boxes["text"] == line and len(boxes["boxes"]) == 1
+    assert boxes["boxes"][0]["y"] > 0.9 * boxes["height"] - 100  # near the bottom, where the line is

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
-from fpdf import FPDF
 from PIL import Image
 
 from sleuth.format.text import normalize_text
@@ -27,29 +26,7 @@ from sleuth.store.page_images import (
     render_png,
     span_boxes,
 )
-
-LEADER_LINES = 300  # about 10,000 characters: difflib took 165 CPU s on this page
-
-
-def tall_page(path: Path) -> Path:
-    """A 100 × 14,400 pt page (the largest side PDF allows): 3000 px wide, it would be 432,000 high."""
-    pdf = FPDF(unit="pt", format=(100, 14400))
-    pdf.set_font("Helvetica", size=10)
-    pdf.add_page()
-    pdf.cell(0, 12, "A very tall page", new_x="LMARGIN", new_y="NEXT")
-    pdf.output(str(path))
-    return path
-
-
-def contents_page(path: Path, lines: int = LEADER_LINES) -> Path:
-    """A contents page: `Item N .................... P` on every line, one page."""
-    pdf = FPDF(unit="pt", format=(612, 12 * lines + 80))
-    pdf.set_font("Helvetica", size=9)
-    pdf.add_page()
-    for n in range(1, lines + 1):
-        pdf.cell(0, 12, f"Item {n} " + "." * 20 + f" {n % 90 + 10}", new_x="LMARGIN", new_y="NEXT")
-    pdf.output(str(path))
-    return path
+from tests.support import LEADER_LINES, contents_page, tall_page
 
 
 def _texts(path: Path) -> tuple[str, str, list[tuple[float, float, float, float]]]:
