@@ -181,8 +181,9 @@ def answer(system: str, user: str) -> dict[str, Any]:
 
 class CuratorModel:
     """`Model` over `answer`. `broken` maps a document name to how its calls fail: `"json"` (never
-    valid), `"once"` (invalid, then valid after the repair prompt), `"down"` (a 503), `"refused"` (a 400) or
-    `"busy"` (a 429 with `Retry-After: 0` the first time each prompt is sent)."""
+    valid), `"once"` (invalid, then valid after the repair prompt), `"down"` (a 503), `"refused"` (a 400),
+    `"busy"` (a 429 with `Retry-After: 0` the first time each prompt is sent) or `"made_up"` (table rows
+    whose values are invented, each beside its real quote)."""
 
     def __init__(
         self, model_id: str = "scripted/curator", broken: dict[str, str] | None = None, served: str = ""
@@ -207,7 +208,11 @@ class CuratorModel:
         if mode == "json" or (mode == "once" and not repaired):
             text = "Sure! Here is what I found: nothing in JSON."
         else:
-            text = "```json\n" + json.dumps(answer(system, user)) + "\n```"
+            reply = answer(system, user)
+            if mode == "made_up":
+                for row in reply.get("rows", []):
+                    row["values"] = {**row["values"], "amount": "99,999", "due": "2025-01-01"}
+            text = "```json\n" + json.dumps(reply) + "\n```"
         tokens = TokenUsage(input_tokens=(len(system) + len(user)) // 4, output_tokens=len(text) // 4)
         return Reply(text=text, usage=tokens, model=self.config.id, finish_reason="stop")
 

@@ -450,3 +450,14 @@ def test_replies_are_read_leniently_where_a_slip_loses_nothing() -> None:
         and mention.fields == {}
         and mention.text == ""
     )
+
+
+def test_made_up_row_values_beside_real_quotes_are_screened(tmp_path: Path) -> None:
+    """A model copied the real sentence as its quote and invented the figures: the quote verifies,
+    the values do not, so the rows are screened and counted (issue 22, item 2)."""
+    made_up = {"acme-msa.md": "made_up", "globex-memo.md": "made_up"}
+    ctx, report = _compile(tmp_path, CuratorModel(broken=made_up))
+    assert _rows(ctx, "SELECT payer, amount, due FROM payment") == []
+    payment = report.counts["extraction"]["types"]["Payment"]
+    assert payment["reasons"]["value not in its quote"] == 2 and payment["values_rejected"] == 2
+    assert payment["quotes_verified"] == 2  # the quotes were real: only the values were not

@@ -49,6 +49,7 @@ from sleuth.compile.extraction.schemas import (
     ReduceReply,
     RowsReply,
 )
+from sleuth.compile.extraction.values import date_in, number_in, text_in
 from sleuth.compile.manifest import DETERMINISTIC_KINDS, ArtifactType, Manifest
 from sleuth.compile.pages import Page
 from sleuth.compile.report import NullProgress, Progress
@@ -329,7 +330,15 @@ class ModelExtractor:
                     stats.screen("no verifiable quote")
                     continue
                 text_cut = mention.text.strip()[: self.config.mention_max_chars]
-                quoted = mention.model_copy(update={"quotes": [p.quote for p in located], "text": text_cut})
+                fields = dict(mention.fields)
+                date = fields.get("date")
+                if date and not any(date_in(str(date), p.quote) for p in located):
+                    # A made-up date beside a real quote would look verified: the field goes.
+                    stats.count("values_rejected", 1)
+                    fields = {k: v for k, v in fields.items() if k not in ("date", "date_precision")}
+                quoted = mention.model_copy(
+                    update={"quotes": [p.quote for p in located], "text": text_cut, "fields": fields}
+                )
                 kept.append((quoted, located))
             with_edges = {e.name.casefold() for e in edges}
             claims.extend(c for c in reply.edges if c.type.casefold() in with_edges)
@@ -458,6 +467,7 @@ class ModelExtractor:
         columns, _warnings = resolve_columns(art_type)
         texts, system, base = self._inputs("rows", art_type, source, pages)
         locator = QuoteLocator(source, pages)
+        source_text = "\n".join(page.text for page in pages)
         out = ProseRows()
         for index, text in enumerate(texts):
             key = cache_key("rows", *base, str(index))
@@ -481,6 +491,11 @@ class ModelExtractor:
                     values[col.name] = value
                 if all(v is None for v in values.values()):
                     stats.screen("empty row")
+                    out.screened += 1
+                    continue
+                if not _values_stated(values, at.quote, source_text):
+                    stats.screen("value not in its quote")
+                    stats.count("values_rejected", 1)
                     out.screened += 1
                     continue
                 out.rows.append(Row(values, [source], [at]))
@@ -568,3 +583,24 @@ class ModelExtractor:
             seen.add(digest)
             out.append(art)
         return out
+
+
+def _values_stated(values: dict[str, Any], quote: str, source_text: str) -> bool:
+    """Is every value of a model-made row stated where it must be? Numbers and dates in the row's own
+    quote (a made-up figure beside a real sentence is what this catches); text in the quote or, since
+    a row's subject is often named in a heading rather than in the sentence, in its source."""
+    for value in values.values():
+        if value is None or isinstance(value, bool):
+            continue
+        if isinstance(value, int | float):
+            if not number_in(float(value), quote):
+                return False
+        elif _ISO_DATE.match(str(value)):
+            if not date_in(str(value), quote):
+                return False
+        elif not text_in(str(value), quote) and not text_in(str(value), source_text):
+            return False
+    return True
+
+
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}(?:-\d{2})?$")

@@ -17,6 +17,7 @@ class TypeStats:
     screened: int = 0
     quotes_verified: int = 0
     quotes_rejected: int = 0
+    values_rejected: int = 0  # model-made values not stated in their quotes (rows screened, dates dropped)
     mentions: int = 0
     groups: int = 0
     truncated_sources: int = 0
