@@ -150,6 +150,35 @@ def test_deep_or_long_upload_names_are_unsafe_path(client: httpx.Client, context
     assert source_paths(client, context) == []
 
 
+#: Every bidirectional control a name could hide an extension behind (U+202E shows `x\u202egpj.md`
+#: as `xdm.jpg`).
+BIDI = ("\u200e", "\u200f", "\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2069")
+
+
+def test_bidi_controls_in_names_are_refused(client: httpx.Client, context: str) -> None:
+    """A name that reads differently than it is stored is refused: an upload's filename is a
+    `400 unsafe_path` naming the `file` part, an archive member is skipped with its reason."""
+    for ch in BIDI:
+        body = error(upload(client, context, f"invoice{ch}fdp.md", b"x"), 400, "unsafe_path")
+        assert body["field"] == "file" and "bidirectional" in body["message"], body
+        assert ch not in body["message"]  # the message shows the character escaped
+        body = error(upload(client, context, "a.md", b"x", path=f"uploads/q{ch}"), 400, "unsafe_path")
+        assert body["field"] == "path", body
+    plain = error(upload(client, context, "../x.md", b"x"), 400, "unsafe_path")
+    assert plain["field"] == "file"
+
+    members = {"ok.md": b"# ok\n", "report\u202egpj.md": b"x", "d\u2067ir/y.md": b"y"}
+    for name, data in (("bidi.tar.gz", make_tar(members)), ("bidi.zip", make_zip(members))):
+        task = wait_task(client, upload(client, context, name, data).json()["task_id"])
+        assert task["state"] == "completed", task["error"]
+        skipped = [r for r in task["output"]["files"] if r["action"] == "skipped"]
+        assert len(skipped) == 2 and all("bidirectional" in r["reason"] for r in skipped), skipped
+        assert all(r["path"] is None for r in skipped)
+    assert source_paths(client, context) == ["uploads/bidi/ok.md"]
+    read = client.get(f"/api/contexts/{context}/source/read/uploads/a%E2%80%AEb.md")
+    error(read, 400, "unsafe_path")
+
+
 #: 8 MiB of zeros as one bz2 stream (48 bytes): streams concatenate, so a bomb of any size costs the
 #: test one compression of 8 MiB.
 _ZEROS_STEP = 8 << 20

@@ -104,12 +104,13 @@ def conflict_check(service: TaskService, ctx: ContextDir, workflows: tuple[str, 
         ) from None
 
 
-def safe_rel(name: str, source: bool = False) -> PurePosixPath:
-    """A request path, or `400 unsafe_path`; `source=True` for the path a new source is stored at."""
+def safe_rel(name: str, source: bool = False, field: str = "path") -> PurePosixPath:
+    """A request path, or `400 unsafe_path` naming `field` (the query parameter or form part the
+    name came from); `source=True` for the path a new source is stored at."""
     try:
         return safe_source_path(name) if source else safe_relative_path(name)
     except UnsafePath as exc:
-        raise ApiError(400, "unsafe_path", str(exc), field="path") from None
+        raise ApiError(400, "unsafe_path", str(exc), field=field) from None
 
 
 def prune_empty_dirs(directory: Path, root: Path) -> None:

@@ -178,6 +178,7 @@ async def upload_source(
     form = await parse_upload(request, limits.max_upload_bytes + MULTIPART_OVERHEAD)
     try:
         upload, filename = single_file(form)
+        safe_rel(filename, source=True, field="file")  # a bad filename is the file part's fault
         rel = safe_rel(f"{folder}/{filename}", source=True)
         size = upload.size or 0
         if is_archive(Path(filename)):

@@ -30,11 +30,15 @@ MAX_PATH_DEPTH = 64
 #: from it (`knowledge/chunks/<path>.jsonl`, pack members) stay within the general limits.
 MAX_SOURCE_PATH_BYTES = 1024
 MAX_SOURCE_PATH_DEPTH = 32
+#: Bidirectional controls (embeddings, overrides, isolates, marks): a name holding U+202E shows
+#: `report\u202eexe.md` as `reportdm.exe`, so what a reader sees is not the path that is stored.
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 class UnsafePath(Invalid, ValueError):
-    """A path is absolute, contains `..`, a backslash, NUL or control characters, a component over
-    255 bytes, or is too long or too deep (spec/api.md §4, `unsafe_path`)."""
+    """A path is absolute, contains `..`, a backslash, NUL, control or bidirectional control
+    characters, a component over 255 bytes, or is too long or too deep (spec/api.md §4,
+    `unsafe_path`)."""
 
 
 def shown(name: str, limit: int = 80) -> str:
@@ -59,6 +63,8 @@ def safe_relative_path(
         raise UnsafePath(f"unsafe path {shown(name)}: absolute or contains a backslash")
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in name):
         raise UnsafePath(f"unsafe path {shown(name)}: contains NUL or control characters")
+    if any(ch in BIDI_CONTROLS for ch in name):
+        raise UnsafePath(f"unsafe path {shown(name)}: contains bidirectional control characters")
     parts = [p for p in name.split("/") if p not in ("", ".")]
     if not parts:
         raise UnsafePath(f"unsafe path {shown(name)}: empty")
