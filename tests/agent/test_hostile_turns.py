@@ -114,3 +114,26 @@ def test_recorded_bytes_are_budgeted(make_runtime: RuntimeFactory) -> None:
     assert query.error is not None and "recorded_bytes" in query.error
     trace = runtime.db.get_trace(query.id)
     assert trace is not None and trace.get("full_outputs_dropped")
+
+
+def test_a_forged_infinite_number_ends_as_a_sandbox_failure_not_an_internal_error(
+    make_runtime: RuntimeFactory,
+) -> None:
+    """Issue 22 (11): `1e999` in a step's call report parsed to infinity, which the store cannot
+    write: the turn failed much later as "internal error". The host now refuses the line."""
+    forge = (
+        "import gc\nch = next(o for o in gc.get_objects() if type(o).__name__ == 'Channel')\n"
+        'line = (\'{"t":"result","id":1,"ok":true,"output":"","output_chars":0,\'\n'
+        '        \'"truncated":false,"full_output":"",\'\n'
+        '        \'"calls":[{"fn":"search_source","ms":1e999}]}\\n\')\n'
+        "ch.sock.sendall(line.encode())\n"
+        "import time\ntime.sleep(5)"
+    )
+    runtime = make_runtime([code(forge), final_call(), "Nothing found."])
+    query, events = _ask(runtime)
+    assert "internal error" not in (query.error or "")
+    assert query.status in ("completed", "failed")
+    step = query.steps[0]
+    assert step.status == "failed" and step.error is not None
+    assert "out of range" in json.dumps(step.error) or "channel" in json.dumps(step.error)
+    assert events[-1]["type"] in ("response.completed", "response.failed")

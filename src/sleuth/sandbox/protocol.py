@@ -15,6 +15,7 @@ an HTTP response) can choke on it.
 from __future__ import annotations
 
 import json
+import math
 import re
 import socket
 from typing import Any, NamedTuple
@@ -70,11 +71,20 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _finite(text: str) -> float:
+    """A JSON number the host can store again: `1e999` parses to infinity, which no JSON document can
+    hold, and would fail the turn much later, when it is recorded."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:40]} is out of range")
+    return value
+
+
 def decode(line: bytes) -> dict[str, Any]:
     """One checked line → a message whose strings are all valid UTF-8."""
     check_shape(line)
     try:
-        message = json.loads(line, parse_constant=_no_constant)
+        message = json.loads(line, parse_constant=_no_constant, parse_float=_finite)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise ProtocolError(f"malformed line: {str(exc)[:200]}") from None
     if not isinstance(message, dict) or not isinstance(message.get("t"), str):
