@@ -530,3 +530,41 @@ def test_no_inherited_descriptors_but_the_channel(sandbox: Sandbox, host: Sandbo
     links = eval(run(sandbox, FD_LISTING))
     assert not held & set(links.values())
     assert all(links[fd].endswith("null") for fd in range(3))  # stdio is /dev/null, not the host's
+
+
+# ----------------------------------------------------------------------------- host budgets (issue 22)
+REJECTED_FLOOD = (
+    CHANNEL + "for _ in range(400):\n"
+    "    try:\n"
+    "        await ch.call('embed', {'texts': ['x' * 8000] * 97})\n"
+    "    except Exception as e:\n"
+    "        last = e\n"
+    "print('sent')"
+)
+
+
+def test_reading_rejected_calls_is_charged(host: SandboxHost, acme_version: Path) -> None:
+    """Issue 22 (11): decoding and checking a call the host then rejects took 14.6 s, charged nowhere."""
+    budget = HostBudget(host_cpu_s=0.3, rpc_calls=10_000, rpc_bytes=1 << 40)
+    meter = BudgetMeter(budget)
+    with host.start_turn({"acme": acme_version}, meter=meter) as sb, pytest.raises(BudgetExceeded) as info:
+        sb.exec(REJECTED_FLOOD, timeout_s=60)
+    assert info.value.name == "host_cpu_s"
+    assert meter.used["rpc_calls"] < 400  # stopped on the way, not after the flood
+
+
+def test_a_function_that_fans_out_is_charged_for_every_thread(
+    host: SandboxHost, acme_version: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The embed budget counted one thread while onnxruntime's pool ran on every core."""
+    monkeypatch.setenv("SLEUTH_EMBED_THREADS", "4")
+
+    def embed(args: dict[str, Any]) -> list[list[float]]:
+        time.sleep(0.2)  # wall time on the calling thread, no CPU: the pool's work is elsewhere
+        return [[1.0]]
+
+    meter = BudgetMeter()
+    with host.start_turn({"acme": acme_version}, registry={"embed": embed}, meter=meter) as sb:
+        out = sb.exec(CHANNEL + "print(await ch.call('embed', {'texts': ['a']}))").output
+    assert out.strip() == "[[1.0]]"
+    assert meter.used["host_cpu_s"] >= 4 * 0.2
