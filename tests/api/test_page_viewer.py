@@ -49,11 +49,18 @@ def test_bad_page_requests_get_the_envelope(client: httpx.Client) -> None:
     error(client.get(f"/api/contexts/acme/pages/{REPORT}", params={"page": 99}), 404, "page_not_found")
     for outside in ("etc/passwd", "uploads/..%2f..%2f..%2fetc%2fpasswd"):  # a key lookup, never a join
         error(client.get(f"/api/contexts/acme/pages/{outside}", params={"page": 1}), 404, "path_not_found")
-    error(
-        client.get(f"/api/contexts/acme/pages/{REPORT}/boxes", params={"page": 2, "start": 5, "end": 5}),
-        400,
-        "invalid_request",
+    size = len(client.get(f"/api/contexts/acme/pages/{REPORT}", params={"page": 2}).json()["text"])
+    # Each bad span names the offset at fault: a start past the page is start's, not end's.
+    for start, end, field in ((5, 5, "end"), (9, 4, "end"), (0, size + 1, "end"), (size, size, "start")):
+        spans = {"page": 2, "start": start, "end": end}
+        body = error(
+            client.get(f"/api/contexts/acme/pages/{REPORT}/boxes", params=spans), 400, "invalid_request"
+        )
+        assert body["field"] == field and field in body["message"], (start, end, body)
+    bad_page = client.get(
+        f"/api/contexts/acme/pages/{REPORT}/boxes", params={"page": 0, "start": 0, "end": 1}
     )
+    assert error(bad_page, 400, "invalid_request")["field"] == "page"
     assert client.get(f"/api/contexts/acme/pages/{REPORT}").status_code == 400  # page is required
 
 

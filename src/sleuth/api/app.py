@@ -38,7 +38,10 @@ def _first_field(exc: RequestValidationError) -> tuple[str, str]:
     if not errors:
         return "body", "invalid request"
     first = errors[0]
-    location = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path", "header")]
+    loc = tuple(first.get("loc", ()))
+    if loc and loc[0] in ("body", "query", "path", "header", "cookie"):
+        loc = loc[1:]  # where the value came from, not its name: a parameter may be named `path`
+    location = [str(p) for p in loc]
     field = ".".join(location) or "body"
     kind = str(first.get("type", ""))
     if kind == "extra_forbidden":

@@ -69,13 +69,23 @@ def page_image(
     return Response(png, media_type="image/png", headers={"cache-control": "private, max-age=300"})
 
 
+def _check_span(start: int, end: int, size: int) -> None:
+    """`400 invalid_request` naming the offset that is out of place: `start` when it is past the
+    page (no `end` could follow it), else `end` (past the page, or not after `start`)."""
+    if start >= size:
+        raise ApiError(
+            400, "invalid_request", f"start must be below the page's {size} characters", field="start"
+        )
+    if not start < end <= size:
+        raise ApiError(400, "invalid_request", f"end must be from {start + 1} to {size}", field="end")
+
+
 @router.get("/contexts/{slug}/pages/{path:path}/boxes")
 def page_boxes(
     request: Request, slug: str, path: str, _who: AnyKey, page: PageNumber, start: Offset, end: Offset
 ) -> dict[str, Any]:
     ctx, text, _reader = _read_page(request, slug, path, page)
-    if not start < end <= len(text):
-        raise ApiError(400, "invalid_request", f"need 0 ≤ start < end ≤ {len(text)}", field="end")
+    _check_span(start, end, len(text))
     with _pdf_errors(path, page):
         found = span_boxes(resolve_file(ctx.sources, path), page, text, start, end)
     return {**asdict(found), "text": text[start:end]}
