@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sleuth.agent.trace import MAX_TRACE_BYTES, fit_records
 from sleuth.agent.turn import TurnRequest
 from sleuth.models.scripted import code, final_call
 from sleuth.sandbox.limits import HostBudget
@@ -137,3 +138,32 @@ def test_a_forged_infinite_number_ends_as_a_sandbox_failure_not_an_internal_erro
     assert step.status == "failed" and step.error is not None
     assert "out of range" in json.dumps(step.error) or "channel" in json.dumps(step.error)
     assert events[-1]["type"] in ("response.completed", "response.failed")
+
+
+def test_the_trace_is_capped_and_counted(make_runtime: RuntimeFactory) -> None:
+    """Issue 22 (11): a turn wrote a 53 MB trace while its budget report said 574 KB. The trace is
+    now charged before the report is written, and kept within MAX_TRACE_BYTES whatever the budget."""
+    big = code("print('z' * 1_000_000)")
+    runtime = make_runtime([big] * 10 + [final_call(), "x"], budget=HostBudget(recorded_bytes=1 << 30))
+    query = runtime.ask(TurnRequest(ask="print", scope=["acme"], model=MODEL, max_steps=12))
+    assert query.status == "completed", query.error
+    text = runtime.db.trace_text(query.id)
+    assert text is not None and len(text) <= MAX_TRACE_BYTES
+    trace = json.loads(text)
+    assert trace["full_outputs_dropped"] and trace["replay"]["available"]
+    assert trace["host_budget"]["recorded_bytes"]["used"] >= len(text)
+
+
+def test_a_trace_over_the_cap_after_outputs_are_dropped_is_trimmed() -> None:
+    steps = [
+        {
+            "code": {"python": "x" * 50_000},
+            "output": "y" * 50_000,
+            "calls": [{"args": "a" * 900, "result": {}}],
+        }
+    ]
+    trace: dict[str, Any] = {"steps": steps * 400, "evidence": [{"ref": f"E{i}"} for i in range(500)]}
+    kept, size = fit_records(trace, [{"kind": "turn"}], room=float(1 << 40))
+    assert kept is not None  # the log fitted; only the trace was cut
+    assert size <= MAX_TRACE_BYTES and len(trace["evidence"]) == 100 and "trimmed" in trace
+    assert trace["steps"][0]["code"]["python"].endswith("[trimmed to 2,000 characters]")

@@ -590,6 +590,7 @@ class TurnRun:
         records = replay_records(self.replay_records, self.model_calls, self.host_log)
         kept, recorded = fit_records(self.trace, records, self.meter.left("recorded_bytes"))
         self._recorded(recorded)
+        self.trace["host_budget"] = self.meter.to_json()  # now with the trace and the log it counts
         persist(self.rt.db, self.query.id, self.trace, kept)
 
     def close(self) -> None:

@@ -215,16 +215,28 @@ def persist(db: ServerDB, query_id: str, trace: dict[str, Any], records: list[di
     db.save_trace(query_id, trace)
 
 
+#: The most a stored trace may take, whatever is left of the turn's `recorded_bytes`: every download
+#: of it is read whole, so this bounds what one request for it can cost the server.
+MAX_TRACE_BYTES = 8 << 20
+#: The least a trace keeps when the turn's budget is spent: enough for its summary and every step cut.
+TRACE_FLOOR_BYTES = 256 << 10
+#: What a trimmed trace keeps of each step's code and output.
+TRIMMED_STEP_CHARS = 2_000
+
+
 def fit_records(
     trace: dict[str, Any], records: list[dict[str, Any]], room: float
 ) -> tuple[list[dict[str, Any]] | None, int]:
     """Fit the trace and the replay log into `room` bytes (what is left of the turn's
-    `recorded_bytes`): first the steps' full outputs give way to the outputs the model saw, then the
-    replay log is not written (the trace says so). The trace itself is bounded by the steps and is
-    always written. Returns the records to write (None: none) and the bytes they and the trace take."""
+    `recorded_bytes`), the trace also into `MAX_TRACE_BYTES`. What gives way, in order: the steps'
+    full outputs (to the outputs the model saw), the replay log (not written; the trace says why),
+    then the steps themselves (code and output cut, call results and the evidence table dropped). A
+    trace is always written, at most `max(room, TRACE_FLOOR_BYTES)` and `MAX_TRACE_BYTES`. Returns the
+    records to write (None: none) and the bytes they and the trace take."""
     log_bytes = sum(len(dumps(r)) for r in records)
+    trace_room = min(MAX_TRACE_BYTES, max(room, TRACE_FLOOR_BYTES))
     trace_bytes = len(dumps(trace))
-    if trace_bytes + log_bytes > room:
+    if trace_bytes + log_bytes > room or trace_bytes > trace_room:
         for entry in trace.get("steps") or []:
             entry["full_output"] = entry.get("output", "")
         trace["full_outputs_dropped"] = "over the turn's recorded_bytes budget"
@@ -236,4 +248,32 @@ def fit_records(
             "error": f"the replay log ({log_bytes:,} bytes) is over the turn's recorded_bytes budget",
         }
         kept, log_bytes = None, 0
+    if trace_bytes > trace_room:
+        _trim(trace)
+        trace_bytes = len(dumps(trace))
     return kept, trace_bytes + log_bytes
+
+
+def _trim(trace: dict[str, Any]) -> None:
+    """Cut a trace that is still too large to its summary and short steps."""
+    cut = TRIMMED_STEP_CHARS
+    for entry in trace.get("steps") or []:
+        texts: list[tuple[dict[str, Any], str]] = [
+            (entry, n) for n in ("output", "full_output", "commentary")
+        ]
+        if isinstance(entry.get("code"), dict):
+            texts += [(entry["code"], n) for n in entry["code"]]
+        for holder, name in texts:
+            if isinstance(holder.get(name), str) and len(holder[name]) > cut:
+                holder[name] = holder[name][:cut] + f"\n[trimmed to {cut:,} characters]"
+        for call in entry.get("calls") or []:
+            if isinstance(call, dict):
+                call.pop("result", None)
+                if isinstance(call.get("args"), str):
+                    call["args"] = call["args"][:200]
+    evidence = trace.get("evidence") or []
+    trace["evidence"] = evidence[:100]
+    trace["trimmed"] = (
+        f"over the trace's size cap: step code and output cut to {cut:,} characters, call results dropped, "
+        f"{max(0, len(evidence) - 100):,} of {len(evidence):,} evidence entries dropped"
+    )

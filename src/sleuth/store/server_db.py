@@ -63,6 +63,7 @@ LOCAL_PRINCIPAL = "local"  # who opens sessions when no API key is involved (the
 COMPARISON_GROUP_SIZE = 3
 INTERRUPTED_ERROR = "interrupted: the process stopped during this turn"
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+TERMINAL_EVENT_TYPES = frozenset(f"response.{status}" for status in TERMINAL_STATUSES)
 
 
 class ServerDBError(Error):
@@ -496,9 +497,14 @@ class ServerDB(SqliteStore):
                 conn.execute(insert(traces_t).values(query_id=query_id, document=document))
 
     def get_trace(self, query_id: str) -> dict[str, Any] | None:
+        text = self.trace_text(query_id)
+        return None if text is None else dict(json.loads(text))
+
+    def trace_text(self, query_id: str) -> str | None:
+        """The stored trace as its JSON text: a download sends it as it is, never parsed again."""
         with self.reading() as conn:
             text = conn.execute(select(traces_t.c.document).where(traces_t.c.query_id == query_id)).scalar()
-        return None if text is None else dict(json.loads(text))
+        return None if text is None else str(text)
 
     # --- crash recovery ---------------------------------------------------------------------------
 
@@ -509,6 +515,8 @@ class ServerDB(SqliteStore):
         process that died, and must not stay pollable forever nor keep its session busy. The document's
         `status` and `error` are rewritten too. Caveat: every process sharing the home counts as "the"
         process, so do not call this while another one may be running turns on the same database.
+        Each failed turn's stored stream is ended with `response.failed` (and begun with
+        `response.created` if the turn had not started), so a replay ends as a live stream would.
         """
         stamp = time.time() if now is None else now
         with self.writing() as conn:
@@ -524,6 +532,7 @@ class ServerDB(SqliteStore):
                     .where(queries_t.c.id == row.id)
                     .values(status="failed", updated=stamp, document=dumps(document))
                 )
+                pass
             claimed = conn.execute(
                 select(sessions_t.c.id, sessions_t.c.active_query_id).where(
                     sessions_t.c.active_query_id.is_not(None)
@@ -538,3 +547,26 @@ class ServerDB(SqliteStore):
                     values["last_query_id"] = session.active_query_id
                 conn.execute(update(sessions_t).where(sessions_t.c.id == session.id).values(**values))
         return len(rows)
+
+
+def _end_stream(conn: Connection, query_id: str, session_id: Any, error: str) -> None:
+    """Append `response.failed` to an interrupted turn's events (spec/api.md §9.3: every stream ends
+    with one terminal event), after `response.created` when it has none yet."""
+    last = conn.execute(
+        select(events_t.c.seq, events_t.c.type)
+        .where(events_t.c.query_id == query_id)
+        .order_by(events_t.c.seq.desc())
+        .limit(1)
+    ).first()
+    if last is not None and last.type in TERMINAL_EVENT_TYPES:
+        return
+    seq = 0 if last is None else int(last.seq)
+    ending: list[dict[str, Any]] = []
+    if last is None:
+        ending.append({"type": "response.created", "query_id": query_id, "session_id": session_id})
+    ending.append({"type": "response.failed", "query_id": query_id, "error": error})
+    for event in ending:
+        seq += 1
+        conn.execute(
+            insert(events_t).values(query_id=query_id, seq=seq, type=event["type"], data=dumps(event))
+        )
