@@ -22,6 +22,7 @@ from sleuth.compile.pipeline import CompileReport
 from sleuth.store.home import Home
 from sleuth.store.server_db import ServerDB
 from sleuth.store.sqlite import new_id
+from tests.api.test_sse import read_stream
 
 SEEDED_KEY = "slk_" + "Durable0" * 5
 
@@ -109,6 +110,11 @@ def _in_flight_turn(home: Path) -> tuple[str, str]:
         }
         db.insert_query(query)
         assert db.claim_session(session["id"], query["id"])
+        db.append_event(
+            query["id"], {"type": "response.created", "query_id": query["id"], "session_id": session["id"]}
+        )
+        running = {"type": "response.step", "query_id": query["id"], "step_id": "step_1", "status": "running"}
+        db.append_event(query["id"], running)
     return session["id"], query["id"]
 
 
@@ -159,6 +165,21 @@ def test_completed_turns_survive_and_in_flight_turns_fail_on_restart(
             gone = client.get(f"/api/queries/{in_flight}")
             assert gone.status_code == 200, gone.text
             assert gone.json()["status"] == "failed" and gone.json()["error"] == "server restarted"
+            # Its replayed stream ends as a live one would: `response.failed`, then the Query.
+            with client.stream("GET", f"/api/queries/{in_flight}/events") as replay:
+                assert replay.status_code == 200
+                got = read_stream(replay)
+            assert [(f.id, f.event) for f in got] == [
+                (1, "response.created"),
+                (2, "response.step"),
+                (3, "response.failed"),
+                (None, "query"),
+            ]
+            assert got[2].data == {
+                "type": "response.failed",
+                "query_id": in_flight,
+                "error": "server restarted",
+            }
             assert client.get(f"/api/sessions/{busy_session}").status_code == 200
     finally:
         second.kill()

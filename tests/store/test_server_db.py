@@ -430,6 +430,21 @@ def test_data_survives_reopen(tmp_path: Path) -> None:
     second.close()
 
 
+def test_a_queued_turn_failed_by_recovery_gets_a_whole_stream(tmp_path: Path) -> None:
+    """A turn stored `in_progress` that never started (queued) had no events: recovery writes
+    `response.created` then `response.failed`, so its replay starts at id 1 and ends terminal."""
+    db = ServerDB(tmp_path / "server.sqlite")
+    ses = db.create_session(["kb"], "queued")["id"]
+    queued = make_query(ses)
+    db.insert_query(queued)
+    assert db.recover_interrupted(error="server restarted") == 1
+    assert db.events(queued["id"]) == [
+        {"type": "response.created", "query_id": queued["id"], "session_id": ses, "seq": 1},
+        {"type": "response.failed", "query_id": queued["id"], "error": "server restarted", "seq": 2},
+    ]
+    db.close()
+
+
 def test_recover_interrupted_after_crash(tmp_path: Path) -> None:
     path = tmp_path / "server.sqlite"
     crashed = ServerDB(path)
@@ -461,7 +476,10 @@ def test_recover_interrupted_after_crash(tmp_path: Path) -> None:
     assert idle_session is not None
     assert idle_session["active_query_id"] is None and idle_session["last_query_id"] is None
     assert fresh.active_query_count() == 0
-    assert fresh.events(running["id"]) == [{"type": "response.created", "seq": 1}]
+    # The stored stream ends as a live one would: with `response.failed` and the error.
+    ended = {"type": "response.failed", "query_id": running["id"], "error": INTERRUPTED_ERROR, "seq": 2}
+    assert fresh.events(running["id"]) == [{"type": "response.created", "seq": 1}, ended]
     assert fresh.recover_interrupted() == 0  # idempotent
+    assert len(fresh.events(running["id"])) == 2
     assert fresh.claim_session(ses, new_id("qry")) is True
     fresh.close()

@@ -532,7 +532,7 @@ class ServerDB(SqliteStore):
                     .where(queries_t.c.id == row.id)
                     .values(status="failed", updated=stamp, document=dumps(document))
                 )
-                pass
+                _end_stream(conn, row.id, document.get("session_id"), error)
             claimed = conn.execute(
                 select(sessions_t.c.id, sessions_t.c.active_query_id).where(
                     sessions_t.c.active_query_id.is_not(None)
