@@ -51,8 +51,11 @@ def test_a_quoted_row_carries_its_header_and_the_citation_grounds_the_row() -> N
         '"Purchases of property, plant and equipment (PP&E) (1,577) (1,373) (1,420)" [1]'
     )
     result = build_citations(answer, [span], lambda _ctx, _path, _page: STATEMENT)
-    assert len(result.citations) == 1 and not result.dropped
-    assert "(1,577)" in result.citations[0].grounding  # the row grounds the citation, not the header
+    # Each quoted line of the one span has a citation of its own, grounded by exactly what it quotes.
+    assert len(result.citations) == len(answer.splitlines()) and not result.dropped
+    assert result.citations[0].grounding == (
+        "Purchases of property, plant and equipment (PP&E) (1,577) (1,373) (1,420)"
+    )  # the row grounds the citation, not the header
 
 
 def test_a_better_ranked_span_wins_a_near_tie_but_not_a_clear_loss() -> None:
