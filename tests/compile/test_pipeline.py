@@ -286,6 +286,38 @@ def test_sources_are_mirrored_and_archives_checked(home: Home, tmp_path: Path) -
     assert not (ctx.root / "escape.md").exists() and not (ctx.sources / "escape.md").exists()
 
 
+def test_oversized_sources_are_counted_as_skipped(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file over `max_file_bytes` is left out at import, and the report says so as for any skipped
+    source: in `failures` with its reason and in `counts.sources_skipped` (it was only in `imported`)."""
+    monkeypatch.setenv("SLEUTH_MAX_FILE_BYTES", "1000")
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    (drop / "small.md").write_text("# Small\n\nA short note about laptops.\n")
+    (drop / "big.txt").write_text("laptop " * 300)  # 2,100 bytes
+    (drop / "empty.txt").write_text("")  # skipped by the parser: counted the same way
+    bundle = tmp_path / "bundle.zip"
+    with zipfile.ZipFile(bundle, "w") as z:
+        z.writestr("note.md", "# Note\n\nA second note.\n")
+        z.writestr("huge.md", "x" * 5000)
+    report = compile_context("drop", [drop, bundle], home=home)
+    assert report.failures["uploads/drop/big.txt"] == {
+        "version": report.version,
+        "status": "skipped",
+        "reason": "file too large (2100 bytes > 1000)",
+    }
+    assert report.failures["huge.md"]["reason"] == "file too large (5000 bytes > 1000)"
+    assert report.failures["uploads/drop/empty.txt"]["status"] == "skipped"
+    assert report.counts["sources_skipped"] == 3 and report.counts["sources_compiled"] == 2
+    stored = sorted(p.name for p in home.find("drop").sources.rglob("*") if p.is_file())
+    assert stored == ["empty.txt", "note.md", "small.md"]
+
+    again = compile_context("drop", [drop], home=home)  # nothing changed: the skip is still reported
+    assert again.delta == "empty" and again.counts["sources_skipped"] == 2  # big.txt and empty.txt
+    assert again.failures["uploads/drop/big.txt"]["status"] == "skipped"
+
+
 def test_collect_keeps_live_and_predecessor(
     home: Home, corpus: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -97,7 +97,18 @@ def compile_context(
             "deleted": len(imported.deleted),
             "skipped": [{"path": p, "reason": r} for p, r in imported.skipped],
         }
+        _count_import_skips(report, imported)
         return report
+
+
+def _count_import_skips(report: CompileReport, imported: ImportReport) -> None:
+    """A file left out at import (over `max_file_bytes`, an unsafe name, a link) is a skipped source
+    like one the parser skips: listed in `failures` with its reason and counted in `sources_skipped`,
+    so a report never hides what it did not compile."""
+    version = report.version or report.parent or ""
+    for path, reason in imported.skipped:
+        report.failures.setdefault(path, {"version": version, "status": "skipped", "reason": reason})
+    report.counts["sources_skipped"] = sum(1 for f in report.failures.values() if f["status"] == "skipped")
 
 
 class CompileRun:

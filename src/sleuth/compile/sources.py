@@ -273,7 +273,7 @@ def _check_member(name: str, size: int, total: int, report: ImportReport, limits
         report.skipped.append((name, str(exc)))
         return False
     if size > limits.max_file_bytes:
-        report.skipped.append((name, f"file too large ({size} bytes)"))
+        report.skipped.append((name, f"file too large ({size} bytes > {limits.max_file_bytes})"))
         return False
     if total + size > limits.max_upload_bytes:
         report.skipped.append((name, "archive expands beyond the upload limit"))
