@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import socket
 import socketserver
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -508,6 +509,27 @@ def test_mountinfo_does_not_show_the_context_host_path(sandbox: Sandbox, acme_ve
     assert " /ctx/acme " in out
     assert str(acme_version) not in out and str(acme_version.parents[2]) not in out
     assert "sleuth-root" not in out
+
+
+WHERE_PYTHON_IS = """
+import sys, numpy, sleuth
+print(open('/proc/self/mountinfo').read())
+print(open('/proc/self/mounts').read())
+print(sys.path, sys.prefix, sys.base_prefix, sys.executable, numpy.__file__, sleuth.__path__)
+import numpy.polynomial.hermite, json.tool  # imports after the move find their files
+print(numpy.polynomial.hermite.hermval(1.0, [1, 2]), json.tool.__file__)
+"""
+
+
+def test_the_mount_list_does_not_show_where_sleuth_is_installed(sandbox: Sandbox) -> None:
+    """Issue 22 (13): the interpreter, the venv and the source were bound at their host paths, so
+    /proc/self/mountinfo (and sys.path) showed the install; they are at /sleuth/… now."""
+    out = run(sandbox, WHERE_PYTHON_IS)
+    repo = Path(__file__).resolve().parents[2]
+    for host_path in {sys.prefix, sys.base_prefix, str(Path(sys.prefix).resolve()), str(repo)}:
+        assert host_path not in out, host_path
+    assert " /sleuth/python " in out and " /sleuth/venv " in out, out
+    assert "5.0 /sleuth/python/lib/python" in out, out
 
 
 FD_LISTING = """

@@ -7,9 +7,11 @@ through ctypes and the stdlib, except seccomp, which uses `pyseccomp` over the s
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import errno
+import importlib
 import os
 import resource
 import socket
@@ -17,6 +19,7 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 
@@ -122,12 +125,23 @@ class RootPlan:
             p for p in existing if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in existing)
         ]
 
+    def python_moves(self) -> dict[str, str]:
+        """Each host directory of the install → the neutral path it is mounted at in the new root
+        (`/sleuth/python` the interpreter, `/sleuth/venv` the environment, `/sleuth/lib<n>` the
+        rest), so the mount list and Python's own paths do not show where Sleuth is installed."""
+        base, prefix = str(Path(sys.base_prefix).resolve()), str(Path(sys.prefix).resolve())
+        moves: dict[str, str] = {}
+        for n, path in enumerate(self.python_paths()):
+            moves[path] = {base: "/sleuth/python", prefix: "/sleuth/venv"}.get(path, f"/sleuth/lib{n}")
+        return moves
+
 
 def build_root(plan: RootPlan) -> list[str]:
     """Mount a tmpfs root with only what Python and the turn need, then pivot into it.
 
     Must run in a fresh mount namespace (and pid namespace, for /proc). Returns the read-only paths
-    for the Landlock allow-list.
+    for the Landlock allow-list. The install's directories are mounted at neutral paths
+    (`RootPlan.python_moves`); the caller moves Python's view to them with `relocate_python`.
     """
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     root = plan.root
@@ -136,13 +150,16 @@ def build_root(plan: RootPlan) -> list[str]:
     system = [
         p for p in ("/usr", "/lib", "/lib64", "/etc/ld.so.cache", "/etc/localtime") if os.path.exists(p)
     ]
-    for path in [*system, *plan.python_paths()]:
+    for path in system:
         _bind_ro(path, root)
         readable.append(path)
     os.makedirs(f"{root}/proc", mode=0o555, exist_ok=True)
+    for path, target in plan.python_moves().items():
+        _mount_hidden(path, root, target, f"{root}/proc")
+        readable.append(target)
     for slug, version_dir in plan.contexts.items():
         target = f"/ctx/{slug}"
-        _mount_context(version_dir, root, target, f"{root}/proc")
+        _mount_hidden(version_dir, root, target, f"{root}/proc")
         readable.append(target)
     os.makedirs(f"{root}/dev", mode=0o755, exist_ok=True)
     for device in ("null", "zero", "urandom", "random"):
@@ -183,19 +200,74 @@ def _bind_ro(source: str, root: str, target: str | None = None) -> None:
     mount(None, dest, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_REC)
 
 
-def _mount_context(version_dir: str, root: str, target: str, empty_dir: str) -> None:
-    """Mount a context version read-only at `target`.
+def relocate_python(moves: dict[str, str]) -> None:
+    """Point Python at the neutral paths `build_root` mounted the install at: `sys.path`, the
+    prefixes, and every loaded module's file, package path, spec and loader, so later imports find
+    their files and model code reading them sees no host path. What is compiled in stays as it was
+    (a loaded function's `co_filename`, `sysconfig`'s build variables)."""
+    ordered = sorted(moves.items(), key=lambda item: -len(item[0]))
 
-    A bind mount would show the version's host path (`$SLEUTH_HOME/contexts/<id>/versions/…`) in the
-    root column of /proc/self/mountinfo. A read-only overlay is a file system of its own, whose root
-    is `/`, and its layers are named by descriptor, so its options show `/proc/self/fd/N` rather than
-    the path. Overlay needs two lower layers without an upper one: the second is `empty_dir`, an empty
-    directory of the new root that a later mount covers. Falls back to the bind where the host has no
-    overlayfs.
+    def moved(path: str) -> str:
+        for source, target in ordered:
+            if path == source or path.startswith(source + "/"):
+                return target + path[len(source) :]
+        return path
+
+    def move_list(paths: Any) -> None:
+        inner = getattr(paths, "_path", paths)  # a namespace package's `_NamespacePath`
+        if isinstance(inner, list):
+            inner[:] = [moved(p) if isinstance(p, str) else p for p in inner]
+
+    sys.path[:] = [moved(p) for p in sys.path]
+    for name in (
+        "prefix",
+        "exec_prefix",
+        "base_prefix",
+        "base_exec_prefix",
+        "executable",
+        "_base_executable",
+        "_stdlib_dir",
+    ):
+        value = getattr(sys, name, None)
+        if isinstance(value, str):
+            setattr(sys, name, moved(value))
+    for module in list(sys.modules.values()):
+        namespace = getattr(module, "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        for attr in ("__file__", "__cached__"):
+            if isinstance(namespace.get(attr), str):
+                namespace[attr] = moved(namespace[attr])
+        move_list(namespace.get("__path__"))
+        spec = namespace.get("__spec__")
+        if spec is not None:
+            if isinstance(getattr(spec, "origin", None), str):
+                spec.origin = moved(spec.origin)
+            if isinstance(getattr(spec, "_cached", None), str):
+                spec._cached = moved(spec._cached)
+            move_list(getattr(spec, "submodule_search_locations", None))
+        loader: Any = namespace.get("__loader__")
+        path = getattr(loader, "path", None)
+        if isinstance(path, str):
+            with contextlib.suppress(AttributeError):
+                loader.path = moved(path)
+    sys.path_importer_cache.clear()
+    importlib.invalidate_caches()
+
+
+def _mount_hidden(source: str, root: str, target: str, empty_dir: str) -> None:
+    """Mount a host directory (a context version, a directory of the install) read-only at `target`.
+
+    A bind mount would show the directory's host path (`$SLEUTH_HOME/contexts/<id>/versions/…`,
+    the install's `.venv`) in the root column of /proc/self/mountinfo. A read-only overlay is a file
+    system of its own, whose root is `/`, and its layers are named by descriptor, so its options show
+    `/proc/self/fd/N` rather than the path. Overlay needs two lower layers without an upper one: the
+    second is `empty_dir`, an empty directory of the new root that a later mount covers. Falls back to
+    the bind where the host has no overlayfs (the root column then shows the host path).
     """
     dest = f"{root}{target}"
     os.makedirs(dest, mode=0o755, exist_ok=True)
-    lower = os.open(version_dir, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    lower = os.open(source, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     empty = os.open(empty_dir, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         mount(
@@ -206,7 +278,7 @@ def _mount_context(version_dir: str, root: str, target: str, empty_dir: str) -> 
             f"lowerdir=/proc/self/fd/{lower}:/proc/self/fd/{empty}",
         )
     except OSError:
-        _bind_ro(version_dir, root, target)
+        _bind_ro(source, root, target)
     finally:
         os.close(lower)
         os.close(empty)

@@ -292,7 +292,10 @@ def _child(
         readable = [*layers.RootPlan(mount_point, limits.scratch_mb, uid).python_paths(), "/usr", "/lib"]
         scratch = "/scratch"
         if "mount" in namespaces and "pid" in namespaces:
-            readable = layers.build_root(layers.RootPlan(mount_point, limits.scratch_mb, uid, contexts))
+            plan = layers.RootPlan(mount_point, limits.scratch_mb, uid, contexts)
+            moves = plan.python_moves()  # read before the pivot: it resolves host paths
+            readable = layers.build_root(plan)
+            layers.relocate_python(moves)
             layers_on.append("pivot_root")
             marks["pivot_root"] = time.perf_counter()
             mounted = {slug: f"/ctx/{slug}" for slug in contexts}
