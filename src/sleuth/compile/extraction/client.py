@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from sleuth.compile.extraction.cache import ExtractionCache
-from sleuth.errors import Failed
+from sleuth.errors import Failed, Invalid
 from sleuth.models.base import CompletionParams, Message, Model, ModelConfig
 from sleuth.models.fallback import FallbackModel
 from sleuth.settings import current
@@ -55,7 +55,7 @@ class BudgetExhausted(Failed):
     """The curate's token budget is spent: what was built so far is kept (never leaves the extractor)."""
 
 
-class ReplyRefused(ValueError):
+class ReplyRefused(Invalid, ValueError):
     """A reply screened out whole (too long, too deep, not valid Unicode); the message is the reason,
     the same for every reply refused for it, so the report can count them."""
 
