@@ -150,7 +150,8 @@ def test_a_new_zygote_removes_what_a_killed_one_left(acme_version: Path) -> None
         killed, dirs = host.info["pid"], _run_dirs(host)
         os.kill(killed, signal.SIGKILL)
         assert _until(lambda: not _alive(killed))
-        assert all(d.is_dir() for d in dirs) and _until(lambda: bool(_cgroups_of(killed)))
+        # What it left is not asserted here: any other Sleuth on this machine (a second test run beside
+        # this one) may start a zygote now and clean it first. Either way it must be gone below.
         reused = Path("/sys/fs/cgroup/pids/sleuth") / f"{os.getpid()}-9"  # this test is no zygote
         reused.mkdir()
         try:
