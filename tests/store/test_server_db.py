@@ -388,6 +388,20 @@ def test_traces(db: ServerDB) -> None:
     assert db.get_trace(q["id"]) == {"query_id": q["id"], "steps": [{"step_id": "step_1"}]}
     with pytest.raises(QueryNotFound):
         db.save_trace("qry_missing", {})
+    assert db.trace_length("qry_missing") is None
+
+
+def test_a_trace_is_read_in_pieces_that_join_to_the_stored_text(db: ServerDB) -> None:
+    """A download streams the trace a piece at a time (issue 22, item 11); pieces count characters,
+    so text beyond ASCII joins back exactly."""
+    ses = db.create_session(["kb"], "q")["id"]
+    q = make_query(ses)
+    db.insert_query(q)
+    db.save_trace(q["id"], {"query_id": q["id"], "steps": [{"output": "é€😀 " * 5_000}]})
+    text, length = db.trace_text(q["id"]), db.trace_length(q["id"])
+    assert text is not None and length == len(text)
+    pieces = list(db.trace_chunks(q["id"], length, size=999))
+    assert "".join(pieces) == text and max(len(p) for p in pieces) == 999
 
 
 def test_delete_cascades_and_removes_replay_logs(db: ServerDB) -> None:

@@ -18,7 +18,7 @@ from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Request, Response
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from sleuth.agent.replay import ReplayError, replay
@@ -144,17 +144,17 @@ async def get_trace(request: Request, query_id: str, who: AnyKey) -> Any:
     document = await run_in_threadpool(_stored, state, query_id, who)
     if document.get("status") not in TERMINAL_STATUSES:
         raise ApiError(409, "query_not_terminal", f"query {query_id} is still running", query_id=query_id)
-    trace = await run_in_threadpool(state.db.trace_text, query_id)
-    if trace is None:  # a turn interrupted by a restart has no trace; say so rather than 404
+    length = await run_in_threadpool(state.db.trace_length, query_id)
+    if length is None:  # a turn interrupted by a restart has no trace; say so rather than 404
         return {
             "query_id": query_id,
             "steps": [],
             "rollup": document.get("rollup"),
             "replay": {"available": False},
         }
-    # The stored text as it is (at most MAX_TRACE_BYTES): parsing and re-encoding a large trace per
-    # download cost the server ~80 MB a request.
-    return Response(trace, media_type="application/json")
+    # The stored text as it is, streamed in pieces: parsing and re-encoding it per download held the
+    # whole trace several times over (8 parallel downloads of a large one added 662 MB).
+    return StreamingResponse(state.db.trace_chunks(query_id, length), media_type="application/json")
 
 
 @router.get(

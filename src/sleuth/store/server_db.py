@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -63,6 +64,7 @@ LOCAL_PRINCIPAL = "local"  # who opens sessions when no API key is involved (the
 COMPARISON_GROUP_SIZE = 3
 INTERRUPTED_ERROR = "interrupted: the process stopped during this turn"
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+TRACE_CHUNK_CHARS = 256 * 1024  # what one trace download holds in memory at a time
 TERMINAL_EVENT_TYPES = frozenset(f"response.{status}" for status in TERMINAL_STATUSES)
 
 
@@ -505,6 +507,28 @@ class ServerDB(SqliteStore):
         with self.reading() as conn:
             text = conn.execute(select(traces_t.c.document).where(traces_t.c.query_id == query_id)).scalar()
         return None if text is None else str(text)
+
+    def trace_length(self, query_id: str) -> int | None:
+        """Characters of the stored trace, or None when the turn has none."""
+        with self.reading() as conn:
+            found = conn.execute(
+                select(func.length(traces_t.c.document)).where(traces_t.c.query_id == query_id)
+            ).scalar()
+        return None if found is None else int(found)
+
+    def trace_chunks(self, query_id: str, length: int, size: int = TRACE_CHUNK_CHARS) -> Iterator[str]:
+        """The stored trace in pieces of `size` characters, each read on its own: a download holds one
+        piece at a time, whatever the trace's size and however many are sent at once."""
+        for start in range(1, length + 1, size):
+            with self.reading() as conn:
+                piece = conn.execute(
+                    select(func.substr(traces_t.c.document, start, size)).where(
+                        traces_t.c.query_id == query_id
+                    )
+                ).scalar()
+            if not piece:
+                return
+            yield str(piece)
 
     # --- crash recovery ---------------------------------------------------------------------------
 
