@@ -27,7 +27,7 @@ from typing import Any
 from sleuth.agent.evidence import best_window, content_words, split_sentences, window_candidates
 from sleuth.agent.records import Citation
 from sleuth.agent.spans import EvidenceSpan
-from sleuth.format.text import comparable
+from sleuth.format.text import QuoteForm, comparable
 
 __all__ = [
     "GROUNDING_WINDOW",
@@ -246,32 +246,24 @@ _QUOTE_THEN_MARKERS = re.compile(
 _QUOTE_MARK = re.compile(r"[\"“”]")
 _SENTENCE_END_IN_GAP = re.compile(r"[.!?]\s+\S")
 _ELLIPSIS_ENDS = re.compile(r"^\s*(?:…|\.\.\.)\s*|\s*(?:…|\.\.\.)\s*$")
-_FOLD = {"'": "['‘’]", "‘": "['‘’]", "’": "['‘’]", '"': '["“”]', "“": '["“”]', "”": '["“”]'}
-_FOLD.update({d: "[-‐‑–—]" for d in "-‐‑–—"})
 
 
-def locate_quote(quote: str, text: str) -> tuple[int, int] | None:
+def locate_quote(quote: str, text: str | QuoteForm) -> tuple[int, int] | None:
     """Where `quote` stands verbatim in `text`, tolerating only what a writer may change without
-    changing the words: whitespace runs, straight/curly quotes, dash kinds, and an ellipsis at either
-    end. Offsets are in `text`, so the grounding is `text[a:b]`; None when the words are not there."""
-    words = _ELLIPSIS_ENDS.sub("", quote).split()
-    if not words:
-        return None
-    exact = " ".join(words)
-    at = text.find(exact)
-    if at >= 0:
-        return at, at + len(exact)
-    pattern = r"\s+".join("".join(_FOLD.get(ch) or re.escape(ch) for ch in word) for word in words)
-    found = re.search(pattern, text)
-    return (found.start(), found.end()) if found else None
+    changing the words: whitespace runs, typographic quotes and dashes (`format.text.QuoteForm`, the
+    form curation finds a model's quotes in), and an ellipsis at either end. Offsets are in `text`,
+    so the grounding is `text[a:b]`; None when the words are not there."""
+    form = text if isinstance(text, QuoteForm) else QuoteForm.of(text)
+    return form.find(QuoteForm.of(_ELLIPSIS_ENDS.sub("", quote)).text)
 
 
 def _locate_in(quote: str, text: str) -> tuple[int, tuple[int, int]] | None:
     """`locate_quote` for a quotation that may hold quotation marks of its own ("the "Fan" program"),
     or follow an uncited quote in the same match: the body, then what follows each inner mark.
     Returns where the located part starts in `quote`, and its offsets in `text`."""
+    form = QuoteForm.of(text)
     for cut in [0] + [q.end() for q in _QUOTE_MARK.finditer(quote)]:
-        if len(quote) - cut >= 15 and (where := locate_quote(quote[cut:], text)) is not None:
+        if len(quote) - cut >= 15 and (where := locate_quote(quote[cut:], form)) is not None:
             return cut, where
     return None
 

@@ -6,6 +6,10 @@
 - `comparable`: NFC, then collapsed: the form groundings and pages are compared in (§8.4).
 - `folded`: comparable, then casefolded: the form a shaped answer's string is found in its evidence
   (§8.5).
+- `QuoteForm`: whitespace runs as one space, typographic quotes and dashes as ASCII (`TYPOGRAPHIC`),
+  optionally lower-cased, with every character's offset in the original: how a model's quote is found
+  in a page (curation, spec/context.md §5.4) and an answer's quotation in its span (§8.3), so a match
+  maps back to a verbatim slice.
 
 The evaluator's answer matching (`agent/evaluation/matching.py`) has a looser form of its own on
 purpose (NFKC, punctuation and units), since it judges answers, not quotes.
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
 
 _TRAILING_SPACES = re.compile(r"[ \t]+(?=\n|$)")
 # A hyphen the extractor marked as soft (PDFium writes U+0002, some producers U+FFFE or U+00AD). Between
@@ -72,3 +77,49 @@ def comparable(text: str) -> str:
 def folded(text: str) -> str:
     """`comparable`, casefolded: a string leaf of a shaped answer is looked for in this form."""
     return comparable(text).casefold()
+
+
+#: Typographic quotes and dashes as their ASCII forms: how a quote is typeset is not what it says.
+TYPOGRAPHIC = str.maketrans(
+    {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-"}
+)
+
+
+@dataclass(frozen=True)
+class QuoteForm:
+    """Text in the form quotes are matched in, with the offset in the original of each character."""
+
+    text: str
+    offsets: list[int]
+
+    @classmethod
+    def of(cls, text: str, lower: bool = False) -> QuoteForm:
+        """Whitespace runs as one space (none at either end), `TYPOGRAPHIC` applied, and lower-cased
+        where `lower` (a character whose lower case is longer is kept as it is, so offsets stay one
+        per character)."""
+        chars: list[str] = []
+        offsets: list[int] = []
+        pending_space = False
+        for i, ch in enumerate(text):
+            if ch.isspace():
+                pending_space = bool(chars)
+                continue
+            if pending_space:
+                chars.append(" ")
+                offsets.append(i - 1)
+                pending_space = False
+            ch = ch.translate(TYPOGRAPHIC)
+            if lower:
+                low = ch.lower()
+                ch = low if len(low) == 1 else ch
+            chars.append(ch)
+            offsets.append(i)
+        return cls("".join(chars), offsets)
+
+    def find(self, wanted: str) -> tuple[int, int] | None:
+        """Where `wanted` (already in this form) stands in the original text: `(start, end)` offsets of
+        its first match, or None (also for an empty `wanted`)."""
+        at = self.text.find(wanted) if wanted else -1
+        if at < 0:
+            return None
+        return self.offsets[at], self.offsets[at + len(wanted) - 1] + 1

@@ -10,9 +10,9 @@ kept, normalised the way writers vary a figure without changing it:
   small number words ("three days" for 3);
 - **dates**: an ISO value (`2024`, `2024-03`, `2024-03-15`) against numeric or written dates ("March
   15, 2024", "15 Mar 2024", "3/15/2024");
-- **text**: case, whitespace, quotation marks and dashes folded; a name may stand in its source
-  rather than in the one sentence quoted (a table's subject is often named in a heading), so
-  `text_in` is called with the source's text where that is the rule.
+- **text**: case, whitespace, quotation marks and dashes folded (`format.text.TYPOGRAPHIC`); a name
+  may stand in its source rather than in the one sentence quoted (a table's subject is often named in
+  a heading), so `text_in` is called with the source's text where that is the rule.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+
+from sleuth.format.text import TYPOGRAPHIC
 
 __all__ = ["date_in", "number_in", "text_in"]
 
@@ -69,7 +71,6 @@ _MONTHS = {
     for m in names
 }
 _ISO = re.compile(r"^(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?")
-_FOLD = str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"', "–": "-", "—": "-", "‐": "-", "‑": "-"})
 
 
 def _candidates(text: str) -> set[float]:
@@ -105,7 +106,7 @@ def number_in(value: float, text: str) -> bool:
 
 
 def _fold(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text).translate(_FOLD).casefold()
+    text = unicodedata.normalize("NFKC", text).translate(TYPOGRAPHIC).casefold()
     return " ".join(re.sub(r"[^\w%$€£.,'\"&/-]+", " ", text).split())
 
 
