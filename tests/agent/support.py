@@ -1,10 +1,33 @@
-"""Types the agent tests share; the fixtures are in `conftest.py`, which tests never import."""
+"""Types and checks the agent tests share; the fixtures are in `conftest.py`, which tests never import."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 
+from sleuth.agent.records import Citation
 from sleuth.agent.turn import Runtime
 
 #: `make_runtime(replies, protocol="native")`: a Runtime whose provider models are scripted.
 RuntimeFactory = Callable[..., Runtime]
+
+QUOTED = re.compile(r"[\"“]([\s\S]{15,}?)[\"”]([^\"“”\[\]\n]{0,80}?)((?:\[\d+\])+)")
+
+
+def assert_quotes_are_groundings(text: str, citations: Sequence[Citation]) -> int:
+    """Every quotation that sits beside markers reads exactly as each of those citations' grounding
+    (whitespace collapsed). Returns how many quotations were checked."""
+    checked = 0
+    for m in QUOTED.finditer(text):
+        if re.search(r"[.!?]\s+\S", m.group(2)):
+            continue  # the markers belong to a later sentence
+        # The quotation is what stands between an opening mark and the closing one (it may hold
+        # marks of its own, and an uncited quote may come first in the same match).
+        body = m.group(1)
+        cuts = [0, *(q.end() for q in re.finditer(r"[\"“”]", body))]
+        shown = [" ".join(body[c:].split()) for c in cuts]
+        for n in re.findall(r"\[(\d+)\]", m.group(3)):
+            grounding = " ".join(citations[int(n) - 1].grounding.split())
+            assert grounding in shown, (body, grounding)
+            checked += 1
+    return checked

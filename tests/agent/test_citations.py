@@ -17,6 +17,7 @@ from sleuth.agent.citations import (
 )
 from sleuth.agent.records import Citation
 from sleuth.agent.spans import EvidenceSpan
+from tests.agent.support import assert_quotes_are_groundings
 
 PAGES: dict[tuple[str, str, int], str] = {
     ("kb", "uploads/refunds.md", 1): (
@@ -300,28 +301,6 @@ def test_a_quote_in_the_answer_is_the_grounding() -> None:
 
 
 # --- quotations beside markers are the citations' groundings (issue 22, item 1) ----------------------
-QUOTED = re.compile(r"[\"“]([\s\S]{15,}?)[\"”]([^\"“”\[\]\n]{0,80}?)((?:\[\d+\])+)")
-
-
-def assert_quotes_are_groundings(text: str, citations: Sequence[Citation]) -> int:
-    """Every quotation that sits beside markers reads exactly as each of those citations' grounding
-    (whitespace collapsed). Returns how many quotations were checked."""
-    checked = 0
-    for m in QUOTED.finditer(text):
-        if re.search(r"[.!?]\s+\S", m.group(2)):
-            continue  # the markers belong to a later sentence
-        # The quotation is what stands between an opening mark and the closing one (it may hold
-        # marks of its own, and an uncited quote may come first in the same match).
-        body = m.group(1)
-        cuts = [0, *(q.end() for q in re.finditer(r"[\"“”]", body))]
-        shown = [" ".join(body[c:].split()) for c in cuts]
-        for n in re.findall(r"\[(\d+)\]", m.group(3)):
-            grounding = " ".join(citations[int(n) - 1].grounding.split())
-            assert grounding in shown, (body, grounding)
-            checked += 1
-    return checked
-
-
 FILING = (
     "Fiscal 2022 was a record year. These milestone achievements demonstrate the power of our model. "
     "Net sales increased 18.2% to $10.2 billion compared to $8.6 billion in fiscal 2021. "

@@ -4,46 +4,27 @@ when the model fails. A replayed offline turn is byte-identical (item 3)."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
-
 import pytest
 
-from sleuth.agent.records import Citation, Query
+from sleuth.agent.records import Query
 from sleuth.agent.replay import replay
-from sleuth.agent.turn import TurnRequest
+from sleuth.agent.turn import Runtime, TurnRequest
 from sleuth.models.base import ModelError
-from tests.agent.support import RuntimeFactory
+from tests.agent.support import RuntimeFactory, assert_quotes_are_groundings
 
-_QUOTED = re.compile(r"[\"“]([\s\S]{15,}?)[\"”]([^\"“”\[\]\n]{0,80}?)((?:\[\d+\])+)")
 HOTEL = "Hotel costs are capped at $220 per night, before tax, in most cities."
 MADE_UP = "Staff may expense a hotel suite in any city without approval."
 
 
-def quotes_beside_markers(text: str, citations: Sequence[Citation]) -> list[tuple[str, str]]:
-    """(quotation as shown, grounding of the citation beside it), whitespace collapsed, for every
-    quotation followed by markers in its sentence."""
-    pairs = []
-    for m in _QUOTED.finditer(text):
-        if re.search(r"[.!?]\s+\S", m.group(2)):
-            continue
-        body = m.group(1)
-        cuts = [0, *(q.end() for q in re.finditer(r"[\"“”]", body))]
-        for n in re.findall(r"\[(\d+)\]", m.group(3)):
-            grounding = " ".join(citations[int(n) - 1].grounding.split())
-            shown = next(
-                (" ".join(body[c:].split()) for c in cuts if " ".join(body[c:].split()) == grounding), body
-            )
-            pairs.append((" ".join(shown.split()), grounding))
-    return pairs
-
-
 def assert_verified_quotes(query: Query) -> int:
     assert query.status == "completed", query.error
-    pairs = quotes_beside_markers(query.answer, query.citations)
-    for shown, grounding in pairs:
-        assert shown == grounding
-    return len(pairs)
+    return assert_quotes_are_groundings(query.answer, query.citations)
+
+
+def ask_hotel_limit(runtime: Runtime) -> Query:
+    """The hotel question through `search_rag`: two fixed steps, then the model's synthesis."""
+    ask = "What is the hotel limit per night?"
+    return runtime.ask(TurnRequest(ask=ask, scope=["acme"], model="openai:gpt-test", workflow="search_rag"))
 
 
 @pytest.mark.parametrize(
@@ -67,10 +48,7 @@ def test_model_synthesis_quotes_are_their_groundings(make_runtime: RuntimeFactor
     real one keeps only the markers whose span holds it, the made-up one keeps none."""
     reply = f'The policy says "{HOTEL}" [1][2][3][4][5][6]. It also says "{MADE_UP}" [1][2][3].'
     runtime = make_runtime([reply])
-    query = runtime.ask(
-        TurnRequest(ask="What is the hotel limit per night?", scope=["acme"], model="openai:gpt-test",
-                    workflow="search_rag")
-    )  # fmt: skip
+    query = ask_hotel_limit(runtime)
     assert query.synthesis is not None and query.synthesis.method == "model"
     assert assert_verified_quotes(query) >= 1
     assert f'"{MADE_UP}".' in query.answer  # still there, but beside no marker
@@ -83,10 +61,7 @@ def test_model_synthesis_quotes_are_their_groundings(make_runtime: RuntimeFactor
 
 def test_degraded_synthesis_quotes_are_their_groundings(make_runtime: RuntimeFactory) -> None:
     runtime = make_runtime([ModelError("provider down", retryable=False)])
-    query = runtime.ask(
-        TurnRequest(ask="What is the hotel limit per night?", scope=["acme"], model="openai:gpt-test",
-                    workflow="search_rag")
-    )  # fmt: skip
+    query = ask_hotel_limit(runtime)
     assert query.synthesis is not None and query.synthesis.status == "degraded"
     assert assert_verified_quotes(query) >= 1
 
