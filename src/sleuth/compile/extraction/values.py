@@ -17,6 +17,7 @@ kept, normalised the way writers vary a figure without changing it:
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
@@ -105,7 +106,10 @@ def number_in(value: float, text: str) -> bool:
     return any(_close(wanted, c) for c in _candidates(text))
 
 
+@functools.lru_cache(maxsize=32)
 def _fold(text: str) -> str:
+    """The matching form of a text. Cached: a row's text values are each looked for in their whole
+    source, which is the same string for every row of that source and so is folded once."""
     text = unicodedata.normalize("NFKC", text).translate(TYPOGRAPHIC).casefold()
     return " ".join(re.sub(r"[^\w%$€£.,'\"&/-]+", " ", text).split())
 
