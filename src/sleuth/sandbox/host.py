@@ -65,11 +65,10 @@ def embed_function(args: dict[str, Any]) -> list[list[float]]:
 DEFAULT_REGISTRY: dict[str, HostFunction] = {"embed": embed_function}
 
 
-def _threads(fn: str) -> int:
-    """How many threads host function `fn` may keep busy at once (the embedder's pool for `embed`)."""
-    if fn == "embed":
-        return current().embed_threads or os.cpu_count() or 1
-    return 1
+def fan_out() -> dict[str, int]:
+    """How many threads each host function that fans out may keep busy at once: `embed` runs on the
+    embedder's onnxruntime pool (`SLEUTH_EMBED_THREADS`, else every core). Read once per sandbox."""
+    return {"embed": current().embed_threads or os.cpu_count() or 1}
 
 
 MAX_RESULT_BYTES = 1 << 20
@@ -117,6 +116,7 @@ class Sandbox:
         self.limits = limits
         self._registry = registry
         self.meter = meter or BudgetMeter()
+        self._fan_out = fan_out()
         self._reader = LineReader()
         self._pending: list[Frame] = []
         self._step = 0
@@ -255,7 +255,7 @@ class Sandbox:
         # The calling thread's CPU clock misses work done on other threads (onnxruntime's pool runs
         # an embedding on every core), so a function that fans out is charged its wall time × threads.
         wall, cpu = time.monotonic() - began, time.thread_time() - cpu_began
-        spent = max(wall * _threads(fn), cpu)
+        spent = max(wall * self._fan_out.get(fn, 1), cpu)
         self.meter.charge("host_cpu_s", spent)
         self.meter.charge("rpc_bytes", len(data))
         self._sock.sendall(data)
