@@ -11,7 +11,30 @@ import pytest
 
 from sleuth.compile.pipeline import CompileReport, compile_context
 from sleuth.store.home import Home
+from tests.postgres import Postgres, throwaway_postgres
 from tests.support import SAMPLE_CORPUS, SAMPLE_MANIFEST, make_pdf
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Postgres]:
+    """A throwaway PostgreSQL cluster for the session (each xdist worker starts its own)."""
+    with throwaway_postgres() as server:
+        yield server
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Where a store of the server's state lives, once per backend: the conformance suite's parameter."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "server.sqlite")
+        return
+    server: Postgres = request.getfixturevalue("postgres")
+    url = server.create_database()
+    yield url
+    from sleuth.store.database import forget_database
+
+    forget_database(url)
+    server.drop_database(url)
 
 
 @pytest.fixture

@@ -70,6 +70,26 @@ class Settings(BaseSettings):
         30.0, gt=0, description="How long a shutdown waits for running tasks before marking them failed."
     )
 
+    # --- many machines (docs/deploy.md): PostgreSQL state, a durable queue, workers
+    database_url: str | None = Field(
+        None,
+        description="postgresql://user:password@host/db for many API servers and workers (unset: "
+        "server.sqlite under SLEUTH_HOME). Shown with its password hidden.",
+    )
+    worker_concurrency: int = Field(
+        4, ge=1, le=256, description="Jobs (turns, curates) one worker runs at once."
+    )
+    worker_heartbeat_s: float = Field(
+        10.0,
+        ge=0.2,
+        le=300,
+        description="How often a worker renews its holds; one it holds is failed (a turn) or retried (a "
+        "curate) after 3 missed beats.",
+    )
+    max_queue_wait_s: float = Field(
+        3600.0, gt=0, description="A queued turn no worker has taken by then is failed (never left waiting)."
+    )
+
     # --- sources and uploads (spec/api.md §12)
     max_file_bytes: int = Field(250 * _MIB, ge=1, description="The largest one source file may be.")
     max_upload_bytes: int = Field(

@@ -84,6 +84,7 @@ def test_forged_span_floods_stop_at_the_span_budget(make_runtime: RuntimeFactory
     )
     runtime = make_runtime([code(flood)] * 4 + [final_call(), "x"])
     db_file = runtime.db.path
+    assert db_file is not None  # the SQLite default
     before = db_file.stat().st_size
     query, events = _ask(runtime)
     assert query.status == "failed"

@@ -19,9 +19,9 @@ import httpx
 import pytest
 
 from sleuth.compile.pipeline import CompileReport
+from sleuth.store.database import new_id
 from sleuth.store.home import Home
 from sleuth.store.server_db import ServerDB
-from sleuth.store.sqlite import new_id
 from tests.api.test_sse import read_stream
 
 SEEDED_KEY = "slk_" + "Durable0" * 5

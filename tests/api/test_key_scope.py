@@ -18,9 +18,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, TextContent
 
 from sleuth.compile.pipeline import CompileReport
+from sleuth.store.database import new_id
 from sleuth.store.home import ContextDir, Home
 from sleuth.store.keys import KeyStore
-from sleuth.store.sqlite import new_id
 from sleuth.store.tasks import TaskStore
 from tests.api.support import LiveServer, ServerFactory
 
@@ -177,7 +177,7 @@ def test_a_key_limited_to_contexts_sees_no_other(secured: LiveServer, draft: Con
     assert code_of(ask(secured, narrow, ask=HOTEL, scope=[DRAFT])) == (409, "context_not_curated")  # visible
 
     # A task of acme is absent too.
-    tasks = TaskStore(state.db.path)
+    tasks = TaskStore(state.db.database)
     try:
         task = tasks.create(
             "curate", context_id=acme_id, context_slug="acme", created_by="ops", state="completed"

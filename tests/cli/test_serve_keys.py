@@ -11,10 +11,10 @@ from typer.testing import CliRunner
 
 from sleuth.api.server import ServeError, ServeOptions, build_state, is_loopback, resolve_auth
 from sleuth.cli import app
+from sleuth.store.database import new_id
 from sleuth.store.home import Home
 from sleuth.store.keys import KeyStore
 from sleuth.store.server_db import ServerDB
-from sleuth.store.sqlite import new_id
 
 KEY = re.compile(r"^slk_[0-9A-Za-z]{40}$")
 

@@ -1,4 +1,6 @@
-"""`server.sqlite` on real files: sessions, one turn per session, events, cascade, crash recovery."""
+"""The server's state on both backends (the conformance suite: every test taking `db` runs on SQLite and on
+a throwaway PostgreSQL): sessions, one turn per session, events, cascade, crash recovery. The tests of
+`server.sqlite` itself (its file settings, its upgrades, two processes on one file) are SQLite's own."""
 
 from __future__ import annotations
 
@@ -11,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import text
 
+from sleuth.store.database import new_id
 from sleuth.store.home import Home
 from sleuth.store.keys import KeyStore, digest
 from sleuth.store.replay_log import read_replay_log, write_replay_log
@@ -25,14 +29,25 @@ from sleuth.store.server_db import (
     SessionNotFound,
 )
 from sleuth.store.server_schema import SCHEMA_VERSION
-from sleuth.store.sqlite import new_id
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Iterator[ServerDB]:
+def db(database_target: str, tmp_path: Path) -> Iterator[ServerDB]:
+    store = ServerDB(database_target, replay_root=tmp_path)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def sqlite_db(tmp_path: Path) -> Iterator[ServerDB]:
     store = ServerDB.for_home(Home(tmp_path))
     yield store
     store.close()
+
+
+def rows(db: ServerDB, sql: str) -> list[tuple[Any, ...]]:
+    with db.reading() as conn:
+        return [tuple(row) for row in conn.execute(text(sql))]
 
 
 def make_query(session_id: str, status: str = "in_progress", **extra: Any) -> dict[str, Any]:
@@ -66,7 +81,8 @@ def test_new_id_is_time_ordered_and_uuid_shaped() -> None:
     assert head[4:][14] == "7"  # UUID version nibble
 
 
-def test_file_settings(db: ServerDB, tmp_path: Path) -> None:
+def test_file_settings(sqlite_db: ServerDB, tmp_path: Path) -> None:
+    db = sqlite_db
     assert db.path == tmp_path.resolve() / "server.sqlite"
     assert raw(db.path, "PRAGMA journal_mode") == [("wal",)]
     assert raw(db.path, "SELECT value FROM meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
@@ -103,7 +119,7 @@ def test_a_version_1_database_is_upgraded_in_place(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         conn.executescript(V1_SCHEMA)
     with ServerDB(path) as db:
-        assert db.schema_version == SCHEMA_VERSION == 3
+        assert db.schema_version == SCHEMA_VERSION == 4
         assert db.get_session("ses_old")["created_by"] == "local"  # type: ignore[index]
         assert db.get_query("qry_old")["status"] == "completed"  # type: ignore[index]
         assert db.comparison_of("qry_old") is None
@@ -111,7 +127,7 @@ def test_a_version_1_database_is_upgraded_in_place(tmp_path: Path) -> None:
         db.insert_query(make_query(new["id"]), workflow="search", comparison_group="g")
         assert db.comparison_group_size("g") == 1
     with ServerDB(path) as db:  # a second open finds nothing left to do
-        assert db.schema_version == 3 and db.get_session(new["id"])["created_by"] == "alice"  # type: ignore[index]
+        assert db.schema_version == 4 and db.get_session(new["id"])["created_by"] == "alice"  # type: ignore[index]
         assert [s["id"] for s in db.list_sessions(created_by="local")] == ["ses_old"]  # NULL is "local"
     assert ("ix_queries_comparison_group",) in raw(
         path, "SELECT name FROM sqlite_master WHERE type = 'index'"
@@ -149,11 +165,11 @@ def test_a_version_2_database_is_upgraded_in_place(tmp_path: Path) -> None:
                 "from sleuth.store.server_db import ServerDB; ServerDB(__import__('sys').argv[1]).close()"
             )
             subprocess.run([sys.executable, "-c", opener, str(path)], check=True)
-        assert raw(path, "SELECT value FROM meta WHERE key = 'schema_version'") == [("3",)]
+        assert raw(path, "SELECT value FROM meta WHERE key = 'schema_version'") == [("4",)]
         names = {row[0] for row in raw(path, "SELECT name FROM sqlite_master")}
         assert {"api_key_contexts", "ix_sessions_created_by", "ix_queries_comparison_group"} <= names
         with ServerDB(path) as db:
-            assert db.schema_version == 3
+            assert db.schema_version == 4
             assert [s["id"] for s in db.list_sessions(created_by="agent")] == ["ses_old"]
             assert db.list_sessions(created_by="other") == []
             store = KeyStore(db)
@@ -349,7 +365,7 @@ def test_events_order_and_since(db: ServerDB) -> None:
     assert stored[1] == {"type": "response.step", "query_id": q["id"], "n": 1, "seq": 2}
     assert [e["seq"] for e in db.events(q["id"], since_seq=3)] == [3, 4]  # inclusive
     assert db.events(q["id"], since_seq=5) == []
-    assert raw(db.path, "SELECT type FROM events WHERE seq = 4") == [("response.completed",)]
+    assert rows(db, "SELECT type FROM events WHERE seq = 4") == [("response.completed",)]
     with pytest.raises(ValueError, match="type"):
         db.append_event(q["id"], {"delta": "no type"})
     with pytest.raises(QueryNotFound):
@@ -420,7 +436,7 @@ def test_delete_cascades_and_removes_replay_logs(db: ServerDB) -> None:
     assert db.get_trace(gone_q["id"]) is None
     for table in ("queries", "events", "traces"):
         column = "id" if table == "queries" else "query_id"
-        assert raw(db.path, f"SELECT {column} FROM {table}") == [(kept_q["id"],)]
+        assert rows(db, f"SELECT {column} FROM {table}") == [(kept_q["id"],)]
     assert not (db.replay_root / "queries" / gone_q["id"]).exists()
     assert read_replay_log(db.replay_root, kept_q["id"]) == [{"kind": "model"}]
 

@@ -38,7 +38,7 @@ from sleuth.models.fallback import FallbackModel
 from sleuth.sandbox.host import HostFunction, Sandbox, SandboxUnavailable
 from sleuth.sandbox.limits import BudgetExceeded, BudgetMeter
 from sleuth.settings import TOOL_OUTPUT_CHARS
-from sleuth.store.sqlite import dumps
+from sleuth.store.database import dumps
 from sleuth.store.text import clean
 
 Emit = Callable[[dict[str, Any]], None]  # a turn's event listener; each event is stored first

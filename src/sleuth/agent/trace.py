@@ -16,9 +16,9 @@ from sleuth.agent.records import Query, QueryStep
 from sleuth.agent.request import TurnRequest
 from sleuth.agent.spans import EvidenceSpan
 from sleuth.models.base import ModelConfig
+from sleuth.store.database import dumps
 from sleuth.store.replay_log import write_replay_log
 from sleuth.store.server_db import ServerDB
-from sleuth.store.sqlite import dumps
 
 
 def sleuth_version() -> str:

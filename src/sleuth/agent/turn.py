@@ -32,9 +32,9 @@ from sleuth.models.base import Model, ModelConfig
 from sleuth.models.catalog import Catalog, CatalogError, build_model
 from sleuth.sandbox.host import SandboxHost
 from sleuth.sandbox.limits import HostBudget, Limits
+from sleuth.store.database import new_id
 from sleuth.store.home import ContextNotFound, Home
-from sleuth.store.server_db import ComparisonGroupFull, ServerDB
-from sleuth.store.sqlite import new_id
+from sleuth.store.server_db import ComparisonGroupFull, ServerDB, SessionBusy, TurnPlaces
 
 __all__ = ["Caller", "PreparedTurn", "Runtime", "TurnError", "TurnRequest", "new_query_id", "sleuth_version"]
 
@@ -119,13 +119,17 @@ class Runtime:
         request: TurnRequest,
         admit: Callable[[dict[str, Any] | None], None] | None = None,
         caller: Caller = LOCAL,
+        places: TurnPlaces | None = None,
     ) -> PreparedTurn:
         """Check what the request's declaration cannot, resolve the session, scope and models, and
         store the Query `in_progress`. `caller` says who asks (`request.Caller`).
 
         `admit(session or None)` runs after every check and before anything is stored: the server's own
         checks (busy session, comparison group, capacity) go there, in spec/api.md §8.1's order, and
-        may raise.
+        may raise. Then one transaction admits (`ServerDB.admit_turn`): it re-checks the busy session,
+        the comparison group and `places` where no other request, on any server, can race it, and
+        stores the session, the claim and the Query `in_progress` together, with what a worker
+        needs to run it (`restore`).
         """
         ask = request.ask
         checks = (("invalid_request", request.value_problem()), ("conflicting_options", request.conflict()))
@@ -172,8 +176,9 @@ class Runtime:
                 raise TurnError("invalid_shape", str(exc)) from None
         if admit is not None:
             admit(session)
+        new_session = session is None
         if session is None:
-            session = self.db.create_session(
+            session = self.db.new_session(
                 scope=scope,
                 title=ask.strip()[:80],
                 system_prompt=request.system_prompt,
@@ -197,26 +202,62 @@ class Runtime:
             max_tool_output_chars=request.tool_output_chars,
             comparison=None if request.comparison_group is None else [],  # filled in when read
         )
-        if not self.db.claim_session(session["id"], query.id):
-            raise TurnError("session_busy", "a turn of this session is still running")
+        record = {
+            "request": request.model_dump(mode="json"),
+            "contexts": [[brief.slug, brief.version] for brief in briefs],
+            "models": [config.id for config in configs],
+            "workflow": workflow,
+            "ignored": ignored,
+        }
         try:
-            self.db.insert_query(
-                query.model_dump(mode="json"), workflow=workflow, comparison_group=request.comparison_group
+            self.db.admit_turn(
+                query.model_dump(mode="json"),
+                session=session,
+                new_session=new_session,
+                workflow=workflow,
+                comparison_group=request.comparison_group,
+                places=places,
+                request=record,
             )
+        except SessionBusy:
+            raise TurnError("session_busy", "a turn of this session is still running") from None
         except ComparisonGroupFull as exc:
-            self.db.release_session(session["id"], query.id, ran=False)
             raise TurnError("comparison_group_full", str(exc)) from None
+        if new_session:
+            session = {**session, "active_query_id": query.id}
         prepared = PreparedTurn(request, query, session, briefs, configs, workflow, ignored)
         with self._turns_lock:
             self._turns[query.id] = prepared
         return prepared
 
-    def _brief(self, slug: str) -> ContextBrief:
+    def restore(self, query_id: str) -> PreparedTurn | None:
+        """The admitted turn `query_id` as `prepare` left it, rebuilt from the database by whichever
+        process runs it (a worker); None when it is not waiting to run (ended, or stored without a
+        request record). A context version the turn pinned is read as pinned, not as live now."""
+        record = self.db.turn_request(query_id)
+        document = self.db.get_query(query_id)
+        if record is None or document is None or document.get("status") != "in_progress":
+            return None
+        session = self.db.get_session(str(document["session_id"]))
+        if session is None:
+            return None
+        request = TurnRequest.model_validate(record["request"])
+        briefs = [self._brief(slug, version) for slug, version in record["contexts"]]
+        configs = [self.catalog.resolve(model_id, allow_specs=True) for model_id in record["models"]]
+        query = Query.model_validate(document)
+        prepared = PreparedTurn(
+            request, query, session, briefs, configs, str(record["workflow"]), list(record["ignored"])
+        )
+        with self._turns_lock:
+            self._turns[query_id] = prepared
+        return prepared
+
+    def _brief(self, slug: str, version: str | None = None) -> ContextBrief:
         try:
             context = self.home.find(slug)
         except (ContextNotFound, ValueError):
             raise TurnError("context_not_found", f"no context {slug!r}") from None
-        live = context.live_version()
+        live = version or context.live_version()
         if live is None:
             raise TurnError("context_not_curated", f"context {slug!r} has no compiled version yet")
         info = context.info()
@@ -266,6 +307,11 @@ class Runtime:
         else:
             turn.cancel_event.set()
         return True
+
+    def forget(self, query_id: str) -> None:
+        """Drop an admitted turn this process will not run (a worker runs it, or it ended waiting)."""
+        with self._turns_lock:
+            self._turns.pop(query_id, None)
 
     def is_active(self, query_id: str) -> bool:
         """Admitted here and not yet finished: its events may still grow."""

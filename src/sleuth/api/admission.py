@@ -5,11 +5,8 @@ key's share, then the total), then the runtime's `prepare` and the turn executor
 
 from __future__ import annotations
 
-import threading
 from concurrent.futures import Future
 from typing import Any
-
-from fastapi import Request
 
 from sleuth.agent.records import Query
 from sleuth.agent.request import Caller
@@ -25,52 +22,7 @@ from sleuth.api.state import ApiState
 from sleuth.api.system import sandbox_report
 from sleuth.api.turns import TurnExecutor
 from sleuth.models.catalog import CatalogError
-from sleuth.store.server_db import COMPARISON_GROUP_SIZE, ServerDB
-
-
-# ---------------------------------------------------------------------------------- comparison groups
-class PendingGroups:
-    """Places in comparison groups taken by turns still being admitted. The stored turns of a group
-    are counted in the database; these are the ones between the group check and their insert, so two
-    requests admitted at once cannot both take a group's last place (spec/api.md §8.1's order puts the
-    `409` before the sandbox and capacity checks, which come before the insert)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._pending: dict[str, int] = {}
-
-    def take(self, db: ServerDB, group: str) -> None:
-        with self._lock:
-            taken = db.comparison_group_size(group) + self._pending.get(group, 0)
-            if taken >= COMPARISON_GROUP_SIZE:
-                raise ApiError(
-                    409,
-                    "comparison_group_full",
-                    f"comparison group {group!r} already has {COMPARISON_GROUP_SIZE} turns",
-                )
-            self._pending[group] = self._pending.get(group, 0) + 1
-
-    def release(self, group: str) -> None:
-        """The turn was stored (or refused): its place is now counted by the database, or free."""
-        with self._lock:
-            left = self._pending.get(group, 0) - 1
-            if left > 0:
-                self._pending[group] = left
-            else:
-                self._pending.pop(group, None)
-
-
-_pending_lock = threading.Lock()
-
-
-def pending_groups(request: Request) -> PendingGroups:
-    app_state: Any = request.app.state
-    with _pending_lock:
-        found: PendingGroups | None = getattr(app_state, "sleuth_pending_groups", None)
-        if found is None:
-            found = PendingGroups()
-            app_state.sleuth_pending_groups = found
-        return found
+from sleuth.store.server_db import COMPARISON_GROUP_SIZE, TurnPlacesFull
 
 
 def present(state: ApiState, document: dict[str, Any]) -> dict[str, Any]:
@@ -104,49 +56,51 @@ def _session_of(state: ApiState, body: QueryRequest, who: Principal) -> str | No
 
 
 def admit_turn(
-    state: ApiState, turns: TurnExecutor, groups: PendingGroups, body: QueryRequest, who: Principal
-) -> tuple[dict[str, Any], Future[Query]]:
-    """Prepare, store and submit one turn (on a worker thread: it reads files and writes the database).
+    state: ApiState, turns: TurnExecutor, body: QueryRequest, who: Principal
+) -> tuple[dict[str, Any], Future[Query] | None]:
+    """Prepare, store and submit one turn (on an admission thread: it reads files and writes the
+    database).
 
-    Returns the stored in-progress Query and the turn's future. Admission and submission happen in this
-    one call, so a request cancelled meanwhile cannot leave a stored turn that never runs. The MCP
-    server's `query_context` admits its turns here too.
+    Returns the stored in-progress Query and, when this process runs it, the turn's future (None when
+    a worker will). Admission and submission happen in this one call, so a request cancelled meanwhile
+    cannot leave a stored turn that never runs. The MCP server's `query_context` admits here too.
+
+    The checks run in spec/api.md §8.1's order as reads (`admit`); then one transaction re-checks the
+    busy session, the comparison group and the turn places and stores the turn, so requests racing on
+    any number of servers never pass a limit together.
     """
     session_id = _session_of(state, body, who)
     key = share_key(who)
     group = body.comparison_group
-    grouped = reserved = False
     request = body.turn(session_id)
 
     def admit(session: dict[str, Any] | None) -> None:
-        nonlocal grouped, reserved
         if session is None:
             _check_models_available(state, body)
         elif session.get("active_query_id"):
             raise TurnError("session_busy", "a turn of this session is still running")
-        if group is not None:
-            groups.take(state.db, group)
-            grouped = True
+        if group is not None and state.db.comparison_group_size(group) >= COMPARISON_GROUP_SIZE:
+            raise ApiError(
+                409,
+                "comparison_group_full",
+                f"comparison group {group!r} already has {COMPARISON_GROUP_SIZE} turns",
+            )
         if request.retrieval is None:  # a retrieval-only turn starts no sandbox
             _check_sandbox(state)
-        turns.reserve(key)
-        reserved = True
+        turns.check_places(key)
 
     try:
-        prepared = state.runtime.prepare(request, admit, Caller(who.name, model_specs=False))
-    except BaseException:
-        if reserved:
-            turns.unreserve(key)
-        raise
-    finally:
-        if grouped and group is not None:
-            groups.release(group)  # stored (now counted by the database) or refused
+        prepared = state.runtime.prepare(
+            request, admit, Caller(who.name, model_specs=False), places=turns.places(key)
+        )
+    except TurnPlacesFull as exc:
+        raise turns.refusal(exc) from None
     snapshot = present(state, prepared.query.model_dump(mode="json"))
-    return snapshot, turns.submit(prepared, key)
+    return snapshot, turns.submit(prepared)
 
 
 def share_key(who: Principal) -> str | None:
-    """The key whose share of the turn places a turn counts against (`TurnExecutor.reserve`): a query
+    """The key whose share of the turn places a turn counts against (`TurnPlaces`): a query
     key's id. None for an admin key (the operator, who may use every place) and for no-auth mode, whose
     one implicit user must keep the server's whole capacity."""
     return who.key_id if who.key_id is not None and not who.is_admin else None

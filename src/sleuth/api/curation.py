@@ -172,7 +172,7 @@ def _curate_job(
 
     def job(handle: TaskHandle) -> dict[str, Any]:
         try:
-            with curate_lock(ctx.lock_file):
+            with curate_lock(ctx.lock_file, state.db.database, ctx.info().id):
                 data = ctx.manifest_data()
                 if chunks_only:
                     data.setdefault("curate", {}).setdefault("artifacts", {})["enabled"] = False
@@ -207,9 +207,29 @@ def _start_curate(
     task = service.store.create(
         "curate", context_id=info.id, context_slug=info.slug, created_by=who, input=task_input
     )
-    job = _curate_job(state, ctx, force, chunks_only, task_input.get("model"), task_input.get("max_tokens"))
-    service.submit(task, job, phases=CURATE_PHASES)
+    args = {
+        "context": info.id,
+        "force": force,
+        "chunks_only": chunks_only,
+        "model": task_input.get("model"),
+        "max_tokens": task_input.get("max_tokens"),
+    }
+    job = curate_job(state, args)
+    service.submit(task, job, phases=CURATE_PHASES, kind="curate", args=args)
     return task
+
+
+def curate_job(state: ApiState, args: dict[str, Any]) -> Job:
+    """A curate from its JSON arguments, as a worker rebuilds it from the task row (`TaskService.kinds`)."""
+    ctx = state.home.find(str(args["context"]))
+    return _curate_job(
+        state,
+        ctx,
+        bool(args.get("force")),
+        bool(args.get("chunks_only")),
+        args.get("model"),
+        args.get("max_tokens"),
+    )
 
 
 @router.post("/contexts/{slug}/curate")

@@ -54,7 +54,7 @@ from sleuth.agent.records import Query
 from sleuth.agent.request import Ask
 from sleuth.agent.turn import Runtime, TurnError
 from sleuth.api.access import visible_query
-from sleuth.api.admission import PendingGroups, admit_turn, pending_groups
+from sleuth.api.admission import admit_turn
 from sleuth.api.auth import LOCAL, Principal, principal
 from sleuth.api.errors import ApiError
 from sleuth.api.query_request import QueryRequest, validated_body
@@ -110,12 +110,11 @@ class ToolFailure(Error):
 
 @dataclass(frozen=True)
 class Engine:
-    """What one tool call runs on: the server's state, turn executor, comparison groups, task table and the
-    caller. Over HTTP it comes from the app (shared with the routes); `sleuth mcp` builds its own."""
+    """What one tool call runs on: the server's state, turn executor, task table and the caller.
+    Over HTTP it comes from the app (shared with the routes); `sleuth mcp` builds its own."""
 
     state: ApiState
     turns: TurnExecutor
-    groups: PendingGroups
     tasks: TaskStore
     who: Principal
     pending: set[Future[Query]] | None = None  # stdio: turns to wait for before the process exits
@@ -126,9 +125,7 @@ class Engine:
         who = getattr(request.state, PRINCIPAL_STATE, None)
         if not isinstance(who, Principal):  # never served without the endpoint: fail closed
             raise ToolFailure("unauthenticated", "this request was not authenticated")
-        return cls(
-            api_state(request), executor(request), pending_groups(request), task_service(request).store, who
-        )
+        return cls(api_state(request), executor(request), task_service(request).store, who)
 
 
 EngineOf = Callable[[Context], Engine]
@@ -316,8 +313,8 @@ class Tools:
             body = validated_body({"ask": question, "scope": [info.slug], "background": True}, QueryRequest)
             if not body.ask.strip():
                 raise ToolFailure("invalid_request", "question must not be blank", field="question")
-            snapshot, future = admit_turn(engine.state, engine.turns, engine.groups, body, engine.who)
-            if engine.pending is not None:
+            snapshot, future = admit_turn(engine.state, engine.turns, body, engine.who)
+            if engine.pending is not None and future is not None:
                 engine.pending.add(future)
                 future.add_done_callback(engine.pending.discard)
             session = engine.state.db.get_session(str(snapshot["session_id"])) or {}
@@ -524,12 +521,11 @@ def serve_stdio(home: Home, only: str | None = None) -> None:
     turns = TurnExecutor(
         runtime, settings.max_concurrent_turns, settings.max_queued_turns, settings.max_turns_per_key
     )
-    task_store = TaskStore(db.path)
+    task_store = TaskStore(db.database)
     pending: set[Future[Query]] = set()
     engine = Engine(
         ApiState(home=home, db=db, runtime=runtime),
         turns,
-        PendingGroups(),
         task_store,
         LOCAL_ADMIN,
         pending,

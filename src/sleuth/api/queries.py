@@ -24,11 +24,7 @@ from starlette.concurrency import run_in_threadpool
 from sleuth.agent.replay import ReplayError, replay
 from sleuth.agent.turn import TurnError
 from sleuth.api.access import query_not_found, visible_query
-from sleuth.api.admission import (
-    admit_turn,
-    pending_groups,
-    present,
-)
+from sleuth.api.admission import admit_turn, present
 from sleuth.api.auth import AdminKey, AnyKey, Principal
 from sleuth.api.errors import TURN_ERROR_STATUS, ApiError, error_responses
 from sleuth.api.query_request import (
@@ -43,15 +39,17 @@ from sleuth.api.query_request import (
 )
 from sleuth.api.sse import follow, stream_response
 from sleuth.api.state import ApiState, api_state
-from sleuth.api.turns import executor, wait_for, wait_until
+from sleuth.api.turns import executor, settled, wait_until
 from sleuth.api.versioning import require_unstable
 from sleuth.compile.manifest import EMBEDDING_MODELS
 from sleuth.models import embedder
+from sleuth.settings import TURN_CAP_SECONDS
 from sleuth.store.server_db import TERMINAL_STATUSES, QueryNotFound
 
 router = APIRouter()
 
 CANCEL_WAIT_S = 10.0  # how long `cancel` waits for the turn to reach its terminal state
+SYNC_WAIT_MARGIN_S = 60.0  # a sync request waits this long past the turn's cap
 
 
 def _error_of(exc: TurnError) -> ApiError:
@@ -80,9 +78,8 @@ async def post_query(request: Request, who: AnyKey) -> Response:
     state = api_state(request)
     body = parse_query_request(request, await _json_object(request))
     turns = executor(request)
-    groups = pending_groups(request)
     try:
-        snapshot, future = await turns.admit(partial(admit_turn, state, turns, groups, body, who))
+        snapshot, _future = await turns.admit(partial(admit_turn, state, turns, body, who))
     except TurnError as exc:
         raise _error_of(exc) from None
     query_id = str(snapshot["id"])
@@ -90,16 +87,16 @@ async def post_query(request: Request, who: AnyKey) -> Response:
         return JSONResponse(snapshot, status_code=202, headers={"Location": f"/api/queries/{query_id}"})
     if body.stream:
         return stream_response(
-            follow(state.db, turns, query_id, 1, lambda doc: present(state, doc)), query_id
+            follow(state.db, turns.hub, query_id, 1, lambda doc: present(state, doc)), query_id
         )
-    finished = await wait_for(future)
+    # The turn runs here or on a worker: either way its end is in the database. The wait outlasts the
+    # turn's own cap, after which the turn has failed with `timeout` (or a worker's loss was noticed).
+    wait_s = float(body.timeout_seconds or TURN_CAP_SECONDS) + SYNC_WAIT_MARGIN_S
+    await wait_until(partial(settled, state.db, query_id), turns.hub, query_id, wait_s)
     document = await run_in_threadpool(_stored, state, query_id, who)
-    if (
-        finished.status == "failed"
-        and finished.rollup is not None
-        and finished.rollup.stop_reason == "timeout"
-    ):
-        raise ApiError(504, "query_timeout", finished.error or "the turn timed out", query_id=query_id)
+    rollup = document.get("rollup") or {}
+    if document.get("status") == "failed" and rollup.get("stop_reason") == "timeout":
+        raise ApiError(504, "query_timeout", document.get("error") or "the turn timed out", query_id=query_id)
     return JSONResponse(document)
 
 
@@ -126,11 +123,8 @@ async def cancel_query(request: Request, query_id: str, who: AnyKey) -> dict[str
     if document.get("status") in TERMINAL_STATUSES:
         return document
     if await run_in_threadpool(turns.cancel, query_id):
-
-        def finished() -> bool:  # ended, its session released and its place in the pool free
-            return not state.runtime.is_active(query_id) and not turns.holds(query_id)
-
-        await wait_until(finished, turns.hub, query_id, CANCEL_WAIT_S)
+        # Ended and its session released, whichever process ran it.
+        await wait_until(partial(settled, state.db, query_id), turns.hub, query_id, CANCEL_WAIT_S)
     return await run_in_threadpool(_stored, state, query_id, who)
 
 
@@ -182,7 +176,7 @@ async def get_events(
                 "Last-Event-ID", f"Last-Event-ID must be an event id; got {last_event_id!r}"
             ) from None
     await run_in_threadpool(_stored, state, query_id, who)
-    frames = follow(state.db, executor(request), query_id, since, lambda doc: present(state, doc))
+    frames = follow(state.db, executor(request).hub, query_id, since, lambda doc: present(state, doc))
     return stream_response(frames, query_id)
 
 

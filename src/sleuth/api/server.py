@@ -14,7 +14,8 @@ import os
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 from fastapi import FastAPI, Request, Response
@@ -23,11 +24,17 @@ from sleuth.agent.turn import Runtime
 from sleuth.api.app import create_app
 from sleuth.api.state import ApiState
 from sleuth.api.system import sandbox_report
+from sleuth.api.task_service import TaskService
+from sleuth.api.turns import TurnExecutor, worker_name
 from sleuth.errors import Invalid
-from sleuth.settings import current
+from sleuth.settings import Settings, current
 from sleuth.store.home import Home
 from sleuth.store.keys import KeyStore
 from sleuth.store.server_db import ServerDB
+from sleuth.store.tasks import TaskStore
+
+if TYPE_CHECKING:
+    from sleuth.api.queue import WorkerThread
 
 log = logging.getLogger("sleuth.server")
 RESTART_ERROR = "server restarted"  # spec/api.md §9.2
@@ -51,6 +58,7 @@ class ServeOptions:
     max_queued_turns: int | None = None
     project_id: str | None = None
     project_name: str | None = None
+    with_worker: bool = False  # PostgreSQL: run a worker in this process too
 
 
 def is_loopback(host: str) -> bool:
@@ -82,14 +90,25 @@ def build_state(
     *,
     auth: bool = False,
     environ: Mapping[str, str] | None = None,
+    role: str = "server",
 ) -> ApiState:
-    """The server's state over `home`: interrupted turns failed, the env's admin key seeded."""
+    """The process's state over `home`, built once: the settings (environment, then `overrides`), the
+    server database, the runtime, the env's admin key seeded, and the services that run turns and tasks.
+
+    On SQLite (one machine) turns and tasks a previous process left running are failed here: this
+    process owns them all. On PostgreSQL nothing is failed at start: another server or worker may be
+    running them; the turns and tasks of a process that died are found by their leases instead
+    (`TurnExecutor.beat`, `TaskService.beat`), and turns and curates go through the job queue.
+    """
     env: Mapping[str, str] = os.environ if environ is None else environ
-    db = ServerDB.for_home(home)
+    settings = current().model_copy(update=dict(overrides or {}))
+    db = ServerDB.for_home(home, settings.database_url)
+    shared = db.database.is_postgres
     try:
-        failed = db.recover_interrupted(error=RESTART_ERROR)
-        if failed:
-            log.warning("%d turn(s) were in flight when the server stopped; marked failed", failed)
+        if not shared:
+            failed = db.recover_interrupted(error=RESTART_ERROR)
+            if failed:
+                log.warning("%d turn(s) were in flight when the server stopped; marked failed", failed)
         secret = env.get(API_KEY_ENV, "").strip()
         if secret and KeyStore.for_db(db).seed(secret) is None:
             log.warning("%s holds a revoked key; it was not restored", API_KEY_ENV)
@@ -99,7 +118,49 @@ def build_state(
     except BaseException:
         db.close()
         raise
-    return ApiState(home=home, db=db, runtime=runtime, overrides=dict(overrides or {}), auth=auth)
+    state = ApiState(home=home, db=db, runtime=runtime, overrides=dict(overrides or {}), auth=auth)
+    if shared:
+        _shared_services(state, settings, role)
+    return state
+
+
+def _shared_services(state: ApiState, settings: Settings, role: str) -> None:
+    """PostgreSQL: the job queue, this process's executor and task service on it, and its listener."""
+    from sleuth.api.curation import curate_job
+    from sleuth.api.notices import Listener
+    from sleuth.api.queue import JobQueue
+
+    name = worker_name(role)
+    queue = JobQueue(state.db.database)
+    state.queue = queue
+    turns = state.turns = TurnExecutor(
+        state.runtime,
+        settings.max_concurrent_turns,
+        settings.max_queued_turns,
+        settings.max_turns_per_key,
+        queue=queue,
+        worker=name,
+        heartbeat_s=settings.worker_heartbeat_s,
+        max_wait_s=settings.max_queue_wait_s,
+    )
+    state.tasks = TaskService(
+        TaskStore(state.db.database),
+        state.home.root / "tasks",
+        workers=settings.task_workers,
+        stop_timeout_s=settings.task_stop_timeout_s,
+        queue=queue,
+        worker=name,
+        heartbeat_s=settings.worker_heartbeat_s,
+        kinds={"curate": partial(curate_job, state)},
+    )
+    listener = state.listener = Listener(
+        state.db.database.url,
+        on_event=turns.hub.notify,
+        on_control=state.runtime.cancel,
+        on_reconnect=turns.hub.notify_all,
+    )
+    listener.start()
+    turns.start_heartbeat()
 
 
 def _probe_in_background(state: ApiState) -> None:
@@ -157,8 +218,32 @@ def serve(home: Home, options: ServeOptions, *, log_level: str = "info") -> None
             )
             _warn_remote_every(app, options.host)
         _probe_in_background(state)
+        worker = _worker_thread(state) if options.with_worker else None
         config = uvicorn.Config(app, host=options.host, port=options.port, log_level=log_level)
-        uvicorn.Server(config).run()
+        try:
+            uvicorn.Server(config).run()
+        finally:
+            if worker is not None:
+                worker.close()
     finally:
-        state.runtime.close()
-        state.db.close()
+        state.close()
+
+
+def _worker_thread(state: ApiState) -> WorkerThread:
+    """`--with-worker`: this process also takes jobs from the queue; `ServeError` without PostgreSQL."""
+    from sleuth.api.queue import JobsHere, WorkerThread
+
+    turns, tasks = state.turns, state.tasks
+    if not isinstance(turns, TurnExecutor) or not isinstance(tasks, TaskService):
+        raise ServeError("--with-worker needs SLEUTH_DATABASE_URL=postgresql://… (the job queue)")
+    settings = state.settings
+    worker = WorkerThread(
+        state.db.database,
+        JobsHere(turns, tasks),
+        concurrency=settings.worker_concurrency,
+        heartbeat_s=settings.worker_heartbeat_s,
+        name=turns.worker,
+        shutdown_grace_s=settings.task_stop_timeout_s,
+    )
+    worker.start()
+    return worker

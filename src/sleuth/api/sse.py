@@ -2,8 +2,9 @@
 live until the terminal event, then one `query` frame (no `id:`) with the full Query, then the end.
 
 Events come from the server database, never from the turn's thread: the turn stores each event before
-announcing it (`EventHub`), so a stream started late, resumed with `Last-Event-ID`, or following a turn
-queued behind others sees the same frames in the same order. A stream that waits writes a
+announcing it (`EventHub` in this process, NOTIFY across processes), so a stream started late, resumed
+with `Last-Event-ID` on any server, or following a turn queued behind others sees the same frames in
+the same order. A missed wake-up costs at most `POLL_S`. A stream that waits writes a
 `: keep-alive` comment every `KEEPALIVE_S` seconds. Disconnecting ends the stream, never the turn.
 """
 
@@ -19,7 +20,7 @@ from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from sleuth.api.errors import ApiError
-from sleuth.api.turns import TurnExecutor
+from sleuth.api.turns import EventHub
 from sleuth.store.server_db import ServerDB
 
 KEEPALIVE_S = 15.0  # spec/api.md §9.3; tests lower it
@@ -47,7 +48,7 @@ KEEPALIVE_FRAME = ": keep-alive\n\n"
 
 def follow(
     db: ServerDB,
-    turns: TurnExecutor,
+    hub: EventHub,
     query_id: str,
     since: int = 1,
     present: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
@@ -64,27 +65,27 @@ def follow(
             f"Last-Event-ID must be an event id from 0 to {MAX_EVENT_ID}",
             field="Last-Event-ID",
         )
-    return _follow(db, turns, query_id, since, present)
+    return _follow(db, hub, query_id, since, present)
 
 
 async def _follow(
     db: ServerDB,
-    turns: TurnExecutor,
+    hub: EventHub,
     query_id: str,
     since: int,
     present: Callable[[dict[str, Any]], dict[str, Any]] | None,
 ) -> AsyncIterator[str]:
-    waiter = turns.hub.subscribe(query_id)
+    waiter = hub.subscribe(query_id)
     loop = asyncio.get_running_loop()
     next_seq = max(1, since)
     quiet_since = loop.time()
     try:
         while True:
             waiter.clear()
-            # Checked before reading: a turn that is no longer active has stored all its events.
-            active = turns.runtime.is_active(query_id)
+            # Checked before reading: a turn that has ended (on any server) has stored all its events.
+            ended = await run_in_threadpool(db.turn_ended, query_id)
             events = await run_in_threadpool(db.events, query_id, next_seq)
-            finished = not active
+            finished = ended
             for event in events:
                 yield event_frame(event)
                 next_seq = int(event["seq"]) + 1
@@ -104,7 +105,7 @@ async def _follow(
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(waiter.wait(), timeout=timeout)
     finally:
-        turns.hub.unsubscribe(query_id, waiter)
+        hub.unsubscribe(query_id, waiter)
 
 
 def stream_response(frames: AsyncIterator[str], query_id: str) -> StreamingResponse:

@@ -1,10 +1,12 @@
-"""What every route needs, built once per server: the data directory, the server database, the query
-runtime and the settings. Routes reach it through `api_state(request)`."""
+"""What every route needs, built once per process by `server.build_state` (for `serve`, `worker` and
+`mcp`): the data directory, the server database, the query runtime, the settings, and the services
+that run turns and tasks (here or, with PostgreSQL, through the queue). Routes reach it through
+`api_state(request)`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from fastapi import Request
 
@@ -14,6 +16,14 @@ from sleuth.store.home import Home
 from sleuth.store.server_db import ServerDB
 
 
+class Service(Protocol):
+    """A service of the state that holds threads or connections (`turns.TurnExecutor`,
+    `task_service.TaskService`, `queue.JobQueue`, `notices.Listener`); each module's accessor gives it
+    its own type. Typed this loosely so that this module imports none of them (they import it)."""
+
+    def close(self) -> None: ...
+
+
 @dataclass
 class ApiState:
     home: Home
@@ -21,6 +31,19 @@ class ApiState:
     runtime: Runtime
     overrides: dict[str, Any] = field(default_factory=dict)  # the server's flags: they win over the env
     auth: bool = False  # API keys required (False: no-auth local mode, spec/api.md §3.3)
+    # Built by `server.build_state`; a state made bare (tests) gets in-process ones on first use.
+    turns: Service | None = None
+    tasks: Service | None = None
+    queue: Service | None = None  # PostgreSQL: turns and curates wait here for workers
+    listener: Service | None = None  # PostgreSQL: this process's one LISTEN connection
+
+    def close(self) -> None:
+        """Stop the services, then the database (a server's or worker's last step)."""
+        for service in (self.listener, self.turns, self.tasks, self.queue):
+            if service is not None:
+                service.close()
+        self.runtime.close()
+        self.db.close()
 
     @property
     def settings(self) -> Settings:

@@ -23,6 +23,7 @@ from sleuth.api.auth import LOCAL, AnyKey, presented_credential, unauthenticated
 from sleuth.api.state import ApiState, api_state
 from sleuth.api.versioning import DEFAULT_VERSION, VERSIONS
 from sleuth.sandbox.host import SandboxHost
+from sleuth.store.database import redacted
 from sleuth.store.keys import TOKEN_PREFIX, KeyStore, new_secret
 
 log = logging.getLogger("sleuth.api")
@@ -33,6 +34,14 @@ RETRY_FAILED_PROBE_S = 30.0
 
 _probes: weakref.WeakKeyDictionary[SandboxHost, tuple[float, dict[str, Any]]] = weakref.WeakKeyDictionary()
 _probe_lock = threading.Lock()
+
+
+def public_settings(state: ApiState) -> dict[str, Any]:
+    """The settings as served: the database URL with its password hidden, nothing else is a secret."""
+    settings = state.settings.model_dump()
+    if settings.get("database_url"):
+        settings["database_url"] = redacted(settings["database_url"])
+    return settings
 
 
 def _probe(state: ApiState, host: SandboxHost) -> tuple[bool, dict[str, Any]]:
@@ -89,7 +98,7 @@ def get_version(request: Request) -> dict[str, Any]:
         "default_api_version": DEFAULT_VERSION,
         "auth": "api_key" if state.auth else "none",
         "sandbox": sandbox_report(state),
-        "settings": state.settings.model_dump(),  # none is a secret (`sleuth.settings`)
+        "settings": public_settings(state),
     }
 
 

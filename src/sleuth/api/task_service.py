@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from fastapi import FastAPI, Request
 
@@ -172,18 +172,53 @@ class TaskStopTimeout(Failed):
     """A task did not stop within the wait (`504 task_stop_timeout`)."""
 
 
-class TaskService:
-    """The bounded worker pool and the registry of live tasks of one server."""
+class TaskQueue(Protocol):
+    """Where a task waits for a worker (`queue.JobQueue`)."""
 
-    def __init__(self, store: TaskStore, files_root: Path, workers: int, stop_timeout_s: float) -> None:
+    def defer_task(self, task_id: str) -> None: ...
+
+
+JobKinds = dict[str, Callable[[dict[str, Any]], Job]]
+MAX_ATTEMPTS = 3  # a task whose worker died is begun again on another, at most this many times in all
+
+
+class TaskService:
+    """The bounded worker pool and the registry of live tasks of one process.
+
+    With a `queue` (PostgreSQL), a task submitted with a `kind` that `kinds` can rebuild from JSON
+    arguments (a curate) is queued for whichever worker takes it (`run_queued`); the worker holds it
+    in the task table and renews the hold, and a task whose worker died is begun again elsewhere
+    (`MAX_ATTEMPTS`). Other tasks (imports, packs, restores: their inputs are files of this process)
+    run here as before."""
+
+    def __init__(
+        self,
+        store: TaskStore,
+        files_root: Path,
+        workers: int,
+        stop_timeout_s: float,
+        *,
+        queue: TaskQueue | None = None,
+        worker: str | None = None,
+        heartbeat_s: float = 10.0,
+        kinds: JobKinds | None = None,
+    ) -> None:
         self.store = store
         self.files_root = files_root
         self.stop_timeout_s = stop_timeout_s
+        self.queue = queue
+        self.worker = worker
+        self.heartbeat_s = heartbeat_s
+        self.kinds: JobKinds = dict(kinds or {})
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="sleuth-task")
         self._live: dict[str, _Live] = {}
         self._lock = threading.Lock()
         self._claim = threading.Lock()
         self._closed = False
+        self._releasing = False  # a worker stopping: queued tasks go back to the queue, not cancelled
+        self._stop = threading.Event()
+        if queue is not None and worker is not None:
+            threading.Thread(target=self._heartbeat, name="sleuth-task-beat", daemon=True).start()
 
     def files_dir(self, task_id: str) -> Path:
         return self.files_root / task_id / "files"
@@ -195,9 +230,26 @@ class TaskService:
         with self._claim:
             yield
 
-    def submit(self, task: dict[str, Any], job: Job, phases: Sequence[str] = ()) -> None:
-        """Run `job` for the scheduled `task` on the pool."""
+    def submit(
+        self,
+        task: dict[str, Any],
+        job: Job,
+        phases: Sequence[str] = (),
+        *,
+        kind: str | None = None,
+        args: dict[str, Any] | None = None,
+    ) -> None:
+        """Run `job` for the scheduled `task` on the pool, or, when a worker can rebuild it (`kind` with
+        its JSON `args`), queue it for one."""
         task_id = task["id"]
+        if self.queue is not None and kind is not None and kind in self.kinds:
+            self.store.set_job(task_id, {"kind": kind, "args": args or {}, "phases": list(phases)})
+            try:
+                self.queue.defer_task(task_id)
+            except Exception as exc:
+                log.exception("task %s could not be queued", task_id)
+                self.store.finish(task_id, "failed", error=f"could not be queued: {type(exc).__name__}")
+            return
         handle = TaskHandle(self.store, task_id, phases, self.files_dir(task_id))
         live = _Live(handle)
         with self._lock:
@@ -207,11 +259,62 @@ class TaskService:
             self._live[task_id] = live
         self._pool.submit(self._run, task_id, job, live)
 
-    def _run(self, task_id: str, job: Job, live: _Live) -> None:
+    def run_queued(self, task_id: str) -> None:
+        """A worker's job: hold the queued task and run it here, on the caller's thread. A task no longer
+        scheduled (cancelled while queued, taken by another worker, ended) is left alone."""
+        task = self.store.get(task_id)
+        spec = None if task is None else task.get("job")
+        if task is None or task["state"] != "scheduled" or not isinstance(spec, dict):
+            return
+        build = self.kinds.get(str(spec.get("kind")))
+        if build is None:
+            self.store.finish(task_id, "failed", error=f"this worker cannot run a {spec.get('kind')!r} task")
+            return
+        handle = TaskHandle(self.store, task_id, list(spec.get("phases") or []), self.files_dir(task_id))
+        live = _Live(handle)
+        with self._lock:
+            self._live[task_id] = live
+        try:
+            job = build(dict(spec.get("args") or {}))
+        except Exception as exc:
+            with self._lock:
+                self._live.pop(task_id, None)
+            self.store.finish(task_id, "failed", error=str(exc) or type(exc).__name__)
+            return
+        self._run(task_id, job, live, hold=True)
+
+    def _heartbeat(self) -> None:
+        """Renew the holds of the tasks running here, stop those a stop was asked for on any server,
+        and begin again (or fail) the tasks of workers that died."""
+        while not self._stop.wait(self.heartbeat_s):
+            self.beat()
+
+    def beat(self) -> None:
+        if self.worker is None:
+            return
+        try:
+            for task_id, state in self.store.renew(self.worker, 3 * self.heartbeat_s):
+                with self._lock:
+                    live = self._live.get(task_id)
+                if state == "stopping" and live is not None and not live.handle.cancelled:
+                    stored = self.store.get(task_id) or {}
+                    live.handle.request_cancel(stored.get("error") or "cancelled")
+            requeued, ended = self.store.requeue_lost(MAX_ATTEMPTS)
+            for task_id in ended:
+                log.warning("task %s ended: its worker stopped answering", task_id)
+            for task_id in requeued:
+                log.warning("task %s queued again: its worker stopped answering", task_id)
+                if self.queue is not None:
+                    self.queue.defer_task(task_id)
+        except Exception:  # the database is away: the next beat tries again
+            log.warning("task heartbeat of %s failed", self.worker, exc_info=True)
+
+    def _run(self, task_id: str, job: Job, live: _Live, *, hold: bool = False) -> None:
         handle = live.handle
         try:
-            if not self.store.start(task_id):
-                return  # cancelled while it waited
+            worker = self.worker if hold else None
+            if not self.store.start(task_id, worker, 3 * self.heartbeat_s):
+                return  # cancelled while it waited, or another worker took it
             handle.check()
             output = job(handle)
             self.store.finish(
@@ -222,6 +325,16 @@ class TaskService:
                 steps=handle.steps("completed"),
             )
         except TaskCancelled:
+            if (
+                hold
+                and self._releasing
+                and self.worker is not None
+                and self.store.release(task_id, self.worker)
+            ):
+                log.warning("task %s handed back to the queue: this worker is stopping", task_id)
+                if self.queue is not None:
+                    self.queue.defer_task(task_id)
+                return
             self.store.finish(
                 task_id,
                 "cancelled",
@@ -258,9 +371,21 @@ class TaskService:
             wait = self.stop_timeout_s if timeout_s is None else timeout_s
             if not live.done.wait(wait):
                 raise TaskStopTimeout(f"task {task_id} did not stop within {wait:g} s")
+        elif task.get("worker") is not None:  # held by a worker elsewhere: its heartbeat sees `stopping`
+            wait = self.stop_timeout_s if timeout_s is None else timeout_s
+            if not self._wait_ended(task_id, wait):
+                raise TaskStopTimeout(f"task {task_id} did not stop within {wait:g} s")
         else:  # not ours (another process or lost): it can never report back
             self.store.finish(task_id, "cancelled", error=task["error"])
         return self.store.require(task_id)
+
+    def _wait_ended(self, task_id: str, wait_s: float) -> bool:
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            if self.store.require(task_id)["state"] in TERMINAL_STATES:
+                return True
+            time.sleep(0.2)
+        return False
 
     def stop_all(self, task_ids: Sequence[str], reason: str, timeout_s: float | None = None) -> None:
         """Cancel several tasks, then wait for them together within one timeout."""
@@ -272,6 +397,10 @@ class TaskService:
                 continue
             with self._lock:
                 live = self._live.get(task_id)
+            if live is None and task.get("worker") is not None:
+                if not self._wait_ended(task_id, max(0.0, deadline - time.monotonic())):
+                    raise TaskStopTimeout(f"task {task_id} did not stop within {self.stop_timeout_s:g} s")
+                continue
             if live is None:
                 self.store.finish(task_id, "cancelled", error=task["error"])
                 continue
@@ -281,9 +410,22 @@ class TaskService:
             if not live.done.wait(max(0.0, deadline - time.monotonic())):
                 raise TaskStopTimeout(f"task {task_id} did not stop within {self.stop_timeout_s:g} s")
 
+    def release_held(self, wait_s: float | None = None) -> None:
+        """A worker's drain: stop the queued tasks running here and hand them back to the queue, so
+        another worker begins them again (a curate is idempotent up to its flip)."""
+        self._releasing = True
+        with self._lock:
+            live = list(self._live.values())
+        for item in live:
+            item.handle.request_cancel("worker stopping")
+        deadline = time.monotonic() + (self.stop_timeout_s if wait_s is None else wait_s)
+        for item in live:
+            item.done.wait(max(0.0, deadline - time.monotonic()))
+
     def close(self, wait_s: float = 5.0) -> None:
         """Server shutdown: cancel what is queued or running and give running jobs a moment to stop;
         anything still live is failed as `server restarted` at the next start."""
+        self._stop.set()
         with self._lock:
             self._closed = True
             live = list(self._live.items())
@@ -304,6 +446,9 @@ class TaskService:
 def service_for_app(app: FastAPI) -> TaskService:
     """The app's `TaskService`, made on first use: it opens the task table next to the server
     database and fails the tasks a previous process left live (spec/api.md §7.1)."""
+    built = app.state.sleuth.tasks
+    if isinstance(built, TaskService):
+        return built
     service: TaskService | None = getattr(app.state, _SERVICE_KEY, None)
     if service is not None:
         return service
@@ -311,7 +456,7 @@ def service_for_app(app: FastAPI) -> TaskService:
         service = getattr(app.state, _SERVICE_KEY, None)
         if service is None:
             state: ApiState = app.state.sleuth
-            store = TaskStore(state.db.path)
+            store = TaskStore(state.db.database)
             recovered = store.recover_interrupted()
             if recovered:
                 log.warning("marked %d interrupted task(s) failed: server restarted", recovered)

@@ -1,14 +1,23 @@
-"""The bounded turn executor (spec/api.md §8.1 "Capacity"): at most `max_concurrent_turns` turns run at
-once on worker threads, at most `max_queued_turns` more wait (stored `in_progress`), and a request
-beyond that is refused with `429 too_many_queries` before anything is stored. One query key may hold at
-most its share of those places (`max_turns_per_key`), so another key is still admitted: past it, `429
-key_turn_limit`. Admins and no-auth mode (one implicit user) pass no key and are held only to the total.
+"""Running admitted turns (spec/api.md §8.1 "Capacity"), on one machine or many.
+
+Admission (`admission.py`) stores a turn `in_progress` in one transaction that checks the turn places
+across every server: at most `max_concurrent_turns + max_queued_turns` turns run or wait, and one query
+key at most its share (`max_turns_per_key`). `TurnExecutor` then gets the turn run:
+
+- **in process** (SQLite, the default; or `sleuth serve --with-worker`): on this process's thread pool
+  of `max_concurrent_turns` threads;
+- **on a worker** (PostgreSQL): the turn is put on the durable queue (`queue.py`), and whichever
+  `sleuth worker` takes it runs it through `TurnExecutor.run_queued`.
+
+Either way the runner first *holds* the turn in the database (`ServerDB.hold_turn`: which worker, until
+when), and a heartbeat renews the hold while it runs. A cancel is a row (`ServerDB.request_cancel`):
+a turn still waiting ends at once, a held one is stopped by its holder within a step (a NOTIFY, or the
+next heartbeat). A worker that dies stops renewing; `ServerDB.fail_lost_turns` then fails its turns.
 
 Turns run on their own threads, never on the event loop and never tied to a request: a client that
-disconnects (sync, stream or background) leaves its turn running, pollable and streamable.
-
-Every stored event also wakes the streams that follow the turn (`EventHub`): a stream then reads the
-new events from the database, which stays the single source of truth for the order and the `id`s.
+disconnects leaves its turn running, pollable and streamable. Every stored event also wakes the streams
+that follow the turn on this process (`EventHub`); across processes PostgreSQL's NOTIFY does
+(`notices.py`). The database stays the single source of truth for the order and the `id`s.
 """
 
 from __future__ import annotations
@@ -17,11 +26,13 @@ import asyncio
 import contextlib
 import logging
 import math
+import os
+import socket
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from fastapi import Request
 
@@ -29,6 +40,8 @@ from sleuth.agent.records import Query
 from sleuth.agent.turn import PreparedTurn, Runtime
 from sleuth.api.errors import ApiError
 from sleuth.api.state import api_state
+from sleuth.store.database import new_id
+from sleuth.store.server_db import TERMINAL_STATUSES, ServerDB, TurnPlaces, TurnPlacesFull
 
 log = logging.getLogger("sleuth.api")
 T = TypeVar("T")
@@ -36,8 +49,14 @@ RETRY_AFTER_S = 5  # what a refused client is told to wait before any turn has f
 MAX_RETRY_AFTER_S = 60
 
 
+def worker_name(kind: str = "server") -> str:
+    """A name no other process will ever have: host, pid and a random tail (a restarted process with
+    the same pid is another worker, and must not inherit the holds of the one that died)."""
+    return f"{kind}:{socket.gethostname()}:{os.getpid()}:{new_id('w')[-8:]}"
+
+
 class EventHub:
-    """Wakes asyncio waiters when a turn stores an event; called from turn threads."""
+    """Wakes asyncio waiters when a turn stores an event; called from turn threads and the listener."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -67,37 +86,57 @@ class EventHub:
             with contextlib.suppress(RuntimeError):  # that loop is closed: its stream is gone
                 loop.call_soon_threadsafe(waiter.set)
 
+    def notify_all(self) -> None:
+        """Wake every stream (the listener reconnected: a notification may have been missed)."""
+        with self._lock:
+            ids = list(self._waiters)
+        for query_id in ids:
+            self.notify(query_id)
 
-class _Entry:
-    """One admitted turn: whoever claims it first (a worker, or a cancel while it waits) runs it."""
 
-    def __init__(self, turn: PreparedTurn, key: str | None) -> None:
-        self.turn = turn
-        self.key = key  # the query key whose share the turn's place counts against
-        self.claimed = False
-        self.future: Future[Query] = Future()
+class TurnQueue(Protocol):
+    """Where a turn waits for a worker when this process does not run it (`queue.JobQueue`)."""
+
+    def defer_turn(self, query_id: str) -> None: ...
 
 
 class TurnExecutor:
-    """A thread pool with a bounded backlog. `reserve()` takes a place (or refuses with 429) during
-    admission, before the turn is stored; `submit()` runs the prepared turn in that place."""
+    """Runs admitted turns here or hands them to the queue, and holds them while they run."""
 
-    def __init__(self, runtime: Runtime, max_concurrent: int, max_queued: int, per_key: int = 0) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        max_concurrent: int,
+        max_queued: int,
+        per_key: int = 0,
+        *,
+        queue: TurnQueue | None = None,
+        worker: str | None = None,
+        heartbeat_s: float = 10.0,
+        max_wait_s: float | None = None,
+    ) -> None:
         self.runtime = runtime
+        self.max_wait_s = max_wait_s
+        self.db: ServerDB = runtime.db
         self.hub = EventHub()
         self.capacity = max(1, max_concurrent) + max(0, max_queued)
         self.key_share = min(self.capacity, per_key or max(1, self.capacity // 4))
         self.workers = max(1, max_concurrent)
+        self.queue = queue
+        self.worker = worker or worker_name()
+        self.heartbeat_s = heartbeat_s
+        self.lease_s = 3 * heartbeat_s
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="sleuth-turn")
         # Admission (file reads, database writes, the sandbox probe) runs on threads of its own, off the
         # event loop, and runs to its end even when the request that started it goes away.
         self._admission = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sleuth-admit")
         self._lock = threading.Lock()
-        self._taken = 0
-        self._held: dict[str, int] = {}  # places held per query key
-        self._entries: dict[str, _Entry] = {}
+        self._running: set[str] = set()
         self._mean_turn_s: float | None = None  # a moving average of finished turns' durations
+        self._stop = threading.Event()
+        self._beat: threading.Thread | None = None
 
+    # ------------------------------------------------------------------------------ admission
     def retry_after(self) -> int:
         """Seconds until a place is likely free: a running turn ends about every mean-duration / workers
         seconds. A fixed guess until a turn has finished here."""
@@ -105,112 +144,164 @@ class TurnExecutor:
             return RETRY_AFTER_S
         return max(1, min(MAX_RETRY_AFTER_S, math.ceil(self._mean_turn_s / self.workers)))
 
-    def reserve(self, key: str | None = None) -> None:
-        """Take a place for one turn; `429 too_many_queries` when running + queued turns fill the pool,
-        `429 key_turn_limit` when `key` (a query key; None for admins and no-auth) holds its share."""
-        with self._lock:
-            held = self._held.get(key, 0) if key is not None else 0
-            if key is not None and held >= self.key_share:
-                raise ApiError(
-                    429,
-                    "key_turn_limit",
-                    f"this key is running or queueing {held} turns, its share of the server's "
-                    f"{self.capacity} places; retry later",
-                    headers={"Retry-After": str(self.retry_after())},
-                    limit=self.key_share,
-                )
-            if self._taken >= self.capacity:
-                raise ApiError(
-                    429,
-                    "too_many_queries",
-                    f"the server is running or queueing {self._taken} turns, its limit; retry later",
-                    headers={"Retry-After": str(self.retry_after())},
-                )
-            self._taken += 1
-            if key is not None:
-                self._held[key] = held + 1
+    def places(self, key: str | None) -> TurnPlaces:
+        """The limits the admitting transaction checks for a turn of `key` (None: admins, no-auth)."""
+        return TurnPlaces(self.capacity, key, self.key_share)
 
-    def unreserve(self, key: str | None = None) -> None:
-        """Give back a place whose turn was never submitted (admission failed after `reserve`)."""
-        with self._lock:
-            self._release(key)
-
-    def _release(self, key: str | None) -> None:
-        """One place free again, and one fewer held by `key`; under the lock."""
-        self._taken = max(0, self._taken - 1)
+    def check_places(self, key: str | None) -> None:
+        """The capacity check in spec/api.md §8.1's order (a read; the admitting transaction re-checks)."""
+        places = self.places(key)
         if key is not None:
-            left = self._held.get(key, 0) - 1
-            if left > 0:
-                self._held[key] = left
-            else:
-                self._held.pop(key, None)
+            held = self.db.turns_in_flight(key)
+            if held >= places.key_share:
+                raise self.refusal(
+                    TurnPlacesFull(
+                        "key_turn_limit",
+                        f"this key is running or queueing {held} turns, its share of the server's "
+                        f"{self.capacity} places; retry later",
+                        held,
+                        places.key_share,
+                    )
+                )
+        taken = self.db.turns_in_flight()
+        if taken >= self.capacity:
+            raise self.refusal(
+                TurnPlacesFull(
+                    "too_many_queries",
+                    f"the server is running or queueing {taken} turns, its limit; retry later",
+                    taken,
+                    self.capacity,
+                )
+            )
+
+    def refusal(self, full: TurnPlacesFull) -> ApiError:
+        extra: dict[str, Any] = {"limit": full.limit} if full.code == "key_turn_limit" else {}
+        return ApiError(429, full.code, str(full), headers={"Retry-After": str(self.retry_after())}, **extra)
 
     async def admit(self, fn: Callable[[], T]) -> T:
         """Run an admission step on an admission thread. It runs to its end even if the request is
         cancelled meanwhile, so a turn it stores is always submitted."""
         return await asyncio.shield(asyncio.wrap_future(self._admission.submit(fn)))
 
-    def submit(self, turn: PreparedTurn, key: str | None = None) -> Future[Query]:
-        """Queue a prepared turn in a place taken by `reserve(key)`; the future resolves to its final
-        Query."""
-        entry = _Entry(turn, key)
-        with self._lock:
-            self._entries[turn.query.id] = entry
-        self._pool.submit(self._work, entry)
-        return entry.future
+    # ------------------------------------------------------------------------------ running
+    def submit(self, turn: PreparedTurn) -> Future[Query] | None:
+        """Get an admitted turn run: on this process's pool (the future resolves to its final Query),
+        or on the queue for a worker (None: follow it through the database). A turn the queue refuses
+        is failed at once, never left waiting."""
+        query_id = turn.query.id
+        if self.queue is not None:
+            self.runtime.forget(query_id)  # a worker restores it from the database
+            try:
+                self.queue.defer_turn(query_id)
+            except Exception as exc:
+                log.exception("turn %s could not be queued", query_id)
+                self.db.fail_query(query_id, f"could not be queued: {type(exc).__name__}")
+                self.db.release_session(turn.session["id"], query_id)
+                self.hub.notify(query_id)
+            return None
+        future: Future[Query] = Future()
+        self._pool.submit(self._run, turn, future)
+        return future
 
-    def _claim(self, entry: _Entry) -> bool:
-        with self._lock:
-            if entry.claimed:
-                return False
-            entry.claimed = True
-            return True
+    def run_queued(self, query_id: str) -> None:
+        """A worker's job: restore the turn from the database and run it here, on the caller's thread.
+        A turn no longer waiting (ended meanwhile, cancelled while queued, or taken) is left alone."""
+        turn = self.runtime.restore(query_id)
+        if turn is None:
+            return
+        future: Future[Query] = Future()
+        self._run(turn, future)
 
-    def _work(self, entry: _Entry) -> None:
-        if self._claim(entry):
-            self._run(entry)
-
-    def _run(self, entry: _Entry) -> None:
-        query_id = entry.turn.query.id
+    def _run(self, turn: PreparedTurn, future: Future[Query]) -> None:
+        query_id = turn.query.id
         began = time.monotonic()
         try:
-            entry.future.set_result(self.runtime.run(entry.turn, lambda event: self.hub.notify(query_id)))
+            if not self.db.hold_turn(query_id, self.worker, self.lease_s):
+                self.runtime.forget(query_id)  # cancelled while it waited, or another worker has it
+                stored = self.db.get_query(query_id)
+                future.set_result(Query.model_validate(stored) if stored else turn.query)
+                return
+            with self._lock:
+                self._running.add(query_id)
+            self._ensure_heartbeat()
+            if self.db.cancel_asked(query_id):
+                turn.cancel_event.set()
+            future.set_result(self.runtime.run(turn, lambda event: self.hub.notify(query_id)))
         except BaseException as exc:  # `run` fails the turn itself; this is a last resort for waiters
             log.exception("turn %s crashed outside the runtime", query_id)
-            entry.future.set_exception(exc)
+            future.set_exception(exc)
         finally:
             took = time.monotonic() - began
             with self._lock:
-                self._release(entry.key)
-                self._entries.pop(query_id, None)
+                self._running.discard(query_id)
                 mean = self._mean_turn_s
                 self._mean_turn_s = took if mean is None else 0.8 * mean + 0.2 * took
             self.hub.notify(query_id)  # no longer active: followers may finish
 
-    def holds(self, query_id: str) -> bool:
-        """The turn is queued or running here (its place in the pool is still taken)."""
+    def running(self) -> list[str]:
         with self._lock:
-            return query_id in self._entries
+            return sorted(self._running)
 
-    def cancel(self, query_id: str) -> bool:
-        """Stop a turn of this server (spec/api.md §9.4). A running turn stops between steps with its sandbox
-        killed; a queued one is ended at once, here, instead of waiting for a worker. False when the
-        turn is not running here (unknown, finished, or owned by another process)."""
-        if not self.runtime.cancel(query_id):
-            return False
+    # ------------------------------------------------------------------------------ heartbeat
+    def start_heartbeat(self) -> None:
+        """Beat from now on, not only while a turn runs here: with a queue, each beat also fails the
+        turns of dead workers (any process may, and an API server without workers still should)."""
+        self._ensure_heartbeat()
+
+    def _ensure_heartbeat(self) -> None:
         with self._lock:
-            entry = self._entries.get(query_id)
-        if entry is not None and self._claim(entry):
-            self._run(entry)  # the cancel flag is set: the turn records `cancelled` and returns
+            if self._beat is not None or self._stop.is_set():
+                return
+            self._beat = threading.Thread(target=self._heartbeat, name="sleuth-heartbeat", daemon=True)
+            self._beat.start()
+
+    def _heartbeat(self) -> None:
+        """Renew the holds of the turns running here, and stop those a stop was asked for elsewhere."""
+        while not self._stop.wait(self.heartbeat_s):
+            self.beat()
+
+    def beat(self) -> None:
+        """One heartbeat (the thread calls it; a worker's drain calls it too)."""
+        try:
+            for held in self.db.renew_holds(self.worker, self.lease_s):
+                if held.cancel_requested:
+                    self.runtime.cancel(held.query_id)
+            if self.queue is not None:
+                for query_id in self.db.fail_lost_turns(max_wait_s=self.max_wait_s):
+                    log.warning("turn %s failed: its worker stopped answering (or none took it)", query_id)
+                    self.hub.notify(query_id)
+        except Exception:  # the database is away: the next beat tries again, the holds last 3 beats
+            log.warning("heartbeat of %s failed", self.worker, exc_info=True)
+
+    # ------------------------------------------------------------------------------ control
+    def cancel(self, query_id: str) -> bool:
+        """Stop a turn (spec/api.md §9.4) from any server. A waiting turn ends at once; a running one
+        stops between steps with its sandbox killed, on whichever process holds it. False when the
+        turn had already ended."""
+        outcome = self.db.request_cancel(query_id)
+        if outcome == "done":
+            return False
+        if outcome == "asked":
+            self.runtime.cancel(query_id)  # held here: stop it now (elsewhere: NOTIFY or its heartbeat)
+        else:  # waiting: run it here with the stop asked, so it ends now, recorded like any cancel
+            turn = self.runtime.restore(query_id)
+            if turn is not None:
+                turn.cancel_event.set()
+                self._run(turn, Future())
+            else:
+                self.db.end_turn(query_id, "cancelled", "cancelled")
+        self.hub.notify(query_id)
         return True
 
+    def close(self) -> None:
+        self.shutdown()
+
     def shutdown(self) -> None:
-        """Stop taking turns and cancel the ones admitted; running ones finish on their threads."""
-        with self._lock:
-            ids = list(self._entries)
-        for query_id in ids:
-            self.cancel(query_id)
-        self._pool.shutdown(wait=False)
+        """Stop taking turns and cancel the ones running here; they record it on their threads."""
+        self._stop.set()
+        for query_id in self.running():
+            self.runtime.cancel(query_id)
+        self._pool.shutdown(wait=False, cancel_futures=True)
         self._admission.shutdown(wait=False)
 
 
@@ -218,7 +309,10 @@ _executor_lock = threading.Lock()
 
 
 def executor(request: Request) -> TurnExecutor:
-    """The app's executor, made on first use from the server's settings."""
+    """The app's executor (`server.build_state` builds it; a bare state gets one on first use)."""
+    built = api_state(request).turns
+    if isinstance(built, TurnExecutor):
+        return built
     app_state: Any = request.app.state
     found: TurnExecutor | None = getattr(app_state, "sleuth_turns", None)
     if found is not None:
@@ -238,20 +332,27 @@ def executor(request: Request) -> TurnExecutor:
         return found
 
 
-async def wait_for(future: Future[Query]) -> Query:
-    """Await a turn without tying it to the request: a cancelled await leaves the turn running."""
-    return await asyncio.shield(asyncio.wrap_future(future))
+def settled(db: ServerDB, query_id: str) -> bool:
+    """The turn ended and let go of its session (a next turn of the session may be asked now)."""
+    document = db.get_query(query_id)
+    if document is None:
+        return True
+    if document.get("status") not in TERMINAL_STATUSES:
+        return False
+    session = db.get_session(str(document.get("session_id")))
+    return session is None or session.get("active_query_id") != query_id
 
 
 async def wait_until(predicate: Callable[[], bool], hub: EventHub, query_id: str, timeout_s: float) -> bool:
-    """Wait, woken by the turn's events, until `predicate()` holds or `timeout_s` passes."""
+    """Wait, woken by the turn's events (or every 0.25 s), until `predicate()` holds or `timeout_s`
+    passes. `predicate` reads the database: run it off the event loop."""
     waiter = hub.subscribe(query_id)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     try:
         while True:
             waiter.clear()
-            if predicate():
+            if await asyncio.to_thread(predicate):
                 return True
             remaining = deadline - loop.time()
             if remaining <= 0:

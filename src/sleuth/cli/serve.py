@@ -68,6 +68,13 @@ def serve_cmd(
     project_id: Annotated[str | None, typer.Option(help="Reported by /auth, a setting.")] = None,
     project_name: Annotated[str | None, typer.Option(help="Reported by /auth, a setting.")] = None,
     log_level: Annotated[str, typer.Option(help="debug | info | warning | error")] = "info",
+    with_worker: Annotated[
+        bool,
+        typer.Option(
+            "--with-worker",
+            help="With SLEUTH_DATABASE_URL: also run a worker in this process (a one-host deployment).",
+        ),
+    ] = False,
 ) -> None:
     """Serve the HTTP API (OpenAPI at /api/openapi.json) over $SLEUTH_HOME until interrupted."""
     from sleuth.api.server import ServeError, ServeOptions, resolve_auth, serve
@@ -82,6 +89,7 @@ def serve_cmd(
         max_queued_turns=max_queued_turns,
         project_id=project_id,
         project_name=project_name,
+        with_worker=with_worker,
     )
     try:
         required = resolve_auth(options)
@@ -95,6 +103,39 @@ def serve_cmd(
     try:
         serve(Home(), options, log_level=log_level.lower())
     except CatalogError as exc:  # config.toml or SLEUTH_MODEL names a model that does not resolve
+        raise fail(str(exc)) from None
+
+
+@app.command("worker", epilog=_settings_help())
+def worker_cmd(
+    queue: Annotated[
+        list[str] | None,
+        typer.Option("--queue", help="Take jobs from this queue only (turns, tasks); repeat. Default: both."),
+    ] = None,
+    concurrency: Annotated[
+        int | None, typer.Option(min=1, max=256, help="Jobs at once (the worker_concurrency setting).")
+    ] = None,
+    log_level: Annotated[str, typer.Option(help="debug | info | warning | error")] = "info",
+) -> None:
+    """Run the turns and curates API servers queue (needs SLEUTH_DATABASE_URL=postgresql://…) until
+    SIGTERM, which drains: no new jobs, running ones finish or go back to the queue."""
+    from sleuth.api.queue import QUEUES
+    from sleuth.api.server import ServeError
+    from sleuth.api.worker import work
+    from sleuth.settings import current
+
+    wanted = tuple(queue or QUEUES)
+    unknown = [name for name in wanted if name not in QUEUES]
+    if unknown:
+        raise fail(f"unknown queue {unknown[0]!r}; use {' or '.join(QUEUES)}")
+    url = current().database_url
+    if not url or not url.startswith(("postgresql", "postgres:")):
+        raise fail("sleuth worker needs SLEUTH_DATABASE_URL=postgresql://… (the job queue lives there)")
+    logging.basicConfig(level=log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s")
+    overrides = {} if concurrency is None else {"worker_concurrency": concurrency}
+    try:
+        work(Home(), overrides, queues=wanted)
+    except ServeError as exc:
         raise fail(str(exc)) from None
 
 

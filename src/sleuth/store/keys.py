@@ -32,9 +32,9 @@ from sqlalchemy import Column, Float, ForeignKey, Index, String, Table, delete, 
 from sqlalchemy.engine import Connection, Row
 
 from sleuth.errors import Invalid
+from sleuth.store.database import new_id
 from sleuth.store.server_db import LOCAL_PRINCIPAL, ServerDB
 from sleuth.store.server_schema import metadata
-from sleuth.store.sqlite import new_id
 
 KEY_PREFIX = "slk_"
 TOKEN_PREFIX = "slt_"

@@ -1,4 +1,10 @@
-"""`curate.lock`: one curate per context at a time, whether the CLI or a server runs it."""
+"""`curate.lock`: one curate per context at a time, whether the CLI, a server or a worker runs it.
+
+On one machine a `flock` on the context's `curate.lock` is the lock. With many machines sharing
+PostgreSQL, a session-level advisory lock on the context's id comes first: it is held by one database
+connection for the whole curate, so it is released when that connection ends, even when the worker
+holding it is killed (a file lock on a network volume may not be shared between hosts at all).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from sqlalchemy import text
+
 from sleuth.errors import Conflict
+from sleuth.store.database import Database
 
 
 class CurateInFlight(Conflict, RuntimeError):
@@ -16,7 +25,33 @@ class CurateInFlight(Conflict, RuntimeError):
 
 
 @contextmanager
-def curate_lock(path: Path) -> Iterator[None]:
+def curate_lock(path: Path, database: Database | None = None, key: str | None = None) -> Iterator[None]:
+    """The context's lock: the database's (PostgreSQL, with the context's `key`), then the file's."""
+    if database is not None and database.is_postgres and key is not None:
+        with _advisory_lock(database, f"curate:{key}"), _file_lock(path):
+            yield
+    else:
+        with _file_lock(path):
+            yield
+
+
+@contextmanager
+def _advisory_lock(database: Database, name: str) -> Iterator[None]:
+    with database.engine.connect() as conn:
+        params = {"name": name}
+        taken = conn.execute(text("SELECT pg_try_advisory_lock(hashtextextended(:name, 0))"), params).scalar()
+        conn.commit()
+        if not taken:
+            raise CurateInFlight(f"another compile of this context is running ({name})")
+        try:
+            yield
+        finally:
+            conn.execute(text("SELECT pg_advisory_unlock(hashtextextended(:name, 0))"), params)
+            conn.commit()
+
+
+@contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:

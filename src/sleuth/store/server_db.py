@@ -22,6 +22,7 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,15 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection, Row
 
 from sleuth.errors import Conflict, Error, NotFound
+from sleuth.settings import current
+from sleuth.store.database import (
+    Database,
+    SqlStore,
+    add_missing_columns,
+    dumps,
+    loads,
+    new_id,
+)
 from sleuth.store.replay_log import delete_replay_log
 from sleuth.store.server_schema import (
     MIGRATIONS,
@@ -50,12 +60,6 @@ from sleuth.store.server_schema import (
     sessions_t,
     traces_t,
 )
-from sleuth.store.sqlite import (
-    SqliteStore,
-    dumps,
-    loads,
-    new_id,
-)
 
 if TYPE_CHECKING:
     from sleuth.store.home import Home
@@ -66,6 +70,10 @@ INTERRUPTED_ERROR = "interrupted: the process stopped during this turn"
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 TRACE_CHUNK_CHARS = 256 * 1024  # what one trace download holds in memory at a time
 TERMINAL_EVENT_TYPES = frozenset(f"response.{status}" for status in TERMINAL_STATUSES)
+EVENTS_CHANNEL = "sleuth_events"  # PostgreSQL NOTIFY: a turn stored an event (payload: its query id)
+CONTROL_CHANNEL = "sleuth_control"  # PostgreSQL NOTIFY: a stop was asked for a turn (payload: its id)
+WORKER_LOST_ERROR = "worker lost: the process running this turn stopped answering"
+NEVER_STARTED_ERROR = "not started: no worker took this turn in time"
 
 
 class ServerDBError(Error):
@@ -86,6 +94,33 @@ class QueryNotFound(ServerDBError, NotFound, LookupError):
 
 class ComparisonGroupFull(ServerDBError, Conflict):
     """A comparison group already holds its 3 turns (`409 comparison_group_full` over HTTP)."""
+
+
+class TurnPlacesFull(ServerDBError, Conflict):
+    """Running and queued turns fill the deployment's places (`429 too_many_queries`), or the key's
+    share of them (`429 key_turn_limit`, `code`)."""
+
+    def __init__(self, code: str, message: str, held: int, limit: int) -> None:
+        super().__init__(message)
+        self.code, self.held, self.limit = code, held, limit
+
+
+@dataclass(frozen=True)
+class TurnPlaces:
+    """The admission limits the admitting transaction checks (spec/api.md §8.1 "Capacity"): running plus
+    queued turns across every server stay within `capacity`, and a query key's within `key_share`."""
+
+    capacity: int
+    key: str | None = None  # the query key the turn counts against; None: admins and no-auth
+    key_share: int = 0
+
+
+@dataclass(frozen=True)
+class Held:
+    """A turn a worker holds (its lease) and whether a stop was asked for it from any server."""
+
+    query_id: str
+    cancel_requested: bool
 
 
 def _title(text: str) -> str:
@@ -111,6 +146,44 @@ def _session_dict(row: Row[Any]) -> dict[str, Any]:
     }
 
 
+def _session_row(session: dict[str, Any]) -> dict[str, Any]:
+    tools = session.get("tools")
+    return {
+        **session,
+        "scope": dumps(session["scope"]),
+        "models": dumps(session["models"]),
+        "tools": None if tools is None else dumps(tools),
+    }
+
+
+def _in_flight(conn: Connection, key: str | None = None) -> int:
+    stmt = select(func.count()).select_from(queries_t).where(queries_t.c.status == "in_progress")
+    if key is not None:
+        stmt = stmt.where(queries_t.c.share_key == key)
+    return int(conn.execute(stmt).scalar_one())
+
+
+def _check_places(conn: Connection, places: TurnPlaces) -> None:
+    if places.key is not None and places.key_share > 0:
+        held = _in_flight(conn, places.key)
+        if held >= places.key_share:
+            raise TurnPlacesFull(
+                "key_turn_limit",
+                f"this key is running or queueing {held} turns, its share of the server's "
+                f"{places.capacity} places; retry later",
+                held,
+                places.key_share,
+            )
+    taken = _in_flight(conn)
+    if taken >= places.capacity:
+        raise TurnPlacesFull(
+            "too_many_queries",
+            f"the server is running or queueing {taken} turns, its limit; retry later",
+            taken,
+            places.capacity,
+        )
+
+
 def _query_document(row: Row[Any]) -> dict[str, Any]:
     document: dict[str, Any] = json.loads(row.document)
     document["feedback"] = loads(row.feedback)
@@ -134,48 +207,54 @@ def _query_fields(query: dict[str, Any]) -> tuple[str, str, str]:
     return query_id, session_id, status
 
 
-class ServerDB(SqliteStore):
-    """One `server.sqlite`. Create with `ServerDB.for_home(home)`; close with `close()` (or `with`).
+class ServerDB(SqlStore):
+    """The server's state: a `server.sqlite` or a PostgreSQL database. Create with
+    `ServerDB.for_home(home)`; close with `close()` (or `with`).
 
     `replay_root` is the home root under which `queries/<qry_id>/` directories live; `delete_session`
-    removes those of the deleted turns after the rows are gone. It defaults to the database's own
-    directory, since `server.sqlite` sits at the home root; pass it explicitly for any other layout.
+    removes those of the deleted turns after the rows are gone. It defaults to the SQLite file's own
+    directory, since `server.sqlite` sits at the home root; pass it for any other layout (PostgreSQL).
     """
 
-    def __init__(self, path: Path, *, replay_root: Path | None = None) -> None:
-        super().__init__(path, metadata)
-        self.replay_root = Path(replay_root) if replay_root is not None else self.path.parent
-        try:
-            self._check_schema_version()
-        except BaseException:
-            self.close()
-            raise
+    def __init__(self, target: Path | str | Database, *, replay_root: Path | None = None) -> None:
+        super().__init__(target)
+        if replay_root is None:
+            if self.path is None:
+                raise ValueError("a ServerDB on PostgreSQL needs its replay_root")
+            replay_root = self.path.parent
+        self.replay_root = Path(replay_root)
+        self.database.prepare(metadata, self._upgrade)
 
     @classmethod
-    def for_home(cls, home: Home) -> ServerDB:
-        return cls(home.root / "server.sqlite", replay_root=home.root)
+    def for_home(cls, home: Home, database_url: str | None = None) -> ServerDB:
+        """The home's server database: `database_url`, else the `SLEUTH_DATABASE_URL` setting, else the
+        home's `server.sqlite`."""
+        url = database_url or current().database_url
+        return cls(url or home.root / "server.sqlite", replay_root=home.root)
 
-    def _check_schema_version(self) -> None:
-        """Stamp a new database; upgrade an older one in place (one transaction); refuse a newer one."""
-        with self.writing() as conn:
-            found = conn.execute(select(meta_t.c.value).where(meta_t.c.key == "schema_version")).scalar()
-            if found is None:
-                conn.execute(insert(meta_t).values(key="schema_version", value=str(SCHEMA_VERSION)))
-                return
-            version = int(found)
-            if version > SCHEMA_VERSION:
-                raise ServerDBError(
-                    f"{self.path} has schema version {found}, newer than this Sleuth understands "
-                    f"({SCHEMA_VERSION}); upgrade Sleuth"
-                )
-            if version == SCHEMA_VERSION:
-                return
-            for reached, statements in MIGRATIONS:
-                if version < reached:
-                    for statement in statements:
-                        conn.execute(text(statement))
-                    version = reached
-            conn.execute(update(meta_t).where(meta_t.c.key == "schema_version").values(value=str(version)))
+    def _upgrade(self, conn: Connection) -> None:
+        """Stamp a new database; upgrade an older one in place (in `prepare`'s one transaction, under
+        its schema lock); refuse a newer one."""
+        found = conn.execute(select(meta_t.c.value).where(meta_t.c.key == "schema_version")).scalar()
+        if found is None:
+            conn.execute(insert(meta_t).values(key="schema_version", value=str(SCHEMA_VERSION)))
+            return
+        version = int(found)
+        if version > SCHEMA_VERSION:
+            where = self.path or "the server database"
+            raise ServerDBError(
+                f"{where} has schema version {found}, newer than this Sleuth understands "
+                f"({SCHEMA_VERSION}); upgrade Sleuth"
+            )
+        if version == SCHEMA_VERSION:
+            return
+        for reached, statements in MIGRATIONS:
+            if version < reached:
+                for statement in statements:
+                    conn.execute(text(statement))
+                version = reached
+        add_missing_columns(conn, metadata)
+        conn.execute(update(meta_t).where(meta_t.c.key == "schema_version").values(value=str(version)))
 
     @property
     def schema_version(self) -> int:
@@ -198,8 +277,27 @@ class ServerDB(SqliteStore):
         created_by: str = LOCAL_PRINCIPAL,
     ) -> dict[str, Any]:
         """A new session; scope, prompts, models, tools and workflow are pinned here (spec/runtime.md §9)."""
+        session = self.new_session(
+            scope, title, system_prompt, guardrails, models, tools, workflow, created_by
+        )
+        with self.writing() as conn:
+            conn.execute(insert(sessions_t).values(**_session_row(session)))
+        return session
+
+    @staticmethod
+    def new_session(
+        scope: list[str],
+        title: str,
+        system_prompt: str | None = None,
+        guardrails: str | None = None,
+        models: list[str] | None = None,
+        tools: list[str] | None = None,
+        workflow: str = "search",
+        created_by: str = LOCAL_PRINCIPAL,
+    ) -> dict[str, Any]:
+        """A session as `create_session` would store it, not stored yet (`admit_turn` stores it)."""
         now = time.time()
-        session: dict[str, Any] = {
+        return {
             "id": new_id("ses"),
             "scope": list(scope),
             "title": _title(title),
@@ -214,15 +312,6 @@ class ServerDB(SqliteStore):
             "created_at": now,
             "updated_at": now,
         }
-        row = {
-            **session,
-            "scope": dumps(session["scope"]),
-            "models": dumps(session["models"]),
-            "tools": None if tools is None else dumps(session["tools"]),
-        }
-        with self.writing() as conn:
-            conn.execute(insert(sessions_t).values(**row))
-        return session
 
     def get_session(self, session_id: str) -> dict[str, Any] | None:
         with self.reading() as conn:
@@ -315,6 +404,191 @@ class ServerDB(SqliteStore):
             )
             return result.rowcount == 1
 
+    def admit_turn(
+        self,
+        query: dict[str, Any],
+        *,
+        session: dict[str, Any],
+        new_session: bool,
+        workflow: str | None = None,
+        comparison_group: str | None = None,
+        places: TurnPlaces | None = None,
+        request: dict[str, Any] | None = None,
+    ) -> None:
+        """Admit one turn in one transaction: create the session (when `new_session`), claim it, check
+        the comparison group and the turn places, and store the Query `in_progress`.
+
+        Each check is re-done here, inside the single writer's transaction, so racing requests on any
+        number of servers can never both pass one: `SessionBusy`, `ComparisonGroupFull`,
+        `TurnPlacesFull`, `SessionNotFound`. `request` is what a worker needs to run the turn.
+        """
+        query_id, session_id, status = _query_fields(query)
+        if session_id != session["id"]:
+            raise ValueError("the query belongs to another session")
+        now = time.time()
+        with self.writing() as conn:
+            if new_session:
+                conn.execute(insert(sessions_t).values(**_session_row(session)))
+            claimed = conn.execute(
+                update(sessions_t)
+                .where(sessions_t.c.id == session_id, sessions_t.c.active_query_id.is_(None))
+                .values(active_query_id=query_id, updated_at=now)
+            )
+            if claimed.rowcount != 1:
+                if conn.execute(select(sessions_t.c.id).where(sessions_t.c.id == session_id)).first() is None:
+                    raise SessionNotFound(f"no session {session_id}")
+                raise SessionBusy(f"session {session_id} has a turn in flight")
+            if comparison_group is not None and _group_size(conn, comparison_group) >= COMPARISON_GROUP_SIZE:
+                raise ComparisonGroupFull(
+                    f"comparison group {comparison_group!r} already has {COMPARISON_GROUP_SIZE} turns"
+                )
+            if places is not None:
+                _check_places(conn, places)
+            feedback = query.get("feedback")
+            conn.execute(
+                insert(queries_t).values(
+                    id=query_id,
+                    session_id=session_id,
+                    status=status,
+                    created=int(query.get("created") or now),
+                    updated=now,
+                    document=dumps(query),
+                    feedback=None if feedback is None else dumps(feedback),
+                    workflow=workflow,
+                    comparison_group=comparison_group,
+                    request=None if request is None else dumps(request),
+                    share_key=None if places is None else places.key,
+                )
+            )
+
+    def turns_in_flight(self, key: str | None = None) -> int:
+        """Turns running or queued on every server (`in_progress`); with `key`, that key's."""
+        with self.reading() as conn:
+            return _in_flight(conn, key)
+
+    def turn_request(self, query_id: str) -> dict[str, Any] | None:
+        """What `admit_turn` stored for a worker to run the turn; None for a turn stored without one."""
+        with self.reading() as conn:
+            found = conn.execute(select(queries_t.c.request).where(queries_t.c.id == query_id)).scalar()
+        return None if found is None else dict(json.loads(found))
+
+    # --- leases: which worker holds a turn, until when ------------------------------------------------
+
+    def hold_turn(self, query_id: str, worker: str, lease_s: float) -> bool:
+        """Take a waiting turn for `worker` until now + `lease_s`; False when it is no longer waiting
+        (finished, cancelled while queued, or held by another worker)."""
+        now = time.time()
+        with self.writing() as conn:
+            result = conn.execute(
+                update(queries_t)
+                .where(
+                    queries_t.c.id == query_id,
+                    queries_t.c.status == "in_progress",
+                    queries_t.c.worker.is_(None),
+                )
+                .values(worker=worker, lease_until=now + lease_s)
+            )
+            return result.rowcount == 1
+
+    def renew_holds(self, worker: str, lease_s: float) -> list[Held]:
+        """The worker's heartbeat: extend the lease of every turn it holds; returns them, each with
+        whether a stop was asked (so a cancel reaches the worker even when a notification is lost)."""
+        now = time.time()
+        with self.writing() as conn:
+            conn.execute(
+                update(queries_t)
+                .where(queries_t.c.worker == worker, queries_t.c.status == "in_progress")
+                .values(lease_until=now + lease_s)
+            )
+            rows = conn.execute(
+                select(queries_t.c.id, queries_t.c.cancel_requested).where(
+                    queries_t.c.worker == worker, queries_t.c.status == "in_progress"
+                )
+            ).all()
+        return [Held(row.id, row.cancel_requested is not None) for row in rows]
+
+    def holder(self, query_id: str) -> tuple[str | None, float | None]:
+        """The worker holding the turn and its lease's end (None, None while it waits)."""
+        with self.reading() as conn:
+            row = conn.execute(
+                select(queries_t.c.worker, queries_t.c.lease_until).where(queries_t.c.id == query_id)
+            ).first()
+        return (None, None) if row is None else (row.worker, row.lease_until)
+
+    def request_cancel(self, query_id: str) -> str:
+        """Record that a stop was asked for the turn, from any server. Returns where the turn is:
+
+        - `"waiting"`: no worker holds it yet; the caller may end it at once (`TurnExecutor.cancel`
+          holds and runs it with the stop already asked, which records `cancelled` without a sandbox);
+        - `"asked"`: a worker holds it and stops it within a step (NOTIFY, or its next heartbeat);
+        - `"done"`: it had already ended.
+        """
+        now = time.time()
+        with self.writing() as conn:
+            row = conn.execute(
+                select(queries_t.c.status, queries_t.c.worker).where(queries_t.c.id == query_id)
+            ).first()
+            if row is None:
+                raise QueryNotFound(f"no query {query_id}")
+            if row.status != "in_progress":
+                return "done"
+            conn.execute(update(queries_t).where(queries_t.c.id == query_id).values(cancel_requested=now))
+            if row.worker is None:
+                return "waiting"
+            self._notify(conn, CONTROL_CHANNEL, query_id)
+            return "asked"
+
+    def end_turn(self, query_id: str, status: str, error: str) -> bool:
+        """End a turn no runner will finish: its Query, its stream's terminal event and its session's
+        claim, in one transaction. False when it had already ended."""
+        with self.writing() as conn:
+            row = conn.execute(
+                select(queries_t.c.status, queries_t.c.document).where(queries_t.c.id == query_id)
+            ).first()
+            if row is None or row.status != "in_progress":
+                return False
+            _end_turns(conn, [(query_id, row.document)], status, error, time.time())
+            self._notify(conn, EVENTS_CHANNEL, query_id)
+            return True
+
+    def cancel_asked(self, query_id: str) -> bool:
+        with self.reading() as conn:
+            found = conn.execute(
+                select(queries_t.c.cancel_requested).where(queries_t.c.id == query_id)
+            ).scalar()
+        return found is not None
+
+    def fail_lost_turns(self, now: float | None = None, *, max_wait_s: float | None = None) -> list[str]:
+        """Fail the turns whose worker's lease ran out (the worker died or lost the database) and,
+        with `max_wait_s`, those no worker took within that many seconds; returns their ids.
+
+        Any server or worker may run this at any time: a live worker renews its leases well before they
+        end, so only the turns of dead processes match.
+        """
+        stamp = time.time() if now is None else now
+        lost = and_(queries_t.c.worker.is_not(None), queries_t.c.lease_until < stamp)
+        conditions = [lost]
+        if max_wait_s is not None:
+            conditions.append(and_(queries_t.c.worker.is_(None), queries_t.c.updated < stamp - max_wait_s))
+        with self.writing() as conn:
+            rows = conn.execute(
+                select(queries_t.c.id, queries_t.c.worker, queries_t.c.document).where(
+                    queries_t.c.status == "in_progress", or_(*conditions)
+                )
+            ).all()
+            for row in rows:
+                error = WORKER_LOST_ERROR if row.worker is not None else NEVER_STARTED_ERROR
+                _end_turns(conn, [(row.id, row.document)], "failed", error, stamp)
+                self._notify(conn, EVENTS_CHANNEL, row.id)
+        return [row.id for row in rows]
+
+    def _notify(self, conn: Connection, channel: str, payload: str) -> None:
+        """PostgreSQL NOTIFY, delivered when the transaction commits; nothing on SQLite (one process)."""
+        if self.database.is_postgres:
+            conn.execute(
+                text("SELECT pg_notify(:channel, :payload)"), {"channel": channel, "payload": payload}
+            )
+
     # --- queries ----------------------------------------------------------------------------------
 
     def insert_query(
@@ -399,6 +673,12 @@ class ServerDB(SqliteStore):
                 .values(status="failed", updated=time.time(), document=dumps(document))
             )
 
+    def turn_ended(self, query_id: str) -> bool:
+        """The turn is terminal, or does not exist: its stream will not grow."""
+        with self.reading() as conn:
+            status = conn.execute(select(queries_t.c.status).where(queries_t.c.id == query_id)).scalar()
+        return status is None or status in TERMINAL_STATUSES
+
     def get_query(self, query_id: str) -> dict[str, Any] | None:
         with self.reading() as conn:
             row = conn.execute(select(queries_t).where(queries_t.c.id == query_id)).first()
@@ -471,6 +751,7 @@ class ServerDB(SqliteStore):
             ).scalar_one()
             seq = int(last) + 1
             conn.execute(insert(events_t).values(query_id=query_id, seq=seq, type=event_type, data=data))
+            self._notify(conn, EVENTS_CHANNEL, query_id)
         return seq
 
     def events(self, query_id: str, since_seq: int = 1) -> list[dict[str, Any]]:
@@ -547,16 +828,9 @@ class ServerDB(SqliteStore):
             rows = conn.execute(
                 select(queries_t.c.id, queries_t.c.document).where(queries_t.c.status == "in_progress")
             ).all()
-            for row in rows:
-                document: dict[str, Any] = json.loads(row.document)
-                document["status"] = "failed"
-                document["error"] = error
-                conn.execute(
-                    update(queries_t)
-                    .where(queries_t.c.id == row.id)
-                    .values(status="failed", updated=stamp, document=dumps(document))
-                )
-                _end_stream(conn, row.id, document.get("session_id"), error)
+            _end_turns(conn, [(row.id, row.document) for row in rows], "failed", error, stamp)
+            # Claims left over: a turn that ended without releasing its session, or a claim whose turn
+            # was never stored.
             claimed = conn.execute(
                 select(sessions_t.c.id, sessions_t.c.active_query_id).where(
                     sessions_t.c.active_query_id.is_not(None)
@@ -567,15 +841,35 @@ class ServerDB(SqliteStore):
                     select(queries_t.c.id).where(queries_t.c.id == session.active_query_id)
                 ).first()
                 values: dict[str, Any] = {"active_query_id": None, "updated_at": stamp}
-                if stored is not None:  # the interrupted turn was stored: it is the session's latest
+                if stored is not None:
                     values["last_query_id"] = session.active_query_id
                 conn.execute(update(sessions_t).where(sessions_t.c.id == session.id).values(**values))
         return len(rows)
 
 
-def _end_stream(conn: Connection, query_id: str, session_id: Any, error: str) -> None:
-    """Append `response.failed` to an interrupted turn's events (spec/api.md §9.3: every stream ends
-    with one terminal event), after `response.created` when it has none yet."""
+def _end_turns(conn: Connection, turns: list[tuple[str, str]], status: str, error: str, stamp: float) -> None:
+    """End turns that no thread will finish (`(query_id, stored document)` each): the Query's status and
+    error, the terminal event of its stream, and its session's claim released with it as the latest."""
+    for query_id, stored in turns:
+        document: dict[str, Any] = json.loads(stored)
+        document["status"], document["error"] = status, error
+        conn.execute(
+            update(queries_t)
+            .where(queries_t.c.id == query_id)
+            .values(status=status, updated=stamp, document=dumps(document))
+        )
+        session_id = document.get("session_id")
+        _end_stream(conn, query_id, session_id, error, status)
+        conn.execute(
+            update(sessions_t)
+            .where(sessions_t.c.id == session_id, sessions_t.c.active_query_id == query_id)
+            .values(active_query_id=None, last_query_id=query_id, updated_at=stamp)
+        )
+
+
+def _end_stream(conn: Connection, query_id: str, session_id: Any, error: str, status: str = "failed") -> None:
+    """Append the terminal event to an ended turn's events (spec/api.md §9.3: every stream ends with
+    one terminal event), after `response.created` when it has none yet."""
     last = conn.execute(
         select(events_t.c.seq, events_t.c.type)
         .where(events_t.c.query_id == query_id)
@@ -588,7 +882,7 @@ def _end_stream(conn: Connection, query_id: str, session_id: Any, error: str) ->
     ending: list[dict[str, Any]] = []
     if last is None:
         ending.append({"type": "response.created", "query_id": query_id, "session_id": session_id})
-    ending.append({"type": "response.failed", "query_id": query_id, "error": error})
+    ending.append({"type": f"response.{status}", "query_id": query_id, "error": error})
     for event in ending:
         seq += 1
         conn.execute(

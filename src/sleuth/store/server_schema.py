@@ -18,7 +18,7 @@ from sqlalchemy import (
     Text,
 )
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 TITLE_CHARS = 80
 metadata = MetaData()
 meta_t = Table(
@@ -57,6 +57,12 @@ queries_t = Table(
     Column("feedback", Text),  # JSON {rating, comment} or null
     Column("workflow", String(64)),  # v2: the turn's workflow (the document does not carry it)
     Column("comparison_group", String(128)),  # v2: the client's comparison run, at most 3 turns
+    # v4: what another process needs to run, hold and stop the turn (many API servers and workers)
+    Column("request", Text),  # the turn to run, JSON (`agent.turn.Runtime.restore` reads it)
+    Column("share_key", String(80)),  # the query key whose share of the turn places it takes
+    Column("worker", String(200)),  # the worker running it; NULL while it waits
+    Column("lease_until", Float),  # the worker's hold ends then unless renewed (its heartbeat)
+    Column("cancel_requested", Float),  # when a stop was asked, from any server
     Index("ix_queries_session_created", "session_id", "created", "id"),
     Index("ix_queries_comparison_group", "comparison_group"),
     Index("ix_queries_status", "status"),
@@ -97,4 +103,6 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "CREATE INDEX IF NOT EXISTS ix_sessions_created_by ON sessions (created_by, created_at)",
         ),
     ),
+    # v4's columns are added by `database.add_missing_columns`, which every store runs on open.
+    (4, ()),
 )

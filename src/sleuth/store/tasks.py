@@ -40,16 +40,17 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.engine import Row
+from sqlalchemy.engine import Connection, Row
 
 from sleuth.errors import NotFound
-from sleuth.store.sqlite import SqliteStore, dumps, loads, new_id
+from sleuth.store.database import Database, SqlStore, add_missing_columns, dumps, loads, new_id
 
 #: Every state a task can be in; the contract's `starting` and `provisioning` are never used.
 STATES = ("scheduled", "running", "stopping", "completed", "failed", "cancelled")
 ACTIVE_STATES = ("scheduled", "running", "stopping")
 TERMINAL_STATES = ("completed", "failed", "cancelled")
 RESTARTED_ERROR = "server restarted"
+LOST_ERROR = "worker lost: the process running this task stopped answering"
 MAX_OUTPUT_CHARS = 2000
 MAX_OUTPUT_ITEMS = 1000
 MAX_OUTPUT_BYTES = 256 * 1024
@@ -79,6 +80,12 @@ tasks_t = Table(
     Column("running_from", Float),
     Column("finished_at", Float),
     Column("last_activity_at", Float, nullable=False),
+    # Many servers and workers: the worker running it and until when (its heartbeat renews), the job
+    # kind and arguments a worker runs it from, and how many times a worker began it.
+    Column("worker", String(200)),
+    Column("lease_until", Float),
+    Column("job", Text),  # JSON {"kind": ..., "args": {...}}, or null for a job run in-process
+    Column("attempts", Integer),
     Index("ix_tasks_context_state", "context_id", "state"),
     Index("ix_tasks_state", "state"),
 )
@@ -162,6 +169,10 @@ def _task_dict(row: Row[Any]) -> dict[str, Any]:
         "running_from": row.running_from,
         "finished_at": row.finished_at,
         "last_activity_at": row.last_activity_at,
+        "worker": row.worker,
+        "lease_until": row.lease_until,
+        "job": loads(row.job),
+        "attempts": row.attempts or 0,
     }
 
 
@@ -174,11 +185,16 @@ def runtime_seconds(task: dict[str, Any], now: float | None = None) -> float:
     return round(max(0.0, float(end) - float(began)), 3)
 
 
-class TaskStore(SqliteStore):
-    """The tasks of one `server.sqlite`. Close with `close()` (or `with`)."""
+def _upgrade(conn: Connection) -> None:
+    add_missing_columns(conn, metadata)
 
-    def __init__(self, path: Path) -> None:
-        super().__init__(path, metadata)
+
+class TaskStore(SqlStore):
+    """The tasks of the server database. Close with `close()` (or `with`)."""
+
+    def __init__(self, target: Path | str | Database) -> None:
+        super().__init__(target)
+        self.database.prepare(metadata, _upgrade)
 
     # --- create and read --------------------------------------------------------------------------
 
@@ -316,16 +332,101 @@ class TaskStore(SqliteStore):
 
     # --- state changes ----------------------------------------------------------------------------
 
-    def start(self, task_id: str) -> bool:
-        """`scheduled → running`; False when the task is no longer scheduled (cancelled meanwhile)."""
+    def start(self, task_id: str, worker: str | None = None, lease_s: float | None = None) -> bool:
+        """`scheduled → running`; False when the task is no longer scheduled (cancelled meanwhile, or
+        another worker took it). With `worker`, the task is held by it until now + `lease_s` (renewed by
+        its heartbeat, `renew`)."""
         now = time.time()
+        values: dict[str, Any] = {"state": "running", "running_from": now, "last_activity_at": now}
+        if worker is not None:
+            values.update(
+                worker=worker,
+                lease_until=now + (lease_s or 30.0),
+                attempts=func.coalesce(tasks_t.c.attempts, 0) + 1,
+            )
         with self.writing() as conn:
             result = conn.execute(
                 update(tasks_t)
                 .where(tasks_t.c.id == task_id, tasks_t.c.state == "scheduled")
-                .values(state="running", running_from=now, last_activity_at=now)
+                .values(**values)
             )
             return result.rowcount == 1
+
+    def set_job(self, task_id: str, job: dict[str, Any]) -> None:
+        """What a worker runs the task from: `{"kind", "args", "phases"}` (before it is queued)."""
+        with self.writing() as conn:
+            conn.execute(update(tasks_t).where(tasks_t.c.id == task_id).values(job=dumps(job)))
+
+    def renew(self, worker: str, lease_s: float) -> list[tuple[str, str]]:
+        """A worker's heartbeat: extend its holds; returns `(task_id, state)` of each (a `stopping`
+        one was asked to stop, from any server)."""
+        now = time.time()
+        with self.writing() as conn:
+            conn.execute(
+                update(tasks_t)
+                .where(tasks_t.c.worker == worker, tasks_t.c.state.in_(("running", "stopping")))
+                .values(lease_until=now + lease_s)
+            )
+            rows = conn.execute(
+                select(tasks_t.c.id, tasks_t.c.state).where(
+                    tasks_t.c.worker == worker, tasks_t.c.state.in_(("running", "stopping"))
+                )
+            ).all()
+        return [(row.id, row.state) for row in rows]
+
+    def release(self, task_id: str, worker: str) -> bool:
+        """Hand a running task back to the queue (its worker is stopping): `scheduled` again, held by
+        nobody. False when `worker` does not hold it running."""
+        with self.writing() as conn:
+            result = conn.execute(
+                update(tasks_t)
+                .where(tasks_t.c.id == task_id, tasks_t.c.worker == worker, tasks_t.c.state == "running")
+                .values(
+                    state="scheduled",
+                    worker=None,
+                    lease_until=None,
+                    running_from=None,
+                    last_activity_at=time.time(),
+                )
+            )
+            return result.rowcount == 1
+
+    def requeue_lost(self, max_attempts: int, now: float | None = None) -> tuple[list[str], list[str]]:
+        """The tasks whose worker's lease ran out: a running one with attempts left goes back to
+        `scheduled` (the caller queues it again), the rest end `failed` (a stopping one `cancelled`).
+        Returns (requeued, ended)."""
+        stamp = time.time() if now is None else now
+        requeued: list[str] = []
+        ended: list[str] = []
+        with self.writing() as conn:
+            rows = conn.execute(
+                select(tasks_t.c.id, tasks_t.c.state, tasks_t.c.attempts, tasks_t.c.job).where(
+                    tasks_t.c.state.in_(("running", "stopping")),
+                    tasks_t.c.worker.is_not(None),
+                    tasks_t.c.lease_until < stamp,
+                )
+            ).all()
+            for row in rows:
+                if row.state == "running" and row.job is not None and (row.attempts or 0) < max_attempts:
+                    values: dict[str, Any] = {
+                        "state": "scheduled",
+                        "worker": None,
+                        "lease_until": None,
+                        "running_from": None,
+                        "last_activity_at": stamp,
+                    }
+                    requeued.append(row.id)
+                else:
+                    state = "cancelled" if row.state == "stopping" else "failed"
+                    values = {
+                        "state": state,
+                        "error": LOST_ERROR if state == "failed" else "cancelled",
+                        "finished_at": stamp,
+                        "last_activity_at": stamp,
+                    }
+                    ended.append(row.id)
+                conn.execute(update(tasks_t).where(tasks_t.c.id == row.id).values(**values))
+        return requeued, ended
 
     def report(
         self,

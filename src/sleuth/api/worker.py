@@ -1,0 +1,55 @@
+"""`sleuth worker`: runs the turns and curates that API servers put on the PostgreSQL job queue.
+
+A worker is the same engine as a server without the HTTP side: `server.build_state` gives it the
+database, the runtime, the executor and the task service; `queue.run_worker` feeds it jobs, at most
+`worker_concurrency` at once. While a job runs, the worker's heartbeat renews its hold in the database
+(`ServerDB.renew_holds`, `TaskStore.renew`) and picks up stops asked on any server; a worker that dies
+stops renewing, and any other process fails its turns and begins its curates again.
+
+On SIGTERM (or Ctrl-C) the worker drains: procrastinate stops taking jobs and waits up to
+`task_stop_timeout_s` for those running; a curate still running then is handed back to the queue for
+another worker, a turn still running ends `cancelled` with the reason.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from sleuth.api.queue import QUEUES, JobsHere, run_worker
+from sleuth.api.server import ServeError, build_state
+from sleuth.api.task_service import TaskService
+from sleuth.api.turns import TurnExecutor
+from sleuth.store.home import Home
+
+log = logging.getLogger("sleuth.worker")
+
+
+def work(
+    home: Home,
+    overrides: dict[str, Any] | None = None,
+    *,
+    queues: Sequence[str] = QUEUES,
+) -> None:
+    """Run a worker until SIGTERM/SIGINT; `ServeError` before anything starts without PostgreSQL."""
+    state = build_state(home, overrides, role="worker")
+    try:
+        turns, tasks = state.turns, state.tasks
+        if not isinstance(turns, TurnExecutor) or not isinstance(tasks, TaskService):
+            raise ServeError("a worker needs SLEUTH_DATABASE_URL=postgresql://… (the job queue)")
+        settings = state.settings
+        log.info("worker %s: %d job(s) at once from %s", turns.worker, settings.worker_concurrency, queues)
+        run_worker(
+            state.db.database,
+            JobsHere(turns, tasks),
+            concurrency=settings.worker_concurrency,
+            queues=queues,
+            heartbeat_s=settings.worker_heartbeat_s,
+            name=turns.worker,
+            shutdown_grace_s=settings.task_stop_timeout_s,
+        )
+    finally:
+        if isinstance(state.tasks, TaskService):
+            state.tasks.release_held()
+        state.close()

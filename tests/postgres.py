@@ -1,0 +1,120 @@
+"""A throwaway PostgreSQL server for the tests and benchmarks: Debian's `postgresql` package (`make test`
+installs it when missing), a fresh cluster in a temporary directory on a free loopback port, stopped
+and deleted at the end. No Docker, nothing left behind.
+
+PostgreSQL refuses to run as root; as root the cluster is made and run as the `postgres` user the
+Debian package creates.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psycopg
+
+USER = "sleuth"
+
+
+class PostgresMissing(RuntimeError):
+    """No PostgreSQL server binaries on this machine (`make test` installs Debian's package)."""
+
+
+def _bindir() -> Path:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
+    if found:
+        return Path(found[-1]).parent
+    initdb = shutil.which("initdb")
+    if initdb:
+        return Path(initdb).parent
+    raise PostgresMissing("no PostgreSQL server here: `apt-get install postgresql` (make test does it)")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Postgres:
+    """A running cluster: `url(db)` for SQLAlchemy/Sleuth, `create_database()` for a fresh database."""
+
+    def __init__(self, root: Path, port: int) -> None:
+        self.root, self.port = root, port
+        self._count = 0
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql://{USER}@127.0.0.1:{self.port}/{database}"
+
+    def create_database(self, prefix: str = "t") -> str:
+        """A new empty database; returns its URL."""
+        self._count += 1
+        name = f"{prefix}_{os.getpid()}_{self._count}"
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return self.url(name)
+
+    def drop_database(self, url: str) -> None:
+        name = url.rsplit("/", 1)[1]
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _as_owner(argv: list[str]) -> list[str]:
+    return ["runuser", "-u", "postgres", "--", *argv] if os.geteuid() == 0 else argv
+
+
+@contextmanager
+def throwaway_postgres() -> Iterator[Postgres]:
+    """Start a fresh cluster (about a second) and stop it, deleting its files, at the end."""
+    bindir = _bindir()
+    root = Path(tempfile.mkdtemp(prefix="sleuth-pg-"))
+    data = root / "data"
+    if os.geteuid() == 0:
+        os.chmod(root, 0o755)
+        shutil.chown(root, "postgres", "postgres")
+    port = _free_port()
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.PIPE, "check": True}
+    try:
+        subprocess.run(
+            _as_owner([str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", USER, "--no-sync"]),
+            **quiet,  # type: ignore[call-overload]
+        )
+        options = (
+            f"-k {root} -p {port} -c listen_addresses=127.0.0.1 -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=300"
+        )
+        subprocess.run(
+            _as_owner(
+                [
+                    str(bindir / "pg_ctl"),
+                    "-D",
+                    str(data),
+                    "-o",
+                    options,
+                    "-l",
+                    str(root / "log"),
+                    "-w",
+                    "start",
+                ]
+            ),
+            **quiet,  # type: ignore[call-overload]
+        )
+        try:
+            yield Postgres(root, port)
+        finally:
+            subprocess.run(
+                _as_owner([str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                check=False,
+            )
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

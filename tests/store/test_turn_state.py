@@ -1,0 +1,207 @@
+"""The conformance suite of the turn store's ports, on both backends: one transaction admits (session, claim,
+comparison group, turn places), leases say which worker holds a turn until when, a cancel is a row any
+server can write, and the turns of a dead worker are failed, never left `in_progress`. Every test runs
+on SQLite and on a throwaway PostgreSQL (`database_target`)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sleuth.store.database import new_id
+from sleuth.store.keys import KeyStore
+from sleuth.store.server_db import (
+    NEVER_STARTED_ERROR,
+    WORKER_LOST_ERROR,
+    ComparisonGroupFull,
+    ServerDB,
+    SessionBusy,
+    TurnPlaces,
+    TurnPlacesFull,
+)
+from sleuth.store.tasks import TaskStore
+
+
+@pytest.fixture
+def db(database_target: str, tmp_path: Path) -> Iterator[ServerDB]:
+    store = ServerDB(database_target, replay_root=tmp_path)
+    yield store
+    store.close()
+
+
+def query_for(session_id: str) -> dict[str, Any]:
+    return {
+        "id": new_id("qry"),
+        "object": "query",
+        "session_id": session_id,
+        "status": "in_progress",
+        "created": int(time.time()),
+        "input": [{"role": "user", "content": "q"}],
+    }
+
+
+def admit(
+    db: ServerDB,
+    *,
+    places: TurnPlaces | None = None,
+    group: str | None = None,
+    session: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    new = session is None
+    session = session or db.new_session(["kb"], "q")
+    query = query_for(session["id"])
+    db.admit_turn(
+        query,
+        session=session,
+        new_session=new,
+        workflow="search",
+        comparison_group=group,
+        places=places,
+        request={"request": {"ask": "q"}},
+    )
+    return query
+
+
+def test_admission_stores_session_claim_and_turn_together(db: ServerDB) -> None:
+    query = admit(db)
+    session = db.get_session(query["session_id"])
+    assert session is not None and session["active_query_id"] == query["id"]
+    assert db.get_query(query["id"])["status"] == "in_progress"  # type: ignore[index]
+    assert db.turn_request(query["id"]) == {"request": {"ask": "q"}}
+    with pytest.raises(SessionBusy):  # the session's one turn in flight
+        admit(db, session=session)
+    assert db.turns_in_flight() == 1
+
+
+def test_turn_places_hold_under_racing_admissions(db: ServerDB) -> None:
+    """Twelve requests at once for four places, and a key with a share of two: never more pass."""
+    places = TurnPlaces(capacity=4, key="key_a", key_share=2)
+    outcomes: list[str] = []
+    lock = threading.Lock()
+
+    def one(_: int) -> None:
+        try:
+            admit(db, places=places)
+            outcome = "admitted"
+        except TurnPlacesFull as exc:
+            outcome = exc.code
+        with lock:
+            outcomes.append(outcome)
+
+    with ThreadPoolExecutor(6) as pool:
+        list(pool.map(one, range(6)))
+    assert outcomes.count("admitted") == 2 and outcomes.count("key_turn_limit") == 4
+    others = TurnPlaces(capacity=4, key=None)
+    with ThreadPoolExecutor(6) as pool:
+        results = list(pool.map(lambda _: _try(lambda: admit(db, places=others)), range(6)))
+    assert results.count(None) == 2  # the two places the key left
+    assert {type(r) for r in results if r is not None} == {TurnPlacesFull}
+    assert db.turns_in_flight() == 4 and db.turns_in_flight("key_a") == 2
+
+
+def _try(fn: Any) -> BaseException | None:
+    try:
+        fn()
+    except BaseException as exc:
+        return exc
+    return None
+
+
+def test_a_comparison_group_never_passes_three_turns(db: ServerDB) -> None:
+    with ThreadPoolExecutor(5) as pool:
+        results = list(pool.map(lambda _: _try(lambda: admit(db, group="run-1")), range(5)))
+    assert results.count(None) == 3
+    assert all(isinstance(r, ComparisonGroupFull) for r in results if r is not None)
+    # A refused admission stored nothing: no session was left behind.
+    assert len(db.list_sessions(limit=100)) == 3
+
+
+def test_a_worker_holds_a_waiting_turn_until_its_lease_runs_out(db: ServerDB) -> None:
+    query = admit(db)
+    assert db.hold_turn(query["id"], "worker-a", lease_s=30)
+    assert not db.hold_turn(query["id"], "worker-b", lease_s=30)  # held: the other worker leaves it
+    worker, until = db.holder(query["id"])
+    assert worker == "worker-a" and until is not None and until > time.time()
+    assert db.fail_lost_turns() == []  # a live lease is left alone
+    held = db.renew_holds("worker-a", lease_s=30)
+    assert [h.query_id for h in held] == [query["id"]] and not held[0].cancel_requested
+    # worker-a dies: its lease runs out and anyone's reaper fails the turn, stream and session included.
+    assert db.fail_lost_turns(now=time.time() + 60) == [query["id"]]
+    stored = db.get_query(query["id"])
+    assert stored is not None and stored["status"] == "failed" and stored["error"] == WORKER_LOST_ERROR
+    assert [e["type"] for e in db.events(query["id"])] == ["response.created", "response.failed"]
+    session = db.get_session(query["session_id"])
+    assert session is not None and session["active_query_id"] is None
+    assert session["last_query_id"] == query["id"]
+    assert db.renew_holds("worker-a", lease_s=30) == []
+
+
+def test_a_turn_no_worker_takes_fails_after_the_longest_wait(db: ServerDB) -> None:
+    query = admit(db)
+    assert db.fail_lost_turns(max_wait_s=3600) == []
+    assert db.fail_lost_turns(now=time.time() + 7200, max_wait_s=3600) == [query["id"]]
+    assert db.get_query(query["id"])["error"] == NEVER_STARTED_ERROR  # type: ignore[index]
+
+
+def test_a_cancel_is_recorded_for_the_holder_to_see(db: ServerDB) -> None:
+    waiting, held = admit(db), admit(db)
+    assert db.hold_turn(held["id"], "worker-a", lease_s=30)
+    assert db.request_cancel(waiting["id"]) == "waiting"
+    assert db.request_cancel(held["id"]) == "asked"
+    assert db.cancel_asked(held["id"])
+    assert [h.cancel_requested for h in db.renew_holds("worker-a", 30)] == [True]
+    # The canceller ends a waiting turn itself; a second ending changes nothing.
+    assert db.end_turn(waiting["id"], "cancelled", "cancelled")
+    assert not db.end_turn(waiting["id"], "cancelled", "cancelled")
+    assert db.request_cancel(waiting["id"]) == "done"
+    assert db.turn_ended(waiting["id"]) and not db.turn_ended(held["id"])
+
+
+def test_task_rows_on_both_backends(database_target: str) -> None:
+    store = TaskStore(database_target)
+    try:
+        task = store.create(
+            "curate", context_id="ctx_1", context_slug="kb", created_by="admin", input={"a": 1}
+        )
+        assert store.start(task["id"])
+        assert store.request_stop(task["id"], "enough")["state"] == "stopping"
+        assert store.finish(task["id"], "cancelled", error="cancelled: enough")
+        page, total = store.page(q="kb")
+        assert total == 1 and page[0]["state"] == "cancelled"
+        assert store.context_stats("ctx_1")["tasks_cancelled"] == 1
+    finally:
+        store.close()
+
+
+def test_keys_on_both_backends(db: ServerDB) -> None:
+    keys = KeyStore.for_db(db)
+    key, secret = keys.create("ci", role="query", contexts=["ctx_1"])
+    found = keys.verify(secret)
+    assert found is not None and found.id == key.id
+    assert [k.name for k in keys.list_keys(include_revoked=False)] == ["ci"]
+    keys.revoke("ci")
+    assert keys.verify(secret) is None
+
+
+def test_two_processes_preparing_one_new_database_at_once(database_target: str, tmp_path: Path) -> None:
+    """Schema set-up runs under a lock: servers starting together never both create or upgrade it."""
+    import subprocess
+    import sys
+
+    opener = (
+        "import sys; from pathlib import Path; from sleuth.store.server_db import ServerDB; "
+        "from sleuth.store.tasks import TaskStore; "
+        "ServerDB(sys.argv[1], replay_root=Path(sys.argv[2])).close(); TaskStore(sys.argv[1]).close()"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", opener, database_target, str(tmp_path)]) for _ in range(4)
+    ]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
+    with ServerDB(database_target, replay_root=tmp_path) as db:
+        assert db.schema_version >= 4
