@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export SLEUTH_HOME ?= $(CURDIR)/.sleuth
 
-.PHONY: demo test test-fast fix lint typecheck install install-dev sample-pdfs bench clean chromium
+.PHONY: demo test test-fast fix lint typecheck install install-dev sample-pdfs bench clean chromium postgres
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,7 +34,7 @@ lint: install-dev
 typecheck: install-dev
 	$(BIN)/mypy --strict src/sleuth tests
 
-test: install-dev lint typecheck chromium
+test: install-dev lint typecheck chromium postgres
 	$(BIN)/pytest
 
 # The console's browser tests drive Debian's chromium (no browser download): installed when missing.
@@ -43,9 +43,16 @@ chromium:
 		echo 'installing Debian chromium for the console tests'; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
+# The PostgreSQL backend's tests start a throwaway cluster (tests/postgres.py) from Debian's server
+# binaries: installed when missing. Nothing runs as a service; the single-machine default needs none.
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || { \
+		echo 'installing Debian postgresql for the many-machines tests'; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; }
+
 # The suite on every core (pytest-xdist), without the API fuzz run: for the edit-test loop. `make test`
 # is what CI runs and what must pass before anything lands.
-test-fast: install-dev chromium
+test-fast: install-dev chromium postgres
 	$(BIN)/pytest -n auto --ignore=tests/api/test_fuzz.py
 
 # Apply every fix ruff can make, then format.

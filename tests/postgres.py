@@ -44,11 +44,19 @@ def _free_port() -> int:
 
 
 class Postgres:
-    """A running cluster: `url(db)` for SQLAlchemy/Sleuth, `create_database()` for a fresh database."""
+    """A running cluster: `url(db)` for SQLAlchemy/Sleuth, `create_database()` for a fresh database,
+    `stop()`/`start()` to take it away and bring it back (a database outage)."""
 
-    def __init__(self, root: Path, port: int) -> None:
+    def __init__(self, root: Path, port: int, start: list[str], stop: list[str]) -> None:
         self.root, self.port = root, port
+        self._start, self._stop = start, stop
         self._count = 0
+
+    def stop(self) -> None:
+        subprocess.run(self._stop, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+
+    def start(self) -> None:
+        subprocess.run(self._start, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True)
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://{USER}@127.0.0.1:{self.port}/{database}"
@@ -91,30 +99,13 @@ def throwaway_postgres() -> Iterator[Postgres]:
             f"-k {root} -p {port} -c listen_addresses=127.0.0.1 -c fsync=off "
             "-c synchronous_commit=off -c full_page_writes=off -c max_connections=300"
         )
-        subprocess.run(
-            _as_owner(
-                [
-                    str(bindir / "pg_ctl"),
-                    "-D",
-                    str(data),
-                    "-o",
-                    options,
-                    "-l",
-                    str(root / "log"),
-                    "-w",
-                    "start",
-                ]
-            ),
-            **quiet,  # type: ignore[call-overload]
-        )
+        pg_ctl = str(bindir / "pg_ctl")
+        start = _as_owner([pg_ctl, "-D", str(data), "-o", options, "-l", str(root / "log"), "-w", "start"])
+        stop = _as_owner([pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"])
+        subprocess.run(start, **quiet)  # type: ignore[call-overload]
         try:
-            yield Postgres(root, port)
+            yield Postgres(root, port, start, stop)
         finally:
-            subprocess.run(
-                _as_owner([str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]),
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                check=False,
-            )
+            subprocess.run(stop, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -15,7 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sleuth import console
-from sleuth.api import contexts, mcp, queries, sessions, system
+from sleuth.api import contexts, mcp, operations, queries, sessions, system
 from sleuth.api.errors import ApiError
 from sleuth.api.state import ApiState
 from sleuth.api.uploads import UPLOAD_ROUTE
@@ -223,6 +223,7 @@ def create_app(state: ApiState) -> FastAPI:
     async def healthz() -> PlainTextResponse:
         return PlainTextResponse("ok")
 
+    app.include_router(operations.router)  # /readyz and /metrics, beside /healthz
     _routes(app)
     mcp.mount(app)  # the MCP server at /mcp (spec/api.md §11), with its session manager in the lifespan
     console.mount(app)  # the web console at / (static files over this same /api)

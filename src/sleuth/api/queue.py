@@ -71,7 +71,8 @@ def install_schema(database: Database) -> None:
 
     def install(conn: Connection) -> None:
         if conn.execute(text("SELECT to_regclass('procrastinate_jobs')")).scalar() is None:
-            conn.exec_driver_sql(SchemaManager.get_schema())
+            # Run through the driver with parameters, so `%` is escaped as procrastinate's own installer does.
+            conn.exec_driver_sql(SchemaManager.get_schema().replace("%", "%%"))
 
     database.prepare_with(install)
 
@@ -119,6 +120,14 @@ class JobQueue:
             ).all()
         found = {str(row[0]): int(row[1]) for row in rows}
         return {name: found.get(name, 0) for name in QUEUES}
+
+    def worker_heartbeats(self) -> dict[str, float]:
+        """Seconds since each registered worker's last heartbeat, by procrastinate's worker id."""
+        with self.database.reading() as conn:
+            rows = conn.execute(
+                text("SELECT id, EXTRACT(EPOCH FROM (now() - last_heartbeat)) FROM procrastinate_workers")
+            ).all()
+        return {str(row[0]): float(row[1]) for row in rows}
 
     def close(self) -> None:
         self.app.close()

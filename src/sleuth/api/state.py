@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from fastapi import Request
+from prometheus_client import CollectorRegistry
 
 from sleuth.agent.turn import Runtime
 from sleuth.settings import Settings, current
@@ -36,6 +37,7 @@ class ApiState:
     tasks: Service | None = None
     queue: Service | None = None  # PostgreSQL: turns and curates wait here for workers
     listener: Service | None = None  # PostgreSQL: this process's one LISTEN connection
+    registry: CollectorRegistry | None = None  # `/metrics` (operations.registry_of)
 
     def close(self) -> None:
         """Stop the services, then the database (a server's or worker's last step)."""

@@ -35,6 +35,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
 from fastapi import Request
+from prometheus_client import Histogram
 
 from sleuth.agent.records import Query
 from sleuth.agent.turn import PreparedTurn, Runtime
@@ -44,6 +45,12 @@ from sleuth.store.database import new_id
 from sleuth.store.server_db import TERMINAL_STATUSES, ServerDB, TurnPlaces, TurnPlacesFull
 
 log = logging.getLogger("sleuth.api")
+TURN_SECONDS = Histogram(
+    "sleuth_turn_duration_seconds",
+    "Seconds of the turns this process ran, from being held to their terminal state.",
+    buckets=(0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 900),
+    registry=None,  # `operations.registry_of` registers it with each state's registry
+)
 T = TypeVar("T")
 RETRY_AFTER_S = 5  # what a refused client is told to wait before any turn has finished here
 MAX_RETRY_AFTER_S = 60
@@ -227,6 +234,7 @@ class TurnExecutor:
             if self.db.cancel_asked(query_id):
                 turn.cancel_event.set()
             future.set_result(self.runtime.run(turn, lambda event: self.hub.notify(query_id)))
+            TURN_SECONDS.observe(time.monotonic() - began)
         except BaseException as exc:  # `run` fails the turn itself; this is a last resort for waiters
             log.exception("turn %s crashed outside the runtime", query_id)
             future.set_exception(exc)

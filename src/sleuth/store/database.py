@@ -21,6 +21,7 @@ one engine, one pool and one write lock.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import threading
@@ -102,6 +103,10 @@ class Database:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.engine = _sqlite_engine(self.path)
         else:
+            if importlib.util.find_spec("psycopg") is None:
+                raise DatabaseUrlError(
+                    "a PostgreSQL database needs its driver: pip install 'sleuth[postgres]'"
+                )
             self.engine = create_engine(
                 _psycopg_url(url), pool_size=PG_POOL_SIZE, max_overflow=PG_POOL_SIZE, pool_pre_ping=True
             )

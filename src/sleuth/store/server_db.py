@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
     and_,
+    case,
     delete,
     func,
     insert,
@@ -465,6 +466,19 @@ class ServerDB(SqlStore):
         """Turns running or queued on every server (`in_progress`); with `key`, that key's."""
         with self.reading() as conn:
             return _in_flight(conn, key)
+
+    def turn_counts(self) -> dict[str, int]:
+        """Turns in flight on every server: `waiting` for a worker and `running` on one (`/metrics`)."""
+        held = case((queries_t.c.worker.is_(None), "waiting"), else_="running")
+        stmt = (
+            select(held, func.count())
+            .select_from(queries_t)
+            .where(queries_t.c.status == "in_progress")
+            .group_by(held)
+        )
+        with self.reading() as conn:
+            found = {str(row[0]): int(row[1]) for row in conn.execute(stmt)}
+        return {"waiting": found.get("waiting", 0), "running": found.get("running", 0)}
 
     def turn_request(self, query_id: str) -> dict[str, Any] | None:
         """What `admit_turn` stored for a worker to run the turn; None for a turn stored without one."""

@@ -352,6 +352,17 @@ class TaskStore(SqlStore):
             )
             return result.rowcount == 1
 
+    def state_counts(self) -> dict[str, int]:
+        """Tasks per live state on every server (`/metrics`)."""
+        stmt = (
+            select(tasks_t.c.state, func.count())
+            .where(tasks_t.c.state.in_(ACTIVE_STATES))
+            .group_by(tasks_t.c.state)
+        )
+        with self.reading() as conn:
+            found = {str(row[0]): int(row[1]) for row in conn.execute(stmt)}
+        return {state: found.get(state, 0) for state in ACTIVE_STATES}
+
     def set_job(self, task_id: str, job: dict[str, Any]) -> None:
         """What a worker runs the task from: `{"kind", "args", "phases"}` (before it is queued)."""
         with self.writing() as conn:

@@ -1,0 +1,341 @@
+"""Many machines on one: a throwaway PostgreSQL, two `sleuth serve` processes and two `sleuth worker`
+processes on loopback, each with a home of its own for what is not shared... (contexts stay on one shared
+`$SLEUTH_HOME` directory until contexts move to shared storage). Everything below goes through their
+HTTP APIs and real process signals:
+
+- a question asked on server A, streamed from server B and cancelled from server B;
+- a stream broken on A and resumed on B without a gap or a duplicate;
+- a worker killed (SIGKILL) mid-turn leaves the turn `failed`, never `in_progress`;
+- a curate started on A whose worker is killed completes on the other worker;
+- admission limits (places, busy session) hold across the two servers.
+
+The model is the one double: an OpenAI-compatible HTTP server on 127.0.0.1 (`tests/models/wire.py`) whose
+every step sleeps, so turns last long enough to be streamed, cancelled and killed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from sleuth.compile.pipeline import CompileReport
+from sleuth.store.home import Home
+from sleuth.store.server_db import WORKER_LOST_ERROR, ServerDB
+from sleuth.store.tasks import TaskStore
+from tests.api.support import unique_slug, upload, wait_task
+from tests.models.wire import Canned, WireServer, wire_server
+from tests.postgres import Postgres
+
+MODEL = "test/slow"
+STEP_S = 1.0
+HEARTBEAT_S = 0.5
+
+
+def _reply(body: dict[str, Any]) -> Canned:
+    """Every loop step runs code that sleeps; synthesis (no tools offered) answers in words."""
+    if body.get("tools"):
+        call = {
+            "id": f"call_{time.monotonic_ns()}",
+            "type": "function",
+            "function": {
+                "name": "run_python",
+                "arguments": json.dumps(
+                    {"code": f"import time\ntime.sleep({STEP_S})\nprint('waited')", "commentary": "Wait"}
+                ),
+            },
+        }
+        message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
+        finish = "tool_calls"
+    else:
+        message, finish = {"role": "assistant", "content": "Nothing was found."}, "stop"
+    return Canned(
+        200,
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "slow",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        },
+    )
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Cluster:
+    database_url: str
+    home: Path
+    env: dict[str, str]
+    servers: list[str] = field(default_factory=list)
+    workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    logs: Path = Path()
+    files: list[Any] = field(default_factory=list)
+
+    def _log(self, kind: str) -> Any:
+        handle = open(self.logs / f"{kind}-{len(self.processes)}.log", "wb")  # noqa: SIM115 (closed at exit)
+        self.files.append(handle)
+        return handle
+
+    def start_worker(self) -> subprocess.Popen[bytes]:
+        log = self._log("worker")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sleuth", "worker"], env=self.env, stdout=log, stderr=log
+        )
+        self.workers.append(proc)
+        self.processes.append(proc)
+        return proc
+
+    def start_server(self) -> str:
+        port = _free_port()
+        log = self._log("server")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sleuth", "serve", "--port", str(port), "--log-level", "warning"],
+            env=self.env,
+            stdout=log,
+            stderr=log,
+        )
+        self.processes.append(proc)
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert proc.poll() is None, (self.logs / f"server-{len(self.processes) - 1}.log").read_text()
+            assert time.monotonic() < deadline, "a server did not start"
+            time.sleep(0.1)
+        self.servers.append(url)
+        return url
+
+    def db(self) -> ServerDB:
+        return ServerDB(self.database_url, replay_root=self.home)
+
+    def worker_pid(self, holder: str | None) -> int:
+        assert holder is not None and holder.startswith("worker:"), holder
+        return int(holder.split(":")[2])
+
+    def kill(self, pid: int) -> None:
+        proc = next(p for p in self.workers if p.pid == pid)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        self.workers.remove(proc)
+
+
+@pytest.fixture(scope="module")
+def llm() -> Iterator[WireServer]:
+    with wire_server(Canned(500, {"error": {"message": "unused"}}), "/v1", _reply) as wire:
+        yield wire
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    postgres: Postgres,
+    sample_home: tuple[Home, CompileReport],
+    llm: WireServer,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Cluster]:
+    root = tmp_path_factory.mktemp("many")
+    home = root / "home"
+    shutil.copytree(sample_home[0].root, home)
+    (home / "config.toml").write_text(
+        'default = "sleuth/offline"\n\n'
+        f'[models."{MODEL}"]\nprovider = "openai-compatible"\nmodel = "slow"\n'
+        f'base_url = "{llm.url}"\napi_key = "sk-test-not-a-real-key"\ntool_protocol = "native"\n',
+        encoding="utf-8",
+    )
+    url = postgres.create_database("many")
+    env = {
+        **os.environ,
+        "SLEUTH_HOME": str(home),
+        "SLEUTH_DATABASE_URL": url,
+        "SLEUTH_WORKER_HEARTBEAT_S": str(HEARTBEAT_S),
+        "SLEUTH_MAX_CONCURRENT_TURNS": "2",
+        "SLEUTH_MAX_QUEUED_TURNS": "1",
+        "SLEUTH_WORKER_CONCURRENCY": "2",
+        "SLEUTH_TASK_STOP_TIMEOUT_S": "5",
+    }
+    env.pop("SLEUTH_MODEL", None)
+    logs = root / "logs"
+    logs.mkdir()
+    cluster = Cluster(url, home, env, logs=logs)
+    try:
+        cluster.start_server()
+        cluster.start_server()
+        cluster.start_worker()
+        cluster.start_worker()
+        yield cluster
+    finally:
+        for proc in cluster.processes:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in cluster.processes:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        for handle in cluster.files:
+            handle.close()
+
+
+def _ask(base: str, **body: Any) -> httpx.Response:
+    body.setdefault("scope", ["acme"])
+    body.setdefault("model", MODEL)
+    body.setdefault("background", True)
+    return httpx.post(f"{base}/api/query", json=body, timeout=60)
+
+
+def _query(base: str, query_id: str) -> dict[str, Any]:
+    found: dict[str, Any] = httpx.get(f"{base}/api/queries/{query_id}", timeout=30).json()
+    return found
+
+
+def _until(check: Callable[[], Any], timeout_s: float = 60.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def _frames(
+    base: str,
+    query_id: str,
+    last_event_id: int | None = None,
+    stop_after: int | None = None,
+    out: list[tuple[int | None, str]] | None = None,
+) -> list[tuple[int | None, str]]:
+    """(id, event) of each SSE frame, appended to `out` as it arrives, until the stream ends or
+    `stop_after` frames with ids arrived."""
+    headers = {} if last_event_id is None else {"Last-Event-ID": str(last_event_id)}
+    out = [] if out is None else out
+    with httpx.stream("GET", f"{base}/api/queries/{query_id}/events", headers=headers, timeout=120) as resp:
+        assert resp.status_code == 200
+        frame: dict[str, str] = {}
+        for line in resp.iter_lines():
+            if line == "":
+                if "event" in frame:
+                    out.append((int(frame["id"]) if "id" in frame else None, frame["event"]))
+                    if stop_after is not None and sum(1 for i, _ in out if i is not None) >= stop_after:
+                        return out
+                frame = {}
+            elif not line.startswith(":") and ":" in line:
+                name, _, value = line.partition(":")
+                frame[name] = value.strip()
+    return out
+
+
+def test_asked_on_one_server_streamed_and_cancelled_on_the_other(cluster: Cluster) -> None:
+    a, b = cluster.servers
+    asked = _ask(a, ask="How many days a week can employees work remotely?", max_steps=8)
+    assert asked.status_code == 202, asked.text
+    query_id = asked.json()["id"]
+    seen: list[tuple[int | None, str]] = []
+    streaming = threading.Thread(target=lambda: _frames(b, query_id, out=seen))
+    streaming.start()
+    try:
+        _until(lambda: any(e == "response.step" for _, e in seen), 60, "a step")
+    except AssertionError:
+        raise AssertionError(f"{seen} {_query(a, query_id)}") from None
+    cancelled = httpx.post(f"{b}/api/queries/{query_id}/cancel", timeout=60).json()
+    assert cancelled["status"] == "cancelled", cancelled
+    streaming.join(timeout=60)
+    events = [e for _, e in seen]
+    assert events[-2:] == ["response.cancelled", "query"], events
+    assert _query(a, query_id)["status"] == "cancelled"
+    with cluster.db() as db:
+        worker, _ = db.holder(query_id)
+    assert worker is not None and worker.startswith("worker:")  # a worker ran it, not a server
+
+
+def test_a_stream_broken_on_one_server_resumes_on_the_other(cluster: Cluster) -> None:
+    a, b = cluster.servers
+    query_id = _ask(a, ask="What is the refund window?", max_steps=3).json()["id"]
+    first = _frames(a, query_id, stop_after=3)  # then the connection is dropped
+    last = max(i for i, _ in first if i is not None)
+    rest = _frames(b, query_id, last_event_id=last + 1)
+    ids = [i for i, _ in first + rest if i is not None]
+    assert ids == list(range(1, len(ids) + 1)), ids  # no gap, no duplicate
+    assert rest[-1][1] == "query" and rest[-2][1] in ("response.completed", "response.failed")
+    with cluster.db() as db:
+        assert [e["seq"] for e in db.events(query_id)] == ids
+
+
+def test_a_worker_killed_mid_turn_leaves_the_turn_failed(cluster: Cluster) -> None:
+    a, b = cluster.servers
+    query_id = _ask(a, ask="Which policies cover travel?", max_steps=8).json()["id"]
+    with cluster.db() as db:
+        holder = _until(lambda: db.holder(query_id)[0], 60, "a worker to take the turn")
+    cluster.kill(cluster.worker_pid(holder))
+    ended = _until(lambda: (q := _query(b, query_id))["status"] != "in_progress" and q, 60, "the turn to end")
+    assert ended["status"] == "failed" and ended["error"] == WORKER_LOST_ERROR, ended
+    events = [e for _, e in _frames(b, query_id)]
+    assert events[-2:] == ["response.failed", "query"]
+    cluster.start_worker()  # the next tests have two workers again
+
+
+def test_admission_limits_hold_across_servers(cluster: Cluster) -> None:
+    a, b = cluster.servers
+    # 2 running + 1 queued places in all: the two servers share them.
+    first = _ask(a, ask="one", max_steps=6)
+    second = _ask(b, ask="two", max_steps=6)
+    third = _ask(a, ask="three", max_steps=6)
+    assert [r.status_code for r in (first, second, third)] == [202, 202, 202], third.text
+    refused = _ask(b, ask="four", max_steps=6)
+    assert refused.status_code == 429 and refused.json()["code"] == "too_many_queries", refused.text
+    # One turn per session, whichever server is asked.
+    busy = _ask(b, ask="again", session_id=first.json()["session_id"])
+    assert busy.status_code == 409 and busy.json()["code"] == "session_busy", busy.text
+    for response, base in ((first, b), (second, a), (third, b)):
+        httpx.post(f"{base}/api/queries/{response.json()['id']}/cancel", timeout=60)
+    for response in (first, second, third):
+        assert _query(a, response.json()["id"])["status"] in ("cancelled", "completed", "failed")
+
+
+def test_a_curate_whose_worker_is_killed_completes_on_the_other(cluster: Cluster) -> None:
+    a, b = cluster.servers
+    slug = unique_slug()
+    corpus = Path(__file__).parents[2] / "examples" / "acme-corpus"
+    with httpx.Client(base_url=a, timeout=60) as on_a, httpx.Client(base_url=b, timeout=120) as on_b:
+        assert on_a.post("/api/contexts", json={"slug": slug, "name": "Shared"}).status_code == 200
+        for path in sorted(p for p in corpus.rglob("*") if p.is_file()):
+            assert upload(on_a, slug, path.name, path.read_bytes()).status_code == 200
+        task_id = on_a.post(f"/api/contexts/{slug}/curate", json={}).json()["task_id"]
+        with TaskStore(cluster.database_url) as tasks:
+            holder = _until(
+                lambda: (tasks.get(task_id) or {}).get("worker"), 60, "a worker to take the curate"
+            )
+            cluster.kill(cluster.worker_pid(holder))
+            done = wait_task(on_b, task_id, timeout=180)
+            assert done["state"] == "completed", done
+            row = tasks.get(task_id) or {}
+        assert row["attempts"] == 2 and row["worker"] != holder  # begun again, on the other worker
+        ask = {"ask": "How many days a week can employees work remotely?", "scope": [slug]}
+        answer = on_b.post("/api/query", json=ask).json()
+        assert answer["status"] == "completed" and answer["citations"], answer
+    cluster.start_worker()
