@@ -18,13 +18,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +29,10 @@ import pytest
 
 from sleuth.compile.pipeline import CompileReport
 from sleuth.store.home import Home
-from sleuth.store.server_db import WORKER_LOST_ERROR, ServerDB
+from sleuth.store.server_db import WORKER_LOST_ERROR
 from sleuth.store.tasks import TaskStore
 from tests.api.support import unique_slug, upload, wait_task
+from tests.cluster import Cluster
 from tests.models.wire import Canned, WireServer, wire_server
 from tests.postgres import Postgres
 
@@ -72,77 +69,6 @@ def _reply(body: dict[str, Any]) -> Canned:
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
         },
     )
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@dataclass
-class Cluster:
-    database_url: str
-    home: Path
-    env: dict[str, str]
-    servers: list[str] = field(default_factory=list)
-    workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
-    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
-    logs: Path = Path()
-    files: list[Any] = field(default_factory=list)
-
-    def _log(self, kind: str) -> Any:
-        handle = open(self.logs / f"{kind}-{len(self.processes)}.log", "wb")  # noqa: SIM115 (closed at exit)
-        self.files.append(handle)
-        return handle
-
-    def start_worker(self) -> subprocess.Popen[bytes]:
-        log = self._log("worker")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "sleuth", "worker"], env=self.env, stdout=log, stderr=log
-        )
-        self.workers.append(proc)
-        self.processes.append(proc)
-        return proc
-
-    def start_server(self) -> str:
-        port = _free_port()
-        log = self._log("server")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "sleuth", "serve", "--port", str(port), "--log-level", "warning"],
-            env=self.env,
-            stdout=log,
-            stderr=log,
-        )
-        self.processes.append(proc)
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None, (self.logs / f"server-{len(self.processes) - 1}.log").read_text()
-            assert time.monotonic() < deadline, "a server did not start"
-            time.sleep(0.1)
-        self.servers.append(url)
-        return url
-
-    def db(self) -> ServerDB:
-        return ServerDB(self.database_url, replay_root=self.home)
-
-    def worker_pid(self, holder: str | None) -> int:
-        assert holder is not None and holder.startswith("worker:"), holder
-        return int(holder.split(":")[2])
-
-    def kill(self, pid: int) -> None:
-        proc = next(p for p in self.workers if p.pid == pid)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-        self.workers.remove(proc)
 
 
 @pytest.fixture(scope="module")
@@ -189,16 +115,7 @@ def cluster(
         cluster.start_worker()
         yield cluster
     finally:
-        for proc in cluster.processes:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in cluster.processes:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        for handle in cluster.files:
-            handle.close()
+        cluster.close()
 
 
 def _ask(base: str, **body: Any) -> httpx.Response:
@@ -317,14 +234,35 @@ def test_admission_limits_hold_across_servers(cluster: Cluster) -> None:
         assert _query(a, response.json()["id"])["status"] in ("cancelled", "completed", "failed")
 
 
+def _upload_corpus(client: httpx.Client, slug: str) -> None:
+    assert client.post("/api/contexts", json={"slug": slug, "name": "Shared"}).status_code == 200
+    corpus = Path(__file__).parents[2] / "examples" / "acme-corpus"
+    for path in sorted(p for p in corpus.rglob("*") if p.is_file()):
+        assert upload(client, slug, path.name, path.read_bytes()).status_code == 200
+
+
+def test_a_curate_fans_out_over_the_workers(cluster: Cluster) -> None:
+    """Each source is embedded by whichever worker takes it; the finalize then finds every vector."""
+    a = cluster.servers[0]
+    slug = unique_slug()
+    with httpx.Client(base_url=a, timeout=60) as on_a:
+        _upload_corpus(on_a, slug)
+        task_id = on_a.post(f"/api/contexts/{slug}/curate", json={}).json()["task_id"]
+        done = wait_task(on_a, task_id, timeout=180)
+    assert done["state"] == "completed", done
+    with TaskStore(cluster.database_url) as tasks:
+        parts = tasks.parts(task_id)
+    assert len(parts) == 21 and {p["state"] for p in parts} == {"done"}
+    assert len({p["worker"] for p in parts}) == 2, parts  # both workers took sources
+    usage = done["output"]["counts"]
+    assert usage["embedded"] == 0 and usage["embedded_from_cache"] > 0, usage  # all warmed before
+
+
 def test_a_curate_whose_worker_is_killed_completes_on_the_other(cluster: Cluster) -> None:
     a, b = cluster.servers
     slug = unique_slug()
-    corpus = Path(__file__).parents[2] / "examples" / "acme-corpus"
     with httpx.Client(base_url=a, timeout=60) as on_a, httpx.Client(base_url=b, timeout=120) as on_b:
-        assert on_a.post("/api/contexts", json={"slug": slug, "name": "Shared"}).status_code == 200
-        for path in sorted(p for p in corpus.rglob("*") if p.is_file()):
-            assert upload(on_a, slug, path.name, path.read_bytes()).status_code == 200
+        _upload_corpus(on_a, slug)
         task_id = on_a.post(f"/api/contexts/{slug}/curate", json={}).json()["task_id"]
         with TaskStore(cluster.database_url) as tasks:
             holder = _until(

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -35,6 +37,8 @@ from sleuth.compile.extraction.profile import current_pages, profile_curate
 from sleuth.compile.manifest import parse_manifest
 from sleuth.compile.pipeline import CompileReport, CompileRun
 from sleuth.compile.preview import preview_curate
+from sleuth.compile.sources import list_source_files
+from sleuth.compile.warm import warm_source
 from sleuth.models.catalog import CatalogError
 from sleuth.store.home import ContextDir, write_json_atomic
 from sleuth.store.ledger import Ledger
@@ -43,7 +47,8 @@ from sleuth.store.lock import CurateInFlight, curate_lock
 router = APIRouter()
 
 
-CURATE_PHASES = ("snapshot", "parse", "embed", "index")  # `extract` joins when a model is used
+CURATE_PHASES = ("snapshot", "parse", "embed", "index")
+FAN_OUT = 16  # the most other workers one curate asks for help  # `extract` joins when a model is used
 
 
 class CurateRequest(StrictBody):
@@ -181,6 +186,9 @@ def _curate_job(
                 choice = choose_extractor(
                     ctx, manifest, catalog, model=model, token_budget=token_budget, env=catalog.env
                 )
+                if handle.shared:  # from the queue: other workers embed sources beside this one
+                    sources = list_source_files(ctx.sources)
+                    handle.share("warm", sources, partial(warm_source, ctx, state.home, manifest), FAN_OUT)
                 run = CompileRun(ctx, state.home, manifest, force, handle, choice.extractor)
                 if choice.note:
                     run.warnings.append(f"no model for curation: {choice.note}")
@@ -217,6 +225,13 @@ def _start_curate(
     job = curate_job(state, args)
     service.submit(task, job, phases=CURATE_PHASES, kind="curate", args=args)
     return task
+
+
+def curate_part(state: ApiState, args: dict[str, Any]) -> Callable[[str], object]:
+    """One part of a shared curate (`TaskHandle.share`): warm one source, as another worker asks."""
+    ctx = state.home.find(str(args["context"]))
+    manifest = parse_manifest(ctx.manifest_data())
+    return partial(warm_source, ctx, state.home, manifest)
 
 
 def curate_job(state: ApiState, args: dict[str, Any]) -> Job:

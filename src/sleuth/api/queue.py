@@ -36,6 +36,7 @@ TASKS = "tasks"
 QUEUES = (TURNS, TASKS)
 TURN_JOB = "sleuth.turn"
 TASK_JOB = "sleuth.task"
+PART_JOB = "sleuth.part"  # help with a split task's parts (a curate's sources)
 
 
 class JobRunner(Protocol):
@@ -44,6 +45,8 @@ class JobRunner(Protocol):
     def run_turn(self, query_id: str) -> None: ...
 
     def run_task(self, task_id: str) -> None: ...
+
+    def run_parts(self, task_id: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,9 @@ class JobsHere:
 
     def run_task(self, task_id: str) -> None:
         self.tasks.run_queued(task_id)
+
+    def run_parts(self, task_id: str) -> None:
+        self.tasks.run_parts(task_id)
 
 
 def conninfo(url: str) -> str:
@@ -88,6 +94,11 @@ def _register(app: procrastinate.App) -> None:
         runner: JobRunner = context.additional_context["sleuth"]
         runner.run_task(task_id)
 
+    @app.task(name=PART_JOB, queue=TASKS, pass_context=True)
+    def part(context: procrastinate.JobContext, task_id: str) -> None:
+        runner: JobRunner = context.additional_context["sleuth"]
+        runner.run_parts(task_id)
+
 
 class JobQueue:
     """The enqueueing side, used by API servers (synchronous: admission runs on threads)."""
@@ -108,6 +119,11 @@ class JobQueue:
 
     def defer_task(self, task_id: str) -> None:
         self.app.configure_task(TASK_JOB).defer(task_id=task_id)
+
+    def defer_parts(self, task_id: str, helpers: int) -> None:
+        """Ask up to `helpers` workers to help with the task's parts."""
+        for _ in range(helpers):
+            self.app.configure_task(PART_JOB).defer(task_id=task_id)
 
     def depth(self) -> dict[str, int]:
         """Jobs waiting per queue (`/metrics`)."""

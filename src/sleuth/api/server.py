@@ -126,7 +126,7 @@ def build_state(
 
 def _shared_services(state: ApiState, settings: Settings, role: str) -> None:
     """PostgreSQL: the job queue, this process's executor and task service on it, and its listener."""
-    from sleuth.api.curation import curate_job
+    from sleuth.api.curation import curate_job, curate_part
     from sleuth.api.notices import Listener
     from sleuth.api.queue import JobQueue
 
@@ -152,6 +152,7 @@ def _shared_services(state: ApiState, settings: Settings, role: str) -> None:
         worker=name,
         heartbeat_s=settings.worker_heartbeat_s,
         kinds={"curate": partial(curate_job, state)},
+        part_kinds={"curate": partial(curate_part, state)},
     )
     listener = state.listener = Listener(
         state.db.database.url,

@@ -45,8 +45,18 @@ class TaskHandle:
     at phase boundaries and at most every `PROGRESS_WRITE_INTERVAL_S` in between.
     """
 
-    def __init__(self, store: TaskStore, task_id: str, phases: Sequence[str], files_dir: Path) -> None:
+    def __init__(
+        self,
+        store: TaskStore,
+        task_id: str,
+        phases: Sequence[str],
+        files_dir: Path,
+        helpers: Callable[[int], None] | None = None,
+        worker: str | None = None,
+    ) -> None:
         self.store = store
+        self._helpers = helpers  # queue mode: asks that many other workers to take parts
+        self._worker = worker
         self.task_id = task_id
         self.phases = list(phases)
         self.files_dir = files_dir
@@ -110,6 +120,28 @@ class TaskHandle:
         """Model tokens spent so far: `GET /tasks/{id}/stats` sums them (they were always 0 before)."""
         self.check()
         self.store.report(self.task_id, tokens_prompt=prompt, tokens_completion=completion)
+
+    # sharing a job's work with other workers
+    @property
+    def shared(self) -> bool:
+        """Other workers can help with this task's parts (it runs from the queue)."""
+        return self._helpers is not None and self._worker is not None
+
+    def share(self, phase: str, parts: Sequence[str], do: Callable[[str], object], helpers: int) -> None:
+        """Do `parts` (`do(part)` each), with up to `helpers` other workers taking parts too. Returns
+        when no part is left open: parts other workers still hold are theirs to finish, and whatever
+        they leave undone the rest of the job does itself (a part must only save later work)."""
+        if self._helpers is None or self._worker is None:
+            return
+        self.store.add_parts(self.task_id, parts)
+        self.start(phase, len(parts))
+        self._helpers(max(0, min(helpers, len(parts) - 1)))
+        while (part := self.store.take_part(self.task_id, self._worker)) is not None:
+            self.check()
+            do(part)
+            self.store.finish_part(self.task_id, part)
+            self.advance(phase)
+        self.finish(phase)
 
     # reporting
     def progress(self, final_pct: float | None = None) -> dict[str, Any]:
@@ -177,8 +209,11 @@ class TaskQueue(Protocol):
 
     def defer_task(self, task_id: str) -> None: ...
 
+    def defer_parts(self, task_id: str, helpers: int) -> None: ...
+
 
 JobKinds = dict[str, Callable[[dict[str, Any]], Job]]
+PartKinds = dict[str, Callable[[dict[str, Any]], Callable[[str], object]]]  # a split task's one part
 MAX_ATTEMPTS = 3  # a task whose worker died is begun again on another, at most this many times in all
 
 
@@ -202,6 +237,7 @@ class TaskService:
         worker: str | None = None,
         heartbeat_s: float = 10.0,
         kinds: JobKinds | None = None,
+        part_kinds: PartKinds | None = None,
     ) -> None:
         self.store = store
         self.files_root = files_root
@@ -210,6 +246,7 @@ class TaskService:
         self.worker = worker
         self.heartbeat_s = heartbeat_s
         self.kinds: JobKinds = dict(kinds or {})
+        self.part_kinds: PartKinds = dict(part_kinds or {})
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="sleuth-task")
         self._live: dict[str, _Live] = {}
         self._lock = threading.Lock()
@@ -270,7 +307,16 @@ class TaskService:
         if build is None:
             self.store.finish(task_id, "failed", error=f"this worker cannot run a {spec.get('kind')!r} task")
             return
-        handle = TaskHandle(self.store, task_id, list(spec.get("phases") or []), self.files_dir(task_id))
+        queue = self.queue
+        helpers = None if queue is None else (lambda n: queue.defer_parts(task_id, n))
+        handle = TaskHandle(
+            self.store,
+            task_id,
+            list(spec.get("phases") or []),
+            self.files_dir(task_id),
+            helpers=helpers,
+            worker=self.worker,
+        )
         live = _Live(handle)
         with self._lock:
             self._live[task_id] = live
@@ -282,6 +328,24 @@ class TaskService:
             self.store.finish(task_id, "failed", error=str(exc) or type(exc).__name__)
             return
         self._run(task_id, job, live, hold=True)
+
+    def run_parts(self, task_id: str) -> None:
+        """A worker's help with a split task: take its open parts until none is left or the task is
+        no longer running."""
+        task = self.store.get(task_id)
+        spec = None if task is None else task.get("job")
+        if task is None or task["state"] != "running" or not isinstance(spec, dict) or self.worker is None:
+            return
+        build = self.part_kinds.get(str(spec.get("kind")))
+        if build is None:
+            return
+        do = build(dict(spec.get("args") or {}))
+        while (self.store.get(task_id) or {}).get("state") == "running":
+            part = self.store.take_part(task_id, self.worker)
+            if part is None:
+                return
+            do(part)
+            self.store.finish_part(task_id, part)
 
     def _heartbeat(self) -> None:
         """Renew the holds of the tasks running here, stop those a stop was asked for on any server,

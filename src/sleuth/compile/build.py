@@ -17,7 +17,7 @@ from sleuth.compile import glossary as glossary_builder
 from sleuth.compile.artifact_leg import ArtifactLeg
 from sleuth.compile.artifacts import Artifact
 from sleuth.compile.chunking import Window, chunk_pages
-from sleuth.compile.documents import chunk_embed_text, identified, sample_queries, source_row
+from sleuth.compile.documents import chunk_embed_text, embed_header, identified, sample_queries, source_row
 from sleuth.compile.extract import Extractor
 from sleuth.compile.manifest import DETERMINISTIC_KINDS, Manifest
 from sleuth.compile.pages import Page, ParseError
@@ -33,6 +33,17 @@ from sleuth.store.home import ContextDir, Home, now_iso, write_json_atomic
 from sleuth.store.ledger import Failure, Ledger, SourceEntry
 
 EMBED_BATCH = 256
+
+
+def embedder_window(manifest: Manifest, state: SourceState) -> Window | None:
+    """The embedder's window for `state`'s chunks; none when chunks are not embedded or the embedder
+    reads all of a text (then only `target_size` bounds a chunk)."""
+    if not manifest.curate.chunks.enabled or not manifest.curate.chunks.chunking.fit_embedder:
+        return None
+    embedder = get_embedder(manifest.curate.chunks.embedding_model)
+    if embedder.window is None:
+        return None
+    return Window(embedder.window, embedder.piece_starts, lambda path: embed_header(state, path))
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from sleuth.compile import version_files
-from sleuth.compile.build import BuildPlan, VersionBuild
+from sleuth.compile.build import BuildPlan, VersionBuild, embedder_window
 from sleuth.compile.chunking import CHUNKER_VERSION, Window
-from sleuth.compile.documents import (
-    embed_header,
-)
 from sleuth.compile.extract import Extractor, NoModelExtractor
 from sleuth.compile.extraction.choose import choose_extractor, curation_model, needs_model
 from sleuth.compile.identity import IDENTITY_VERSION
@@ -35,7 +32,7 @@ from sleuth.compile.pages import TEXT_VERSION
 from sleuth.compile.sources import ImportReport, import_sources, list_source_files
 from sleuth.compile.version_files import SourceState
 from sleuth.models.catalog import Catalog
-from sleuth.models.embedder import file_sha256, get_embedder
+from sleuth.models.embedder import file_sha256
 from sleuth.settings import TURN_CAP_SECONDS  # a version superseded less long ago may still be read
 from sleuth.store.home import ContextDir, Home, now_iso, write_json_atomic, write_text_atomic
 from sleuth.store.ledger import Ledger, SourceEntry, Tombstone
@@ -132,14 +129,7 @@ class CompileRun:
         self.sample_queries: list[str] = []
 
     def window(self, state: SourceState) -> Window | None:
-        """The embedder's window for `state`'s chunks; none when chunks are not embedded or the
-        embedder reads all of a text (then only `target_size` bounds a chunk)."""
-        if not self.manifest.curate.chunks.enabled or not self.manifest.curate.chunks.chunking.fit_embedder:
-            return None
-        embedder = get_embedder(self.manifest.curate.chunks.embedding_model)
-        if embedder.window is None:
-            return None
-        return Window(embedder.window, embedder.piece_starts, lambda path: embed_header(state, path))
+        return embedder_window(self.manifest, state)
 
     @contextmanager
     def timed(self, phase: str) -> Iterator[None]:

@@ -91,6 +91,18 @@ tasks_t = Table(
 )
 
 
+parts_t = Table(
+    "task_parts",
+    metadata,
+    # A task split for many workers (a curate's sources): each part is taken by one worker at a time.
+    Column("task_id", String(80), primary_key=True),
+    Column("part", Text, primary_key=True),
+    Column("state", String(16), nullable=False),  # todo | taken | done
+    Column("worker", String(200)),
+    Column("updated_at", Float, nullable=False),
+)
+
+
 class TaskNotFound(NotFound, LookupError):
     """No such task (`404 task_not_found` over HTTP)."""
 
@@ -362,6 +374,71 @@ class TaskStore(SqlStore):
         with self.reading() as conn:
             found = {str(row[0]): int(row[1]) for row in conn.execute(stmt)}
         return {state: found.get(state, 0) for state in ACTIVE_STATES}
+
+    # --- parts: one task's work shared by many workers ----------------------------------------------
+
+    def add_parts(self, task_id: str, parts: Sequence[str]) -> None:
+        """Split the task into `parts` (again after a restart: parts done stay done, parts taken by a
+        worker that may be gone are open again)."""
+        now = time.time()
+        with self.writing() as conn:
+            have = {
+                row.part: row.state
+                for row in conn.execute(
+                    select(parts_t.c.part, parts_t.c.state).where(parts_t.c.task_id == task_id)
+                )
+            }
+            for part in dict.fromkeys(parts):
+                if part not in have:
+                    conn.execute(
+                        insert(parts_t).values(task_id=task_id, part=part, state="todo", updated_at=now)
+                    )
+            conn.execute(
+                update(parts_t)
+                .where(parts_t.c.task_id == task_id, parts_t.c.state == "taken")
+                .values(state="todo", worker=None, updated_at=now)
+            )
+
+    def take_part(self, task_id: str, worker: str) -> str | None:
+        """The next open part of the task, now taken by `worker`; None when none is open."""
+        with self.writing() as conn:
+            part = conn.execute(
+                select(parts_t.c.part)
+                .where(parts_t.c.task_id == task_id, parts_t.c.state == "todo")
+                .order_by(parts_t.c.part)
+                .limit(1)
+            ).scalar()
+            if part is None:
+                return None
+            conn.execute(
+                update(parts_t)
+                .where(parts_t.c.task_id == task_id, parts_t.c.part == part)
+                .values(state="taken", worker=worker, updated_at=time.time())
+            )
+            return str(part)
+
+    def finish_part(self, task_id: str, part: str) -> None:
+        with self.writing() as conn:
+            conn.execute(
+                update(parts_t)
+                .where(parts_t.c.task_id == task_id, parts_t.c.part == part)
+                .values(state="done", updated_at=time.time())
+            )
+
+    def parts(self, task_id: str) -> list[dict[str, Any]]:
+        """The task's parts: `part`, `state` and the `worker` that took each last."""
+        stmt = select(parts_t).where(parts_t.c.task_id == task_id).order_by(parts_t.c.part)
+        with self.reading() as conn:
+            return [{"part": r.part, "state": r.state, "worker": r.worker} for r in conn.execute(stmt)]
+
+    def part_counts(self, task_id: str) -> dict[str, int]:
+        stmt = (
+            select(parts_t.c.state, func.count())
+            .where(parts_t.c.task_id == task_id)
+            .group_by(parts_t.c.state)
+        )
+        with self.reading() as conn:
+            return {str(row[0]): int(row[1]) for row in conn.execute(stmt)}
 
     def set_job(self, task_id: str, job: dict[str, Any]) -> None:
         """What a worker runs the task from: `{"kind", "args", "phases"}` (before it is queued)."""

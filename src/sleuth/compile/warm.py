@@ -1,0 +1,59 @@
+"""Warm one source ahead of a curate: its chunks' vectors computed into the shared embedding cache.
+
+Embedding is most of a compile's cost (hundreds of pages/s parse, about ten embed, spec stack.md). A
+curate on many workers therefore splits the corpus into sources that any worker warms (parse, chunk,
+embed into `$SLEUTH_HOME/embedding-cache`), then one finalize runs the ordinary compile, which finds the
+vectors cached. Nothing here writes the context: a warm that dies, or warms a text the compile then
+chunks differently, costs time, never correctness, since the compile embeds whatever is not cached.
+"""
+
+from __future__ import annotations
+
+from sleuth.compile import artifacts as cards
+from sleuth.compile.build import EMBED_BATCH, embedder_window
+from sleuth.compile.chunking import chunk_pages
+from sleuth.compile.documents import chunk_embed_text, identified
+from sleuth.compile.manifest import Manifest
+from sleuth.compile.pages import ParseError
+from sleuth.compile.parse import parse_source
+from sleuth.compile.version_files import SourceState
+from sleuth.models.embedder import EmbeddingCache, embed_cached, get_embedder
+from sleuth.store.home import ContextDir, Home
+
+
+def warm_source(ctx: ContextDir, home: Home, manifest: Manifest, rel: str) -> int:
+    """Embed `rel`'s chunks into the cache as the compile will; returns how many texts were computed
+    (0 when all were cached, chunks are not embedded, or the source cannot be read)."""
+    chunks_config = manifest.curate.chunks
+    if not chunks_config.enabled:
+        return 0
+    try:
+        parsed = parse_source(ctx.sources / rel)
+    except ParseError:
+        return 0  # the compile reports it
+    state = identified(
+        SourceState(
+            path=rel,
+            title=cards.document_title(rel, parsed.title, parsed.pages),
+            format=parsed.format,
+            pages=len(parsed.pages),
+            chars=parsed.chars,
+            sha256="",
+            size=0,
+            mtime=0.0,
+            curated_at="",
+            images_skipped=parsed.images_skipped,
+        ),
+        parsed.pages,
+    )
+    chunks = chunk_pages(rel, parsed.pages, chunks_config.chunking, embedder_window(manifest, state))
+    texts = [chunk_embed_text(chunk, {rel: state}) for chunk in chunks]
+    embedder = get_embedder(chunks_config.embedding_model)
+    cache = EmbeddingCache.for_embedder(home.embedding_cache_dir, embedder)
+    computed = 0
+    try:
+        for begin in range(0, len(texts), EMBED_BATCH):
+            computed += embed_cached(embedder, cache, texts[begin : begin + EMBED_BATCH])[1]
+    finally:
+        cache.close()
+    return computed
