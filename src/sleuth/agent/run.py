@@ -127,9 +127,14 @@ class TurnRun:
             self.cancel()
 
     # ---------------------------------------------------------------------------- events
-    def emit(self, event: dict[str, Any]) -> None:
+    def emit(self, event: dict[str, Any], *, with_query: bool = False) -> None:
+        """Store the event (with `with_query`, together with the Query as it is now, in one
+        transaction), then tell the listener."""
         event = clean({"query_id": self.query.id, **event})  # model text may hold lone surrogates
-        self.rt.db.append_event(self.query.id, event)
+        if with_query:
+            self.rt.db.update_query(self.query.model_dump(mode="json"), event=event)
+        else:
+            self.rt.db.append_event(self.query.id, event)
         if self.on_event is not None:
             with contextlib.suppress(Exception):  # a listener that breaks must not break the turn
                 self.on_event(event)
@@ -561,11 +566,10 @@ class TurnRun:
         q.trace_ref = f"trace/{q.id}"
         self._persist_trace()
         self.emit({"type": "response.trace", "trace_ref": q.trace_ref})
-        self.rt.db.update_query(q.model_dump(mode="json"))
         terminal: dict[str, Any] = {"type": f"response.{status}"}
         if error:
             terminal["error"] = error
-        self.emit(terminal)
+        self.emit(terminal, with_query=True)  # the terminal status and event are seen together
         self.terminal = True
 
     def _persist_trace(self) -> None:

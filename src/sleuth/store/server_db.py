@@ -660,8 +660,10 @@ class ServerDB(SqlStore):
             if row.id != query_id
         ]
 
-    def update_query(self, query: dict[str, Any]) -> None:
-        """Replace the stored document and status (feedback is kept: see `set_feedback`)."""
+    def update_query(self, query: dict[str, Any], *, event: dict[str, Any] | None = None) -> None:
+        """Replace the stored document and status (feedback is kept: see `set_feedback`). With `event`,
+        that event is appended in the same transaction: a turn's terminal event and its terminal status
+        become visible together, so a stream on any server that sees the status has the event too."""
         query_id, _session_id, status = _query_fields(query)
         with self.writing() as conn:
             result = conn.execute(
@@ -671,6 +673,8 @@ class ServerDB(SqlStore):
             )
             if result.rowcount != 1:
                 raise QueryNotFound(f"no query {query_id}")
+            if event is not None:
+                self._append(conn, query_id, event)
 
     def fail_query(self, query_id: str, error: str) -> None:
         """Mark a turn `failed` when its own ending could not be written: the last resort that keeps a
@@ -753,19 +757,21 @@ class ServerDB(SqlStore):
 
         The seq is max+1 read inside the same write transaction, so concurrent appends never collide.
         """
-        event_type = event.get("type")
-        if not isinstance(event_type, str) or not event_type:
-            raise ValueError("an event needs a non-empty string 'type'")
-        data = dumps(event)
         with self.writing() as conn:
             if conn.execute(select(queries_t.c.id).where(queries_t.c.id == query_id)).first() is None:
                 raise QueryNotFound(f"no query {query_id}")
-            last = conn.execute(
-                select(func.coalesce(func.max(events_t.c.seq), 0)).where(events_t.c.query_id == query_id)
-            ).scalar_one()
-            seq = int(last) + 1
-            conn.execute(insert(events_t).values(query_id=query_id, seq=seq, type=event_type, data=data))
-            self._notify(conn, EVENTS_CHANNEL, query_id)
+            return self._append(conn, query_id, event)
+
+    def _append(self, conn: Connection, query_id: str, event: dict[str, Any]) -> int:
+        event_type = event.get("type")
+        if not isinstance(event_type, str) or not event_type:
+            raise ValueError("an event needs a non-empty string 'type'")
+        last = conn.execute(
+            select(func.coalesce(func.max(events_t.c.seq), 0)).where(events_t.c.query_id == query_id)
+        ).scalar_one()
+        seq = int(last) + 1
+        conn.execute(insert(events_t).values(query_id=query_id, seq=seq, type=event_type, data=dumps(event)))
+        self._notify(conn, EVENTS_CHANNEL, query_id)
         return seq
 
     def events(self, query_id: str, since_seq: int = 1) -> list[dict[str, Any]]:
