@@ -41,12 +41,19 @@ class Cluster:
         return handle
 
     def start_worker(self) -> subprocess.Popen[bytes]:
+        """Start `sleuth worker` and wait until it takes jobs (its log says so)."""
         log = self._log("worker")
+        path = Path(log.name)
         proc = subprocess.Popen(
             [sys.executable, "-m", "sleuth", "worker"], env=self.env, stdout=log, stderr=log
         )
         self.workers.append(proc)
         self.processes.append(proc)
+        deadline = time.monotonic() + 60
+        while "Starting worker on queues" not in path.read_text(errors="replace"):
+            assert proc.poll() is None, path.read_text(errors="replace")
+            assert time.monotonic() < deadline, "a worker did not start"
+            time.sleep(0.1)
         return proc
 
     def start_server(self) -> str:

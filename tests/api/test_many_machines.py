@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -201,6 +202,27 @@ def test_a_stream_broken_on_one_server_resumes_on_the_other(cluster: Cluster) ->
     assert rest[-1][1] == "query" and rest[-2][1] in ("response.completed", "response.failed")
     with cluster.db() as db:
         assert [e["seq"] for e in db.events(query_id)] == ids
+
+
+def test_a_stopping_server_ends_its_streams_and_they_resume_elsewhere(cluster: Cluster) -> None:
+    b = cluster.servers[1]
+    c = cluster.start_server()
+    server_c = cluster.processes[-1]
+    query_id = _ask(c, ask="What is the travel policy?", max_steps=4).json()["id"]
+    seen: list[tuple[int | None, str]] = []
+    streaming = threading.Thread(target=lambda: _frames(c, query_id, out=seen))
+    streaming.start()
+    _until(lambda: any(e == "response.step" for _, e in seen), 60, "a step")
+    server_c.send_signal(signal.SIGTERM)
+    streaming.join(timeout=20)
+    assert not streaming.is_alive(), "the stream outlived its server's drain"
+    assert server_c.wait(timeout=40) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal once drained
+    assert seen[-1][1] != "query"  # cut before the end: no terminal event, no query frame
+    last = max(i for i, _ in seen if i is not None)
+    rest = _frames(b, query_id, last_event_id=last + 1)
+    ids = [i for i, _ in seen + rest if i is not None]
+    assert ids == list(range(1, len(ids) + 1)) and rest[-1][1] == "query", (seen, rest)
+    cluster.servers.remove(c)
 
 
 def test_a_worker_killed_mid_turn_leaves_the_turn_failed(cluster: Cluster) -> None:

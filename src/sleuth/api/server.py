@@ -15,6 +15,7 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import uvicorn
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("sleuth.server")
 RESTART_ERROR = "server restarted"  # spec/api.md §9.2
+GRACEFUL_SHUTDOWN_S = 30  # then uvicorn cuts what is still open
 API_KEY_ENV = "SLEUTH_API_KEY"
 REMOTE_WARNING_EVERY = 1000  # spec/api.md §3.3: no-auth on a public address warns every 1,000th request
 LOOPBACK_NAMES = ("localhost",)
@@ -121,6 +123,10 @@ def build_state(
     state = ApiState(home=home, db=db, runtime=runtime, overrides=dict(overrides or {}), auth=auth)
     if shared:
         _shared_services(state, settings, role)
+    else:
+        state.turns = TurnExecutor(
+            runtime, settings.max_concurrent_turns, settings.max_queued_turns, settings.max_turns_per_key
+        )
     return state
 
 
@@ -220,14 +226,35 @@ def serve(home: Home, options: ServeOptions, *, log_level: str = "info") -> None
             _warn_remote_every(app, options.host)
         _probe_in_background(state)
         worker = _worker_thread(state) if options.with_worker else None
-        config = uvicorn.Config(app, host=options.host, port=options.port, log_level=log_level)
+        config = uvicorn.Config(
+            app,
+            host=options.host,
+            port=options.port,
+            log_level=log_level,
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+        )
         try:
-            uvicorn.Server(config).run()
+            _DrainingServer(config, state).run()
         finally:
             if worker is not None:
                 worker.close()
     finally:
         state.close()
+
+
+class _DrainingServer(uvicorn.Server):
+    """uvicorn that, on SIGTERM/SIGINT, first ends its event streams cleanly (clients resume on another
+    server with `Last-Event-ID`), then stops as uvicorn does: no new connections, requests finished."""
+
+    def __init__(self, config: uvicorn.Config, state: ApiState) -> None:
+        super().__init__(config)
+        self.state = state
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        turns = self.state.turns
+        if isinstance(turns, TurnExecutor):
+            turns.hub.close_streams()
+        super().handle_exit(sig, frame)
 
 
 def _worker_thread(state: ApiState) -> WorkerThread:

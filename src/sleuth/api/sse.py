@@ -92,6 +92,8 @@ async def _follow(
                 finished = finished or event.get("type") in TERMINAL_EVENTS
             if events:
                 quiet_since = loop.time()
+            if hub.closing.is_set() and not finished:
+                return  # the server is stopping: the client resumes from its last id elsewhere
             if finished:
                 document = await run_in_threadpool(db.get_query, query_id)
                 if document is not None:

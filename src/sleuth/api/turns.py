@@ -68,6 +68,13 @@ class EventHub:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._waiters: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
+        self.closing = threading.Event()  # the server is stopping: streams end, clients resume elsewhere
+
+    def close_streams(self) -> None:
+        """A server's drain: every stream ends at its next wake-up (now), cleanly, without a terminal
+        event, so its client reconnects with `Last-Event-ID`, to another server."""
+        self.closing.set()
+        self.notify_all()
 
     def subscribe(self, query_id: str) -> asyncio.Event:
         """An event set whenever `query_id` stores an event; clear it before each read."""
