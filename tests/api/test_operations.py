@@ -3,6 +3,8 @@ on the SQLite default and on a PostgreSQL server that goes away and comes back."
 
 from __future__ import annotations
 
+import os
+import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -18,6 +20,7 @@ from sleuth.api.server import build_state
 from sleuth.compile.pipeline import CompileReport
 from sleuth.store.home import Home
 from tests.api.support import ServerFactory, _free_port
+from tests.cluster import Cluster
 from tests.postgres import Postgres, throwaway_postgres
 
 
@@ -104,3 +107,37 @@ def test_a_server_that_loses_its_database_is_not_ready_until_it_is_back(
         server.should_exit = True
         thread.join(timeout=10)
         state.close()
+
+
+def test_a_worker_that_loses_its_database_takes_jobs_again(
+    own_postgres: Postgres, sample_home: tuple[Home, CompileReport], tmp_path: Path
+) -> None:
+    """PostgreSQL goes away under a running worker and server, and comes back: neither exits, and the
+    next question is run by the same worker."""
+    home = tmp_path / "home"
+    shutil.copytree(sample_home[0].root, home)
+    url = own_postgres.create_database()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLEUTH_")}
+    env.update({"SLEUTH_HOME": str(home), "SLEUTH_DATABASE_URL": url, "SLEUTH_WORKER_HEARTBEAT_S": "0.5"})
+    (tmp_path / "logs").mkdir()
+    cluster = Cluster(url, home, env, logs=tmp_path / "logs")
+    try:
+        base = cluster.start_server()
+        worker = cluster.start_worker()
+        ask = {"ask": "How many days a week can employees work remotely?", "scope": ["acme"]}
+        assert httpx.post(f"{base}/api/query", json=ask, timeout=120).json()["status"] == "completed"
+        own_postgres.stop()
+        time.sleep(3)  # long enough for the worker's next fetch and beat to fail
+        own_postgres.start()
+        deadline = time.monotonic() + 90
+        while httpx.get(f"{base}/readyz", timeout=10).status_code != 200:
+            assert time.monotonic() < deadline, "the server did not become ready again"
+            time.sleep(0.2)
+        answer = httpx.post(f"{base}/api/query", json=ask, timeout=180).json()
+        assert answer["status"] == "completed", answer
+        assert worker.poll() is None  # still the same process
+        with cluster.db() as db:
+            holder, _ = db.holder(answer["id"])
+        assert holder is not None and cluster.worker_pid(holder) == worker.pid
+    finally:
+        cluster.close()

@@ -6,6 +6,9 @@ database, the runtime, the executor and the task service; `queue.run_worker` fee
 (`ServerDB.renew_holds`, `TaskStore.renew`) and picks up stops asked on any server; a worker that dies
 stops renewing, and any other process fails its turns and begins its curates again.
 
+A worker that loses the database does not exit: it tries again with backoff (1 s, doubling to 30 s) and
+takes jobs again once the database answers.
+
 On SIGTERM (or Ctrl-C) the worker drains: procrastinate stops taking jobs and waits up to
 `task_stop_timeout_s` for those running; a curate still running then is handed back to the queue for
 another worker, a turn still running ends `cancelled` with the reason.
@@ -14,8 +17,13 @@ another worker, a turn still running ends `cancelled` with the reason.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any
+
+import psycopg
+from procrastinate.exceptions import ConnectorException
+from sqlalchemy.exc import SQLAlchemyError
 
 from sleuth.api.queue import QUEUES, JobsHere, run_worker
 from sleuth.api.server import ServeError, build_state
@@ -24,6 +32,7 @@ from sleuth.api.turns import TurnExecutor
 from sleuth.store.home import Home
 
 log = logging.getLogger("sleuth.worker")
+MAX_BACKOFF_S = 30.0
 
 
 def work(
@@ -40,15 +49,28 @@ def work(
             raise ServeError("a worker needs SLEUTH_DATABASE_URL=postgresql://… (the job queue)")
         settings = state.settings
         log.info("worker %s: %d job(s) at once from %s", turns.worker, settings.worker_concurrency, queues)
-        run_worker(
-            state.db.database,
-            JobsHere(turns, tasks),
-            concurrency=settings.worker_concurrency,
-            queues=queues,
-            heartbeat_s=settings.worker_heartbeat_s,
-            name=turns.worker,
-            shutdown_grace_s=settings.task_stop_timeout_s,
-        )
+        backoff = 1.0
+        while True:
+            began = time.monotonic()
+            try:
+                run_worker(
+                    state.db.database,
+                    JobsHere(turns, tasks),
+                    concurrency=settings.worker_concurrency,
+                    queues=queues,
+                    heartbeat_s=settings.worker_heartbeat_s,
+                    name=turns.worker,
+                    shutdown_grace_s=settings.task_stop_timeout_s,
+                )
+                return  # stopped by a signal, drained
+            except (ConnectorException, psycopg.Error, SQLAlchemyError, OSError) as exc:
+                # The database went away: the jobs running here go on (their holds lapse if it stays
+                # away past 3 beats); take jobs again once it answers.
+                if time.monotonic() - began > MAX_BACKOFF_S:
+                    backoff = 1.0  # it ran a while: a new outage, not the same one
+                log.warning("worker lost the database (%s); again in %.0f s", type(exc).__name__, backoff)
+                time.sleep(backoff)
+                backoff = min(MAX_BACKOFF_S, backoff * 2)
     finally:
         if isinstance(state.tasks, TaskService):
             state.tasks.release_held()
