@@ -46,12 +46,13 @@ FILINGS = (  # six small filings, 120 pages in all
 )
 QUESTION = "How many days a week can employees work remotely?"
 
+from tests.cluster import Cluster  # noqa: E402
+from tests.postgres import Postgres, throwaway_postgres  # noqa: E402
+
 from sleuth.compile.pipeline import compile_context  # noqa: E402
 from sleuth.store.home import Home  # noqa: E402
 from sleuth.store.server_db import ServerDB  # noqa: E402
 from sleuth.store.tasks import TaskStore  # noqa: E402
-from tests.cluster import Cluster  # noqa: E402
-from tests.postgres import Postgres, throwaway_postgres  # noqa: E402
 
 
 def pct(values: list[float], q: float) -> float:
@@ -93,15 +94,13 @@ def first_step_latency(ask_on: str, stream_on: str) -> float:
     )
     response.raise_for_status()
     query_id = response.json()["id"]
+    took: float | None = None
     with httpx.stream("GET", f"{stream_on}/api/queries/{query_id}/events", timeout=120) as stream:
-        for line in stream.iter_lines():
-            if line == "event: response.step":
+        for line in stream.iter_lines():  # to its end, so turns do not pile up
+            if took is None and line == "event: response.step":
                 took = time.perf_counter() - began
-                break
-        else:
-            raise RuntimeError(f"{query_id}: no step event")
-        for _line in stream.iter_lines():  # to its end, so turns do not pile up
-            pass
+    if took is None:
+        raise RuntimeError(f"{query_id}: no step event")
     return took
 
 
@@ -180,7 +179,13 @@ def curate(cluster: Cluster, slug: str, files: list[Path], kill_halfway: bool = 
         with TaskStore(cluster.database_url) as store:
             row = store.get(task_id) or {}
         pages = int(((task.get("output") or {}).get("counts") or {}).get("pages") or 0)
-    return {"state": task["state"], "s": took, "pages": pages, "attempts": row.get("attempts"), "killed": killed}
+    return {
+        "state": task["state"],
+        "s": took,
+        "pages": pages,
+        "attempts": row.get("attempts"),
+        "killed": killed,
+    }
 
 
 def sample_home(root: Path) -> Path:
@@ -205,7 +210,6 @@ def main() -> None:
         compiled = sample_home(root)
         settings = {"max_concurrent_turns": "2", "max_queued_turns": "200", "worker_concurrency": "1"}
         with throwaway_postgres() as pg:
-            rows: list[tuple[str, str, str]] = []
             # 1. latency
             home = root / "sqlite-home"
             shutil.copytree(compiled, home)
@@ -226,15 +230,19 @@ def main() -> None:
             added = statistics.median(across) - statistics.median(alone)
             print(f"\n## Admission → first step event ({args.turns} turns, one at a time)\n")
             print("| setup | p50 ms | p95 ms |\n|---|---:|---:|")
-            print(f"| 1 process, SQLite, same server | {1000 * pct(alone, 0.5):.0f} | {1000 * pct(alone, 0.95):.0f} |")
-            print(
-                f"| 2 servers + 2 workers, PostgreSQL, asked on A, streamed on B | {1000 * pct(across, 0.5):.0f} |"
-                f" {1000 * pct(across, 0.95):.0f} |"
-            )
+            for name, values in (
+                ("1 process, SQLite, same server", alone),
+                ("2 servers + 2 workers, PostgreSQL, asked on A, streamed on B", across),
+            ):
+                print(f"| {name} | {1000 * pct(values, 0.5):.0f} | {1000 * pct(values, 0.95):.0f} |")
             print(f"\np50 added: {1000 * added:.0f} ms (target ≤ 250 ms)")
             print(f"\n## {args.turns} turns at once\n")
-            print("| setup | completed | errors | completed/s | p50 s | p95 s | wall s |\n|---|---:|---:|---:|---:|---:|---:|")
-            for name, r in (("1 process, SQLite, 2 turn threads", single), ("2 servers + 2 workers × 1", shared)):
+            print("| setup | completed | errors | completed/s | p50 s | p95 s | wall s |")
+            print("|---|---:|---:|---:|---:|---:|---:|")
+            for name, r in (
+                ("1 process, SQLite, 2 turn threads", single),
+                ("2 servers + 2 workers × 1", shared),
+            ):
                 print(
                     f"| {name} | {r['completed']} | {len(r['errors'])} | {r['per_s']:.2f} | {r['p50']:.2f} |"
                     f" {r['p95']:.2f} | {r['wall']:.1f} |"
@@ -251,11 +259,15 @@ def main() -> None:
             for workers, kill in ((1, False), (2, False), (2, True)):
                 home = root / f"compile-{workers}-{kill}"
                 shutil.copytree(compiled, home)
-                with deployment(pg, home, root / f"logs-compile-{workers}-{kill}", 1, workers, **one_thread) as c:
+                with deployment(
+                    pg, home, root / f"logs-compile-{workers}-{kill}", 1, workers, **one_thread
+                ) as c:
                     r = curate(c, f"filings-{workers}", files, kill_halfway=kill)
                 name = f"{workers} worker(s) × 1 thread" + (", one killed halfway" if kill else "")
                 rate = r["pages"] / r["s"] if r["s"] else 0.0
-                print(f"| {name} | {r['state']} | {r['s']:.1f} | {r['pages']} | {rate:.2f} | {r['attempts']} |")
+                print(
+                    f"| {name} | {r['state']} | {r['s']:.1f} | {r['pages']} | {rate:.2f} | {r['attempts']} |"
+                )
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

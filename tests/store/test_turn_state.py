@@ -189,6 +189,14 @@ def test_keys_on_both_backends(db: ServerDB) -> None:
     assert keys.verify(secret) is None
 
 
+def test_servers_seeding_the_operator_key_at_once_agree_on_one(db: ServerDB) -> None:
+    keys = KeyStore.for_db(db)
+    with ThreadPoolExecutor(6) as pool:
+        seeded = list(pool.map(lambda _: keys.seed("slk_operator-secret-value"), range(6)))
+    assert len({key.id for key in seeded if key is not None}) == 1 and None not in seeded
+    assert [k.name for k in keys.list_keys(include_revoked=True)] == ["SLEUTH_API_KEY"]
+
+
 def test_two_processes_preparing_one_new_database_at_once(database_target: str, tmp_path: Path) -> None:
     """Schema set-up runs under a lock: servers starting together never both create or upgrade it."""
     import subprocess

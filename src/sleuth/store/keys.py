@@ -16,7 +16,6 @@ database opened before this module was imported.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import secrets
 import string
@@ -257,14 +256,27 @@ class KeyStore:
 
         A changed value replaces the previous seeded key (revoked, with its tokens). A value that was
         revoked stays revoked (returns None): revocation is the operator's last word, not the env's.
+        One transaction, so servers and workers starting together with the same value agree on one key
+        (checking, revoking and creating in steps let one revoke the key another had just made).
         """
-        with self.db.reading() as conn:
+        if not secret.strip():
+            raise KeyStoreError("a key cannot be blank")
+        with self.db.writing() as conn:
             row = conn.execute(select(keys_t).where(keys_t.c.hash == digest(secret))).first()
-        if row is not None:
-            return _key(row) if row.revoked_at is None else None
-        with contextlib.suppress(KeyStoreError):
-            self.revoke(name)
-        key, _ = self.create(name, "admin", secret)
+            if row is not None:
+                return _key(row) if row.revoked_at is None else None
+            stamp = time.time()
+            conn.execute(
+                update(keys_t)
+                .where(keys_t.c.name == name, keys_t.c.revoked_at.is_(None))
+                .values(revoked_at=stamp)
+            )
+            key = ApiKey(new_id("key"), name, "admin", stamp)
+            conn.execute(
+                insert(keys_t).values(
+                    id=key.id, name=name, role="admin", hash=digest(secret), created_at=stamp
+                )
+            )
         return key
 
     # --- verification and login --------------------------------------------------------------------
