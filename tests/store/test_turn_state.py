@@ -213,3 +213,51 @@ def test_two_processes_preparing_one_new_database_at_once(database_target: str, 
     assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
     with ServerDB(database_target, replay_root=tmp_path) as db:
         assert db.schema_version >= 4
+
+
+def test_a_task_held_by_a_dead_worker_is_begun_again_or_ended(database_target: str) -> None:
+    with TaskStore(database_target) as store:
+        queued = store.create("curate", context_id="c", context_slug="kb", created_by="admin")
+        local = store.create("import", context_id="c", context_slug="kb", created_by="admin")
+        stopping = store.create("curate", context_id="c", context_slug="kb", created_by="admin")
+        store.set_job(queued["id"], {"kind": "curate", "args": {}, "phases": []})
+        store.set_job(stopping["id"], {"kind": "curate", "args": {}, "phases": []})
+        for task in (queued, local, stopping):
+            assert store.start(task["id"], "worker-a", lease_s=30)
+            assert not store.start(task["id"], "worker-b", lease_s=30)  # held: not taken twice
+        store.request_stop(stopping["id"], "enough")
+        assert sorted(store.renew("worker-a", 30)) == sorted(
+            [(queued["id"], "running"), (local["id"], "running"), (stopping["id"], "stopping")]
+        )
+        assert store.requeue_lost(max_attempts=3) == ([], [])  # leases still live
+        requeued, ended = store.requeue_lost(max_attempts=3, now=time.time() + 60)
+        assert requeued == [queued["id"]] and sorted(ended) == sorted([local["id"], stopping["id"]])
+        assert store.require(queued["id"])["state"] == "scheduled"
+        assert store.require(local["id"])["state"] == "failed"  # nothing to begin it again from
+        assert store.require(stopping["id"])["state"] == "cancelled"
+        assert store.start(queued["id"], "worker-b", lease_s=30)  # another worker begins it again
+        again = store.require(queued["id"])
+        assert again["attempts"] == 2 and again["worker"] == "worker-b"
+        assert store.release(queued["id"], "worker-b")  # a draining worker hands it back
+        assert store.require(queued["id"])["state"] == "scheduled"
+
+
+def test_a_split_task_gives_each_part_to_one_worker(database_target: str) -> None:
+    with TaskStore(database_target) as store:
+        task = store.create("curate", context_id="c", context_slug="kb", created_by="admin")
+        store.add_parts(task["id"], [f"doc-{i:02d}" for i in range(20)])
+        taken: list[str] = []
+        lock = threading.Lock()
+
+        def take_all(worker: str) -> None:
+            while (part := store.take_part(task["id"], worker)) is not None:
+                with lock:
+                    taken.append(part)
+                store.finish_part(task["id"], part)
+
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(take_all, ["w1", "w2", "w3", "w4"]))
+        assert sorted(taken) == [f"doc-{i:02d}" for i in range(20)]  # each exactly once
+        assert store.part_counts(task["id"]) == {"done": 20}
+        store.add_parts(task["id"], ["doc-00", "doc-20"])  # again after a restart: done stays done
+        assert store.part_counts(task["id"]) == {"done": 20, "todo": 1}

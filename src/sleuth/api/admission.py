@@ -85,8 +85,8 @@ def admit_turn(
                 "comparison_group_full",
                 f"comparison group {group!r} already has {COMPARISON_GROUP_SIZE} turns",
             )
-        if request.retrieval is None:  # a retrieval-only turn starts no sandbox
-            _check_sandbox(state)
+        if request.retrieval is None and turns.queue is None:  # a retrieval-only turn starts no sandbox
+            _check_sandbox(state)  # with a queue a worker runs it: its own sandbox is what matters
         turns.check_places(key)
 
     try:

@@ -96,7 +96,7 @@ def conflict_check(service: TaskService, ctx: ContextDir, workflows: tuple[str, 
             409, "task_in_flight", f"task {task_id} ({busy[0]['workflow']}) is active", task_id=task_id
         )
     try:
-        with curate_lock(ctx.lock_file):
+        with curate_lock(ctx.lock_file, ctx.info().id):
             pass
     except CurateInFlight:
         raise ApiError(

@@ -250,7 +250,7 @@ def delete_context(request: Request, slug: str, _who: AdminKey) -> dict[str, Any
         with service.claiming():
             if not service.store.active(info.id):
                 try:
-                    with tree_lock(ctx), curate_lock(ctx.lock_file):
+                    with tree_lock(ctx), curate_lock(ctx.lock_file, ctx.info().id):
                         shutil.rmtree(ctx.root)
                     break
                 except CurateInFlight:

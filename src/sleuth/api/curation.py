@@ -177,7 +177,7 @@ def _curate_job(
 
     def job(handle: TaskHandle) -> dict[str, Any]:
         try:
-            with curate_lock(ctx.lock_file, state.db.database, ctx.info().id):
+            with curate_lock(ctx.lock_file, ctx.info().id, state.db.database):
                 data = ctx.manifest_data()
                 if chunks_only:
                     data.setdefault("curate", {}).setdefault("artifacts", {})["enabled"] = False

@@ -89,7 +89,7 @@ def _pack_job(ctx: ContextDir, include_traces: bool) -> Job:
 
     def job(handle: TaskHandle) -> dict[str, Any]:
         try:
-            with curate_lock(ctx.lock_file):
+            with curate_lock(ctx.lock_file, ctx.info().id):
                 info, extra, live = ctx.info(), read_extra(ctx), ctx.live_version()
                 members = _pack_members(ctx, live)
                 ledger = Ledger.load(ctx.ledger_file)
@@ -278,7 +278,7 @@ def _restore_job(
 
     def job(handle: TaskHandle) -> dict[str, Any]:
         try:
-            with curate_lock(ctx.lock_file):
+            with curate_lock(ctx.lock_file, ctx.info().id):
                 restored = 0
                 with zipfile.ZipFile(staged) as zf:
                     recorded = _packed_extractor(zf)

@@ -376,7 +376,9 @@ class TaskService:
     def _run(self, task_id: str, job: Job, live: _Live, *, hold: bool = False) -> None:
         handle = live.handle
         try:
-            worker = self.worker if hold else None
+            # With a queue every task is held, even one that runs where it was asked (an import): a
+            # server that dies then has its tasks failed by the others, not left `running`.
+            worker = self.worker if hold or self.queue is not None else None
             if not self.store.start(task_id, worker, 3 * self.heartbeat_s):
                 return  # cancelled while it waited, or another worker took it
             handle.check()

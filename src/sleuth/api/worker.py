@@ -23,8 +23,10 @@ from typing import Any
 
 import psycopg
 from procrastinate.exceptions import ConnectorException
+from prometheus_client import start_http_server
 from sqlalchemy.exc import SQLAlchemyError
 
+from sleuth.api.operations import registry_of
 from sleuth.api.queue import QUEUES, JobsHere, run_worker
 from sleuth.api.server import ServeError, build_state
 from sleuth.api.task_service import TaskService
@@ -40,10 +42,14 @@ def work(
     overrides: dict[str, Any] | None = None,
     *,
     queues: Sequence[str] = QUEUES,
+    metrics_port: int | None = None,
 ) -> None:
-    """Run a worker until SIGTERM/SIGINT; `ServeError` before anything starts without PostgreSQL."""
+    """Run a worker until SIGTERM/SIGINT; `ServeError` before anything starts without PostgreSQL.
+    With `metrics_port`, the worker serves `/metrics` there (Prometheus, no key: bind it privately)."""
     state = build_state(home, overrides, role="worker")
     try:
+        if metrics_port is not None:
+            start_http_server(metrics_port, registry=registry_of(state))
         turns, tasks = state.turns, state.tasks
         if not isinstance(turns, TurnExecutor) or not isinstance(tasks, TaskService):
             raise ServeError("a worker needs SLEUTH_DATABASE_URL=postgresql://… (the job queue)")

@@ -259,7 +259,7 @@ def delete_cmd(name: str, yes: Annotated[bool, typer.Option("--yes", "-y")] = Fa
     if not yes and not typer.confirm(f"Delete context {name!r} and all its versions?"):
         raise typer.Exit(1)
     try:
-        with curate_lock(ctx.lock_file):
+        with curate_lock(ctx.lock_file, ctx.info().id):
             shutil.rmtree(ctx.root)
     except CurateInFlight as exc:
         raise fail(str(exc)) from None

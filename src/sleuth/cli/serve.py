@@ -115,6 +115,12 @@ def worker_cmd(
     concurrency: Annotated[
         int | None, typer.Option(min=1, max=256, help="Jobs at once (the worker_concurrency setting).")
     ] = None,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            min=1, max=65535, help="Serve Prometheus /metrics on this port (no key: keep it private)"
+        ),
+    ] = None,
     log_level: Annotated[str, typer.Option(help="debug | info | warning | error")] = "info",
 ) -> None:
     """Run the turns and curates API servers queue (needs SLEUTH_DATABASE_URL=postgresql://…) until
@@ -134,7 +140,7 @@ def worker_cmd(
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s")
     overrides = {} if concurrency is None else {"worker_concurrency": concurrency}
     try:
-        work(Home(), overrides, queues=wanted)
+        work(Home(), overrides, queues=wanted, metrics_port=metrics_port)
     except ServeError as exc:
         raise fail(str(exc)) from None
 

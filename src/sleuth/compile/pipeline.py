@@ -69,7 +69,7 @@ def compile_context(
         catalog = catalog or Catalog.load(home.root)
         curation_model(parse_manifest({}), catalog, model)
     ctx, _created = home.find_or_create(slug)
-    with curate_lock(ctx.lock_file):
+    with curate_lock(ctx.lock_file, ctx.info().id):
         if manifest_data is not None:
             write_json_atomic(ctx.manifest_file, manifest_data)
         imported = import_sources(ctx.sources, list(inputs)) if inputs else ImportReport()

@@ -17,7 +17,8 @@ from pathlib import Path
 from sqlalchemy import text
 
 from sleuth.errors import Conflict
-from sleuth.store.database import Database
+from sleuth.settings import current
+from sleuth.store.database import Database, open_database
 
 
 class CurateInFlight(Conflict, RuntimeError):
@@ -25,8 +26,12 @@ class CurateInFlight(Conflict, RuntimeError):
 
 
 @contextmanager
-def curate_lock(path: Path, database: Database | None = None, key: str | None = None) -> Iterator[None]:
-    """The context's lock: the database's (PostgreSQL, with the context's `key`), then the file's."""
+def curate_lock(path: Path, key: str | None = None, database: Database | None = None) -> Iterator[None]:
+    """The context's lock: the database's (PostgreSQL, with the context's id as `key`), then the file's.
+    `database` defaults to the one `SLEUTH_DATABASE_URL` names, so the CLI takes the same lock."""
+    if database is None and key is not None:
+        url = current().database_url
+        database = open_database(url) if url else None
     if database is not None and database.is_postgres and key is not None:
         with _advisory_lock(database, f"curate:{key}"), _file_lock(path):
             yield
