@@ -261,3 +261,16 @@ def test_a_split_task_gives_each_part_to_one_worker(database_target: str) -> Non
         assert store.part_counts(task["id"]) == {"done": 20}
         store.add_parts(task["id"], ["doc-00", "doc-20"])  # again after a restart: done stays done
         assert store.part_counts(task["id"]) == {"done": 20, "todo": 1}
+
+
+def test_a_part_whose_worker_stopped_renewing_it_is_opened_again(database_target: str) -> None:
+    with TaskStore(database_target) as store:
+        task = store.create("curate", context_id="c", context_slug="kb", created_by="admin")
+        store.add_parts(task["id"], ["big", "small"])  # the order given is the order taken
+        assert store.take_part(task["id"], "alive") == "big"
+        assert store.take_part(task["id"], "dead") == "small"
+        assert store.reopen_stale_parts(task["id"], older_than_s=60) == 0
+        time.sleep(0.3)
+        store.renew_parts("alive")
+        assert store.reopen_stale_parts(task["id"], older_than_s=0.2) == 1  # only the dead one's
+        assert store.take_part(task["id"], "alive") == "small"

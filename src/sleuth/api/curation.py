@@ -187,8 +187,13 @@ def _curate_job(
                     ctx, manifest, catalog, model=model, token_budget=token_budget, env=catalog.env
                 )
                 if handle.shared:  # from the queue: other workers embed sources beside this one
-                    sources = list_source_files(ctx.sources)
-                    handle.share("warm", sources, partial(warm_source, ctx, state.home, manifest), FAN_OUT)
+                    # Biggest first, so the last part to finish is a small one.
+                    sources = sorted(
+                        list_source_files(ctx.sources), key=lambda rel: -(ctx.sources / rel).stat().st_size
+                    )
+                    warm = partial(warm_source, ctx, state.home, manifest)
+                    stale_s = 3 * state.settings.worker_heartbeat_s  # three missed renewals: that worker died
+                    handle.share("warm", sources, warm, FAN_OUT, stale_after_s=stale_s)
                 run = CompileRun(ctx, state.home, manifest, force, handle, choice.extractor)
                 if choice.note:
                     run.warnings.append(f"no model for curation: {choice.note}")

@@ -127,20 +127,38 @@ class TaskHandle:
         """Other workers can help with this task's parts (it runs from the queue)."""
         return self._helpers is not None and self._worker is not None
 
-    def share(self, phase: str, parts: Sequence[str], do: Callable[[str], object], helpers: int) -> None:
-        """Do `parts` (`do(part)` each), with up to `helpers` other workers taking parts too. Returns
-        when no part is left open: parts other workers still hold are theirs to finish, and whatever
-        they leave undone the rest of the job does itself (a part must only save later work)."""
+    def share(
+        self,
+        phase: str,
+        parts: Sequence[str],
+        do: Callable[[str], object],
+        helpers: int,
+        stale_after_s: float = 30.0,
+    ) -> None:
+        """Do `parts` (`do(part)` each, taken in the order given: put the biggest first), with up to
+        `helpers` other workers taking parts too. Returns when every part is done, or when the only
+        ones left are held by workers that stopped renewing them for `stale_after_s` (they died): those
+        are opened again and done here. A part must only save later work: whatever is left undone,
+        the rest of the job does itself."""
         if self._helpers is None or self._worker is None:
             return
         self.store.add_parts(self.task_id, parts)
         self.start(phase, len(parts))
         self._helpers(max(0, min(helpers, len(parts) - 1)))
-        while (part := self.store.take_part(self.task_id, self._worker)) is not None:
-            self.check()
-            do(part)
-            self.store.finish_part(self.task_id, part)
-            self.advance(phase)
+        while True:
+            part = self.store.take_part(self.task_id, self._worker)
+            if part is not None:
+                self.check()
+                do(part)
+                self.store.finish_part(self.task_id, part)
+                self.advance(phase)
+                continue
+            counts = self.store.part_counts(self.task_id)
+            if not counts.get("taken"):
+                break
+            if not self.store.reopen_stale_parts(self.task_id, stale_after_s):
+                self.check()
+                time.sleep(0.2)  # another worker is doing the last parts: doing them twice saves nothing
         self.finish(phase)
 
     # reporting
@@ -357,6 +375,7 @@ class TaskService:
         if self.worker is None:
             return
         try:
+            self.store.renew_parts(self.worker)
             for task_id, state in self.store.renew(self.worker, 3 * self.heartbeat_s):
                 with self._lock:
                     live = self._live.get(task_id)

@@ -97,6 +97,7 @@ parts_t = Table(
     # A task split for many workers (a curate's sources): each part is taken by one worker at a time.
     Column("task_id", String(80), primary_key=True),
     Column("part", Text, primary_key=True),
+    Column("position", Integer, nullable=False),  # taken in this order (the splitter puts big ones first)
     Column("state", String(16), nullable=False),  # todo | taken | done
     Column("worker", String(200)),
     Column("updated_at", Float, nullable=False),
@@ -388,10 +389,12 @@ class TaskStore(SqlStore):
                     select(parts_t.c.part, parts_t.c.state).where(parts_t.c.task_id == task_id)
                 )
             }
-            for part in dict.fromkeys(parts):
+            for position, part in enumerate(dict.fromkeys(parts)):
                 if part not in have:
                     conn.execute(
-                        insert(parts_t).values(task_id=task_id, part=part, state="todo", updated_at=now)
+                        insert(parts_t).values(
+                            task_id=task_id, part=part, position=position, state="todo", updated_at=now
+                        )
                     )
             conn.execute(
                 update(parts_t)
@@ -405,7 +408,7 @@ class TaskStore(SqlStore):
             part = conn.execute(
                 select(parts_t.c.part)
                 .where(parts_t.c.task_id == task_id, parts_t.c.state == "todo")
-                .order_by(parts_t.c.part)
+                .order_by(parts_t.c.position)
                 .limit(1)
             ).scalar()
             if part is None:
@@ -416,6 +419,29 @@ class TaskStore(SqlStore):
                 .values(state="taken", worker=worker, updated_at=time.time())
             )
             return str(part)
+
+    def renew_parts(self, worker: str) -> None:
+        """A worker's heartbeat: the parts it is doing are still being done."""
+        with self.writing() as conn:
+            conn.execute(
+                update(parts_t)
+                .where(parts_t.c.worker == worker, parts_t.c.state == "taken")
+                .values(updated_at=time.time())
+            )
+
+    def reopen_stale_parts(self, task_id: str, older_than_s: float) -> int:
+        """Open again the parts whose worker stopped renewing them (it died); returns how many."""
+        with self.writing() as conn:
+            result = conn.execute(
+                update(parts_t)
+                .where(
+                    parts_t.c.task_id == task_id,
+                    parts_t.c.state == "taken",
+                    parts_t.c.updated_at < time.time() - older_than_s,
+                )
+                .values(state="todo", worker=None)
+            )
+            return int(result.rowcount)
 
     def finish_part(self, task_id: str, part: str) -> None:
         with self.writing() as conn:
