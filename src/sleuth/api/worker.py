@@ -17,6 +17,7 @@ another worker, a turn still running ends `cancelled` with the reason.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -31,10 +32,18 @@ from sleuth.api.queue import QUEUES, JobsHere, run_worker
 from sleuth.api.server import ServeError, build_state
 from sleuth.api.task_service import TaskService
 from sleuth.api.turns import TurnExecutor
+from sleuth.models.embedder import get_embedder
 from sleuth.store.home import Home
 
 log = logging.getLogger("sleuth.worker")
 MAX_BACKOFF_S = 30.0
+
+
+def _load_embedder() -> None:
+    try:
+        get_embedder().embed(["warm up"])
+    except Exception:  # the first job that needs it reports the failure
+        log.warning("could not load the embedder at start", exc_info=True)
 
 
 def work(
@@ -54,6 +63,9 @@ def work(
         if not isinstance(turns, TurnExecutor) or not isinstance(tasks, TaskService):
             raise ServeError("a worker needs SLEUTH_DATABASE_URL=postgresql://… (the job queue)")
         settings = state.settings
+        # Load the default embedder now, beside the start-up: every turn's search and every curate's
+        # parts need it, and loading it inside the first job delays that job by a second or two.
+        threading.Thread(target=_load_embedder, name="sleuth-embedder", daemon=True).start()
         log.info("worker %s: %d job(s) at once from %s", turns.worker, settings.worker_concurrency, queues)
         backoff = 1.0
         while True:
