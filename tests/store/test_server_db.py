@@ -445,7 +445,7 @@ def test_data_survives_reopen(tmp_path: Path) -> None:
     path = tmp_path / "server.sqlite"
     first = ServerDB(path)
     ses = first.create_session(["kb"], "persist", models=["m"])
-    q = make_query(ses["id"], status="completed")
+    q = make_query(ses["id"])
     first.insert_query(q)
     first.append_event(q["id"], {"type": "response.created"})
     first.save_trace(q["id"], {"query_id": q["id"]})

@@ -129,7 +129,7 @@ def test_a_worker_holds_a_waiting_turn_until_its_lease_runs_out(db: ServerDB) ->
     worker, until = db.holder(query["id"])
     assert worker == "worker-a" and until is not None and until > time.time()
     assert db.fail_lost_turns() == []  # a live lease is left alone
-    held = db.renew_holds("worker-a", lease_s=30)
+    held = db.renew_holds("worker-a", lease_s=30, query_ids=[query["id"]])
     assert [h.query_id for h in held] == [query["id"]] and not held[0].cancel_requested
     # worker-a dies: its lease runs out and anyone's reaper fails the turn, stream and session included.
     assert db.fail_lost_turns(now=time.time() + 60) == [query["id"]]
@@ -139,7 +139,13 @@ def test_a_worker_holds_a_waiting_turn_until_its_lease_runs_out(db: ServerDB) ->
     session = db.get_session(query["session_id"])
     assert session is not None and session["active_query_id"] is None
     assert session["last_query_id"] == query["id"]
-    assert db.renew_holds("worker-a", lease_s=30) == []
+    assert db.renew_holds("worker-a", lease_s=30, query_ids=[query["id"]]) == []  # lost: stop, write nothing
+    stored_before = db.get_query(query["id"])
+    late = {**query, "status": "completed"}
+    assert not db.update_query(late, event={"type": "response.completed"})  # a lost runner is fenced off
+    assert db.append_event(query["id"], {"type": "response.step"}) == 0
+    assert db.get_query(query["id"]) == stored_before
+    assert [e["type"] for e in db.events(query["id"])] == ["response.created", "response.failed"]
 
 
 def test_a_turn_no_worker_takes_fails_after_the_longest_wait(db: ServerDB) -> None:
@@ -155,7 +161,7 @@ def test_a_cancel_is_recorded_for_the_holder_to_see(db: ServerDB) -> None:
     assert db.request_cancel(waiting["id"]) == "waiting"
     assert db.request_cancel(held["id"]) == "asked"
     assert db.cancel_asked(held["id"])
-    assert [h.cancel_requested for h in db.renew_holds("worker-a", 30)] == [True]
+    assert [h.cancel_requested for h in db.renew_holds("worker-a", 30, [held["id"]])] == [True]
     # The canceller ends a waiting turn itself; a second ending changes nothing.
     assert db.end_turn(waiting["id"], "cancelled", "cancelled")
     assert not db.end_turn(waiting["id"], "cancelled", "cancelled")
@@ -238,6 +244,11 @@ def test_a_task_held_by_a_dead_worker_is_begun_again_or_ended(database_target: s
         assert store.start(queued["id"], "worker-b", lease_s=30)  # another worker begins it again
         again = store.require(queued["id"])
         assert again["attempts"] == 2 and again["worker"] == "worker-b"
+        # worker-a was not dead after all (a partition): its late ending does not count.
+        assert not store.finish(queued["id"], "completed", output={"from": "a"}, worker="worker-a")
+        store.report(queued["id"], progress={"pct": 99}, worker="worker-a")
+        assert store.require(queued["id"])["state"] == "running"
+        assert store.require(queued["id"])["progress"]["pct"] == 0
         assert store.release(queued["id"], "worker-b")  # a draining worker hands it back
         assert store.require(queued["id"])["state"] == "scheduled"
 
@@ -274,3 +285,14 @@ def test_a_part_whose_worker_stopped_renewing_it_is_opened_again(database_target
         store.renew_parts("alive")
         assert store.reopen_stale_parts(task["id"], older_than_s=0.2) == 1  # only the dead one's
         assert store.take_part(task["id"], "alive") == "small"
+
+
+def test_a_queued_task_no_worker_began_is_failed_after_the_longest_wait(database_target: str) -> None:
+    with TaskStore(database_target) as store:
+        queued = store.create("curate", context_id="c", context_slug="kb", created_by="admin")
+        local = store.create("import", context_id="c", context_slug="kb", created_by="admin")
+        store.set_job(queued["id"], {"kind": "curate", "args": {}, "phases": []})
+        assert store.fail_unstarted(older_than_s=3600) == []
+        assert store.fail_unstarted(older_than_s=-1) == [queued["id"]]  # one with no job is not queued
+        assert store.require(queued["id"])["state"] == "failed"
+        assert store.require(local["id"])["state"] == "scheduled"

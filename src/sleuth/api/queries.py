@@ -92,7 +92,15 @@ async def post_query(request: Request, who: AnyKey) -> Response:
     # The turn runs here or on a worker: either way its end is in the database. The wait outlasts the
     # turn's own cap, after which the turn has failed with `timeout` (or a worker's loss was noticed).
     wait_s = float(body.timeout_seconds or TURN_CAP_SECONDS) + SYNC_WAIT_MARGIN_S
-    await wait_until(partial(settled, state.db, query_id), turns.hub, query_id, wait_s)
+    if not await wait_until(partial(settled, state.db, query_id), turns.hub, query_id, wait_s):
+        # Still waiting for a worker (the turn's cap counts from when one takes it): poll it instead.
+        raise ApiError(
+            504,
+            "query_timeout",
+            f"the turn has not finished within {wait_s:g} s (it may still be queued); poll "
+            f"GET /api/queries/{query_id}",
+            query_id=query_id,
+        )
     document = await run_in_threadpool(_stored, state, query_id, who)
     rollup = document.get("rollup") or {}
     if document.get("status") == "failed" and rollup.get("stop_reason") == "timeout":

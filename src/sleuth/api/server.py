@@ -159,6 +159,7 @@ def _shared_services(state: ApiState, settings: Settings, role: str) -> None:
         heartbeat_s=settings.worker_heartbeat_s,
         kinds={"curate": partial(curate_job, state)},
         part_kinds={"curate": partial(curate_part, state)},
+        max_wait_s=settings.max_queue_wait_s,
     )
     listener = state.listener = Listener(
         state.db.database.url,

@@ -23,7 +23,6 @@ from sleuth.api.auth import LOCAL, AnyKey, presented_credential, unauthenticated
 from sleuth.api.state import ApiState, api_state
 from sleuth.api.versioning import DEFAULT_VERSION, VERSIONS
 from sleuth.sandbox.host import SandboxHost
-from sleuth.store.database import redacted
 from sleuth.store.keys import TOKEN_PREFIX, KeyStore, new_secret
 
 log = logging.getLogger("sleuth.api")
@@ -37,10 +36,11 @@ _probe_lock = threading.Lock()
 
 
 def public_settings(state: ApiState) -> dict[str, Any]:
-    """The settings as served: the database URL with its password hidden, nothing else is a secret."""
+    """The settings as served (`/version` needs no key): of the database URL only its kind, since a URL
+    can carry a password in places that redaction misses (`?password=`), and names hosts besides."""
     settings = state.settings.model_dump()
     if settings.get("database_url"):
-        settings["database_url"] = redacted(settings["database_url"])
+        settings["database_url"] = state.db.database.dialect
     return settings
 
 

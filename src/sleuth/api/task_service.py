@@ -57,6 +57,7 @@ class TaskHandle:
         self.store = store
         self._helpers = helpers  # queue mode: asks that many other workers to take parts
         self._worker = worker
+        self.holder: str | None = None  # the worker holding the task: its writes count only while it does
         self.task_id = task_id
         self.phases = list(phases)
         self.files_dir = files_dir
@@ -119,7 +120,9 @@ class TaskHandle:
     def tokens(self, prompt: int, completion: int) -> None:
         """Model tokens spent so far: `GET /tasks/{id}/stats` sums them (they were always 0 before)."""
         self.check()
-        self.store.report(self.task_id, tokens_prompt=prompt, tokens_completion=completion)
+        self.store.report(
+            self.task_id, tokens_prompt=prompt, tokens_completion=completion, worker=self.holder
+        )
 
     # sharing a job's work with other workers
     @property
@@ -149,7 +152,7 @@ class TaskHandle:
             part = self.store.take_part(self.task_id, self._worker)
             if part is not None:
                 self.check()
-                do(part)
+                _do_part(do, part)
                 self.store.finish_part(self.task_id, part)
                 self.advance(phase)
                 continue
@@ -206,10 +209,19 @@ class TaskHandle:
         self._last_write = now
         if self._steps and self._steps[-1]["status"] == "running" and self._total:
             self._steps[-1]["commentary"] = f"{self._phase}: {self._count}/{self._total}"
-        self.store.report(self.task_id, progress=self.progress(), steps=self.steps())
+        self.store.report(self.task_id, progress=self.progress(), steps=self.steps(), worker=self.holder)
 
 
 Job = Callable[[TaskHandle], Any]
+
+
+def _do_part(do: Callable[[str], object], part: str) -> None:
+    """A part only saves later work: one that fails is logged and counted done (the rest of the job
+    meets the same input and reports it properly)."""
+    try:
+        do(part)
+    except Exception:
+        log.warning("a part (%s) failed; the job will do it itself", part, exc_info=True)
 
 
 @dataclass
@@ -256,6 +268,7 @@ class TaskService:
         heartbeat_s: float = 10.0,
         kinds: JobKinds | None = None,
         part_kinds: PartKinds | None = None,
+        max_wait_s: float | None = None,
     ) -> None:
         self.store = store
         self.files_root = files_root
@@ -265,6 +278,7 @@ class TaskService:
         self.heartbeat_s = heartbeat_s
         self.kinds: JobKinds = dict(kinds or {})
         self.part_kinds: PartKinds = dict(part_kinds or {})
+        self.max_wait_s = max_wait_s  # a queued task no worker began by then is failed
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="sleuth-task")
         self._live: dict[str, _Live] = {}
         self._lock = threading.Lock()
@@ -362,7 +376,7 @@ class TaskService:
             part = self.store.take_part(task_id, self.worker)
             if part is None:
                 return
-            do(part)
+            _do_part(do, part)
             self.store.finish_part(task_id, part)
 
     def _heartbeat(self) -> None:
@@ -376,12 +390,26 @@ class TaskService:
             return
         try:
             self.store.renew_parts(self.worker)
-            for task_id, state in self.store.renew(self.worker, 3 * self.heartbeat_s):
+            renewed = self.store.renew(self.worker, 3 * self.heartbeat_s)
+            for task_id, state in renewed:
                 with self._lock:
                     live = self._live.get(task_id)
                 if state == "stopping" and live is not None and not live.handle.cancelled:
                     stored = self.store.get(task_id) or {}
                     live.handle.request_cancel(stored.get("error") or "cancelled")
+            held = {task_id for task_id, _ in renewed}
+            with self._lock:
+                lost = [
+                    item.handle
+                    for task_id, item in self._live.items()
+                    if item.handle.holder is not None and task_id not in held and not item.handle.cancelled
+                ]
+            for handle in lost:  # its lease ran out while this process could not renew it
+                log.warning("task %s: this process lost its hold; stopping it", handle.task_id)
+                handle.request_cancel("cancelled: this worker lost its hold on the task")
+            if self.max_wait_s is not None:
+                for task_id in self.store.fail_unstarted(self.max_wait_s):
+                    log.warning("task %s failed: no worker began it in time", task_id)
             requeued, ended = self.store.requeue_lost(MAX_ATTEMPTS)
             for task_id in ended:
                 log.warning("task %s ended: its worker stopped answering", task_id)
@@ -400,6 +428,7 @@ class TaskService:
             worker = self.worker if hold or self.queue is not None else None
             if not self.store.start(task_id, worker, 3 * self.heartbeat_s):
                 return  # cancelled while it waited, or another worker took it
+            handle.holder = worker
             handle.check()
             output = job(handle)
             self.store.finish(
@@ -408,6 +437,7 @@ class TaskService:
                 output=output,
                 progress=handle.progress(100.0),
                 steps=handle.steps("completed"),
+                worker=handle.holder,
             )
         except TaskCancelled:
             if (
@@ -427,6 +457,7 @@ class TaskService:
                 error=handle.cancel_message,
                 progress=handle.progress(),
                 steps=handle.steps("cancelled"),
+                worker=handle.holder,
             )
         except Exception as exc:
             log.exception("task %s failed", task_id)
@@ -437,6 +468,7 @@ class TaskService:
                 error=str(exc) or type(exc).__name__,
                 progress=handle.progress(),
                 steps=handle.steps("failed"),
+                worker=handle.holder,
             )
         finally:
             live.done.set()

@@ -149,6 +149,7 @@ class TurnExecutor:
         self._mean_turn_s: float | None = None  # a moving average of finished turns' durations
         self._stop = threading.Event()
         self._beat: threading.Thread | None = None
+        self._connected_since: float | None = None  # monotonic; None until a beat reached the database
 
     # ------------------------------------------------------------------------------ admission
     def retry_after(self) -> int:
@@ -220,11 +221,23 @@ class TurnExecutor:
     def run_queued(self, query_id: str) -> None:
         """A worker's job: restore the turn from the database and run it here, on the caller's thread.
         A turn no longer waiting (ended meanwhile, cancelled while queued, or taken) is left alone."""
-        turn = self.runtime.restore(query_id)
+        turn = self._restore(query_id)
         if turn is None:
             return
         future: Future[Query] = Future()
         self._run(turn, future)
+
+    def _restore(self, query_id: str) -> PreparedTurn | None:
+        """The admitted turn from the database, or None; a turn this process cannot rebuild (its context
+        deleted meanwhile, its model missing from this worker's catalog) is failed with the reason,
+        never left waiting."""
+        try:
+            return self.runtime.restore(query_id)
+        except Exception as exc:
+            log.warning("turn %s cannot run here: %s", query_id, exc)
+            self.db.end_turn(query_id, "failed", f"could not start: {type(exc).__name__}: {str(exc)[:300]}")
+            self.hub.notify(query_id)
+            return None
 
     def _run(self, turn: PreparedTurn, future: Future[Query]) -> None:
         query_id = turn.query.id
@@ -276,17 +289,38 @@ class TurnExecutor:
             self.beat()
 
     def beat(self) -> None:
-        """One heartbeat (the thread calls it; a worker's drain calls it too)."""
+        """One heartbeat (the thread calls it). It renews the holds of the turns running here, stops
+        those a stop was asked for on any server, stops those this process lost (its lease ran out while
+        it could not reach the database, and another process failed them: the database fences off its
+        writes), and with a queue fails the turns of dead workers, but only once this process has
+        itself been connected for a whole lease (after an outage, the others renew first)."""
+        running = self.running()
         try:
-            for held in self.db.renew_holds(self.worker, self.lease_s):
-                if held.cancel_requested:
-                    self.runtime.cancel(held.query_id)
-            if self.queue is not None:
-                for query_id in self.db.fail_lost_turns(max_wait_s=self.max_wait_s):
-                    log.warning("turn %s failed: its worker stopped answering (or none took it)", query_id)
-                    self.hub.notify(query_id)
+            held = self.db.renew_holds(self.worker, self.lease_s, running)
         except Exception:  # the database is away: the next beat tries again, the holds last 3 beats
             log.warning("heartbeat of %s failed", self.worker, exc_info=True)
+            self._connected_since = None
+            return
+        now = time.monotonic()
+        if self._connected_since is None:
+            self._connected_since = now
+        still = {h.query_id for h in held}
+        for h in held:
+            if h.cancel_requested:
+                self.runtime.cancel(h.query_id)
+        for query_id in running:
+            if query_id not in still and query_id in self.running():
+                log.warning("turn %s: this process lost its hold; stopping it", query_id)
+                self.runtime.cancel(query_id)
+        if self.queue is None or now - self._connected_since < self.lease_s:
+            return
+        try:
+            for query_id in self.db.fail_lost_turns(max_wait_s=self.max_wait_s):
+                log.warning("turn %s failed: its worker stopped answering (or none took it)", query_id)
+                self.hub.notify(query_id)
+        except Exception:
+            log.warning("reaping by %s failed", self.worker, exc_info=True)
+            self._connected_since = None
 
     # ------------------------------------------------------------------------------ control
     def cancel(self, query_id: str) -> bool:
@@ -299,7 +333,7 @@ class TurnExecutor:
         if outcome == "asked":
             self.runtime.cancel(query_id)  # held here: stop it now (elsewhere: NOTIFY or its heartbeat)
         else:  # waiting: run it here with the stop asked, so it ends now, recorded like any cancel
-            turn = self.runtime.restore(query_id)
+            turn = self._restore(query_id)
             if turn is not None:
                 turn.cancel_event.set()
                 self._run(turn, Future())

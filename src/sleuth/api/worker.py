@@ -52,13 +52,14 @@ def work(
     *,
     queues: Sequence[str] = QUEUES,
     metrics_port: int | None = None,
+    metrics_addr: str = "127.0.0.1",
 ) -> None:
     """Run a worker until SIGTERM/SIGINT; `ServeError` before anything starts without PostgreSQL.
     With `metrics_port`, the worker serves `/metrics` there (Prometheus, no key: bind it privately)."""
     state = build_state(home, overrides, role="worker")
     try:
         if metrics_port is not None:
-            start_http_server(metrics_port, registry=registry_of(state))
+            start_http_server(metrics_port, addr=metrics_addr, registry=registry_of(state))
         turns, tasks = state.turns, state.tasks
         if not isinstance(turns, TurnExecutor) or not isinstance(tasks, TaskService):
             raise ServeError("a worker needs SLEUTH_DATABASE_URL=postgresql://… (the job queue)")

@@ -121,6 +121,9 @@ def worker_cmd(
             min=1, max=65535, help="Serve Prometheus /metrics on this port (no key: keep it private)"
         ),
     ] = None,
+    metrics_addr: Annotated[
+        str, typer.Option(help="The address --metrics-port binds (a pod: 0.0.0.0 on a private network).")
+    ] = "127.0.0.1",
     log_level: Annotated[str, typer.Option(help="debug | info | warning | error")] = "info",
 ) -> None:
     """Run the turns and curates API servers queue (needs SLEUTH_DATABASE_URL=postgresql://…) until
@@ -140,7 +143,7 @@ def worker_cmd(
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s")
     overrides = {} if concurrency is None else {"worker_concurrency": concurrency}
     try:
-        work(Home(), overrides, queues=wanted, metrics_port=metrics_port)
+        work(Home(), overrides, queues=wanted, metrics_port=metrics_port, metrics_addr=metrics_addr)
     except ServeError as exc:
         raise fail(str(exc)) from None
 

@@ -44,6 +44,15 @@ BUSY_TIMEOUT_MS = 10_000
 WRITE_LOCK_KEY = 0x5_1E07_0001
 SCHEMA_LOCK_KEY = 0x5_1E07_0002
 PG_POOL_SIZE = 10
+# A process that stops inside a write transaction (paused VM, partition, SIGSTOP) must not hold the one
+# write lock for long: the server ends a transaction idle that long, and keepalives find a dead peer.
+PG_CONNECT_ARGS: dict[str, Any] = {
+    "options": "-c idle_in_transaction_session_timeout=30000",
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+}
 Dialect = Literal["sqlite", "postgresql"]
 _id_lock = threading.Lock()
 _id_last_ms = 0
@@ -108,7 +117,11 @@ class Database:
                     "a PostgreSQL database needs its driver: pip install 'sleuth[postgres]'"
                 )
             self.engine = create_engine(
-                _psycopg_url(url), pool_size=PG_POOL_SIZE, max_overflow=PG_POOL_SIZE, pool_pre_ping=True
+                _psycopg_url(url),
+                pool_size=PG_POOL_SIZE,
+                max_overflow=PG_POOL_SIZE,
+                pool_pre_ping=True,
+                connect_args=PG_CONNECT_ARGS,
             )
         self._writer = self.engine.execution_options(sleuth_write=True)
         if self.dialect == "postgresql":
@@ -156,6 +169,13 @@ class Database:
             if self.is_postgres:
                 conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
             steps(conn)
+
+    def clock(self, conn: Connection) -> float:
+        """Now, in seconds since the epoch, by the database's clock on PostgreSQL: leases written and
+        compared by different machines then share one clock, whatever the skew between hosts."""
+        if self.is_postgres:
+            return float(conn.execute(text("SELECT extract(epoch FROM clock_timestamp())")).scalar_one())
+        return time.time()
 
     def ping(self) -> None:
         """One round trip; raises when the database cannot be reached (readiness)."""

@@ -71,6 +71,7 @@ INTERRUPTED_ERROR = "interrupted: the process stopped during this turn"
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 TRACE_CHUNK_CHARS = 256 * 1024  # what one trace download holds in memory at a time
 TERMINAL_EVENT_TYPES = frozenset(f"response.{status}" for status in TERMINAL_STATUSES)
+MAX_SEQ = 2**31 - 1  # events.seq is INTEGER: 32 bits on PostgreSQL
 EVENTS_CHANNEL = "sleuth_events"  # PostgreSQL NOTIFY: a turn stored an event (payload: its query id)
 CONTROL_CHANNEL = "sleuth_control"  # PostgreSQL NOTIFY: a stop was asked for a turn (payload: its id)
 WORKER_LOST_ERROR = "worker lost: the process running this turn stopped answering"
@@ -491,8 +492,8 @@ class ServerDB(SqlStore):
     def hold_turn(self, query_id: str, worker: str, lease_s: float) -> bool:
         """Take a waiting turn for `worker` until now + `lease_s`; False when it is no longer waiting
         (finished, cancelled while queued, or held by another worker)."""
-        now = time.time()
         with self.writing() as conn:
+            now = self.database.clock(conn)
             result = conn.execute(
                 update(queries_t)
                 .where(
@@ -504,21 +505,22 @@ class ServerDB(SqlStore):
             )
             return result.rowcount == 1
 
-    def renew_holds(self, worker: str, lease_s: float) -> list[Held]:
-        """The worker's heartbeat: extend the lease of every turn it holds; returns them, each with
-        whether a stop was asked (so a cancel reaches the worker even when a notification is lost)."""
-        now = time.time()
+    def renew_holds(self, worker: str, lease_s: float, query_ids: list[str]) -> list[Held]:
+        """The worker's heartbeat: extend its lease on `query_ids` (the turns it is running); returns
+        those it still holds, each with whether a stop was asked (so a cancel reaches the worker even
+        when a notification is lost). A running turn missing from the answer was lost: its lease ran
+        out and another process failed it, so its runner must stop without writing."""
+        if not query_ids:
+            return []
+        mine = and_(
+            queries_t.c.worker == worker,
+            queries_t.c.status == "in_progress",
+            queries_t.c.id.in_(query_ids),
+        )
         with self.writing() as conn:
-            conn.execute(
-                update(queries_t)
-                .where(queries_t.c.worker == worker, queries_t.c.status == "in_progress")
-                .values(lease_until=now + lease_s)
-            )
-            rows = conn.execute(
-                select(queries_t.c.id, queries_t.c.cancel_requested).where(
-                    queries_t.c.worker == worker, queries_t.c.status == "in_progress"
-                )
-            ).all()
+            now = self.database.clock(conn)
+            conn.execute(update(queries_t).where(mine).values(lease_until=now + lease_s))
+            rows = conn.execute(select(queries_t.c.id, queries_t.c.cancel_requested).where(mine)).all()
         return [Held(row.id, row.cancel_requested is not None) for row in rows]
 
     def holder(self, query_id: str) -> tuple[str | None, float | None]:
@@ -579,12 +581,13 @@ class ServerDB(SqlStore):
         Any server or worker may run this at any time: a live worker renews its leases well before they
         end, so only the turns of dead processes match.
         """
-        stamp = time.time() if now is None else now
-        lost = and_(queries_t.c.worker.is_not(None), queries_t.c.lease_until < stamp)
-        conditions = [lost]
-        if max_wait_s is not None:
-            conditions.append(and_(queries_t.c.worker.is_(None), queries_t.c.updated < stamp - max_wait_s))
         with self.writing() as conn:
+            stamp = self.database.clock(conn) if now is None else now
+            lost = and_(queries_t.c.worker.is_not(None), queries_t.c.lease_until < stamp)
+            conditions = [lost]
+            if max_wait_s is not None:
+                waited = and_(queries_t.c.worker.is_(None), queries_t.c.updated < stamp - max_wait_s)
+                conditions.append(waited)
             rows = conn.execute(
                 select(queries_t.c.id, queries_t.c.worker, queries_t.c.document).where(
                     queries_t.c.status == "in_progress", or_(*conditions)
@@ -660,21 +663,29 @@ class ServerDB(SqlStore):
             if row.id != query_id
         ]
 
-    def update_query(self, query: dict[str, Any], *, event: dict[str, Any] | None = None) -> None:
-        """Replace the stored document and status (feedback is kept: see `set_feedback`). With `event`,
-        that event is appended in the same transaction: a turn's terminal event and its terminal status
-        become visible together, so a stream on any server that sees the status has the event too."""
+    def update_query(self, query: dict[str, Any], *, event: dict[str, Any] | None = None) -> bool:
+        """Replace the stored document and status of a turn still `in_progress` (feedback is kept: see
+        `set_feedback`). With `event`, that event is appended in the same transaction: a turn's terminal
+        event and its terminal status become visible together, so a stream on any server that sees the
+        status has the event too.
+
+        A turn that has ended is never written again: False, and nothing changes. That fences off a
+        runner that lost its hold (another process failed the turn) from overwriting the ending.
+        """
         query_id, _session_id, status = _query_fields(query)
         with self.writing() as conn:
             result = conn.execute(
                 update(queries_t)
-                .where(queries_t.c.id == query_id)
+                .where(queries_t.c.id == query_id, queries_t.c.status == "in_progress")
                 .values(status=status, updated=time.time(), document=dumps(query))
             )
             if result.rowcount != 1:
-                raise QueryNotFound(f"no query {query_id}")
+                if conn.execute(select(queries_t.c.id).where(queries_t.c.id == query_id)).first() is None:
+                    raise QueryNotFound(f"no query {query_id}")
+                return False
             if event is not None:
                 self._append(conn, query_id, event)
+            return True
 
     def fail_query(self, query_id: str, error: str) -> None:
         """Mark a turn `failed` when its own ending could not be written: the last resort that keeps a
@@ -756,10 +767,15 @@ class ServerDB(SqlStore):
         """Store one stream event of the turn (spec/api.md §9.3); returns its seq (1, 2, 3, … per query).
 
         The seq is max+1 read inside the same write transaction, so concurrent appends never collide.
+        A turn that has ended takes no more events (0 is returned): its stream ended with its terminal
+        event, whatever a runner that lost its hold still sends.
         """
         with self.writing() as conn:
-            if conn.execute(select(queries_t.c.id).where(queries_t.c.id == query_id)).first() is None:
+            status = conn.execute(select(queries_t.c.status).where(queries_t.c.id == query_id)).scalar()
+            if status is None:
                 raise QueryNotFound(f"no query {query_id}")
+            if status in TERMINAL_STATUSES:
+                return 0
             return self._append(conn, query_id, event)
 
     def _append(self, conn: Connection, query_id: str, event: dict[str, Any]) -> int:
@@ -777,8 +793,11 @@ class ServerDB(SqlStore):
     def events(self, query_id: str, since_seq: int = 1) -> list[dict[str, Any]]:
         """Stored events with seq ≥ `since_seq` (inclusive, as `Last-Event-ID` resume wants), in order.
 
-        Each is the dict given to `append_event` plus its `seq`.
+        Each is the dict given to `append_event` plus its `seq`. A `since_seq` past any seq a turn can
+        have (the column is a 32-bit integer on PostgreSQL) finds nothing, on both backends.
         """
+        if since_seq > MAX_SEQ:
+            return []
         stmt = (
             select(events_t.c.seq, events_t.c.data)
             .where(events_t.c.query_id == query_id, events_t.c.seq >= since_seq)

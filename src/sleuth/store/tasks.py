@@ -51,6 +51,7 @@ ACTIVE_STATES = ("scheduled", "running", "stopping")
 TERMINAL_STATES = ("completed", "failed", "cancelled")
 RESTARTED_ERROR = "server restarted"
 LOST_ERROR = "worker lost: the process running this task stopped answering"
+NOT_STARTED_ERROR = "not started: no worker took this task in time"
 MAX_OUTPUT_CHARS = 2000
 MAX_OUTPUT_ITEMS = 1000
 MAX_OUTPUT_BYTES = 256 * 1024
@@ -288,9 +289,9 @@ class TaskStore(SqlStore):
             pattern = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
             conditions.append(
                 or_(
-                    tasks_t.c.id.like(pattern, escape="\\"),
-                    tasks_t.c.workflow.like(pattern, escape="\\"),
-                    tasks_t.c.context_slug.like(pattern, escape="\\"),
+                    tasks_t.c.id.ilike(pattern, escape="\\"),
+                    tasks_t.c.workflow.ilike(pattern, escape="\\"),
+                    tasks_t.c.context_slug.ilike(pattern, escape="\\"),
                 )
             )
         stmt = (
@@ -351,13 +352,13 @@ class TaskStore(SqlStore):
         its heartbeat, `renew`)."""
         now = time.time()
         values: dict[str, Any] = {"state": "running", "running_from": now, "last_activity_at": now}
-        if worker is not None:
-            values.update(
-                worker=worker,
-                lease_until=now + (lease_s or 30.0),
-                attempts=func.coalesce(tasks_t.c.attempts, 0) + 1,
-            )
         with self.writing() as conn:
+            if worker is not None:
+                values.update(
+                    worker=worker,
+                    lease_until=self.database.clock(conn) + (lease_s or 30.0),
+                    attempts=func.coalesce(tasks_t.c.attempts, 0) + 1,
+                )
             result = conn.execute(
                 update(tasks_t)
                 .where(tasks_t.c.id == task_id, tasks_t.c.state == "scheduled")
@@ -381,8 +382,8 @@ class TaskStore(SqlStore):
     def add_parts(self, task_id: str, parts: Sequence[str]) -> None:
         """Split the task into `parts` (again after a restart: parts done stay done, parts taken by a
         worker that may be gone are open again)."""
-        now = time.time()
         with self.writing() as conn:
+            now = self.database.clock(conn)
             have = {
                 row.part: row.state
                 for row in conn.execute(
@@ -416,7 +417,7 @@ class TaskStore(SqlStore):
             conn.execute(
                 update(parts_t)
                 .where(parts_t.c.task_id == task_id, parts_t.c.part == part)
-                .values(state="taken", worker=worker, updated_at=time.time())
+                .values(state="taken", worker=worker, updated_at=self.database.clock(conn))
             )
             return str(part)
 
@@ -426,7 +427,7 @@ class TaskStore(SqlStore):
             conn.execute(
                 update(parts_t)
                 .where(parts_t.c.worker == worker, parts_t.c.state == "taken")
-                .values(updated_at=time.time())
+                .values(updated_at=self.database.clock(conn))
             )
 
     def reopen_stale_parts(self, task_id: str, older_than_s: float) -> int:
@@ -437,7 +438,7 @@ class TaskStore(SqlStore):
                 .where(
                     parts_t.c.task_id == task_id,
                     parts_t.c.state == "taken",
-                    parts_t.c.updated_at < time.time() - older_than_s,
+                    parts_t.c.updated_at < self.database.clock(conn) - older_than_s,
                 )
                 .values(state="todo", worker=None)
             )
@@ -448,7 +449,7 @@ class TaskStore(SqlStore):
             conn.execute(
                 update(parts_t)
                 .where(parts_t.c.task_id == task_id, parts_t.c.part == part)
-                .values(state="done", updated_at=time.time())
+                .values(state="done", updated_at=self.database.clock(conn))
             )
 
     def parts(self, task_id: str) -> list[dict[str, Any]]:
@@ -474,8 +475,8 @@ class TaskStore(SqlStore):
     def renew(self, worker: str, lease_s: float) -> list[tuple[str, str]]:
         """A worker's heartbeat: extend its holds; returns `(task_id, state)` of each (a `stopping`
         one was asked to stop, from any server)."""
-        now = time.time()
         with self.writing() as conn:
+            now = self.database.clock(conn)
             conn.execute(
                 update(tasks_t)
                 .where(tasks_t.c.worker == worker, tasks_t.c.state.in_(("running", "stopping")))
@@ -487,6 +488,28 @@ class TaskStore(SqlStore):
                 )
             ).all()
         return [(row.id, row.state) for row in rows]
+
+    def fail_unstarted(self, older_than_s: float) -> list[str]:
+        """Fail the queued tasks (with a job) no worker began within `older_than_s`: a task whose job
+        was lost (its process died between storing and queueing it) must not stay `scheduled`."""
+        now = time.time()
+        with self.writing() as conn:
+            ids = list(
+                conn.execute(
+                    select(tasks_t.c.id).where(
+                        tasks_t.c.state == "scheduled",
+                        tasks_t.c.job.is_not(None),
+                        tasks_t.c.last_activity_at < now - older_than_s,
+                    )
+                ).scalars()
+            )
+            if ids:
+                conn.execute(
+                    update(tasks_t)
+                    .where(tasks_t.c.id.in_(ids), tasks_t.c.state == "scheduled")
+                    .values(state="failed", error=NOT_STARTED_ERROR, finished_at=now, last_activity_at=now)
+                )
+        return ids
 
     def release(self, task_id: str, worker: str) -> bool:
         """Hand a running task back to the queue (its worker is stopping): `scheduled` again, held by
@@ -509,10 +532,10 @@ class TaskStore(SqlStore):
         """The tasks whose worker's lease ran out: a running one with attempts left goes back to
         `scheduled` (the caller queues it again), the rest end `failed` (a stopping one `cancelled`).
         Returns (requeued, ended)."""
-        stamp = time.time() if now is None else now
         requeued: list[str] = []
         ended: list[str] = []
         with self.writing() as conn:
+            stamp = self.database.clock(conn) if now is None else now
             rows = conn.execute(
                 select(tasks_t.c.id, tasks_t.c.state, tasks_t.c.attempts, tasks_t.c.job).where(
                     tasks_t.c.state.in_(("running", "stopping")),
@@ -550,8 +573,10 @@ class TaskStore(SqlStore):
         steps: list[dict[str, Any]] | None = None,
         tokens_prompt: int | None = None,
         tokens_completion: int | None = None,
+        worker: str | None = None,
     ) -> None:
-        """Progress, steps or token counts of a live task (a terminal task is left alone)."""
+        """Progress, steps or token counts of a live task (a terminal task is left alone; with `worker`,
+        only while that worker holds it)."""
         values: dict[str, Any] = {"last_activity_at": time.time()}
         if progress is not None:
             values["progress"] = dumps(progress)
@@ -561,12 +586,11 @@ class TaskStore(SqlStore):
             values["tokens_prompt"] = tokens_prompt
         if tokens_completion is not None:
             values["tokens_completion"] = tokens_completion
+        conditions = [tasks_t.c.id == task_id, tasks_t.c.state.in_(ACTIVE_STATES)]
+        if worker is not None:
+            conditions.append(tasks_t.c.worker == worker)
         with self.writing() as conn:
-            conn.execute(
-                update(tasks_t)
-                .where(tasks_t.c.id == task_id, tasks_t.c.state.in_(ACTIVE_STATES))
-                .values(**values)
-            )
+            conn.execute(update(tasks_t).where(*conditions).values(**values))
 
     def finish(
         self,
@@ -577,8 +601,11 @@ class TaskStore(SqlStore):
         error: str | None = None,
         progress: dict[str, Any] | None = None,
         steps: list[dict[str, Any]] | None = None,
+        worker: str | None = None,
     ) -> bool:
-        """A live task ends in `state` (completed, failed or cancelled); False if it had ended already."""
+        """A live task ends in `state` (completed, failed or cancelled); False if it had ended already,
+        or, with `worker`, if that worker no longer holds it (it lost its hold and the task was begun
+        again elsewhere: that run's ending is the one that counts)."""
         if state not in TERMINAL_STATES:
             raise ValueError(f"{state!r} is not a terminal state")
         now = time.time()
@@ -594,12 +621,11 @@ class TaskStore(SqlStore):
             values["progress"] = dumps(progress)
         if steps is not None:
             values["steps"] = dumps(steps)
+        conditions = [tasks_t.c.id == task_id, tasks_t.c.state.in_(ACTIVE_STATES)]
+        if worker is not None:
+            conditions.append(tasks_t.c.worker == worker)
         with self.writing() as conn:
-            result = conn.execute(
-                update(tasks_t)
-                .where(tasks_t.c.id == task_id, tasks_t.c.state.in_(ACTIVE_STATES))
-                .values(**values)
-            )
+            result = conn.execute(update(tasks_t).where(*conditions).values(**values))
             return result.rowcount == 1
 
     def request_stop(self, task_id: str, reason: str | None = None) -> dict[str, Any]:
