@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import signal
 import threading
@@ -103,7 +104,7 @@ def cluster(
         "SLEUTH_MAX_CONCURRENT_TURNS": "2",
         "SLEUTH_MAX_QUEUED_TURNS": "1",
         "SLEUTH_WORKER_CONCURRENCY": "2",
-        "SLEUTH_TASK_STOP_TIMEOUT_S": "5",
+        "SLEUTH_TASK_STOP_TIMEOUT_S": "3",
     }
     env.pop("SLEUTH_MODEL", None)
     logs = root / "logs"
@@ -298,4 +299,35 @@ def test_a_curate_whose_worker_is_killed_completes_on_the_other(cluster: Cluster
         ask = {"ask": "How many days a week can employees work remotely?", "scope": [slug]}
         answer = on_b.post("/api/query", json=ask).json()
         assert answer["status"] == "completed" and answer["citations"], answer
+    cluster.start_worker()
+
+
+def test_a_worker_stopped_mid_curate_hands_it_back_and_it_completes(cluster: Cluster) -> None:
+    """SIGTERM: the worker takes no new job and gives its curate the grace period (3 s here); a curate
+    still running then is handed back to the queue, and another worker completes it, never `failed`.
+    The corpus is new text, so its embeddings are not cached and the curate outlasts the grace."""
+    a, b = cluster.servers[0], cluster.servers[-1]
+    slug = unique_slug()
+    rng = random.Random(7)
+    words = [
+        f"{rng.choice('bcdfgklmnprstvz')}{rng.choice('aeiou')}{rng.choice('lmnrst')}{i}" for i in range(4000)
+    ]
+    with httpx.Client(base_url=a, timeout=60) as on_a, httpx.Client(base_url=b, timeout=120) as on_b:
+        assert on_a.post("/api/contexts", json={"slug": slug, "name": "Fresh"}).status_code == 200
+        for n in range(24):
+            text = "\n\n".join(" ".join(rng.choice(words) for _ in range(120)) + "." for _ in range(20))
+            assert upload(on_a, slug, f"note-{n:02d}.md", f"# Note {n}\n\n{text}".encode()).status_code == 200
+        task_id = on_a.post(f"/api/contexts/{slug}/curate", json={}).json()["task_id"]
+        with TaskStore(cluster.database_url) as tasks:
+            holder = _until(
+                lambda: (tasks.get(task_id) or {}).get("worker"), 60, "a worker to take the curate"
+            )
+            proc = next(p for p in cluster.workers if p.pid == cluster.worker_pid(holder))
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=90) in (0, -signal.SIGTERM)
+            cluster.workers.remove(proc)
+            done = wait_task(on_b, task_id, timeout=300)
+            row = tasks.get(task_id) or {}
+        assert done["state"] == "completed", done
+        assert row["attempts"] == 2 and row["worker"] != holder, row  # handed back, begun again elsewhere
     cluster.start_worker()

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -39,14 +39,17 @@ TASK_JOB = "sleuth.task"
 PART_JOB = "sleuth.part"  # help with a split task's parts (a curate's sources)
 
 
+Abort = Callable[[], bool]  # procrastinate's `should_abort`: the worker is stopping past its grace
+
+
 class JobRunner(Protocol):
     """What a worker's jobs call (`JobsHere`; tests may pass their own)."""
 
-    def run_turn(self, query_id: str) -> None: ...
+    def run_turn(self, query_id: str, abort: Abort) -> None: ...
 
-    def run_task(self, task_id: str) -> None: ...
+    def run_task(self, task_id: str, abort: Abort) -> None: ...
 
-    def run_parts(self, task_id: str) -> None: ...
+    def run_parts(self, task_id: str, abort: Abort) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -56,14 +59,16 @@ class JobsHere:
     turns: TurnExecutor
     tasks: TaskService
 
-    def run_turn(self, query_id: str) -> None:
-        self.turns.run_queued(query_id)
+    def run_turn(self, query_id: str, abort: Abort) -> None:
+        with _watching(abort, lambda: self.turns.runtime.cancel(query_id)):
+            self.turns.run_queued(query_id)
 
-    def run_task(self, task_id: str) -> None:
-        self.tasks.run_queued(task_id)
+    def run_task(self, task_id: str, abort: Abort) -> None:
+        with _watching(abort, lambda: self.tasks.release_now(task_id)):
+            self.tasks.run_queued(task_id)
 
-    def run_parts(self, task_id: str) -> None:
-        self.tasks.run_parts(task_id)
+    def run_parts(self, task_id: str, abort: Abort) -> None:
+        self.tasks.run_parts(task_id, abort)
 
 
 def conninfo(url: str) -> str:
@@ -83,21 +88,41 @@ def install_schema(database: Database) -> None:
     database.prepare_with(install)
 
 
+@contextlib.contextmanager
+def _watching(abort: Abort, on_abort: Callable[[], object]) -> Iterator[None]:
+    """While the block runs, call `on_abort()` once if procrastinate asks the job to abort: a sync job
+    runs on a thread it cannot cancel, so a worker stopping past its grace period asks this way."""
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(0.5):
+            if abort():
+                on_abort()
+                return
+
+    watcher = threading.Thread(target=watch, name="sleuth-abort-watch", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+
+
 def _register(app: procrastinate.App) -> None:
     @app.task(name=TURN_JOB, queue=TURNS, pass_context=True)
     def turn(context: procrastinate.JobContext, query_id: str) -> None:
         runner: JobRunner = context.additional_context["sleuth"]
-        runner.run_turn(query_id)
+        runner.run_turn(query_id, context.should_abort)
 
     @app.task(name=TASK_JOB, queue=TASKS, pass_context=True)
     def task(context: procrastinate.JobContext, task_id: str) -> None:
         runner: JobRunner = context.additional_context["sleuth"]
-        runner.run_task(task_id)
+        runner.run_task(task_id, context.should_abort)
 
     @app.task(name=PART_JOB, queue=TASKS, pass_context=True)
     def part(context: procrastinate.JobContext, task_id: str) -> None:
         runner: JobRunner = context.additional_context["sleuth"]
-        runner.run_parts(task_id)
+        runner.run_parts(task_id, context.should_abort)
 
 
 class JobQueue:

@@ -361,7 +361,7 @@ class TaskService:
             return
         self._run(task_id, job, live, hold=True)
 
-    def run_parts(self, task_id: str) -> None:
+    def run_parts(self, task_id: str, abort: Callable[[], bool] = lambda: False) -> None:
         """A worker's help with a split task: take its open parts until none is left or the task is
         no longer running."""
         task = self.store.get(task_id)
@@ -372,7 +372,7 @@ class TaskService:
         if build is None:
             return
         do = build(dict(spec.get("args") or {}))
-        while (self.store.get(task_id) or {}).get("state") == "running":
+        while (self.store.get(task_id) or {}).get("state") == "running" and not abort():
             part = self.store.take_part(task_id, self.worker)
             if part is None:
                 return
@@ -526,6 +526,15 @@ class TaskService:
         for task_id, live in waits:
             if not live.done.wait(max(0.0, deadline - time.monotonic())):
                 raise TaskStopTimeout(f"task {task_id} did not stop within {self.stop_timeout_s:g} s")
+
+    def release_now(self, task_id: str) -> None:
+        """The worker is stopping and its grace is over: stop the task at its next step and hand it back
+        to the queue for another worker."""
+        self._releasing = True
+        with self._lock:
+            live = self._live.get(task_id)
+        if live is not None:
+            live.handle.request_cancel("worker stopping")
 
     def release_held(self, wait_s: float | None = None) -> None:
         """A worker's drain: stop the queued tasks running here and hand them back to the queue, so
