@@ -120,7 +120,9 @@ def build_state(
     except BaseException:
         db.close()
         raise
-    state = ApiState(home=home, db=db, runtime=runtime, overrides=dict(overrides or {}), auth=auth)
+    state = ApiState(
+        home=home, db=db, runtime=runtime, overrides=dict(overrides or {}), auth=auth, frozen=settings
+    )
     if shared:
         _shared_services(state, settings, role)
     else:

@@ -38,6 +38,7 @@ class ApiState:
     queue: Service | None = None  # PostgreSQL: turns and curates wait here for workers
     listener: Service | None = None  # PostgreSQL: this process's one LISTEN connection
     registry: CollectorRegistry | None = None  # `/metrics` (operations.registry_of)
+    frozen: Settings | None = None  # `server.build_state`: the settings, read once at start
 
     def close(self) -> None:
         """Stop the services, then the database (a server's or worker's last step)."""
@@ -49,9 +50,11 @@ class ApiState:
 
     @property
     def settings(self) -> Settings:
-        """The settings as they are now: the environment, read at each use (a limit lowered there applies
-        to the next request), with the server's command-line flags on top. Each access reads the
-        environment again: take it once per use."""
+        """The settings this process runs with. A server or worker (`server.build_state`) reads them
+        once, at start, with its command-line flags on top: what `/version` shows is what it uses. A
+        state built bare (tests) reads the environment at each use."""
+        if self.frozen is not None:
+            return self.frozen
         return current().model_copy(update=self.overrides)
 
 
