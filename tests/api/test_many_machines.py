@@ -281,6 +281,30 @@ def test_a_curate_fans_out_over_the_workers(cluster: Cluster) -> None:
     assert usage["embedded"] == 0 and usage["embedded_from_cache"] > 0, usage  # all warmed before
 
 
+def test_two_servers_asked_to_curate_one_context_at_once_start_one_curate(cluster: Cluster) -> None:
+    a, b = cluster.servers[0], cluster.servers[-1]
+    slug = unique_slug()
+    with httpx.Client(base_url=a, timeout=60) as on_a:
+        _upload_corpus(on_a, slug)
+    answers: list[httpx.Response] = []
+    barrier = threading.Barrier(4)
+
+    def curate(base: str) -> None:
+        barrier.wait()
+        answers.append(httpx.post(f"{base}/api/contexts/{slug}/curate", json={}, timeout=60))
+
+    threads = [threading.Thread(target=curate, args=(base,)) for base in (a, b, a, b)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    codes = sorted(r.status_code for r in answers)
+    assert codes == [200, 409, 409, 409], [r.text for r in answers]
+    started = next(r for r in answers if r.status_code == 200).json()["task_id"]
+    with httpx.Client(base_url=b, timeout=60) as on_b:
+        assert wait_task(on_b, started, timeout=180)["state"] == "completed"
+
+
 def test_a_curate_whose_worker_is_killed_completes_on_the_other(cluster: Cluster) -> None:
     a, b = cluster.servers
     slug = unique_slug()

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from sleuth.store.database import new_id
+from sleuth.store.database import Database, forget_database, new_id, open_database
 from sleuth.store.keys import KeyStore
+from sleuth.store.lock import claims_lock
 from sleuth.store.server_db import (
     NEVER_STARTED_ERROR,
     WORKER_LOST_ERROR,
@@ -26,6 +27,7 @@ from sleuth.store.server_db import (
     TurnPlacesFull,
 )
 from sleuth.store.tasks import TaskStore
+from tests.postgres import Postgres
 
 
 @pytest.fixture
@@ -296,3 +298,35 @@ def test_a_queued_task_no_worker_began_is_failed_after_the_longest_wait(database
         assert store.fail_unstarted(older_than_s=-1) == [queued["id"]]  # one with no job is not queued
         assert store.require(queued["id"])["state"] == "failed"
         assert store.require(local["id"])["state"] == "scheduled"
+
+
+def test_task_claims_take_turns_across_processes(postgres: Postgres) -> None:
+    """`claims_lock` (PostgreSQL): a second claimant, as another server would be, waits for the first."""
+    url = postgres.create_database()
+    order: list[str] = []
+    inside = threading.Event()
+    database = open_database(url)
+    other = Database(url)  # its own pool, as another process has
+    try:
+
+        def first() -> None:
+            with claims_lock(database):
+                order.append("first in")
+                inside.set()
+                time.sleep(0.5)
+                order.append("first out")
+
+        def second() -> None:
+            inside.wait()
+            with claims_lock(other):
+                order.append("second in")
+
+        threads = [threading.Thread(target=first), threading.Thread(target=second)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert order == ["first in", "first out", "second in"]
+    finally:
+        other.close()
+        forget_database(url)

@@ -20,6 +20,7 @@ from fastapi import FastAPI, Request
 
 from sleuth.api.state import ApiState
 from sleuth.errors import Failed
+from sleuth.store.lock import claims_lock
 from sleuth.store.tasks import (
     TERMINAL_STATES,
     TaskStore,
@@ -294,9 +295,9 @@ class TaskService:
 
     @contextlib.contextmanager
     def claiming(self) -> Iterator[None]:
-        """Held while a route checks for a conflicting task and records its own, so two requests
-        cannot both pass the check."""
-        with self._claim:
+        """Held while a route checks for a conflicting task and records its own, so two requests, on
+        this server or (PostgreSQL) on any other, cannot both pass the check."""
+        with self._claim, claims_lock(self.store.database):
             yield
 
     def submit(

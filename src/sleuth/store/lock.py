@@ -69,3 +69,25 @@ def _file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+CLAIM_LOCK = "sleuth:task-claims"
+
+
+@contextmanager
+def claims_lock(database: Database) -> Iterator[None]:
+    """Held while a request checks for a conflicting task and records its own (`TaskService.claiming`):
+    on PostgreSQL a session advisory lock, so requests on different servers take turns too; on SQLite
+    nothing more than the caller's own lock is needed (one server)."""
+    if not database.is_postgres:
+        yield
+        return
+    with database.engine.connect() as conn:
+        params = {"name": CLAIM_LOCK}
+        conn.execute(text("SELECT pg_advisory_lock(hashtextextended(:name, 0))"), params)
+        conn.commit()
+        try:
+            yield
+        finally:
+            conn.execute(text("SELECT pg_advisory_unlock(hashtextextended(:name, 0))"), params)
+            conn.commit()
