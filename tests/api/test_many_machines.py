@@ -264,18 +264,28 @@ def _upload_corpus(client: httpx.Client, slug: str) -> None:
         assert upload(client, slug, path.name, path.read_bytes()).status_code == 200
 
 
+def _fresh_corpus(client: httpx.Client, slug: str, files: int, seed: int) -> None:
+    """New text (its embeddings are in no cache), so a curate of it does real work for a while."""
+    rng = random.Random(seed)
+    words = [f"{rng.choice('bcdfgklmnprstvz')}{rng.choice('aeiou')}{i}" for i in range(4000)]
+    assert client.post("/api/contexts", json={"slug": slug, "name": "Fresh"}).status_code == 200
+    for n in range(files):
+        text = "\n\n".join(" ".join(rng.choice(words) for _ in range(120)) + "." for _ in range(20))
+        assert upload(client, slug, f"note-{n:02d}.md", f"# Note {n}\n\n{text}".encode()).status_code == 200
+
+
 def test_a_curate_fans_out_over_the_workers(cluster: Cluster) -> None:
     """Each source is embedded by whichever worker takes it; the finalize then finds every vector."""
     a = cluster.servers[0]
     slug = unique_slug()
     with httpx.Client(base_url=a, timeout=60) as on_a:
-        _upload_corpus(on_a, slug)
+        _fresh_corpus(on_a, slug, files=16, seed=11)
         task_id = on_a.post(f"/api/contexts/{slug}/curate", json={}).json()["task_id"]
         done = wait_task(on_a, task_id, timeout=180)
     assert done["state"] == "completed", done
     with TaskStore(cluster.database_url) as tasks:
         parts = tasks.parts(task_id)
-    assert len(parts) == 21 and {p["state"] for p in parts} == {"done"}
+    assert len(parts) == 16 and {p["state"] for p in parts} == {"done"}
     assert len({p["worker"] for p in parts}) == 2, parts  # both workers took sources
     usage = done["output"]["counts"]
     assert usage["embedded"] == 0 and usage["embedded_from_cache"] > 0, usage  # all warmed before
@@ -332,15 +342,8 @@ def test_a_worker_stopped_mid_curate_hands_it_back_and_it_completes(cluster: Clu
     The corpus is new text, so its embeddings are not cached and the curate outlasts the grace."""
     a, b = cluster.servers[0], cluster.servers[-1]
     slug = unique_slug()
-    rng = random.Random(7)
-    words = [
-        f"{rng.choice('bcdfgklmnprstvz')}{rng.choice('aeiou')}{rng.choice('lmnrst')}{i}" for i in range(4000)
-    ]
     with httpx.Client(base_url=a, timeout=60) as on_a, httpx.Client(base_url=b, timeout=120) as on_b:
-        assert on_a.post("/api/contexts", json={"slug": slug, "name": "Fresh"}).status_code == 200
-        for n in range(24):
-            text = "\n\n".join(" ".join(rng.choice(words) for _ in range(120)) + "." for _ in range(20))
-            assert upload(on_a, slug, f"note-{n:02d}.md", f"# Note {n}\n\n{text}".encode()).status_code == 200
+        _fresh_corpus(on_a, slug, files=24, seed=7)
         task_id = on_a.post(f"/api/contexts/{slug}/curate", json={}).json()["task_id"]
         with TaskStore(cluster.database_url) as tasks:
             holder = _until(

@@ -189,9 +189,18 @@ class StaticEmbedder:
         return (out / np.where(norms == 0, 1.0, norms)).astype(np.float32)
 
 
-@cache
+_embedders_lock = threading.Lock()
+
+
 def get_embedder(name: str = "default") -> Embedder:
-    """Resolve a manifest's `embedding_model` id; one loaded model per process."""
+    """Resolve a manifest's `embedding_model` id; one loaded model per process, even when threads ask
+    at once (a worker's jobs and its start-up warm-up)."""
+    with _embedders_lock:
+        return _embedder(name)
+
+
+@cache
+def _embedder(name: str) -> Embedder:
     if name in ("default", MiniLMEmbedder.id):
         return MiniLMEmbedder()
     if name in ("lite", StaticEmbedder.id):

@@ -24,6 +24,7 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from sleuth.errors import Invalid, NotFound
+from sleuth.format.pdfium_lock import PDFIUM
 from sleuth.format.text import normalize_text
 
 MAX_IMAGE_WIDTH = 3000
@@ -94,20 +95,26 @@ def image_size(points: tuple[float, float], width: int) -> tuple[float, int, int
 def render_png(path: Path, number: int, width: int = 1200) -> bytes:
     """Page `number` (1-based) as a PNG `width` pixels wide, or narrower where that would exceed
     `MAX_IMAGE_PIXELS` (see `image_size`)."""
-    pdf = _open(path)
-    try:
-        page = _page(pdf, number)
-        scale, _w, _h = image_size(page.get_size(), width)
-        image = page.render(scale=scale).to_pil()
-        out = io.BytesIO()
-        image.save(out, format="PNG", optimize=False)
-        return out.getvalue()
-    finally:
-        pdf.close()
+    with PDFIUM:  # pdfium is not thread-safe
+        pdf = _open(path)
+        try:
+            page = _page(pdf, number)
+            scale, _w, _h = image_size(page.get_size(), width)
+            image = page.render(scale=scale).to_pil()
+        finally:
+            pdf.close()
+    out = io.BytesIO()
+    image.save(out, format="PNG", optimize=False)
+    return out.getvalue()
 
 
 def span_boxes(path: Path, number: int, page_text: str, start: int, end: int) -> PageBoxes:
     """The boxes of `page_text[start:end]` on page `number`, one per line it covers."""
+    with PDFIUM:  # pdfium is not thread-safe
+        return _span_boxes(path, number, page_text, start, end)
+
+
+def _span_boxes(path: Path, number: int, page_text: str, start: int, end: int) -> PageBoxes:
     pdf = _open(path)
     try:
         page = _page(pdf, number)

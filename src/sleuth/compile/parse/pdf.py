@@ -12,6 +12,7 @@ import re
 import pypdfium2 as pdfium
 
 from sleuth.compile.pages import Heading, Page, ParsedSource, ParseError
+from sleuth.format.pdfium_lock import PDFIUM
 from sleuth.format.text import normalize_text
 
 _NUMBERED = [
@@ -44,6 +45,11 @@ def parse(data: bytes) -> ParsedSource:
 
 
 def _read_pdfium(data: bytes) -> tuple[list[str], str | None, list[tuple[int, str, int]]]:
+    with PDFIUM:  # pdfium is not thread-safe
+        return _read_pdfium_locked(data)
+
+
+def _read_pdfium_locked(data: bytes) -> tuple[list[str], str | None, list[tuple[int, str, int]]]:
     pdf = pdfium.PdfDocument(data)
     try:
         texts = []
