@@ -32,13 +32,6 @@ from sleuth.store.server_schema import SCHEMA_VERSION
 
 
 @pytest.fixture
-def db(database_target: str, tmp_path: Path) -> Iterator[ServerDB]:
-    store = ServerDB(database_target, replay_root=tmp_path)
-    yield store
-    store.close()
-
-
-@pytest.fixture
 def sqlite_db(tmp_path: Path) -> Iterator[ServerDB]:
     store = ServerDB.for_home(Home(tmp_path))
     yield store

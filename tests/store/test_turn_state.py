@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -28,13 +27,6 @@ from sleuth.store.server_db import (
 )
 from sleuth.store.tasks import TaskStore
 from tests.postgres import Postgres
-
-
-@pytest.fixture
-def db(database_target: str, tmp_path: Path) -> Iterator[ServerDB]:
-    store = ServerDB(database_target, replay_root=tmp_path)
-    yield store
-    store.close()
 
 
 def query_for(session_id: str) -> dict[str, Any]:
