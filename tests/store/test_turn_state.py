@@ -70,7 +70,9 @@ def test_admission_stores_session_claim_and_turn_together(db: ServerDB) -> None:
     assert db.turn_request(query["id"]) == {"request": {"ask": "q"}}
     with pytest.raises(SessionBusy):  # the session's one turn in flight
         admit(db, session=session)
-    assert db.turns_in_flight() == 1
+    db.check_places(TurnPlaces(capacity=2))
+    with pytest.raises(TurnPlacesFull):
+        db.check_places(TurnPlaces(capacity=1))
 
 
 def test_turn_places_hold_under_racing_admissions(db: ServerDB) -> None:
@@ -96,7 +98,11 @@ def test_turn_places_hold_under_racing_admissions(db: ServerDB) -> None:
         results = list(pool.map(lambda _: _try(lambda: admit(db, places=others)), range(6)))
     assert results.count(None) == 2  # the two places the key left
     assert {type(r) for r in results if r is not None} == {TurnPlacesFull}
-    assert db.turns_in_flight() == 4 and db.turns_in_flight("key_a") == 2
+    with pytest.raises(TurnPlacesFull, match="running or queueing 4 turns"):
+        db.check_places(TurnPlaces(capacity=4))
+    with pytest.raises(TurnPlacesFull, match="this key is running or queueing 2 turns") as refused:
+        db.check_places(TurnPlaces(capacity=10, key="key_a", key_share=2))
+    assert refused.value.code == "key_turn_limit" and refused.value.limit == 2
 
 
 def _try(fn: Any) -> BaseException | None:

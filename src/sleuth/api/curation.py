@@ -47,8 +47,8 @@ from sleuth.store.lock import CurateInFlight, curate_lock
 router = APIRouter()
 
 
-CURATE_PHASES = ("snapshot", "parse", "embed", "index")
-FAN_OUT = 16  # the most other workers one curate asks for help  # `extract` joins when a model is used
+CURATE_PHASES = ("snapshot", "parse", "embed", "index")  # `extract` joins when a model is used
+FAN_OUT = 16  # the most other workers one curate asks for help
 
 
 class CurateRequest(StrictBody):

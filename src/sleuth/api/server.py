@@ -35,7 +35,7 @@ from sleuth.store.server_db import ServerDB
 from sleuth.store.tasks import TaskStore
 
 if TYPE_CHECKING:
-    from sleuth.api.queue import WorkerThread
+    from sleuth.api.queue import JobsHere, WorkerThread
 
 log = logging.getLogger("sleuth.server")
 RESTART_ERROR = "server restarted"  # spec/api.md §9.2
@@ -260,21 +260,29 @@ class _DrainingServer(uvicorn.Server):
         super().handle_exit(sig, frame)
 
 
-def _worker_thread(state: ApiState) -> WorkerThread:
-    """`--with-worker`: this process also takes jobs from the queue; `ServeError` without PostgreSQL."""
-    from sleuth.api.queue import JobsHere, WorkerThread
+def worker_options(state: ApiState) -> tuple[JobsHere, dict[str, Any]]:
+    """What a worker in this process runs jobs with (`sleuth worker`, `--with-worker`): this process's
+    executor and task service, and the queue worker's options from the settings. `ServeError` without
+    PostgreSQL, where there is no queue to take jobs from."""
+    from sleuth.api.queue import JobsHere
 
     turns, tasks = state.turns, state.tasks
-    if not isinstance(turns, TurnExecutor) or not isinstance(tasks, TaskService):
-        raise ServeError("--with-worker needs SLEUTH_DATABASE_URL=postgresql://… (the job queue)")
+    if not isinstance(turns, TurnExecutor) or not isinstance(tasks, TaskService) or state.queue is None:
+        raise ServeError("a worker needs SLEUTH_DATABASE_URL=postgresql://… (the job queue)")
     settings = state.settings
-    worker = WorkerThread(
-        state.db.database,
-        JobsHere(turns, tasks),
-        concurrency=settings.worker_concurrency,
-        heartbeat_s=settings.worker_heartbeat_s,
-        name=turns.worker,
-        shutdown_grace_s=settings.task_stop_timeout_s,
-    )
+    return JobsHere(turns, tasks), {
+        "concurrency": settings.worker_concurrency,
+        "heartbeat_s": settings.worker_heartbeat_s,
+        "name": turns.worker,
+        "shutdown_grace_s": settings.task_stop_timeout_s,
+    }
+
+
+def _worker_thread(state: ApiState) -> WorkerThread:
+    """`--with-worker`: this process also takes jobs from the queue."""
+    from sleuth.api.queue import WorkerThread
+
+    runner, options = worker_options(state)
+    worker = WorkerThread(state.db.database, runner, **options)
     worker.start()
     return worker

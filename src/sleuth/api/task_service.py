@@ -53,11 +53,9 @@ class TaskHandle:
         phases: Sequence[str],
         files_dir: Path,
         helpers: Callable[[int], None] | None = None,
-        worker: str | None = None,
     ) -> None:
         self.store = store
         self._helpers = helpers  # queue mode: asks that many other workers to take parts
-        self._worker = worker
         self.holder: str | None = None  # the worker holding the task: its writes count only while it does
         self.task_id = task_id
         self.phases = list(phases)
@@ -128,8 +126,8 @@ class TaskHandle:
     # sharing a job's work with other workers
     @property
     def shared(self) -> bool:
-        """Other workers can help with this task's parts (it runs from the queue)."""
-        return self._helpers is not None and self._worker is not None
+        """Other workers can help with this task's parts (it runs from the queue, held by a worker)."""
+        return self._helpers is not None and self.holder is not None
 
     def share(
         self,
@@ -144,13 +142,13 @@ class TaskHandle:
         ones left are held by workers that stopped renewing them for `stale_after_s` (they died): those
         are opened again and done here. A part must only save later work: whatever is left undone,
         the rest of the job does itself."""
-        if self._helpers is None or self._worker is None:
+        if self._helpers is None or self.holder is None:
             return
         self.store.add_parts(self.task_id, parts)
         self.start(phase, len(parts))
         self._helpers(max(0, min(helpers, len(parts) - 1)))
         while True:
-            part = self.store.take_part(self.task_id, self._worker)
+            part = self.store.take_part(self.task_id, self.holder)
             if part is not None:
                 self.check()
                 _do_part(do, part)
@@ -332,9 +330,8 @@ class TaskService:
     def run_queued(self, task_id: str) -> None:
         """A worker's job: hold the queued task and run it here, on the caller's thread. A task no longer
         scheduled (cancelled while queued, taken by another worker, ended) is left alone."""
-        task = self.store.get(task_id)
-        spec = None if task is None else task.get("job")
-        if task is None or task["state"] != "scheduled" or not isinstance(spec, dict):
+        spec = self._job_spec(task_id, "scheduled")
+        if spec is None:
             return
         build = self.kinds.get(str(spec.get("kind")))
         if build is None:
@@ -343,12 +340,7 @@ class TaskService:
         queue = self.queue
         helpers = None if queue is None else (lambda n: queue.defer_parts(task_id, n))
         handle = TaskHandle(
-            self.store,
-            task_id,
-            list(spec.get("phases") or []),
-            self.files_dir(task_id),
-            helpers=helpers,
-            worker=self.worker,
+            self.store, task_id, list(spec.get("phases") or []), self.files_dir(task_id), helpers=helpers
         )
         live = _Live(handle)
         with self._lock:
@@ -365,9 +357,8 @@ class TaskService:
     def run_parts(self, task_id: str, abort: Callable[[], bool] = lambda: False) -> None:
         """A worker's help with a split task: take its open parts until none is left or the task is
         no longer running."""
-        task = self.store.get(task_id)
-        spec = None if task is None else task.get("job")
-        if task is None or task["state"] != "running" or not isinstance(spec, dict) or self.worker is None:
+        spec = self._job_spec(task_id, "running")
+        if spec is None or self.worker is None:
             return
         build = self.part_kinds.get(str(spec.get("kind")))
         if build is None:
@@ -379,6 +370,12 @@ class TaskService:
                 return
             _do_part(do, part)
             self.store.finish_part(task_id, part)
+
+    def _job_spec(self, task_id: str, state: str) -> dict[str, Any] | None:
+        """What a worker runs the task from (`set_job`), while the task is in `state`; else None."""
+        task = self.store.get(task_id)
+        spec = None if task is None else task.get("job")
+        return spec if task is not None and task["state"] == state and isinstance(spec, dict) else None
 
     def _heartbeat(self) -> None:
         """Renew the holds of the tasks running here, stop those a stop was asked for on any server,

@@ -165,29 +165,10 @@ class TurnExecutor:
 
     def check_places(self, key: str | None) -> None:
         """The capacity check in spec/api.md §8.1's order (a read; the admitting transaction re-checks)."""
-        places = self.places(key)
-        if key is not None:
-            held = self.db.turns_in_flight(key)
-            if held >= places.key_share:
-                raise self.refusal(
-                    TurnPlacesFull(
-                        "key_turn_limit",
-                        f"this key is running or queueing {held} turns, its share of the server's "
-                        f"{self.capacity} places; retry later",
-                        held,
-                        places.key_share,
-                    )
-                )
-        taken = self.db.turns_in_flight()
-        if taken >= self.capacity:
-            raise self.refusal(
-                TurnPlacesFull(
-                    "too_many_queries",
-                    f"the server is running or queueing {taken} turns, its limit; retry later",
-                    taken,
-                    self.capacity,
-                )
-            )
+        try:
+            self.db.check_places(self.places(key))
+        except TurnPlacesFull as exc:
+            raise self.refusal(exc) from None
 
     def refusal(self, full: TurnPlacesFull) -> ApiError:
         extra: dict[str, Any] = {"limit": full.limit} if full.code == "key_turn_limit" else {}
@@ -210,8 +191,7 @@ class TurnExecutor:
                 self.queue.defer_turn(query_id)
             except Exception as exc:
                 log.exception("turn %s could not be queued", query_id)
-                self.db.fail_query(query_id, f"could not be queued: {type(exc).__name__}")
-                self.db.release_session(turn.session["id"], query_id)
+                self.db.end_turn(query_id, "failed", f"could not be queued: {type(exc).__name__}")
                 self.hub.notify(query_id)
             return None
         future: Future[Query] = Future()
@@ -250,7 +230,7 @@ class TurnExecutor:
                 return
             with self._lock:
                 self._running.add(query_id)
-            self._ensure_heartbeat()
+            self.start_heartbeat()
             if self.db.cancel_asked(query_id):
                 turn.cancel_event.set()
             future.set_result(self.runtime.run(turn, lambda event: self.hub.notify(query_id)))
@@ -272,11 +252,9 @@ class TurnExecutor:
 
     # ------------------------------------------------------------------------------ heartbeat
     def start_heartbeat(self) -> None:
-        """Beat from now on, not only while a turn runs here: with a queue, each beat also fails the
-        turns of dead workers (any process may, and an API server without workers still should)."""
-        self._ensure_heartbeat()
-
-    def _ensure_heartbeat(self) -> None:
+        """Beat from now on (idempotent). A turn run here starts it; with a queue, `build_state` starts
+        it at once, since each beat also fails the turns of dead workers (any process may, and an API
+        server without workers still should)."""
         with self._lock:
             if self._beat is not None or self._stop.is_set():
                 return

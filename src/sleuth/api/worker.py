@@ -28,10 +28,9 @@ from prometheus_client import start_http_server
 from sqlalchemy.exc import SQLAlchemyError
 
 from sleuth.api.operations import registry_of
-from sleuth.api.queue import QUEUES, JobsHere, run_worker
-from sleuth.api.server import ServeError, build_state
+from sleuth.api.queue import QUEUES, run_worker
+from sleuth.api.server import build_state, worker_options
 from sleuth.api.task_service import TaskService
-from sleuth.api.turns import TurnExecutor
 from sleuth.models.embedder import get_embedder
 from sleuth.store.home import Home
 
@@ -60,27 +59,16 @@ def work(
     try:
         if metrics_port is not None:
             start_http_server(metrics_port, addr=metrics_addr, registry=registry_of(state))
-        turns, tasks = state.turns, state.tasks
-        if not isinstance(turns, TurnExecutor) or not isinstance(tasks, TaskService):
-            raise ServeError("a worker needs SLEUTH_DATABASE_URL=postgresql://… (the job queue)")
-        settings = state.settings
+        runner, options = worker_options(state)
         # Load the default embedder now, beside the start-up: every turn's search and every curate's
         # parts need it, and loading it inside the first job delays that job by a second or two.
         threading.Thread(target=_load_embedder, name="sleuth-embedder", daemon=True).start()
-        log.info("worker %s: %d job(s) at once from %s", turns.worker, settings.worker_concurrency, queues)
+        log.info("worker %s: %d job(s) at once from %s", options["name"], options["concurrency"], queues)
         backoff = 1.0
         while True:
             began = time.monotonic()
             try:
-                run_worker(
-                    state.db.database,
-                    JobsHere(turns, tasks),
-                    concurrency=settings.worker_concurrency,
-                    queues=queues,
-                    heartbeat_s=settings.worker_heartbeat_s,
-                    name=turns.worker,
-                    shutdown_grace_s=settings.task_stop_timeout_s,
-                )
+                run_worker(state.db.database, runner, queues=queues, **options)
                 return  # stopped by a signal, drained
             except (ConnectorException, psycopg.Error, SQLAlchemyError, OSError) as exc:
                 # The database went away: the jobs running here go on (their holds lapse if it stays

@@ -41,13 +41,19 @@ def curate_lock(path: Path, key: str | None = None, database: Database | None = 
 
 
 @contextmanager
-def _advisory_lock(database: Database, name: str) -> Iterator[None]:
+def _advisory_lock(database: Database, name: str, *, wait: bool = False) -> Iterator[None]:
+    """A PostgreSQL session advisory lock on `name`, held by one connection of its own until the block
+    ends (or that connection dies with its process). Without `wait`, `CurateInFlight` when taken."""
     with database.engine.connect() as conn:
         params = {"name": name}
-        taken = conn.execute(text("SELECT pg_try_advisory_lock(hashtextextended(:name, 0))"), params).scalar()
-        conn.commit()
-        if not taken:
+        if wait:
+            conn.execute(text("SELECT pg_advisory_lock(hashtextextended(:name, 0))"), params)
+        elif not conn.execute(
+            text("SELECT pg_try_advisory_lock(hashtextextended(:name, 0))"), params
+        ).scalar():
+            conn.commit()
             raise CurateInFlight(f"another compile of this context is running ({name})")
+        conn.commit()
         try:
             yield
         finally:
@@ -82,12 +88,5 @@ def claims_lock(database: Database) -> Iterator[None]:
     if not database.is_postgres:
         yield
         return
-    with database.engine.connect() as conn:
-        params = {"name": CLAIM_LOCK}
-        conn.execute(text("SELECT pg_advisory_lock(hashtextextended(:name, 0))"), params)
-        conn.commit()
-        try:
-            yield
-        finally:
-            conn.execute(text("SELECT pg_advisory_unlock(hashtextextended(:name, 0))"), params)
-            conn.commit()
+    with _advisory_lock(database, CLAIM_LOCK, wait=True):
+        yield

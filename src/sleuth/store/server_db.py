@@ -165,6 +165,44 @@ def _in_flight(conn: Connection, key: str | None = None) -> int:
     return int(conn.execute(stmt).scalar_one())
 
 
+def _claim(conn: Connection, session_id: str, query_id: str, now: float) -> bool:
+    """Make `query_id` the session's turn in flight; False when another holds it (one conditional
+    UPDATE: two racing callers never both win). `SessionNotFound` when there is no such session."""
+    result = conn.execute(
+        update(sessions_t)
+        .where(sessions_t.c.id == session_id, sessions_t.c.active_query_id.is_(None))
+        .values(active_query_id=query_id, updated_at=now)
+    )
+    if result.rowcount == 1:
+        return True
+    if conn.execute(select(sessions_t.c.id).where(sessions_t.c.id == session_id)).first() is None:
+        raise SessionNotFound(f"no session {session_id}")
+    return False
+
+
+def _check_group(conn: Connection, group: str | None) -> None:
+    if group is not None and _group_size(conn, group) >= COMPARISON_GROUP_SIZE:
+        raise ComparisonGroupFull(f"comparison group {group!r} already has {COMPARISON_GROUP_SIZE} turns")
+
+
+def _insert_query(conn: Connection, query: dict[str, Any], now: float, **columns: Any) -> None:
+    """The row of a new turn: its fields, its document and feedback as JSON, and `columns`."""
+    query_id, session_id, status = _query_fields(query)
+    feedback = query.get("feedback")
+    conn.execute(
+        insert(queries_t).values(
+            id=query_id,
+            session_id=session_id,
+            status=status,
+            created=int(query.get("created") or now),
+            updated=now,
+            document=dumps(query),
+            feedback=None if feedback is None else dumps(feedback),
+            **columns,
+        )
+    )
+
+
 def _check_places(conn: Connection, places: TurnPlaces) -> None:
     if places.key is not None and places.key_share > 0:
         held = _in_flight(conn, places.key)
@@ -377,16 +415,7 @@ class ServerDB(SqlStore):
         session does not exist.
         """
         with self.writing() as conn:
-            result = conn.execute(
-                update(sessions_t)
-                .where(sessions_t.c.id == session_id, sessions_t.c.active_query_id.is_(None))
-                .values(active_query_id=query_id, updated_at=time.time())
-            )
-            if result.rowcount == 1:
-                return True
-            if conn.execute(select(sessions_t.c.id).where(sessions_t.c.id == session_id)).first() is None:
-                raise SessionNotFound(f"no session {session_id}")
-            return False
+            return _claim(conn, session_id, query_id, time.time())
 
     def release_session(self, session_id: str, query_id: str, *, ran: bool = True) -> bool:
         """End the turn: if `query_id` holds the claim, clear it and (when the turn `ran`, i.e. was
@@ -424,49 +453,33 @@ class ServerDB(SqlStore):
         number of servers can never both pass one: `SessionBusy`, `ComparisonGroupFull`,
         `TurnPlacesFull`, `SessionNotFound`. `request` is what a worker needs to run the turn.
         """
-        query_id, session_id, status = _query_fields(query)
+        query_id, session_id, _status = _query_fields(query)
         if session_id != session["id"]:
             raise ValueError("the query belongs to another session")
         now = time.time()
         with self.writing() as conn:
             if new_session:
                 conn.execute(insert(sessions_t).values(**_session_row(session)))
-            claimed = conn.execute(
-                update(sessions_t)
-                .where(sessions_t.c.id == session_id, sessions_t.c.active_query_id.is_(None))
-                .values(active_query_id=query_id, updated_at=now)
-            )
-            if claimed.rowcount != 1:
-                if conn.execute(select(sessions_t.c.id).where(sessions_t.c.id == session_id)).first() is None:
-                    raise SessionNotFound(f"no session {session_id}")
+            if not _claim(conn, session_id, query_id, now):
                 raise SessionBusy(f"session {session_id} has a turn in flight")
-            if comparison_group is not None and _group_size(conn, comparison_group) >= COMPARISON_GROUP_SIZE:
-                raise ComparisonGroupFull(
-                    f"comparison group {comparison_group!r} already has {COMPARISON_GROUP_SIZE} turns"
-                )
+            _check_group(conn, comparison_group)
             if places is not None:
                 _check_places(conn, places)
-            feedback = query.get("feedback")
-            conn.execute(
-                insert(queries_t).values(
-                    id=query_id,
-                    session_id=session_id,
-                    status=status,
-                    created=int(query.get("created") or now),
-                    updated=now,
-                    document=dumps(query),
-                    feedback=None if feedback is None else dumps(feedback),
-                    workflow=workflow,
-                    comparison_group=comparison_group,
-                    request=None if request is None else dumps(request),
-                    share_key=None if places is None else places.key,
-                )
+            _insert_query(
+                conn,
+                query,
+                now,
+                workflow=workflow,
+                comparison_group=comparison_group,
+                request=None if request is None else dumps(request),
+                share_key=None if places is None else places.key,
             )
 
-    def turns_in_flight(self, key: str | None = None) -> int:
-        """Turns running or queued on every server (`in_progress`); with `key`, that key's."""
+    def check_places(self, places: TurnPlaces) -> None:
+        """`TurnPlacesFull` when a turn of `places.key` would not fit now: the read-only check of the
+        order spec/api.md §8.1 gives; `admit_turn` makes the same check again, inside its transaction."""
         with self.reading() as conn:
-            return _in_flight(conn, key)
+            _check_places(conn, places)
 
     def turn_counts(self) -> dict[str, int]:
         """Turns in flight on every server: `waiting` for a worker and `running` on one (`/metrics`)."""
@@ -613,30 +626,12 @@ class ServerDB(SqlStore):
     ) -> None:
         """Store a new turn. `SessionNotFound` if its session does not exist; `ComparisonGroupFull` if
         `comparison_group` already holds 3 turns (checked in the same transaction, so never exceeded)."""
-        query_id, session_id, status = _query_fields(query)
-        now = time.time()
-        created = int(query.get("created") or now)
-        feedback = query.get("feedback")
+        _query_id, session_id, _status = _query_fields(query)
         with self.writing() as conn:
             if conn.execute(select(sessions_t.c.id).where(sessions_t.c.id == session_id)).first() is None:
                 raise SessionNotFound(f"no session {session_id}")
-            if comparison_group is not None and _group_size(conn, comparison_group) >= COMPARISON_GROUP_SIZE:
-                raise ComparisonGroupFull(
-                    f"comparison group {comparison_group!r} already has {COMPARISON_GROUP_SIZE} turns"
-                )
-            conn.execute(
-                insert(queries_t).values(
-                    id=query_id,
-                    session_id=session_id,
-                    status=status,
-                    created=created,
-                    updated=now,
-                    document=dumps(query),
-                    feedback=None if feedback is None else dumps(feedback),
-                    workflow=workflow,
-                    comparison_group=comparison_group,
-                )
-            )
+            _check_group(conn, comparison_group)
+            _insert_query(conn, query, time.time(), workflow=workflow, comparison_group=comparison_group)
 
     def comparison_group_size(self, group: str) -> int:
         """Turns stored in `group` (spec/api.md §8.1: at most 3)."""
