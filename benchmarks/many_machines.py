@@ -1,6 +1,6 @@
 """Many machines on one: 2 API servers + 2 workers on a throwaway PostgreSQL against one SQLite process.
 
-    .venv/bin/python benchmarks/many_machines.py [--turns 50] [--pdfs DIR] [--skip-compile]
+    .venv/bin/python benchmarks/many_machines.py [--turns 50] [--pdfs DIR] [--skip-compile] [--storage]
 
 Every figure has its baseline from the same run, on the same machine:
   1. admission → first step event seen on *another* server (p50/p95 over --turns sequential turns),
@@ -9,6 +9,9 @@ Every figure has its baseline from the same run, on the same machine:
      the one process: completed/s, errors, p95 latency, turns per worker;
   3. compiles: 1 worker vs 2 workers over the same filings, and one curate whose worker is killed
      (SIGKILL) halfway: completed, nothing lost.
+
+With --storage every many-machine row is run a second time with each process on a home of its own,
+sharing contexts through a `file://` storage directory (`SLEUTH_STORAGE_URL`) instead of one home.
 
 The offline planner answers (no model), so turns cost what Sleuth itself costs. Processes share the
 machine's cores with each other and with PostgreSQL: on a 2-core machine the ratios cannot show a
@@ -21,6 +24,7 @@ import argparse
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -71,11 +75,23 @@ def base_env(home: Path, database_url: str | None, **settings: str) -> dict[str,
 
 @contextmanager
 def deployment(
-    pg: Postgres | None, home: Path, logs: Path, servers: int, workers: int, **settings: str
+    pg: Postgres | None,
+    home: Path,
+    logs: Path,
+    servers: int,
+    workers: int,
+    storage: Path | None = None,
+    **settings: str,
 ) -> Iterator[Cluster]:
+    """`storage`: a `file://` shared directory; each process then has a home of its own, and `home`'s
+    contexts are moved there first (`sleuth share`)."""
     url = pg.create_database("bench") if pg is not None else None
     logs.mkdir(parents=True, exist_ok=True)
-    cluster = Cluster(url or "", home, base_env(home, url, **settings), logs=logs)
+    env = base_env(home, url, **settings)
+    if storage is not None:
+        env["SLEUTH_STORAGE_URL"] = storage.as_uri()
+        subprocess.run([sys.executable, "-m", "sleuth", "share"], env=env, check=True, capture_output=True)
+    cluster = Cluster(url or "", home, env, logs=logs)
     try:
         for _ in range(servers):
             cluster.start_server()
@@ -205,6 +221,7 @@ def main() -> None:
     parser.add_argument("--pdfs", type=Path, default=DEFAULT_PDFS)
     parser.add_argument("--skip-compile", action="store_true")
     parser.add_argument("--only-compile", action="store_true")
+    parser.add_argument("--storage", action="store_true", help="also: homes of their own + file:// storage")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="sleuth-many-"))
     try:
@@ -212,15 +229,17 @@ def main() -> None:
         settings = {"max_concurrent_turns": "2", "max_queued_turns": "200", "worker_concurrency": "1"}
         with throwaway_postgres() as pg:
             if not args.only_compile:
-                turn_tables(pg, compiled, root, settings, args.turns)
+                turn_tables(pg, compiled, root, settings, args.turns, args.storage)
             if args.skip_compile:
                 return
-            compile_table(pg, compiled, root, settings, args.pdfs)
+            compile_table(pg, compiled, root, settings, args.pdfs, args.storage)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def turn_tables(pg: Postgres, compiled: Path, root: Path, settings: dict[str, str], turns: int) -> None:
+def turn_tables(
+    pg: Postgres, compiled: Path, root: Path, settings: dict[str, str], turns: int, storage: bool = False
+) -> None:
     home = root / "sqlite-home"
     shutil.copytree(compiled, home)
     with deployment(None, home, root / "logs-sqlite", 1, 0, **settings) as one:
@@ -228,53 +247,70 @@ def turn_tables(pg: Postgres, compiled: Path, root: Path, settings: dict[str, st
             first_step_latency(one.servers[0], one.servers[0])  # warm: sandbox zygote, embedder
         alone = [first_step_latency(one.servers[0], one.servers[0]) for _ in range(turns)]
         single = burst(one.servers, turns)
-    home = root / "pg-home"
-    shutil.copytree(compiled, home)
-    with deployment(pg, home, root / "logs-pg", 2, 2, **settings) as many:
-        a, b = many.servers
-        for _ in range(3):
-            first_step_latency(a, b)
-        across = [first_step_latency(a, b) for _ in range(turns)]
-        shared = burst(many.servers, turns)
-        shares = per_worker(many, shared["ids"])
-    added = statistics.median(across) - statistics.median(alone)
+    latencies = [("1 process, SQLite, same server", alone)]
+    bursts = [("1 process, SQLite, 2 turn threads", single)]
+    shares = []
+    setups = [("one home", None)] + ([("4 homes + file:// storage", root / "shared")] if storage else [])
+    for label, shared_dir in setups:
+        home = root / f"pg-home-{len(bursts)}"
+        shutil.copytree(compiled, home)
+        logs = root / f"logs-pg-{len(bursts)}"
+        with deployment(pg, home, logs, 2, 2, shared_dir, **settings) as many:
+            a, b = many.servers
+            for _ in range(3):
+                first_step_latency(a, b)
+            across = [first_step_latency(a, b) for _ in range(turns)]
+            shared = burst(many.servers, turns)
+            shares.append(f"{label}: {per_worker(many, shared['ids'])}")
+        latencies.append((f"2 servers + 2 workers, PostgreSQL, {label}, asked on A, streamed on B", across))
+        bursts.append((f"2 servers + 2 workers × 1, {label}", shared))
     print(f"\n## Admission → first step event ({turns} turns, one at a time)\n")
-    print("| setup | p50 ms | p95 ms |\n|---|---:|---:|")
-    for name, values in (
-        ("1 process, SQLite, same server", alone),
-        ("2 servers + 2 workers, PostgreSQL, asked on A, streamed on B", across),
-    ):
-        print(f"| {name} | {1000 * pct(values, 0.5):.0f} | {1000 * pct(values, 0.95):.0f} |")
-    print(f"\np50 added: {1000 * added:.0f} ms (target ≤ 250 ms)")
+    print("| setup | p50 ms | p95 ms | p50 added ms |\n|---|---:|---:|---:|")
+    for name, values in latencies:
+        added = statistics.median(values) - statistics.median(alone)
+        p50, p95 = 1000 * pct(values, 0.5), 1000 * pct(values, 0.95)
+        print(f"| {name} | {p50:.0f} | {p95:.0f} | {1000 * added:.0f} |")
+    print("\np50 added target: ≤ 250 ms")
     print(f"\n## {turns} turns at once\n")
     print("| setup | completed | errors | completed/s | p50 s | p95 s | wall s |")
     print("|---|---:|---:|---:|---:|---:|---:|")
-    for name, r in (("1 process, SQLite, 2 turn threads", single), ("2 servers + 2 workers × 1", shared)):
+    for name, r in bursts:
         print(
             f"| {name} | {r['completed']} | {len(r['errors'])} | {r['per_s']:.2f} | {r['p50']:.2f} |"
             f" {r['p95']:.2f} | {r['wall']:.1f} |"
         )
-    print(f"\nturns per worker: {shares}")
-    if shared["errors"] or single["errors"]:
-        print(f"errors: {Counter(shared['errors'] + single['errors'])}")
+    print("\nturns per worker: " + "; ".join(shares))
+    errors = [e for _name, r in bursts for e in r["errors"]]
+    if errors:
+        print(f"errors: {Counter(errors)}")
 
 
-def compile_table(pg: Postgres, compiled: Path, root: Path, settings: dict[str, str], pdfs: Path) -> None:
+def compile_table(
+    pg: Postgres, compiled: Path, root: Path, settings: dict[str, str], pdfs: Path, storage: bool = False
+) -> None:
     files = [pdfs / name for name in FILINGS if (pdfs / name).is_file()]
     print(f"\n## Compile: {len(files)} filings\n")
     print("| setup | state | seconds | pages | pages/s | attempts |\n|---|---|---:|---:|---:|---:|")
     one_thread = {**settings, "worker_concurrency": "1", "embed_threads": "1"}
     rates: list[float] = []
-    for workers, kill in ((1, False), (2, False), (2, True)):
-        home = root / f"compile-{workers}-{kill}"
+    runs = [(1, False, False), (2, False, False), (2, True, False)]
+    if storage:
+        runs += [(1, False, True), (2, False, True), (2, True, True)]
+    for workers, kill, separate in runs:
+        home = root / f"compile-{workers}-{kill}-{separate}"
         shutil.copytree(compiled, home)
-        with deployment(pg, home, root / f"logs-compile-{workers}-{kill}", 1, workers, **one_thread) as c:
+        shared_dir = root / f"compile-shared-{workers}-{kill}" if separate else None
+        logs = root / f"logs-compile-{workers}-{kill}-{separate}"
+        with deployment(pg, home, logs, 1, workers, shared_dir, **one_thread) as c:
             r = curate(c, f"filings-{workers}", files, kill_halfway=kill)
         name = f"{workers} worker(s) × 1 thread" + (", one killed halfway" if kill else "")
+        name += ", homes of their own + file:// storage" if separate else ""
         rate = r["pages"] / r["s"] if r["s"] else 0.0
         rates.append(rate)
         print(f"| {name} | {r['state']} | {r['s']:.1f} | {r['pages']} | {rate:.2f} | {r['attempts']} |")
     print(f"\n2 workers / 1 worker: {rates[1] / rates[0]:.2f}× (target ≥ 1.7×)")
+    if storage:
+        print(f"2 workers / 1 worker, homes of their own: {rates[4] / rates[3]:.2f}×")
 
 
 if __name__ == "__main__":

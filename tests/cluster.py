@@ -1,9 +1,12 @@
 """Sleuth processes on loopback, as a deployment runs them: `sleuth serve` and `sleuth worker` started as
-real subprocesses over one database and one shared home, stopped with real signals. The multi-process
-tests (`tests/api/test_many_machines.py`) and `benchmarks/many_machines.py` both drive it."""
+real subprocesses over one database, stopped with real signals. With `SLEUTH_STORAGE_URL` in `env`
+(`separate_homes`) each process gets a home of its own, as each machine has, and shares contexts
+through the storage; else they share one home. The multi-process tests
+(`tests/api/test_many_machines.py`) and `benchmarks/many_machines.py` both drive it."""
 
 from __future__ import annotations
 
+import shutil
 import signal
 import socket
 import subprocess
@@ -34,6 +37,23 @@ class Cluster:
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
     logs: Path = Path()
     files: list[Any] = field(default_factory=list)
+    homes: list[Path] = field(default_factory=list)
+
+    @property
+    def separate_homes(self) -> bool:
+        return bool(self.env.get("SLEUTH_STORAGE_URL"))
+
+    def _env(self) -> dict[str, str]:
+        """The environment of the next process: with shared storage, a new home holding only the seed
+        home's `config.toml` (the node's model settings)."""
+        if not self.separate_homes:
+            return self.env
+        home = self.logs.parent / f"node-{len(self.processes)}"
+        home.mkdir()
+        if (self.home / "config.toml").is_file():
+            shutil.copy(self.home / "config.toml", home / "config.toml")
+        self.homes.append(home)
+        return {**self.env, "SLEUTH_HOME": str(home)}
 
     def _log(self, kind: str) -> Any:
         handle = open(self.logs / f"{kind}-{len(self.processes)}.log", "wb")  # noqa: SIM115 (closed at exit)
@@ -45,7 +65,7 @@ class Cluster:
         log = self._log("worker")
         path = Path(log.name)
         proc = subprocess.Popen(
-            [sys.executable, "-m", "sleuth", "worker"], env=self.env, stdout=log, stderr=log
+            [sys.executable, "-m", "sleuth", "worker"], env=self._env(), stdout=log, stderr=log
         )
         self.workers.append(proc)
         self.processes.append(proc)
@@ -61,7 +81,7 @@ class Cluster:
         log = self._log("server")
         proc = subprocess.Popen(
             [sys.executable, "-m", "sleuth", "serve", "--port", str(port), "--log-level", "warning"],
-            env=self.env,
+            env=self._env(),
             stdout=log,
             stderr=log,
         )

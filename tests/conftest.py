@@ -12,6 +12,7 @@ import pytest
 from sleuth.compile.pipeline import CompileReport, compile_context
 from sleuth.store.home import Home
 from tests.postgres import Postgres, throwaway_postgres
+from tests.s3 import S3Server, moto_s3
 from tests.support import SAMPLE_CORPUS, SAMPLE_MANIFEST, make_pdf
 
 
@@ -113,3 +114,10 @@ def filings(tmp_path: Path) -> Path:
         )
         make_pdf(root / f"{name}.pdf", [cover, body])
     return root
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """moto's S3 server on loopback for the session (the only S3-compatible server that installs here)."""
+    with moto_s3() as server:
+        yield server

@@ -74,7 +74,13 @@ class Settings(BaseSettings):
     database_url: str | None = Field(
         None,
         description="postgresql://user:password@host/db for many API servers and workers (unset: "
-        "server.sqlite under SLEUTH_HOME). Shown with its password hidden.",
+        "server.sqlite under SLEUTH_HOME). /version shows only its kind.",
+    )
+    storage_url: str | None = Field(
+        None,
+        description="file:///shared/dir or s3://bucket/prefix: where every machine finds the contexts' "
+        "files (needs SLEUTH_DATABASE_URL; unset: the contexts live under SLEUTH_HOME alone). With it, a "
+        "node's SLEUTH_HOME holds only its working copies and caches.",
     )
     worker_concurrency: int = Field(
         4, ge=1, le=256, description="Jobs (turns, curates) one worker runs at once."

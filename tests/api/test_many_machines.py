@@ -1,13 +1,16 @@
-"""Many machines on one: a throwaway PostgreSQL, two `sleuth serve` processes and two `sleuth worker`
-processes on loopback, each with a home of its own for what is not shared... (contexts stay on one shared
-`$SLEUTH_HOME` directory until contexts move to shared storage). Everything below goes through their
-HTTP APIs and real process signals:
+"""Many machines on one: a throwaway PostgreSQL, a shared storage directory (`file://`, as an NFS or
+EFS volume is mounted), two `sleuth serve` processes and two `sleuth worker` processes on loopback, each
+with a `$SLEUTH_HOME` of its own: they share nothing but the database and the storage. The sample
+context is moved there first with `sleuth share`. Everything below goes through their HTTP APIs and
+real process signals:
 
 - a question asked on server A, streamed from server B and cancelled from server B;
 - a stream broken on A and resumed on B without a gap or a duplicate;
 - a worker killed (SIGKILL) mid-turn leaves the turn `failed`, never `in_progress`;
 - a curate started on A whose worker is killed completes on the other worker;
-- admission limits (places, busy session) hold across the two servers.
+- admission limits (places, busy session) hold across the two servers;
+- a context made and curated through one server is read, asked and packed through the other, each
+  node with its own home.
 
 The model is the one double: an OpenAI-compatible HTTP server on 127.0.0.1 (`tests/models/wire.py`) whose
 every step sleeps, so turns last long enough to be streamed, cancelled and killed.
@@ -20,6 +23,8 @@ import os
 import random
 import shutil
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -87,7 +92,7 @@ def cluster(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Cluster]:
     root = tmp_path_factory.mktemp("many")
-    home = root / "home"
+    home = root / "seed"  # a single machine's home, shared below; each process gets its own
     shutil.copytree(sample_home[0].root, home)
     (home / "config.toml").write_text(
         'default = "sleuth/offline"\n\n'
@@ -100,6 +105,7 @@ def cluster(
         **os.environ,
         "SLEUTH_HOME": str(home),
         "SLEUTH_DATABASE_URL": url,
+        "SLEUTH_STORAGE_URL": (root / "shared").as_uri(),
         "SLEUTH_WORKER_HEARTBEAT_S": str(HEARTBEAT_S),
         "SLEUTH_MAX_CONCURRENT_TURNS": "2",
         "SLEUTH_MAX_QUEUED_TURNS": "1",
@@ -107,6 +113,10 @@ def cluster(
         "SLEUTH_TASK_STOP_TIMEOUT_S": "3",
     }
     env.pop("SLEUTH_MODEL", None)
+    shared = subprocess.run(
+        [sys.executable, "-m", "sleuth", "share"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert shared.returncode == 0 and "acme: shared (live v" in shared.stdout, shared.stdout + shared.stderr
     logs = root / "logs"
     logs.mkdir()
     cluster = Cluster(url, home, env, logs=logs)
@@ -358,3 +368,44 @@ def test_a_worker_stopped_mid_curate_hands_it_back_and_it_completes(cluster: Clu
         assert done["state"] == "completed", done
         assert row["attempts"] == 2 and row["worker"] != holder, row  # handed back, begun again elsewhere
     cluster.start_worker()
+
+
+def test_nodes_with_homes_of_their_own_share_contexts_through_the_storage(cluster: Cluster) -> None:
+    """Made and curated through A (a worker runs the curate), read, asked, packed and deleted through B:
+    each process has its own home, so all of it went through the database and the storage."""
+    a, b = cluster.servers[0], cluster.servers[-1]
+    assert len(set(cluster.homes)) == len(cluster.homes) >= 4
+    slug = unique_slug()
+    with httpx.Client(base_url=a, timeout=60) as on_a, httpx.Client(base_url=b, timeout=120) as on_b:
+        _upload_corpus(on_a, slug)
+        assert (
+            on_a.put(f"/api/contexts/{slug}", json={"guide": "Answer from the handbook."}).status_code == 200
+        )
+        listed = on_b.get(f"/api/contexts/{slug}/source/list/uploads").json()
+        assert len(listed["entries"]) >= 3, listed
+        task_id = on_a.post(f"/api/contexts/{slug}/curate", json={}).json()["task_id"]
+        done = wait_task(on_b, task_id, timeout=180)
+        assert done["state"] == "completed", done
+        report = on_b.get(f"/api/tasks/{task_id}/files/read/curate-report.json")  # written on a worker
+        assert report.status_code == 200 and report.json()["flipped"] is True
+        seen = on_b.get(f"/api/contexts/{slug}").json()
+        assert (
+            seen["live_version"] == done["output"]["live_version"]
+            and seen["guide"] == "Answer from the handbook."
+        )
+        answer = on_b.post(
+            "/api/query", json={"ask": "How many days a week can employees work remotely?", "scope": [slug]}
+        ).json()
+        assert answer["status"] == "completed" and answer["citations"], answer
+        trace = on_a.get(f"/api/queries/{answer['id']}/trace")
+        assert trace.status_code == 200, trace.text
+        pack_task = on_b.post(f"/api/contexts/{slug}/pack", json={}).json()["task_id"]
+        assert wait_task(on_b, pack_task, timeout=120)["state"] == "completed"
+        packed = on_a.get(f"/api/tasks/{pack_task}/files/read/{slug}.context.zip")  # packed on B
+        assert packed.status_code == 200 and packed.content[:2] == b"PK"
+        assert on_a.delete(f"/api/contexts/{slug}").status_code == 200
+        assert on_b.get(f"/api/contexts/{slug}").status_code == 404
+    shared = Path(cluster.env["SLEUTH_STORAGE_URL"].removeprefix("file://"))
+    assert (shared / "blobs").is_dir()
+    for home in cluster.homes:  # no home holds a server database: the state is in PostgreSQL
+        assert not (home / "server.sqlite").exists()

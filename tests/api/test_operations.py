@@ -36,7 +36,7 @@ def test_sqlite_server_is_live_ready_and_measured(make_server: ServerFactory) ->
     client = make_server().client
     assert client.get("/healthz").text == "ok"
     ready = client.get("/readyz")
-    assert ready.status_code == 200 and ready.json() == {"status": "ready", "database": "ok", "storage": "ok"}
+    assert ready.status_code == 200 and ready.json() == {"status": "ready", "database": "ok", "home": "ok"}
     asked = client.post(
         "/api/query", json={"ask": "How many days a week can employees work remotely?", "scope": ["acme"]}
     )
@@ -89,7 +89,7 @@ def test_a_server_that_loses_its_database_is_not_ready_until_it_is_back(
             assert ready.json() == {
                 "status": "ready",
                 "database": "ok",
-                "storage": "ok",
+                "home": "ok",
                 "notifications": "ok",
             }
             assert samples(client.get("/metrics").text)[("sleuth_queue_depth", (("queue", "turns"),))] == 0

@@ -76,7 +76,7 @@ def replay(home: Home, query_id: str, db: ServerDB | None = None) -> dict[str, A
     if recorded_query is None or recorded_trace is None:
         raise ReplayError(f"no finished turn {query_id!r} to replay", "query_not_found")
     try:
-        records = read_replay_log(db.replay_root, query_id)
+        records = read_replay_log(db.replay_root, query_id, db.storage)
     except (FileNotFoundError, ValueError) as exc:
         raise ReplayError(str(exc)) from None
     turn_record = next((r for r in records if r.get("kind") == "turn"), None)

@@ -209,8 +209,8 @@ def persist(db: ServerDB, query_id: str, trace: dict[str, Any], records: list[di
     log that cannot be written costs the turn its replay, noted in the trace, never its answer."""
     try:
         if records is not None:
-            write_replay_log(db.replay_root, query_id, records)
-    except OSError as exc:
+            write_replay_log(db.replay_root, query_id, records, db.storage)
+    except Exception as exc:  # a full disk, or shared storage away
         trace["replay"] = {"available": False, "error": str(exc)}
     db.save_trace(query_id, trace)
 

@@ -16,10 +16,10 @@ context, and its tasks, as absent; the list of contexts leaves them out.
 
 from __future__ import annotations
 
-import shutil
 import threading
 import time
-from contextlib import suppress
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ from sleuth.api.state import ApiState, api_state
 from sleuth.api.task_service import TaskService, TaskStopTimeout, task_service
 from sleuth.store.home import ContextDir, ContextNotFound, InvalidSlug, check_slug, now_iso, write_json_atomic
 from sleuth.store.lock import CurateInFlight, curate_lock
+from sleuth.store.replica import SlugTaken
 
 SLUG_RULE = r"^[a-z][a-z0-9-]*$"
 
@@ -163,6 +164,15 @@ def _context_dirs(state: ApiState) -> list[ContextDir]:
     return []
 
 
+@contextmanager
+def _slug_exists_as_409(slug: str | None) -> Iterator[None]:
+    """A rename another server's context won first (the catalog refuses it as the change is shared)."""
+    try:
+        yield
+    except SlugTaken:
+        raise ApiError(409, "slug_exists", f"a context named {slug!r} exists", slug=slug) from None
+
+
 @router.post("/contexts")
 def create_context(request: Request, body: ContextCreate, who: AdminKey) -> dict[str, Any]:
     state, service = api_state(request), task_service(request)
@@ -182,11 +192,12 @@ def create_context(request: Request, body: ContextCreate, who: AdminKey) -> dict
             raise ApiError(
                 409, "slug_exists", f"a context named {body.slug!r} exists", slug=body.slug
             ) from None
-        info = ctx.info()
-        info.description = body.description or ""
-        ctx.save_info(info)
-        write_json_atomic(ctx.manifest_file, manifest)
-        update_extra(ctx, kind="search", guide=body.guide or None, created_by=who.name)
+        with ctx.editing():
+            info = ctx.info()
+            info.description = body.description or ""
+            ctx.save_info(info)
+            write_json_atomic(ctx.manifest_file, manifest)
+            update_extra(ctx, kind="search", guide=body.guide or None, created_by=who.name)
     return context_json(state, service, ctx)
 
 
@@ -205,7 +216,7 @@ def update_context(request: Request, slug: str, body: ContextUpdate, _who: Admin
     if "kind" in given:
         _check_kind(body.kind, create=False)
     manifest = manifest_or_400(body.manifest) if "manifest" in given and body.manifest is not None else None
-    with _identity_lock:
+    with _identity_lock, _slug_exists_as_409(body.slug), ctx.editing():
         info = ctx.info()
         if body.slug is not None and body.slug != info.slug:
             _check_slug(body.slug)
@@ -251,7 +262,7 @@ def delete_context(request: Request, slug: str, _who: AdminKey) -> dict[str, Any
             if not service.store.active(info.id):
                 try:
                     with tree_lock(ctx), curate_lock(ctx.lock_file, ctx.info().id):
-                        shutil.rmtree(ctx.root)
+                        state.home.delete(ctx)
                     break
                 except CurateInFlight:
                     pass

@@ -5,6 +5,7 @@ deletion-only curate. A curate is `CompileRun` under `curate_lock`, run as a bac
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from collections.abc import Callable
@@ -34,15 +35,17 @@ from sleuth.api.task_service import Job, TaskHandle, TaskService, task_service
 from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.compile.extraction.choose import choose_extractor, curation_model, needs_model
 from sleuth.compile.extraction.profile import current_pages, profile_curate
-from sleuth.compile.manifest import parse_manifest
+from sleuth.compile.manifest import Manifest, parse_manifest
 from sleuth.compile.pipeline import CompileReport, CompileRun
 from sleuth.compile.preview import preview_curate
 from sleuth.compile.sources import list_source_files
-from sleuth.compile.warm import warm_source
+from sleuth.compile.warm import pack_vectors, take_vectors, warm_source
 from sleuth.models.catalog import CatalogError
 from sleuth.store.home import ContextDir, write_json_atomic
 from sleuth.store.ledger import Ledger
 from sleuth.store.lock import CurateInFlight, curate_lock
+from sleuth.store.replica import shared_storage
+from sleuth.store.storage import Storage
 
 router = APIRouter()
 
@@ -194,6 +197,9 @@ def _curate_job(
                     warm = partial(warm_source, ctx, state.home, manifest)
                     stale_s = 3 * state.settings.worker_heartbeat_s  # three missed renewals: that worker died
                     handle.share("warm", sources, warm, FAN_OUT, stale_after_s=stale_s)
+                    storage = shared_storage(state.home)
+                    if storage is not None:
+                        _take_handed_over(storage, state, manifest, handle.task_id)
                 run = CompileRun(ctx, state.home, manifest, force, handle, choice.extractor)
                 if choice.note:
                     run.warnings.append(f"no model for curation: {choice.note}")
@@ -221,6 +227,7 @@ def _start_curate(
         "curate", context_id=info.id, context_slug=info.slug, created_by=who, input=task_input
     )
     args = {
+        "task": task["id"],  # a shared curate's helpers hand their vectors over under it
         "context": info.id,
         "force": force,
         "chunks_only": chunks_only,
@@ -233,10 +240,34 @@ def _start_curate(
 
 
 def curate_part(state: ApiState, args: dict[str, Any]) -> Callable[[str], object]:
-    """One part of a shared curate (`TaskHandle.share`): warm one source, as another worker asks."""
+    """One part of a shared curate (`TaskHandle.share`): warm one source, as another worker asks.
+    With shared storage each machine has an embedding cache of its own, so the part's vectors are
+    handed over through the storage to the worker that compiles (`_take_handed_over`)."""
     ctx = state.home.find(str(args["context"]))
     manifest = parse_manifest(ctx.manifest_data())
-    return partial(warm_source, ctx, state.home, manifest)
+    storage, task_id = shared_storage(state.home), args.get("task")
+    if storage is None or not task_id:
+        return partial(warm_source, ctx, state.home, manifest)
+
+    def part(rel: str) -> int:
+        def hand_over(items: dict[str, Any]) -> None:
+            storage.put_bytes(_handed_over_key(str(task_id), rel), pack_vectors(items))
+
+        return warm_source(ctx, state.home, manifest, rel, hand_over)
+
+    return part
+
+
+def _handed_over_key(task_id: str, rel: str) -> str:
+    return f"tasks/{task_id}/vectors/{hashlib.sha256(rel.encode()).hexdigest()}.npz"
+
+
+def _take_handed_over(storage: Storage, state: ApiState, manifest: Manifest, task_id: str) -> None:
+    """Vectors other workers computed for this curate, into this node's cache; then removed."""
+    keys = list(storage.keys(f"tasks/{task_id}/vectors"))
+    for key in keys:
+        take_vectors(state.home, manifest, storage.get_bytes(key))
+    storage.delete(keys)
 
 
 def curate_job(state: ApiState, args: dict[str, Any]) -> Job:
@@ -323,7 +354,7 @@ def profile_curation(
         manifest,
         current_pages(ctx),
         config,
-        ExtractionCache(ctx.extraction_cache),
+        ExtractionCache.of(ctx),
         Ledger.load(ctx.ledger_file).extraction,
     )
     return {**estimate.to_json(), "preview": plan}

@@ -2,9 +2,10 @@
 
 - `/healthz` answers while the process serves HTTP: a load balancer restarts a process that fails it.
 - `/readyz` answers 200 only when the database answers, the home (contexts, and the node's cache)
-  can be read and written, and, with PostgreSQL, this process's notification connection is up; else
-  503 with what is wrong. A server that loses the database is not ready until it is back (SQLAlchemy's
-  pool reconnects on the next use); it is never stopped for it.
+  can be read and written, the shared storage (`SLEUTH_STORAGE_URL`) answers, and, with PostgreSQL,
+  this process's notification connection is up; else 503 with what is wrong. A server that loses the
+  database is not ready until it is back (SQLAlchemy's pool reconnects on the next use); it is never
+  stopped for it.
 - `/metrics` (admin keys when keys are required) is the Prometheus text format, through the field's
   client library: turns waiting and running across every server, tasks per state, queue depth per
   job kind, worker heartbeats, and this process's turn durations. The counts are read from the
@@ -31,6 +32,7 @@ from sleuth.api.auth import AdminKey
 from sleuth.api.queue import JobQueue
 from sleuth.api.state import ApiState, api_state
 from sleuth.api.turns import TURN_SECONDS
+from sleuth.store.replica import shared_storage
 from sleuth.store.tasks import TaskStore
 
 log = logging.getLogger("sleuth.api")
@@ -52,9 +54,16 @@ def readiness(state: ApiState) -> dict[str, str]:
             probe.write(b"ok")
             probe.flush()
             os.fsync(probe.fileno())
-        checks["storage"] = "ok"
+        checks["home"] = "ok"
     except OSError as exc:
-        checks["storage"] = f"not writable: {exc.strerror or type(exc).__name__}"
+        checks["home"] = f"not writable: {exc.strerror or type(exc).__name__}"
+    storage = shared_storage(state.home)
+    if storage is not None:
+        try:
+            storage.ping()
+            checks["storage"] = "ok"
+        except Exception as exc:
+            checks["storage"] = f"unreachable: {type(exc).__name__}"
     listener: Any = state.listener
     if listener is not None:
         checks["notifications"] = "ok" if listener.connected.is_set() else "reconnecting"

@@ -40,6 +40,7 @@ from sleuth.api.uploads import (
     single_file,
     staging_dir,
 )
+from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.compile.extraction.choose import restore_extractor
 from sleuth.compile.manifest import ManifestError, parse_manifest
 from sleuth.compile.pipeline import CompileRun
@@ -78,6 +79,7 @@ def _pack_members(ctx: ContextDir, live: str | None) -> list[tuple[str, Path]]:
         ]
         if (vdir / "tables.sqlite").is_file():
             members.append(("tables.sqlite", vdir / "tables.sqlite"))
+    ExtractionCache.of(ctx).fill()  # whole here: entries other machines stored are copied first
     cache = _extract_cache(ctx)
     members += [(f"cache/extract/{rel}", cache / rel) for rel, _st in walk_files(cache)]
     return members
@@ -307,6 +309,7 @@ def _restore_job(
                 if not read_extra(ctx).get("guide") and pack.get("guide"):
                     update_extra(ctx, guide=str(pack["guide"])[:8000])
                 update_extra(ctx, last_source_import_at=now_iso())
+                ExtractionCache.of(ctx).publish()  # the packed replies, for curates on other machines
                 manifest = parse_manifest(ctx.manifest_data())
                 extractor = restore_extractor(ctx, manifest, recorded)
                 report = CompileRun(ctx, state.home, manifest, False, handle, extractor).execute()

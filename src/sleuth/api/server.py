@@ -31,6 +31,7 @@ from sleuth.errors import Invalid
 from sleuth.settings import Settings, current
 from sleuth.store.home import Home
 from sleuth.store.keys import KeyStore
+from sleuth.store.replica import Replica
 from sleuth.store.server_db import ServerDB
 from sleuth.store.tasks import TaskStore
 
@@ -162,6 +163,7 @@ def _shared_services(state: ApiState, settings: Settings, role: str) -> None:
         kinds={"curate": partial(curate_job, state)},
         part_kinds={"curate": partial(curate_part, state)},
         max_wait_s=settings.max_queue_wait_s,
+        shared=state.home.shared if isinstance(state.home.shared, Replica) else None,
     )
     listener = state.listener = Listener(
         state.db.database.url,

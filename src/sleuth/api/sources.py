@@ -94,17 +94,18 @@ def _store_plain(
 ) -> dict[str, Any]:
     limits = SourceLimits.of(state)
     upload.file.seek(0)
-    try:
-        placed = _place(ctx, rel, upload.file, limits)
-    except _LimitHit as hit:
-        raise ApiError(hit.status, hit.code, str(hit), field="file") from None
-    except UnsafePath as exc:
-        raise ApiError(400, "unsafe_path", str(exc), field="path") from None
-    try:
-        info = ctx.info()
-    except FileNotFoundError:
-        raise ApiError(404, "context_not_found", "the context was deleted during the upload") from None
-    update_extra(ctx, last_source_import_at=now_iso())
+    with ctx.editing():
+        try:
+            placed = _place(ctx, rel, upload.file, limits)
+        except _LimitHit as hit:
+            raise ApiError(hit.status, hit.code, str(hit), field="file") from None
+        except UnsafePath as exc:
+            raise ApiError(400, "unsafe_path", str(exc), field="path") from None
+        try:
+            info = ctx.info()
+        except FileNotFoundError:
+            raise ApiError(404, "context_not_found", "the context was deleted during the upload") from None
+        update_extra(ctx, last_source_import_at=now_iso())
     task = service.store.create(
         "import",
         context_id=info.id,
@@ -157,7 +158,8 @@ def _stage_archive(
 
     def job(handle: TaskHandle) -> dict[str, Any]:
         try:
-            return expand_archive(ctx, staged, target, limits, handle)
+            with ctx.editing():
+                return expand_archive(ctx, staged, target, limits, handle)
         finally:
             shutil.rmtree(staged_dir, ignore_errors=True)
 
@@ -240,7 +242,7 @@ def read_source(request: Request, slug: str, path: str, _who: AnyKey) -> FileRes
 def delete_source(request: Request, slug: str, path: str, _who: AdminKey) -> dict[str, Any]:
     """The file leaves the source tree now; its chunks and artifacts leave at the next curate."""
     ctx = find_context(api_state(request), slug)
-    with tree_lock(ctx):
+    with tree_lock(ctx), ctx.editing():
         target = resolve_file(ctx.sources, path)
         target.unlink()
         prune_empty_dirs(target.parent, ctx.sources)

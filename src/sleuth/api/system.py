@@ -41,6 +41,8 @@ def public_settings(state: ApiState) -> dict[str, Any]:
     settings = state.settings.model_dump()
     if settings.get("database_url"):
         settings["database_url"] = state.db.database.dialect
+    if settings.get("storage_url"):
+        settings["storage_url"] = str(settings["storage_url"]).split(":", 1)[0]  # file or s3
     return settings
 
 

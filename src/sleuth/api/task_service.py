@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import secrets
+import shutil
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -21,6 +24,7 @@ from fastapi import FastAPI, Request
 from sleuth.api.state import ApiState
 from sleuth.errors import Failed
 from sleuth.store.lock import claims_lock
+from sleuth.store.replica import Replica
 from sleuth.store.tasks import (
     TERMINAL_STATES,
     TaskStore,
@@ -214,6 +218,10 @@ class TaskHandle:
 Job = Callable[[TaskHandle], Any]
 
 
+def _files_key(task_id: str) -> str:
+    return f"tasks/{task_id}/files.json"
+
+
 def _do_part(do: Callable[[str], object], part: str) -> None:
     """A part only saves later work: one that fails is logged and counted done (the rest of the job
     meets the same input and reports it properly)."""
@@ -268,9 +276,11 @@ class TaskService:
         kinds: JobKinds | None = None,
         part_kinds: PartKinds | None = None,
         max_wait_s: float | None = None,
+        shared: Replica | None = None,
     ) -> None:
         self.store = store
         self.files_root = files_root
+        self.shared = shared  # shared storage: task files travel through it
         self.stop_timeout_s = stop_timeout_s
         self.queue = queue
         self.worker = worker
@@ -290,6 +300,29 @@ class TaskService:
 
     def files_dir(self, task_id: str) -> Path:
         return self.files_root / task_id / "files"
+
+    def readable_files(self, task_id: str) -> Path:
+        """The task's files here; with shared storage, fetched first when another machine ran it."""
+        local = self.files_dir(task_id)
+        if self.shared is not None and not local.is_dir():
+            temporary = local.with_name(f".files-{secrets.token_hex(4)}")
+            try:
+                if self.shared.get_tree(_files_key(task_id), temporary):
+                    with contextlib.suppress(OSError):  # another request fetched them first
+                        os.rename(temporary, local)
+            finally:
+                shutil.rmtree(temporary, ignore_errors=True)
+        return local
+
+    def _publish_files(self, handle: TaskHandle) -> None:
+        """With shared storage, the files a task wrote go there before it ends, so any server can serve
+        them once the task shows ended."""
+        if self.shared is None or not handle.files_dir.is_dir():
+            return
+        try:
+            self.shared.put_tree(_files_key(handle.task_id), handle.files_dir)
+        except Exception:
+            log.exception("task %s: its files could not be stored", handle.task_id)
 
     @contextlib.contextmanager
     def claiming(self) -> Iterator[None]:
@@ -429,6 +462,7 @@ class TaskService:
             handle.holder = worker
             handle.check()
             output = job(handle)
+            self._publish_files(handle)
             self.store.finish(
                 task_id,
                 "completed",
@@ -448,6 +482,7 @@ class TaskService:
                 if self.queue is not None:
                     self.queue.defer_task(task_id)
                 return
+            self._publish_files(handle)
             self.store.finish(
                 task_id,
                 "cancelled",
@@ -459,6 +494,7 @@ class TaskService:
             )
         except Exception as exc:
             log.exception("task %s failed", task_id)
+            self._publish_files(handle)
             self.store.finish(
                 task_id,
                 "failed",

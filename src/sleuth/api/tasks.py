@@ -201,14 +201,14 @@ def list_task_files_root(request: Request, task_id: str, _who: AnyKey) -> dict[s
 def list_task_files(request: Request, task_id: str, path: str, _who: AnyKey) -> dict[str, Any]:
     service = task_service(request)
     _require_task(service, task_id)
-    return dir_listing(service.files_dir(task_id), path, missing_root_is_empty=True)
+    return dir_listing(service.readable_files(task_id), path, missing_root_is_empty=True)
 
 
 @router.get("/tasks/{task_id}/files/read/{path:path}")
 def read_task_file(request: Request, task_id: str, path: str, _who: AnyKey) -> FileResponse:
     service = task_service(request)
     _require_task(service, task_id)
-    target = resolve_file(service.files_dir(task_id), path)
+    target = resolve_file(service.readable_files(task_id), path)
     size = target.stat().st_size
     return file_response(target, {"x-nexus-file-size": str(size), "x-nexus-stale": "false"})
 
@@ -217,7 +217,7 @@ def read_task_file(request: Request, task_id: str, path: str, _who: AnyKey) -> F
 def task_file_metadata(request: Request, task_id: str, path: str, _who: AnyKey) -> dict[str, Any]:
     service = task_service(request)
     _require_task(service, task_id)
-    target = resolve_file(service.files_dir(task_id), path)
+    target = resolve_file(service.readable_files(task_id), path)
     st = target.stat()
     return {
         "path": path,

@@ -15,7 +15,7 @@ from rich.syntax import Syntax
 from sleuth.agent.request import INT_BOUNDS
 from sleuth.cli.app import app, console, err, fail
 from sleuth.settings import TOOL_OUTPUT_CHARS, TURN_CAP_SECONDS
-from sleuth.store.home import Home
+from sleuth.store.replica import open_home
 
 LOW = {name: low for name, (low, _) in INT_BOUNDS.items()}  # the turn contract's ranges
 HIGH = {name: high for name, (_, high) in INT_BOUNDS.items()}
@@ -214,7 +214,7 @@ def ask_cmd(
         raise fail(f"invalid_request: {first_problem(exc)}") from None
     printer = StepPrinter(err if json_out else console, verbose=verbose)
     try:
-        runtime = Runtime(Home())
+        runtime = Runtime(open_home())
     except CatalogError as exc:
         raise fail(f"model_unavailable: {exc}") from None
     with runtime:
@@ -239,7 +239,7 @@ def trace_cmd(
     """Show the stored trace of a turn: steps, calls, evidence, citations dropped, versions."""
     from sleuth.store.server_db import ServerDB
 
-    db = ServerDB.for_home(Home())
+    db = ServerDB.for_home(open_home())
     trace = db.get_trace(query_id)
     query = db.get_query(query_id)
     if trace is None or query is None:
@@ -280,7 +280,7 @@ def replay_cmd(
     from sleuth.agent.replay import ReplayError, replay
 
     try:
-        report = replay(Home(), query_id)
+        report = replay(open_home(), query_id)
     except ReplayError as exc:
         raise fail(str(exc), 1) from None
     if json_out:

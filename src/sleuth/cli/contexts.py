@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 from dataclasses import asdict
 from pathlib import Path
@@ -16,6 +15,7 @@ from rich.table import Table
 from sleuth.cli.answer import HIGH, LOW
 from sleuth.cli.app import app, console, err, fail
 from sleuth.compile.errors import CompileError
+from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.compile.manifest import ManifestError
 from sleuth.compile.pipeline import compile_context
 from sleuth.compile.sources import UnsafePath
@@ -24,6 +24,7 @@ from sleuth.models.embedder import EmbedderError
 from sleuth.settings import TOOL_OUTPUT_CHARS, TURN_CAP_SECONDS
 from sleuth.store.home import ContextDir, ContextNotFound, Home, InvalidSlug
 from sleuth.store.lock import CurateInFlight, curate_lock
+from sleuth.store.replica import Replica, SlugTaken, open_home
 from sleuth.store.search import VersionReader
 
 
@@ -152,7 +153,7 @@ def _stats(ctx: ContextDir) -> dict[str, Any]:
 def contexts_cmd(json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
     """List contexts with their stats."""
     rows = []
-    for ctx, info in Home().contexts():
+    for ctx, info in open_home().contexts():
         rows.append(
             {"slug": info.slug, "id": info.id, "last_curated_at": info.last_curated_at, **_stats(ctx)}
         )
@@ -183,7 +184,7 @@ def _dir_size(path: Path) -> int:
 def inspect_cmd(name: str, json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Show a context's manifest, sources, artifacts per type, tables and index sizes."""
     try:
-        ctx = Home().find(name)
+        ctx = open_home().find(name)
     except ContextNotFound as exc:
         raise fail(str(exc), 1) from None
     info = ctx.info()
@@ -252,18 +253,48 @@ def inspect_cmd(name: str, json_out: Annotated[bool, typer.Option("--json")] = F
 @app.command("delete")
 def delete_cmd(name: str, yes: Annotated[bool, typer.Option("--yes", "-y")] = False) -> None:
     """Delete a context and everything compiled from it."""
+    home = open_home()
     try:
-        ctx = Home().find(name)
+        ctx = home.find(name)
     except ContextNotFound as exc:
         raise fail(str(exc), 1) from None
     if not yes and not typer.confirm(f"Delete context {name!r} and all its versions?"):
         raise typer.Exit(1)
     try:
         with curate_lock(ctx.lock_file, ctx.info().id):
-            shutil.rmtree(ctx.root)
+            home.delete(ctx)
     except CurateInFlight as exc:
         raise fail(str(exc)) from None
     console.print(f"deleted {name}")
+
+
+@app.command("share")
+def share_cmd(
+    names: Annotated[list[str] | None, typer.Argument(help="Contexts to share (default: all).")] = None,
+) -> None:
+    """Copy this home's contexts into the storage and database every machine shares
+    (SLEUTH_STORAGE_URL, SLEUTH_DATABASE_URL): the step from one machine to many."""
+    home = open_home()
+    if home.shared is None:
+        raise fail("sleuth share needs SLEUTH_STORAGE_URL and SLEUTH_DATABASE_URL: where to share to")
+    local = Home(home.root)  # this disk's own contexts, as a single machine sees them
+    found = local.contexts()
+    if names:
+        missing = sorted(set(names) - {info.slug for _ctx, info in found} - {info.id for _ctx, info in found})
+        if missing:
+            raise fail(f"no context {missing[0]!r} in {home.root}", 1)
+        found = [(ctx, info) for ctx, info in found if info.slug in names or info.id in names]
+    replica = home.shared
+    assert isinstance(replica, Replica)
+    for ctx, info in found:
+        try:
+            with curate_lock(ctx.lock_file, info.id):
+                shared = replica.adopt(ctx)
+                ExtractionCache.of(ContextDir(ctx.root, replica)).publish()  # replies paid for here
+        except (CurateInFlight, SlugTaken) as exc:
+            raise fail(f"{info.slug}: {exc}") from None
+        state = f"shared (live {ctx.live_version() or 'none'})" if shared else "already shared"
+        console.print(f"{info.slug}: {state}", highlight=False)
 
 
 @app.command("search")
@@ -289,7 +320,7 @@ def search_cmd(
     if mode not in ("hybrid", "semantic", "keyword"):
         raise fail(f"unknown mode {mode!r}: use hybrid, semantic or keyword")
     try:
-        reader = VersionReader.live(Home().find(context))
+        reader = VersionReader.live(open_home().find(context))
     except (ContextNotFound, LookupError) as exc:
         raise fail(str(exc), 1) from None
     unknown = [s for s in source or [] if s not in reader.page_files]
@@ -342,7 +373,7 @@ def exec_cmd(
         code = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise fail(f"cannot read {file}: {exc}") from None
-    home = Home()
+    home = open_home()
     versions: dict[str, Path] = {}
     for slug in context:
         try:

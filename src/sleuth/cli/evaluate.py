@@ -16,7 +16,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from sleuth.cli.answer import HIGH, LOW
 from sleuth.cli.app import app, console, err, fail
 from sleuth.settings import TURN_CAP_SECONDS
-from sleuth.store.home import ContextNotFound, Home, InvalidSlug
+from sleuth.store.home import ContextNotFound, InvalidSlug
+from sleuth.store.replica import open_home
 
 BASELINES = ("rag",)
 
@@ -24,7 +25,7 @@ BASELINES = ("rag",)
 def _default_out() -> Path:
     """`$SLEUTH_HOME/eval/<timestamp>/`: a report belongs with the data it measured, never in
     whatever directory the command happened to run in."""
-    return Home().root / "eval" / datetime.now().strftime("%Y%m%d-%H%M%S")
+    return open_home().root / "eval" / datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
 @app.command("eval")
@@ -97,7 +98,7 @@ def eval_cmd(
     if not questions:
         raise fail("no questions selected")
 
-    home = Home()
+    home = open_home()
     scope = list(dict.fromkeys(context))
     readers: dict[str, VersionReader] = {}
     for slug in scope:

@@ -7,7 +7,8 @@ from typing import Annotated
 import typer
 
 from sleuth.cli.app import app, fail
-from sleuth.store.home import ContextNotFound, Home
+from sleuth.store.home import ContextNotFound
+from sleuth.store.replica import open_home
 
 
 @app.command("mcp")
@@ -22,6 +23,6 @@ def mcp_cmd(
     from sleuth.api.mcp import serve_stdio
 
     try:
-        serve_stdio(Home(), only=context)
+        serve_stdio(open_home(), only=context)
     except ContextNotFound:
         raise fail(f"no context {context!r}") from None

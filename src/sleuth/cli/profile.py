@@ -14,8 +14,9 @@ from sleuth.compile.extraction.choose import curation_model, needs_model
 from sleuth.compile.extraction.profile import Band, current_pages, profile_curate
 from sleuth.compile.manifest import ManifestError, parse_manifest
 from sleuth.models.catalog import Catalog, CatalogError
-from sleuth.store.home import ContextNotFound, Home
+from sleuth.store.home import ContextNotFound
 from sleuth.store.ledger import Ledger
+from sleuth.store.replica import open_home
 
 
 def _band(band: Band, unit: str = "") -> str:
@@ -33,7 +34,7 @@ def profile_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="Print the estimate as JSON.")] = False,
 ) -> None:
     """Estimate the calls, tokens, time and cost of curating CONTEXT with a model, per type."""
-    home = Home()
+    home = open_home()
     try:
         ctx = home.find(context)
         manifest = parse_manifest(ctx.manifest_data())
@@ -51,7 +52,7 @@ def profile_cmd(
         manifest,
         current_pages(ctx),
         config,
-        ExtractionCache(ctx.extraction_cache),
+        ExtractionCache.of(ctx),
         Ledger.load(ctx.ledger_file).extraction,
     )
     if json_out:

@@ -13,6 +13,7 @@ import typer
 from sleuth.cli.app import app, console, err, fail
 from sleuth.settings import int_range
 from sleuth.store.home import ContextNotFound, Home
+from sleuth.store.replica import open_home
 
 if TYPE_CHECKING:
     from sleuth.store.keys import ApiKey
@@ -101,7 +102,7 @@ def serve_cmd(
         f"Sleuth on http://{shown}:{port}/api · auth: {'api_key' if required else 'none'}", highlight=False
     )
     try:
-        serve(Home(), options, log_level=log_level.lower())
+        serve(open_home(), options, log_level=log_level.lower())
     except CatalogError as exc:  # config.toml or SLEUTH_MODEL names a model that does not resolve
         raise fail(str(exc)) from None
 
@@ -143,7 +144,7 @@ def worker_cmd(
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s")
     overrides = {} if concurrency is None else {"worker_concurrency": concurrency}
     try:
-        work(Home(), overrides, queues=wanted, metrics_port=metrics_port, metrics_addr=metrics_addr)
+        work(open_home(), overrides, queues=wanted, metrics_port=metrics_port, metrics_addr=metrics_addr)
     except ServeError as exc:
         raise fail(str(exc)) from None
 
@@ -170,7 +171,7 @@ def keys_create(
     from sleuth.store.keys import KeyStore, KeyStoreError
     from sleuth.store.server_db import ServerDB
 
-    home = Home()
+    home = open_home()
     context_ids: list[str] | None = None
     if contexts:
         context_ids = []
@@ -215,7 +216,7 @@ def keys_list(
     from sleuth.store.keys import KeyStore
     from sleuth.store.server_db import ServerDB
 
-    home = Home()
+    home = open_home()
     with ServerDB.for_home(home) as db:
         keys = KeyStore(db).list_keys(include_revoked=all_keys)
     if json_out:
@@ -240,7 +241,7 @@ def keys_revoke(key: Annotated[str, typer.Argument(help="Key id, or the name of 
     from sleuth.store.keys import KeyStore, KeyStoreError
     from sleuth.store.server_db import ServerDB
 
-    with ServerDB.for_home(Home()) as db:
+    with ServerDB.for_home(open_home()) as db:
         try:
             revoked = KeyStore(db).revoke(key)
         except KeyStoreError as exc:

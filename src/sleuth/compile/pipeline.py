@@ -25,6 +25,7 @@ from sleuth.compile import version_files
 from sleuth.compile.build import BuildPlan, VersionBuild, embedder_window
 from sleuth.compile.chunking import CHUNKER_VERSION, Window
 from sleuth.compile.extract import Extractor, NoModelExtractor
+from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.compile.extraction.choose import choose_extractor, curation_model, needs_model
 from sleuth.compile.identity import IDENTITY_VERSION
 from sleuth.compile.manifest import Manifest, parse_manifest, read_manifest_file
@@ -37,6 +38,7 @@ from sleuth.settings import TURN_CAP_SECONDS  # a version superseded less long a
 from sleuth.store.home import ContextDir, Home, now_iso, write_json_atomic, write_text_atomic
 from sleuth.store.ledger import Ledger, SourceEntry, Tombstone
 from sleuth.store.lock import curate_lock
+from sleuth.store.replica import open_home
 
 __all__ = ["CompileReport", "CompileRun", "NullProgress", "Progress", "compile_context"]
 from sleuth.compile.report import CompileReport, NullProgress, Progress
@@ -59,7 +61,7 @@ def compile_context(
 
     The extractor is `extractor` when given, else the one `choose_extractor` picks for `model`, the
     manifest and the catalog (by default the home's `config.toml`)."""
-    home = home or Home()
+    home = home or open_home()
     # Validate before touching anything: a bad manifest must leave no trace.
     manifest_data = read_manifest_file(manifest_file) if manifest_file is not None else None
     for given in inputs or []:
@@ -141,10 +143,16 @@ class CompileRun:
 
     # ---------------------------------------------------------------- phases 0-1: snapshot, delta
     def execute(self) -> CompileReport:
+        """The curate; a context many machines share is brought up to date first, and what it wrote
+        (the version, the ledger, the live pointer) is published to them after."""
+        with self.ctx.editing():
+            return self._execute()
+
+    def _execute(self) -> CompileReport:
         started = time.perf_counter()
         self._remove_stale_builds()
         if self.force:
-            shutil.rmtree(self.ctx.extraction_cache, ignore_errors=True)  # a forced curate re-extracts (§5.2)
+            ExtractionCache.of(self.ctx).clear()  # a forced curate re-extracts (§5.2)
         previous_ledger = Ledger.load(self.ctx.ledger_file)
         ledger = Ledger() if self.force else previous_ledger.model_copy(deep=True)
         parent = self.ctx.live_version()
@@ -288,7 +296,9 @@ class CompileRun:
         """Drop versions other than the live one and its predecessor, unless a turn may still
         read them: one that stopped being live less than the turn cap ago is kept."""
         names = sorted(
-            e.name for e in self.ctx.versions.iterdir() if e.is_dir() and not e.name.endswith(".building")
+            e.name
+            for e in self.ctx.versions.iterdir()
+            if e.is_dir() and not e.name.endswith(".building") and not e.name.startswith(".")
         )
         now = time.time()
         for older, newer in itertools.pairwise(names):

@@ -9,6 +9,11 @@ chunks differently, costs time, never correctness, since the compile embeds what
 
 from __future__ import annotations
 
+import io
+from collections.abc import Callable
+
+import numpy as np
+
 from sleuth.compile import artifacts as cards
 from sleuth.compile.build import EMBED_BATCH, embedder_window
 from sleuth.compile.chunking import chunk_pages
@@ -17,13 +22,20 @@ from sleuth.compile.manifest import Manifest
 from sleuth.compile.pages import ParseError
 from sleuth.compile.parse import parse_source
 from sleuth.compile.version_files import SourceState
-from sleuth.models.embedder import EmbeddingCache, embed_cached, get_embedder
+from sleuth.models.embedder import EmbeddingCache, Vectors, embed_cached, get_embedder, text_sha
 from sleuth.store.home import ContextDir, Home
 
 
-def warm_source(ctx: ContextDir, home: Home, manifest: Manifest, rel: str) -> int:
+def warm_source(
+    ctx: ContextDir,
+    home: Home,
+    manifest: Manifest,
+    rel: str,
+    hand_over: Callable[[dict[str, Vectors]], None] | None = None,
+) -> int:
     """Embed `rel`'s chunks into the cache as the compile will; returns how many texts were computed
-    (0 when all were cached, chunks are not embedded, or the source cannot be read)."""
+    (0 when all were cached, chunks are not embedded, or the source cannot be read). `hand_over` gets
+    the source's vectors when the compile runs on another machine, with a cache of its own."""
     chunks_config = manifest.curate.chunks
     if not chunks_config.enabled:
         return 0
@@ -54,6 +66,33 @@ def warm_source(ctx: ContextDir, home: Home, manifest: Manifest, rel: str) -> in
     try:
         for begin in range(0, len(texts), EMBED_BATCH):
             computed += embed_cached(embedder, cache, texts[begin : begin + EMBED_BATCH])[1]
+        if hand_over is not None and texts:
+            hand_over(cache.get_many([text_sha(t) for t in texts]))
     finally:
         cache.close()
     return computed
+
+
+def pack_vectors(items: dict[str, Vectors]) -> bytes:
+    """Vectors by text SHA as one `.npz` (no pickles: only a string and a float32 array)."""
+    buffer = io.BytesIO()
+    shas = np.array(list(items), dtype="U64")
+    vectors = np.stack(list(items.values())) if items else np.zeros((0, 0), dtype=np.float32)
+    np.savez(buffer, shas=shas, vectors=vectors.astype(np.float32))
+    return buffer.getvalue()
+
+
+def take_vectors(home: Home, manifest: Manifest, packed: bytes) -> int:
+    """Put vectors another worker computed (`pack_vectors`) into this node's cache; returns how many.
+    Vectors of another dimension (another model) are ignored."""
+    with np.load(io.BytesIO(packed), allow_pickle=False) as data:
+        shas, vectors = [str(s) for s in data["shas"]], data["vectors"]
+    embedder = get_embedder(manifest.curate.chunks.embedding_model)
+    if not shas or vectors.shape != (len(shas), embedder.dim):
+        return 0
+    cache = EmbeddingCache.for_embedder(home.embedding_cache_dir, embedder)
+    try:
+        cache.put_many(dict(zip(shas, vectors, strict=True)))
+    finally:
+        cache.close()
+    return len(shas)

@@ -11,13 +11,14 @@ import json
 import os
 import re
 import secrets
+import shutil
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 from sleuth.errors import Invalid, NotFound
 
@@ -97,11 +98,32 @@ class ContextInfo:
     sample_queries: list[str] = field(default_factory=list)
 
 
+class HeadView(Protocol):
+    """What a home needs to know of a shared context's head (`replica.Head`)."""
+
+    @property
+    def id(self) -> str: ...
+
+
+class SharedContexts(Protocol):
+    """The port a home syncs its contexts through when many machines share them (`replica.Replica`):
+    without one, the contexts on this disk are the only copy."""
+
+    def heads(self) -> Sequence[HeadView]: ...
+    def head(self, slug_or_id: str) -> HeadView | None: ...
+    def register(self, ctx_id: str, slug: str) -> None: ...
+    def forget(self, ctx_id: str) -> None: ...
+    def pull(self, ctx: ContextDir, head: Any = None) -> None: ...
+    def push(self, ctx: ContextDir) -> None: ...
+    def fetch_version(self, ctx_id: str, directory: Path) -> None: ...
+
+
 @dataclass(frozen=True)
 class ContextDir:
-    """Paths of one context directory."""
+    """Paths of one context directory (with `shared`, a working copy of a context many machines share)."""
 
     root: Path
+    shared: SharedContexts | None = field(default=None, compare=False, repr=False)
 
     @property
     def info_file(self) -> Path:
@@ -154,7 +176,30 @@ class ContextDir:
         return name or None
 
     def version_dir(self, name: str) -> Path:
-        return self.versions / name
+        """The version's directory; a shared context's is fetched into this node's cache on first read."""
+        path = self.versions / name
+        if self.shared is not None:
+            self.shared.fetch_version(self.root.name, path)
+        return path
+
+    @contextmanager
+    def editing(self) -> Iterator[None]:
+        """Around a change to the context's files: a shared context is brought up to date first and
+        what changed is sent to every machine after (even when the change failed half-way: what it
+        wrote is there, as on one machine)."""
+        if self.shared is None:
+            yield
+            return
+        self.shared.pull(self)
+        try:
+            yield
+        except BaseException:
+            with suppress(Exception):  # the block's own error is the one to report
+                if self.info_file.is_file():
+                    self.shared.push(self)
+            raise
+        if self.info_file.is_file():  # not when the block deleted the context
+            self.shared.push(self)
 
     def manifest_data(self) -> dict[str, Any]:
         try:
@@ -167,8 +212,9 @@ class ContextDir:
 class Home:
     """One `$SLEUTH_HOME`: find, create and list contexts."""
 
-    def __init__(self, root: Path | None = None) -> None:
+    def __init__(self, root: Path | None = None, shared: SharedContexts | None = None) -> None:
         self.root = (root or sleuth_home()).resolve()
+        self.shared = shared
 
     @property
     def contexts_dir(self) -> Path:
@@ -179,6 +225,8 @@ class Home:
         return self.root / "cache" / "embeddings"
 
     def contexts(self) -> list[tuple[ContextDir, ContextInfo]]:
+        if self.shared is not None:
+            return self._shared_contexts(self.shared)
         found: list[tuple[ContextDir, ContextInfo]] = []
         if not self.contexts_dir.is_dir():
             return found
@@ -188,7 +236,36 @@ class Home:
                 found.append((ctx, ctx.info()))
         return sorted(found, key=lambda pair: pair[1].slug)
 
+    def _shared_contexts(self, shared: SharedContexts) -> list[tuple[ContextDir, ContextInfo]]:
+        """Every context of the catalog, each working copy brought up to date; a copy here whose
+        context was deleted on another machine is dropped."""
+        found: list[tuple[ContextDir, ContextInfo]] = []
+        heads = shared.heads()
+        known = {head.id for head in heads}
+        for head in heads:
+            ctx = ContextDir(self.contexts_dir / head.id, shared)
+            try:
+                shared.pull(ctx, head)
+                found.append((ctx, ctx.info()))
+            except (ContextNotFound, FileNotFoundError):  # deleted while the catalog was read
+                continue
+        if self.contexts_dir.is_dir():
+            for entry in self.contexts_dir.iterdir():
+                if entry.name not in known and (entry / ".replica.json").is_file():
+                    shutil.rmtree(entry, ignore_errors=True)
+        return sorted(found, key=lambda pair: pair[1].slug)
+
     def find(self, slug_or_id: str) -> ContextDir:
+        if self.shared is not None:
+            head = self.shared.head(slug_or_id)
+            if head is not None:
+                ctx = ContextDir(self.contexts_dir / head.id, self.shared)
+                try:
+                    self.shared.pull(ctx, head)
+                    return ctx
+                except ContextNotFound:
+                    pass
+            raise ContextNotFound(f"no context named {slug_or_id!r}")
         for ctx, info in self.contexts():
             if slug_or_id in (info.slug, info.id):
                 return ctx
@@ -203,12 +280,28 @@ class Home:
         else:
             raise FileExistsError(f"context {slug!r} already exists")
         ctx_id = "ctx_" + secrets.token_hex(8)
-        ctx = ContextDir(self.contexts_dir / ctx_id)
-        ctx.sources.mkdir(parents=True)
-        ctx.versions.mkdir()
-        ctx.save_info(ContextInfo(id=ctx_id, slug=slug, name=name or slug))
-        write_json_atomic(ctx.manifest_file, {})
+        ctx = ContextDir(self.contexts_dir / ctx_id, self.shared)
+        if self.shared is not None:
+            self.shared.register(ctx_id, slug)  # the name, claimed on every machine at once
+        try:
+            ctx.sources.mkdir(parents=True)
+            ctx.versions.mkdir()
+            ctx.save_info(ContextInfo(id=ctx_id, slug=slug, name=name or slug))
+            write_json_atomic(ctx.manifest_file, {})
+            if self.shared is not None:
+                self.shared.push(ctx)
+        except BaseException:
+            if self.shared is not None:
+                self.shared.forget(ctx_id)
+            shutil.rmtree(ctx.root, ignore_errors=True)
+            raise
         return ctx
+
+    def delete(self, ctx: ContextDir) -> None:
+        """Remove the context: from the catalog of every machine first, then this copy."""
+        if self.shared is not None:
+            self.shared.forget(ctx.root.name)
+        shutil.rmtree(ctx.root)
 
     def find_or_create(self, slug: str) -> tuple[ContextDir, bool]:
         try:

@@ -4,6 +4,9 @@ One JSON record per line: every model response and host-function result of a tur
 re-run deterministically (spec/runtime.md §11). The file is written once, when the turn ends, to a temporary
 name and renamed into place, so a reader never sees half a log. The gzip header carries no name and
 mtime 0, so the same records always give the same bytes (replays and packs can compare them).
+
+With shared storage (many machines, `SLEUTH_STORAGE_URL`) the log is also stored there under the same
+path, since the worker that ran the turn and the server asked to replay it have homes of their own.
 """
 
 from __future__ import annotations
@@ -13,11 +16,13 @@ import json
 import re
 import shutil
 from collections.abc import Iterable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
 from sleuth.errors import Invalid
 from sleuth.store.home import atomic_file
+from sleuth.store.storage import ObjectMissing, Storage
 from sleuth.store.text import clean_text
 
 QUERY_ID_PATTERN = re.compile(r"qry_[0-9a-f-]{8,64}")
@@ -44,8 +49,14 @@ def replay_log_path(root: Path, query_id: str) -> Path:
     return query_dir(root, query_id) / REPLAY_FILE
 
 
-def write_replay_log(root: Path, query_id: str, records: Iterable[dict[str, Any]]) -> Path:
-    """Write (or replace) the turn's replay log atomically; returns its path."""
+def _key(query_id: str) -> str:
+    return f"queries/{check_query_id(query_id)}/{REPLAY_FILE}"
+
+
+def write_replay_log(
+    root: Path, query_id: str, records: Iterable[dict[str, Any]], storage: Storage | None = None
+) -> Path:
+    """Write (or replace) the turn's replay log atomically, here and in `storage`; returns its path."""
     path = replay_log_path(root, query_id)
     # filename="" keeps the temporary name out of the gzip header; mtime=0 keeps the time out.
     with (
@@ -57,12 +68,18 @@ def write_replay_log(root: Path, query_id: str, records: Iterable[dict[str, Any]
                 raise TypeError(f"replay records must be dicts, got {type(record).__name__}")
             line = clean_text(json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
             gz.write(line.encode("utf-8") + b"\n")
+    if storage is not None:
+        storage.put_file(_key(query_id), path)
     return path
 
 
-def read_replay_log(root: Path, query_id: str) -> list[dict[str, Any]]:
-    """All records of the turn's replay log, in the order they were written."""
+def read_replay_log(root: Path, query_id: str, storage: Storage | None = None) -> list[dict[str, Any]]:
+    """All records of the turn's replay log, in the order they were written (fetched from `storage`
+    first when another machine wrote it)."""
     path = replay_log_path(root, query_id)
+    if storage is not None and not path.is_file():
+        with suppress(ObjectMissing):
+            storage.get_file(_key(query_id), path)
     try:
         with gzip.open(path, "rt", encoding="utf-8") as fh:
             return [json.loads(line) for line in fh if line.strip()]
@@ -73,8 +90,11 @@ def read_replay_log(root: Path, query_id: str) -> list[dict[str, Any]]:
         ) from None
 
 
-def delete_replay_log(root: Path, query_id: str) -> bool:
-    """Remove the turn's whole `queries/<qry_id>/` directory; False when there was nothing to remove."""
+def delete_replay_log(root: Path, query_id: str, storage: Storage | None = None) -> bool:
+    """Remove the turn's whole `queries/<qry_id>/` directory (and its log in `storage`); False when
+    there was nothing to remove here."""
+    if storage is not None:
+        storage.delete([_key(query_id)])
     directory = query_dir(root, query_id)
     if directory.is_symlink():
         directory.unlink()

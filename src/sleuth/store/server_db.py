@@ -50,6 +50,7 @@ from sleuth.store.database import (
     new_id,
 )
 from sleuth.store.replay_log import delete_replay_log
+from sleuth.store.replica import shared_storage
 from sleuth.store.server_schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -61,6 +62,7 @@ from sleuth.store.server_schema import (
     sessions_t,
     traces_t,
 )
+from sleuth.store.storage import Storage
 
 if TYPE_CHECKING:
     from sleuth.store.home import Home
@@ -256,8 +258,15 @@ class ServerDB(SqlStore):
     directory, since `server.sqlite` sits at the home root; pass it for any other layout (PostgreSQL).
     """
 
-    def __init__(self, target: Path | str | Database, *, replay_root: Path | None = None) -> None:
+    def __init__(
+        self,
+        target: Path | str | Database,
+        *,
+        replay_root: Path | None = None,
+        storage: Storage | None = None,
+    ) -> None:
         super().__init__(target)
+        self.storage = storage  # many machines: replay logs are stored there too
         if replay_root is None:
             if self.path is None:
                 raise ValueError("a ServerDB on PostgreSQL needs its replay_root")
@@ -270,7 +279,7 @@ class ServerDB(SqlStore):
         """The home's server database: `database_url`, else the `SLEUTH_DATABASE_URL` setting, else the
         home's `server.sqlite`."""
         url = database_url or current().database_url
-        return cls(url or home.root / "server.sqlite", replay_root=home.root)
+        return cls(url or home.root / "server.sqlite", replay_root=home.root, storage=shared_storage(home))
 
     def _upgrade(self, conn: Connection) -> None:
         """Stamp a new database; upgrade an older one in place (in `prepare`'s one transaction, under
@@ -405,7 +414,7 @@ class ServerDB(SqlStore):
         for query_id in query_ids:
             # An id we did not make, or a file we cannot remove: the rows are already gone, go on.
             with suppress(OSError, ValueError):
-                delete_replay_log(self.replay_root, query_id)
+                delete_replay_log(self.replay_root, query_id, self.storage)
         return True
 
     def claim_session(self, session_id: str, query_id: str) -> bool:

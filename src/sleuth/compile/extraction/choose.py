@@ -90,9 +90,7 @@ def choose_extractor(
         return Choice(NoModelExtractor(), note)
     budget = token_budget if token_budget is not None else manifest.curate.artifacts.token_budget
     adapter = built if built is not None else build_model(config, catalog.env if env is None else env)
-    return Choice(
-        ModelExtractor(adapter, manifest, ExtractionCache(ctx.extraction_cache), token_budget=budget)
-    )
+    return Choice(ModelExtractor(adapter, manifest, ExtractionCache.of(ctx), token_budget=budget))
 
 
 class CacheOnlyModel:
@@ -114,5 +112,5 @@ def restore_extractor(ctx: ContextDir, manifest: Manifest, recorded: str) -> Ext
     if recorded == "none" or not needs_model(manifest):
         return NoModelExtractor()
     model_id = recorded.split("|", 1)[0]
-    cache = ExtractionCache(ctx.extraction_cache)
+    cache = ExtractionCache.of(ctx)
     return ModelExtractor(CacheOnlyModel(model_id), manifest, cache, fingerprint=recorded)

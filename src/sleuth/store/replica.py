@@ -1,0 +1,479 @@
+"""Contexts that many machines share (docs/deploy.md): the database says what a context is, the
+storage holds its bytes, and each node's `$SLEUTH_HOME` is only a working copy and a cache.
+
+- **The head**, one row per context in the database: its slug, its live version, and a map of its
+  context-level files (`context.json`, the manifest, the ledger, `context.extra.json`, `sources/`) to the
+  SHA-256 of their content, with a revision number that every change moves.
+- **Blobs** in the storage, `blobs/<sha>`: written once, never changed, shared by every version and
+  context that holds the same bytes (an incremental curate uploads only what it changed).
+- **Versions**, immutable: `versions/<context id>/<version>.json` indexes a version's files (path → sha,
+  size). A curate publishes the index after its blobs, then moves the live pointer in one transaction, so
+  no node can see a pointer to a version that is not whole. A node fetches a version the first time it
+  reads it, into a temporary directory renamed into place under the version's id (`fetch_version`).
+
+`pull` brings a working copy up to the head; `push` sends what changed here and moves the head in one
+transaction. Both merge per file, three-way, against the revision this copy last saw: a pull replaces
+only files the head changed since, so an edit made here and not yet pushed survives; a push applies
+only files changed here, so two nodes editing different files of a context (a guide on one server, a
+curate on a worker) lose neither. Two edits of one file: the last push wins, as on one machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (
+    Column,
+    Float,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    delete,
+    insert,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.exc import IntegrityError
+
+from sleuth.errors import Conflict, Invalid
+from sleuth.settings import TURN_CAP_SECONDS, current
+from sleuth.store.database import Database, dumps, loads, open_database
+from sleuth.store.home import ContextDir, ContextNotFound, Home, write_json_atomic, write_text_atomic
+from sleuth.store.storage import ObjectMissing, Storage, open_storage
+
+#: Not part of a context's head: versions travel as immutable trees; the caches, the lock and the
+#: uploads being staged (the process that stages one consumes it) are the node's own; `LIVE` is the
+#: head's live pointer. Names starting with "." are writes in progress.
+LOCAL_ONLY = frozenset({"versions", "cache", "staging", "curate.lock", "LIVE"})
+STATE_FILE = ".replica.json"  # the files map: read only when the head moved
+MARK_FILE = ".replica-head"  # "<revision> <live>": read on every lookup
+TRANSFERS = 8  # objects moved at once: object storage is latency-bound
+
+metadata = MetaData()
+heads_t = Table(
+    "context_heads",
+    metadata,
+    Column("id", String(80), primary_key=True),
+    Column("slug", String(64), nullable=False, unique=True),
+    Column("revision", Integer, nullable=False),
+    Column("files", Text, nullable=False),  # JSON {path: sha256}
+    Column("live_version", String(64)),
+    Column("updated", Float, nullable=False),
+)
+
+
+class SlugTaken(Conflict, FileExistsError):
+    """Another context, created or renamed on any machine, already has the name."""
+
+
+@dataclass(frozen=True)
+class Head:
+    id: str
+    slug: str
+    revision: int
+    live: str | None
+
+
+@dataclass
+class _CopyState:
+    """`.replica.json`: the head this working copy last agreed with, and each file's (sha, size,
+    mtime_ns) then, so an unchanged file is never hashed again."""
+
+    revision: int = -1
+    live: str | None = None
+    files: dict[str, list[Any]] | None = None
+
+    @classmethod
+    def load(cls, root: Path) -> _CopyState:
+        try:
+            data = json.loads((root / STATE_FILE).read_text(encoding="utf-8"))
+        except (FileNotFoundError, json.JSONDecodeError):
+            return cls(files={})
+        return cls(int(data.get("revision", -1)), data.get("live"), dict(data.get("files") or {}))
+
+    @staticmethod
+    def mark(root: Path) -> tuple[int, str | None]:
+        """(revision, live) this copy last agreed with, from the small file (-1: never)."""
+        try:
+            revision, _, live = (root / MARK_FILE).read_text(encoding="utf-8").partition(" ")
+            return int(revision), live.strip() or None
+        except (FileNotFoundError, ValueError):
+            return -1, None
+
+    def save(self, root: Path) -> None:
+        state = {"revision": self.revision, "live": self.live, "files": self.files}
+        write_json_atomic(root / STATE_FILE, state)
+        write_text_atomic(root / MARK_FILE, f"{self.revision} {self.live or ''}")
+
+
+def blob_key(sha: str) -> str:
+    return f"blobs/{sha[:2]}/{sha}"
+
+
+def version_key(ctx_id: str, version: str) -> str:
+    return f"versions/{ctx_id}/{version}.json"
+
+
+def file_sha(path: Path) -> str:
+    with path.open("rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def _stat(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns
+
+
+def head_files(root: Path) -> Iterator[str]:
+    """The context-level files of a working copy (POSIX paths under `root`), links never followed."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        top = here == root
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and not (top and d in LOCAL_ONLY))
+        for name in sorted(filenames):
+            full = here / name
+            if name.startswith(".") or (top and name in LOCAL_ONLY) or full.is_symlink():
+                continue
+            yield full.relative_to(root).as_posix()
+
+
+def _prune_dirs(path: Path, root: Path) -> None:
+    directory = path.parent
+    while directory != root and directory.is_relative_to(root):
+        try:
+            directory.rmdir()
+        except OSError:
+            return
+        directory = directory.parent
+
+
+class Replica:
+    """The shared contexts of one deployment: heads in `database`, bytes in `storage`."""
+
+    def __init__(self, database: Database, storage: Storage) -> None:
+        self.database = database
+        self.storage = storage
+        database.prepare(metadata)
+        self._guard = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+
+    @contextmanager
+    def _syncing(self, ctx_id: str) -> Iterator[None]:
+        """One pull or push of a context at a time in this process."""
+        with self._guard:
+            lock = self._locks.setdefault(ctx_id, threading.Lock())
+        with lock:
+            yield
+
+    # ------------------------------------------------------------------------------ the catalog
+    def heads(self) -> list[Head]:
+        cols = (heads_t.c.id, heads_t.c.slug, heads_t.c.revision, heads_t.c.live_version)
+        with self.database.reading() as conn:
+            rows = conn.execute(select(*cols).order_by(heads_t.c.slug)).all()
+        return [Head(r.id, r.slug, r.revision, r.live_version) for r in rows]
+
+    def head(self, slug_or_id: str) -> Head | None:
+        cols = (heads_t.c.id, heads_t.c.slug, heads_t.c.revision, heads_t.c.live_version)
+        where = or_(heads_t.c.id == slug_or_id, heads_t.c.slug == slug_or_id)
+        with self.database.reading() as conn:
+            row = conn.execute(select(*cols).where(where)).first()
+        return None if row is None else Head(row.id, row.slug, row.revision, row.live_version)
+
+    def register(self, ctx_id: str, slug: str) -> None:
+        """Claim `slug` for a new context, on every machine at once (`SlugTaken` when it is held)."""
+        row = {"id": ctx_id, "slug": slug, "revision": 0, "files": "{}", "live_version": None}
+        try:
+            with self.database.writing() as conn:
+                conn.execute(insert(heads_t).values(**row, updated=self.database.clock(conn)))
+        except IntegrityError:
+            raise SlugTaken(f"context {slug!r} already exists") from None
+
+    def adopt(self, ctx: ContextDir) -> bool:
+        """Share a context of a single-machine home: claim its name, send its files and its live version,
+        then point the head at it. False when the catalog already holds the context."""
+        info = ctx.info()
+        if self.head(info.id) is not None:
+            return False
+        self.register(info.id, info.slug)
+        (ctx.root / STATE_FILE).unlink(missing_ok=True)
+        (ctx.root / MARK_FILE).unlink(missing_ok=True)
+        try:
+            self.push(ContextDir(ctx.root, self))
+        except BaseException:
+            self.forget(info.id)
+            raise
+        return True
+
+    def forget(self, ctx_id: str) -> None:
+        """Remove the context from the catalog (its blobs stay: other versions may share them)."""
+        with self.database.writing() as conn:
+            conn.execute(delete(heads_t).where(heads_t.c.id == ctx_id))
+        self.storage.delete(list(self.storage.keys(f"versions/{ctx_id}")))
+
+    # ----------------------------------------------------------------------- the working copy
+    def pull(self, ctx: ContextDir, head: Head | None = None) -> None:
+        """Bring the working copy of `ctx` up to its head (nothing to do when it already is)."""
+        ctx_id = ctx.root.name
+        head = head or self.head(ctx_id)
+        if head is None:
+            raise ContextNotFound(f"context {ctx_id!r} was deleted")
+        if _CopyState.mark(ctx.root) == (head.revision, head.live):
+            return
+        with self._syncing(ctx_id):
+            with self.database.reading() as conn:
+                row = conn.execute(select(heads_t).where(heads_t.c.id == ctx_id)).first()
+            if row is None:
+                raise ContextNotFound(f"context {ctx_id!r} was deleted")
+            state = _CopyState.load(ctx.root)
+            files = state.files if state.files is not None else {}
+            wanted: dict[str, str] = loads(row.files)
+            inside = ctx.root.resolve()
+            fetch = []
+            for rel, sha in wanted.items():
+                if not (inside / rel).resolve().is_relative_to(inside) or rel.split("/")[0] in LOCAL_ONLY:
+                    raise ValueError(f"unsafe path {rel!r} in the head of context {ctx_id}")
+                base = files.get(rel)
+                if base is not None and base[0] == sha:
+                    continue  # the head has not changed it since this copy's base: keep ours
+                path = ctx.root / rel
+                if path.is_file() and file_sha(path) == sha:
+                    files[rel] = [sha, *_stat(path)]
+                    continue
+                fetch.append((rel, sha))
+            self._download([(blob_key(sha), ctx.root / rel) for rel, sha in fetch])
+            for rel, sha in fetch:
+                files[rel] = [sha, *_stat(ctx.root / rel)]
+            for rel in [r for r in files if r not in wanted]:
+                path = ctx.root / rel
+                base = files.pop(rel)
+                if path.is_file() and list(_stat(path)) == base[1:]:  # untouched here: deleted there
+                    path.unlink()
+                    _prune_dirs(path, ctx.root)
+            if row.live_version != state.live and ctx.live_version() == state.live:
+                if row.live_version:
+                    ctx.live_file.write_text(row.live_version + "\n", encoding="utf-8")
+                else:
+                    ctx.live_file.unlink(missing_ok=True)
+            ctx.versions.mkdir(parents=True, exist_ok=True)  # folders travel only with files in them
+            ctx.sources.mkdir(exist_ok=True)
+            _CopyState(row.revision, row.live_version, files).save(ctx.root)
+
+    def push(self, ctx: ContextDir) -> None:
+        """Send what changed in this working copy since its last pull or push; publish the live version
+        first when this copy moved it, then move the head in one transaction."""
+        ctx_id = ctx.root.name
+        with self._syncing(ctx_id):
+            state = _CopyState.load(ctx.root)
+            files = state.files if state.files is not None else {}
+            changes: dict[str, str | None] = {}
+            present = set()
+            for rel in head_files(ctx.root):
+                present.add(rel)
+                path = ctx.root / rel
+                size, mtime = _stat(path)
+                base = files.get(rel)
+                if base is not None and base[1:] == [size, mtime]:
+                    continue
+                sha = file_sha(path)
+                if base is None or base[0] != sha:
+                    changes[rel] = sha
+                files[rel] = [sha, size, mtime]
+            for rel in [r for r in files if r not in present]:
+                changes[rel] = None
+                del files[rel]
+            live = ctx.live_version()
+            moved = live != state.live
+            if not changes and not moved:
+                state.files = files
+                state.save(ctx.root)
+                return
+            self._upload([(ctx.root / rel, sha) for rel, sha in changes.items() if sha is not None])
+            if moved and live is not None:
+                self.publish_version(ctx_id, ctx.versions / live)
+            slug = None
+            if "context.json" in changes and ctx.info_file.is_file():
+                slug = ctx.info().slug
+            try:
+                row = self._move_head(ctx_id, changes, slug, live, moved)
+            except IntegrityError:
+                self._undo_rename(ctx)
+                raise SlugTaken(f"context {slug!r} already exists") from None
+            # Up to date only when no other push came between this copy's base and this one; else the
+            # next pull merges theirs (the files pushed here already match).
+            revision = row.revision + 1 if row.revision == state.revision else state.revision
+            _CopyState(revision, live if moved else state.live, files).save(ctx.root)
+
+    def _move_head(
+        self, ctx_id: str, changes: dict[str, str | None], slug: str | None, live: str | None, moved: bool
+    ) -> Any:
+        """Apply `changes` to the head in one transaction; returns the row as it was before."""
+        with self.database.writing() as conn:
+            row = conn.execute(
+                select(heads_t.c.revision, heads_t.c.files).where(heads_t.c.id == ctx_id)
+            ).first()
+            if row is None:
+                raise ContextNotFound(f"context {ctx_id!r} was deleted")
+            merged: dict[str, str] = loads(row.files)
+            for rel, change in changes.items():
+                if change is None:
+                    merged.pop(rel, None)
+                else:
+                    merged[rel] = change
+            values: dict[str, Any] = {
+                "files": dumps(merged),
+                "revision": row.revision + 1,
+                "updated": self.database.clock(conn),
+            }
+            if moved:
+                values["live_version"] = live
+            if slug is not None:
+                values["slug"] = slug
+            conn.execute(update(heads_t).where(heads_t.c.id == ctx_id).values(**values))
+        return row
+
+    def _undo_rename(self, ctx: ContextDir) -> None:
+        """A rename the catalog refused (the name is taken): `context.json` goes back to the head's, so
+        this copy's later pushes do not meet the same refusal; its other changes stay to be pushed."""
+        with self.database.reading() as conn:
+            found = conn.execute(select(heads_t.c.files).where(heads_t.c.id == ctx.root.name)).scalar()
+        sha = loads(found or "{}").get("context.json")
+        if sha is None:
+            return
+        self.storage.get_file(blob_key(sha), ctx.info_file)
+        state = _CopyState.load(ctx.root)
+        if state.files is not None:
+            state.files["context.json"] = [sha, *_stat(ctx.info_file)]
+        state.save(ctx.root)
+
+    # -------------------------------------------------------------------------------- versions
+    def publish_version(self, ctx_id: str, directory: Path) -> None:
+        """Upload a finished version once: its blobs, then its index (the index is what makes it exist)."""
+        key = version_key(ctx_id, directory.name)
+        if not self.storage.exists(key):
+            self.put_tree(key, directory)
+
+    def fetch_version(self, ctx_id: str, directory: Path) -> None:
+        """Make the version at `directory` local if the storage has it: fetched into a hidden temporary
+        directory, renamed into place whole. Cached versions of the context not read for longer than a
+        turn may last (and not the one asked) are dropped, so the cache holds what is in use."""
+        if directory.is_dir():
+            os.utime(directory)  # read now: kept by the eviction below
+            return
+        try:
+            index = json.loads(self.storage.get_bytes(version_key(ctx_id, directory.name)))
+        except ObjectMissing:
+            return
+        self._evict(directory)
+        temporary = directory.parent / f".{directory.name}.fetch-{secrets.token_hex(4)}"
+        try:
+            self._get_index(index, temporary)
+            try:
+                os.rename(temporary, directory)
+            except OSError:  # another thread fetched it first
+                if not directory.is_dir():
+                    raise
+        finally:
+            shutil.rmtree(temporary, ignore_errors=True)
+
+    def _evict(self, keep: Path) -> None:
+        if not keep.parent.is_dir():
+            return
+        cutoff = time.time() - TURN_CAP_SECONDS
+        for entry in keep.parent.iterdir():
+            if entry.name.startswith(".") or entry.name.endswith(".building") or entry == keep:
+                continue
+            if entry.is_dir() and entry.stat().st_mtime < cutoff:
+                shutil.rmtree(entry, ignore_errors=True)
+
+    # ---------------------------------------------------------------------------------- trees
+    def put_tree(self, key: str, directory: Path) -> None:
+        """Upload every file under `directory` as blobs, then `key`: an index of path → [sha, size]."""
+        index: dict[str, list[Any]] = {}
+        items = []
+        for dirpath, _dirs, names in os.walk(directory):
+            for name in names:
+                full = Path(dirpath) / name
+                if full.is_symlink() or not full.is_file():
+                    continue
+                sha = file_sha(full)
+                index[full.relative_to(directory).as_posix()] = [sha, full.stat().st_size]
+                items.append((full, sha))
+        self._upload(items)
+        self.storage.put_bytes(key, json.dumps(index, sort_keys=True).encode())
+
+    def get_tree(self, key: str, directory: Path) -> bool:
+        """Fetch the tree `key` indexes into `directory`; False when there is no such tree."""
+        try:
+            index = json.loads(self.storage.get_bytes(key))
+        except ObjectMissing:
+            return False
+        self._get_index(index, directory)
+        return True
+
+    def _get_index(self, index: dict[str, list[Any]], directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        targets = []
+        for rel, (sha, _size) in index.items():
+            target = (directory / rel).resolve()
+            if not target.is_relative_to(directory.resolve()):
+                raise ValueError(f"unsafe path {rel!r} in a stored tree")
+            targets.append((blob_key(sha), target))
+        self._download(targets)
+
+    def _upload(self, items: list[tuple[Path, str]]) -> None:
+        def one(item: tuple[Path, str]) -> None:
+            path, sha = item
+            if not self.storage.exists(blob_key(sha)):
+                self.storage.put_file(blob_key(sha), path)
+
+        unique = list({sha: (path, sha) for path, sha in items}.values())
+        with ThreadPoolExecutor(TRANSFERS) as pool:
+            list(pool.map(one, unique))
+
+    def _download(self, items: list[tuple[str, Path]]) -> None:
+        with ThreadPoolExecutor(TRANSFERS) as pool:
+            list(pool.map(lambda item: self.storage.get_file(*item), items))
+
+
+def context_storage(ctx: ContextDir) -> Storage | None:
+    """The storage every machine shares, when `ctx` is a working copy of a shared context."""
+    return ctx.shared.storage if isinstance(ctx.shared, Replica) else None
+
+
+def shared_storage(home: Home) -> Storage | None:
+    """The storage every machine shares, when `home` is a working copy of shared contexts."""
+    return home.shared.storage if isinstance(home.shared, Replica) else None
+
+
+def open_home(root: Path | None = None) -> Home:
+    """The home this process runs with: with `SLEUTH_STORAGE_URL` (and a database) a working copy of
+    the contexts every machine shares, else the contexts on this disk alone."""
+    settings = current()
+    home = Home(root)
+    if settings.storage_url:
+        if not settings.database_url:
+            raise StorageConfigError(
+                "SLEUTH_STORAGE_URL needs SLEUTH_DATABASE_URL: the database holds what the storage's "
+                "files are (each context's head and live version)"
+            )
+        home.shared = Replica(open_database(settings.database_url), open_storage(settings.storage_url))
+    return home
+
+
+class StorageConfigError(Invalid, ValueError):
+    """A storage URL without the database that says what its files are."""

@@ -1,0 +1,245 @@
+"""Contexts shared by many machines (`store/replica.py`): two homes, as two nodes have, over one
+database (each backend) and one storage. What one node writes, the other reads; nothing half-made is
+ever seen; edits of different files on two nodes both survive."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sleuth.compile.extraction.cache import ExtractionCache
+from sleuth.compile.pipeline import compile_context
+from sleuth.errors import Invalid
+from sleuth.store.database import forget_database, open_database
+from sleuth.store.home import ContextNotFound, Home
+from sleuth.store.replay_log import delete_replay_log, read_replay_log, write_replay_log
+from sleuth.store.replica import Replica, SlugTaken, open_home, version_key
+from sleuth.store.storage import DirectoryStorage, S3Storage, Storage
+from tests.s3 import S3Server
+
+
+class Nodes:
+    """Two nodes' homes over one database and one storage."""
+
+    def __init__(self, root: Path, database_url: str, storage: Storage) -> None:
+        self.storage = storage
+        database = open_database(database_url)
+        self.a = Home(root / "node-a", Replica(database, storage))
+        self.b = Home(root / "node-b", Replica(database, storage))
+
+
+@pytest.fixture
+def nodes(database_target: str, tmp_path: Path) -> Iterator[Nodes]:
+    yield Nodes(tmp_path, database_target, DirectoryStorage(tmp_path / "shared"))
+    forget_database(database_target)
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "refunds.md").write_text("# Refunds\n\nRefunds are paid within 30 days of a return.\n")
+    (root / "fees.md").write_text("# Fees\n\nThe late fee is 12 dollars a month.\n")
+    return root
+
+
+def _files(directory: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(directory).as_posix(): p.read_bytes()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file() and not p.name.startswith(".")
+    }
+
+
+def test_a_context_made_on_one_node_is_found_on_the_other(nodes: Nodes) -> None:
+    made = nodes.a.create("policies", "Policies")
+    with made.editing():
+        (made.sources / "a.md").write_text("alpha")
+        (made.sources / "deep" / "dir").mkdir(parents=True)
+        (made.sources / "deep" / "dir" / "b.md").write_text("beta")
+    seen = nodes.b.find("policies")
+    assert seen.root.name == made.root.name and seen.root != made.root  # same id, another home
+    assert seen.info().name == "Policies"
+    assert _files(seen.sources) == {"a.md": b"alpha", "deep/dir/b.md": b"beta"}
+    assert [info.slug for _ctx, info in nodes.b.contexts()] == ["policies"]
+    assert nodes.b.find(made.root.name).root == seen.root  # by id too
+
+
+def test_a_name_is_taken_once_across_nodes(nodes: Nodes) -> None:
+    outcomes: list[str] = []
+
+    def create(home: Home) -> None:
+        try:
+            home.create("same")
+            outcomes.append("made")
+        except FileExistsError:
+            outcomes.append("taken")
+
+    threads = [threading.Thread(target=create, args=(home,)) for home in (nodes.a, nodes.b) * 3]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["made"] + ["taken"] * 5
+    assert len(nodes.a.contexts()) == len(nodes.b.contexts()) == 1
+    # the losers left no working copy behind
+    assert len([p for p in (nodes.a.contexts_dir).iterdir()]) + len(list(nodes.b.contexts_dir.iterdir())) <= 2
+
+
+def test_edits_of_different_files_on_two_nodes_both_survive(nodes: Nodes) -> None:
+    ctx_a = nodes.a.create("c")
+    ctx_b = nodes.b.find("c")
+    # B starts editing (pulled), then A edits and pushes another file before B pushes
+    nodes.b.shared.pull(ctx_b)  # type: ignore[union-attr]
+    (ctx_b.sources / "from-b.md").write_text("b")
+    with ctx_a.editing():
+        (ctx_a.root / "context.extra.json").write_text('{"guide": "from a"}')
+    nodes.b.shared.push(ctx_b)  # type: ignore[union-attr]
+    for home in (nodes.a, nodes.b):
+        ctx = home.find("c")
+        assert json.loads((ctx.root / "context.extra.json").read_text()) == {"guide": "from a"}
+        assert (ctx.sources / "from-b.md").read_text() == "b"
+
+
+def test_deletes_travel_and_an_edit_not_yet_pushed_survives_a_pull(nodes: Nodes) -> None:
+    ctx_a = nodes.a.create("c")
+    with ctx_a.editing():
+        (ctx_a.sources / "gone.md").write_text("x")
+        (ctx_a.sources / "kept.md").write_text("y")
+    ctx_b = nodes.b.find("c")
+    (ctx_b.sources / "draft.md").write_text("not pushed yet")  # an upload under way on B
+    with ctx_a.editing():
+        (ctx_a.sources / "gone.md").unlink()
+    ctx_b = nodes.b.find("c")  # pulls A's delete
+    assert sorted(_files(ctx_b.sources)) == ["draft.md", "kept.md"]
+    assert ctx_b.info().slug == "c"
+
+
+def test_a_curate_on_one_node_is_read_whole_on_the_other(nodes: Nodes, corpus: Path) -> None:
+    report = compile_context("c", [corpus], home=nodes.a)
+    assert report.flipped and report.version == "v000001"
+    assert nodes.storage.exists(version_key(nodes.a.find("c").root.name, "v000001"))
+    ctx_b = nodes.b.find("c")
+    assert ctx_b.live_version() == "v000001"
+    fetched = ctx_b.version_dir("v000001")
+    assert _files(fetched) == _files(nodes.a.find("c").version_dir("v000001"))
+    assert not [p for p in ctx_b.versions.iterdir() if p.name.startswith(".")]  # no temporary left
+    # the next curate runs on B, from A's ledger: only the new source is parsed
+    with ctx_b.editing():
+        (ctx_b.sources / "hours.md").write_text("# Hours\n\nThe office opens at 9.\n")
+    again = compile_context("c", home=nodes.b)
+    assert again.version == "v000002" and again.new == ["hours.md"] and again.unchanged
+    assert nodes.a.find("c").live_version() == "v000002"
+
+
+def test_the_live_pointer_moves_only_once_the_version_is_whole(nodes: Nodes, corpus: Path) -> None:
+    compile_context("c", [corpus], home=nodes.a)
+    ctx_a = nodes.a.find("c")
+    (ctx_a.sources / "new.md").write_text("# New\n\nA new rule.\n")
+    put_bytes = nodes.storage.put_bytes
+
+    def no_index(key: str, data: bytes) -> None:  # the storage fails as the index goes up
+        if key.startswith("versions/"):
+            raise OSError("storage full")
+        put_bytes(key, data)
+
+    nodes.storage.put_bytes = no_index  # type: ignore[method-assign]
+    with pytest.raises(OSError, match="storage full"):
+        compile_context("c", home=nodes.a)
+    nodes.storage.put_bytes = put_bytes  # type: ignore[method-assign]
+    ctx_b = nodes.b.find("c")
+    assert ctx_b.live_version() == "v000001"  # B never sees a pointer to the version with no index
+    assert ctx_b.version_dir("v000001").is_dir() and not ctx_b.version_dir("v000002").exists()
+    nodes.a.shared.push(ctx_a)  # type: ignore[union-attr]  # the next push publishes it whole
+    assert nodes.b.find("c").live_version() == "v000002"
+
+
+def test_concurrent_readers_fetch_one_whole_version(nodes: Nodes, corpus: Path) -> None:
+    compile_context("c", [corpus], home=nodes.a)
+    expected = _files(nodes.a.find("c").version_dir("v000001"))
+    ctx_b = nodes.b.find("c")
+    seen: list[dict[str, bytes]] = []
+    threads = [
+        threading.Thread(target=lambda: seen.append(_files(ctx_b.version_dir("v000001")))) for _ in range(6)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert seen == [expected] * 6
+    assert sorted(p.name for p in ctx_b.versions.iterdir()) == ["v000001"]
+
+
+def test_a_context_deleted_on_one_node_is_gone_from_the_other(nodes: Nodes) -> None:
+    nodes.a.create("c")
+    copy = nodes.b.find("c").root
+    nodes.a.delete(nodes.a.find("c"))
+    with pytest.raises(ContextNotFound):
+        nodes.b.find("c")
+    assert nodes.b.contexts() == [] and not copy.exists()  # the listing drops the stale copy
+
+
+def test_a_rename_travels_and_cannot_take_a_used_name(nodes: Nodes) -> None:
+    ctx = nodes.a.create("old")
+    nodes.a.create("taken")
+    with ctx.editing():
+        info = ctx.info()
+        info.slug = "new"
+        ctx.save_info(info)
+    assert nodes.b.find("new").info().slug == "new"
+    with pytest.raises(ContextNotFound):
+        nodes.b.find("old")
+    with pytest.raises(SlugTaken), ctx.editing():
+        info = ctx.info()
+        info.slug = "taken"
+        ctx.save_info(info)
+        (ctx.sources / "kept.md").write_text("an upload in the same change")
+    assert ctx.info().slug == "new"  # the refused rename is undone here, so later pushes go through
+    with ctx.editing():
+        pass
+    seen = nodes.b.find("new")
+    assert (seen.sources / "kept.md").read_text() == "an upload in the same change"
+
+
+def test_caches_and_logs_a_node_made_are_read_on_the_other(nodes: Nodes) -> None:
+    ctx_a = nodes.a.create("c")
+    ExtractionCache.of(ctx_a).put("ab" * 32, {"answer": 42}, model="m")
+    cache_b = ExtractionCache.of(nodes.b.find("c"))
+    assert cache_b.get("ab" * 32) == {"answer": 42} and cache_b.get("cd" * 32) is None
+    cache_b.clear()  # a forced curate on B re-extracts everywhere
+    assert (
+        ExtractionCache(ctx_a.extraction_cache.parent / "fresh", nodes.storage, cache_b.prefix).get("ab" * 32)
+        is None
+    )
+    query = "qry_0123456789abcdef"
+    write_replay_log(nodes.a.root, query, [{"kind": "turn", "n": 1}], nodes.storage)
+    assert read_replay_log(nodes.b.root, query, nodes.storage) == [{"kind": "turn", "n": 1}]
+    delete_replay_log(nodes.b.root, query, nodes.storage)
+    with pytest.raises(FileNotFoundError):
+        read_replay_log(nodes.b.root / "elsewhere", query, nodes.storage)
+
+
+def test_s3_storage_carries_a_curate_between_nodes(s3_server: S3Server, tmp_path: Path, corpus: Path) -> None:
+    storage = S3Storage(s3_server.new_bucket(), "sleuth", client=s3_server.client())
+    two = Nodes(tmp_path, str(tmp_path / "server.sqlite"), storage)
+    compile_context("c", [corpus], home=two.a)
+    ctx_b = two.b.find("c")
+    assert _files(ctx_b.version_dir(ctx_b.live_version() or "")) == _files(
+        two.a.find("c").version_dir("v000001")
+    )
+    assert any(key.startswith("blobs/") for key in storage.keys(""))
+
+
+def test_a_storage_url_needs_a_database(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("SLEUTH_STORAGE_URL", (tmp_path / "shared").as_uri())
+    monkeypatch.delenv("SLEUTH_DATABASE_URL", raising=False)
+    with pytest.raises(Invalid, match="needs SLEUTH_DATABASE_URL"):
+        open_home(tmp_path / "home")
+    monkeypatch.setenv("SLEUTH_DATABASE_URL", f"sqlite:///{tmp_path / 'db.sqlite'}")
+    assert isinstance(open_home(tmp_path / "home").shared, Replica)
+    monkeypatch.delenv("SLEUTH_STORAGE_URL")
+    assert open_home(tmp_path / "home").shared is None  # the single-machine default is unchanged
