@@ -48,7 +48,7 @@ class Cluster:
         home's `config.toml` (the node's model settings)."""
         if not self.separate_homes:
             return self.env
-        home = self.logs.parent / f"node-{len(self.processes)}"
+        home = self.logs.parent / f"{self.logs.name}-node-{len(self.processes)}"
         home.mkdir()
         if (self.home / "config.toml").is_file():
             shutil.copy(self.home / "config.toml", home / "config.toml")

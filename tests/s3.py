@@ -4,6 +4,7 @@ unchanged; it keeps objects in memory, so what it cannot show is durability or r
 
 from __future__ import annotations
 
+import logging
 import secrets
 import socket
 from collections.abc import Iterator
@@ -51,6 +52,7 @@ def _free_port() -> int:
 
 @contextmanager
 def moto_s3() -> Iterator[S3Server]:
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # a line per request otherwise
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=_free_port(), verbose=False)
     server.start()
     try:

@@ -399,6 +399,15 @@ def test_nodes_with_homes_of_their_own_share_contexts_through_the_storage(cluste
         assert answer["status"] == "completed" and answer["citations"], answer
         trace = on_a.get(f"/api/queries/{answer['id']}/trace")
         assert trace.status_code == 200, trace.text
+        victim = listed["entries"][0]["name"]  # deleted through B, curated by a worker, listed on A
+        gone = on_b.post(
+            f"/api/contexts/{slug}/curate/delete-sources", json={"sources": [f"uploads/{victim}"]}
+        ).json()
+        assert gone["deleted"] == [f"uploads/{victim}"], gone
+        deleted = wait_task(on_a, gone["task_id"], timeout=180)
+        assert deleted["state"] == "completed" and deleted["output"]["delta"]["deleted"] == 1, deleted
+        names = [e["name"] for e in on_a.get(f"/api/contexts/{slug}/source/list/uploads").json()["entries"]]
+        assert victim not in names and len(names) == len(listed["entries"]) - 1, names
         pack_task = on_b.post(f"/api/contexts/{slug}/pack", json={}).json()["task_id"]
         assert wait_task(on_b, pack_task, timeout=120)["state"] == "completed"
         packed = on_a.get(f"/api/tasks/{pack_task}/files/read/{slug}.context.zip")  # packed on B

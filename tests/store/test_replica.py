@@ -5,7 +5,10 @@ ever seen; edits of different files on two nodes both survive."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,10 +17,18 @@ import pytest
 from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.compile.pipeline import compile_context
 from sleuth.errors import Invalid
+from sleuth.settings import TURN_CAP_SECONDS
 from sleuth.store.database import forget_database, open_database
 from sleuth.store.home import ContextNotFound, Home
 from sleuth.store.replay_log import delete_replay_log, read_replay_log, write_replay_log
-from sleuth.store.replica import Replica, SlugTaken, open_home, version_key
+from sleuth.store.replica import (
+    Replica,
+    SlugTaken,
+    VersionConflict,
+    heads_t,
+    open_home,
+    version_key,
+)
 from sleuth.store.storage import DirectoryStorage, S3Storage, Storage
 from tests.s3 import S3Server
 
@@ -127,7 +138,7 @@ def test_a_curate_on_one_node_is_read_whole_on_the_other(nodes: Nodes, corpus: P
     assert ctx_b.live_version() == "v000001"
     fetched = ctx_b.version_dir("v000001")
     assert _files(fetched) == _files(nodes.a.find("c").version_dir("v000001"))
-    assert not [p for p in ctx_b.versions.iterdir() if p.name.startswith(".")]  # no temporary left
+    assert sorted(p.name for p in ctx_b.versions.iterdir()) == [".v000001.fetched", "v000001"]  # no temporary
     # the next curate runs on B, from A's ledger: only the new source is parsed
     with ctx_b.editing():
         (ctx_b.sources / "hours.md").write_text("# Hours\n\nThe office opens at 9.\n")
@@ -171,7 +182,7 @@ def test_concurrent_readers_fetch_one_whole_version(nodes: Nodes, corpus: Path) 
     for thread in threads:
         thread.join()
     assert seen == [expected] * 6
-    assert sorted(p.name for p in ctx_b.versions.iterdir()) == ["v000001"]
+    assert sorted(p.name for p in ctx_b.versions.iterdir()) == [".v000001.fetched", "v000001"]
 
 
 def test_a_context_deleted_on_one_node_is_gone_from_the_other(nodes: Nodes) -> None:
@@ -240,6 +251,116 @@ def test_a_storage_url_needs_a_database(monkeypatch: pytest.MonkeyPatch, tmp_pat
     with pytest.raises(Invalid, match="needs SLEUTH_DATABASE_URL"):
         open_home(tmp_path / "home")
     monkeypatch.setenv("SLEUTH_DATABASE_URL", f"sqlite:///{tmp_path / 'db.sqlite'}")
-    assert isinstance(open_home(tmp_path / "home").shared, Replica)
+    with pytest.raises(Invalid, match="postgresql"):  # a SQLite file is one machine's
+        open_home(tmp_path / "home")
     monkeypatch.delenv("SLEUTH_STORAGE_URL")
     assert open_home(tmp_path / "home").shared is None  # the single-machine default is unchanged
+
+
+def test_a_curate_saving_context_json_keeps_a_rename_made_meanwhile(nodes: Nodes) -> None:
+    """Per-key merge of the small JSON files: a worker's curate saves `context.json` (its timestamps)
+    from the copy it pulled; a rename pushed meanwhile from another server survives, and so do both
+    sides' keys of `context.extra.json`."""
+    ctx_a = nodes.a.create("before")
+    with ctx_a.editing():
+        (ctx_a.root / "context.extra.json").write_text('{"guide": "g0", "kind": "search"}')
+    worker = nodes.b.find("before")
+    info = worker.info()
+    info.last_curated_at = "2026-12-02T00:00:00.000000Z"
+    worker.save_info(info)
+    (worker.root / "context.extra.json").write_text('{"guide": "g0", "kind": "search", "last_import": "x"}')
+    with ctx_a.editing():  # the rename and a guide edit are pushed first
+        renamed = ctx_a.info()
+        renamed.slug = "after"
+        ctx_a.save_info(renamed)
+        (ctx_a.root / "context.extra.json").write_text('{"guide": "g1", "kind": "search"}')
+    nodes.b.shared.push(worker)  # type: ignore[union-attr]
+    for home in (nodes.a, nodes.b):
+        seen = home.find("after")
+        assert seen.info().slug == "after" and seen.info().last_curated_at == "2026-12-02T00:00:00.000000Z"
+        extra = json.loads((seen.root / "context.extra.json").read_text())
+        assert extra == {"guide": "g1", "kind": "search", "last_import": "x"}
+    with pytest.raises(ContextNotFound):
+        nodes.a.find("before")
+
+
+def test_a_changed_file_not_yet_pushed_survives_a_pull_and_its_push_wins(nodes: Nodes) -> None:
+    ctx_a = nodes.a.create("c")
+    with ctx_a.editing():
+        (ctx_a.sources / "doc.md").write_text("one")
+    ctx_b = nodes.b.find("c")
+    (ctx_b.sources / "doc.md").write_text("b's edit, not pushed")
+    with ctx_a.editing():
+        (ctx_a.sources / "doc.md").write_text("a's edit")
+    ctx_b = nodes.b.find("c")  # the head changed the file too: B's own edit is kept
+    assert (ctx_b.sources / "doc.md").read_text() == "b's edit, not pushed"
+    nodes.b.shared.push(ctx_b)  # type: ignore[union-attr]
+    assert (nodes.a.find("c").sources / "doc.md").read_text() == "b's edit, not pushed"  # the last push
+
+
+def test_a_version_published_but_never_made_live_is_never_named_again(nodes: Nodes, corpus: Path) -> None:
+    compile_context("c", [corpus], home=nodes.a)
+    ctx_a = nodes.a.find("c")
+    (ctx_a.sources / "new.md").write_text("# New\n\nA new rule.\n")
+    replica = nodes.a.shared
+    assert isinstance(replica, Replica)
+    move = replica._move_head
+
+    def database_gone(*args: object, **kwargs: object) -> object:
+        raise ConnectionError("the database went away")
+
+    replica._move_head = database_gone  # type: ignore[method-assign]
+    with pytest.raises(ConnectionError):
+        compile_context("c", home=nodes.a)  # v000002 is published, the head never moves
+    replica._move_head = move  # type: ignore[method-assign]
+    ctx_id = ctx_a.root.name
+    assert nodes.storage.exists(version_key(ctx_id, "v000002"))
+    ctx_b = nodes.b.find("c")
+    assert ctx_b.live_version() == "v000001"
+    (ctx_b.sources / "newer.md").write_text("# Newer\n\nAnother rule.\n")
+    report = compile_context("c", home=nodes.b)
+    assert report.version == "v000003"  # past the orphan, whose index no one points at
+    assert nodes.a.find("c").live_version() == "v000003"
+    impostor = ctx_b.root.parent / "elsewhere" / "v000001"  # other files under a published name
+    shutil.copytree(nodes.b.find("c").version_dir("v000003"), impostor)
+    with pytest.raises(VersionConflict):  # an index is never replaced by another version's
+        replica.publish_version(ctx_id, impostor)
+    with pytest.raises(FileNotFoundError):
+        replica.put_tree("tasks/x/files.json", ctx_b.root / "no-such-dir")
+
+
+def test_fetched_versions_not_read_for_a_turn_cap_are_evicted_but_never_the_live_one(
+    nodes: Nodes, corpus: Path
+) -> None:
+    compile_context("c", [corpus], home=nodes.a)
+    ctx_b = nodes.b.find("c")
+    first = ctx_b.version_dir("v000001")
+    old = time.time() - 2 * TURN_CAP_SECONDS
+    os.utime(first, (old, old))
+    ctx_a = nodes.a.find("c")
+    (ctx_a.sources / "new.md").write_text("# New\n\nA new rule.\n")
+    compile_context("c", home=nodes.a)
+    ctx_b = nodes.b.find("c")
+    assert ctx_b.live_version() == "v000002"
+    ctx_b.version_dir("v000002")  # fetching it drops v000001: fetched, unread for long, not live
+    assert not first.exists() and ctx_b.version_dir("v000002").is_dir()
+    live = ctx_b.version_dir("v000002")
+    os.utime(live, (old, old))
+    (ctx_b.versions / "v000009").mkdir()  # a version this node built itself: never evicted
+    nodes.b.shared._evict(ctx_b.versions / "v000001")  # type: ignore[union-attr]
+    assert live.is_dir() and (ctx_b.versions / "v000009").is_dir()
+
+
+@pytest.mark.parametrize("bad", ["../escape", "sources/../LIVE", ".replica.json", "versions/v1/x", "a//b"])
+def test_a_head_that_points_outside_the_copy_is_refused(nodes: Nodes, bad: str) -> None:
+    ctx = nodes.a.create("c")
+    replica = nodes.b.shared
+    assert isinstance(replica, Replica)
+    with replica.database.writing() as conn:
+        conn.execute(
+            heads_t.update()
+            .where(heads_t.c.id == ctx.root.name)
+            .values(files=json.dumps({bad: "0" * 64}), revision=99)
+        )
+    with pytest.raises(ValueError, match="unsafe path"):
+        nodes.b.find("c")

@@ -4,6 +4,7 @@ turn recorded."""
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict
 from importlib.metadata import PackageNotFoundError, version
@@ -19,6 +20,8 @@ from sleuth.models.base import ModelConfig
 from sleuth.store.database import dumps
 from sleuth.store.replay_log import write_replay_log
 from sleuth.store.server_db import ServerDB
+
+log = logging.getLogger("sleuth.agent")
 
 
 def sleuth_version() -> str:
@@ -210,7 +213,8 @@ def persist(db: ServerDB, query_id: str, trace: dict[str, Any], records: list[di
     try:
         if records is not None:
             write_replay_log(db.replay_root, query_id, records, db.storage)
-    except Exception as exc:  # a full disk, or shared storage away
+    except Exception as exc:  # a full disk, or shared storage away: logged, never the turn's failure
+        log.warning("turn %s: its replay log could not be written", query_id, exc_info=True)
         trace["replay"] = {"available": False, "error": str(exc)}
     db.save_trace(query_id, trace)
 

@@ -377,7 +377,7 @@ def delete_sources(request: Request, slug: str, body: DeleteSourcesRequest, who:
     not_found: list[str] = []
     with service.claiming():
         conflict_check(service, ctx, EXCLUSIVE_WORKFLOWS)
-        with tree_lock(ctx):
+        with tree_lock(ctx), ctx.editing():  # shared before the curate that drops them starts
             for rel in wanted:
                 target = resolve_in(ctx.sources, rel)
                 if target.is_file() and not target.is_symlink():

@@ -280,7 +280,7 @@ def _restore_job(
 
     def job(handle: TaskHandle) -> dict[str, Any]:
         try:
-            with curate_lock(ctx.lock_file, ctx.info().id):
+            with curate_lock(ctx.lock_file, ctx.info().id), ctx.editing():
                 restored = 0
                 with zipfile.ZipFile(staged) as zf:
                     recorded = _packed_extractor(zf)

@@ -282,7 +282,10 @@ class CompileRun:
         return snapshot
 
     def _next_version_name(self, ledger: Ledger) -> str:
-        numbers = [int(v[1:]) for v in ledger.versions_stamped if v[1:].isdigit()]
+        # With shared storage a version may have been published by a curate that died before its flip:
+        # its name is never used again.
+        stamped = [*ledger.versions_stamped, *self.ctx.published_versions()]
+        numbers = [int(v[1:]) for v in stamped if v[1:].isdigit()]
         if self.ctx.versions.is_dir():
             for entry in self.ctx.versions.iterdir():
                 stem = entry.name.split(".")[0]

@@ -116,6 +116,7 @@ class SharedContexts(Protocol):
     def pull(self, ctx: ContextDir, head: Any = None) -> None: ...
     def push(self, ctx: ContextDir) -> None: ...
     def fetch_version(self, ctx_id: str, directory: Path) -> None: ...
+    def versions(self, ctx_id: str) -> list[str]: ...
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,10 @@ class ContextDir:
         if self.shared is not None:
             self.shared.fetch_version(self.root.name, path)
         return path
+
+    def published_versions(self) -> list[str]:
+        """Names of this context's versions other machines may know of (none without shared storage)."""
+        return [] if self.shared is None else self.shared.versions(self.root.name)
 
     @contextmanager
     def editing(self) -> Iterator[None]:
@@ -251,7 +256,8 @@ class Home:
                 continue
         if self.contexts_dir.is_dir():
             for entry in self.contexts_dir.iterdir():
-                if entry.name not in known and (entry / ".replica.json").is_file():
+                stale = entry.name not in known and (entry / ".replica.json").is_file()
+                if stale and shared.head(entry.name) is None:  # not one made since the catalog was read
                     shutil.rmtree(entry, ignore_errors=True)
         return sorted(found, key=lambda pair: pair[1].slug)
 

@@ -62,6 +62,8 @@ from sleuth.store.storage import ObjectMissing, Storage, open_storage
 LOCAL_ONLY = frozenset({"versions", "cache", "staging", "curate.lock", "LIVE"})
 STATE_FILE = ".replica.json"  # the files map: read only when the head moved
 MARK_FILE = ".replica-head"  # "<revision> <live>": read on every lookup
+#: Small JSON objects several writers change different keys of: merged per key, not replaced whole.
+MERGED_JSON = frozenset({"context.json", "context.extra.json"})
 TRANSFERS = 8  # objects moved at once: object storage is latency-bound
 
 metadata = MetaData()
@@ -75,6 +77,10 @@ heads_t = Table(
     Column("live_version", String(64)),
     Column("updated", Float, nullable=False),
 )
+
+
+class VersionConflict(Conflict, RuntimeError):
+    """A version name already published with other content (it must never be reused)."""
 
 
 class SlugTaken(Conflict, FileExistsError):
@@ -121,6 +127,15 @@ class _CopyState:
         write_text_atomic(root / MARK_FILE, f"{self.revision} {self.live or ''}")
 
 
+def check_head_path(rel: str) -> str:
+    """A head's file path, refused when it could leave the working copy or reach what the node keeps
+    for itself (a version, its state files): the head comes from the database, trusted no further."""
+    parts = rel.split("/")
+    if any(p in ("", ".", "..") or p.startswith(".") for p in parts) or parts[0] in LOCAL_ONLY or "\\" in rel:
+        raise ValueError(f"unsafe path {rel!r} in a context's head")
+    return rel
+
+
 def blob_key(sha: str) -> str:
     return f"blobs/{sha[:2]}/{sha}"
 
@@ -160,6 +175,28 @@ def _prune_dirs(path: Path, root: Path) -> None:
         except OSError:
             return
         directory = directory.parent
+
+
+def _raise(error: OSError) -> None:
+    raise error
+
+
+def _index(directory: Path) -> tuple[dict[str, list[Any]], list[tuple[Path, str]]]:
+    """(path → [sha, size], (file, sha) to upload) of every regular file under `directory`; an error
+    reading it raises, so a missing or half-removed directory never becomes a short index."""
+    if not directory.is_dir():
+        raise FileNotFoundError(f"no directory {directory}")
+    index: dict[str, list[Any]] = {}
+    items = []
+    for dirpath, _dirs, names in os.walk(directory, onerror=_raise):
+        for name in names:
+            full = Path(dirpath) / name
+            if full.is_symlink() or not full.is_file():
+                continue
+            sha = file_sha(full)
+            index[full.relative_to(directory).as_posix()] = [sha, full.stat().st_size]
+            items.append((full, sha))
+    return index, items
 
 
 class Replica:
@@ -242,17 +279,20 @@ class Replica:
             state = _CopyState.load(ctx.root)
             files = state.files if state.files is not None else {}
             wanted: dict[str, str] = loads(row.files)
-            inside = ctx.root.resolve()
             fetch = []
             for rel, sha in wanted.items():
-                if not (inside / rel).resolve().is_relative_to(inside) or rel.split("/")[0] in LOCAL_ONLY:
-                    raise ValueError(f"unsafe path {rel!r} in the head of context {ctx_id}")
+                check_head_path(rel)
                 base = files.get(rel)
                 if base is not None and base[0] == sha:
                     continue  # the head has not changed it since this copy's base: keep ours
                 path = ctx.root / rel
-                if path.is_file() and file_sha(path) == sha:
+                here = file_sha(path) if path.is_file() else None
+                if here == sha:
                     files[rel] = [sha, *_stat(path)]
+                    continue
+                if base is not None and here is not None and here != base[0]:
+                    # Changed here too, not yet pushed: the push that comes merges it (JSON, per key)
+                    # or wins (any other file), as the last push does on one machine.
                     continue
                 fetch.append((rel, sha))
             self._download([(blob_key(sha), ctx.root / rel) for rel, sha in fetch])
@@ -264,7 +304,9 @@ class Replica:
                 if path.is_file() and list(_stat(path)) == base[1:]:  # untouched here: deleted there
                     path.unlink()
                     _prune_dirs(path, ctx.root)
-            if row.live_version != state.live and ctx.live_version() == state.live:
+            # The live pointer moves only by a curate, which holds the context's lock: a head that moved
+            # it since this copy's base means a flip here that was never pushed is stale.
+            if row.live_version != state.live:
                 if row.live_version:
                     ctx.live_file.write_text(row.live_version + "\n", encoding="utf-8")
                 else:
@@ -280,6 +322,7 @@ class Replica:
         with self._syncing(ctx_id):
             state = _CopyState.load(ctx.root)
             files = state.files if state.files is not None else {}
+            bases = {rel: str(entry[0]) for rel, entry in files.items()}
             changes: dict[str, str | None] = {}
             present = set()
             for rel in head_files(ctx.root):
@@ -305,30 +348,53 @@ class Replica:
             self._upload([(ctx.root / rel, sha) for rel, sha in changes.items() if sha is not None])
             if moved and live is not None:
                 self.publish_version(ctx_id, ctx.versions / live)
-            slug = None
-            if "context.json" in changes and ctx.info_file.is_file():
-                slug = ctx.info().slug
             try:
-                row = self._move_head(ctx_id, changes, slug, live, moved)
+                row = self._move_head(ctx, changes, bases, live, moved, state.live)
             except IntegrityError:
                 self._undo_rename(ctx)
-                raise SlugTaken(f"context {slug!r} already exists") from None
+                raise SlugTaken(f"context {ctx.info().slug!r} already exists") from None
+            for rel in MERGED_JSON & changes.keys():  # a merge rewrote them here
+                if changes[rel] is not None and (ctx.root / rel).is_file():
+                    files[rel] = [changes[rel], *_stat(ctx.root / rel)]
             # Up to date only when no other push came between this copy's base and this one; else the
             # next pull merges theirs (the files pushed here already match).
             revision = row.revision + 1 if row.revision == state.revision else state.revision
+            if moved and row.live_version != state.live:  # the stale flip is undone here too
+                live = row.live_version
+                if live:
+                    ctx.live_file.write_text(live + "\n", encoding="utf-8")
+                else:
+                    ctx.live_file.unlink(missing_ok=True)
             _CopyState(revision, live if moved else state.live, files).save(ctx.root)
 
     def _move_head(
-        self, ctx_id: str, changes: dict[str, str | None], slug: str | None, live: str | None, moved: bool
+        self,
+        ctx: ContextDir,
+        changes: dict[str, str | None],
+        bases: dict[str, str],
+        live: str | None,
+        moved: bool,
+        base_live: str | None,
     ) -> Any:
-        """Apply `changes` to the head in one transaction; returns the row as it was before."""
+        """Apply `changes` to the head in one transaction; returns the row as it was before. A JSON
+        file of `MERGED_JSON` that another machine changed since this copy's base is merged per key
+        (`changes` then holds the merged file's sha), so a curate that saved `context.json` does not
+        undo a rename made meanwhile, nor an import a guide edited meanwhile."""
+        ctx_id = ctx.root.name
         with self.database.writing() as conn:
             row = conn.execute(
-                select(heads_t.c.revision, heads_t.c.files).where(heads_t.c.id == ctx_id)
+                select(heads_t.c.revision, heads_t.c.files, heads_t.c.live_version).where(
+                    heads_t.c.id == ctx_id
+                )
             ).first()
             if row is None:
                 raise ContextNotFound(f"context {ctx_id!r} was deleted")
             merged: dict[str, str] = loads(row.files)
+            for rel in MERGED_JSON & changes.keys():
+                theirs, ours = merged.get(rel), changes[rel]
+                if ours is not None and theirs is not None and theirs not in (bases.get(rel), ours):
+                    changes[rel] = self._merge_json(ctx.root / rel, bases.get(rel), theirs)
+            slug = ctx.info().slug if changes.get("context.json") else None
             for rel, change in changes.items():
                 if change is None:
                     merged.pop(rel, None)
@@ -339,12 +405,33 @@ class Replica:
                 "revision": row.revision + 1,
                 "updated": self.database.clock(conn),
             }
-            if moved:
+            if moved and row.live_version == base_live:  # else a flip here was never pushed: stale
                 values["live_version"] = live
             if slug is not None:
                 values["slug"] = slug
             conn.execute(update(heads_t).where(heads_t.c.id == ctx_id).values(**values))
         return row
+
+    def _merge_json(self, path: Path, base: str | None, theirs: str) -> str:
+        """Three-way, per top-level key: the head's object with the keys this copy changed since its
+        base; written here and stored; returns its sha."""
+
+        def fetch(sha: str | None) -> dict[str, Any]:
+            if sha is None:
+                return {}
+            value = json.loads(self.storage.get_bytes(blob_key(sha)))
+            return value if isinstance(value, dict) else {}
+
+        old, ours, result = fetch(base), json.loads(path.read_text(encoding="utf-8")), fetch(theirs)
+        for key in set(old) | set(ours):
+            if key not in ours:
+                result.pop(key, None)
+            elif ours[key] != old.get(key):
+                result[key] = ours[key]
+        write_json_atomic(path, result)
+        sha = file_sha(path)
+        self.storage.put_file(blob_key(sha), path)
+        return sha
 
     def _undo_rename(self, ctx: ContextDir) -> None:
         """A rename the catalog refused (the name is taken): `context.json` goes back to the head's, so
@@ -361,58 +448,75 @@ class Replica:
         state.save(ctx.root)
 
     # -------------------------------------------------------------------------------- versions
+    def versions(self, ctx_id: str) -> list[str]:
+        """The names of the context's published versions (a curate numbers its own past all of them, so
+        a version that was published but never made live is not named twice)."""
+        prefix = f"versions/{ctx_id}/"
+        return [key[len(prefix) :].removesuffix(".json") for key in self.storage.keys(prefix.rstrip("/"))]
+
     def publish_version(self, ctx_id: str, directory: Path) -> None:
-        """Upload a finished version once: its blobs, then its index (the index is what makes it exist)."""
+        """Upload a finished version once: its blobs, then its index (the index is what makes it exist).
+        An index already there under the name must be this version's, or the publish is refused."""
         key = version_key(ctx_id, directory.name)
-        if not self.storage.exists(key):
-            self.put_tree(key, directory)
+        index, items = _index(directory)
+        try:
+            stored = json.loads(self.storage.get_bytes(key))
+        except ObjectMissing:
+            self._upload(items)
+            self.storage.put_bytes(key, json.dumps(index, sort_keys=True).encode())
+            return
+        if stored != index:
+            raise VersionConflict(f"context {ctx_id}: another {directory.name} was published")
 
     def fetch_version(self, ctx_id: str, directory: Path) -> None:
-        """Make the version at `directory` local if the storage has it: fetched into a hidden temporary
-        directory, renamed into place whole. Cached versions of the context not read for longer than a
-        turn may last (and not the one asked) are dropped, so the cache holds what is in use."""
+        """Make the version at `directory` local if the storage has it: fetched once (other readers here
+        wait for it) into a hidden temporary directory, renamed into place whole. Fetched versions of
+        the context not read for longer than a turn may last are dropped (never the live one), so the
+        cache holds what is in use."""
         if directory.is_dir():
             os.utime(directory)  # read now: kept by the eviction below
             return
-        try:
-            index = json.loads(self.storage.get_bytes(version_key(ctx_id, directory.name)))
-        except ObjectMissing:
-            return
-        self._evict(directory)
-        temporary = directory.parent / f".{directory.name}.fetch-{secrets.token_hex(4)}"
-        try:
-            self._get_index(index, temporary)
+        with self._syncing(f"{ctx_id}/{directory.name}"):
+            if directory.is_dir():
+                return
             try:
+                index = json.loads(self.storage.get_bytes(version_key(ctx_id, directory.name)))
+            except ObjectMissing:
+                return
+            self._evict(directory)
+            temporary = directory.parent / f".{directory.name}.fetch-{secrets.token_hex(4)}"
+            try:
+                self._get_index(index, temporary)
+                (temporary.parent / f".{directory.name}.fetched").touch()
                 os.rename(temporary, directory)
-            except OSError:  # another thread fetched it first
-                if not directory.is_dir():
-                    raise
-        finally:
-            shutil.rmtree(temporary, ignore_errors=True)
+            finally:
+                shutil.rmtree(temporary, ignore_errors=True)
 
     def _evict(self, keep: Path) -> None:
-        if not keep.parent.is_dir():
+        """Drop fetched versions (marked `.<name>.fetched`) not read for `TURN_CAP_SECONDS`, except the
+        live one: what this node built itself, the curate that built it collects."""
+        versions = keep.parent
+        if not versions.is_dir():
             return
+        try:
+            live = (versions.parent / "LIVE").read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            live = ""
         cutoff = time.time() - TURN_CAP_SECONDS
-        for entry in keep.parent.iterdir():
-            if entry.name.startswith(".") or entry.name.endswith(".building") or entry == keep:
+        for mark in versions.glob(".*.fetched"):
+            entry = versions / mark.name[1:].removesuffix(".fetched")
+            if entry in (keep, versions / live):
                 continue
-            if entry.is_dir() and entry.stat().st_mtime < cutoff:
+            if not entry.is_dir():
+                mark.unlink(missing_ok=True)
+            elif entry.stat().st_mtime < cutoff:
                 shutil.rmtree(entry, ignore_errors=True)
+                mark.unlink(missing_ok=True)
 
     # ---------------------------------------------------------------------------------- trees
     def put_tree(self, key: str, directory: Path) -> None:
         """Upload every file under `directory` as blobs, then `key`: an index of path → [sha, size]."""
-        index: dict[str, list[Any]] = {}
-        items = []
-        for dirpath, _dirs, names in os.walk(directory):
-            for name in names:
-                full = Path(dirpath) / name
-                if full.is_symlink() or not full.is_file():
-                    continue
-                sha = file_sha(full)
-                index[full.relative_to(directory).as_posix()] = [sha, full.stat().st_size]
-                items.append((full, sha))
+        index, items = _index(directory)
         self._upload(items)
         self.storage.put_bytes(key, json.dumps(index, sort_keys=True).encode())
 
@@ -466,10 +570,11 @@ def open_home(root: Path | None = None) -> Home:
     settings = current()
     home = Home(root)
     if settings.storage_url:
-        if not settings.database_url:
+        if not settings.database_url or not settings.database_url.startswith(("postgresql", "postgres:")):
             raise StorageConfigError(
-                "SLEUTH_STORAGE_URL needs SLEUTH_DATABASE_URL: the database holds what the storage's "
-                "files are (each context's head and live version)"
+                "SLEUTH_STORAGE_URL needs SLEUTH_DATABASE_URL=postgresql://…: the database holds what the "
+                "storage's files are (each context's head and live version) and the curate lock, which "
+                "every machine must see"
             )
         home.shared = Replica(open_database(settings.database_url), open_storage(settings.storage_url))
     return home

@@ -181,7 +181,14 @@ class S3Storage:
     def delete(self, keys: Iterable[str]) -> None:
         batch = [{"Key": self._key(k)} for k in keys]
         for begin in range(0, len(batch), 1000):  # the API's limit per request
-            self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": batch[begin : begin + 1000]})
+            reply = self.client.delete_objects(
+                Bucket=self.bucket, Delete={"Objects": batch[begin : begin + 1000]}
+            )
+            if reply.get("Errors"):  # per key: a missing permission is not an exception
+                first = reply["Errors"][0]
+                raise OSError(
+                    f"could not delete {first.get('Key')}: {first.get('Code')} {first.get('Message')}"
+                )
 
     def keys(self, prefix: str) -> Iterator[str]:
         full = self._key(prefix.rstrip("/")) + "/" if prefix else (f"{self.prefix}/" if self.prefix else "")
