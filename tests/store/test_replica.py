@@ -89,6 +89,8 @@ def test_a_name_is_taken_once_across_nodes(nodes: Nodes) -> None:
             outcomes.append("made")
         except FileExistsError:
             outcomes.append("taken")
+        except Exception as exc:  # recorded, so the assert below shows it
+            outcomes.append(repr(exc))
 
     threads = [threading.Thread(target=create, args=(home,)) for home in (nodes.a, nodes.b) * 3]
     for thread in threads:

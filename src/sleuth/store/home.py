@@ -103,6 +103,8 @@ class HeadView(Protocol):
 
     @property
     def id(self) -> str: ...
+    @property
+    def revision(self) -> int: ...
 
 
 class SharedContexts(Protocol):
@@ -248,6 +250,8 @@ class Home:
         heads = shared.heads()
         known = {head.id for head in heads}
         for head in heads:
+            if not head.revision:  # being created: its files are not shared yet
+                continue
             ctx = ContextDir(self.contexts_dir / head.id, shared)
             try:
                 shared.pull(ctx, head)
@@ -264,7 +268,7 @@ class Home:
     def find(self, slug_or_id: str) -> ContextDir:
         if self.shared is not None:
             head = self.shared.head(slug_or_id)
-            if head is not None:
+            if head is not None and head.revision:  # revision 0: being created, nothing shared yet
                 ctx = ContextDir(self.contexts_dir / head.id, self.shared)
                 try:
                     self.shared.pull(ctx, head)
