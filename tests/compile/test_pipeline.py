@@ -21,6 +21,7 @@ from sleuth.compile.manifest import ManifestError
 from sleuth.compile.pipeline import compile_context
 from sleuth.store import keyword
 from sleuth.store.home import Home
+from sleuth.store.keyword import TantivyIndex
 from sleuth.store.search import VersionReader
 from tests.support import make_pdf
 
@@ -46,9 +47,7 @@ def indexed_sources(version_dir: Path) -> set[str]:
     from_chunks = {c.source_path for c in reader.chunks.values()}
     dense_ids = set(json.loads((version_dir / "index/dense/chunks.ids.json").read_text()))
     assert dense_ids == set(reader.chunks)
-    kw = sqlite3.connect(f"file:{version_dir / 'index/keyword.sqlite'}?mode=ro", uri=True)
-    from_keyword = {r[0] for r in kw.execute("SELECT DISTINCT source FROM chunks")}
-    kw.close()
+    from_keyword = TantivyIndex(version_dir / "index" / "keyword").sources()
     from_table = {r[0] for r in table(version_dir, "SELECT DISTINCT source FROM _chunks")}
     assert from_chunks == from_keyword == from_table
     return from_chunks
@@ -63,7 +62,8 @@ def test_first_compile_writes_the_documented_layout(home: Home, corpus: Path) ->
     for rel in (
         "version.json",
         "tables.sqlite",
-        "index/keyword.sqlite",
+        "index/keyword/chunks/meta.json",
+        "index/keyword/artifacts/meta.json",
         "index/dense/meta.json",
         "index/dense/chunks.npy",
         "index/dense/chunks.ids.json",
@@ -93,8 +93,8 @@ def test_first_compile_writes_the_documented_layout(home: Home, corpus: Path) ->
     assert table(root, "SELECT path, title, pages FROM _sources WHERE format = 'pdf'") == [
         ("uploads/corpus/report.pdf", "Delta Report", 2)
     ]
-    # Both sqlite files are finished in rollback-journal mode, readable from a read-only mount.
-    for name in ("tables.sqlite", "index/keyword.sqlite"):
+    # The sqlite file is finished in rollback-journal mode, readable from a read-only mount.
+    for name in ("tables.sqlite",):
         db = sqlite3.connect(root / name)
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
         db.close()

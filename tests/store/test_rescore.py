@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sleuth.compile.pipeline import CompileReport
 from sleuth.store.home import Home
-from sleuth.store.keyword import KeywordIndex
+from sleuth.store.keyword import open_index
 from sleuth.store.rescore import RESCORE_PAGES, PageWords, idf_from, query_terms, rescore, title_pages
 from sleuth.store.search import VersionReader
 
@@ -83,7 +83,8 @@ def test_query_terms_and_idf() -> None:
 def test_document_frequency_and_both_keyword_paths_agree(sample_home: tuple[Home, CompileReport]) -> None:
     home, _ = sample_home
     reader = VersionReader.live(home.find("acme"))
-    index = KeywordIndex(reader.root / "index" / "keyword.sqlite")
+    index = open_index(reader.root / "index")
+    assert index is not None
     try:
         holding = [c for c in reader.chunks.values() if "hotel" in c.text.lower()]
         assert index.document_frequency("hotel") == len(holding) > 0

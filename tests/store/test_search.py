@@ -11,7 +11,7 @@ import pytest
 from sleuth.compile.pipeline import CompileReport, compile_context
 from sleuth.models.embedder import MiniLMEmbedder, StaticEmbedder, get_embedder
 from sleuth.store.home import Home
-from sleuth.store.keyword import KeywordIndex, match_expression
+from sleuth.store.keyword import match_expression, open_index
 from sleuth.store.search import VersionReader, rrf
 
 
@@ -24,7 +24,8 @@ def reader(sample_home: tuple[Home, CompileReport]) -> VersionReader:
 def test_match_expression_quotes_terms_and_keeps_identifiers_whole() -> None:
     assert match_expression("What does ERR-4012 mean?") == '"err 4012" OR "mean"'
     assert match_expression("parse_config failed") == '"parse config" OR "failed"'
-    assert match_expression('drop table "x" OR 1=1; --') == '"drop" OR "table" OR "x" OR "1"'
+    # a quoted phrase must match; the rest is OR-ed; no query syntax passes through
+    assert match_expression('drop table "x" OR 1=1; --') == '"x" AND ("drop" OR "table" OR "1")'
     assert match_expression("the of") == '"the" OR "of"'  # only stop words: keep them
     assert match_expression("?!") is None
     assert match_expression("FY2018 capex") == '"fy2018" OR "2018" OR "capex"'
@@ -70,7 +71,8 @@ def test_search_can_be_restricted_to_sources(reader: VersionReader) -> None:
 
 
 def test_artifact_namespace_is_searchable(reader: VersionReader) -> None:
-    index = KeywordIndex(reader.root / "index" / "keyword.sqlite")
+    index = open_index(reader.root / "index")
+    assert index is not None
     try:
         hits = index.search_artifacts("MTBF", kind="glossary")
         assert hits

@@ -132,7 +132,8 @@ def context_json(
         "last_source_import_at": extra.get("last_source_import_at"),
         "sample_queries": list(info.sample_queries),
         "semantic_index": _index_name(vdir, live, "index/dense/meta.json"),
-        "keyword_index": _index_name(vdir, live, "index/keyword.sqlite"),
+        "keyword_index": _index_name(vdir, live, "index/keyword")
+        or _index_name(vdir, live, "index/keyword.sqlite"),  # a version compiled before tantivy
         "queryable": live is not None,
         "live_version": live,
     }

@@ -216,7 +216,7 @@ def inspect_cmd(name: str, json_out: Annotated[bool, typer.Option("--json")] = F
             db.close()
         data["counts"] = meta["counts"]
         data["index_bytes"] = {
-            "keyword": _dir_size(vdir / "index" / "keyword.sqlite"),
+            "keyword": _dir_size(vdir / "index" / "keyword") + _dir_size(vdir / "index" / "keyword.sqlite"),
             "dense": _dir_size(vdir / "index" / "dense"),
             "tables": _dir_size(vdir / "tables.sqlite"),
             "knowledge": _dir_size(vdir / "knowledge"),

@@ -289,7 +289,7 @@ class VersionBuild:
             index_dir.mkdir(parents=True, exist_ok=True)
             if self.run.manifest.curate.chunks.keyword.enabled:
                 keyword.build(
-                    index_dir / "keyword.sqlite",
+                    index_dir / "keyword",
                     (
                         (
                             c.id,

@@ -26,7 +26,7 @@ from sleuth.models.embedder import Embedder, get_embedder
 from sleuth.store.dense import DenseIndex
 from sleuth.store.documents import DocumentResolver
 from sleuth.store.home import ContextDir
-from sleuth.store.keyword import KeywordIndex
+from sleuth.store.keyword import KeywordIndex, open_index
 from sleuth.store.rescore import PageKey, PageWords, idf_from, rescore, title_pages
 
 RRF_K = 60
@@ -178,8 +178,7 @@ class VersionReader:
 
     @cached_property
     def _keyword(self) -> KeywordIndex | None:
-        path = self.root / "index" / "keyword.sqlite"
-        return KeywordIndex(path) if path.exists() else None
+        return open_index(self.root / "index")
 
     @cached_property
     def _chunks_by_source(self) -> dict[str, list[str]]:
