@@ -2,6 +2,8 @@
 
     .venv/bin/python benchmarks/search.py [--sizes 10000 100000] [--queries 200]
 
+Keyword rows are given for both engines in the same run: tantivy (now) and SQLite FTS5 (before).
+
 The corpus is synthetic (word sequences drawn from a fixed vocabulary, one identifier per chunk,
 random unit vectors of 384 dimensions), written in the real on-disk layout with the real index
 writers, and searched through the SDK (`Knowledge`) exactly as a REPL step would, except that the
@@ -19,6 +21,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -62,7 +65,8 @@ def build_version(root: Path, n_chunks: int, rng: np.random.Generator) -> npt.ND
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     (root / "knowledge" / "sources.json").write_text(json.dumps({s: {"path": s} for s in by_source}))
     (root / "index").mkdir(exist_ok=True)
-    keyword.build(root / "index" / "keyword.sqlite", kw_rows, [])
+    keyword.build(root / "index" / "keyword", kw_rows, [])
+    keyword.build_fts5(root / "index" / "keyword.sqlite", kw_rows, [])  # the engine before, for its rows
     matrix = rng.standard_normal((n_chunks, 384)).astype(np.float32)
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
     dense.write(root / "index" / "dense", "chunks", chunk_rows, matrix, "bench", 384)
@@ -106,6 +110,31 @@ def main() -> None:
             measure(Path(tmp) / "v000001", size, args.queries, rng)
 
 
+def engine_rows(
+    kb: object,
+    loop: asyncio.AbstractEventLoop,
+    engine: str,
+    queries: list[str],
+    indexes: list[int],
+    sources: list[str],
+) -> dict[str, list[float]]:
+    k: Any = kb
+    return {
+        f"search_source (hybrid), {engine}": timed(
+            lambda q: loop.run_until_complete(k.search_source(q, top_k=10)), queries
+        ),
+        f"search_source_by_keyword, {engine}": timed(
+            lambda q: loop.run_until_complete(k.search_source_by_keyword(q, top_k=10)), queries
+        ),
+        f"search_source_by_keyword (identifier), {engine}": timed(
+            lambda i: loop.run_until_complete(k.search_source_by_keyword(f"REF-{i:06d}", top_k=10)), indexes
+        ),
+        f"search_in_sources (5 sources), {engine}": timed(
+            lambda q: loop.run_until_complete(k.search_in_sources(sources, q, max_total=10)), queries
+        ),
+    }
+
+
 def measure(root: Path, size: int, n_queries: int, rng: np.random.Generator) -> None:
     from sleuth.sdk.knowledge import Knowledge, ScopedContext
 
@@ -120,30 +149,25 @@ def measure(root: Path, size: int, n_queries: int, rng: np.random.Generator) -> 
     async def embed(_model: str, text: str) -> npt.NDArray[np.float32]:
         return by_text.get(text, vectors[0])
 
-    kb = Knowledge([ScopedContext("bench", root)], embed=embed)
-    kb.outline_knowledge()
-    loop = asyncio.new_event_loop()
-    loop.run_until_complete(kb.search_source(queries[0]))  # load the chunk table once, as a turn would
     sources = [f"uploads/synthetic/doc-{i:05d}.txt" for i in range(5)]
     indexes = list(range(n_queries))
     rows = {
         "numpy exact scan (baseline)": timed(
             lambda i: np.argpartition(-(matrix @ vectors[i]), 10)[:10], indexes
-        ),
-        "search_source (hybrid)": timed(
-            lambda q: loop.run_until_complete(kb.search_source(q, top_k=10)), queries
-        ),
-        "search_source_by_keyword": timed(
-            lambda q: loop.run_until_complete(kb.search_source_by_keyword(q, top_k=10)), queries
-        ),
-        "search_source_by_keyword (identifier)": timed(
-            lambda i: loop.run_until_complete(kb.search_source_by_keyword(f"REF-{i:06d}", top_k=10)), indexes
-        ),
-        "search_in_sources (5 sources)": timed(
-            lambda q: loop.run_until_complete(kb.search_in_sources(sources, q, max_total=10)), queries
-        ),
+        )
     }
-    loop.close()
+    tantivy_dir, parked = root / "index" / "keyword", root / "index" / "keyword.parked"
+    for engine in ("FTS5, before", "tantivy"):
+        if engine.startswith("FTS5"):
+            tantivy_dir.rename(parked)  # open_index then finds only keyword.sqlite
+        else:
+            parked.rename(tantivy_dir)
+        kb = Knowledge([ScopedContext("bench", root)], embed=embed)
+        kb.outline_knowledge()
+        loop = asyncio.new_event_loop()
+        loop.run_until_complete(kb.search_source(queries[0]))  # load the chunk table once, as a turn would
+        rows |= engine_rows(kb, loop, engine, queries, indexes, sources)
+        loop.close()
     for name, values in rows.items():
         p99 = sorted(values)[int(0.99 * (len(values) - 1))]
         print(f"| {size:,} | {name} | {statistics.median(values):.2f} | {p99:.2f} |")

@@ -15,9 +15,11 @@ leaks to a user. Versions compiled before tantivy keep `index/keyword.sqlite` (F
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import sqlite3
+import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -299,14 +301,30 @@ def build(
             writer.add_document(doc)
         writer.commit()
         writer.wait_merging_threads()
+    for path in directory.rglob("*"):  # tantivy makes some files 0600; the sandbox's uid reads them
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def _openable(directory: Path) -> Path:
+    """`directory`, or where tantivy can open it. Opening takes a lock file beside the index, which a
+    read-only mount (a turn's sandbox mounts its versions read-only) refuses: there, the index is seen
+    through a directory of links to its files, made in the temporary directory, where the lock goes."""
+    if os.access(directory, os.W_OK):
+        return directory
+    # TMPDIR as it is now (the sandbox sets it after `tempfile` may have cached another directory)
+    shadow = Path(tempfile.mkdtemp(prefix="keyword-", dir=os.environ.get("TMPDIR") or None))
+    for entry in directory.iterdir():
+        if entry.is_file() and not entry.name.endswith(".lock"):
+            (shadow / entry.name).symlink_to(entry)
+    return shadow
 
 
 class TantivyIndex:
     """Read-only access to one version's tantivy index (safe to share between threads)."""
 
     def __init__(self, directory: Path) -> None:
-        self._chunks = tantivy.Index.open(str(directory / "chunks"))
-        self._artifacts = tantivy.Index.open(str(directory / "artifacts"))
+        self._chunks = tantivy.Index.open(str(_openable(directory / "chunks")))
+        self._artifacts = tantivy.Index.open(str(_openable(directory / "artifacts")))
         self._chunk_searcher = self._chunks.searcher()
         self._artifact_searcher = self._artifacts.searcher()
 
