@@ -491,11 +491,14 @@ def test_read_a_source_page_by_page_with_its_chunks_and_artifacts(
     second = stored["chunks"][1]
     panel.locator("ol.chunks a").nth(1).click()  # a chunk: its span marked on the page
     _until(page, f"location.hash.includes('start={second['start']}')")
-    page.locator("mark#span").wait_for()
-    assert page.locator("mark#span").inner_text() == stored["text"][second["start"] : second["end"]]
+    marked = stored["text"][second["start"] : second["end"]]
+    _until(page, f"document.querySelector('mark#span')?.innerText === {json.dumps(marked)}")
+    assert page.locator("mark#span").inner_text() == marked
     terms = next(a for a in stored["artifacts"] if a["type"] == "Defined Terms")
     panel.get_by_role("link", name=f"mark the quote of {terms['name']}").first.click()
     _until(page, f"location.hash.includes('start={terms['start']}')")
+    # the hash moves first, then the page is marked again: wait for the new mark, not the old one
+    _until(page, f"document.querySelector('mark#span')?.innerText === {json.dumps(terms['quote'])}")
     assert page.locator("mark#span").inner_text() == terms["quote"]
     assert page.get_by_role("link", name="next →").count() == 0  # a one-page document: no next page
     _shot(page, "source", "laptop")
