@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
+import time
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -208,6 +209,10 @@ def _embedder(name: str) -> Embedder:
     raise EmbedderError(f"unknown embedding model {name!r}")
 
 
+_opening = threading.Lock()
+OPEN_ATTEMPTS = 40  # about 40 s of waiting in all, like the connection's busy timeout
+
+
 @dataclass
 class EmbeddingCache:
     """SHA-256 of the text → vector, per model: a vector is a pure function of model and text, so
@@ -220,7 +225,21 @@ class EmbeddingCache:
     def __post_init__(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        # Two parts of a curate open the cache at once (threads of a worker, or processes on one home).
+        # Switching a new file to WAL cannot wait on the busy handler, so it is retried, and the
+        # threads of this process take turns.
+        with _opening:
+            for attempt in range(OPEN_ATTEMPTS):
+                try:
+                    self._db.execute("PRAGMA journal_mode=WAL")
+                    break
+                except sqlite3.OperationalError as exc:
+                    if "locked" not in str(exc) or attempt == OPEN_ATTEMPTS - 1:
+                        raise
+                    time.sleep(0.05 * (attempt + 1))
+            self._setup()
+
+    def _setup(self) -> None:
         with self._db:
             self._db.execute("CREATE TABLE IF NOT EXISTS vectors (sha TEXT PRIMARY KEY, vec BLOB NOT NULL)")
             self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
