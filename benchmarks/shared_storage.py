@@ -26,17 +26,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-DEFAULT_PDFS = REPO.parent / "shared" / "data" / "financebench" / "pdfs"
-FILINGS = (  # the six small filings of benchmarks/many_machines.py, 120 pages in all
-    "ULTABEAUTY_2023Q4_EARNINGS.pdf",
-    "AMCOR_2022_8K_dated-2022-07-01.pdf",
-    "AMCOR_2023Q4_EARNINGS.pdf",
-    "FOOTLOCKER_2022_8K_dated_2022-08-19.pdf",
-    "BESTBUY_2024Q2_10Q.pdf",
-    "JOHNSON_JOHNSON_2023_8K_dated-2023-08-30.pdf",
-)
 EXTRA = "JOHNSON_JOHNSON_2023_8K_dated-2023-08-30.pdf"  # added last, for the incremental curate
 
+from many_machines import DEFAULT_PDFS, FILINGS  # noqa: E402  (beside this file: the same six filings)
 from tests.s3 import moto_s3  # noqa: E402
 
 from sleuth.compile.pipeline import compile_context  # noqa: E402

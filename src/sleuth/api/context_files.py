@@ -113,15 +113,6 @@ def safe_rel(name: str, source: bool = False, field: str = "path") -> PurePosixP
         raise ApiError(400, "unsafe_path", str(exc), field=field) from None
 
 
-def prune_empty_dirs(directory: Path, root: Path) -> None:
-    while directory != root and directory.is_relative_to(root):
-        try:
-            directory.rmdir()
-        except OSError:
-            return
-        directory = directory.parent
-
-
 def manifest_or_400(data: Any) -> dict[str, Any]:
     """The manifest as written, or `400 invalid_manifest` listing every problem with its JSON path."""
     try:

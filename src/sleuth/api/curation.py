@@ -24,7 +24,6 @@ from sleuth.api.context_files import (
     find_context,
     has_sources,
     manifest_or_400,
-    prune_empty_dirs,
     safe_rel,
     tree_lock,
 )
@@ -41,7 +40,7 @@ from sleuth.compile.preview import preview_curate
 from sleuth.compile.sources import list_source_files
 from sleuth.compile.warm import pack_vectors, take_vectors, warm_source
 from sleuth.models.catalog import CatalogError
-from sleuth.store.home import ContextDir, write_json_atomic
+from sleuth.store.home import ContextDir, prune_empty_dirs, write_json_atomic
 from sleuth.store.ledger import Ledger
 from sleuth.store.lock import CurateInFlight, curate_lock
 from sleuth.store.replica import shared_storage

@@ -20,7 +20,7 @@ from starlette.datastructures import UploadFile
 
 from sleuth.api.archives import SourceUsage, expand_archive
 from sleuth.api.auth import AdminKey, AnyKey
-from sleuth.api.context_files import find_context, prune_empty_dirs, safe_rel, tree_lock, update_extra
+from sleuth.api.context_files import find_context, safe_rel, tree_lock, update_extra
 from sleuth.api.errors import ApiError
 from sleuth.api.file_trees import dir_listing, file_response, iso, resolve_file, tree_stats, walk_files
 from sleuth.api.state import ApiState, api_state
@@ -35,7 +35,7 @@ from sleuth.api.uploads import (
     staging_dir,
 )
 from sleuth.compile.sources import UnsafePath, archive_stem, is_archive, safe_join
-from sleuth.store.home import ContextDir, now_iso
+from sleuth.store.home import ContextDir, now_iso, prune_empty_dirs
 
 router = APIRouter()
 

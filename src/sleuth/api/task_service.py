@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import secrets
-import shutil
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -305,13 +302,7 @@ class TaskService:
         """The task's files here; with shared storage, fetched first when another machine ran it."""
         local = self.files_dir(task_id)
         if self.shared is not None and not local.is_dir():
-            temporary = local.with_name(f".files-{secrets.token_hex(4)}")
-            try:
-                if self.shared.get_tree(_files_key(task_id), temporary):
-                    with contextlib.suppress(OSError):  # another request fetched them first
-                        os.rename(temporary, local)
-            finally:
-                shutil.rmtree(temporary, ignore_errors=True)
+            self.shared.get_tree(_files_key(task_id), local)  # placed whole; a concurrent fetch wins
         return local
 
     def _publish_files(self, handle: TaskHandle) -> None:

@@ -67,6 +67,16 @@ def write_text_atomic(path: Path, text: str) -> None:
         fh.write(text.encode("utf-8"))
 
 
+def prune_empty_dirs(directory: Path, root: Path) -> None:
+    """Remove `directory` and its parents while they are empty, up to `root` (kept)."""
+    while directory != root and directory.is_relative_to(root):
+        try:
+            directory.rmdir()
+        except OSError:
+            return
+        directory = directory.parent
+
+
 class ContextNotFound(NotFound, LookupError):
     pass
 

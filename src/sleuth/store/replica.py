@@ -20,7 +20,6 @@ curate on a worker) lose neither. Two edits of one file: the last push wins, as 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import secrets
@@ -30,7 +29,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,9 +50,17 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 
 from sleuth.errors import Conflict, Invalid
+from sleuth.models.embedder import file_sha256
 from sleuth.settings import TURN_CAP_SECONDS, current
 from sleuth.store.database import Database, dumps, loads, open_database
-from sleuth.store.home import ContextDir, ContextNotFound, Home, write_json_atomic, write_text_atomic
+from sleuth.store.home import (
+    ContextDir,
+    ContextNotFound,
+    Home,
+    prune_empty_dirs,
+    write_json_atomic,
+    write_text_atomic,
+)
 from sleuth.store.storage import ObjectMissing, Storage, open_storage
 
 #: Not part of a context's head: versions travel as immutable trees; the caches, the lock and the
@@ -102,14 +109,14 @@ class _CopyState:
 
     revision: int = -1
     live: str | None = None
-    files: dict[str, list[Any]] | None = None
+    files: dict[str, list[Any]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, root: Path) -> _CopyState:
         try:
             data = json.loads((root / STATE_FILE).read_text(encoding="utf-8"))
         except (FileNotFoundError, json.JSONDecodeError):
-            return cls(files={})
+            return cls()
         return cls(int(data.get("revision", -1)), data.get("live"), dict(data.get("files") or {}))
 
     @staticmethod
@@ -127,6 +134,14 @@ class _CopyState:
         write_text_atomic(root / MARK_FILE, f"{self.revision} {self.live or ''}")
 
 
+def _set_live(ctx: ContextDir, version: str | None) -> None:
+    """Write the copy's `LIVE` as the head has it (in one rename, as a curate writes it)."""
+    if version:
+        write_text_atomic(ctx.live_file, version + "\n")
+    else:
+        ctx.live_file.unlink(missing_ok=True)
+
+
 def check_head_path(rel: str) -> str:
     """A head's file path, refused when it could leave the working copy or reach what the node keeps
     for itself (a version, its state files): the head comes from the database, trusted no further."""
@@ -142,11 +157,6 @@ def blob_key(sha: str) -> str:
 
 def version_key(ctx_id: str, version: str) -> str:
     return f"versions/{ctx_id}/{version}.json"
-
-
-def file_sha(path: Path) -> str:
-    with path.open("rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def _stat(path: Path) -> tuple[int, int]:
@@ -167,16 +177,6 @@ def head_files(root: Path) -> Iterator[str]:
             yield full.relative_to(root).as_posix()
 
 
-def _prune_dirs(path: Path, root: Path) -> None:
-    directory = path.parent
-    while directory != root and directory.is_relative_to(root):
-        try:
-            directory.rmdir()
-        except OSError:
-            return
-        directory = directory.parent
-
-
 def _raise(error: OSError) -> None:
     raise error
 
@@ -193,7 +193,7 @@ def _index(directory: Path) -> tuple[dict[str, list[Any]], list[tuple[Path, str]
             full = Path(dirpath) / name
             if full.is_symlink() or not full.is_file():
                 continue
-            sha = file_sha(full)
+            sha = file_sha256(full)
             index[full.relative_to(directory).as_posix()] = [sha, full.stat().st_size]
             items.append((full, sha))
     return index, items
@@ -218,18 +218,17 @@ class Replica:
             yield
 
     # ------------------------------------------------------------------------------ the catalog
+    _HEAD = select(heads_t.c.id, heads_t.c.slug, heads_t.c.revision, heads_t.c.live_version)
+
     def heads(self) -> list[Head]:
-        cols = (heads_t.c.id, heads_t.c.slug, heads_t.c.revision, heads_t.c.live_version)
         with self.database.reading() as conn:
-            rows = conn.execute(select(*cols).order_by(heads_t.c.slug)).all()
-        return [Head(r.id, r.slug, r.revision, r.live_version) for r in rows]
+            return [Head(*row) for row in conn.execute(self._HEAD.order_by(heads_t.c.slug))]
 
     def head(self, slug_or_id: str) -> Head | None:
-        cols = (heads_t.c.id, heads_t.c.slug, heads_t.c.revision, heads_t.c.live_version)
         where = or_(heads_t.c.id == slug_or_id, heads_t.c.slug == slug_or_id)
         with self.database.reading() as conn:
-            row = conn.execute(select(*cols).where(where)).first()
-        return None if row is None else Head(row.id, row.slug, row.revision, row.live_version)
+            row = conn.execute(self._HEAD.where(where)).first()
+        return None if row is None else Head(*row)
 
     def register(self, ctx_id: str, slug: str) -> None:
         """Claim `slug` for a new context, on every machine at once (`SlugTaken` when it is held)."""
@@ -277,7 +276,7 @@ class Replica:
             if row is None:
                 raise ContextNotFound(f"context {ctx_id!r} was deleted")
             state = _CopyState.load(ctx.root)
-            files = state.files if state.files is not None else {}
+            files = state.files
             wanted: dict[str, str] = loads(row.files)
             fetch = []
             for rel, sha in wanted.items():
@@ -286,7 +285,7 @@ class Replica:
                 if base is not None and base[0] == sha:
                     continue  # the head has not changed it since this copy's base: keep ours
                 path = ctx.root / rel
-                here = file_sha(path) if path.is_file() else None
+                here = file_sha256(path) if path.is_file() else None
                 if here == sha:
                     files[rel] = [sha, *_stat(path)]
                     continue
@@ -303,14 +302,11 @@ class Replica:
                 base = files.pop(rel)
                 if path.is_file() and list(_stat(path)) == base[1:]:  # untouched here: deleted there
                     path.unlink()
-                    _prune_dirs(path, ctx.root)
+                    prune_empty_dirs(path.parent, ctx.root)
             # The live pointer moves only by a curate, which holds the context's lock: a head that moved
             # it since this copy's base means a flip here that was never pushed is stale.
             if row.live_version != state.live:
-                if row.live_version:
-                    ctx.live_file.write_text(row.live_version + "\n", encoding="utf-8")
-                else:
-                    ctx.live_file.unlink(missing_ok=True)
+                _set_live(ctx, row.live_version)
             ctx.versions.mkdir(parents=True, exist_ok=True)  # folders travel only with files in them
             ctx.sources.mkdir(exist_ok=True)
             _CopyState(row.revision, row.live_version, files).save(ctx.root)
@@ -321,7 +317,7 @@ class Replica:
         ctx_id = ctx.root.name
         with self._syncing(ctx_id):
             state = _CopyState.load(ctx.root)
-            files = state.files if state.files is not None else {}
+            files = state.files
             bases = {rel: str(entry[0]) for rel, entry in files.items()}
             changes: dict[str, str | None] = {}
             present = set()
@@ -332,7 +328,7 @@ class Replica:
                 base = files.get(rel)
                 if base is not None and base[1:] == [size, mtime]:
                     continue
-                sha = file_sha(path)
+                sha = file_sha256(path)
                 if base is None or base[0] != sha:
                     changes[rel] = sha
                 files[rel] = [sha, size, mtime]
@@ -342,8 +338,7 @@ class Replica:
             live = ctx.live_version()
             moved = live != state.live
             if not changes and not moved:
-                state.files = files
-                state.save(ctx.root)
+                state.save(ctx.root)  # the new sizes and times of files that did not change
                 return
             self._upload([(ctx.root / rel, sha) for rel, sha in changes.items() if sha is not None])
             if moved and live is not None:
@@ -361,10 +356,7 @@ class Replica:
             revision = row.revision + 1 if row.revision == state.revision else state.revision
             if moved and row.live_version != state.live:  # the stale flip is undone here too
                 live = row.live_version
-                if live:
-                    ctx.live_file.write_text(live + "\n", encoding="utf-8")
-                else:
-                    ctx.live_file.unlink(missing_ok=True)
+                _set_live(ctx, live)
             _CopyState(revision, live if moved else state.live, files).save(ctx.root)
 
     def _move_head(
@@ -429,7 +421,7 @@ class Replica:
             elif ours[key] != old.get(key):
                 result[key] = ours[key]
         write_json_atomic(path, result)
-        sha = file_sha(path)
+        sha = file_sha256(path)
         self.storage.put_file(blob_key(sha), path)
         return sha
 
@@ -443,8 +435,7 @@ class Replica:
             return
         self.storage.get_file(blob_key(sha), ctx.info_file)
         state = _CopyState.load(ctx.root)
-        if state.files is not None:
-            state.files["context.json"] = [sha, *_stat(ctx.info_file)]
+        state.files["context.json"] = [sha, *_stat(ctx.info_file)]
         state.save(ctx.root)
 
     # -------------------------------------------------------------------------------- versions
@@ -484,13 +475,8 @@ class Replica:
             except ObjectMissing:
                 return
             self._evict(directory)
-            temporary = directory.parent / f".{directory.name}.fetch-{secrets.token_hex(4)}"
-            try:
-                self._get_index(index, temporary)
-                (temporary.parent / f".{directory.name}.fetched").touch()
-                os.rename(temporary, directory)
-            finally:
-                shutil.rmtree(temporary, ignore_errors=True)
+            self._place(index, directory)
+            (directory.parent / f".{directory.name}.fetched").touch()
 
     def _evict(self, keep: Path) -> None:
         """Drop fetched versions (marked `.<name>.fetched`) not read for `TURN_CAP_SECONDS`, except the
@@ -521,13 +507,28 @@ class Replica:
         self.storage.put_bytes(key, json.dumps(index, sort_keys=True).encode())
 
     def get_tree(self, key: str, directory: Path) -> bool:
-        """Fetch the tree `key` indexes into `directory`; False when there is no such tree."""
+        """Fetch the tree `key` indexes into `directory` (`_place`); False when there is no such tree."""
         try:
             index = json.loads(self.storage.get_bytes(key))
         except ObjectMissing:
             return False
-        self._get_index(index, directory)
+        self._place(index, directory)
         return True
+
+    def _place(self, index: dict[str, list[Any]], directory: Path) -> None:
+        """The files `index` names, fetched into a hidden directory beside `directory` and renamed into
+        place whole, so a reader never sees half of them; a directory placed first by another thread
+        or process wins."""
+        temporary = directory.parent / f".{directory.name}.fetch-{secrets.token_hex(4)}"
+        try:
+            self._get_index(index, temporary)
+            try:
+                os.rename(temporary, directory)
+            except OSError:
+                if not directory.is_dir():
+                    raise
+        finally:
+            shutil.rmtree(temporary, ignore_errors=True)
 
     def _get_index(self, index: dict[str, list[Any]], directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
