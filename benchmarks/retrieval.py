@@ -101,15 +101,17 @@ def main() -> None:
     scores = dict(reader.boilerplate)
 
     def sleuth_pages(
-        mode: str, demote: bool = True, named: bool = True, rescore: bool = True
+        mode: str, demote: bool = True, named: bool = True, rescore: bool = True, exact: bool = True
     ) -> Callable[[str, str | None], list[Page]]:
-        """Sleuth's `search` in `mode`; `demote`, `named` and `rescore` off give the ranking before
-        boilerplate scores, document resolution and the page rescoring existed."""
+        """Sleuth's `search` in `mode`; `demote`, `named`, `rescore` and `exact` off give the ranking
+        before boilerplate scores, document resolution, the page rescoring and the exact-phrase list
+        existed."""
 
         def rank(query: str, doc: str | None) -> list[Page]:
             reader.__dict__["boilerplate"] = scores if demote else {}
             search_module.RESOLVE_DOCUMENTS = named
             search_module.RESCORE_PAGES = rescore
+            search_module.KEEP_EXACT = exact
             try:
                 hits = reader.search(
                     query,
@@ -120,6 +122,7 @@ def main() -> None:
             finally:
                 search_module.RESOLVE_DOCUMENTS = True
                 search_module.RESCORE_PAGES = True
+                search_module.KEEP_EXACT = True
             ordered: list[Page] = []
             for h in hits:
                 if (h.source_path, h.page) not in ordered:
@@ -131,7 +134,7 @@ def main() -> None:
     methods: list[tuple[str, Callable[[str, str | None], list[Page]]]] = [
         ("baseline: BM25 over pages (bm25s)", bm25_pages),
         ("baseline: dense over pages (MiniLM)", dense_pages),
-        ("Sleuth keyword (FTS5 BM25, chunks), as before", sleuth_pages("keyword", False, False, False)),
+        ("Sleuth keyword (BM25, chunks), as before", sleuth_pages("keyword", False, False, False)),
         ("Sleuth semantic (MiniLM, chunks), as before", sleuth_pages("semantic", False, False, False)),
         ("Sleuth hybrid (RRF, chunks), as before", sleuth_pages("hybrid", False, False, False)),
         ("Sleuth keyword + demotion + named document + rescoring", sleuth_pages("keyword")),
@@ -139,6 +142,7 @@ def main() -> None:
         ("Sleuth hybrid + demotion + named document, no rescoring", sleuth_pages("hybrid", rescore=False)),
         ("Sleuth hybrid + named document + rescoring, no demotion", sleuth_pages("hybrid", demote=False)),
         ("Sleuth hybrid + demotion + rescoring, no named document", sleuth_pages("hybrid", named=False)),
+        ("Sleuth hybrid, default but no exact-phrase list", sleuth_pages("hybrid", exact=False)),
         ("**Sleuth hybrid + demotion + named document + rescoring (default)**", sleuth_pages("hybrid")),
     ]
     flagged = sum(1 for v in scores.values() if v >= 0.5)
@@ -150,8 +154,18 @@ def main() -> None:
         f"{len(reader.chunks):,} chunks (BM25 page index {bm25_build:.1f}s, page vectors "
         f"{dense_build:.1f}s)\n"
     )
-    p50, p95 = search_source_latency(args.home, args.context, [q for q, _d, _g in questions])
-    print(f"SDK search_source(question, top_k=10), whole context: p50 {p50:.1f} ms, p95 {p95:.1f} ms\n")
+    asked = [q for q, _d, _g in questions]
+    for primitive in ("search_source", "search_source_by_keyword"):
+        p50, p95 = search_source_latency(args.home, args.context, asked, primitive)
+        print(f"SDK {primitive}(question, top_k=10), whole context: p50 {p50:.1f} ms, p95 {p95:.1f} ms")
+    print()
+    for query, needle in PROBES:
+        found = {}
+        for mode in ("keyword", "semantic", "hybrid"):
+            hits = reader.search(query, top_k=30, mode=mode)  # type: ignore[arg-type]
+            found[mode] = next((i for i, h in enumerate(hits, 1) if needle in h.text), None)
+        print(f"probe {query!r}: the chunk saying {needle!r} ranks {found} (top 30; None: absent)")
+    print()
     print("| method | R@5 corpus | R@10 corpus | R@5 in filing | R@10 in filing | ms/query |")
     print("|---|---|---|---|---|---|")
     for name, rank in methods:
@@ -171,9 +185,18 @@ def main() -> None:
         )
 
 
-def search_source_latency(home_dir: Path, context: str, questions: list[str]) -> tuple[float, float]:
-    """p50 and p95 of the SDK's `search_source(question, top_k=10)` over the whole context, in ms,
-    with the query embedded on the host as a turn does (one warm-up query first)."""
+#: Short queries whose exact-phrase chunk hybrid search lost before issue 24 (the issue's examples).
+PROBES = [
+    ("total employees", "3,700 total employees"),
+    ("number of employees", "3,700 total employees"),
+]
+
+
+def search_source_latency(
+    home_dir: Path, context: str, questions: list[str], primitive: str = "search_source"
+) -> tuple[float, float]:
+    """p50 and p95 of the SDK's `primitive(question, top_k=10)` over the whole context, in ms, with
+    the query embedded on the host as a turn does (one warm-up query first)."""
     import asyncio
 
     from sleuth.sdk.knowledge import Knowledge, ScopedContext
@@ -184,12 +207,14 @@ def search_source_latency(home_dir: Path, context: str, questions: list[str]) ->
     assert version is not None
     knowledge = Knowledge([ScopedContext(context, ctx.version_dir(version))])
 
+    search = getattr(knowledge, primitive)
+
     async def timed() -> list[float]:  # one event loop, as a turn's REPL keeps
-        await knowledge.search_source(questions[0], top_k=10)
+        await search(questions[0], top_k=10)
         out = []
         for question in questions:
             began = time.perf_counter()
-            await knowledge.search_source(question, top_k=10)
+            await search(question, top_k=10)
             out.append((time.perf_counter() - began) * 1000)
         return out
 

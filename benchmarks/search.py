@@ -1,14 +1,18 @@
-"""Latency of the search primitives at 10k and 100k chunks, next to an exact NumPy scan.
+"""Latency of the search primitives at 100k and 1M chunks, next to an exact NumPy scan.
 
-    .venv/bin/python benchmarks/search.py [--sizes 10000 100000] [--queries 200]
+    .venv/bin/python benchmarks/search.py [--sizes 100000 1000000] [--queries 200] [--vectors clustered]
 
-Keyword rows are given for both engines in the same run: tantivy (now) and SQLite FTS5 (before).
+Keyword rows are given for both engines in the same run up to --fts5-max chunks: tantivy (now) and
+SQLite FTS5 (before). From SLEUTH_ANN_MIN_VECTORS vectors (50,000 by default) the version also has an
+HNSW graph (store/ann.py, the `ann` extra), as a compile writes it; its recall@10 against the exact
+scan is printed below the table, with the graph's build time.
 
-The corpus is synthetic (word sequences drawn from a fixed vocabulary, one identifier per chunk,
-random unit vectors of 384 dimensions), written in the real on-disk layout with the real index
-writers, and searched through the SDK (`Knowledge`) exactly as a REPL step would, except that the
-query vector is handed in (inside the sandbox it comes from the host's `embed` function, which is
-timed separately by benchmarks/sandbox.py and the compile benchmark).
+The corpus is synthetic (word sequences drawn from a fixed vocabulary, one identifier per chunk),
+written in the real on-disk layout with the real index writers, and searched through the SDK
+(`Knowledge`) exactly as a REPL step would, except that the query vector is handed in (inside the
+sandbox it comes from the host's `embed` function, which is timed separately by benchmarks/sandbox.py
+and the compile benchmark). Vectors are `clustered` by default: 2,000 topics with noise, as text
+embeddings cluster; `random` unit vectors have no neighbourhoods at all, the worst case for any graph.
 """
 
 from __future__ import annotations
@@ -33,10 +37,40 @@ _WEIGHTS = 1.0 / np.arange(1, len(WORDS) + 1) ** 1.07
 _WEIGHTS /= _WEIGHTS.sum()
 
 
-def build_version(root: Path, n_chunks: int, rng: np.random.Generator) -> npt.NDArray[np.float32]:
+def unit_rows(rows: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    return rows
+
+
+def make_vectors(
+    n: int, queries: int, kind: str, rng: np.random.Generator
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+    """(chunk vectors, query vectors): around 2,000 topics (`clustered`), or uniform (`random`)."""
+    if kind == "random":
+        return (
+            unit_rows(rng.standard_normal((n, 384), dtype=np.float32)),
+            unit_rows(rng.standard_normal((queries, 384), dtype=np.float32)),
+        )
+    centers = rng.standard_normal((2000, 384), dtype=np.float32)
+    matrix = np.empty((n, 384), dtype=np.float32)
+    for begin in range(0, n, 100_000):  # in slices: the noise of 1M rows at once is another 1.5 GB
+        part = min(100_000, n - begin)
+        noise = rng.standard_normal((part, 384), dtype=np.float32)
+        matrix[begin : begin + part] = centers[rng.integers(0, 2000, part)] + 0.9 * noise
+    asked = centers[rng.integers(0, 2000, queries)] + 1.2 * rng.standard_normal(
+        (queries, 384), dtype=np.float32
+    )
+    return unit_rows(matrix), unit_rows(asked)
+
+
+def build_version(
+    root: Path, n_chunks: int, rng: np.random.Generator, matrix: npt.NDArray[np.float32], fts5: bool
+) -> float:
+    """Write the version; returns the seconds the HNSW graph took (0 when none is built)."""
     from sleuth.compile.manifest import parse_manifest
     from sleuth.compile.tables_db import write_tables
-    from sleuth.store import dense, keyword
+    from sleuth.settings import current
+    from sleuth.store import ann, dense, keyword
 
     per_source = 100
     chunk_rows, kw_rows = [], []
@@ -66,10 +100,14 @@ def build_version(root: Path, n_chunks: int, rng: np.random.Generator) -> npt.ND
     (root / "knowledge" / "sources.json").write_text(json.dumps({s: {"path": s} for s in by_source}))
     (root / "index").mkdir(exist_ok=True)
     keyword.build(root / "index" / "keyword", kw_rows, [])
-    keyword.build_fts5(root / "index" / "keyword.sqlite", kw_rows, [])  # the engine before, for its rows
-    matrix = rng.standard_normal((n_chunks, 384)).astype(np.float32)
-    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    if fts5:
+        keyword.build_fts5(root / "index" / "keyword.sqlite", kw_rows, [])  # the engine before, for its rows
     dense.write(root / "index" / "dense", "chunks", chunk_rows, matrix, "bench", 384)
+    graph_s = 0.0
+    if n_chunks >= current().ann_min_vectors and ann.available():
+        began = time.perf_counter()
+        ann.build(ann.graph_path(root / "index" / "dense", "chunks"), matrix)
+        graph_s = time.perf_counter() - began
     dense.write(root / "index" / "dense", "artifacts", [], np.zeros((0, 384), np.float32), "bench", 384)
     write_tables(root / "tables.sqlite", parse_manifest({}), [], [], [], {}, [], [])
     (root / "version.json").write_text(
@@ -84,7 +122,7 @@ def build_version(root: Path, n_chunks: int, rng: np.random.Generator) -> npt.ND
             }
         )
     )
-    return matrix
+    return graph_s
 
 
 def timed(fn: object, runs: list[object]) -> list[float]:
@@ -98,16 +136,24 @@ def timed(fn: object, runs: list[object]) -> list[float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--vectors", choices=["clustered", "random"], default="clustered")
+    parser.add_argument("--fts5-max", type=int, default=100_000, help="FTS5 rows up to this size")
     args = parser.parse_args()
 
     rng = np.random.default_rng(7)
+    notes: list[str] = []
     print("\n| chunks | primitive | p50 ms | p99 ms |")
     print("|---|---|---|---|")
     for size in args.sizes:
         with tempfile.TemporaryDirectory() as tmp:
-            measure(Path(tmp) / "v000001", size, args.queries, rng)
+            notes.append(
+                measure(Path(tmp) / "v000001", size, args.queries, rng, args.vectors, size <= args.fts5_max)
+            )
+    print()
+    for line in notes:
+        print(line)
 
 
 def engine_rows(
@@ -135,13 +181,15 @@ def engine_rows(
     }
 
 
-def measure(root: Path, size: int, n_queries: int, rng: np.random.Generator) -> None:
+def measure(root: Path, size: int, n_queries: int, rng: np.random.Generator, kind: str, fts5: bool) -> str:
     from sleuth.sdk.knowledge import Knowledge, ScopedContext
+    from sleuth.store.dense import DenseIndex
 
     began = time.perf_counter()
-    matrix = build_version(root, size, rng)
+    matrix, query_vectors = make_vectors(size, n_queries, kind, rng)
+    graph_s = build_version(root, size, rng, matrix, fts5)
     build_s = time.perf_counter() - began
-    vectors = [v / np.linalg.norm(v) for v in rng.standard_normal((n_queries, 384)).astype(np.float32)]
+    vectors = list(query_vectors)
     # Queries read like questions: a few words, mostly of middle frequency.
     queries = [" ".join(rng.choice(WORDS[20:2000], size=4)) for _ in range(n_queries)]
     by_text = dict(zip(queries, vectors, strict=True))
@@ -151,16 +199,25 @@ def measure(root: Path, size: int, n_queries: int, rng: np.random.Generator) -> 
 
     sources = [f"uploads/synthetic/doc-{i:05d}.txt" for i in range(5)]
     indexes = list(range(n_queries))
+    exact = [np.argsort(-(matrix @ v), kind="stable")[:10] for v in vectors]
     rows = {
         "numpy exact scan (baseline)": timed(
             lambda i: np.argpartition(-(matrix @ vectors[i]), 10)[:10], indexes
         )
     }
+    index = DenseIndex(root / "index" / "dense", "chunks")
+    path = "HNSW graph" if index.graph is not None else "exact scan"
+    rows[f"dense search alone ({path}, store.dense)"] = timed(lambda i: index.search(vectors[i], 10), indexes)
+    ids = index.ids
+    recall = [
+        len({ids[int(j)] for j in exact[i]} & {h.id for h in index.search(vectors[i], 10)}) / 10
+        for i in indexes
+    ]
     tantivy_dir, parked = root / "index" / "keyword", root / "index" / "keyword.parked"
-    for engine in ("FTS5, before", "tantivy"):
+    for engine in ("FTS5, before", "tantivy") if fts5 else ("tantivy",):
         if engine.startswith("FTS5"):
             tantivy_dir.rename(parked)  # open_index then finds only keyword.sqlite
-        else:
+        elif parked.exists():
             parked.rename(tantivy_dir)
         kb = Knowledge([ScopedContext("bench", root)], embed=embed)
         kb.outline_knowledge()
@@ -172,6 +229,14 @@ def measure(root: Path, size: int, n_queries: int, rng: np.random.Generator) -> 
         p99 = sorted(values)[int(0.99 * (len(values) - 1))]
         print(f"| {size:,} | {name} | {statistics.median(values):.2f} | {p99:.2f} |")
     print(f"| {size:,} | (build of the synthetic version: {build_s:.1f} s) | | |")
+    hybrid = statistics.median(rows["search_source (hybrid), tantivy"])
+    scan = statistics.median(rows["numpy exact scan (baseline)"])
+    return (
+        f"{size:,} chunks ({kind} vectors): dense path {path}"
+        + (f" (graph built in {graph_s:.1f} s)" if graph_s else "")
+        + f", recall@10 against the exact scan {np.mean(recall):.3f}; "
+        f"hybrid search_source p50 {hybrid:.2f} ms = {hybrid / scan:.2f}x the exact scan's {scan:.2f} ms"
+    )
 
 
 if __name__ == "__main__":

@@ -137,6 +137,14 @@ class Settings(BaseSettings):
         64 * _MIB, ge=1, description="Bytes of step events, host results, trace and replay log per turn."
     )
 
+    # --- search
+    ann_min_vectors: int = Field(
+        50_000,
+        ge=1,
+        description="Dense vectors from which a compile also builds an HNSW graph (the `ann` extra) and "
+        "unfiltered semantic search reads it instead of scanning every vector.",
+    )
+
     # --- models
     embed_threads: int | None = Field(
         None, ge=1, le=256, description="Threads of the local embedder (unset: onnxruntime's choice)."

@@ -71,8 +71,11 @@ def test_hits_are_fused_across_chunks_and_artifacts(runtime: Runtime) -> None:
     # the best chunk leads (ties go to chunks), then the lists interleave by rank
     assert hits[0]["kind"] == "chunk" and "$220" in hits[0]["text"]
     assert [h["kind"] for h in hits[:4]] == ["chunk", "artifact", "chunk", "artifact"]
-    scores = [h["score"] for h in hits]
-    assert scores == sorted(scores, reverse=True)
+    # Each hit keeps its own search's score (hybrid, 0..1): the same number `search_source` gives.
+    for kind in ("chunk", "artifact"):
+        scores = [h["score"] for h in hits if h["kind"] == kind]
+        assert scores == sorted(scores, reverse=True) and all(0.0 < s <= 1.0 for s in scores)
+    assert hits[0]["score"] == 1.0  # first by every signal
     chunk = hits[0]
     assert chunk["context"] == "acme" and chunk["source"].endswith("travel-policy.md")
     assert chunk["pages"] == [1] and chunk["section_path"][-1] == "6. Hotels"

@@ -5,9 +5,10 @@ import json
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from sleuth.compile.chunking import Window, chunk_pages, count_tokens, split_span
+from sleuth.compile.chunking import Window, chunk_pages, count_tokens, split_span, window_spans
 from sleuth.compile.manifest import Chunking
 from sleuth.compile.pages import Heading, Page
 from sleuth.compile.pipeline import compile_context
@@ -191,3 +192,45 @@ def test_a_compile_fits_chunks_to_the_window_unless_the_manifest_says_not(
     embedder = get_embedder("default")
     longest = max(len(embedder.piece_starts(c.text)) for c in reader.chunks.values())
     assert (longest <= 256) is fit
+
+
+def test_window_spans_read_every_word_of_a_chunk_once() -> None:
+    rng = random.Random(5)
+    text = random_text(rng, 900)
+    window = _minilm_window("Acme Corporation annual report 2023 — Item 8")
+    spans = window_spans(text, window, ["Item 8"])
+    assert len(spans) >= 3
+    for (_a, b), (c, _d) in itertools.pairwise(spans):
+        assert b <= c and text[b:c].strip() == ""  # consecutive, no overlap, nothing skipped
+    assert spans[0][0] == 0 and spans[-1][1] == len(text.rstrip())
+    for i, (a, b) in enumerate(spans):
+        assert len(window.starts(text[a:b])) <= window.budget(["Item 8"], i)
+    assert window_spans("short text", window, []) == [(0, 10)]
+
+
+def test_a_compile_reads_each_chunk_in_windows_and_a_chunk_scores_its_best(
+    tmp_path: Path, home: Home
+) -> None:
+    """The default layout: evidence-sized chunks (up to `target_size`), one vector per window."""
+    corpus = tmp_path / "notes"
+    corpus.mkdir()
+    rng = random.Random(11)
+    body = "\n".join(
+        f"The {rng.choice(WORDS)} line {i} reads {rng.randint(1000, 99999):,} units." for i in range(300)
+    )
+    (corpus / "ledger.md").write_text(f"# Ledger\n\n{body}\n")
+    compile_context("notes", [corpus], None, home=home)
+    reader = VersionReader.live(home.find("notes"))
+    embedder = get_embedder("default")
+    chunks = list(reader.chunks.values())
+    longest = max(len(embedder.piece_starts(c.text)) for c in chunks)
+    assert 256 < longest <= 2 * 256  # two windows' worth: longer than one, never a short third
+    counts = np.load(reader.root / "index" / "dense" / "chunks.rows.npy")
+    matrix = np.load(reader.root / "index" / "dense" / "chunks.npy")
+    assert len(counts) == len(chunks) and int(counts.sum()) == len(matrix) and counts.max() == 2
+    # A query copied from the second window of a chunk finds that chunk first.
+    two = next(c for c, n in zip(chunks, counts, strict=True) if n == 2)
+    window = Window(embedder.window or 256, embedder.piece_starts, lambda _path: "ledger")
+    (c, d) = window_spans(two.text, window, two.section_path)[1]
+    hits = reader.search(two.text[c:d], top_k=1, mode="semantic")
+    assert hits[0].id == two.id

@@ -10,7 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from sleuth.store.keyword import Fts5Index, TantivyIndex, build, build_fts5, open_index, query_terms
+from sleuth.compile.pipeline import compile_context
+from sleuth.store.home import Home
+from sleuth.store.keyword import (
+    Fts5Index,
+    TantivyIndex,
+    build,
+    build_fts5,
+    exact_phrases,
+    open_index,
+    query_terms,
+)
 
 CHUNKS = [
     ("c1", "a.pdf", 1, "Annual report", "People", "As of December 31, 2015, we had 3,700 total employees."),
@@ -96,3 +106,39 @@ def test_a_version_compiled_before_tantivy_is_still_read(tmp_path: Path) -> None
     build(tmp_path / "index" / "keyword", CHUNKS, ARTIFACTS)
     assert isinstance(open_index(tmp_path / "index"), TantivyIndex)  # the new one wins when both exist
     assert open_index(tmp_path / "nothing") is None
+
+
+def test_exact_phrases_are_the_quoted_the_identifiers_and_a_short_query_whole(index: TantivyIndex) -> None:
+    assert exact_phrases("total employees") == ["total employees"]
+    assert exact_phrases('What does "parse config" do for ERR-4012?') == [
+        "parse config",
+        "what does do for err 4012",
+        "err 4012",
+    ]
+    # A question of many words is never looked up whole (no chunk says it verbatim).
+    assert exact_phrases("How many employees did the company have at the end of its fiscal year?") == []
+    # "total employees" is a phrase in c1 only (c3 says "Employees total", c4 "employees ... total").
+    assert _ids(index.search_phrases(exact_phrases("total employees"))) == ["c1"]
+    assert _ids(index.search_phrases(["err 4012"], sources=["b.pdf"])) == []
+    assert _ids(index.search_phrases(["err 4012"], sources=["a.pdf"])) == ["c2"]
+
+
+def test_each_version_has_its_own_index(tmp_path: Path, home: Home) -> None:
+    """A recompile writes a new index for the new version; the old version's index is untouched."""
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    (corpus / "keep.md").write_text("# Keep\n\nThe calibration drift stays under 0.2 percent.\n")
+    (corpus / "gone.md").write_text("# Gone\n\nThe zephyr turbine is decommissioned.\n")
+    compile_context("kw", [corpus], None, home=home)
+    ctx = home.find("kw")
+    first = ctx.live_version()
+    (corpus / "gone.md").unlink()
+    (corpus / "new.md").write_text("# New\n\nThe quokka sensor replaces the turbine.\n")
+    compile_context("kw", [corpus], None, home=home)
+    second = ctx.live_version()
+    assert first is not None and second is not None and first != second
+    old, now = (open_index(ctx.version_dir(v) / "index") for v in (first, second))
+    assert old is not None and now is not None
+    assert now.search_chunks("zephyr") == [] and len(now.search_chunks("quokka")) == 1
+    assert len(now.search_chunks("calibration drift")) == 1
+    assert len(old.search_chunks("zephyr")) == 1 and old.search_chunks("quokka") == []

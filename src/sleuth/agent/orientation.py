@@ -146,7 +146,8 @@ def sdk_reference(tools: Sequence[str] | None = None) -> str:
     lines.append("answer = final")
     lines.append("```")
     lines.append(
-        "Hits: `h.ref` (evidence label), `h.name`, `h.score`, `h.kind`, `h.fields` (chunk hits: source_path, "
+        "Hits: `h.ref` (evidence label), `h.name`, `h.score` (hybrid 0-1, keyword BM25, semantic cosine), "
+        "`h.kind`, `h.fields` (chunk hits: source_path, "
         "page, chunk_text, section_path; artifact hits: type, sources, snippet). Rows from `query_db` are "
         "dicts; `_provenance` holds evidence labels."
     )

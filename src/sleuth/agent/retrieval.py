@@ -257,10 +257,10 @@ class Retrieval:
 
 def _fuse(lists: list[list[Hit]]) -> list[tuple[Hit, float]]:
     """Reciprocal-rank fusion of the per-kind lists (each already fused across contexts), best
-    first, with the fused score; one list keeps its own order and scores, as the SDK's `_fuse` does.
-    Keys start with the list's position, so a tie goes to chunks (what the documents say)."""
+    first, each hit with its own score (its search's scale, as the SDK reports it). Keys start with
+    the list's position, so a tie goes to chunks (what the documents say)."""
     if len(lists) == 1:
         return [(hit, hit.score) for hit in lists[0]]
     by_key = {f"{i}\x1f{h.context}\x1f{h.id}": h for i, hits in enumerate(lists) for h in hits}
     rankings = [[f"{i}\x1f{h.context}\x1f{h.id}" for h in hits] for i, hits in enumerate(lists)]
-    return [(by_key[key], score) for key, score in rrf(rankings)]
+    return [(by_key[key], by_key[key].score) for key, _score in rrf(rankings)]

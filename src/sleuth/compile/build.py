@@ -4,6 +4,7 @@ what changed and whether to build at all, and flips `LIVE` once the build is com
 
 from __future__ import annotations
 
+import dataclasses
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -17,9 +18,16 @@ from sleuth.compile import glossary as glossary_builder
 from sleuth.compile.artifact_leg import ArtifactLeg
 from sleuth.compile.artifacts import Artifact
 from sleuth.compile.chunking import Window, chunk_pages
-from sleuth.compile.documents import chunk_embed_text, embed_header, identified, sample_queries, source_row
+from sleuth.compile.documents import (
+    chunk_windows,
+    embed_header,
+    identified,
+    sample_queries,
+    source_row,
+    window_text,
+)
 from sleuth.compile.extract import Extractor
-from sleuth.compile.manifest import DETERMINISTIC_KINDS, Manifest
+from sleuth.compile.manifest import DETERMINISTIC_KINDS, Chunking, Manifest
 from sleuth.compile.pages import Page, ParseError
 from sleuth.compile.parse import parse_source
 from sleuth.compile.report import CompileReport, Progress
@@ -28,7 +36,8 @@ from sleuth.compile.version_files import SourceState
 from sleuth.format import boilerplate as boilerplate_file
 from sleuth.format.chunks import Chunk
 from sleuth.models.embedder import Embedder, EmbeddingCache, embed_cached, get_embedder
-from sleuth.store import dense, keyword
+from sleuth.settings import current
+from sleuth.store import ann, dense, keyword
 from sleuth.store.home import ContextDir, Home, now_iso, write_json_atomic
 from sleuth.store.ledger import Failure, Ledger, SourceEntry
 
@@ -36,14 +45,24 @@ EMBED_BATCH = 256
 
 
 def embedder_window(manifest: Manifest, state: SourceState) -> Window | None:
-    """The embedder's window for `state`'s chunks; none when chunks are not embedded or the embedder
-    reads all of a text (then only `target_size` bounds a chunk)."""
-    if not manifest.curate.chunks.enabled or not manifest.curate.chunks.chunking.fit_embedder:
+    """The embedder's window for `state`'s chunks; none when chunks are not embedded, are read by
+    their head alone (`vectors: head`), or the embedder reads all of a text."""
+    if not manifest.curate.chunks.enabled or manifest.curate.chunks.chunking.vectors == "head":
         return None
     embedder = get_embedder(manifest.curate.chunks.embedding_model)
     if embedder.window is None:
         return None
     return Window(embedder.window, embedder.piece_starts, lambda path: embed_header(state, path))
+
+
+def chunk_window(chunking: Chunking, window: Window | None) -> Window | None:
+    """The window the chunker fits chunks to: one embedder window (`vectors: fit`), or as many as
+    `target_size` holds (`windows`: a 512-token chunk is read in two, with no short third one)."""
+    if window is None or chunking.vectors == "head":
+        return None
+    if chunking.vectors == "fit":
+        return window
+    return dataclasses.replace(window, per_chunk=max(1, chunking.target_size // window.pieces))
 
 
 @dataclass(frozen=True)
@@ -97,6 +116,8 @@ class VersionBuild:
         self.roster_files: dict[str, str] = {}
         self.artifact_files: dict[str, str] = {}
         self.chunk_vectors: np.ndarray | None = None
+        self.chunk_windows: list[int] = []  # vectors per chunk, in `chunks_flat` order
+        self._windows: dict[str, Window | None] = {}
         self.artifact_vectors: np.ndarray | None = None
         self.computed = 0
         self.embedder: Embedder = get_embedder(run.manifest.curate.chunks.embedding_model)
@@ -198,7 +219,9 @@ class VersionBuild:
                     all_chunks[rel] = [Chunk.from_json(d) for d in version_files.read_jsonl(target)]
                     continue
                 pages = self.fresh_pages.get(rel) or version_files.load_pages(self.knowledge, rel)
-                chunks = chunk_pages(rel, pages, chunking, self.run.window(self.states[rel]))
+                chunks = chunk_pages(
+                    rel, pages, chunking, chunk_window(chunking, self.run.window(self.states[rel]))
+                )
                 integrity.check_chunks(chunks, pages)
                 version_files.write_jsonl(target, (c.to_json() for c in chunks))
                 all_chunks[rel] = chunks
@@ -244,30 +267,55 @@ class VersionBuild:
             )
 
     def embed(self) -> None:
-        """Vectors for every chunk and artifact, from the embedding cache where it has them."""
-        if self.run.manifest.curate.chunks.enabled:
-            cache = EmbeddingCache.for_embedder(self.run.home.embedding_cache_dir, self.embedder)
-            try:
-                with self.run.timed("embed"):
-                    texts = [chunk_embed_text(c, self.states) for c in self.chunks_flat]
-                    art_texts = [a.search_text() for a in self.artifacts]
-                    self.run.progress.start("embed", len(texts) + len(art_texts))
-                    vectors: list[np.ndarray] = []
-                    for begin in range(0, len(texts) + len(art_texts), EMBED_BATCH):
-                        batch = (texts + art_texts)[begin : begin + EMBED_BATCH]
-                        vecs, n = embed_cached(self.embedder, cache, batch)
-                        vectors.append(vecs)
-                        self.computed += n
-                        self.run.progress.advance("embed", len(batch))
-                    self.run.progress.finish("embed")
-                    matrix = (
-                        np.concatenate(vectors)
-                        if vectors
-                        else np.zeros((0, self.embedder.dim), dtype=np.float32)
-                    )
-                    self.chunk_vectors, self.artifact_vectors = matrix[: len(texts)], matrix[len(texts) :]
-            finally:
-                cache.close()
+        """Vectors for every chunk (one per embedder window, `chunk_windows`) and artifact, from the
+        embedding cache where it has them. Texts are embedded longest first across the whole version,
+        so that each batch pads little, and each is made only for its batch: the version's text is
+        held once, in its chunks."""
+        if not self.run.manifest.curate.chunks.enabled:
+            return
+        cache = EmbeddingCache.for_embedder(self.run.home.embedding_cache_dir, self.embedder)
+        try:
+            with self.run.timed("embed"):
+                owner: list[int] = []  # per window: its chunk (then -1 - artifact) and span
+                spans: list[tuple[int, int]] = []
+                for i, chunk in enumerate(self.chunks_flat):
+                    reads = chunk_windows(chunk, self._window_of(self.states[chunk.source_path]))
+                    owner += [i] * len(reads)
+                    spans += reads
+                    self.chunk_windows.append(len(reads))
+                split = len(owner)
+                owner += [-1 - j for j in range(len(self.artifacts))]
+                spans += [(0, len(a.body) + len(a.name)) for a in self.artifacts]
+
+                def text(row: int) -> str:
+                    if owner[row] < 0:
+                        return self.artifacts[-1 - owner[row]].search_text()
+                    chunk = self.chunks_flat[owner[row]]
+                    first = row == 0 or owner[row - 1] != owner[row]
+                    return window_text(chunk, self.states[chunk.source_path], spans[row], first)
+
+                self.run.progress.start("embed", len(owner))
+                matrix = np.zeros((len(owner), self.embedder.dim), dtype=np.float32)
+                order = sorted(range(len(owner)), key=lambda row: spans[row][0] - spans[row][1])
+                for begin in range(0, len(order), EMBED_BATCH):
+                    rows = order[begin : begin + EMBED_BATCH]
+                    vecs, n = embed_cached(self.embedder, cache, [text(row) for row in rows])
+                    matrix[rows] = vecs
+                    self.computed += n
+                    self.run.progress.advance("embed", len(rows))
+                self.run.progress.finish("embed")
+                self.chunk_vectors, self.artifact_vectors = matrix[:split], matrix[split:]
+        finally:
+            cache.close()
+
+    def _window_of(self, state: SourceState) -> Window | None:
+        """The window a chunk of `state` is read in, one vector each (`vectors: windows`); none for
+        the other layouts, whose chunks have one vector."""
+        if self.run.manifest.curate.chunks.chunking.vectors != "windows":
+            return None
+        if state.path not in self._windows:
+            self._windows[state.path] = self.run.window(state)
+        return self._windows[state.path]
 
     def index(self) -> None:
         """`tables.sqlite`, the keyword index, the boilerplate scores and the dense indexes."""
@@ -319,6 +367,7 @@ class VersionBuild:
                     self.chunk_vectors,
                     self.embedder.id,
                     self.embedder.dim,
+                    per_id=self.chunk_windows,
                 )
                 dense.write(
                     dense_dir,
@@ -328,11 +377,27 @@ class VersionBuild:
                     self.embedder.id,
                     self.embedder.dim,
                 )
+                if len(self.chunk_vectors) >= current().ann_min_vectors:
+                    if ann.available():
+                        ann.build(
+                            ann.graph_path(dense_dir, "chunks"),
+                            self.chunk_vectors,
+                            current().embed_threads or 0,
+                        )
+                    else:
+                        self.run.warnings.append(
+                            f"{len(self.chunk_vectors):,} chunk vectors: semantic search scans them all; "
+                            "install the `ann` extra (pip install 'sleuth[ann]') for an HNSW graph"
+                        )
                 dense.write_meta(
                     dense_dir,
                     self.embedder.id,
                     self.embedder.dim,
-                    {"chunks": len(self.chunks_flat), "artifacts": len(self.artifacts)},
+                    {
+                        "chunks": len(self.chunks_flat),
+                        "chunk_vectors": len(self.chunk_vectors),
+                        "artifacts": len(self.artifacts),
+                    },
                 )
             self.run.progress.advance("index")
         self.run.progress.finish("index")

@@ -2,8 +2,9 @@
 
 A chunk never crosses a page boundary and, with `respect_sections`, never a section boundary. It is
 always an exact slice, `page.text[start:end]`; cuts prefer paragraph, then line, then sentence,
-then word boundaries. Tokens are counted as ⌈characters / 4⌉. Given the embedder's window
-(`Window`), a chunk also ends where the embedder stops reading, so its vector covers all of it.
+then word boundaries. Tokens are counted as ⌈characters / 4⌉. The dense index reads a chunk in the
+embedder's windows (`window_spans`, one vector each); with `vectors: fit` a chunk instead ends where
+the embedder stops reading, so its one vector covers all of it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from sleuth.format.chunks import Chunk
 
 CHARS_PER_TOKEN = 4
 #: Bumped when the same manifest cuts chunks differently, so that a recompile re-chunks every source.
-CHUNKER_VERSION = 2
+CHUNKER_VERSION = 3
 #: A window shorter than this (a header that fills the embedder's input by itself) is not honoured.
 MIN_WINDOW_CHARS = 200
 
@@ -35,6 +36,17 @@ class Window:
     pieces: int
     starts: Callable[[str], list[int]]
     header: Callable[[list[str]], str]
+    #: Windows one chunk may fill (`vectors: windows`); 1 cuts a chunk where one window ends (`fit`).
+    per_chunk: int = 1
+
+    def budget(self, section_path: list[str], window: int = 0) -> int:
+        """Word pieces of text that the `window`-th window of a chunk in this section holds: the first
+        reads the section's header above it, the next ones only the document's (`header([])`)."""
+        return self.pieces - header_pieces(self, section_path if window == 0 else [])
+
+    def chunk_budget(self, section_path: list[str]) -> int:
+        """Word pieces a chunk may hold so that `per_chunk` windows read all of it."""
+        return sum(self.budget(section_path, i) for i in range(self.per_chunk))
 
 
 _BREAKS = ("\n\n", "\n", ". ", "? ", "! ", "; ", ", ", " ")
@@ -95,6 +107,37 @@ def section_paths(pages: list[Page]) -> Iterator[tuple[Page, int, int, list[str]
             yield page, a, b, tracker.path
 
 
+def header_pieces(window: Window, section_path: list[str]) -> int:
+    """Word pieces the header line and [CLS], [SEP] take from a window above a chunk of this section."""
+    return len(window.starts(window.header(section_path) + "\n")) + 2
+
+
+def window_spans(text: str, window: Window, section_path: list[str]) -> list[tuple[int, int]]:
+    """`text` (a chunk) as consecutive spans that each fill the embedder's window below their header
+    (`Window.budget`), cut at the last space before it is full: one vector per span reads every word
+    of the chunk once, with no overlap and few windows (a chunk scores its best window)."""
+    starts = window.starts(text)
+    budget = window.budget(section_path)
+    if len(starts) <= budget or budget * CHARS_PER_TOKEN < MIN_WINDOW_CHARS:
+        return [(0, len(text))]
+    spans: list[tuple[int, int]] = []
+    a, first = 0, 0
+    while first + budget < len(starts):
+        limit = starts[first + budget]  # where the first piece past the window starts
+        floor = starts[first + budget * 3 // 4]
+        space = max(text.rfind(" ", floor, limit), text.rfind("\n", floor, limit))
+        end = space if space > a else limit
+        spans.append(_trim(text, a, end))
+        a = end
+        while a < len(text) and text[a].isspace():
+            a += 1
+        first = bisect.bisect_left(starts, a)
+        budget = window.budget(section_path, len(spans))
+    if a < len(text):
+        spans.append(_trim(text, a, len(text)))
+    return [(s, e) for s, e in spans if s < e]
+
+
 def chunk_pages(
     source_path: str, pages: list[Page], config: Chunking, window: Window | None = None
 ) -> list[Chunk]:
@@ -113,9 +156,9 @@ def chunk_pages(
         fit = None
         if window is not None:
             key = tuple(path)
-            if key not in headers:  # [CLS], [SEP] and the header line come off the window
-                headers[key] = len(window.starts(window.header(path) + "\n")) + 2
-            fit = _Fit([a + s for s in window.starts(page.text[a:b])], window.pieces - headers[key])
+            if key not in headers:  # [CLS], [SEP] and the header lines come off the windows
+                headers[key] = window.chunk_budget(path)
+            fit = _Fit([a + s for s in window.starts(page.text[a:b])], headers[key])
         for start, end in split_span(page.text, a, b, target, overlap, fit):
             chunks.append(make_chunk(source_path, page, start, end, path))
     if not structured:

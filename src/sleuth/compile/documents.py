@@ -10,6 +10,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from sleuth.compile.chunking import Window, window_spans
 from sleuth.compile.identity import identify
 from sleuth.compile.pages import Page
 from sleuth.compile.version_files import SourceState
@@ -49,9 +50,26 @@ def embed_header(state: SourceState, section_path: list[str]) -> str:
     return header
 
 
-def chunk_embed_text(chunk: Chunk, states: dict[str, SourceState]) -> str:
-    """What the dense index sees: `embed_header`, a newline, the chunk."""
-    return f"{embed_header(states[chunk.source_path], chunk.section_path)}\n{chunk.text}"
+def chunk_windows(chunk: Chunk, window: Window | None) -> list[tuple[int, int]]:
+    """The spans of `chunk.text` the dense index reads, one vector each: its embedder windows
+    (`chunking.window_spans`), or the whole chunk when there is no window to fit."""
+    if window is None:
+        return [(0, len(chunk.text))]
+    return window_spans(chunk.text, window, chunk.section_path)
+
+
+def window_text(chunk: Chunk, state: SourceState, span: tuple[int, int], first: bool) -> str:
+    """What the dense index reads for one span of a chunk: `embed_header` above the first window and
+    the document's `context_header` above the next ones (the section line costs a tenth of every
+    window and says nothing the first window did not), a newline, the span. A chunk of one window
+    reads the same text whatever the layout, so cached vectors carry."""
+    header = embed_header(state, chunk.section_path) if first else context_header(state)
+    return f"{header}\n{chunk.text[span[0] : span[1]]}"
+
+
+def chunk_embed_texts(chunk: Chunk, state: SourceState, window: Window | None) -> list[str]:
+    """Every text the dense index reads of a chunk (`chunk_windows`, `window_text`)."""
+    return [window_text(chunk, state, span, i == 0) for i, span in enumerate(chunk_windows(chunk, window))]
 
 
 def source_row(state: SourceState) -> dict[str, Any]:

@@ -50,15 +50,34 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
+#: How the dense index reads a chunk (`Chunking.vectors`):
+#: - `windows`: one vector per embedder window of the chunk, and a chunk scores its best window. Chunks
+#:   keep `target_size` (evidence-sized), and every word is embedded about once.
+#: - `fit`: a chunk is cut where the embedder stops reading, and has one vector (before issue 24).
+#: - `head`: one vector per chunk, of what the embedder reads of it (MiniLM: the first 256 pieces).
+VectorLayout = Literal["windows", "fit", "head"]
+
+
 class Chunking(_Model):
     strategy: Strategy = "markdown_heading"
     target_size: int = Field(512, ge=64, le=4096)
-    overlap: int = Field(64, ge=0, le=1024)
+    #: Tokens a chunk repeats from the one before. 0 by default: chunks are whole evidence, every
+    #: word of them is embedded (`vectors: windows`), and a repeat costs embedding and output space.
+    overlap: int = Field(0, ge=0, le=1024)
     respect_sections: bool = True
-    #: Cut a chunk where the embedder stops reading (its header included), so that its dense vector
-    #: covers all of it. Off: chunks follow `target_size` alone, and MiniLM sees only the first 256
-    #: word pieces of each; a cold compile then embeds about 40 % less text.
-    fit_embedder: bool = True
+    vectors: VectorLayout = "windows"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fit_embedder(cls, data: Any) -> Any:
+        """`fit_embedder` (true: `fit`, false: `head`) from manifests written before `vectors`."""
+        if isinstance(data, dict) and "fit_embedder" in data:
+            data = dict(data)
+            fit = data.pop("fit_embedder")
+            if not isinstance(fit, bool):
+                raise ValueError("fit_embedder must be true or false (it is now `vectors`)")
+            data.setdefault("vectors", "fit" if fit else "head")
+        return data
 
 
 class Keyword(_Model):

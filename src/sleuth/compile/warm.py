@@ -15,9 +15,9 @@ from collections.abc import Callable
 import numpy as np
 
 from sleuth.compile import artifacts as cards
-from sleuth.compile.build import EMBED_BATCH, embedder_window
+from sleuth.compile.build import EMBED_BATCH, chunk_window, embedder_window
 from sleuth.compile.chunking import chunk_pages
-from sleuth.compile.documents import chunk_embed_text, identified
+from sleuth.compile.documents import chunk_embed_texts, identified
 from sleuth.compile.manifest import Manifest
 from sleuth.compile.pages import ParseError
 from sleuth.compile.parse import parse_source
@@ -58,8 +58,11 @@ def warm_source(
         ),
         parsed.pages,
     )
-    chunks = chunk_pages(rel, parsed.pages, chunks_config.chunking, embedder_window(manifest, state))
-    texts = [chunk_embed_text(chunk, {rel: state}) for chunk in chunks]
+    window = embedder_window(manifest, state)
+    chunking = chunks_config.chunking
+    chunks = chunk_pages(rel, parsed.pages, chunking, chunk_window(chunking, window))
+    read_in = window if chunking.vectors == "windows" else None
+    texts = [text for chunk in chunks for text in chunk_embed_texts(chunk, state, read_in)]
     embedder = get_embedder(chunks_config.embedding_model)
     cache = EmbeddingCache.for_embedder(home.embedding_cache_dir, embedder)
     computed = 0

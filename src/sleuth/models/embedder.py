@@ -93,9 +93,9 @@ class MiniLMEmbedder:
 
         model = checked_file(self._data_dir / "model.onnx", MODEL_SHA256)
         tokenizer = Tokenizer.from_file(str(self._tokenizer_file()))
-        # The shipped tokenizer.json pads to a fixed 128; pad to the batch's longest instead.
+        # The shipped tokenizer.json pads to a fixed 128; `embed` pads each batch to its longest.
         tokenizer.enable_truncation(MAX_WORD_PIECES)
-        tokenizer.enable_padding()
+        tokenizer.no_padding()
         options = ort.SessionOptions()
         threads = current().embed_threads
         if threads:
@@ -127,18 +127,24 @@ class MiniLMEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         session, tokenizer = self._runtime
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        # Length-sorted batches: padding to the longest of similar lengths wastes little work.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        encoded = tokenizer.encode_batch([text or " " for text in texts])  # type: ignore[attr-defined]
+        # Batches of similar length in word pieces (not characters: a line of figures has three times
+        # the pieces of prose), each padded to its longest: padding wastes little work.
+        order = sorted(range(len(texts)), key=lambda i: len(encoded[i].ids))
         for begin in range(0, len(order), self._batch_size):
             idx = order[begin : begin + self._batch_size]
-            encoded = tokenizer.encode_batch([texts[i] or " " for i in idx])  # type: ignore[attr-defined]
-            feeds = {
-                "input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
-                "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64),
-                "token_type_ids": np.array([e.type_ids for e in encoded], dtype=np.int64),
-            }
+            width = max(len(encoded[i].ids) for i in idx)
+            feeds = {name: np.zeros((len(idx), width), dtype=np.int64) for name in _FEEDS}
+            for row, i in enumerate(idx):
+                e = encoded[i]
+                feeds["input_ids"][row, : len(e.ids)] = e.ids
+                feeds["attention_mask"][row, : len(e.ids)] = e.attention_mask
+                feeds["token_type_ids"][row, : len(e.ids)] = e.type_ids
             out[idx] = session.run(None, feeds)[0]  # type: ignore[attr-defined]
         return out
+
+
+_FEEDS = ("input_ids", "attention_mask", "token_type_ids")
 
 
 STATIC_DIR = Path(__file__).parent / "data" / "minilm-l6-v2-static"

@@ -98,16 +98,17 @@ class KnowledgeBase:
         )
 
     def _fuse(self, per_context: list[list[Hit]], top_k: int) -> list[Hit]:
-        """Reciprocal-rank fusion of hit lists (one per context, or one per query)."""
+        """Reciprocal-rank fusion of hit lists (one per context, or one per query). The order is the
+        fusion's; each hit keeps its own score, on its mode's scale (`store.search.VersionReader.search`),
+        so a score means the same whether one context was searched or several."""
         if len(per_context) == 1:
             return per_context[0][:top_k]
         by_key = {(h.context, h.id): h for hits in per_context for h in hits}
         fused = rrf([[f"{h.context}\x1f{h.id}" for h in hits] for hits in per_context])
         out: list[Hit] = []
-        for key, score in fused[:top_k]:
+        for key, _score in fused[:top_k]:
             slug, hit_id = key.split("\x1f", 1)
-            hit = by_key[(slug, hit_id)]
-            out.append(Hit(**{**hit.__dict__, "score": score}))
+            out.append(by_key[(slug, hit_id)])
         return out
 
     def _find_artifact(self, name: str, context: str | None) -> tuple[ScopedReader, str]:

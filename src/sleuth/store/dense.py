@@ -1,16 +1,27 @@
 """The dense index (`index/dense/`): one L2-normalized float32 matrix per namespace plus its id
 list, searched by exact inner product (spec/stack.md §3: exact NumPy is the simplest correct answer up
-to a few hundred thousand vectors per context)."""
+to a few hundred thousand vectors per context).
+
+A chunk may have several rows, one per embedder window (`compile.chunking.window_spans`): then
+`<namespace>.rows.npy` holds how many rows each id has, rows of one id are consecutive, and an id
+scores its best row. The matrix is memory-mapped, so a server holding a version keeps one copy of it,
+in the page cache, shared with every other process reading the same version. A large index also has
+an HNSW graph (`store.ann`) that an unfiltered search, or one over a large part of the index, reads
+for candidates; their scores are still exact.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+
+from sleuth.store import ann
 
 NAMESPACES = ("chunks", "artifacts")
 
@@ -18,16 +29,31 @@ NAMESPACES = ("chunks", "artifacts")
 @dataclass(frozen=True)
 class DenseHit:
     id: str
-    score: float  # cosine similarity
+    score: float  # cosine similarity (of the id's best row)
 
 
 def write(
-    directory: Path, namespace: str, ids: list[str], vectors: npt.NDArray[np.float32], model: str, dim: int
+    directory: Path,
+    namespace: str,
+    ids: list[str],
+    vectors: npt.NDArray[np.float32],
+    model: str,
+    dim: int,
+    per_id: Sequence[int] | None = None,
 ) -> None:
+    """`vectors` has one row per id, or `per_id[i]` consecutive rows for id i."""
     directory.mkdir(parents=True, exist_ok=True)
-    matrix = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(ids), dim)
+    rows = len(ids) if per_id is None else int(sum(per_id))
+    matrix = np.ascontiguousarray(vectors, dtype=np.float32).reshape(rows, dim)
     np.save(directory / f"{namespace}.npy", matrix, allow_pickle=False)
     (directory / f"{namespace}.ids.json").write_text(json.dumps(ids), encoding="utf-8")
+    counts = directory / f"{namespace}.rows.npy"
+    if per_id is not None and rows != len(ids):
+        if len(per_id) != len(ids) or min(per_id, default=1) < 1:
+            raise ValueError("every id needs at least one row")
+        np.save(counts, np.asarray(per_id, dtype=np.int32), allow_pickle=False)
+    else:
+        counts.unlink(missing_ok=True)
 
 
 def write_meta(directory: Path, model: str, dim: int, counts: dict[str, int]) -> None:
@@ -36,31 +62,119 @@ def write_meta(directory: Path, model: str, dim: int, counts: dict[str, int]) ->
 
 
 class DenseIndex:
-    """One namespace's matrix, loaded once, searched exactly."""
+    """One namespace's matrix, memory-mapped, searched exactly."""
 
-    def __init__(self, directory: Path, namespace: str) -> None:
+    def __init__(self, directory: Path, namespace: str, exact_below: int = 50_000) -> None:
+        """`exact_below`: a filtered search over fewer ids than this scans them exactly."""
+        self._graph_file = ann.graph_path(directory, namespace)
+        self._exact_below = exact_below
         self.ids: list[str] = json.loads((directory / f"{namespace}.ids.json").read_text("utf-8"))
-        self.matrix: npt.NDArray[np.float32] = np.load(directory / f"{namespace}.npy", allow_pickle=False)
-        self._row = {cid: i for i, cid in enumerate(self.ids)}
+        self.matrix: npt.NDArray[np.float32] = np.load(
+            directory / f"{namespace}.npy", mmap_mode="r", allow_pickle=False
+        )
+        counts = directory / f"{namespace}.rows.npy"
+        self._counts: npt.NDArray[np.int64] | None = (
+            np.load(counts, allow_pickle=False).astype(np.int64) if counts.exists() else None
+        )
+        if self._counts is not None and (
+            len(self._counts) != len(self.ids) or int(self._counts.sum()) != len(self.matrix)
+        ):
+            raise ValueError(f"{counts}: row counts do not match the matrix")
 
     def __len__(self) -> int:
         return len(self.ids)
 
+    @cached_property
+    def _index(self) -> dict[str, int]:
+        return {cid: i for i, cid in enumerate(self.ids)}
+
+    @cached_property
+    def _first_row(self) -> npt.NDArray[np.int64]:
+        assert self._counts is not None
+        return np.concatenate(([0], np.cumsum(self._counts)[:-1])).astype(np.int64)
+
+    def positions(self, ids: Sequence[str]) -> npt.NDArray[np.int64]:
+        """The positions of `ids` in this index (unknown ids dropped, order kept)."""
+        index = self._index
+        return np.array([index[i] for i in ids if i in index], dtype=np.int64)
+
+    def scores(
+        self, vector: npt.NDArray[np.float32], positions: npt.NDArray[np.int64] | None = None
+    ) -> npt.NDArray[np.float32]:
+        """Each id's best row score against `vector`: every id, or those at `positions`."""
+        if self._counts is None:
+            rows = self.matrix if positions is None else self.matrix[positions]
+            return np.asarray(rows @ vector, dtype=np.float32)
+        if positions is None:
+            return np.maximum.reduceat(np.asarray(self.matrix @ vector), self._first_row).astype(np.float32)
+        counts = self._counts[positions]
+        offsets = np.cumsum(counts) - counts
+        picked = (
+            np.arange(int(counts.sum()))
+            - np.repeat(offsets, counts)
+            + np.repeat(self._first_row[positions], counts)
+        )
+        return np.maximum.reduceat(np.asarray(self.matrix[picked] @ vector), offsets).astype(np.float32)
+
+    @cached_property
+    def graph(self) -> ann.Graph | None:
+        """The HNSW graph, when the compile built one and the `ann` extra is here to read it."""
+        if not self._graph_file.exists() or not ann.available():
+            return None
+        return ann.Graph(self._graph_file, len(self.matrix))
+
+    @cached_property
+    def _owner(self) -> npt.NDArray[np.int32]:
+        """Row → the position of the id it belongs to."""
+        if self._counts is None:
+            return np.arange(len(self.ids), dtype=np.int32)
+        return np.repeat(np.arange(len(self.ids), dtype=np.int32), self._counts)
+
     def search(
         self, vector: npt.NDArray[np.float32], top_k: int = 10, allowed: Sequence[str] | None = None
     ) -> list[DenseHit]:
-        if not self.ids:
+        """The `top_k` best ids (of `allowed`, when given) by their best row's cosine similarity.
+        Through the graph when there is one, unless the filter leaves few enough ids to scan; a
+        filtered graph search that finds fewer than `top_k` allowed ids scans them instead."""
+        if not self.ids or top_k < 1:
             return []
-        if allowed is not None:
-            rows = np.array([self._row[i] for i in allowed if i in self._row], dtype=np.int64)
-            if rows.size == 0:
-                return []
-            scores = self.matrix[rows] @ vector
-            ids = [self.ids[r] for r in rows]
-        else:
-            scores = self.matrix @ vector
-            ids = self.ids
-        k = min(top_k, len(ids))
+        positions = None if allowed is None else self.positions(allowed)
+        if positions is not None and positions.size == 0:
+            return []
+        if self.graph is not None and (positions is None or positions.size >= self._exact_below):
+            found = self._through_graph(self.graph, vector, top_k, positions)
+            if found is not None:
+                return found
+        scores = self.scores(vector, positions)
+        return self._top(scores, top_k, positions)
+
+    def _through_graph(
+        self,
+        graph: ann.Graph,
+        vector: npt.NDArray[np.float32],
+        top_k: int,
+        positions: npt.NDArray[np.int64] | None,
+    ) -> list[DenseHit] | None:
+        rows_per_id = len(self.matrix) / len(self.ids)
+        share = 1.0 if positions is None else positions.size / len(self.ids)
+        count = min(len(self.matrix), int((4 * top_k + 32) * rows_per_id / share))
+        owners: npt.NDArray[np.int64] = np.unique(self._owner[graph.candidates(vector, count)]).astype(
+            np.int64
+        )
+        if positions is not None:
+            owners = owners[np.isin(owners, positions)]
+            if owners.size < top_k and owners.size < positions.size:
+                return None
+        return self._top(self.scores(vector, owners), top_k, owners)
+
+    def _top(
+        self, scores: npt.NDArray[np.float32], top_k: int, positions: npt.NDArray[np.int64] | None
+    ) -> list[DenseHit]:
+        if scores.size == 0:
+            return []
+        k = min(top_k, len(scores))
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [DenseHit(ids[i], float(scores[i])) for i in top]
+        if positions is not None:
+            return [DenseHit(self.ids[positions[i]], float(scores[i])) for i in top]
+        return [DenseHit(self.ids[i], float(scores[i])) for i in top]

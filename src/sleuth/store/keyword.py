@@ -125,6 +125,35 @@ def query_terms(query: str) -> tuple[list[str], list[str]]:
     return phrases, list(dict.fromkeys(content))
 
 
+#: A period written as one word ("FY2018", "Q3-23", "H1'24"): it names no one thing, as an identifier does.
+_PERIOD = re.compile(r"(?i)^(?:fy|cy|q[1-4]|h[12])[-'’]?\d{2,4}$")
+#: The longest query (in terms) whose whole text is also looked up as one phrase (`exact_phrases`).
+WHOLE_QUERY_TERMS = 8
+
+
+def is_identifier(word: str) -> bool:
+    """`ERR-4012`, `FW-3.2.1`, `parse_config`, `FY2018`; not `10-K`, `3.5` or `e.g`."""
+    letters = sum(ch.isalpha() for ch in word)
+    return "_" in word or (letters >= 2 and any(ch.isdigit() for ch in word))
+
+
+def exact_phrases(query: str) -> list[str]:
+    """What a chunk holding it verbatim is surely about (hybrid search keeps such chunks, `store.search`):
+    the phrases the user quoted, the identifiers the query names, and the whole query when it is
+    short (a question of several sentences is never found verbatim), each as the index's terms."""
+    phrases, _free = query_terms(query)
+    unquoted = _QUOTED.sub(" ", query)
+    whole = [" ".join(_PARTS.findall(w)).lower() for w in _WORD.findall(unquoted)]
+    if 2 <= len(whole) <= WHOLE_QUERY_TERMS:
+        phrases.append(" ".join(w for w in whole if w))
+    phrases += [
+        " ".join(_PARTS.findall(w)).lower()
+        for w in _WORD.findall(unquoted)
+        if is_identifier(w) and not _PERIOD.match(w)
+    ]
+    return list(dict.fromkeys(p for p in phrases if p))
+
+
 def match_expression(query: str) -> str | None:
     """An FTS5 MATCH string (versions compiled before tantivy): quoted phrases required, free terms
     OR-ed; None when the query holds no searchable term."""
@@ -186,9 +215,9 @@ class Fts5Index:
         self._db.close()
 
     def search_chunks(
-        self, query: str, top_k: int = 10, sources: Sequence[str] | None = None
+        self, query: str, top_k: int = 10, sources: Sequence[str] | None = None, raw: bool = False
     ) -> list[KeywordHit]:
-        expression = match_expression(query)
+        expression = query if raw else match_expression(query)
         if expression is None:
             return []
         params: list[object] = [*CHUNK_WEIGHTS, expression]
@@ -209,6 +238,13 @@ class Fts5Index:
         sql += " ORDER BY s LIMIT ?"
         params.append(top_k)
         return [KeywordHit(cid, -score) for cid, score in self._db.execute(sql, params)]
+
+    def search_phrases(
+        self, phrases: Sequence[str], top_k: int = 10, sources: Sequence[str] | None = None
+    ) -> list[KeywordHit]:
+        if not phrases:
+            return []
+        return self.search_chunks(" OR ".join(f'"{p}"' for p in phrases), top_k, sources, raw=True)
 
     def document_frequency(self, word: str) -> int:
         """How many chunks hold `word` (as the index tokenizes it: stemmed, case-folded)."""
@@ -253,6 +289,12 @@ class KeywordIndex(Protocol):
     def search_artifacts(
         self, query: str, top_k: int = 10, kind: str | None = None, type: str | None = None
     ) -> list[KeywordHit]: ...
+    def search_phrases(
+        self, phrases: Sequence[str], top_k: int = 10, sources: Sequence[str] | None = None
+    ) -> list[KeywordHit]:
+        """Chunks that hold any of `phrases` (`exact_phrases`) word for word, best BM25 first."""
+        ...
+
     def document_frequency(self, word: str) -> int: ...
 
 
@@ -365,6 +407,24 @@ class TantivyIndex:
         filters = [] if sources is None else [tantivy.Query.term_set_query(schema, "source", list(sources))]
         built = self._query(self._chunks, query, CHUNK_FIELDS, filters)
         return [] if built is None else self._hits(self._chunk_searcher, built, top_k)
+
+    def search_phrases(
+        self, phrases: Sequence[str], top_k: int = 10, sources: Sequence[str] | None = None
+    ) -> list[KeywordHit]:
+        if not phrases or (sources is not None and not sources):
+            return []
+        schema = self._chunks.schema
+        names = list(CHUNK_FIELDS)
+        either = [
+            (tantivy.Occur.Should, self._chunks.parse_query(f'"{p}"', names, field_boosts=CHUNK_FIELDS))
+            for p in phrases
+        ]
+        clauses = [(tantivy.Occur.Must, tantivy.Query.boolean_query(either))]
+        if sources is not None:
+            clauses.append(
+                (tantivy.Occur.Must, tantivy.Query.term_set_query(schema, "source", list(sources)))
+            )
+        return self._hits(self._chunk_searcher, tantivy.Query.boolean_query(clauses), top_k)
 
     def search_artifacts(
         self, query: str, top_k: int = 10, kind: str | None = None, type: str | None = None

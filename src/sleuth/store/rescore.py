@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from functools import cached_property
 
 from sleuth.store.text import STOP_WORDS, stem, words
 
@@ -45,16 +45,34 @@ COVERAGE_WEIGHT = 0.5
 RRF_K = 60
 
 
-@dataclass(frozen=True)
 class PageWords:
-    """The words of one page: all of them, and those of its title zone (lower-case, as written)."""
+    """The words of one page: all of them, and those of its title zone (lower-case, as written).
+    Each set is read from the page's text when first asked for: most pages a search looks at need
+    only their title zone (`title_pages`), and only the few it rescores need every word."""
 
-    title: frozenset[str]
-    body: frozenset[str]
+    def __init__(self, parts: Sequence[str], titled: bool = True) -> None:
+        self._parts = parts  # the page's text in pieces (its chunks), joined by newlines when read
+        self._titled = titled
 
     @classmethod
-    def of(cls, text: str) -> PageWords:
-        return cls(frozenset(words(text[:TITLE_CHARS])), frozenset(words(text)))
+    def of(cls, text: str, titled: bool = True) -> PageWords:
+        return cls((text,), titled)
+
+    @cached_property
+    def title(self) -> frozenset[str]:
+        if not self._titled:
+            return frozenset()
+        head, size = [], 0
+        for part in self._parts:
+            head.append(part)
+            size += len(part) + 1
+            if size >= TITLE_CHARS:
+                break
+        return frozenset(words("\n".join(head)[:TITLE_CHARS]))
+
+    @cached_property
+    def body(self) -> frozenset[str]:
+        return frozenset(words("\n".join(self._parts)))
 
 
 def query_terms(query: str) -> dict[str, str]:
@@ -74,19 +92,29 @@ def forms(term: str) -> tuple[str, ...]:
     return tuple(forms)
 
 
-#: A question's terms as their written forms (`forms`), each with its weight.
-TermWeights = dict[tuple[str, ...], float]
+class TermWeights:
+    """A question's terms weighted by how rare each word is, found by any of their written forms
+    (`forms`); worked out once per question: `overlap` runs for every candidate page."""
+
+    def __init__(self, weighted: dict[tuple[str, ...], float]) -> None:
+        self.weights = list(weighted.values())
+        self.terms_of: dict[str, list[int]] = {}
+        for i, written in enumerate(weighted):
+            for form in written:
+                self.terms_of.setdefault(form, []).append(i)
+
+    def __bool__(self) -> bool:
+        return any(self.weights)
 
 
 def term_weights(query: str, idf: Callable[[str], float]) -> TermWeights:
-    """Each of the question's terms weighted by how rare the word is, keyed by its written forms
-    (worked out once per question: `overlap` runs for every candidate page)."""
-    return {forms(term): idf(raw) for term, raw in query_terms(query).items()}
+    return TermWeights({forms(term): idf(raw) for term, raw in query_terms(query).items()})
 
 
 def overlap(weight: TermWeights, found: frozenset[str]) -> float:
     """The weight of the question's terms that `found` (a page's words) holds, in any written form."""
-    return sum(w for written, w in weight.items() if any(f in found for f in written))
+    held = {i for form in found.intersection(weight.terms_of) for i in weight.terms_of[form]}
+    return sum(weight.weights[i] for i in held)
 
 
 def title_pages(
@@ -119,7 +147,7 @@ def rescore(
     page's best one. Scores never rise down the list."""
     order = list(dict.fromkeys(page_of(cid) for cid, _score in ranked))
     weight = term_weights(query, idf)
-    if not order or not any(weight.values()):
+    if not order or not weight:
         return list(ranked)
     head = order[:RESCORE_PAGES]
     head += [key for key in also if key in order and key not in head]

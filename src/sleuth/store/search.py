@@ -9,12 +9,14 @@ from __future__ import annotations
 import functools
 import json
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -23,10 +25,12 @@ from sleuth.format import boilerplate
 from sleuth.format.chunks import Chunk
 from sleuth.format.spans import PageSpan
 from sleuth.models.embedder import Embedder, get_embedder
+from sleuth.settings import current
+from sleuth.store import rescore as second_stage
 from sleuth.store.dense import DenseIndex
 from sleuth.store.documents import DocumentResolver
 from sleuth.store.home import ContextDir
-from sleuth.store.keyword import KeywordIndex, open_index
+from sleuth.store.keyword import KeywordIndex, exact_phrases, is_identifier, open_index
 from sleuth.store.rescore import PageKey, PageWords, idf_from, rescore, title_pages
 
 RRF_K = 60
@@ -38,6 +42,8 @@ class SearchHit(PageSpan):
     """A chunk hit with everything a citation needs."""
 
     id: str
+    #: On the search's scale: semantic, cosine similarity of the query and the chunk's best window
+    #: (-1..1); keyword, BM25 (0 and up, comparable within one query); hybrid, fused rank score (0..1).
     score: float
     text: str
     section_path: list[str]
@@ -48,12 +54,9 @@ class SearchHit(PageSpan):
 #: 3:1 gave 0.729. Queries that name identifiers get equal weights: BM25 is the better ranker there.
 DENSE_WEIGHT = 3.0
 _TOKEN = re.compile(r"[A-Za-z0-9]+(?:[-_./][A-Za-z0-9]+)+")
-
-
-def _is_identifier(token: str) -> bool:
-    """`ERR-4012`, `FW-3.2.1`, `parse_config`; not `10-K`, `3.5` or `e.g`."""
-    letters = sum(ch.isalpha() for ch in token)
-    return "_" in token or (letters >= 2 and any(ch.isdigit() for ch in token))
+#: How many chunks that hold the query word for word (`keyword.exact_phrases`) a hybrid search keeps
+#: in its `top_k` however the other signals rank them: at most a third of the results.
+EXACT_KEPT = 3
 
 
 def rrf(
@@ -70,7 +73,7 @@ def rrf(
 
 def hybrid_weights(query: str) -> tuple[float, float]:
     """(dense, keyword) weights for one query."""
-    if any(_is_identifier(t) for t in _TOKEN.findall(query)):
+    if any(is_identifier(t) for t in _TOKEN.findall(query)):
         return 1.0, 1.0
     return DENSE_WEIGHT, 1.0
 
@@ -85,6 +88,8 @@ DEMOTE_FROM_SHARE = 0.5
 RESOLVE_DOCUMENTS = True
 #: Whether the second stage (`store.rescore`: title zone and coverage of each page) runs.
 RESCORE_PAGES = True
+#: Whether hybrid search fuses and keeps the chunks that hold the query word for word (`exact`).
+KEEP_EXACT = True
 #: Searches over at most this many pages also rescore the pages whose title zone matches the question.
 TITLE_SCAN_PAGES = 3000
 _ASKS_FOR_BOILERPLATE = re.compile(
@@ -107,6 +112,36 @@ def _merge(*lists: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
             if cid not in best or score > best[cid]:
                 best[cid] = score
     return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def keep_exact(ranked: list[tuple[str, float]], exact: Sequence[str], top_k: int) -> list[tuple[str, float]]:
+    """`ranked` with every chunk of `exact` inside its first `top_k`: one that fell below takes the
+    place of the last chunk above it that is not in `exact`, and each place keeps its score (scores
+    never rise down the list)."""
+    head = [cid for cid, _ in ranked[:top_k]]
+    missing = [cid for cid in dict.fromkeys(exact) if cid not in head]
+    sure = set(exact)
+    movable = [cid for cid in head if cid not in sure]
+    dropped = set(movable[len(movable) - min(len(missing), len(movable)) :]) if missing else set()
+    missing = missing[: len(dropped)]
+    if not missing:
+        return ranked
+    order = [cid for cid in head if cid not in dropped] + missing
+    order += [cid for cid, _ in ranked if cid not in set(order)]
+    scores = [score for _, score in ranked]
+    out: list[tuple[str, float]] = []
+    for position, cid in enumerate(order):
+        score = scores[position] if position < len(scores) else 0.0
+        out.append((cid, min(score, out[-1][1]) if out else score))
+    return out
+
+
+def hybrid_ceiling(weights: Sequence[float]) -> float:
+    """The score of a chunk ranked first by every signal: hybrid scores are divided by it (0..1)."""
+    if RESCORE_PAGES:
+        stage = second_stage
+        return (stage.FIRST_STAGE_WEIGHT + stage.TITLE_WEIGHT + stage.COVERAGE_WEIGHT) / (stage.RRF_K + 1)
+    return sum(weights) / (RRF_K + 1)
 
 
 def _depth(top_k: int) -> int:
@@ -134,9 +169,42 @@ class KeywordCandidates:
     sources: tuple[str, ...]
     in_scope: list[tuple[str, float]]
     in_named: list[tuple[str, float]]
+    exact: list[tuple[str, float]]  # chunks holding the query word for word (`keyword.exact_phrases`)
 
     def matches(self, query: str, depth: int, sources: Sequence[str] | None) -> bool:
         return (self.query, self.depth, self.sources) == (query, depth, tuple(sources or ()))
+
+
+#: Sources whose pages (and chunk spans) a reader keeps read; pages whose words it keeps.
+CACHED_SOURCES = 64
+CACHED_PAGES = 20_000
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class Recent(Generic[K, V]):
+    """A map that keeps only its `size` most recently used entries (safe to share between threads)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: K, value: V) -> V:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return value
 
 
 class VersionReader:
@@ -146,9 +214,11 @@ class VersionReader:
         self.root = version_dir
         self.meta: dict[str, Any] = json.loads((version_dir / "version.json").read_text("utf-8"))
         self._embedder = embedder
-        self._page_cache: dict[str, dict[int, str]] = {}
-        self._spans_of: dict[str, dict[tuple[int, int, int], Chunk]] = {}
-        self._page_words_cache: dict[PageKey, PageWords] = {}
+        # Bounded: a server holds a version for many turns, and these would otherwise end up holding
+        # the whole corpus's pages and chunks a second time (issue 24, item 5).
+        self._page_cache: Recent[str, dict[int, str]] = Recent(CACHED_SOURCES)
+        self._spans_of: Recent[str, dict[tuple[int, int, int], Chunk]] = Recent(CACHED_SOURCES)
+        self._page_words_cache: Recent[PageKey, PageWords] = Recent(CACHED_PAGES)
 
     @classmethod
     def live(cls, ctx: ContextDir) -> VersionReader:
@@ -174,7 +244,9 @@ class VersionReader:
     @cached_property
     def _dense(self) -> DenseIndex | None:
         directory = self.root / "index" / "dense"
-        return DenseIndex(directory, "chunks") if (directory / "chunks.npy").exists() else None
+        if not (directory / "chunks.npy").exists():
+            return None
+        return DenseIndex(directory, "chunks", exact_below=current().ann_min_vectors)
 
     @cached_property
     def _keyword(self) -> KeywordIndex | None:
@@ -223,17 +295,23 @@ class VersionReader:
     def keyword_candidates(
         self, query: str, top_k: int = 10, sources: Sequence[str] | None = None
     ) -> KeywordCandidates:
-        """The BM25 half of `search`, on its own so that it can run while the query is embedded
-        (it is the slower half). The scope's list and the named documents' list run side by side."""
+        """The BM25 half of `search`, on its own so that it can run while the query is embedded.
+        The named documents' list and the exact-phrase list run beside the scope's list."""
         depth = _depth(top_k)
         named = self._named(query, sources)
-        if not named:
-            return KeywordCandidates(
-                query, depth, tuple(sources or ()), self.keyword(query, depth, sources), []
-            )
-        inside = _pool().submit(self.keyword, query, depth, named)
+        inside = _pool().submit(self.keyword, query, depth, named) if named else None
+        exact = self.exact(query, depth, sources)
         in_scope = self.keyword(query, depth, sources)
-        return KeywordCandidates(query, depth, tuple(sources or ()), in_scope, inside.result())
+        return KeywordCandidates(
+            query, depth, tuple(sources or ()), in_scope, inside.result() if inside else [], exact
+        )
+
+    def exact(self, query: str, top_k: int, sources: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        """Chunks that hold a quoted phrase, an identifier or the whole (short) query word for word."""
+        phrases = exact_phrases(query)
+        if self._keyword is None or not phrases:
+            return []
+        return [(h.id, h.score) for h in self._keyword.search_phrases(phrases, top_k, sources)]
 
     def search(
         self,
@@ -247,12 +325,23 @@ class VersionReader:
         """The best `top_k` chunks for `query`. Every mode ranks a deeper candidate list first, then
         `rank_candidates` demotes boilerplate and `store.rescore` reorders the best pages by their
         title zone and coverage. A document the question names (`resolve_documents`) is searched on
-        its own as well, and its hits join the fusion. `keyword` is `keyword_candidates` computed
-        ahead for the same query, top_k and sources."""
+        its own as well, and its hits join the fusion. In hybrid search the chunks that hold the
+        query word for word (`exact`) join as a list of their own, as sure as the surer mode, and
+        the best `EXACT_KEPT` of them stay in the results whatever the other signals say.
+        `keyword` is `keyword_candidates` computed ahead for the same query, top_k and sources.
+
+        Each mode scores on its own documented scale (`SearchHit.score`): semantic, the cosine
+        similarity of the query and the chunk's best window; keyword, the BM25 score; hybrid, the
+        fused rank score over 0..1 (1: first by every signal). Hits come in the final order, which
+        the second stage sets, so a semantic or keyword score may exceed the one above it."""
         depth = _depth(top_k)
         named = self._named(query, sources)
         if mode != "semantic" and (keyword is None or not keyword.matches(query, depth, sources)):
             keyword = self.keyword_candidates(query, top_k, sources)
+        if mode != "keyword" and vector is None and self._dense is not None:
+            vector = self.embed_query(query)
+        exact: list[str] = []
+        weights: list[float] = []
         if mode == "semantic":
             inside = self.semantic(query, depth, named, vector) if named else []
             ranked = _merge(self.semantic(query, depth, sources, vector), inside)
@@ -273,8 +362,13 @@ class VersionReader:
                     [i for i, _ in self.semantic(query, depth, named, vector)],
                     [i for i, _ in keyword.in_named],
                 ]
-                weights += weights
+                weights += weights[:2]
+            exact = [i for i, _ in keyword.exact] if KEEP_EXACT else []
+            if exact:
+                lists.append(exact)
+                weights.append(max(weights))
             ranked = rrf(lists, weights=weights)
+        own = dict(ranked)
         reranked = self.rank_candidates(query, ranked)
         if RESCORE_PAGES:
             scope = list(sources or named)
@@ -282,7 +376,17 @@ class VersionReader:
             present = {cid for cid, _ in reranked}
             reranked += [(cid, 0.0) for key in also for cid in self._first_chunk(key) if cid not in present]
             reranked = rescore(query, reranked, self._page_of, self._page_words, self._idf, also)
-        return [self._hit(cid, score) for cid, score in reranked[:top_k]]
+        if mode == "hybrid":
+            top = keep_exact(reranked, exact[:EXACT_KEPT], top_k)[:top_k]
+            best = hybrid_ceiling(weights)
+            return [self._hit(cid, min(1.0, score / best)) for cid, score in top]
+        top = reranked[:top_k]
+        if mode == "semantic" and vector is not None and self._dense is not None:
+            missing = [cid for cid, _ in top if cid not in own]  # joined by their page's title
+            if missing:
+                found = self._dense.scores(vector, self._dense.positions(missing))
+                own.update(zip(missing, (float(x) for x in found), strict=True))
+        return [self._hit(cid, own.get(cid, 0.0)) for cid, _ in top]
 
     def _title_pages(self, query: str, scope: Sequence[str]) -> list[PageKey]:
         """`rescore.title_pages` over the searched documents' pages (not the whole corpus: that
@@ -314,13 +418,13 @@ class VersionReader:
         A document that is one page (Markdown, DOCX, HTML, text) has no page title: its first lines
         title the whole document, and lifting every chunk of it by them would put its weakest
         chunk above another document's answer."""
-        if key not in self._page_words_cache:
-            chunks = self._chunks_by_page.get(key, [])
-            words = PageWords.of("\n".join(c.text for c in chunks))  # in order
-            if len(self._pages_of_source[key[0]]) == 1:
-                words = PageWords(frozenset(), words.body)
-            self._page_words_cache[key] = words
-        return self._page_words_cache[key]
+        known = self._page_words_cache.get(key)
+        if known is not None:
+            return known
+        texts = [c.text for c in self._chunks_by_page.get(key, [])]  # in order; the chunks' own strings
+        return self._page_words_cache.put(
+            key, PageWords(texts, titled=len(self._pages_of_source[key[0]]) > 1)
+        )
 
     @cached_property
     def _pages_of_source(self) -> dict[str, list[PageKey]]:
@@ -381,7 +485,8 @@ class VersionReader:
         type: str | None = None,
         vector: npt.NDArray[np.float32] | None = None,
     ) -> list[tuple[str, float]]:
-        """Hybrid (dense + BM25, RRF) search over artifact bodies, optionally by kind or type."""
+        """Hybrid (dense + BM25, RRF) search over artifact bodies, optionally by kind or type; scores
+        over 0..1 as a chunk's hybrid score."""
         allowed = [
             a["id"]
             for a in self.outline
@@ -398,7 +503,9 @@ class VersionReader:
             lists.append([h.id for h in self._dense_artifacts.search(vector, depth, allowed)])
         if self._keyword is not None:
             lists.append([h.id for h in self._keyword.search_artifacts(query, depth, kind, type)])
-        return rrf([r for r in lists if r])[:top_k]
+        ranked = [r for r in lists if r]
+        best = len(ranked) / (RRF_K + 1)  # first in every list: hybrid scores over 0..1, as for chunks
+        return [(aid, min(1.0, score / best)) for aid, score in rrf(ranked)[:top_k]]
 
     @cached_property
     def page_files(self) -> dict[str, Path]:
@@ -418,16 +525,17 @@ class VersionReader:
     def chunk_at(self, source_path: str, page: int, start: int, end: int) -> Chunk | None:
         """The chunk with exactly this span, reading only its source's chunk file (a turn resolves a
         few spans; loading every chunk of a large corpus on the host would cost it far more)."""
-        if source_path not in self._spans_of:
-            found: dict[tuple[int, int, int], Chunk] = {}
+        found = self._spans_of.get(source_path)
+        if found is None:
+            found = {}
             path = self.root / "knowledge" / "chunks" / f"{source_path}.jsonl"
             if source_path in self.page_files and path.is_file():  # a key of the version, never a path
                 with path.open(encoding="utf-8") as fh:
                     for line in fh:
                         chunk = Chunk.from_json(json.loads(line))
                         found[(chunk.page, chunk.start, chunk.end)] = chunk
-            self._spans_of[source_path] = found
-        return self._spans_of[source_path].get((page, start, end))
+            self._spans_of.put(source_path, found)
+        return found.get((page, start, end))
 
     @cached_property
     def artifact_names(self) -> frozenset[str]:
@@ -473,18 +581,18 @@ class VersionReader:
         return len(self._pages(source_path))
 
     def _pages(self, source_path: str) -> dict[int, str]:
-        cache = self._page_cache
-        if source_path not in cache:
-            path = self.page_files.get(source_path)
-            if path is None:  # not a source of this version: nothing to read, nothing to cache
-                return {}
-            pages: dict[int, str] = {}
-            with path.open(encoding="utf-8") as fh:
-                for line in fh:
-                    row = json.loads(line)
-                    pages[int(row["page"])] = row["text"]
-            cache[source_path] = pages
-        return cache[source_path]
+        pages = self._page_cache.get(source_path)
+        if pages is not None:
+            return pages
+        path = self.page_files.get(source_path)
+        if path is None:  # not a source of this version: nothing to read, nothing to cache
+            return {}
+        pages = {}
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                row = json.loads(line)
+                pages[int(row["page"])] = row["text"]
+        return self._page_cache.put(source_path, pages)
 
     def _hit(self, cid: str, score: float) -> SearchHit:
         c = self.chunks[cid]

@@ -1,0 +1,75 @@
+"""Approximate nearest neighbours for a large dense index: an HNSW graph over its rows.
+
+Below `settings.ann_min_vectors` rows the exact scan (`store.dense`) is fast enough (a few ms), and
+nothing here runs. Above it, the compile builds a graph with usearch (the `ann` extra: one wheel per
+platform, Apache-2.0, no GPU stack), chosen because it saves a graph that is read memory-mapped
+(`view=True`: a server holding a version loads nothing into its heap, and every process on the node
+shares the page cache) and builds 100k vectors in seconds on two cores. The graph stores int8
+vectors; its candidates are then rescored exactly against the float32 matrix, so scores are the
+exact scan's and only the candidate set is approximate. Measured recall@10 against exact search:
+benchmarks/search.py.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+#: Graph degree and build beam: usearch's defaults' neighbourhood, measured in benchmarks/search.py.
+CONNECTIVITY = 16
+EXPANSION_ADD = 64
+#: The search beam; a search asking for more candidates widens it to their count.
+EXPANSION_SEARCH = 128
+
+
+def _usearch() -> Any:
+    """usearch's index module, loaded after onnxruntime: usearch 2.26.2 to 2.26.6 crash the process
+    when onnxruntime's library loads after theirs (the `ann` extra excludes them; this keeps the
+    order safe for any other build)."""
+    import onnxruntime  # noqa: F401
+    import usearch.index
+
+    return usearch.index
+
+
+def available() -> bool:
+    """Whether the `ann` extra is installed."""
+    try:
+        _usearch()
+    except ImportError:
+        return False
+    return True
+
+
+def graph_path(directory: Path, namespace: str) -> Path:
+    return directory / f"{namespace}.hnsw"
+
+
+def build(path: Path, matrix: npt.NDArray[np.float32], threads: int = 0) -> None:
+    """Write the graph of `matrix`'s rows (keys are row numbers) to `path`, whole or not at all."""
+    index = _usearch().Index(
+        ndim=matrix.shape[1], metric="ip", dtype="i8", connectivity=CONNECTIVITY, expansion_add=EXPANSION_ADD
+    )
+    index.add(np.arange(len(matrix), dtype=np.uint64), np.ascontiguousarray(matrix), threads=threads)
+    partial = path.with_name(path.name + ".partial")
+    index.save(str(partial))
+    os.replace(partial, path)
+
+
+class Graph:
+    """A saved graph, memory-mapped."""
+
+    def __init__(self, path: Path, rows: int) -> None:
+        self._index: Any = _usearch().Index.restore(str(path), view=True)
+        if self._index is None or len(self._index) != rows:
+            raise ValueError(f"{path}: the graph does not match the matrix")
+        self._index.expansion_search = EXPANSION_SEARCH
+
+    def candidates(self, vector: npt.NDArray[np.float32], count: int) -> npt.NDArray[np.int64]:
+        """The rows of (about) the `count` nearest vectors, best first."""
+        matches = self._index.search(np.ascontiguousarray(vector, dtype=np.float32), count)
+        return np.asarray(matches.keys, dtype=np.int64)
