@@ -82,7 +82,7 @@ def build_version(
         row = {
             "id": cid,
             "source_path": source,
-            "page": 1,
+            "page": (i % per_source) // 3 + 1,  # about three chunks a page, as in real documents
             "start": 0,
             "end": len(text),
             "section_path": [],
@@ -91,7 +91,7 @@ def build_version(
             "sha256": "",
         }
         by_source.setdefault(source, []).append(row)
-        kw_rows.append((cid, source, 1, source, "", text))
+        kw_rows.append((cid, source, (i % per_source) // 3 + 1, source, "", text))
         chunk_rows.append(cid)
     for source, rows in by_source.items():
         path = root / "knowledge" / "chunks" / f"{source}.jsonl"

@@ -19,11 +19,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-#: Graph degree and build beam: usearch's defaults' neighbourhood, measured in benchmarks/search.py.
+#: Graph degree and build beam. Measured at 1M clustered vectors (recall@10 of the rescored
+#: candidates against the exact scan, 200 candidates): a build beam of 64 stalls at 0.93 whatever the
+#: search beam; 128 gives 0.987 at a search beam of 256 and 0.997 at 512 (1.2 ms), and builds in
+#: 215 s instead of 132 s on two cores.
 CONNECTIVITY = 16
-EXPANSION_ADD = 64
+EXPANSION_ADD = 128
 #: The search beam; a search asking for more candidates widens it to their count.
-EXPANSION_SEARCH = 128
+EXPANSION_SEARCH = 512
 
 
 def _usearch() -> Any:

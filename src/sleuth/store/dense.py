@@ -157,7 +157,7 @@ class DenseIndex:
     ) -> list[DenseHit] | None:
         rows_per_id = len(self.matrix) / len(self.ids)
         share = 1.0 if positions is None else positions.size / len(self.ids)
-        count = min(len(self.matrix), int((4 * top_k + 32) * rows_per_id / share))
+        count = min(len(self.matrix), int((8 * top_k + 120) * rows_per_id / share))
         owners: npt.NDArray[np.int64] = np.unique(self._owner[graph.candidates(vector, count)]).astype(
             np.int64
         )

@@ -53,6 +53,20 @@ class DocumentResolver:
                 counts[word] = counts.get(word, 0) + 1
         n = len(self.issuers)
         self.idf = {word: math.log(1 + n / df) for word, df in counts.items()}
+        # Word → documents, so that a question costs what it names, not the number of documents.
+        self._named_by: dict[str, list[str]] = {}
+        self._aliased_by: dict[str, list[str]] = {}
+        for path in self.issuers:
+            for word in self.issuers[path]:
+                self._named_by.setdefault(word, []).append(path)
+            for word in self.aliases[path]:
+                self._aliased_by.setdefault(word, []).append(path)
+        self._one_issuer = len({frozenset(names) for names in self.issuers.values()}) <= 1
+        self._period_of: dict[str, list[str]] = {}
+        for path in self.issuers:
+            for word in self.periods[path]:
+                self._period_of.setdefault(word, []).append(path)
+        self._newest = max((y for y in self.years.values() if y is not None), default=None)
 
     def resolve(self, query: str) -> list[str]:
         """The documents `query` names, best first by path; empty when it names none.
@@ -70,7 +84,7 @@ class DocumentResolver:
 
         Empty when the question names none, or more than `MAX_NAMED_DOCUMENTS` that it does not
         tell apart."""
-        issuers, periods, idf = self.issuers, self.periods, self.idf
+        issuers, idf = self.issuers, self.idf
         if len(issuers) < 2:
             return []
         raw = _QUERY_WORD.findall(query.casefold())
@@ -80,26 +94,46 @@ class DocumentResolver:
         for name, pattern in DOC_TYPES:  # "the 10-K" names an annual report
             if pattern.search(query):
                 words |= set(name.split())
-        by_issuer = {
-            path: sum(idf[w] for w in words & names) + sum(idf[w] for w in short & self.aliases[path])
-            for path, names in issuers.items()
-        }
-        candidates = [path for path, score in by_issuer.items() if score > 0]
-        if not candidates:
-            if len({frozenset(names) for names in issuers.values()}) > 1:
-                return []  # several issuers, and the question names none of them
-            candidates = list(issuers)
-        covered = {year for year in years if any(year in periods[p] for p in candidates)}
+        by_issuer: dict[str, float] = {}
+        for index, asked in ((self._named_by, words), (self._aliased_by, short)):
+            for word in asked:
+                for path in index.get(word, ()):
+                    by_issuer[path] = by_issuer.get(path, 0.0) + idf[word]
+        named_any = {path for path, score in by_issuer.items() if score > 0}
+        if not named_any and not self._one_issuer:
+            return []  # several issuers, and the question names none of them
+
+        # Without an issuer named, every document of the one issuer is a candidate: they are then
+        # scored by their period words alone, found through the index, not one by one.
+        def candidate(path: str) -> bool:
+            return not named_any or path in named_any
+
+        covered = {y for y in years if any(candidate(p) for p in self._period_of.get(y, ()))}
         quarter = bool(words & _QUARTERS)
+        present: int | None = None  # no period asked: only documents of this year (or of none)
         if covered:  # of several years, the latest that a document covers
             latest = max(covered)
             words |= {latest} if quarter else {latest, "fy" + latest}
         elif not years and not quarter:  # no period: the present
-            newest = max((y for p in candidates if (y := self.years[p]) is not None), default=None)
-            if newest is not None:
-                candidates = [p for p in candidates if self.years[p] in (newest, None)]
-        by_period = {p: sum(idf[w] for w in words & periods[p]) for p in candidates}
-        scores = {p: by_issuer[p] + by_period[p] for p in candidates}
+            if named_any:
+                present = max((y for p in named_any if (y := self.years[p]) is not None), default=None)
+            else:
+                present = self._newest
+
+        def kept(path: str) -> bool:
+            return candidate(path) and (present is None or self.years[path] in (present, None))
+
+        by_period: dict[str, float] = {}
+        for word in words:
+            for path in self._period_of.get(word, ()):
+                by_period[path] = by_period.get(path, 0.0) + idf[word]
+        scores = {
+            path: by_issuer.get(path, 0.0) + by_period.get(path, 0.0)
+            for path in named_any | set(by_period)
+            if kept(path)
+        }
+        if not scores:
+            return []
         best = max(scores.values())
         if best < MIN_DOCUMENT_SCORE:
             return []

@@ -293,17 +293,23 @@ class VersionReader:
         return self.resolve_documents(query) if sources is None and RESOLVE_DOCUMENTS else []
 
     def keyword_candidates(
-        self, query: str, top_k: int = 10, sources: Sequence[str] | None = None
+        self, query: str, top_k: int = 10, sources: Sequence[str] | None = None, exact: bool = True
     ) -> KeywordCandidates:
         """The BM25 half of `search`, on its own so that it can run while the query is embedded.
-        The named documents' list and the exact-phrase list run beside the scope's list."""
+        The named documents' list and the exact-phrase list (hybrid search's: `exact`) run beside
+        the scope's list."""
         depth = _depth(top_k)
         named = self._named(query, sources)
         inside = _pool().submit(self.keyword, query, depth, named) if named else None
-        exact = self.exact(query, depth, sources)
+        verbatim = _pool().submit(self.exact, query, depth, sources) if exact else None
         in_scope = self.keyword(query, depth, sources)
         return KeywordCandidates(
-            query, depth, tuple(sources or ()), in_scope, inside.result() if inside else [], exact
+            query,
+            depth,
+            tuple(sources or ()),
+            in_scope,
+            inside.result() if inside else [],
+            verbatim.result() if verbatim else [],
         )
 
     def exact(self, query: str, top_k: int, sources: Sequence[str] | None = None) -> list[tuple[str, float]]:
@@ -337,7 +343,7 @@ class VersionReader:
         depth = _depth(top_k)
         named = self._named(query, sources)
         if mode != "semantic" and (keyword is None or not keyword.matches(query, depth, sources)):
-            keyword = self.keyword_candidates(query, top_k, sources)
+            keyword = self.keyword_candidates(query, top_k, sources, exact=mode == "hybrid")
         if mode != "keyword" and vector is None and self._dense is not None:
             vector = self.embed_query(query)
         exact: list[str] = []
