@@ -174,10 +174,8 @@ def test_a_short_text_or_a_windowless_embedder_cuts_as_before() -> None:
     assert lite.window is None and lite.piece_starts("any text") == []
 
 
-@pytest.mark.parametrize("fit", [True, False])
-def test_a_compile_fits_chunks_to_the_window_unless_the_manifest_says_not(
-    fit: bool, tmp_path: Path, home: Home
-) -> None:
+def _ledger(tmp_path: Path) -> Path:
+    """A folder with one Markdown ledger of 300 lines of figures (many word pieces per character)."""
     corpus = tmp_path / "notes"
     corpus.mkdir()
     rng = random.Random(11)
@@ -185,6 +183,14 @@ def test_a_compile_fits_chunks_to_the_window_unless_the_manifest_says_not(
         f"The {rng.choice(WORDS)} line {i} reads {rng.randint(1000, 99999):,} units." for i in range(300)
     )
     (corpus / "ledger.md").write_text(f"# Ledger\n\n{body}\n")
+    return corpus
+
+
+@pytest.mark.parametrize("fit", [True, False])
+def test_a_compile_fits_chunks_to_the_window_unless_the_manifest_says_not(
+    fit: bool, tmp_path: Path, home: Home
+) -> None:
+    corpus = _ledger(tmp_path)
     manifest = tmp_path / "manifest.json"
     manifest.write_text(json.dumps({"curate": {"chunks": {"chunking": {"fit_embedder": fit}}}}))
     compile_context("notes", [corpus], manifest, home=home)
@@ -212,13 +218,7 @@ def test_a_compile_reads_each_chunk_in_windows_and_a_chunk_scores_its_best(
     tmp_path: Path, home: Home
 ) -> None:
     """The default layout: evidence-sized chunks (up to `target_size`), one vector per window."""
-    corpus = tmp_path / "notes"
-    corpus.mkdir()
-    rng = random.Random(11)
-    body = "\n".join(
-        f"The {rng.choice(WORDS)} line {i} reads {rng.randint(1000, 99999):,} units." for i in range(300)
-    )
-    (corpus / "ledger.md").write_text(f"# Ledger\n\n{body}\n")
+    corpus = _ledger(tmp_path)
     compile_context("notes", [corpus], None, home=home)
     reader = VersionReader.live(home.find("notes"))
     embedder = get_embedder("default")

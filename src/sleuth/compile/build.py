@@ -65,6 +65,12 @@ def chunk_window(chunking: Chunking, window: Window | None) -> Window | None:
     return dataclasses.replace(window, per_chunk=max(1, chunking.target_size // window.pieces))
 
 
+def read_window(chunking: Chunking, window: Window | None) -> Window | None:
+    """The window the dense index reads a chunk in, one vector each (`vectors: windows`); none for
+    the other layouts, whose chunks have one vector."""
+    return window if chunking.vectors == "windows" else None
+
+
 @dataclass(frozen=True)
 class BuildPlan:
     """What a build starts from: where it writes, the parent it carries from, what changed."""
@@ -309,12 +315,10 @@ class VersionBuild:
             cache.close()
 
     def _window_of(self, state: SourceState) -> Window | None:
-        """The window a chunk of `state` is read in, one vector each (`vectors: windows`); none for
-        the other layouts, whose chunks have one vector."""
-        if self.run.manifest.curate.chunks.chunking.vectors != "windows":
-            return None
+        """`read_window` for `state`'s chunks, made once per source."""
         if state.path not in self._windows:
-            self._windows[state.path] = self.run.window(state)
+            chunking = self.run.manifest.curate.chunks.chunking
+            self._windows[state.path] = read_window(chunking, self.run.window(state))
         return self._windows[state.path]
 
     def index(self) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from sleuth.compile import artifacts as cards
-from sleuth.compile.build import EMBED_BATCH, chunk_window, embedder_window
+from sleuth.compile.build import EMBED_BATCH, chunk_window, embedder_window, read_window
 from sleuth.compile.chunking import chunk_pages
 from sleuth.compile.documents import chunk_embed_texts, identified
 from sleuth.compile.manifest import Manifest
@@ -61,7 +61,7 @@ def warm_source(
     window = embedder_window(manifest, state)
     chunking = chunks_config.chunking
     chunks = chunk_pages(rel, parsed.pages, chunking, chunk_window(chunking, window))
-    read_in = window if chunking.vectors == "windows" else None
+    read_in = read_window(chunking, window)
     texts = [text for chunk in chunks for text in chunk_embed_texts(chunk, state, read_in)]
     embedder = get_embedder(chunks_config.embedding_model)
     cache = EmbeddingCache.for_embedder(home.embedding_cache_dir, embedder)

@@ -139,8 +139,8 @@ def keep_exact(ranked: list[tuple[str, float]], exact: Sequence[str], top_k: int
 def hybrid_ceiling(weights: Sequence[float]) -> float:
     """The score of a chunk ranked first by every signal: hybrid scores are divided by it (0..1)."""
     if RESCORE_PAGES:
-        stage = second_stage
-        return (stage.FIRST_STAGE_WEIGHT + stage.TITLE_WEIGHT + stage.COVERAGE_WEIGHT) / (stage.RRF_K + 1)
+        best = second_stage.FIRST_STAGE_WEIGHT + second_stage.TITLE_WEIGHT + second_stage.COVERAGE_WEIGHT
+        return best / (second_stage.RRF_K + 1)
     return sum(weights) / (RRF_K + 1)
 
 
@@ -167,6 +167,7 @@ class KeywordCandidates:
     query: str
     depth: int
     sources: tuple[str, ...]
+    named: list[str]  # the documents the query names (`resolve_documents`), searched on their own
     in_scope: list[tuple[str, float]]
     in_named: list[tuple[str, float]]
     exact: list[tuple[str, float]]  # chunks holding the query word for word (`keyword.exact_phrases`)
@@ -307,6 +308,7 @@ class VersionReader:
             query,
             depth,
             tuple(sources or ()),
+            named,
             in_scope,
             inside.result() if inside else [],
             verbatim.result() if verbatim else [],
@@ -341,9 +343,9 @@ class VersionReader:
         fused rank score over 0..1 (1: first by every signal). Hits come in the final order, which
         the second stage sets, so a semantic or keyword score may exceed the one above it."""
         depth = _depth(top_k)
-        named = self._named(query, sources)
         if mode != "semantic" and (keyword is None or not keyword.matches(query, depth, sources)):
             keyword = self.keyword_candidates(query, top_k, sources, exact=mode == "hybrid")
+        named = keyword.named if mode != "semantic" and keyword is not None else self._named(query, sources)
         if mode != "keyword" and vector is None and self._dense is not None:
             vector = self.embed_query(query)
         exact: list[str] = []
