@@ -84,6 +84,23 @@ def test_a_rebuild_ranks_the_same(tmp_path: Path, index: TantivyIndex) -> None:
         assert first == [(h.id, round(h.score, 6)) for h in again.search_chunks(query, top_k=5)]
 
 
+def test_hits_are_named_by_the_id_map_and_without_it_by_the_stored_documents(tmp_path: Path) -> None:
+    """A search maps its hits to ids through `ids.npy` and the fast `row` column; an index written
+    before the map existed (here: the map removed) still answers the same, from stored documents."""
+    build(tmp_path / "keyword", CHUNKS, ARTIFACTS)
+    mapped = TantivyIndex(tmp_path / "keyword")
+    assert mapped._chunk_ids.ids is not None and mapped._artifact_ids.ids is not None
+    queries = ("employees", "total employees 2015", "refund returns", "ERR-4012")
+    expected = {q: [(h.id, h.score) for h in mapped.search_chunks(q, top_k=5)] for q in queries}
+    assert expected["ERR-4012"][0][0] == "c2" and len(expected["employees"]) == 4
+    for name in ("chunks", "artifacts"):
+        (tmp_path / "keyword" / name / "ids.npy").unlink()
+    stored = TantivyIndex(tmp_path / "keyword")
+    assert stored._chunk_ids.ids is None
+    assert {q: [(h.id, h.score) for h in stored.search_chunks(q, top_k=5)] for q in queries} == expected
+    assert _ids(stored.search_artifacts("MTBF")) == _ids(mapped.search_artifacts("MTBF")) == ["a1"]
+
+
 def test_an_index_on_a_read_only_directory_opens(tmp_path: Path) -> None:
     """A turn's sandbox mounts its version read-only, and tantivy takes a lock file when it opens."""
     build(tmp_path / "keyword", CHUNKS, ARTIFACTS)

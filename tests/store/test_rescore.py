@@ -9,7 +9,15 @@ from pathlib import Path
 from sleuth.compile.pipeline import CompileReport
 from sleuth.store.home import Home
 from sleuth.store.keyword import open_index
-from sleuth.store.rescore import RESCORE_PAGES, PageWords, idf_from, query_terms, rescore, title_pages
+from sleuth.store.rescore import (
+    RESCORE_PAGES,
+    PageWords,
+    TitleIndex,
+    idf_from,
+    query_terms,
+    rescore,
+    title_pages,
+)
 from sleuth.store.search import VersionReader
 
 PAGES = {
@@ -119,7 +127,7 @@ def test_a_page_whose_title_names_the_question_joins_the_rescoring() -> None:
     text[statement] = "Consolidated Statements of Cash Flows\n(1,577) 262 13"
     keys = list(text)
     words = lambda key: PageWords.of(text[key])  # noqa: E731
-    also = title_pages("cash flow statement, capital spending", keys, words, lambda w: 1.0)
+    also = title_pages("cash flow statement, capital spending", [TitleIndex(keys, words)], lambda w: 1.0)
     assert also == [statement]
     ranked = [(cid, 1.0 - i / 100) for i, cid in enumerate(chunks) if chunks[cid] != statement]
     ranked.append((f"c{RESCORE_PAGES + 3}", 0.0))  # as `VersionReader.search` adds its first chunk
@@ -130,4 +138,21 @@ def test_a_page_whose_title_names_the_question_joins_the_rescoring() -> None:
         return [cid for cid, _ in out].index(f"c{RESCORE_PAGES + 3}")
 
     assert rank(without) == len(ranked) - 1 and rank(with_title) <= 10  # from last to 11th
-    assert title_pages("what is the", keys, words, lambda w: 1.0) == []  # nothing to go on
+    assert title_pages("what is the", [TitleIndex(keys, words)], lambda w: 1.0) == []  # nothing to go on
+
+
+def test_a_page_holds_a_word_only_whole_and_as_its_words_are_split() -> None:
+    """`overlap` looks for a question's word forms in the page's text; it must agree with splitting
+    the page into `text.words`, so that "flow" is not found in "overflow" nor "cash" in "cashier"."""
+    from sleuth.store.rescore import forms, holds_term, holds_word
+    from sleuth.store.text import words
+
+    text = "overflow_cash — cashier's flows; net-income (2018) café flow companies policyes taxes"
+    lowered, split = text.lower(), set(words(text))
+    for word in ("flow", "cash", "cashier", "s", "flows", "net", "income", "2018", "201", "caf"):
+        assert holds_word(lowered, word) == (word in split), word
+    for term in ("flow", "cash", "company", "policy", "tax", "taxe", "cashi", "overflow", "income"):
+        assert holds_term(lowered, term) == any(form in split for form in forms(term)), term
+    page = PageWords.of("Consolidated Statements of Cash Flows\n" + "1,577\n" * 100 + "Goodwill")
+    assert holds_word(page.title, "flows") and not holds_word(page.title, "goodwill")
+    assert holds_word(page.body, "goodwill")

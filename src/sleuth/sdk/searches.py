@@ -71,15 +71,31 @@ class Searches(KnowledgeBase):
                 keep = matching if keep is None else [s for s in keep if s in matching]
             if keep is not None and not keep:
                 continue
-            vector, keyword = None, None
-            if mode == "hybrid":  # BM25 runs while the query is embedded (on the host, in a turn)
-                vector, keyword = await asyncio.gather(
-                    self._vector(ctx, query),
-                    asyncio.to_thread(ctx.reader.keyword_candidates, query, top_k, keep),
+            vector, keyword, dense = None, None, None
+            if mode == "hybrid":  # BM25 runs while the query is embedded (on the host, in a turn),
+                # then beside the dense search
+                reader = ctx.reader
+                bm25 = asyncio.ensure_future(asyncio.to_thread(reader.keyword_candidates, query, top_k, keep))
+                try:
+                    vector = await self._vector(ctx, query)
+                except BaseException:
+                    bm25.cancel()
+                    raise
+                dense, keyword = await asyncio.gather(
+                    asyncio.to_thread(ctx.reader.dense_candidates, query, vector, top_k, keep), bm25
                 )
             elif mode == "semantic":
                 vector = await self._vector(ctx, query)
-            hits = await asyncio.to_thread(ctx.reader.search, query, top_k, mode, keep, vector, keyword)  # type: ignore[arg-type]
+            hits = await asyncio.to_thread(
+                ctx.reader.search,
+                query,
+                top_k,
+                mode,  # type: ignore[arg-type]
+                keep,
+                vector,
+                keyword,
+                dense,
+            )
             await self.evidence.in_turn()
             per_context.append([self._chunk_hit(ctx, h.id, h.score) for h in hits])
         return self._fuse(per_context, top_k) if per_context else []

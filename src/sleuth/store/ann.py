@@ -25,8 +25,18 @@ import numpy.typing as npt
 #: 215 s instead of 132 s on two cores.
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
-#: The search beam; a search asking for more candidates widens it to their count.
+#: The search beam, which a graph needs wider as it grows; a search asking for more candidates widens
+#: it to their count. Measured at 100k clustered vectors: a beam of 128 gives recall@10 1.000 and
+#: recall@50 0.978 (rescored, 60 and 140 candidates) at a third of the time of 512, whose recall@50 is
+#: 0.992; at 1M, 512 (above).
 EXPANSION_SEARCH = 512
+SMALL_GRAPH_ROWS = 500_000
+SMALL_GRAPH_EXPANSION_SEARCH = 128
+
+
+def search_beam(rows: int) -> int:
+    """The search beam of a graph of `rows` vectors."""
+    return SMALL_GRAPH_EXPANSION_SEARCH if rows < SMALL_GRAPH_ROWS else EXPANSION_SEARCH
 
 
 def _usearch() -> Any:
@@ -70,7 +80,7 @@ class Graph:
         self._index: Any = _usearch().Index.restore(str(path), view=True)
         if self._index is None or len(self._index) != rows:
             raise ValueError(f"{path}: the graph does not match the matrix")
-        self._index.expansion_search = EXPANSION_SEARCH
+        self._index.expansion_search = search_beam(rows)
 
     def candidates(self, vector: npt.NDArray[np.float32], count: int) -> npt.NDArray[np.int64]:
         """The rows of (about) the `count` nearest vectors, best first."""

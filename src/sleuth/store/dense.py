@@ -157,7 +157,9 @@ class DenseIndex:
     ) -> list[DenseHit] | None:
         rows_per_id = len(self.matrix) / len(self.ids)
         share = 1.0 if positions is None else positions.size / len(self.ids)
-        count = min(len(self.matrix), int((8 * top_k + 120) * rows_per_id / share))
+        # Twice the ids asked for and 40 more: the graph ranks by int8 vectors, and the exact rescoring
+        # of this many restores the exact top (recall figures: `store.ann`).
+        count = min(len(self.matrix), int((2 * top_k + 40) * rows_per_id / share))
         owners: npt.NDArray[np.int64] = np.unique(self._owner[graph.candidates(vector, count)]).astype(
             np.int64
         )

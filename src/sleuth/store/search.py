@@ -31,7 +31,7 @@ from sleuth.store.dense import DenseIndex
 from sleuth.store.documents import DocumentResolver
 from sleuth.store.home import ContextDir
 from sleuth.store.keyword import KeywordIndex, exact_phrases, is_identifier, open_index
-from sleuth.store.rescore import PageKey, PageWords, idf_from, rescore, title_pages
+from sleuth.store.rescore import PageKey, PageWords, TitleIndex, idf_from, rescore, title_pages
 
 RRF_K = 60
 Mode = Literal["semantic", "keyword", "hybrid"]
@@ -176,9 +176,25 @@ class KeywordCandidates:
         return (self.query, self.depth, self.sources) == (query, depth, tuple(sources or ()))
 
 
-#: Sources whose pages (and chunk spans) a reader keeps read; pages whose words it keeps.
+@dataclass(frozen=True)
+class DenseCandidates:
+    """The dense lists of one search: over the scope, and over the documents the query names."""
+
+    query: str
+    depth: int
+    sources: tuple[str, ...]
+    named: list[str]  # as in `KeywordCandidates`
+    in_scope: list[tuple[str, float]]
+    in_named: list[tuple[str, float]]
+
+    def matches(self, query: str, depth: int, sources: Sequence[str] | None) -> bool:
+        return (self.query, self.depth, self.sources) == (query, depth, tuple(sources or ()))
+
+
+#: Sources whose pages (and chunk spans) a reader keeps read; pages whose lower-cased text it keeps
+#: for the second stage (a few MB: enough for a named document's title scan and a search's rescoring).
 CACHED_SOURCES = 64
-CACHED_PAGES = 20_000
+CACHED_PAGES = 5_000
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -220,6 +236,7 @@ class VersionReader:
         self._page_cache: Recent[str, dict[int, str]] = Recent(CACHED_SOURCES)
         self._spans_of: Recent[str, dict[tuple[int, int, int], Chunk]] = Recent(CACHED_SOURCES)
         self._page_words_cache: Recent[PageKey, PageWords] = Recent(CACHED_PAGES)
+        self._title_indexes: Recent[str, TitleIndex] = Recent(CACHED_SOURCES)
 
     @classmethod
     def live(cls, ctx: ContextDir) -> VersionReader:
@@ -314,6 +331,28 @@ class VersionReader:
             verbatim.result() if verbatim else [],
         )
 
+    def dense_candidates(
+        self,
+        query: str,
+        vector: npt.NDArray[np.float32] | None,
+        top_k: int = 10,
+        sources: Sequence[str] | None = None,
+    ) -> DenseCandidates:
+        """The dense half of `search`, on its own so that it can run beside `keyword_candidates`
+        once the query's vector is known."""
+        depth = _depth(top_k)
+        if vector is None and self._dense is not None:
+            vector = self.embed_query(query)
+        named = self._named(query, sources)
+        return DenseCandidates(
+            query,
+            depth,
+            tuple(sources or ()),
+            named,
+            self.semantic(query, depth, sources, vector),
+            self.semantic(query, depth, named, vector) if named else [],
+        )
+
     def exact(self, query: str, top_k: int, sources: Sequence[str] | None = None) -> list[tuple[str, float]]:
         """Chunks that hold a quoted phrase, an identifier or the whole (short) query word for word."""
         phrases = exact_phrases(query)
@@ -329,6 +368,7 @@ class VersionReader:
         sources: Sequence[str] | None = None,
         vector: npt.NDArray[np.float32] | None = None,
         keyword: KeywordCandidates | None = None,
+        dense: DenseCandidates | None = None,
     ) -> list[SearchHit]:
         """The best `top_k` chunks for `query`. Every mode ranks a deeper candidate list first, then
         `rank_candidates` demotes boilerplate and `store.rescore` reorders the best pages by their
@@ -336,7 +376,8 @@ class VersionReader:
         its own as well, and its hits join the fusion. In hybrid search the chunks that hold the
         query word for word (`exact`) join as a list of their own, as sure as the surer mode, and
         the best `EXACT_KEPT` of them stay in the results whatever the other signals say.
-        `keyword` is `keyword_candidates` computed ahead for the same query, top_k and sources.
+        `keyword` and `dense` are `keyword_candidates` and `dense_candidates` computed ahead (side
+        by side) for the same query, top_k and sources.
 
         Each mode scores on its own documented scale (`SearchHit.score`): semantic, the cosine
         similarity of the query and the chunk's best window; keyword, the BM25 score; hybrid, the
@@ -345,31 +386,27 @@ class VersionReader:
         depth = _depth(top_k)
         if mode != "semantic" and (keyword is None or not keyword.matches(query, depth, sources)):
             keyword = self.keyword_candidates(query, top_k, sources, exact=mode == "hybrid")
-        named = keyword.named if mode != "semantic" and keyword is not None else self._named(query, sources)
-        if mode != "keyword" and vector is None and self._dense is not None:
-            vector = self.embed_query(query)
+        if mode != "keyword" and (dense is None or not dense.matches(query, depth, sources)):
+            if vector is None and self._dense is not None:
+                vector = self.embed_query(query)
+            dense = self.dense_candidates(query, vector, top_k, sources)
+        named = keyword.named if keyword is not None else dense.named if dense is not None else []
         exact: list[str] = []
         weights: list[float] = []
         if mode == "semantic":
-            inside = self.semantic(query, depth, named, vector) if named else []
-            ranked = _merge(self.semantic(query, depth, sources, vector), inside)
+            assert dense is not None
+            ranked = _merge(dense.in_scope, dense.in_named)
         elif mode == "keyword":
             assert keyword is not None
             ranked = _merge(keyword.in_scope, keyword.in_named)
         else:
-            assert keyword is not None
-            lists = [
-                [i for i, _ in self.semantic(query, depth, sources, vector)],
-                [i for i, _ in keyword.in_scope],
-            ]
+            assert keyword is not None and dense is not None
+            lists = [[i for i, _ in dense.in_scope], [i for i, _ in keyword.in_scope]]
             weights = list(hybrid_weights(query))
             # The named documents' own best chunks join the candidates however far down they were,
             # and count twice in the fusion: a boost, not a filter (measured: no extra factor helps).
             if named:
-                lists += [
-                    [i for i, _ in self.semantic(query, depth, named, vector)],
-                    [i for i, _ in keyword.in_named],
-                ]
+                lists += [[i for i, _ in dense.in_named], [i for i, _ in keyword.in_named]]
                 weights += weights[:2]
             exact = [i for i, _ in keyword.exact] if KEEP_EXACT else []
             if exact:
@@ -399,10 +436,17 @@ class VersionReader:
     def _title_pages(self, query: str, scope: Sequence[str]) -> list[PageKey]:
         """`rescore.title_pages` over the searched documents' pages (not the whole corpus: that
         would cost a scan of every page per query)."""
-        keys = [key for source in dict.fromkeys(scope) for key in self._pages_of_source.get(source, [])]
-        if len(keys) > TITLE_SCAN_PAGES:
+        sources = list(dict.fromkeys(scope))
+        if sum(len(self._pages_of_source.get(source, [])) for source in sources) > TITLE_SCAN_PAGES:
             return []
-        return title_pages(query, keys, self._page_words, self._idf)
+        return title_pages(query, [self._title_index(source) for source in sources], self._idf)
+
+    def _title_index(self, source: str) -> TitleIndex:
+        known = self._title_indexes.get(source)
+        if known is not None:
+            return known
+        pages = self._pages_of_source.get(source, [])
+        return self._title_indexes.put(source, TitleIndex(pages, self._page_words))
 
     def _first_chunk(self, key: PageKey) -> list[str]:
         chunks = self._chunks_by_page.get(key, [])
