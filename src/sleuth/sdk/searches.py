@@ -82,7 +82,7 @@ class Searches(KnowledgeBase):
                     bm25.cancel()
                     raise
                 dense, keyword = await asyncio.gather(
-                    asyncio.to_thread(ctx.reader.dense_candidates, query, vector, top_k, keep), bm25
+                    asyncio.to_thread(reader.dense_candidates, query, vector, top_k, keep), bm25
                 )
             elif mode == "semantic":
                 vector = await self._vector(ctx, query)

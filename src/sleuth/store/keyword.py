@@ -383,7 +383,10 @@ class IdMap:
         if self.ids is None:
             return [searcher.doc(address)["id"][0] for address in addresses]
         rows = searcher.fast_field_values("row", addresses)
-        return [bytes(self.ids[int(row or 0)]).decode("utf-8") for row in rows]
+        return [
+            searcher.doc(address)["id"][0] if row is None else bytes(self.ids[int(row)]).decode("utf-8")
+            for address, row in zip(addresses, rows, strict=True)
+        ]
 
 
 def _openable(directory: Path) -> Path:

@@ -82,29 +82,31 @@ def _word_char(char: str) -> bool:
     return "a" <= char <= "z" or "0" <= char <= "9"
 
 
-def _ends_word(text: str, end: int, suffix: str = "") -> bool:
-    """Whether `text` holds `suffix` at `end` and a word ends right after it."""
-    after = end + len(suffix)
-    return text.startswith(suffix, end) and (after == len(text) or not _word_char(text[after]))
+def _holds(text: str, word: str, endings: Sequence[str]) -> bool:
+    """Whether lower-cased `text` holds `word` followed by one of `endings` as a whole word (as
+    `text.words` would split it): one scan for `word`, the endings checked where it is found."""
+    start = text.find(word)
+    while start != -1:
+        if start == 0 or not _word_char(text[start - 1]):
+            for ending in endings:
+                after = start + len(word) + len(ending)
+                if text.startswith(ending, start + len(word)) and (
+                    after == len(text) or not _word_char(text[after])
+                ):
+                    return True
+        start = text.find(word, start + 1)
+    return False
 
 
 def holds_word(text: str, word: str) -> bool:
-    """Whether lower-cased `text` holds `word` as a whole word, as `text.words` would split it."""
-    return holds_term(text, word, suffixes=("",))
+    """Whether lower-cased `text` holds `word` as a whole word."""
+    return _holds(text, word, ("",))
 
 
-def holds_term(text: str, term: str, suffixes: Sequence[str] = ("", "s", "es")) -> bool:
-    """Whether lower-cased `text` holds a written form of `term` (`forms`) as a whole word: one scan
-    for the term, its plural endings checked where it is found (a third of the scans of looking for
-    each form on its own)."""
-    start = text.find(term)
-    while start != -1:
-        if start == 0 or not _word_char(text[start - 1]):
-            end = start + len(term)
-            if any(_ends_word(text, end, suffix) for suffix in suffixes):
-                return True
-        start = text.find(term, start + 1)
-    return len(suffixes) > 1 and term.endswith("y") and holds_word(text, term[:-1] + "ies")
+def holds_term(text: str, term: str) -> bool:
+    """Whether lower-cased `text` holds a written form of `term` (`forms`) as a whole word: the plural
+    endings are checked where the term is found (a third of the scans of looking for each form)."""
+    return _holds(text, term, ("", "s", "es")) or (term.endswith("y") and holds_word(text, term[:-1] + "ies"))
 
 
 def query_terms(query: str) -> dict[str, str]:

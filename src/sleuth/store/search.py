@@ -195,6 +195,8 @@ class DenseCandidates:
 #: for the second stage (a few MB: enough for a named document's title scan and a search's rescoring).
 CACHED_SOURCES = 64
 CACHED_PAGES = 5_000
+#: Queries whose named documents a reader remembers (`_named`).
+CACHED_QUERIES = 64
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -237,6 +239,7 @@ class VersionReader:
         self._spans_of: Recent[str, dict[tuple[int, int, int], Chunk]] = Recent(CACHED_SOURCES)
         self._page_words_cache: Recent[PageKey, PageWords] = Recent(CACHED_PAGES)
         self._title_indexes: Recent[str, TitleIndex] = Recent(CACHED_SOURCES)
+        self._named_by_query: Recent[str, tuple[str, ...]] = Recent(CACHED_QUERIES)
 
     @classmethod
     def live(cls, ctx: ContextDir) -> VersionReader:
@@ -308,7 +311,14 @@ class VersionReader:
         return [(h.id, h.score) for h in self._keyword.search_chunks(query, top_k, sources)]
 
     def _named(self, query: str, sources: Sequence[str] | None) -> list[str]:
-        return self.resolve_documents(query) if sources is None and RESOLVE_DOCUMENTS else []
+        """The documents an unscoped query names, resolved once per query: the BM25 and the dense
+        halves of a hybrid search each ask, side by side."""
+        if sources is not None or not RESOLVE_DOCUMENTS:
+            return []
+        named = self._named_by_query.get(query)
+        if named is None:
+            named = self._named_by_query.put(query, tuple(self.resolve_documents(query)))
+        return list(named)
 
     def keyword_candidates(
         self, query: str, top_k: int = 10, sources: Sequence[str] | None = None, exact: bool = True
