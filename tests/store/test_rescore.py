@@ -116,6 +116,10 @@ def test_search_rescoring_keeps_the_sample_answers(sample_home: tuple[Home, Comp
     assert [h.id for h in reader.search("What is the hotel limit per night?", top_k=5, keyword=ahead)] == [
         h.id for h in hits
     ]
+    started = reader.start_keyword("What is the hotel limit per night?", 5)  # as a hybrid search in a turn
+    assert [h.id for h in reader.search("What is the hotel limit per night?", top_k=5, keyword=started)] == [
+        h.id for h in hits
+    ]
 
 
 def test_a_page_whose_title_names_the_question_joins_the_rescoring() -> None:
@@ -127,7 +131,8 @@ def test_a_page_whose_title_names_the_question_joins_the_rescoring() -> None:
     text[statement] = "Consolidated Statements of Cash Flows\n(1,577) 262 13"
     keys = list(text)
     words = lambda key: PageWords.of(text[key])  # noqa: E731
-    also = title_pages("cash flow statement, capital spending", [TitleIndex(keys, words)], lambda w: 1.0)
+    index = TitleIndex.build(keys, words)
+    also = title_pages("cash flow statement, capital spending", [index], lambda w: 1.0)
     assert also == [statement]
     ranked = [(cid, 1.0 - i / 100) for i, cid in enumerate(chunks) if chunks[cid] != statement]
     ranked.append((f"c{RESCORE_PAGES + 3}", 0.0))  # as `VersionReader.search` adds its first chunk
@@ -138,7 +143,7 @@ def test_a_page_whose_title_names_the_question_joins_the_rescoring() -> None:
         return [cid for cid, _ in out].index(f"c{RESCORE_PAGES + 3}")
 
     assert rank(without) == len(ranked) - 1 and rank(with_title) <= 10  # from last to 11th
-    assert title_pages("what is the", [TitleIndex(keys, words)], lambda w: 1.0) == []  # nothing to go on
+    assert title_pages("what is the", [index], lambda w: 1.0) == []  # nothing to go on
 
 
 def test_a_page_holds_a_word_only_whole_and_as_its_words_are_split() -> None:
@@ -156,3 +161,49 @@ def test_a_page_holds_a_word_only_whole_and_as_its_words_are_split() -> None:
     page = PageWords.of("Consolidated Statements of Cash Flows\n" + "1,577\n" * 100 + "Goodwill")
     assert holds_word(page.title, "flows") and not holds_word(page.title, "goodwill")
     assert holds_word(page.body, "goodwill")
+
+
+def test_one_scan_of_a_page_scores_its_title_zone_and_its_text_as_two_would() -> None:
+    """`page_overlaps` derives the title zone's overlap from the whole text's first matches; it must
+    give what `overlap` gives on each, also where the zone's end cuts a word ("revenues" to "revenue")
+    and where a term appears only below the zone."""
+    from sleuth.store.rescore import TITLE_CHARS, overlap, page_overlaps, term_weights
+
+    cut = "x" * (TITLE_CHARS - len("Total revenue")) + "Total revenues by segment\n"
+    pages = [
+        "Consolidated Statements of Cash Flows\n" + "1,577\n" * 100 + "Goodwill and companies",
+        cut + "Revenue recognition policy",
+        cut,
+        "Companies we own\nRevenue " * 40,
+        "short page: policies",
+    ]
+    for query in ("cash flow goodwill", "total revenue", "company policy", "segment revenue companies"):
+        weight = term_weights(query, lambda w: 1.0 + len(w) / 10)
+        for text in pages:
+            page = PageWords.of(text)
+            assert page_overlaps(weight, page) == (overlap(weight, page.title), overlap(weight, page.body)), (
+                query,
+                text[:40],
+            )
+
+
+def test_the_compile_writes_each_documents_title_index_as_the_reader_would_build_it(
+    sample_home: tuple[Home, CompileReport],
+) -> None:
+    """`index/titles/` saves a cold reader from splitting a named document's title zones; what it
+    holds must be what the reader builds from the chunks, page order included."""
+    from sleuth.format import titles
+
+    home, _ = sample_home
+    reader = VersionReader.live(home.find("acme"))
+    pdfs = [s for s in reader._pages_of_source if s.endswith(".pdf") and len(reader._pages_of_source[s]) > 1]
+    assert pdfs
+    for source in reader._pages_of_source:
+        stored = titles.read(reader.root / "index", source)
+        assert stored is not None, source
+        built = TitleIndex.build(reader._pages_of_source[source], reader._page_words)
+        assert [(source, page) for page in stored[0]] == built.pages
+        assert stored[1] == built.by_word
+        assert (source in pdfs) == bool(stored[1])  # a one-page document has no page titles
+        assert reader._title_index(source).by_word == built.by_word
+    assert titles.read(reader.root / "index", "../../version") is None  # never leaves the directory

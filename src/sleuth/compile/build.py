@@ -34,12 +34,14 @@ from sleuth.compile.report import CompileReport, Progress
 from sleuth.compile.tables_db import write_tables
 from sleuth.compile.version_files import SourceState
 from sleuth.format import boilerplate as boilerplate_file
+from sleuth.format import titles
 from sleuth.format.chunks import Chunk
 from sleuth.models.embedder import Embedder, EmbeddingCache, embed_cached, get_embedder
 from sleuth.settings import current
 from sleuth.store import ann, dense, keyword
 from sleuth.store.home import ContextDir, Home, now_iso, write_json_atomic
 from sleuth.store.ledger import Failure, Ledger, SourceEntry
+from sleuth.store.rescore import PageWords, TitleIndex
 
 EMBED_BATCH = 256
 
@@ -361,6 +363,7 @@ class VersionBuild:
                 self.pages_by_source if self.arts_config.is_enabled else self.every_page()
             )  # read once
             boilerplate_file.write(index_dir, boilerplate.chunk_scores(self.chunks_flat, all_pages))
+            self._write_titles(index_dir)
             self.run.progress.advance("index")
             if self.chunk_vectors is not None and self.artifact_vectors is not None:
                 dense_dir = index_dir / "dense"
@@ -405,6 +408,21 @@ class VersionBuild:
                 )
             self.run.progress.advance("index")
         self.run.progress.finish("index")
+
+    def _write_titles(self, index_dir: Path) -> None:
+        """Each document's title-zone word index (`format.titles`), from its chunks as a reader
+        joins them (`VersionReader._page_words`), its pages in the order its chunk file lists them."""
+        by_source: dict[str, dict[int, list[Chunk]]] = {}
+        for c in self.chunks_flat:
+            by_source.setdefault(c.source_path, {}).setdefault(c.page, []).append(c)
+        for source, pages in by_source.items():
+            titled = len(pages) > 1  # a one-page document has no page titles (`_page_words`)
+            page_words = {
+                (source, page): PageWords([c.text for c in sorted(chunks, key=lambda c: c.start)], titled)
+                for page, chunks in pages.items()
+            }
+            index = TitleIndex.build(list(page_words), page_words.__getitem__)
+            titles.write(index_dir, source, [page for _source, page in index.pages], index.by_word)
 
     def finish(self) -> None:
         """The report's counts, `sources.json` and `version.json`."""

@@ -71,20 +71,11 @@ class Searches(KnowledgeBase):
                 keep = matching if keep is None else [s for s in keep if s in matching]
             if keep is not None and not keep:
                 continue
-            vector, keyword, dense = None, None, None
+            vector, keyword = None, None
             if mode == "hybrid":  # BM25 runs while the query is embedded (on the host, in a turn),
-                # then beside the dense search
-                reader = ctx.reader
-                bm25 = asyncio.ensure_future(asyncio.to_thread(reader.keyword_candidates, query, top_k, keep))
-                try:
-                    vector = await self._vector(ctx, query)
-                except BaseException:
-                    bm25.cancel()
-                    raise
-                dense, keyword = await asyncio.gather(
-                    asyncio.to_thread(reader.dense_candidates, query, vector, top_k, keep), bm25
-                )
-            elif mode == "semantic":
+                # then beside the dense search, which `search` runs in its own thread
+                keyword = ctx.reader.start_keyword(query, top_k, keep)
+            if mode != "keyword":
                 vector = await self._vector(ctx, query)
             hits = await asyncio.to_thread(
                 ctx.reader.search,
@@ -94,7 +85,6 @@ class Searches(KnowledgeBase):
                 keep,
                 vector,
                 keyword,
-                dense,
             )
             await self.evidence.in_turn()
             per_context.append([self._chunk_hit(ctx, h.id, h.score) for h in hits])

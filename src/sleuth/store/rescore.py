@@ -82,9 +82,10 @@ def _word_char(char: str) -> bool:
     return "a" <= char <= "z" or "0" <= char <= "9"
 
 
-def _holds(text: str, word: str, endings: Sequence[str]) -> bool:
-    """Whether lower-cased `text` holds `word` followed by one of `endings` as a whole word (as
-    `text.words` would split it): one scan for `word`, the endings checked where it is found."""
+def _end(text: str, word: str, endings: Sequence[str]) -> int:
+    """Where the first whole word of lower-cased `text` that is `word` followed by one of `endings`
+    ends (as `text.words` would split it), or -1: one scan for `word`, the endings checked where it
+    is found."""
     start = text.find(word)
     while start != -1:
         if start == 0 or not _word_char(text[start - 1]):
@@ -93,20 +94,30 @@ def _holds(text: str, word: str, endings: Sequence[str]) -> bool:
                 if text.startswith(ending, start + len(word)) and (
                     after == len(text) or not _word_char(text[after])
                 ):
-                    return True
+                    return after
         start = text.find(word, start + 1)
-    return False
+    return -1
 
 
 def holds_word(text: str, word: str) -> bool:
     """Whether lower-cased `text` holds `word` as a whole word."""
-    return _holds(text, word, ("",))
+    return _end(text, word, ("",)) != -1
+
+
+def _term_end(text: str, term: str) -> int:
+    """Where the first written form of `term` (`forms`) in lower-cased `text` ends, or -1."""
+    end = _end(text, term, ("", "s", "es"))
+    if term.endswith("y"):
+        other = _end(text, term[:-1] + "ies", ("",))
+        if other != -1 and (end == -1 or other < end):
+            end = other
+    return end
 
 
 def holds_term(text: str, term: str) -> bool:
     """Whether lower-cased `text` holds a written form of `term` (`forms`) as a whole word: the plural
     endings are checked where the term is found (a third of the scans of looking for each form)."""
-    return _holds(text, term, ("", "s", "es")) or (term.endswith("y") and holds_word(text, term[:-1] + "ies"))
+    return _term_end(text, term) != -1
 
 
 def query_terms(query: str) -> dict[str, str]:
@@ -147,23 +158,50 @@ def overlap(weight: TermWeights, text: str) -> float:
     return sum(w for term, w in weight.terms if holds_term(text, term))
 
 
-class TitleIndex:
-    """Which of a document's pages hold each word in their title zone, made once per document and
-    kept by the reader: `title_pages` then looks up the question's few word forms instead of scanning
-    every page's title zone for each of them."""
+def page_overlaps(weight: TermWeights, page: PageWords) -> tuple[float, float]:
+    """`overlap` of the page's title zone and of its whole text, from one scan of the text per term:
+    the title zone is the text's beginning, so a term whose first match ends inside it is in it. Only
+    a term whose first match is further down is looked for in the title zone itself, where the zone's
+    end may cut a longer word to it ("revenue" of "revenues")."""
+    title, body = page.title, page.body
+    in_title = in_body = 0.0
+    for term, w in weight.terms:
+        if (term[:-1] if term.endswith("y") else term) not in body:
+            continue  # most terms are on few pages: one substring test instead of the scans below
+        end = _term_end(body, term)
+        if end != -1:
+            in_body += w
+        if (end != -1 and end <= len(title)) or (
+            len(title) < len(body)
+            and (term[:-1] if term.endswith("y") else term) in title
+            and holds_term(title, term)
+        ):
+            in_title += w
+    return in_title, in_body
 
-    def __init__(self, pages: Sequence[PageKey], page_words: Callable[[PageKey], PageWords]) -> None:
+
+class TitleIndex:
+    """Which of a document's pages hold each word in their title zone, made once per document (at
+    compile time: `format.titles`) and kept by the reader: `title_pages` then looks up the question's
+    few word forms instead of scanning every page's title zone for each of them."""
+
+    def __init__(self, pages: Sequence[PageKey], by_word: dict[str, list[int]]) -> None:
         self.pages = list(pages)
-        self._by_word: dict[str, list[int]] = {}
-        for position, key in enumerate(self.pages):
-            for word in set(words(page_words(key).title)):
-                self._by_word.setdefault(word, []).append(position)
+        self.by_word = by_word  # word -> positions in `pages`
+
+    @classmethod
+    def build(cls, pages: Sequence[PageKey], page_words: Callable[[PageKey], PageWords]) -> TitleIndex:
+        by_word: dict[str, list[int]] = {}
+        for position, key in enumerate(pages):
+            for word in sorted(set(words(page_words(key).title))):
+                by_word.setdefault(word, []).append(position)
+        return cls(pages, by_word)
 
     def overlaps(self, weight: TermWeights) -> dict[int, float]:
         """Page position → `overlap` of its title zone, for the pages that hold any term."""
         scores: dict[int, float] = {}
         for term, w in weight.terms:
-            holding = {p for form in forms(term) for p in self._by_word.get(form, ())}
+            holding = {p for form in forms(term) for p in self.by_word.get(form, ())}
             for position in holding:
                 scores[position] = scores.get(position, 0.0) + w
         return scores
@@ -203,22 +241,20 @@ def rescore(
     with its page's title-zone rank and coverage rank; chunks of later pages keep their order below.
     A chunk keeps its own rank so that a good page does not pull its weak chunks ahead of another
     page's best one. Scores never rise down the list."""
-    order = list(dict.fromkeys(page_of(cid) for cid, _score in ranked))
+    keys = [page_of(cid) for cid, _score in ranked]
+    order = list(dict.fromkeys(keys))
     weight = term_weights(query, idf)
     if not order or not weight:
         return list(ranked)
     head = order[:RESCORE_PAGES]
     head += [key for key in also if key in order and key not in head]
-    seen = {key: page_words(key) for key in head}
-    title = {key: overlap(weight, seen[key].title) for key in head}
-    body = {key: overlap(weight, seen[key].body) for key in head}
-    title_rank = _ranks(head, title)
-    coverage_rank = _ranks(head, body)
+    found = {key: page_overlaps(weight, page_words(key)) for key in head}
+    title_rank = _ranks(head, {key: title for key, (title, _body) in found.items()})
+    coverage_rank = _ranks(head, {key: body for key, (_title, body) in found.items()})
     rescored: list[tuple[str, float]] = []
     tail: list[tuple[str, float]] = []
-    for position, (cid, _score) in enumerate(ranked, 1):
-        key = page_of(cid)
-        if key in seen:  # a chunk keeps its own rank; its page's evidence adds to it
+    for position, ((cid, _score), key) in enumerate(zip(ranked, keys, strict=True), 1):
+        if key in found:  # a chunk keeps its own rank; its page's evidence adds to it
             score = FIRST_STAGE_WEIGHT / (RRF_K + position)
             score += TITLE_WEIGHT / (RRF_K + title_rank[key]) + COVERAGE_WEIGHT / (RRF_K + coverage_rank[key])
             rescored.append((cid, score))

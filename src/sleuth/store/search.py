@@ -12,7 +12,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -21,7 +21,7 @@ from typing import Any, Generic, Literal, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from sleuth.format import boilerplate
+from sleuth.format import boilerplate, titles
 from sleuth.format.chunks import Chunk
 from sleuth.format.spans import PageSpan
 from sleuth.models.embedder import Embedder, get_embedder
@@ -153,7 +153,8 @@ _POOL: ThreadPoolExecutor | None = None
 
 
 def _pool() -> ThreadPoolExecutor:
-    """Two threads for a search's independent halves (SQLite and NumPy release the GIL)."""
+    """Threads for the BM25 half of searches (`start_keyword`): tantivy releases the GIL, so it runs
+    beside the dense half (NumPy and usearch release it too). Nothing run here waits on this pool."""
     global _POOL
     if _POOL is None:
         _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="sleuth-search")
@@ -323,23 +324,28 @@ class VersionReader:
     def keyword_candidates(
         self, query: str, top_k: int = 10, sources: Sequence[str] | None = None, exact: bool = True
     ) -> KeywordCandidates:
-        """The BM25 half of `search`, on its own so that it can run while the query is embedded.
-        The named documents' list and the exact-phrase list (hybrid search's: `exact`) run beside
-        the scope's list."""
+        """The BM25 half of `search`, on its own so that it can run while the query is embedded and
+        beside the dense half (`start_keyword`): the scope's list, the named documents' list and the
+        exact-phrase list (hybrid search's: `exact`), one after the other (each is a fraction of a
+        millisecond; handing them to other threads cost more than it saved)."""
         depth = _depth(top_k)
         named = self._named(query, sources)
-        inside = _pool().submit(self.keyword, query, depth, named) if named else None
-        verbatim = _pool().submit(self.exact, query, depth, sources) if exact else None
-        in_scope = self.keyword(query, depth, sources)
         return KeywordCandidates(
             query,
             depth,
             tuple(sources or ()),
             named,
-            in_scope,
-            inside.result() if inside else [],
-            verbatim.result() if verbatim else [],
+            self.keyword(query, depth, sources),
+            self.keyword(query, depth, named) if named else [],
+            self.exact(query, depth, sources) if exact else [],
         )
+
+    def start_keyword(
+        self, query: str, top_k: int = 10, sources: Sequence[str] | None = None, exact: bool = True
+    ) -> Future[KeywordCandidates]:
+        """`keyword_candidates` in the reader's search thread, started before the query's vector is
+        known; `search` takes the future and runs the dense half in its own thread meanwhile."""
+        return _pool().submit(self.keyword_candidates, query, top_k, sources, exact)
 
     def dense_candidates(
         self,
@@ -377,7 +383,7 @@ class VersionReader:
         mode: Mode = "hybrid",
         sources: Sequence[str] | None = None,
         vector: npt.NDArray[np.float32] | None = None,
-        keyword: KeywordCandidates | None = None,
+        keyword: KeywordCandidates | Future[KeywordCandidates] | None = None,
         dense: DenseCandidates | None = None,
     ) -> list[SearchHit]:
         """The best `top_k` chunks for `query`. Every mode ranks a deeper candidate list first, then
@@ -386,20 +392,23 @@ class VersionReader:
         its own as well, and its hits join the fusion. In hybrid search the chunks that hold the
         query word for word (`exact`) join as a list of their own, as sure as the surer mode, and
         the best `EXACT_KEPT` of them stay in the results whatever the other signals say.
-        `keyword` and `dense` are `keyword_candidates` and `dense_candidates` computed ahead (side
-        by side) for the same query, top_k and sources.
+        `keyword` and `dense` are `keyword_candidates` (or `start_keyword`'s future of them) and
+        `dense_candidates` computed ahead for the same query, top_k and sources; the dense half is
+        worked out here before waiting for the keyword future, so the two run side by side.
 
         Each mode scores on its own documented scale (`SearchHit.score`): semantic, the cosine
         similarity of the query and the chunk's best window; keyword, the BM25 score; hybrid, the
         fused rank score over 0..1 (1: first by every signal). Hits come in the final order, which
         the second stage sets, so a semantic or keyword score may exceed the one above it."""
         depth = _depth(top_k)
-        if mode != "semantic" and (keyword is None or not keyword.matches(query, depth, sources)):
-            keyword = self.keyword_candidates(query, top_k, sources, exact=mode == "hybrid")
         if mode != "keyword" and (dense is None or not dense.matches(query, depth, sources)):
             if vector is None and self._dense is not None:
                 vector = self.embed_query(query)
             dense = self.dense_candidates(query, vector, top_k, sources)
+        if isinstance(keyword, Future):
+            keyword = keyword.result()
+        if mode != "semantic" and (keyword is None or not keyword.matches(query, depth, sources)):
+            keyword = self.keyword_candidates(query, top_k, sources, exact=mode == "hybrid")
         named = keyword.named if keyword is not None else dense.named if dense is not None else []
         exact: list[str] = []
         weights: list[float] = []
@@ -456,7 +465,10 @@ class VersionReader:
         if known is not None:
             return known
         pages = self._pages_of_source.get(source, [])
-        return self._title_indexes.put(source, TitleIndex(pages, self._page_words))
+        stored = titles.read(self.root / "index", source) if pages else None  # a key of the version only
+        if stored is not None:
+            return self._title_indexes.put(source, TitleIndex([(source, p) for p in stored[0]], stored[1]))
+        return self._title_indexes.put(source, TitleIndex.build(pages, self._page_words))
 
     def _first_chunk(self, key: PageKey) -> list[str]:
         chunks = self._chunks_by_page.get(key, [])
