@@ -166,15 +166,14 @@ def page_overlaps(weight: TermWeights, page: PageWords) -> tuple[float, float]:
     title, body = page.title, page.body
     in_title = in_body = 0.0
     for term, w in weight.terms:
-        if (term[:-1] if term.endswith("y") else term) not in body:
-            continue  # most terms are on few pages: one substring test instead of the scans below
+        root = term[:-1] if term.endswith("y") else term  # in every written form (`forms`)
+        if root not in body:
+            continue  # a term absent from the page costs one substring test, not the scans below
         end = _term_end(body, term)
         if end != -1:
             in_body += w
         if (end != -1 and end <= len(title)) or (
-            len(title) < len(body)
-            and (term[:-1] if term.endswith("y") else term) in title
-            and holds_term(title, term)
+            len(title) < len(body) and root in title and holds_term(title, term)
         ):
             in_title += w
     return in_title, in_body
