@@ -41,7 +41,7 @@ from sleuth.settings import current
 from sleuth.store import ann, dense, keyword
 from sleuth.store.home import ContextDir, Home, now_iso, write_json_atomic
 from sleuth.store.ledger import Failure, Ledger, SourceEntry
-from sleuth.store.rescore import PageWords, TitleIndex
+from sleuth.store.rescore import PageKey, TitleIndex, chunks_by_page, page_words
 
 EMBED_BATCH = 256
 
@@ -410,18 +410,14 @@ class VersionBuild:
         self.run.progress.finish("index")
 
     def _write_titles(self, index_dir: Path) -> None:
-        """Each document's title-zone word index (`format.titles`), from its chunks as a reader
-        joins them (`VersionReader._page_words`), its pages in the order its chunk file lists them."""
-        by_source: dict[str, dict[int, list[Chunk]]] = {}
-        for c in self.chunks_flat:
-            by_source.setdefault(c.source_path, {}).setdefault(c.page, []).append(c)
+        """Each document's title-zone word index (`format.titles`), its pages put together from
+        their chunks as a reader does (`rescore.chunks_by_page`, `rescore.page_words`)."""
+        by_source: dict[str, dict[PageKey, list[Chunk]]] = {}
+        for key, chunks in chunks_by_page(self.chunks_flat).items():
+            by_source.setdefault(key[0], {})[key] = chunks
         for source, pages in by_source.items():
-            titled = len(pages) > 1  # a one-page document has no page titles (`_page_words`)
-            page_words = {
-                (source, page): PageWords([c.text for c in sorted(chunks, key=lambda c: c.start)], titled)
-                for page, chunks in pages.items()
-            }
-            index = TitleIndex.build(list(page_words), page_words.__getitem__)
+            words = {key: page_words(chunks, len(pages)) for key, chunks in pages.items()}
+            index = TitleIndex.build(list(words), words.__getitem__)
             titles.write(index_dir, source, [page for _source, page in index.pages], index.by_word)
 
     def finish(self) -> None:

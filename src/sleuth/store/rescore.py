@@ -22,9 +22,10 @@ again for this module); this is the stage such a model would take over. Measured
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
 
+from sleuth.format.chunks import Chunk
 from sleuth.store.text import STOP_WORDS, stem, words
 
 PageKey = tuple[str, int]
@@ -76,6 +77,25 @@ class PageWords:
     @cached_property
     def body(self) -> str:
         return "\n".join(self._parts).lower()
+
+
+def chunks_by_page(chunks: Iterable[Chunk]) -> dict[PageKey, list[Chunk]]:
+    """`chunks` by their page, pages in the order they first appear, each page's chunks in reading
+    order: how a page's text is put together from its chunks (`page_words`)."""
+    by_page: dict[PageKey, list[Chunk]] = {}
+    for chunk in chunks:
+        by_page.setdefault((chunk.source_path, chunk.page), []).append(chunk)
+    for on_page in by_page.values():
+        on_page.sort(key=lambda c: c.start)
+    return by_page
+
+
+def page_words(chunks: Sequence[Chunk], document_pages: int) -> PageWords:
+    """A page's words from its chunks in reading order (their own strings: nothing is copied until
+    read), in a document of `document_pages` pages. A document that is one page (Markdown, DOCX,
+    HTML, text) has no page title: its first lines title the whole document, and lifting every
+    chunk of it by them would put its weakest chunk above another document's answer."""
+    return PageWords([c.text for c in chunks], titled=document_pages > 1)
 
 
 def _word_char(char: str) -> bool:

@@ -31,7 +31,16 @@ from sleuth.store.dense import DenseIndex
 from sleuth.store.documents import DocumentResolver
 from sleuth.store.home import ContextDir
 from sleuth.store.keyword import KeywordIndex, exact_phrases, is_identifier, open_index
-from sleuth.store.rescore import PageKey, PageWords, TitleIndex, idf_from, rescore, title_pages
+from sleuth.store.rescore import (
+    PageKey,
+    PageWords,
+    TitleIndex,
+    chunks_by_page,
+    idf_from,
+    page_words,
+    rescore,
+    title_pages,
+)
 
 RRF_K = 60
 Mode = Literal["semantic", "keyword", "hybrid"]
@@ -162,8 +171,9 @@ def _pool() -> ThreadPoolExecutor:
 
 
 @dataclass(frozen=True)
-class KeywordCandidates:
-    """The BM25 lists of one search: over the scope, and over the documents the query names."""
+class Candidates:
+    """One half's lists of one search (`dense_candidates`; `KeywordCandidates` adds its own): over
+    the scope, and over the documents the query names."""
 
     query: str
     depth: int
@@ -171,25 +181,16 @@ class KeywordCandidates:
     named: list[str]  # the documents the query names (`resolve_documents`), searched on their own
     in_scope: list[tuple[str, float]]
     in_named: list[tuple[str, float]]
-    exact: list[tuple[str, float]]  # chunks holding the query word for word (`keyword.exact_phrases`)
 
     def matches(self, query: str, depth: int, sources: Sequence[str] | None) -> bool:
         return (self.query, self.depth, self.sources) == (query, depth, tuple(sources or ()))
 
 
 @dataclass(frozen=True)
-class DenseCandidates:
-    """The dense lists of one search: over the scope, and over the documents the query names."""
+class KeywordCandidates(Candidates):
+    """The BM25 lists of one search, and the chunks that hold the query word for word."""
 
-    query: str
-    depth: int
-    sources: tuple[str, ...]
-    named: list[str]  # as in `KeywordCandidates`
-    in_scope: list[tuple[str, float]]
-    in_named: list[tuple[str, float]]
-
-    def matches(self, query: str, depth: int, sources: Sequence[str] | None) -> bool:
-        return (self.query, self.depth, self.sources) == (query, depth, tuple(sources or ()))
+    exact: list[tuple[str, float]]  # (`keyword.exact_phrases`)
 
 
 #: Sources whose pages (and chunk spans) a reader keeps read; pages whose lower-cased text it keeps
@@ -353,14 +354,13 @@ class VersionReader:
         vector: npt.NDArray[np.float32] | None,
         top_k: int = 10,
         sources: Sequence[str] | None = None,
-    ) -> DenseCandidates:
-        """The dense half of `search`, on its own so that it can run beside `keyword_candidates`
-        once the query's vector is known."""
+    ) -> Candidates:
+        """The dense half of `search`: the scope's list and the named documents' list."""
         depth = _depth(top_k)
         if vector is None and self._dense is not None:
             vector = self.embed_query(query)
         named = self._named(query, sources)
-        return DenseCandidates(
+        return Candidates(
             query,
             depth,
             tuple(sources or ()),
@@ -384,7 +384,6 @@ class VersionReader:
         sources: Sequence[str] | None = None,
         vector: npt.NDArray[np.float32] | None = None,
         keyword: KeywordCandidates | Future[KeywordCandidates] | None = None,
-        dense: DenseCandidates | None = None,
     ) -> list[SearchHit]:
         """The best `top_k` chunks for `query`. Every mode ranks a deeper candidate list first, then
         `rank_candidates` demotes boilerplate and `store.rescore` reorders the best pages by their
@@ -392,18 +391,19 @@ class VersionReader:
         its own as well, and its hits join the fusion. In hybrid search the chunks that hold the
         query word for word (`exact`) join as a list of their own, as sure as the surer mode, and
         the best `EXACT_KEPT` of them stay in the results whatever the other signals say.
-        `keyword` and `dense` are `keyword_candidates` (or `start_keyword`'s future of them) and
-        `dense_candidates` computed ahead for the same query, top_k and sources; the dense half is
-        worked out here before waiting for the keyword future, so the two run side by side.
+        `keyword` is `keyword_candidates` (or `start_keyword`'s future of them) computed ahead for
+        the same query, top_k and sources; the dense half (`dense_candidates`) is worked out here
+        before waiting for the future, so the two run side by side.
 
         Each mode scores on its own documented scale (`SearchHit.score`): semantic, the cosine
         similarity of the query and the chunk's best window; keyword, the BM25 score; hybrid, the
         fused rank score over 0..1 (1: first by every signal). Hits come in the final order, which
         the second stage sets, so a semantic or keyword score may exceed the one above it."""
         depth = _depth(top_k)
-        if mode != "keyword" and (dense is None or not dense.matches(query, depth, sources)):
+        dense = None
+        if mode != "keyword":
             if vector is None and self._dense is not None:
-                vector = self.embed_query(query)
+                vector = self.embed_query(query)  # kept: a semantic search scores late joiners with it
             dense = self.dense_candidates(query, vector, top_k, sources)
         if isinstance(keyword, Future):
             keyword = keyword.result()
@@ -480,25 +480,15 @@ class VersionReader:
 
     @cached_property
     def _chunks_by_page(self) -> dict[PageKey, list[Chunk]]:
-        by_page: dict[PageKey, list[Chunk]] = {}
-        for chunk in self.chunks.values():
-            by_page.setdefault((chunk.source_path, chunk.page), []).append(chunk)
-        for chunks in by_page.values():
-            chunks.sort(key=lambda c: c.start)
-        return by_page
+        return chunks_by_page(self.chunks.values())
 
     def _page_words(self, key: PageKey) -> PageWords:
-        """A page's words, read from its chunks (in memory already; the page file may be large).
-        A document that is one page (Markdown, DOCX, HTML, text) has no page title: its first lines
-        title the whole document, and lifting every chunk of it by them would put its weakest
-        chunk above another document's answer."""
+        """A page's words, read from its chunks (in memory already; the page file may be large)."""
         known = self._page_words_cache.get(key)
         if known is not None:
             return known
-        texts = [c.text for c in self._chunks_by_page.get(key, [])]  # in order; the chunks' own strings
-        return self._page_words_cache.put(
-            key, PageWords(texts, titled=len(self._pages_of_source[key[0]]) > 1)
-        )
+        chunks = self._chunks_by_page.get(key, [])
+        return self._page_words_cache.put(key, page_words(chunks, len(self._pages_of_source[key[0]])))
 
     @cached_property
     def _pages_of_source(self) -> dict[str, list[PageKey]]:
