@@ -79,7 +79,7 @@ def test_search_demotes_boilerplate_unless_asked_for_it(reports: Path, home: Hom
 
 def test_scores_without_repeats_are_empty() -> None:
     pages = {"a.md": [Page(1, "One page about pumps in Oslo.\nAnother line about steel supply.")]}
-    assert boilerplate.boilerplate_lines(pages) == ({"a.md": set()}, set())
+    assert boilerplate.find_boilerplate(pages) == boilerplate.Boilerplate({"a.md": set()}, set(), set())
     assert boilerplate.line_key("Page 7 of 90") == boilerplate.line_key("page 8 of 91.")
 
 

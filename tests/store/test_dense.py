@@ -60,6 +60,27 @@ def test_one_row_per_chunk_writes_no_row_counts(tmp_path: Path) -> None:
         dense.write(tmp_path, "bad", ["a", "b"], rows, "m", DIM, per_id=[3, 0])
 
 
+def test_a_matrix_written_in_blocks_is_an_ordinary_npy_file(tmp_path: Path) -> None:
+    """A compile writes its vectors a buffer at a time (`MatrixWriter`) and builds the graph from the
+    file a block at a time (`read_blocks`): neither holds the whole matrix."""
+    vectors, _queries = clustered(1_000)
+    with dense.MatrixWriter(tmp_path / "chunks.npy", DIM) as writer:
+        for start in range(0, 1_000, 300):
+            writer.append(vectors[start : start + 300])
+    assert writer.rows == 1_000
+    assert np.array_equal(np.load(tmp_path / "chunks.npy"), vectors)
+    assert np.array_equal(np.concatenate(list(dense.read_blocks(tmp_path / "chunks.npy", 256))), vectors)
+    np.save(tmp_path / "saved.npy", vectors)  # read_blocks reads what numpy writes, too
+    assert np.array_equal(np.concatenate(list(dense.read_blocks(tmp_path / "saved.npy", 999))), vectors)
+    dense.write_ids(tmp_path, "chunks", [f"c{i}" for i in range(1_000)], writer.rows)
+    assert DenseIndex(tmp_path, "chunks").search(vectors[7], top_k=1)[0].id == "c7"
+    with pytest.raises(ValueError, match="rows for"):
+        dense.write_ids(tmp_path, "chunks", ["a", "b"], writer.rows)
+    with dense.MatrixWriter(tmp_path / "empty.npy", DIM):
+        pass
+    assert np.load(tmp_path / "empty.npy").shape == (0, DIM)
+
+
 def exact_top(vectors: npt.NDArray[np.float32], query: npt.NDArray[np.float32], k: int) -> list[int]:
     return [int(i) for i in np.argsort(-(vectors @ query), kind="stable")[:k]]
 
@@ -71,7 +92,8 @@ def test_graph_search_recalls_what_the_exact_scan_finds(tmp_path: Path) -> None:
     dense.write(tmp_path, "chunks", ids, vectors, "m", DIM)
     exact = DenseIndex(tmp_path, "chunks")
     assert exact.graph is None  # no graph written: every search scans
-    ann.build(ann.graph_path(tmp_path, "chunks"), vectors)
+    # Built as a compile builds it: from the saved matrix, a block of rows at a time.
+    ann.build_blocks(ann.graph_path(tmp_path, "chunks"), dense.read_blocks(tmp_path / "chunks.npy", 3_000))
     index = DenseIndex(tmp_path, "chunks", exact_below=5_000)
     assert index.graph is not None
     recall = []

@@ -3,8 +3,11 @@ they hold, fused with the first-stage order."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
+
+import pytest
 
 from sleuth.compile.pipeline import CompileReport
 from sleuth.store.home import Home
@@ -207,3 +210,34 @@ def test_the_compile_writes_each_documents_title_index_as_the_reader_would_build
         assert (source in pdfs) == bool(stored[1])  # a one-page document has no page titles
         assert reader._title_index(source).by_word == built.by_word
     assert titles.read(reader.root / "index", "../../version") is None  # never leaves the directory
+
+
+def test_title_indexes_are_read_in_either_format_and_refused_when_malformed(tmp_path: Path) -> None:
+    """Format 2 keeps a document's words and positions as two strings and parses a word's positions
+    when it is looked up; a version written in format 1 (stop 33) is still read; anything else is
+    refused (the reader then builds the index from the chunks)."""
+    from sleuth.format import titles
+
+    by_word = {"cash": [0, 2], "flows": [2], "revenue": [1]}
+    titles.write(tmp_path, "docs/a.pdf", [3, 5, 9], by_word)
+    stored = titles.read(tmp_path, "docs/a.pdf")
+    assert stored is not None and stored[0] == [3, 5, 9] and stored[1] == by_word
+    assert stored[1]["cash"] == [0, 2] and "goodwill" not in stored[1]
+    index = TitleIndex([("docs/a.pdf", p) for p in stored[0]], stored[1])
+    assert title_pages("cash flows", [index], lambda _w: 1.0) == [("docs/a.pdf", 9), ("docs/a.pdf", 3)]
+
+    file = tmp_path / "titles" / "docs" / "a.pdf.json"
+    file.write_text(json.dumps({"format": 1, "pages": [3, 5, 9], "words": by_word}))
+    assert titles.read(tmp_path, "docs/a.pdf") == ([3, 5, 9], by_word)
+    for broken in (
+        {"format": 2, "pages": [3], "words": "cash\tflows", "positions": "0"},  # fewer position lists
+        {"format": 3, "pages": [3], "words": "", "positions": ""},
+        {"format": 2, "pages": "3", "words": "", "positions": ""},
+        [1, 2],
+    ):
+        file.write_text(json.dumps(broken))
+        assert titles.read(tmp_path, "docs/a.pdf") is None, broken
+    for outside in ("/etc/passwd", "../a.pdf", "docs/../../a.pdf", ""):
+        assert titles.path_of(tmp_path, outside) is None
+    with pytest.raises(ValueError, match="not a source path"):
+        titles.write(tmp_path, "../a.pdf", [1], {})

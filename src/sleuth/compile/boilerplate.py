@@ -18,12 +18,12 @@ written to `index/boilerplate.json`.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from sleuth.compile.pages import Page
 from sleuth.format.chunks import Chunk
@@ -44,14 +44,12 @@ _DIGITS = re.compile(r"\d+")
 _TOC_LINE = re.compile(r"^\S.{2,}?(?:\s+|\s*\.{2,}\s*)(\d{1,4})$")
 
 
-@functools.lru_cache(maxsize=1 << 18)  # chunk lines are page lines: each is keyed once
 def line_key(line: str) -> str:
     """A line as compared within a document: case-folded, every run of digits one `#`, punctuation and
     spaces one space, so a running footer `Page 7 of 90` is one line on every page."""
     return _NON_WORD.sub(" ", _DIGITS.sub("#", line.casefold())).strip()
 
 
-@functools.lru_cache(maxsize=1 << 18)
 def shared_key(line: str) -> str:
     """A line as compared across documents: digits kept. Two reports that both say "Revenue was $N"
     differ by N, which is their content; a certification or a notice repeats word for word."""
@@ -75,50 +73,57 @@ def _is_entry(line: str) -> bool:
     return len(_DIGITS.findall(line)) <= 2
 
 
-def boilerplate_lines(pages_by_source: Mapping[str, Sequence[Page]]) -> tuple[dict[str, set[str]], set[str]]:
-    """(running `line_key`s per source, `shared_key`s of lines shared across documents)."""
-    running: dict[str, set[str]] = {}  # line_key()s
-    docs_with: Counter[str] = Counter()
-    for source, pages in pages_by_source.items():
-        on_pages: defaultdict[str, int] = defaultdict(int)
-        in_doc: set[str] = set()
-        for page in pages:
-            lines = page.text.split("\n")
-            for key in {line_key(line) for line in lines}:
-                if len(key) >= MIN_LINE_CHARS:
-                    on_pages[key] += 1
-            in_doc.update(k for k in (shared_key(line) for line in lines) if len(k) >= MIN_SHARED_LINE_CHARS)
-        docs_with.update(in_doc)
-        threshold = max(MIN_RUNNING_PAGES, math.ceil(RUNNING_SHARE * len(pages)))
-        running[source] = {key for key, count in on_pages.items() if count >= threshold}
-    shared_threshold = max(MIN_SHARED_DOCS, math.ceil(SHARED_DOCS_SHARE * len(pages_by_source)))
-    shared = {key for key, count in docs_with.items() if count >= shared_threshold}
-    return running, shared
+@dataclass(frozen=True)
+class Boilerplate:
+    """What a version repeats. Lines are kept as the hashes of their keys (`line_key`, `shared_key`):
+    the lines shared across documents are counted over the whole corpus, and a corpus of a million
+    chunks has millions of distinct lines; their 64-bit hashes are a tenth of their text, and two
+    lines that collide are one chance in 2**64 per pair."""
 
+    running: dict[str, set[int]]  # per source, the hashes of its running headers' and footers' line_keys
+    shared: set[int]  # the hashes of the shared_keys of lines shared across documents
+    contents: set[tuple[str, int]]  # (source, page) of every table of contents
 
-def chunk_scores(chunks: Iterable[Chunk], pages_by_source: Mapping[str, Sequence[Page]]) -> dict[str, float]:
-    """Chunk id → share of its text that is boilerplate (only chunks with a share above 0)."""
-    running, shared = boilerplate_lines(pages_by_source)
-    toc_pages = {
-        (source, page.page)
-        for source, pages in pages_by_source.items()
-        for page in pages
-        if _is_toc(page.text)
-    }
-    scores: dict[str, float] = {}
-    for chunk in chunks:
-        if (chunk.source_path, chunk.page) in toc_pages:
-            scores[chunk.id] = 1.0
-            continue
-        repeated = running.get(chunk.source_path, set())
+    def share(self, chunk: Chunk) -> float:
+        """The share of `chunk`'s text that is boilerplate."""
+        if (chunk.source_path, chunk.page) in self.contents:
+            return 1.0
+        repeated = self.running.get(chunk.source_path, set())
         total = flagged = 0
         for line in chunk.text.split("\n"):
             size = len(line.strip())
             if not size:
                 continue
             total += size
-            if line_key(line) in repeated or shared_key(line) in shared:
+            if hash(line_key(line)) in repeated or hash(shared_key(line)) in self.shared:
                 flagged += size
-        if total and flagged:
-            scores[chunk.id] = round(flagged / total, 3)
-    return scores
+        return round(flagged / total, 3) if total and flagged else 0.0
+
+
+def find_boilerplate(pages_by_source: Mapping[str, Sequence[Page]]) -> Boilerplate:
+    """One pass over every source's pages (each source's are read once: a `StoredPages` holds one
+    document's at a time)."""
+    running: dict[str, set[int]] = {}
+    docs_with: Counter[int] = Counter()
+    contents: set[tuple[str, int]] = set()
+    for source, pages in pages_by_source.items():
+        on_pages: Counter[int] = Counter()
+        in_doc: set[int] = set()
+        for page in pages:
+            lines = page.text.split("\n")
+            on_pages.update({hash(key) for key in map(line_key, lines) if len(key) >= MIN_LINE_CHARS})
+            in_doc.update(hash(k) for k in map(shared_key, lines) if len(k) >= MIN_SHARED_LINE_CHARS)
+            if _is_toc(page.text):
+                contents.add((source, page.page))
+        docs_with.update(in_doc)
+        threshold = max(MIN_RUNNING_PAGES, math.ceil(RUNNING_SHARE * len(pages)))
+        running[source] = {key for key, count in on_pages.items() if count >= threshold}
+    shared_threshold = max(MIN_SHARED_DOCS, math.ceil(SHARED_DOCS_SHARE * len(pages_by_source)))
+    shared = {key for key, count in docs_with.items() if count >= shared_threshold}
+    return Boilerplate(running, shared, contents)
+
+
+def chunk_scores(chunks: Iterable[Chunk], pages_by_source: Mapping[str, Sequence[Page]]) -> dict[str, float]:
+    """Chunk id → share of its text that is boilerplate (only chunks with a share above 0)."""
+    found = find_boilerplate(pages_by_source)
+    return {chunk.id: share for chunk in chunks if (share := found.share(chunk))}

@@ -5,6 +5,7 @@ what changed and whether to build at all, and flips `LIVE` once the build is com
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -41,9 +42,13 @@ from sleuth.settings import current
 from sleuth.store import ann, dense, keyword
 from sleuth.store.home import ContextDir, Home, now_iso, write_json_atomic
 from sleuth.store.ledger import Failure, Ledger, SourceEntry
-from sleuth.store.rescore import PageKey, TitleIndex, chunks_by_page, page_words
+from sleuth.store.rescore import TitleIndex, chunks_by_page, page_words
 
 EMBED_BATCH = 256
+#: Windows embedded together: sorting them by length keeps batches' padding low, and a buffer this
+#: size pads about as little as sorting the whole version did, for a few MB of text.
+EMBED_BUFFER = 16 * EMBED_BATCH
+ANN_BLOCK = 65_536  # rows read at a time from the matrix into the graph
 
 
 def embedder_window(manifest: Manifest, state: SourceState) -> Window | None:
@@ -113,18 +118,17 @@ class VersionBuild:
         self.report = report
         self.knowledge = plan.out / "knowledge"
         self.states: dict[str, SourceState] = {}
-        self.fresh_pages: dict[str, list[Page]] = {}  # the pages parsed in this run
-        self.chunks_flat: list[Chunk] = []
+        self.parsed: set[str] = set()  # the sources parsed in this run
+        self.chunk_count = 0
         self.arts_config = run.manifest.curate.artifacts
         self.artifacts: list[Artifact] = []
         self.glossary_entries: list[tuple[str, glossary_builder.Entry]] = []
         self.typed: list[typed_tables.TypedTable] = []
-        self.pages_by_source: dict[str, list[Page]] = {}
         self.skipped_no_model: dict[str, str] = {}
         self.roster_files: dict[str, str] = {}
         self.artifact_files: dict[str, str] = {}
-        self.chunk_vectors: np.ndarray | None = None
-        self.chunk_windows: list[int] = []  # vectors per chunk, in `chunks_flat` order
+        self.chunk_rows = 0  # rows of `index/dense/chunks.npy`, once embedded
+        self.chunk_windows: list[int] = []  # vectors per chunk, in `chunks()` order
         self._windows: dict[str, Window | None] = {}
         self.artifact_vectors: np.ndarray | None = None
         self.computed = 0
@@ -140,11 +144,18 @@ class VersionBuild:
         self.finish()
         return self.sample_queries
 
-    def every_page(self) -> dict[str, list[Page]]:
-        return {
-            rel: self.fresh_pages.get(rel) or version_files.load_pages(self.knowledge, rel)
-            for rel in sorted(self.states)
-        }
+    def every_page(self) -> version_files.StoredPages:
+        """Every source's pages, read from this version's files one source at a time."""
+        return version_files.StoredPages(self.knowledge, self.states)
+
+    def chunks(self) -> Iterator[Chunk]:
+        """Every chunk of the version, source by source, read from its chunk files: the compile
+        holds one source's chunks at a time, not the corpus's (issue 24, bounded memory)."""
+        for rel in sorted(self.states):
+            yield from version_files.load_chunks(self.knowledge, rel)
+
+    def chunk_ids(self) -> list[str]:
+        return [cid for rel in sorted(self.states) for cid in self.ledger.chunk_ids[rel]]
 
     def parse(self) -> None:
         """Parse every new or changed source into pages; carry the others over from the parent."""
@@ -212,51 +223,51 @@ class VersionBuild:
                 version_files.write_jsonl(
                     self.knowledge / version_files.pages_rel(rel), (p.to_json() for p in parsed.pages)
                 )
-                self.fresh_pages[rel] = parsed.pages
+                self.parsed.add(rel)
                 self.run.progress.advance("parse")
         self.run.progress.finish("parse")
 
     def chunk(self) -> None:
         """Chunk every source whose chunk file is not carried over (new, changed, re-chunked)."""
         chunking = self.run.manifest.curate.chunks.chunking
-        all_chunks: dict[str, list[Chunk]] = {}
         with self.run.timed("chunk"):
             for rel in self.states:
                 target = self.knowledge / version_files.chunks_rel(rel)
                 if target.exists():
-                    all_chunks[rel] = [Chunk.from_json(d) for d in version_files.read_jsonl(target)]
+                    self.ledger.chunk_ids[rel] = [d["id"] for d in version_files.read_jsonl(target)]
                     continue
-                pages = self.fresh_pages.get(rel) or version_files.load_pages(self.knowledge, rel)
+                pages = version_files.load_pages(self.knowledge, rel)
                 chunks = chunk_pages(
                     rel, pages, chunking, chunk_window(chunking, self.run.window(self.states[rel]))
                 )
                 integrity.check_chunks(chunks, pages)
                 version_files.write_jsonl(target, (c.to_json() for c in chunks))
-                all_chunks[rel] = chunks
-        self.chunks_flat = [c for rel in sorted(all_chunks) for c in all_chunks[rel]]
-        for rel, chunks in all_chunks.items():
-            self.ledger.chunk_ids[rel] = [c.id for c in chunks]
+                self.ledger.chunk_ids[rel] = [c.id for c in chunks]
         for rel in list(self.ledger.chunk_ids):
-            if rel not in all_chunks:
+            if rel not in self.states:
                 self.ledger.chunk_ids.pop(rel)
+        self.chunk_count = sum(len(self.ledger.chunk_ids[rel]) for rel in self.states)
 
     def build_artifacts(self) -> None:
         """The artifacts, edges, typed tables, their files and the rosters."""
         leg = ArtifactLeg(self.run.manifest, self.run.extractor, self.run.warnings)
+        # The artifact builders read across documents (edges, glossaries, tables, corpus summaries):
+        # they get every page at once, for this phase only.
+        pages_by_source: dict[str, list[Page]] = {}
         with self.run.timed("artifacts"):
             if self.arts_config.is_enabled:
-                self.pages_by_source = self.every_page()
+                pages_by_source = dict(self.every_page())
                 extractor = self.run.extractor
                 if extractor.available():
                     extractor.watch(self.run.progress)
                     model_types = [
                         t for t in self.arts_config.artifact_types if t.kind not in DETERMINISTIC_KINDS
                     ]
-                    self.run.progress.start("extract", len(model_types) * len(self.pages_by_source))
+                    self.run.progress.start("extract", len(model_types) * len(pages_by_source))
                 self.artifacts, self.glossary_entries, self.typed, self.skipped_no_model = leg.build(
-                    self.pages_by_source, self.states
+                    pages_by_source, self.states
                 )
-                leg.build_edges(self.artifacts, self.pages_by_source)
+                leg.build_edges(self.artifacts, pages_by_source)
                 if extractor.available():
                     self.run.progress.finish("extract")
             elif self.arts_config.artifact_types:
@@ -265,7 +276,7 @@ class VersionBuild:
                     "is false: no artifacts were built"
                 )
             cards.assign_slugs(self.artifacts)
-            integrity.check_provenance(self.artifacts, self.typed, self.pages_by_source)
+            integrity.check_provenance(self.artifacts, self.typed, pages_by_source)
             parent_outline = version_files.read_outline(self.plan.parent_dir)
             self.artifact_files = leg.write_files(
                 self.knowledge, self.artifacts, self.plan.version, parent_outline
@@ -276,45 +287,50 @@ class VersionBuild:
 
     def embed(self) -> None:
         """Vectors for every chunk (one per embedder window, `chunk_windows`) and artifact, from the
-        embedding cache where it has them. Texts are embedded longest first across the whole version,
-        so that each batch pads little, and each is made only for its batch: the version's text is
-        held once, in its chunks."""
+        embedding cache where it has them. Chunks are read source by source and embedded
+        `EMBED_BUFFER` windows at a time, longest first within the buffer so that each batch pads
+        little; their vectors go straight to `index/dense/chunks.npy`. The compile holds one buffer's
+        texts and vectors, never the version's."""
         if not self.run.manifest.curate.chunks.enabled:
             return
         cache = EmbeddingCache.for_embedder(self.run.home.embedding_cache_dir, self.embedder)
+        dense_dir = self.plan.out / "index" / "dense"
+        dense_dir.mkdir(parents=True, exist_ok=True)
         try:
             with self.run.timed("embed"):
-                owner: list[int] = []  # per window: its chunk (then -1 - artifact) and span
-                spans: list[tuple[int, int]] = []
-                for i, chunk in enumerate(self.chunks_flat):
-                    reads = chunk_windows(chunk, self._window_of(self.states[chunk.source_path]))
-                    owner += [i] * len(reads)
-                    spans += reads
-                    self.chunk_windows.append(len(reads))
-                split = len(owner)
-                owner += [-1 - j for j in range(len(self.artifacts))]
-                spans += [(0, len(a.body) + len(a.name)) for a in self.artifacts]
-
-                def text(row: int) -> str:
-                    if owner[row] < 0:
-                        return self.artifacts[-1 - owner[row]].search_text()
-                    chunk = self.chunks_flat[owner[row]]
-                    first = row == 0 or owner[row - 1] != owner[row]
-                    return window_text(chunk, self.states[chunk.source_path], spans[row], first)
-
-                self.run.progress.start("embed", len(owner))
-                matrix = np.zeros((len(owner), self.embedder.dim), dtype=np.float32)
-                order = sorted(range(len(owner)), key=lambda row: spans[row][0] - spans[row][1])
-                for begin in range(0, len(order), EMBED_BATCH):
-                    rows = order[begin : begin + EMBED_BATCH]
-                    vecs, n = embed_cached(self.embedder, cache, [text(row) for row in rows])
-                    matrix[rows] = vecs
-                    self.computed += n
-                    self.run.progress.advance("embed", len(rows))
+                self.run.progress.start("embed", self.chunk_count + len(self.artifacts))
+                with dense.MatrixWriter(dense.matrix_path(dense_dir, "chunks"), self.embedder.dim) as matrix:
+                    texts: list[str] = []
+                    held = 0  # chunks whose windows are in `texts`
+                    for chunk in self.chunks():
+                        state = self.states[chunk.source_path]
+                        reads = chunk_windows(chunk, self._window_of(state))
+                        texts += [window_text(chunk, state, span, i == 0) for i, span in enumerate(reads)]
+                        self.chunk_windows.append(len(reads))
+                        held += 1
+                        if len(texts) >= EMBED_BUFFER:
+                            matrix.append(self._embed(cache, texts))
+                            self.run.progress.advance("embed", held)
+                            texts, held = [], 0
+                    matrix.append(self._embed(cache, texts))
+                    self.run.progress.advance("embed", held)
+                self.chunk_rows = matrix.rows
+                self.artifact_vectors = self._embed(cache, [a.search_text() for a in self.artifacts])
+                self.run.progress.advance("embed", len(self.artifacts))
                 self.run.progress.finish("embed")
-                self.chunk_vectors, self.artifact_vectors = matrix[:split], matrix[split:]
         finally:
             cache.close()
+
+    def _embed(self, cache: EmbeddingCache, texts: list[str]) -> np.ndarray:
+        """`texts`' vectors, in their order, embedded longest first in batches of `EMBED_BATCH`."""
+        out = np.zeros((len(texts), self.embedder.dim), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda row: -len(texts[row]))
+        for begin in range(0, len(order), EMBED_BATCH):
+            rows = order[begin : begin + EMBED_BATCH]
+            vecs, computed = embed_cached(self.embedder, cache, [texts[row] for row in rows])
+            out[rows] = vecs
+            self.computed += computed
+        return out
 
     def _window_of(self, state: SourceState) -> Window | None:
         """`read_window` for `state`'s chunks, made once per source."""
@@ -332,7 +348,7 @@ class VersionBuild:
                 self.plan.out / "tables.sqlite",
                 self.run.manifest,
                 source_rows,
-                self.chunks_flat,
+                self.chunks(),
                 self.artifacts,
                 self.artifact_files,
                 self.glossary_entries,
@@ -353,29 +369,18 @@ class VersionBuild:
                             " > ".join(c.section_path),
                             c.text,
                         )
-                        for c in self.chunks_flat
+                        for c in self.chunks()
                     ),
                     ((a.id, a.type, a.kind, a.name, a.body) for a in self.artifacts),
                 )
             # Boilerplate is a property of the whole version (a line shared by many documents), so it
             # is scored anew at every compile, over every source's pages.
-            all_pages = (
-                self.pages_by_source if self.arts_config.is_enabled else self.every_page()
-            )  # read once
-            boilerplate_file.write(index_dir, boilerplate.chunk_scores(self.chunks_flat, all_pages))
+            boilerplate_file.write(index_dir, boilerplate.chunk_scores(self.chunks(), self.every_page()))
             self._write_titles(index_dir)
             self.run.progress.advance("index")
-            if self.chunk_vectors is not None and self.artifact_vectors is not None:
+            if self.artifact_vectors is not None:  # embedded: `chunks.npy` is written
                 dense_dir = index_dir / "dense"
-                dense.write(
-                    dense_dir,
-                    "chunks",
-                    [c.id for c in self.chunks_flat],
-                    self.chunk_vectors,
-                    self.embedder.id,
-                    self.embedder.dim,
-                    per_id=self.chunk_windows,
-                )
+                dense.write_ids(dense_dir, "chunks", self.chunk_ids(), self.chunk_rows, self.chunk_windows)
                 dense.write(
                     dense_dir,
                     "artifacts",
@@ -384,16 +389,16 @@ class VersionBuild:
                     self.embedder.id,
                     self.embedder.dim,
                 )
-                if len(self.chunk_vectors) >= current().ann_min_vectors:
+                if self.chunk_rows >= current().ann_min_vectors:
                     if ann.available():
-                        ann.build(
+                        ann.build_blocks(
                             ann.graph_path(dense_dir, "chunks"),
-                            self.chunk_vectors,
+                            dense.read_blocks(dense.matrix_path(dense_dir, "chunks"), ANN_BLOCK),
                             current().embed_threads or 0,
                         )
                     else:
                         self.run.warnings.append(
-                            f"{len(self.chunk_vectors):,} chunk vectors: semantic search scans them all; "
+                            f"{self.chunk_rows:,} chunk vectors: semantic search scans them all; "
                             "install the `ann` extra (pip install 'sleuth[ann]') for an HNSW graph"
                         )
                 dense.write_meta(
@@ -401,8 +406,8 @@ class VersionBuild:
                     self.embedder.id,
                     self.embedder.dim,
                     {
-                        "chunks": len(self.chunks_flat),
-                        "chunk_vectors": len(self.chunk_vectors),
+                        "chunks": self.chunk_count,
+                        "chunk_vectors": self.chunk_rows,
                         "artifacts": len(self.artifacts),
                     },
                 )
@@ -412,10 +417,10 @@ class VersionBuild:
     def _write_titles(self, index_dir: Path) -> None:
         """Each document's title-zone word index (`format.titles`), its pages put together from
         their chunks as a reader does (`rescore.chunks_by_page`, `rescore.page_words`)."""
-        by_source: dict[str, dict[PageKey, list[Chunk]]] = {}
-        for key, chunks in chunks_by_page(self.chunks_flat).items():
-            by_source.setdefault(key[0], {})[key] = chunks
-        for source, pages in by_source.items():
+        for source in sorted(self.states):
+            pages = chunks_by_page(version_files.load_chunks(self.knowledge, source))
+            if not pages:
+                continue
             words = {key: page_words(chunks, len(pages)) for key, chunks in pages.items()}
             index = TitleIndex.build(list(words), words.__getitem__)
             titles.write(index_dir, source, [page for _source, page in index.pages], index.by_word)
@@ -435,10 +440,10 @@ class VersionBuild:
             "sources_skipped_unreadable": sum(
                 1 for f in failures.values() if f["reason"] == "unsupported format"
             ),
-            "sources_parsed": len(self.fresh_pages),
+            "sources_parsed": len(self.parsed),
             "pages": sum(s.pages for s in self.states.values()),
             "images_skipped_no_vision": sum(s.images_skipped for s in self.states.values()),
-            "chunks": len(self.chunks_flat),
+            "chunks": self.chunk_count,
             "artifacts": len(self.artifacts),
             "artifacts_by_type": by_type,
             "edges": sum(len(a.edges) for a in self.artifacts),
@@ -448,7 +453,7 @@ class VersionBuild:
             "rosters": len(self.roster_files),
             "embedded": self.computed,
             "embedded_from_cache": (
-                len(self.chunks_flat) + len(self.artifacts) - self.computed
+                self.chunk_count + len(self.artifacts) - self.computed
                 if self.run.manifest.curate.chunks.enabled
                 else 0
             ),
@@ -460,7 +465,8 @@ class VersionBuild:
         self.report.warnings = self.run.warnings
         self.report.artifacts_skipped_no_model = self.skipped_no_model
         written = self.run.extractor.sample_queries(self.artifacts) if self.run.extractor.available() else []
-        suggested = written or sample_queries(self.states, self.pages_by_source)
+        pages = self.every_page() if self.arts_config.is_enabled else {}  # as before: none without artifacts
+        suggested = written or sample_queries(self.states, pages)
         extraction = self.run.extractor.report()
         groups, pointers = extraction.pop("groups", []), extraction.pop("pointers", {})
         before = {(g.get("type"), g.get("group_key")): g for g in self.ledger.corpus_groups}

@@ -6,6 +6,7 @@ sample questions its headings suggest.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -78,7 +79,7 @@ def source_row(state: SourceState) -> dict[str, Any]:
     return row
 
 
-def sample_queries(states: dict[str, SourceState], pages_by_source: dict[str, list[Page]]) -> list[str]:
+def sample_queries(states: dict[str, SourceState], pages_by_source: Mapping[str, list[Page]]) -> list[str]:
     queries: list[str] = []
     for rel in sorted(states):
         pages = pages_by_source.get(rel, [])

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from sleuth.compile.pages import Page
+from sleuth.format.chunks import Chunk
 
 
 @dataclass
@@ -78,6 +79,31 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
 
 def load_pages(knowledge: Path, rel: str) -> list[Page]:
     return [Page.from_json(d) for d in read_jsonl(knowledge / pages_rel(rel))]
+
+
+def load_chunks(knowledge: Path, rel: str) -> Iterator[Chunk]:
+    return (Chunk.from_json(d) for d in read_jsonl(knowledge / chunks_rel(rel)))
+
+
+class StoredPages(Mapping[str, list[Page]]):
+    """Each source's pages, read from the version's files whenever asked for: a compile holds one
+    document's pages at a time, never the corpus's (issue 24, bounded memory)."""
+
+    def __init__(self, knowledge: Path, sources: Iterable[str]) -> None:
+        self._knowledge = knowledge
+        self._sources = sorted(sources)
+        self._known = frozenset(self._sources)
+
+    def __getitem__(self, rel: str) -> list[Page]:
+        if rel not in self._known:
+            raise KeyError(rel)
+        return load_pages(self._knowledge, rel)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._sources)
+
+    def __len__(self) -> int:
+        return len(self._sources)
 
 
 def read_sources(version_dir: Path) -> dict[str, dict[str, Any]]:

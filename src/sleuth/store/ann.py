@@ -13,6 +13,7 @@ benchmarks/search.py.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -64,10 +65,28 @@ def graph_path(directory: Path, namespace: str) -> Path:
 
 def build(path: Path, matrix: npt.NDArray[np.float32], threads: int = 0) -> None:
     """Write the graph of `matrix`'s rows (keys are row numbers) to `path`, whole or not at all."""
-    index = _usearch().Index(
-        ndim=matrix.shape[1], metric="ip", dtype="i8", connectivity=CONNECTIVITY, expansion_add=EXPANSION_ADD
-    )
-    index.add(np.arange(len(matrix), dtype=np.uint64), np.ascontiguousarray(matrix), threads=threads)
+    build_blocks(path, [matrix], threads)
+
+
+def build_blocks(path: Path, blocks: Iterable[npt.NDArray[np.float32]], threads: int = 0) -> None:
+    """`build` from a matrix given a block of rows at a time (`dense.read_blocks`): the graph keeps
+    its own 8-bit copy of each row, so the float matrix need not be held beside it."""
+    index: Any = None
+    added = 0
+    for block in blocks:
+        if index is None:
+            index = _usearch().Index(
+                ndim=block.shape[1],
+                metric="ip",
+                dtype="i8",
+                connectivity=CONNECTIVITY,
+                expansion_add=EXPANSION_ADD,
+            )
+        keys = np.arange(added, added + len(block), dtype=np.uint64)
+        index.add(keys, np.ascontiguousarray(block, dtype=np.float32), threads=threads)
+        added += len(block)
+    if index is None:
+        raise ValueError("a graph needs at least one block of rows")
     partial = path.with_name(path.name + ".partial")
     index.save(str(partial))
     os.replace(partial, path)

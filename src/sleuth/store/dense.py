@@ -13,7 +13,7 @@ for candidates; their scores are still exact.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -43,9 +43,21 @@ def write(
 ) -> None:
     """`vectors` has one row per id, or `per_id[i]` consecutive rows for id i."""
     directory.mkdir(parents=True, exist_ok=True)
-    rows = len(ids) if per_id is None else int(sum(per_id))
-    matrix = np.ascontiguousarray(vectors, dtype=np.float32).reshape(rows, dim)
-    np.save(directory / f"{namespace}.npy", matrix, allow_pickle=False)
+    with MatrixWriter(matrix_path(directory, namespace), dim) as matrix:
+        matrix.append(vectors)
+    write_ids(directory, namespace, ids, matrix.rows, per_id)
+
+
+def matrix_path(directory: Path, namespace: str) -> Path:
+    return directory / f"{namespace}.npy"
+
+
+def write_ids(
+    directory: Path, namespace: str, ids: list[str], rows: int, per_id: Sequence[int] | None = None
+) -> None:
+    """The id list of a matrix of `rows` rows: one row per id, or `per_id[i]` rows for id i."""
+    if rows != (len(ids) if per_id is None else int(sum(per_id))):
+        raise ValueError(f"{namespace}: {rows} rows for {len(ids)} ids")
     (directory / f"{namespace}.ids.json").write_text(json.dumps(ids), encoding="utf-8")
     counts = directory / f"{namespace}.rows.npy"
     if per_id is not None and rows != len(ids):
@@ -54,6 +66,58 @@ def write(
         np.save(counts, np.asarray(per_id, dtype=np.int32), allow_pickle=False)
     else:
         counts.unlink(missing_ok=True)
+
+
+class MatrixWriter:
+    """A float32 `.npy` matrix written a block of rows at a time, so that a compile never holds a
+    version's vectors: the header leaves room for any row count and is completed on close."""
+
+    HEADER = 128  # bytes: the magic, the version, the length and the header dict, padded
+
+    def __init__(self, path: Path, dim: int) -> None:
+        self.path = path
+        self.dim = dim
+        self.rows = 0
+        self._file = path.open("wb")
+        self._file.write(self._header())
+
+    def append(self, block: npt.NDArray[np.float32]) -> None:
+        rows = np.ascontiguousarray(block, dtype="<f4").reshape(-1, self.dim)
+        self._file.write(rows.tobytes())
+        self.rows += len(rows)
+
+    def close(self) -> None:
+        if self._file.closed:
+            return
+        self._file.seek(0)
+        self._file.write(self._header())
+        self._file.close()
+
+    def _header(self) -> bytes:
+        text = repr({"descr": "<f4", "fortran_order": False, "shape": (self.rows, self.dim)})
+        text = text.ljust(self.HEADER - 11) + "\n"
+        return b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text.encode("latin1")
+
+    def __enter__(self) -> MatrixWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_blocks(path: Path, block_rows: int) -> Iterator[npt.NDArray[np.float32]]:
+    """A saved matrix's rows, `block_rows` at a time, read rather than memory-mapped: a graph built
+    from them holds one block of the matrix besides itself."""
+    with path.open("rb") as fh:
+        version = np.lib.format.read_magic(fh)
+        read_header = (
+            np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        )
+        shape, _fortran, dtype = read_header(fh)
+        rows, dim = shape
+        for start in range(0, rows, block_rows):
+            count = min(block_rows, rows - start)
+            yield np.fromfile(fh, dtype=dtype, count=count * dim).reshape(count, dim).astype(np.float32)
 
 
 def write_meta(directory: Path, model: str, dim: int, counts: dict[str, int]) -> None:

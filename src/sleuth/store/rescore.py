@@ -22,7 +22,7 @@ again for this module); this is the stage such a model would take over. Measured
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cached_property
 
 from sleuth.format.chunks import Chunk
@@ -204,7 +204,7 @@ class TitleIndex:
     compile time: `format.titles`) and kept by the reader: `title_pages` then looks up the question's
     few word forms instead of scanning every page's title zone for each of them."""
 
-    def __init__(self, pages: Sequence[PageKey], by_word: dict[str, list[int]]) -> None:
+    def __init__(self, pages: Sequence[PageKey], by_word: Mapping[str, Sequence[int]]) -> None:
         self.pages = list(pages)
         self.by_word = by_word  # word -> positions in `pages`
 
