@@ -135,6 +135,18 @@ def test_http_primitives_return_json_and_tool_errors(
                 assert first["ref"] == "E1" and first["span"]["text"] == first["chunk_text"]
                 assert "span_" not in first
 
+                around = value(
+                    await client.call_tool("read_around", {"context": "acme", "hit": first["id"], "after": 1})
+                )
+                assert around["hits"][1]["id"] == first["id"]
+                assert around["source_path"] == first["source_path"]
+                assert around["text"].startswith("[E1 p.") and around["hits"][0]["ref"] == "E1"
+                where = {"source": first["source_path"], "page": first["page"]}
+                page = value(await client.call_tool("read_page", {"context": "acme", **where}))
+                assert first["id"] in {h["id"] for h in page["hits"]} and page["pages"] == [first["page"]]
+                unknown_label = error(await client.call_tool("read_around", {"context": "acme", "hit": "E9"}))
+                assert unknown_label["error"] == "NotFoundError"
+
                 again = value(await client.call_tool("search_source", {"context": "acme", "query": "hotel"}))
                 assert again[0]["ref"] == "E1"  # evidence labels are numbered per tool call
 

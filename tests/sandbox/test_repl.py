@@ -159,6 +159,9 @@ def test_a_real_sandbox_round_trip(sandbox: Sandbox) -> None:
     assert first.output == "10\n" and first.calls[0]["fn"] == "query_db"
     hits = sandbox.exec("hits = await search_source('What does ERR-4012 mean?', top_k=3)\nprint(hits[0].ref)")
     assert hits.output == "E1\n" and [c["fn"] for c in hits.rpc_calls] == ["embed"]
+    around = sandbox.exec("p = read_around(hits[0], before=0, after=1)\nprint(len(p), p.hits[0].ref)\np")
+    assert around.output.startswith("2 E1\nPassage(") and "[E1 p." in around.output
+    assert [c["fn"] for c in around.calls] == ["read_around"]
 
 
 def test_sleuth_exec_cli(sample_home: tuple[object, object], tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from sleuth.sdk.knowledge import Knowledge, ScopedContext
 from sleuth.sdk.primitives import primitives, signature_text
 from sleuth.store.search import VersionReader
 
-PROMPT_VERSION = "2026-11-30.1"
+PROMPT_VERSION = "2026-12-02.1"
 MAX_DESCRIPTIONS_CHARS = 12_000
 
 
@@ -148,8 +148,10 @@ def sdk_reference(tools: Sequence[str] | None = None) -> str:
     lines.append(
         "Hits: `h.ref` (evidence label), `h.name`, `h.score` (hybrid 0-1, keyword BM25, semantic cosine), "
         "`h.kind`, `h.fields` (chunk hits: source_path, "
-        "page, chunk_text, section_path; artifact hits: type, sources, snippet). Rows from `query_db` are "
-        "dicts; `_provenance` holds evidence labels."
+        "page, chunk_text, section_path; artifact hits: type, sources, snippet). A `Passage` (read_around, "
+        "read_page, read_section) prints its chunks' text, each after its label (`[E7 p.41] …`); "
+        "`p.hits` are its chunks as hits. Rows from `query_db` are dicts; `_provenance` holds evidence "
+        "labels."
     )
     return "\n".join(lines)
 

@@ -64,7 +64,7 @@ from sleuth.api.turns import TurnExecutor, executor
 from sleuth.errors import Error
 from sleuth.sdk.errors import AmbiguousError, HostError, LimitError, NotFoundError, QueryError, SleuthError
 from sleuth.sdk.knowledge import Evidence, Knowledge, ScopedContext
-from sleuth.sdk.primitives import Primitive, primitives
+from sleuth.sdk.primitives import Locator, Primitive, primitives
 from sleuth.sdk.types import Hit, Rows
 from sleuth.settings import current
 from sleuth.store.home import ContextDir, ContextInfo, ContextNotFound, Home
@@ -94,6 +94,16 @@ SDK_ERROR_CODES: dict[type[SleuthError], str] = {
 }
 
 Slug = Annotated[str, Field(min_length=1, max_length=200, description="The context's slug (list_contexts).")]
+#: A locator as an MCP client gives it: evidence labels are numbered per tool call here, so a hit's
+#: `id` (a chunk id) or a source path is what it names a place by.
+WireLocator = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=2000,
+        description="A hit's `id` (a chunk id, 'chk_…'), or a source path (read_page, read_section).",
+    ),
+]
 
 
 class ToolFailure(Error):
@@ -370,8 +380,13 @@ class Tools:
 def _sdk_tool(tools: Tools, item: Primitive) -> Callable[..., Awaitable[CallToolResult]]:
     """`item` as an MCP tool, from its one declaration (`sdk.primitives`): `context` (a slug) first,
     then the primitive's own parameters, whose JSON Schema comes from the same annotations; the SDK's
-    `Context` is hidden from the schema. The primitive's own bounds are checked again when it runs."""
-    own = [p.replace(kind=Parameter.KEYWORD_ONLY) for p in item.parameters() if p.name != "context"]
+    `Context` is hidden from the schema, and a locator (a hit or span in the REPL) is a string here
+    (`WireLocator`). The primitive's own bounds are checked again when it runs."""
+    own = [
+        p.replace(kind=Parameter.KEYWORD_ONLY, annotation=_wire(p.annotation))
+        for p in item.parameters()
+        if p.name != "context"
+    ]
     parameters = [
         Parameter("context", Parameter.KEYWORD_ONLY, annotation=Slug),
         *own,
@@ -385,6 +400,10 @@ def _sdk_tool(tools: Tools, item: Primitive) -> Callable[..., Awaitable[CallTool
     call.__signature__ = Signature(parameters, return_annotation=CallToolResult)  # type: ignore[attr-defined]
     call.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": CallToolResult}
     return call
+
+
+def _wire(annotation: Any) -> Any:
+    return WireLocator if annotation == Locator else annotation
 
 
 def build_server(engine_of: EngineOf, only: str | None = None) -> tuple[MCPServer, Tools]:

@@ -22,19 +22,25 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import Field
 
 from sleuth.sdk.errors import LimitError
+from sleuth.sdk.types import Hit, Span
 from sleuth.settings import declared_limits
 
 __all__ = [
+    "Around",
     "ArtifactName",
     "DocType",
     "FactKey",
     "Issuer",
+    "Locator",
+    "MaxChars",
     "MaxHops",
     "MaxTotal",
+    "PageNumber",
     "Primitive",
     "Queries",
     "Query",
     "RankBy",
+    "Section",
     "SourcePaths",
     "Sql",
     "TopK",
@@ -70,6 +76,16 @@ Queries = Annotated[
 RankBy = Annotated[
     str | Sequence[str] | None, Field(description="Queries that rank the artifact's quotes (optional).")
 ]
+Locator = Annotated[
+    Hit | Span | str,
+    Field(description="A hit, a span, an evidence label ('E7') or a chunk id ('chk_…'); or a source path."),
+]
+Around = Annotated[int, Field(ge=0, le=10, description="Chunks to read on that side (0-10).")]
+PageNumber = Annotated[int | None, Field(ge=1, le=100_000, description="A 1-based page number.")]
+MaxChars = Annotated[int, Field(ge=200, le=20_000, description="At most this many characters (200-20,000).")]
+Section = Annotated[
+    str | None, Field(min_length=1, max_length=200, description="Words of a heading, e.g. 'Liquidity'.")
+]
 
 Kind = Literal["read", "search"]
 F = TypeVar("F", bound=Callable[..., Any])
@@ -95,12 +111,23 @@ class Primitive:
 _REGISTRY: dict[str, Primitive] = {}
 
 
+#: The modules that declare primitives, in the order of spec/runtime.md §5.2 (the reads of
+#: artifacts, the searches, the reads around evidence, the database); each module's own in the
+#: order it declares them.
+MODULES = ("sleuth.sdk.reads", "sleuth.sdk.searches", "sleuth.sdk.passages", "sleuth.sdk.tables")
+
+
 def primitives() -> list[Primitive]:
-    """Every primitive, in the order `Knowledge` declares them (spec/runtime.md §5.2's). Declaring
-    `Knowledge` registers them: its module must have been imported."""
+    """Every primitive, in the order of spec/runtime.md §5.2 (`MODULES`). Declaring `Knowledge`
+    registers them: its module must have been imported."""
     if not _REGISTRY:
         raise RuntimeError("no primitives: import sleuth.sdk.knowledge first")
-    return list(_REGISTRY.values())
+
+    def rank(item: Primitive) -> int:
+        module = item.method.__module__
+        return MODULES.index(module) if module in MODULES else len(MODULES)
+
+    return sorted(_REGISTRY.values(), key=rank)
 
 
 def primitive(kind: Kind) -> Callable[[F], F]:

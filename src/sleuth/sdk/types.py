@@ -7,7 +7,7 @@ here, and the list and dict subclasses below, return themselves from `__await__`
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -140,6 +140,38 @@ class Hit(SelfAwaitable):
             f"Hit({self.ref} {self.kind} {self.source_path} p.{self.page}{section} "
             f"score={self.score:.2f} {_short(self.chunk_text or '')!r})"
         )
+
+
+@dataclass(frozen=True)
+class Passage(SelfAwaitable):
+    """Consecutive chunks of one document read together (`read_around`, `read_page`, `read_section`):
+    `text` shows each chunk after its evidence label, so what the model prints is citable as it reads."""
+
+    context: str
+    source_path: str
+    pages: list[int]
+    section_path: list[str]
+    hits: list[Hit]  # the chunks, in reading order, each a citable hit with its own label
+    text: str  # "[E3] first chunk\n[E4] next chunk…"
+    truncated: bool  # cut at `max_chars`: more follows in the document
+
+    def __iter__(self) -> Iterator[Hit]:
+        return iter(self.hits)
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def __getitem__(self, index: int) -> Hit:
+        return self.hits[index]
+
+    def __repr__(self) -> str:
+        if not self.hits:
+            return f"Passage({self.source_path}: no chunks)"
+        first, last = self.pages[0], self.pages[-1]
+        pages = f"p.{first}" if first == last else f"p.{first}-{last}"
+        section = f" §{' > '.join(self.section_path)}" if self.section_path else ""
+        more = "\n[cut at max_chars: more follows]" if self.truncated else ""
+        return f"Passage({self.source_path} {pages}{section}, {len(self.hits)} chunks)\n{self.text}{more}"
 
 
 @dataclass(frozen=True)

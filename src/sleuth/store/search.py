@@ -282,6 +282,18 @@ class VersionReader:
             by_source.setdefault(chunk.source_path, []).append(cid)
         return by_source
 
+    def source_chunks(self, source_path: str) -> list[Chunk]:
+        """A source's chunks in reading order (its chunk file's: page by page, top down)."""
+        return [self.chunks[cid] for cid in self._chunks_by_source.get(source_path, [])]
+
+    def chunk_position(self, chunk_id: str) -> int:
+        """Where a chunk is in `source_chunks` of its source."""
+        return self._positions[chunk_id]
+
+    @cached_property
+    def _positions(self) -> dict[str, int]:
+        return {cid: i for ids in self._chunks_by_source.values() for i, cid in enumerate(ids)}
+
     def _allowed(self, sources: Sequence[str] | None) -> list[str] | None:
         if sources is None:
             return None

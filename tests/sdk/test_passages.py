@@ -1,0 +1,104 @@
+"""Reading around evidence (issue 25, item 1): a hit's neighbours, its page and its section, from a
+hit, a span, an evidence label or a chunk id, every chunk a citable span of its page."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+
+import pytest
+
+from sleuth.sdk.errors import LimitError, NotFoundError
+from sleuth.sdk.knowledge import Knowledge, ScopedContext
+from sleuth.sdk.types import Hit, Passage
+from sleuth.store.search import VersionReader
+
+REPORT = "uploads/acme-corpus/reports/annual-report-2025.pdf"
+
+
+@pytest.fixture
+def kb(sample_version: Path) -> Knowledge:
+    return Knowledge([ScopedContext("acme", sample_version)])
+
+
+def revenue_hit(kb: Knowledge) -> Hit:
+    hits = asyncio.run(kb.search_source("Revenue for 2025 by segment", top_k=5))
+    return next(h for h in hits if h.source_path == REPORT and "2.1 Revenue by Segment" in h.section_path)
+
+
+def assert_citable(passage: Passage, version: Path) -> None:
+    """Each chunk is its page's text at its offsets, and prints after its own label."""
+    reader = VersionReader(version)
+    for hit in passage.hits:
+        assert hit.ref is not None and hit.span is not None
+        page = reader.page_text(hit.source_path or "", hit.page or 0)
+        assert page is not None and page[hit.start : hit.end] == hit.chunk_text
+        assert f"[{hit.ref} p.{hit.page}] {hit.chunk_text}" in passage.text
+    assert passage.text in repr(passage)
+
+
+def test_read_around_gives_the_neighbours_in_reading_order(kb: Knowledge, sample_version: Path) -> None:
+    hit = revenue_hit(kb)
+    around = kb.read_around(hit, before=1, after=1)
+    assert len(around) == 3 and around[1].id == hit.id and around[1].ref == hit.ref
+    assert (around.hits[0].chunk_text or "").startswith("2. Financial Highlights")
+    assert (around.hits[2].chunk_text or "").startswith("2.2 Profitability")
+    assert around.pages == [3] and around.section_path == ["2. Financial Highlights"]
+    assert_citable(around, sample_version)
+    # The same place from its label, its chunk id and its span.
+    ids = [h.id for h in around]
+    for locator in (hit.ref or "", hit.id, hit.span):
+        assert [h.id for h in kb.read_around(locator, before=1, after=1)] == ids  # type: ignore[arg-type]
+    assert [h.id for h in kb.read_around(hit, before=0, after=1)] == ids[1:]
+    # Across the page break and the document's ends.
+    last = kb.read_around(around.hits[2], before=0, after=10)
+    assert last.pages == [3, 4] and (last.hits[-1].chunk_text or "").startswith("3.3 Risks")
+    assert kb.read_around(last.hits[-1], before=0, after=3).hits == [last.hits[-1]]
+
+
+def test_read_page_and_read_section(kb: Knowledge, sample_version: Path) -> None:
+    hit = revenue_hit(kb)
+    page = kb.read_page(hit)
+    assert page.pages == [3] and len(page) == 5 and not page.truncated
+    assert [h.id for h in kb.read_page(REPORT, page=3)] == [h.id for h in page]
+    assert_citable(page, sample_version)
+    cut = kb.read_page(REPORT, page=3, max_chars=600)
+    assert cut.truncated and 1 <= len(cut) < 5 and sum(len(h.chunk_text or "") for h in cut) <= 600
+
+    section = kb.read_section(hit)  # the hit's deepest heading
+    assert [h.id for h in section] == [hit.id] and section.section_path == hit.section_path
+    highlights = kb.read_section(REPORT, section="financial highlights")
+    assert highlights.section_path == ["2. Financial Highlights"]
+    assert [h.section_path[-1] for h in highlights.hits[:4]] == [
+        "2. Financial Highlights",
+        "2.1 Revenue by Segment",
+        "2.2 Profitability",
+        "2.3 Cash and Investment",
+    ]
+    assert all(h.section_path[0] == "2. Financial Highlights" for h in highlights)
+    assert_citable(highlights, sample_version)
+    focused = kb.read_section(hit.ref or "", section="highlights", max_chars=400)  # a hit's document
+    assert focused.truncated and (focused.hits[0].chunk_text or "").startswith("2. Financial Highlights")
+
+
+def test_reads_around_refuse_what_they_cannot_place(kb: Knowledge) -> None:
+    with pytest.raises(NotFoundError, match="not an evidence label of this turn"):
+        kb.read_around("E99")
+    with pytest.raises(NotFoundError, match="no chunk chk_0000000000000000"):
+        kb.read_around("chk_0000000000000000")
+    with pytest.raises(LimitError, match="expected a hit, a span, an evidence label"):
+        kb.read_around(42)  # type: ignore[arg-type]
+    with pytest.raises(LimitError, match="before must be an integer from 0 to 10"):
+        kb.read_around("E1", before=11)
+    with pytest.raises(LimitError, match="needs page="):
+        kb.read_page(REPORT)
+    with pytest.raises(NotFoundError, match="no text on page 9; its pages are 1-4"):
+        kb.read_page(REPORT, page=9)
+    with pytest.raises(NotFoundError, match=re.escape("closest: " + REPORT)):
+        kb.read_page(REPORT.replace("2025", "2052"), page=1)
+    with pytest.raises(NotFoundError, match=r"no heading of .* contains 'goodwill'"):
+        kb.read_section(REPORT, section="goodwill")
+    artifact = asyncio.run(kb.search_knowledge("remote work policy", top_k=1, kind="doc"))[0]
+    with pytest.raises(NotFoundError, match="is an artifact, not a place in a document"):
+        kb.read_around(artifact)
