@@ -102,3 +102,38 @@ def test_reads_around_refuse_what_they_cannot_place(kb: Knowledge) -> None:
     artifact = asyncio.run(kb.search_knowledge("remote work policy", top_k=1, kind="doc"))[0]
     with pytest.raises(NotFoundError, match="is an artifact, not a place in a document"):
         kb.read_around(artifact)
+
+
+def test_search_results_leave_out_chunks_that_repeat_one_above() -> None:
+    """`distinct`: the same page and a span overlapping by half of the shorter one repeats it; an
+    exact match is kept whatever it overlaps."""
+    from sleuth.store.search import distinct
+
+    spans = {"a": ("p1", 0, 1000), "b": ("p1", 100, 900), "c": ("p1", 900, 1300), "d": ("p2", 0, 1000)}
+
+    def place(cid: str) -> tuple[str, int, int]:
+        return spans[cid]
+
+    assert distinct(["a", "b", "c", "d"], place) == ["a", "c", "d"]  # c shares 100 of its 400
+    assert distinct(["a", "b", "c", "d"], place, limit=2) == ["a", "c"]
+    assert distinct(["a", "b", "d"], place, keep=lambda cid: cid == "b") == ["a", "b", "d"]
+
+
+def test_search_in_sources_gives_each_source_its_share(kb: Knowledge) -> None:
+    """With per_source, every source is searched on its own: one document cannot take every place."""
+    policies = [
+        "uploads/acme-corpus/policies/travel-policy.md",
+        "uploads/acme-corpus/policies/expense-policy.md",
+        "uploads/acme-corpus/policies/remote-work-policy.md",
+    ]
+    together = asyncio.run(kb.search_in_sources(policies, "hotel nightly limit", max_total=6))
+    apart = asyncio.run(kb.search_in_sources(policies, "hotel nightly limit", max_total=6, per_source=2))
+    counts = {path: sum(h.source_path == path for h in apart) for path in policies}
+    assert counts == dict.fromkeys(policies, 2), counts
+    assert max(sum(h.source_path == p for h in together) for p in policies) > 2  # what per_source prevents
+    capped = asyncio.run(
+        kb.search_in_sources(policies, ["hotel nightly limit", "meals per diem"], max_total=10, per_query=2)
+    )
+    assert 1 <= len(capped) <= 4
+    with pytest.raises(LimitError, match="per_source searches each source on its own"):
+        asyncio.run(kb.search_in_sources([f"p{i}.md" for i in range(50)], "x", per_source=1))

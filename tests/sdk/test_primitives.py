@@ -44,13 +44,32 @@ def test_the_prompt_reads_the_declaration() -> None:
     assert "def search_source(" in only and "def query_db(" not in only and "def final(" in only
 
 
+def test_a_count_above_its_bound_is_lowered_with_a_notice(
+    sample_version: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Asking for 500 hits is not worth a failed step: the count is lowered to its bound, and the
+    step's output says so (issue 25, item 6)."""
+    knowledge = Knowledge([ScopedContext("acme", sample_version)])
+    try:
+        hits = asyncio.run(knowledge.search_source("hotel", top_k=500))
+        assert 1 <= len(hits) <= 100
+        assert "[notice: search_source(top_k=500) is above 100; using 100]" in capsys.readouterr().err
+        asyncio.run(knowledge.search_in_sources(["x"], "hotel", max_total=101, per_source=300))
+        err = capsys.readouterr().err
+        assert "max_total=101) is above 100" in err and "per_source=300) is above 100" in err
+    finally:
+        knowledge.close()
+
+
 def test_declared_bounds_are_checked_on_every_call(sample_version: Path) -> None:
     knowledge = Knowledge([ScopedContext("acme", sample_version)])
     try:
         with pytest.raises(LimitError, match=r"top_k must be an integer from 1 to 100, got 0"):
             asyncio.run(knowledge.search_knowledge("hotel", top_k=0))
-        with pytest.raises(LimitError, match=r"max_total must be an integer from 1 to 100, got 101"):
-            asyncio.run(knowledge.search_in_sources(["x"], "hotel", 101))
+        with pytest.raises(LimitError, match=r"max_total must be an integer from 1 to 100, got -1"):
+            asyncio.run(knowledge.search_in_sources(["x"], "hotel", -1))
+        with pytest.raises(LimitError, match=r"max_total must be an integer from 1 to 100, got '101'"):
+            asyncio.run(knowledge.search_in_sources(["x"], "hotel", "101"))  # type: ignore[arg-type]
         with pytest.raises(LimitError, match=r"query must be a string of 1-2,000 characters"):
             asyncio.run(knowledge.search_in_sources(["x"], ["ok", ""]))  # each query of several
         with pytest.raises(LimitError, match=r"issuer must be a string of at most 200 characters"):

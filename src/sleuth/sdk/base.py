@@ -8,7 +8,7 @@ import asyncio
 import difflib
 import json
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,7 +30,7 @@ from sleuth.sdk.types import (
     Span,
     Table,
 )
-from sleuth.store.search import rrf
+from sleuth.store.search import distinct, rrf
 
 QueryEmbedder = Callable[[str, str], Awaitable[npt.NDArray[np.float32]]]
 """(model id, query text) → unit vector; inside the sandbox this is the `embed` host function."""
@@ -98,18 +98,19 @@ class KnowledgeBase:
         )
 
     def _fuse(self, per_context: list[list[Hit]], top_k: int) -> list[Hit]:
-        """Reciprocal-rank fusion of hit lists (one per context, or one per query). The order is the
-        fusion's; each hit keeps its own score, on its mode's scale (`store.search.VersionReader.search`),
+        """Reciprocal-rank fusion of hit lists (one per context, or one per query), without the chunks
+        that repeat one above them (`store.search.distinct`). The order is the fusion's; each hit
+        keeps its own score, on its mode's scale (`store.search.VersionReader.search`),
         so a score means the same whether one context was searched or several."""
         if len(per_context) == 1:
             return per_context[0][:top_k]
         by_key = {(h.context, h.id): h for hits in per_context for h in hits}
         fused = rrf([[f"{h.context}\x1f{h.id}" for h in hits] for hits in per_context])
         out: list[Hit] = []
-        for key, _score in fused[:top_k]:
+        for key, _score in fused:
             slug, hit_id = key.split("\x1f", 1)
             out.append(by_key[(slug, hit_id)])
-        return out
+        return distinct(out, _place, top_k)  # several queries' lists may bring overlapping chunks
 
     def _find_artifact(self, name: str, context: str | None) -> tuple[ScopedReader, str]:
         matches: list[tuple[ScopedReader, str]] = []
@@ -218,3 +219,10 @@ class KnowledgeBase:
                 )
             )
         return rosters
+
+
+def _place(hit: Hit) -> tuple[Hashable, int, int]:
+    """Where a hit's text is: its page and span (an artifact hit is a place of its own)."""
+    if hit.source_path is None or hit.page is None or hit.start is None or hit.end is None:
+        return (hit.context, hit.id), 0, 0
+    return (hit.context, hit.source_path, hit.page), hit.start, hit.end

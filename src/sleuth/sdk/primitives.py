@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -26,8 +27,10 @@ from sleuth.sdk.types import Hit, Span
 from sleuth.settings import declared_limits
 
 __all__ = [
+    "CLAMPED",
     "Around",
     "ArtifactName",
+    "Clamped",
     "DocType",
     "FactKey",
     "Issuer",
@@ -36,6 +39,8 @@ __all__ = [
     "MaxHops",
     "MaxTotal",
     "PageNumber",
+    "PerQuery",
+    "PerSource",
     "Primitive",
     "Queries",
     "Query",
@@ -52,9 +57,25 @@ __all__ = [
     "signature_text",
 ]
 
+
+class Clamped:
+    """`Annotated` metadata of a count: above its `le` it is lowered to it, with a notice in the
+    step's output, instead of failing the step (asking for 500 hits is not worth a step)."""
+
+
+CLAMPED = Clamped()
+
 Query = Annotated[str, Field(min_length=1, max_length=2000, description="What to look for.")]
-TopK = Annotated[int, Field(ge=1, le=100, description="How many hits to return (1-100).")]
-MaxTotal = Annotated[int, Field(ge=1, le=100, description="At most this many hits (1-100).")]
+TopK = Annotated[int, Field(ge=1, le=100, description="How many hits to return (1-100)."), CLAMPED]
+MaxTotal = Annotated[int, Field(ge=1, le=100, description="At most this many hits (1-100)."), CLAMPED]
+PerSource = Annotated[
+    int | None,
+    Field(ge=1, le=100, description="At most this many hits from each source; each is searched on its own."),
+    CLAMPED,
+]
+PerQuery = Annotated[
+    int | None, Field(ge=1, le=100, description="At most this many hits from each query's list."), CLAMPED
+]
 MaxHops = Annotated[int, Field(ge=1, le=4, description="Hops to follow (1-4).")]
 ArtifactName = Annotated[
     str, Field(min_length=1, description="An artifact's name (exact, any case, or slug).")
@@ -138,7 +159,7 @@ def primitive(kind: Kind) -> Callable[[F], F]:
 
             @functools.wraps(method)
             async def checked_search(*args: Any, **kwargs: Any) -> Any:
-                _check(method, args, kwargs)
+                args, kwargs = _check(method, args, kwargs)
                 async with args[0].evidence.issued():  # labels in issue order (Evidence.in_turn)
                     return await method(*args, **kwargs)
 
@@ -147,7 +168,7 @@ def primitive(kind: Kind) -> Callable[[F], F]:
 
             @functools.wraps(method)
             def checked_read(*args: Any, **kwargs: Any) -> Any:
-                _check(method, args, kwargs)
+                args, kwargs = _check(method, args, kwargs)
                 return method(*args, **kwargs)
 
             wrapper = checked_read
@@ -179,21 +200,31 @@ def _bare(annotation: Any) -> Any:
 
 
 @functools.cache
-def _bounds(method: Callable[..., Any]) -> tuple[inspect.Signature, dict[str, dict[str, Any]]]:
-    """The method's signature, and the bounds (ge/le, min_length/max_length) each parameter declares."""
+def _bounds(
+    method: Callable[..., Any],
+) -> tuple[inspect.Signature, dict[str, dict[str, Any]], frozenset[str]]:
+    """The method's signature, the bounds (ge/le, min_length/max_length) each parameter declares,
+    and the parameters whose upper bound is `CLAMPED`."""
     hints = typing.get_type_hints(method, include_extras=True)
     bounds: dict[str, dict[str, Any]] = {}
+    clamped: set[str] = set()
     for name, hint in hints.items():
         if typing.get_origin(hint) is not Annotated:
             continue
         found = declared_limits(typing.get_args(hint)[1:])
         if found:
             bounds[name] = found
-    return inspect.signature(method), bounds
+        if any(isinstance(meta, Clamped) for meta in typing.get_args(hint)[1:]):
+            clamped.add(name)
+    return inspect.signature(method), bounds, frozenset(clamped)
 
 
-def _check(method: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    signature, bounds = _bounds(method)
+def _check(
+    method: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The call's arguments, checked against their bounds; a `CLAMPED` count above its bound is
+    lowered to it, with a notice on stderr (the step's output, inside the REPL)."""
+    signature, bounds, clamped = _bounds(method)
     try:
         bound = signature.bind(*args, **kwargs)
     except TypeError as exc:
@@ -204,7 +235,18 @@ def _check(method: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
         value = bound.arguments[name]
         if value is None and signature.parameters[name].default is None:
             continue
+        high = limits.get("le")
+        if name in clamped and _is_int(value) and high is not None and value > high:
+            notice = f"[notice: {method.__name__}({name}={value}) is above {high}; using {high}]"
+            print(notice, file=sys.stderr)
+            bound.arguments[name] = high
+            continue
         _within(name, value, limits)
+    return bound.args, bound.kwargs
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def check(name: str, value: Any, declared: Any) -> None:

@@ -17,6 +17,8 @@ from sleuth.sdk.primitives import (
     DocType,
     Issuer,
     MaxTotal,
+    PerQuery,
+    PerSource,
     Queries,
     Query,
     RankBy,
@@ -30,6 +32,10 @@ from sleuth.sdk.types import (
     AwaitableList,
     Hit,
 )
+
+#: The most searches one `search_in_sources` call with `per_source` runs (sources x queries): each is
+#: a hybrid search of its own, run one after the other so that evidence labels stay in order.
+MAX_SEARCHES_APART = 40
 
 
 class Searches(KnowledgeBase):
@@ -138,16 +144,32 @@ class Searches(KnowledgeBase):
         query: Queries,
         max_total: MaxTotal = 20,
         context: str | None = None,
+        *,
+        per_query: PerQuery = None,
+        per_source: PerSource = None,
     ) -> list[Hit]:
         """Hybrid search restricted to the chunks of the given source paths (e.g. Artifact.sources).
-        Several queries are searched separately and fused."""
+        Several queries are searched separately and fused; `per_query` caps each query's share.
+        With `per_source`, each source is searched on its own and gives at most that many hits, so
+        one document cannot crowd out the others (e.g. the same question over several filings)."""
         paths = [sources] if isinstance(sources, str) else list(sources)
         queries = [query] if isinstance(query, str) else list(query)
         if not queries:
             raise LimitError("query must name at least one query string")
         for q in queries:
             check("query", q, Query)
-        lists = [await self._search_chunks(q, max_total, "hybrid", context, paths) for q in queries]
+        each = min(max_total, per_query or max_total)
+        groups = [[path] for path in dict.fromkeys(paths)] if per_source else [paths]
+        if len(groups) * len(queries) > MAX_SEARCHES_APART:
+            raise LimitError(
+                f"per_source searches each source on its own: {len(groups)} sources x {len(queries)} "
+                f"queries is above {MAX_SEARCHES_APART} searches; pass fewer, or drop per_source"
+            )
+        lists = []
+        for q in queries:
+            for group in groups:
+                hits = await self._search_chunks(q, min(each, per_source or each), "hybrid", context, group)
+                lists.append(hits)
         return AwaitableList(self._fuse(lists, max_total))
 
     @primitive("search")

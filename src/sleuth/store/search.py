@@ -11,7 +11,7 @@ import json
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
@@ -142,6 +142,39 @@ def keep_exact(ranked: list[tuple[str, float]], exact: Sequence[str], top_k: int
     for position, cid in enumerate(order):
         score = scores[position] if position < len(scores) else 0.0
         out.append((cid, min(score, out[-1][1]) if out else score))
+    return out
+
+
+T = TypeVar("T")
+#: A chunk that shares at least this share of the shorter of the two with one ranked above it, on the
+#: same page, repeats it: it is left out of the results (issue 25, item 6).
+OVERLAP_SHARE = 0.5
+
+
+def distinct(
+    ranked: Sequence[T],
+    span_of: Callable[[T], tuple[Hashable, int, int]],
+    limit: int | None = None,
+    keep: Callable[[T], bool] | None = None,
+) -> list[T]:
+    """`ranked` (best first) without the items that mostly repeat one ranked above them: the same
+    page (`span_of`'s key) and a span overlapping it by `OVERLAP_SHARE` of the shorter one. Chunks
+    that overlap (a page's chunks cut with overlap, several lists fused) would otherwise print the
+    same text twice. Items `keep` says to keep (exact matches) never are; stops at `limit` items."""
+    kept: dict[Hashable, list[tuple[int, int]]] = {}
+    out: list[T] = []
+    for item in ranked:
+        key, start, end = span_of(item)
+        spans = kept.setdefault(key, [])
+        repeats = any(
+            min(end, e) - max(start, s) >= OVERLAP_SHARE * max(1, min(end - start, e - s)) for s, e in spans
+        )
+        if repeats and (keep is None or not keep(item)):
+            continue
+        spans.append((start, end))
+        out.append(item)
+        if limit is not None and len(out) >= limit:
+            break
     return out
 
 
@@ -453,10 +486,13 @@ class VersionReader:
             reranked += [(cid, 0.0) for key in also for cid in self._first_chunk(key) if cid not in present]
             reranked = rescore(query, reranked, self._page_of, self._page_words, self._idf, also)
         if mode == "hybrid":
-            top = keep_exact(reranked, exact[:EXACT_KEPT], top_k)[:top_k]
+            sure = set(exact[:EXACT_KEPT])
+            top = distinct(
+                keep_exact(reranked, exact[:EXACT_KEPT], top_k), self._span_of, top_k, lambda r: r[0] in sure
+            )
             best = hybrid_ceiling(weights)
             return [self._hit(cid, min(1.0, score / best)) for cid, score in top]
-        top = reranked[:top_k]
+        top = distinct(reranked, self._span_of, top_k)
         if mode == "semantic" and vector is not None and self._dense is not None:
             missing = [cid for cid, _ in top if cid not in own]  # joined by their page's title
             if missing:
@@ -485,6 +521,10 @@ class VersionReader:
     def _first_chunk(self, key: PageKey) -> list[str]:
         chunks = self._chunks_by_page.get(key, [])
         return [chunks[0].id] if chunks else []
+
+    def _span_of(self, ranked: tuple[str, float]) -> tuple[PageKey, int, int]:
+        chunk = self.chunks[ranked[0]]
+        return (chunk.source_path, chunk.page), chunk.start, chunk.end
 
     def _page_of(self, cid: str) -> PageKey:
         chunk = self.chunks[cid]
