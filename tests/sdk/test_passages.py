@@ -137,3 +137,27 @@ def test_search_in_sources_gives_each_source_its_share(kb: Knowledge) -> None:
     assert 1 <= len(capped) <= 4
     with pytest.raises(LimitError, match="per_source searches each source on its own"):
         asyncio.run(kb.search_in_sources([f"p{i}.md" for i in range(50)], "x", per_source=1))
+
+
+def test_exact_phrases_and_must_contain_return_only_chunks_that_hold_them(kb: Knowledge) -> None:
+    """A quoted phrase in a keyword search, and `must_contain` on every search, return only the chunks
+    that hold the text word for word (any case, any spacing), or nothing: the index's stemmed phrase
+    match is only where the candidates come from (issue 25, item 3)."""
+
+    def holds(hit: Hit, text: str) -> bool:
+        return " ".join(text.casefold().split()) in " ".join((hit.chunk_text or "").casefold().split())
+
+    quoted = asyncio.run(kb.search_source_by_keyword('"operating margin" outlook', top_k=5))
+    assert quoted and all(holds(h, "operating margin") for h in quoted)
+    # The index stems "revenues" to "revenue"; the chunk says "Revenue for 2025": not word for word.
+    assert asyncio.run(kb.search_source_by_keyword('"revenues for 2025"')) == []
+    assert asyncio.run(kb.search_source_by_keyword('"Revenue  FOR 2025"'))  # any case, any spacing
+    hybrid = asyncio.run(kb.search_source("company results", top_k=5, must_contain="48.2 million"))
+    assert hybrid and all(holds(h, "48.2 million") for h in hybrid)
+    both = asyncio.run(kb.search_source("risks", must_contain=["platinum", "supply"]))
+    assert both and all(holds(h, "platinum") and holds(h, "supply") for h in both)
+    assert asyncio.run(kb.search_source("risks", must_contain="no such words anywhere")) == []
+    inside = asyncio.run(kb.search_in_sources([REPORT], "margin", must_contain="operating margin"))
+    assert inside and all(h.source_path == REPORT and holds(h, "operating margin") for h in inside)
+    with pytest.raises(LimitError, match="must_contain must be a string of 1-500 characters"):
+        asyncio.run(kb.search_source("risks", must_contain=""))

@@ -38,9 +38,11 @@ __all__ = [
     "MaxChars",
     "MaxHops",
     "MaxTotal",
+    "MustContain",
     "PageNumber",
     "PerQuery",
     "PerSource",
+    "Phrase",
     "Primitive",
     "Queries",
     "Query",
@@ -97,6 +99,11 @@ Queries = Annotated[
 RankBy = Annotated[
     str | Sequence[str] | None, Field(description="Queries that rank the artifact's quotes (optional).")
 ]
+MustContain = Annotated[
+    str | Sequence[str] | None,
+    Field(description="Only chunks that hold this text (or each of these) word for word, in any case."),
+]
+Phrase = Annotated[str, Field(min_length=1, max_length=500, description="Text a chunk must hold.")]
 Locator = Annotated[
     Hit | Span | str,
     Field(description="A hit, a span, an evidence label ('E7') or a chunk id ('chk_…'); or a source path."),

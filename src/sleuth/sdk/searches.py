@@ -17,8 +17,10 @@ from sleuth.sdk.primitives import (
     DocType,
     Issuer,
     MaxTotal,
+    MustContain,
     PerQuery,
     PerSource,
+    Phrase,
     Queries,
     Query,
     RankBy,
@@ -32,6 +34,7 @@ from sleuth.sdk.types import (
     AwaitableList,
     Hit,
 )
+from sleuth.store.keyword import quoted
 
 #: The most searches one `search_in_sources` call with `per_source` runs (sources x queries): each is
 #: a hybrid search of its own, run one after the other so that evidence labels stay in order.
@@ -68,6 +71,7 @@ class Searches(KnowledgeBase):
         context: str | None,
         sources: Sequence[str] | None = None,
         where: Mapping[str, Any] | None = None,
+        must_contain: Sequence[str] = (),
     ) -> list[Hit]:
         per_context = []
         for ctx in self._scope(context):
@@ -91,6 +95,7 @@ class Searches(KnowledgeBase):
                 keep,
                 vector,
                 keyword,
+                must_contain,
             )
             await self.evidence.in_turn()
             per_context.append([self._chunk_hit(ctx, h.id, h.score) for h in hits])
@@ -107,12 +112,15 @@ class Searches(KnowledgeBase):
         issuer: Issuer = None,
         doc_type: DocType = None,
         year: Year = None,
+        must_contain: MustContain = None,
     ) -> list[Hit]:
         """Hybrid search over source chunks: what the documents say. The document a question names
         ranks first by itself; `sources` (paths), `issuer` (a substring), `doc_type` ("annual report",
-        "policy", …) and `year` restrict the search to the documents that match (see `_sources`)."""
+        "policy", …) and `year` restrict the search to the documents that match (see `_sources`);
+        `must_contain` to the chunks that hold that text word for word (or returns [])."""
         where = _where(issuer, doc_type, year)
-        return AwaitableList(await self._search_chunks(query, top_k, "hybrid", context, sources, where))
+        must = _must(must_contain)
+        return AwaitableList(await self._search_chunks(query, top_k, "hybrid", context, sources, where, must))
 
     @primitive("search")
     async def search_source_by_keyword(
@@ -125,9 +133,11 @@ class Searches(KnowledgeBase):
         issuer: Issuer = None,
         doc_type: DocType = None,
         year: Year = None,
+        must_contain: MustContain = None,
     ) -> list[Hit]:
-        """BM25 only, for exact identifiers, codes and phrases. May return []. Filters as in
-        `search_source`."""
+        """BM25 only, for exact identifiers, codes and phrases. May return []. A phrase in double
+        quotes ('"operating margin"') must appear word for word, as `must_contain` does: only the
+        chunks that hold it come back. Filters as in `search_source`."""
         for ctx in self._scope(context):
             if not ctx.reader.meta.get("keyword", True):
                 raise QueryError(
@@ -135,7 +145,10 @@ class Searches(KnowledgeBase):
                     "(curate.chunks.keyword.enabled = false); use search_source"
                 )
         where = _where(issuer, doc_type, year)
-        return AwaitableList(await self._search_chunks(query, top_k, "keyword", context, sources, where))
+        must = [*quoted(query), *_must(must_contain)]
+        return AwaitableList(
+            await self._search_chunks(query, top_k, "keyword", context, sources, where, must)
+        )
 
     @primitive("search")
     async def search_in_sources(
@@ -147,9 +160,11 @@ class Searches(KnowledgeBase):
         *,
         per_query: PerQuery = None,
         per_source: PerSource = None,
+        must_contain: MustContain = None,
     ) -> list[Hit]:
         """Hybrid search restricted to the chunks of the given source paths (e.g. Artifact.sources).
-        Several queries are searched separately and fused; `per_query` caps each query's share.
+        Several queries are searched separately and fused; `per_query` caps each query's share;
+        `must_contain` as in `search_source`.
         With `per_source`, each source is searched on its own and gives at most that many hits, so
         one document cannot crowd out the others (e.g. the same question over several filings)."""
         paths = [sources] if isinstance(sources, str) else list(sources)
@@ -158,6 +173,7 @@ class Searches(KnowledgeBase):
             raise LimitError("query must name at least one query string")
         for q in queries:
             check("query", q, Query)
+        must = _must(must_contain)
         each = min(max_total, per_query or max_total)
         groups = [[path] for path in dict.fromkeys(paths)] if per_source else [paths]
         if len(groups) * len(queries) > MAX_SEARCHES_APART:
@@ -168,7 +184,8 @@ class Searches(KnowledgeBase):
         lists = []
         for q in queries:
             for group in groups:
-                hits = await self._search_chunks(q, min(each, per_source or each), "hybrid", context, group)
+                limit = min(each, per_source or each)
+                hits = await self._search_chunks(q, limit, "hybrid", context, group, None, must)
                 lists.append(hits)
         return AwaitableList(self._fuse(lists, max_total))
 
@@ -225,3 +242,17 @@ def _where(issuer: str | None, doc_type: str | None, year: int | None) -> dict[s
     if year is not None and (not isinstance(year, int) or isinstance(year, bool)):
         raise QueryError("year must be an integer such as 2023")
     return {k: v for k, v in (("issuer", issuer), ("doc_type", doc_type), ("year", year)) if v is not None}
+
+
+def _must(must_contain: str | Sequence[str] | None) -> list[str]:
+    """The texts a search's chunks must hold, each checked (1-500 characters)."""
+    texts = (
+        []
+        if must_contain is None
+        else [must_contain]
+        if isinstance(must_contain, str)
+        else list(must_contain)
+    )
+    for text in texts:
+        check("must_contain", text, Phrase)
+    return texts

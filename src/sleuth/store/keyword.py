@@ -139,6 +139,16 @@ def is_identifier(word: str) -> bool:
     return "_" in word or (letters >= 2 and any(ch.isdigit() for ch in word))
 
 
+def quoted(query: str) -> list[str]:
+    """The phrases a query quotes, as written ("…" around them)."""
+    return [q.strip() for q in _QUOTED.findall(query) if q.strip()]
+
+
+def index_phrase(text: str) -> str:
+    """`text` as one phrase of the index's terms (empty when it holds no word)."""
+    return " ".join(_terms(text))
+
+
 def exact_phrases(query: str) -> list[str]:
     """What a chunk holding it verbatim is surely about (hybrid search keeps such chunks, `store.search`):
     the phrases the user quoted, the identifiers the query names, and the whole query when it is

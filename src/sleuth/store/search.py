@@ -30,7 +30,7 @@ from sleuth.store import rescore as second_stage
 from sleuth.store.dense import DenseIndex
 from sleuth.store.documents import DocumentResolver
 from sleuth.store.home import ContextDir
-from sleuth.store.keyword import KeywordIndex, exact_phrases, is_identifier, open_index
+from sleuth.store.keyword import KeywordIndex, exact_phrases, index_phrase, is_identifier, open_index
 from sleuth.store.rescore import (
     PageKey,
     PageWords,
@@ -146,6 +146,18 @@ def keep_exact(ranked: list[tuple[str, float]], exact: Sequence[str], top_k: int
 
 
 T = TypeVar("T")
+#: `containing` looks at no more than this many chunks; a `must_contain` search ranks its matches
+#: among this many results of the plain search first.
+CONTAINING_LIMIT = 2000
+MUST_CONTAIN_DEPTH = 100
+_SPACE_RUNS = re.compile(r"\s+")
+
+
+def _loose(text: str) -> str:
+    """`text` compared loosely: case-folded, every run of spaces one space, trimmed."""
+    return _SPACE_RUNS.sub(" ", text.casefold()).strip()
+
+
 #: A chunk that shares at least this share of the shorter of the two with one ranked above it, on the
 #: same page, repeats it: it is left out of the results (issue 25, item 6).
 OVERLAP_SHARE = 0.5
@@ -414,6 +426,23 @@ class VersionReader:
             self.semantic(query, depth, named, vector) if named else [],
         )
 
+    def containing(self, texts: Sequence[str], sources: Sequence[str] | None = None) -> list[str]:
+        """The chunks whose text holds every one of `texts` word for word (any case, any run of
+        spaces between words), best BM25 first: the index finds the chunks with the phrase's terms
+        (stemmed, so a superset), and each is checked against its own text. At most
+        `CONTAINING_LIMIT` are looked at: a filter that many chunks pass does not narrow a search."""
+        wanted = [_loose(text) for text in texts if _loose(text)]
+        phrases = [p for p in (index_phrase(text) for text in texts) if p]
+        if not wanted or not phrases or self._keyword is None:
+            return []  # nothing to look for, or punctuation only: no term to look up
+        # The longest phrase is the most selective; every text is then checked on the chunk itself.
+        found = self._keyword.search_phrases([max(phrases, key=len)], CONTAINING_LIMIT, sources)
+        return [
+            hit.id
+            for hit in found
+            if hit.id in self.chunks and all(w in _loose(self.chunks[hit.id].text) for w in wanted)
+        ]
+
     def exact(self, query: str, top_k: int, sources: Sequence[str] | None = None) -> list[tuple[str, float]]:
         """Chunks that hold a quoted phrase, an identifier or the whole (short) query word for word."""
         phrases = exact_phrases(query)
@@ -429,6 +458,7 @@ class VersionReader:
         sources: Sequence[str] | None = None,
         vector: npt.NDArray[np.float32] | None = None,
         keyword: KeywordCandidates | Future[KeywordCandidates] | None = None,
+        must_contain: Sequence[str] = (),
     ) -> list[SearchHit]:
         """The best `top_k` chunks for `query`. Every mode ranks a deeper candidate list first, then
         `rank_candidates` demotes boilerplate and `store.rescore` reorders the best pages by their
@@ -443,7 +473,21 @@ class VersionReader:
         Each mode scores on its own documented scale (`SearchHit.score`): semantic, the cosine
         similarity of the query and the chunk's best window; keyword, the BM25 score; hybrid, the
         fused rank score over 0..1 (1: first by every signal). Hits come in the final order, which
-        the second stage sets, so a semantic or keyword score may exceed the one above it."""
+        the second stage sets, so a semantic or keyword score may exceed the one above it.
+
+        With `must_contain`, only chunks that hold every one of those texts word for word come back
+        (`containing`), or none: those the search ranks first, in its order, then the others by BM25
+        (score 0)."""
+        if must_contain:
+            allowed = self.containing(must_contain, sources)
+            if not allowed:
+                return []
+            holding = set(allowed)
+            deep = self.search(query, max(top_k, MUST_CONTAIN_DEPTH), mode, sources, vector, keyword)
+            matches = [hit for hit in deep if hit.id in holding]
+            seen = {hit.id for hit in matches}
+            matches += [self._hit(cid, 0.0) for cid in allowed if cid not in seen]
+            return matches[:top_k]
         depth = _depth(top_k)
         dense = None
         if mode != "keyword":
