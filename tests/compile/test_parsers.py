@@ -214,3 +214,29 @@ def test_every_parser_stores_normalized_text(tmp_path: Path) -> None:
     assert "open-market purchases of efficient scale." in texts[0]
     assert "The open-market figures." in texts[1]
     assert "open-market flows" in texts[2]
+
+
+def test_pdf_text_gets_back_the_ff_its_ligatures_dropped(tmp_path: Path) -> None:
+    """A text layer that lost the second f of an ff/ffi/ffl ligature ("af ect", "Of icer", as
+    FinanceBench filings have ~300 times) is repaired at parse time, PDFs only; two real words stay
+    apart ("of ice"); a Markdown file is kept as written (issue 25, item 7)."""
+    from sleuth.format.text import repair_dropped_ligatures
+
+    text = "Risks that could af ect results.\nOur Chief Financial Of icer has suf icient data.\nA lot of ice."
+    pdf = make_pdf(tmp_path / "ligatures.pdf", [text])
+    page = parse_source(pdf).pages[0].text
+    assert "could affect results" in page and "Financial Officer has sufficient" in page
+    assert "lot of ice" in page
+    markdown = tmp_path / "notes.md"
+    markdown.write_text("It may af ect us.\n", encoding="utf-8")
+    assert "af ect" in parse_source(markdown).pages[0].text
+    for broken, repaired in [
+        ("Af ected by", "Affected by"),
+        ("ef orts and ef iciency", "efforts and efficiency"),
+        ("our of ering", "our offering"),
+        ("if ever", "if ever"),  # two words: left as they are
+        ("the staff expense", "the staff expense"),
+        ("chef iced", "chef iced"),
+    ]:
+        assert repair_dropped_ligatures(broken) == repaired
+        assert len(repair_dropped_ligatures(broken)) == len(broken)

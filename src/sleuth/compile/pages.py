@@ -16,7 +16,8 @@ from sleuth.format.text import normalize_text
 
 #: Bumped whenever `normalize_text` changes what it stores: a compile then re-parses every source,
 #: since page text from the old rules would no longer agree with new chunks and groundings.
-TEXT_VERSION = 2
+#: 3: PDF text repairs ff ligatures the text layer dropped (`format.text.repair_dropped_ligatures`).
+TEXT_VERSION = 3
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,11 @@ purpose (NFKC, punctuation and units), since it judges answers, not quotes.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
+from pathlib import Path
 
 _TRAILING_SPACES = re.compile(r"[ \t]+(?=\n|$)")
 # A hyphen the extractor marked as soft (PDFium writes U+0002, some producers U+FFFE or U+00AD). Between
@@ -43,6 +45,47 @@ _LIGATURES = str.maketrans(
 # nothing (zero-width, BOM, C0/C1 controls other than tab and newline).
 _ODD_SPACES = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000\u000b\u000c]")
 _INVISIBLE = re.compile("[\u0000-\u0008\u000e-\u001f\u007f-\u009f\u200b-\u200d\u2060\ufeff]")
+
+
+# A PDF's text layer may drop the second f of an ff, ffi or ffl ligature and leave a space in its place
+# ("af ect", "Of icer", "suf icient", "dif erent": measured on FinanceBench filings, ~250 such words).
+_DROPPED_F = re.compile(r"\b([A-Za-z]*f) ([a-z]+)\b")
+_SUFFIXES = ("s", "es", "ed", "d", "ing", "ly", "er", "ers")
+
+
+@functools.cache
+def english_words() -> frozenset[str]:
+    """Lower-case English words (`data/words.txt`: the whole words of the MiniLM vocabulary)."""
+    text = (Path(__file__).parent / "data" / "words.txt").read_text("utf-8")
+    return frozenset(line for line in text.splitlines() if line and not line.startswith("#"))
+
+
+def _is_word(word: str) -> bool:
+    words = english_words()
+    if word in words:
+        return True
+    for suffix in _SUFFIXES:
+        stem = word[: -len(suffix)]
+        if word.endswith(suffix) and len(stem) > 2 and (stem in words or stem + "e" in words):
+            return True
+    return False
+
+
+def repair_dropped_ligatures(text: str) -> str:
+    """`text` with each "f " that stands for a dropped ff ligature joined again ("af ect" → "affect",
+    "Of icer" → "Officer"): where the joined word is an English word and the two pieces are not both
+    words themselves ("of ice" stays). The space becomes the f, so the text keeps its length."""
+    if "f " not in text:
+        return text
+
+    def join(found: re.Match[str]) -> str:
+        left, right = found.group(1), found.group(2)
+        joined = f"{left}f{right}"
+        if not _is_word(joined.lower()) or (_is_word(left.lower()) and _is_word(right)):
+            return found.group(0)
+        return joined
+
+    return _DROPPED_F.sub(join, text)
 
 
 def normalize_text(text: str) -> str:

@@ -13,7 +13,7 @@ import pypdfium2 as pdfium
 
 from sleuth.compile.pages import Heading, Page, ParsedSource, ParseError
 from sleuth.format.pdfium_lock import PDFIUM
-from sleuth.format.text import normalize_text
+from sleuth.format.text import normalize_text, repair_dropped_ligatures
 
 _NUMBERED = [
     (re.compile(r"^PART\s+[IVX]+\b.{0,80}$", re.IGNORECASE), 1),
@@ -34,7 +34,7 @@ def parse(data: bytes) -> ParsedSource:
             raise
         except Exception:
             raise ParseError("failed", f"corrupt: {exc}") from None
-    pages = [Page(i + 1, normalize_text(t)) for i, t in enumerate(texts)]
+    pages = [Page(i + 1, repair_dropped_ligatures(normalize_text(t))) for i, t in enumerate(texts)]
     if toc:
         _headings_from_toc(pages, toc)
     else:
