@@ -10,8 +10,9 @@ that imports the same modules and does nothing else (the same run, the same inte
   searches and reads the pages of 200 hits. The dense matrix and the graph are memory-mapped: their
   pages count in RSS once touched, but belong to the page cache, shared by every process on the node.
 - compile: compiles a synthetic Markdown corpus cut into N chunks (50 sections of ~1,900 characters
-  per file) with the `lite` embedder (the default MiniLM would take hours at 1M chunks; the matrix it
-  holds is 2 windows x 1.5 KB per chunk instead of 1 KB, reported beside).
+  per file) with the `lite` embedder (the default MiniLM would take hours at 1M chunks). A compile
+  holds one source's text at a time and writes vectors to disk a buffer at a time (spec/context.md
+  §5.1), so the embedder's width changes the file, not the peak.
 """
 
 from __future__ import annotations
