@@ -28,15 +28,23 @@ QUARTERLY = (
     "FORM 10-Q\nQUARTERLY REPORT\nFor the quarterly period ended September 30, 2024\n"
     "Birch Valves Corporation\nBirch Valves Corporation designs valves."
 )
-BIRCH = DocumentIdentity("Birch Valves Corporation", "quarterly report", "2024-09-30", 2024)
+BIRCH = DocumentIdentity(
+    "Birch Valves Corporation", "quarterly report", "2024-09-30", 2024,
+    period_start="2024-07-01", period_end="2024-09-30",
+)  # fmt: skip
+ALDER = DocumentIdentity(
+    "ALDER PUMPS, INC.", "annual report", "FY2023", 2023,
+    period_start="2023-01-01", period_end="2023-12-31", fiscal_differs=False,
+)  # fmt: skip
 
 
 @pytest.mark.parametrize(
     ("path", "title", "text", "expected"),
     [
-        ("alder.pdf", "a", ANNUAL, DocumentIdentity("ALDER PUMPS, INC.", "annual report", "FY2023", 2023)),
+        ("alder.pdf", "a", ANNUAL, ALDER),
         ("q.pdf", "q", QUARTERLY, BIRCH),
-        ("CEDAR_2022Q3_EARNINGS.pdf", "", "", DocumentIdentity("CEDAR", "earnings release", "Q3 2022", 2022)),
+        ("CEDAR_2022Q3_EARNINGS.pdf", "", "",
+         DocumentIdentity("CEDAR", "earnings release", "Q3 2022", 2022, fiscal_quarter=3)),
         ("policies/travel-policy.md", "Travel Policy", "# Travel Policy\nAcme Instruments Ltd staff travel.",
          DocumentIdentity("Acme Instruments Ltd", "policy", None, None)),
         ("notes.txt", "notes", "Nothing here says what this is.", DocumentIdentity(None, None, None, None)),
@@ -139,3 +147,61 @@ def test_short_names_are_recorded_and_older_versions_are_identified_again(tmp_pa
     assert report.flipped and sorted(report.unchanged) == sorted(ledger.manifest)  # nothing re-parsed
     assert aliases() == ("ALDP", "ALDP")
     assert compile_context("notes", [corpus], home=home).delta == "empty"
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "dates"),
+    [
+        # A fiscal year that ends in June: it began the July before, and is not the calendar's.
+        ("MSFT_2023_10K.pdf", "FORM 10-K\nFor the fiscal year ended June 30, 2023",
+         ("2022-07-01", "2023-06-30", None, True)),
+        # A 52/53-week year that ends in the first days of January is a calendar year.
+        ("RETAIL_2020_10K.pdf", "FORM 10-K\nFor the fiscal year ended January 2, 2021",
+         ("2020-01-03", "2021-01-02", None, False)),
+        # The fourth quarter of a fiscal year that ends in June.
+        ("AMCOR_2023Q4_EARNINGS.pdf", "Results for the quarter ended June 30, 2023",
+         ("2023-04-01", "2023-06-30", 4, True)),
+        ("ACME_2024Q3_EARNINGS.pdf", "Results for the three months ended September 30, 2024",
+         ("2024-07-01", "2024-09-30", 3, False)),
+        ("ACME_2024_10Q.pdf", "FORM 10-Q\nFor the six months ended June 30, 2024",
+         ("2024-01-01", "2024-06-30", None, None)),
+        ("notes.pdf", "Nothing here says when.", (None, None, None, None)),
+    ],
+)  # fmt: skip
+def test_period_dates_fiscal_quarter_and_fiscal_year(
+    path: str, text: str, dates: tuple[str | None, str | None, int | None, bool | None]
+) -> None:
+    """Issue 25, item 4: the period a document covers as dates, its fiscal quarter, and whether its
+    fiscal year is the calendar's, from the period end its front matter states."""
+    who = identify(path, "", [Page(1, text)])
+    assert (who.period_start, who.period_end, who.fiscal_quarter, who.fiscal_differs) == dates
+
+
+def test_periods_are_recorded_and_latest_keeps_the_newest_of_each_issuer(filings: Path, home: Home) -> None:
+    from sleuth.format.identity import period_dates
+
+    compile_context("filings", [filings], home=home)
+    ctx = home.find("filings")
+    version = ctx.version_dir(ctx.live_version() or "")
+    with sqlite3.connect(version / "tables.sqlite") as db:
+        rows = db.execute(
+            "SELECT path, period_start, period_end, fiscal_differs FROM _sources ORDER BY path"
+        ).fetchall()
+    assert rows[0] == ("uploads/filings/alder-2022.pdf", "2022-01-01", "2022-12-31", 0)
+    sources = json.loads((version / "knowledge" / "sources.json").read_text())
+    alder = sources["uploads/filings/alder-2023.pdf"]
+    assert period_dates(alder) == "2023-01-01 to 2023-12-31 (fiscal year = calendar year)"
+    knowledge = Knowledge([ScopedContext("filings", version)])
+    try:
+        newest = asyncio.run(knowledge.search_source("revenue for the year", top_k=10, latest=True))
+        assert {h.source_path for h in newest} == {
+            "uploads/filings/alder-2023.pdf",
+            "uploads/filings/birch-2023.pdf",
+        }
+        alders = ["uploads/filings/alder-2022.pdf", "uploads/filings/alder-2023.pdf"]
+        inside = asyncio.run(knowledge.search_in_sources(alders, "revenue", latest=True))
+        assert inside and {h.source_path for h in inside} == {"uploads/filings/alder-2023.pdf"}
+        keyword = asyncio.run(knowledge.search_source_by_keyword("revenue", issuer="alder", latest=True))
+        assert keyword and {h.source_path for h in keyword} == {"uploads/filings/alder-2023.pdf"}
+    finally:
+        knowledge.close()

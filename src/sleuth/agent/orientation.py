@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from sleuth.format.identity import period_dates
 from sleuth.sdk.knowledge import Knowledge, ScopedContext
 from sleuth.sdk.primitives import primitives, signature_text
 from sleuth.store.search import VersionReader
@@ -99,7 +100,20 @@ def overview(brief: ContextBrief) -> ContextOverview:
         ]
         rosters = [{"name": r.name, "type": r.type, "count": r.count} for r in knowledge.read_rosters()]
         documents = [
-            {key: entry.get(key) for key in ("title", "issuer", "doc_type", "period", "aliases")}
+            {
+                key: entry.get(key)
+                for key in (
+                    "title",
+                    "issuer",
+                    "doc_type",
+                    "period",
+                    "aliases",
+                    "period_start",
+                    "period_end",
+                    "fiscal_quarter",
+                    "fiscal_differs",
+                )
+            }
             | {"path": path}
             for path, entry in sorted(VersionReader(brief.version_dir).documents.items())
         ]
@@ -222,6 +236,8 @@ def _describe_context(o: ContextOverview, level: int) -> str:
         )
         for d in shown_docs:
             what = ", ".join(str(d[k]) for k in ("issuer", "doc_type", "period") if d.get(k))
+            if d.get("period_start") and d.get("period_end"):
+                what += f", {period_dates(d)}"
             also = f" (also {d['aliases']})" if d.get("aliases") else ""
             lines.append(f"- `{d['path']}` — {what}{also}")
         if len(named) > len(shown_docs):

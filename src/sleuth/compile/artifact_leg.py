@@ -65,6 +65,10 @@ class ArtifactLeg:
                                 "doc_type": states[rel].doc_type,
                                 "period": states[rel].period,
                                 "year": states[rel].year,
+                                "period_start": states[rel].period_start,
+                                "period_end": states[rel].period_end,
+                                "fiscal_quarter": states[rel].fiscal_quarter,
+                                "fiscal_differs": states[rel].fiscal_differs,
                             },
                         )
                     )

@@ -18,6 +18,7 @@ import yaml
 from sleuth.compile.chunking import section_paths
 from sleuth.compile.manifest import ArtifactType
 from sleuth.compile.pages import Page
+from sleuth.format.identity import period_dates
 from sleuth.format.names import slugify
 from sleuth.format.spans import Provenance
 
@@ -184,6 +185,8 @@ def build_doc(
     lines = [f"# {title}", "", f"- Source: `{source_path}`", f"- Format: {fmt}", f"- Pages: {len(pages)}"]
     labels = {"issuer": "Issuer", "doc_type": "Type", "period": "Period"}
     lines += [f"- {label}: {known[key]}" for key, label in labels.items() if key in known]
+    if "period_start" in known and "period_end" in known:
+        lines.append(f"- Covers: {period_dates(known)}")
     lines.append("")
     if lead is not None:
         lines += ["## Summary", "", lead.quote.strip(), ""]

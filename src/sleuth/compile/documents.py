@@ -39,6 +39,10 @@ def identified(state: SourceState, pages: list[Page]) -> SourceState:
         period=who.period,
         year=who.year,
         aliases=" ".join(who.aliases),
+        period_start=who.period_start,
+        period_end=who.period_end,
+        fiscal_quarter=who.fiscal_quarter,
+        fiscal_differs=who.fiscal_differs,
     )
 
 

@@ -8,6 +8,8 @@ the first page's text. Nothing is guessed when nothing says so: a field is then 
 
 from __future__ import annotations
 
+import calendar
+import datetime
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -24,7 +26,7 @@ from sleuth.format.identity import (
 )
 
 #: Bumped when the same pages give a different identity: carried-over sources are identified again.
-IDENTITY_VERSION = 2
+IDENTITY_VERSION = 3  # 3: period dates, fiscal quarter, fiscal year off the calendar
 LEAD_CHARS = 4_000  # how much of the first pages is read: covers and front matter, not the body
 COVER_CHARS = 600  # where a document says what it is; further in, "annual report" is a mention
 
@@ -82,7 +84,63 @@ def identify(source_path: str, title: str, pages: Sequence[Page]) -> DocumentIde
     doc_type = next((t for t, p in DOC_TYPES if p.search(named)), None) or _first_type(lead[:COVER_CHARS])
     year, period = _period(named, lead, doc_type)
     issuer = _issuer(name, title, lead)
-    return DocumentIdentity(issuer, doc_type, period, year, _aliases(issuer, lead))
+    dates = _dates(named, lead, doc_type)
+    return DocumentIdentity(issuer, doc_type, period, year, _aliases(issuer, lead), *dates)
+
+
+#: Months a stated period spans, by how the document words it.
+_SPAN_MONTHS = {
+    "three": 3,
+    "six": 6,
+    "nine": 9,
+    "twelve": 12,
+    "quarter": 3,
+    "quarterly": 3,
+    "year": 12,
+    "fiscal": 12,
+}
+
+
+def _dates(
+    named: str, lead: str, doc_type: str | None
+) -> tuple[str | None, str | None, int | None, bool | None]:
+    """(period start, period end, fiscal quarter, fiscal year not the calendar's) from the period end
+    the front matter states and the quarter the name says; None where nothing says."""
+    quarter_match = _QUARTER.search(named)
+    quarter = int(quarter_match.group("q1") or quarter_match.group("q2")) if quarter_match else None
+    ended = _PERIOD_END.search(lead)
+    if ended is None:
+        return None, None, quarter, None
+    year = int(ended.group("year"))
+    month = _MONTHS[ended.group("month").casefold().rstrip(".")]
+    day = int(ended.group("day"))
+    try:
+        end = datetime.date(year, month, day)
+    except ValueError:  # "February 30": not a date
+        return None, None, quarter, None
+    span = ended.group("span").casefold()
+    months = _SPAN_MONTHS.get(span.split()[0], 12)
+    if span.startswith("period") or (doc_type == "quarterly report" and months == 12):
+        months = 3 if doc_type == "quarterly report" or quarter is not None else 12
+    start = _months_before(end, months)
+    # A year that ends in the first week of January is a 52/53-week calendar year ("January 2, 2021").
+    calendar_end = (month == 12 and day >= 24) or (month == 1 and day <= 7)
+    differs: bool | None
+    if months == 12:
+        differs = not calendar_end
+    elif quarter is not None:
+        differs = not (month == 3 * quarter or (month == 3 * quarter + 1 and day <= 7))
+    else:
+        differs = None  # a quarter's end alone does not say where the fiscal year ends
+    return start.isoformat(), end.isoformat(), quarter, differs
+
+
+def _months_before(end: datetime.date, months: int) -> datetime.date:
+    """The first day of a period of `months` months that ends on `end`."""
+    after = end + datetime.timedelta(days=1)
+    index = after.year * 12 + after.month - 1 - months
+    day = min(after.day, calendar.monthrange(index // 12, index % 12 + 1)[1])
+    return datetime.date(index // 12, index % 12 + 1, day)
 
 
 def _first_type(cover: str) -> str | None:

@@ -21,7 +21,8 @@ PRAGMA journal_mode=DELETE;
 CREATE TABLE _sources (path TEXT PRIMARY KEY, title TEXT, format TEXT, pages INTEGER,
                        chars INTEGER, sha256 TEXT, size INTEGER, mtime REAL, curated_at TEXT,
                        issuer TEXT, doc_type TEXT, period TEXT, year INTEGER,
-                       aliases TEXT);
+                       aliases TEXT, period_start TEXT, period_end TEXT, fiscal_quarter INTEGER,
+                       fiscal_differs INTEGER);
 CREATE TABLE _chunks (id TEXT PRIMARY KEY, source TEXT NOT NULL, page INTEGER NOT NULL,
                       start INTEGER NOT NULL, "end" INTEGER NOT NULL, section_path TEXT,
                       tokens INTEGER);
@@ -63,7 +64,8 @@ def write_tables(
         with db:
             db.executemany(
                 "INSERT INTO _sources VALUES (:path, :title, :format, :pages, :chars, :sha256, "
-                ":size, :mtime, :curated_at, :issuer, :doc_type, :period, :year, :aliases)",
+                ":size, :mtime, :curated_at, :issuer, :doc_type, :period, :year, :aliases, "
+                ":period_start, :period_end, :fiscal_quarter, :fiscal_differs)",
                 list(sources),
             )
             db.executemany(

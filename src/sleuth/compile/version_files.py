@@ -35,6 +35,10 @@ class SourceState:
     period: str | None = None
     year: int | None = None
     aliases: str = ""  # short names of the issuer the document gives, space-separated ("JNJ J&J")
+    period_start: str | None = None  # ISO dates of the period it covers, where it states its end
+    period_end: str | None = None
+    fiscal_quarter: int | None = None
+    fiscal_differs: bool | None = None  # its fiscal year does not end on December 31
 
 
 def pages_rel(rel: str) -> str:

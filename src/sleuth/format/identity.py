@@ -5,7 +5,9 @@ identities from the pages; `store.documents` resolves questions against them."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 #: Document types by the words that name them, most specific first. Generic on purpose: filings,
 #: policies, manuals, papers and minutes alike.
@@ -42,6 +44,12 @@ class DocumentIdentity:
     period: str | None = None  # "FY2022", "Q3 2024", or "2023-12-31" for a period end
     year: int | None = None  # the (fiscal) year it covers
     aliases: tuple[str, ...] = ()  # short names the document gives its issuer: "J&J", a ticker "JNJ"
+    # The period's dates when the document states its end ("for the fiscal year ended June 30, 2023"):
+    # ISO dates, the start worked out from the period's length (a 52/53-week year: within days).
+    period_start: str | None = None
+    period_end: str | None = None
+    fiscal_quarter: int | None = None  # 1-4 for a quarter's document, as it names it
+    fiscal_differs: bool | None = None  # its fiscal year does not end on December 31
 
 
 def letters(text: str) -> str:
@@ -123,3 +131,17 @@ _ORDINARY = frozenset(
         "central",
     ]
 )
+
+
+def period_dates(identity: Mapping[str, Any]) -> str:
+    """ "2022-07-01 to 2023-06-30 (fiscal quarter 4; the fiscal year is not the calendar's)": the dates a
+    document covers, as its card and the orientation say them."""
+    text = f"{identity['period_start']} to {identity['period_end']}"
+    notes = []
+    if identity.get("fiscal_quarter"):
+        notes.append(f"fiscal quarter {identity['fiscal_quarter']}")
+    if identity.get("fiscal_differs") is True:
+        notes.append("the fiscal year is not the calendar's")
+    elif identity.get("fiscal_differs") is False:
+        notes.append("fiscal year = calendar year")
+    return text + (f" ({'; '.join(notes)})" if notes else "")

@@ -34,6 +34,7 @@ __all__ = [
     "DocType",
     "FactKey",
     "Issuer",
+    "Latest",
     "Locator",
     "MaxChars",
     "MaxHops",
@@ -89,6 +90,7 @@ DocType = Annotated[
     str | None, Field(max_length=100, description="Only documents of this type: 'annual report', 'policy', …")
 ]
 Year = Annotated[int | None, Field(description="Only documents covering this year, e.g. 2023.")]
+Latest = Annotated[bool, Field(description="Only the newest document of each issuer and type (period end).")]
 TypeName = Annotated[str, Field(min_length=1, description="An artifact type's name (outline_knowledge).")]
 FactKey = Annotated[str, Field(min_length=1, description="A fact's key: artifact_count, page_count, ...")]
 Sql = Annotated[str, Field(min_length=1, description="One read-only statement (SQLite dialect).")]

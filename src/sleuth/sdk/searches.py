@@ -16,6 +16,7 @@ from sleuth.sdk.primitives import (
     ArtifactName,
     DocType,
     Issuer,
+    Latest,
     MaxTotal,
     MustContain,
     PerQuery,
@@ -35,6 +36,7 @@ from sleuth.sdk.types import (
     Hit,
 )
 from sleuth.store.keyword import quoted
+from sleuth.store.search import latest_of
 
 #: The most searches one `search_in_sources` call with `per_source` runs (sources x queries): each is
 #: a hybrid search of its own, run one after the other so that evidence labels stay in order.
@@ -112,13 +114,15 @@ class Searches(KnowledgeBase):
         issuer: Issuer = None,
         doc_type: DocType = None,
         year: Year = None,
+        latest: Latest = False,
         must_contain: MustContain = None,
     ) -> list[Hit]:
         """Hybrid search over source chunks: what the documents say. The document a question names
         ranks first by itself; `sources` (paths), `issuer` (a substring), `doc_type` ("annual report",
-        "policy", …) and `year` restrict the search to the documents that match (see `_sources`);
-        `must_contain` to the chunks that hold that text word for word (or returns [])."""
-        where = _where(issuer, doc_type, year)
+        "policy", …) and `year` restrict the search to the documents that match (see `_sources`),
+        `latest=True` to the newest of each issuer and type (by period end); `must_contain` to the
+        chunks that hold that text word for word (or returns [])."""
+        where = _where(issuer, doc_type, year, latest)
         must = _must(must_contain)
         return AwaitableList(await self._search_chunks(query, top_k, "hybrid", context, sources, where, must))
 
@@ -133,6 +137,7 @@ class Searches(KnowledgeBase):
         issuer: Issuer = None,
         doc_type: DocType = None,
         year: Year = None,
+        latest: Latest = False,
         must_contain: MustContain = None,
     ) -> list[Hit]:
         """BM25 only, for exact identifiers, codes and phrases. May return []. A phrase in double
@@ -144,7 +149,7 @@ class Searches(KnowledgeBase):
                     f"context {ctx.slug!r} was compiled without a keyword index "
                     "(curate.chunks.keyword.enabled = false); use search_source"
                 )
-        where = _where(issuer, doc_type, year)
+        where = _where(issuer, doc_type, year, latest)
         must = [*quoted(query), *_must(must_contain)]
         return AwaitableList(
             await self._search_chunks(query, top_k, "keyword", context, sources, where, must)
@@ -160,13 +165,14 @@ class Searches(KnowledgeBase):
         *,
         per_query: PerQuery = None,
         per_source: PerSource = None,
+        latest: Latest = False,
         must_contain: MustContain = None,
     ) -> list[Hit]:
         """Hybrid search restricted to the chunks of the given source paths (e.g. Artifact.sources).
-        Several queries are searched separately and fused; `per_query` caps each query's share;
-        `must_contain` as in `search_source`.
+        Several queries are searched separately and fused; `per_query` caps each query's share.
         With `per_source`, each source is searched on its own and gives at most that many hits, so
-        one document cannot crowd out the others (e.g. the same question over several filings)."""
+        one document cannot crowd out the others (e.g. the same question over several filings).
+        `latest` and `must_contain` as in `search_source`."""
         paths = [sources] if isinstance(sources, str) else list(sources)
         queries = [query] if isinstance(query, str) else list(query)
         if not queries:
@@ -174,6 +180,9 @@ class Searches(KnowledgeBase):
         for q in queries:
             check("query", q, Query)
         must = _must(must_contain)
+        if _where(None, None, None, latest):  # of the given sources, the newest of each issuer and type
+            newest = {p for ctx in self._scope(context) for p in latest_of(paths, ctx.reader.documents)}
+            paths = [path for path in paths if path in newest]
         each = min(max_total, per_query or max_total)
         groups = [[path] for path in dict.fromkeys(paths)] if per_source else [paths]
         if len(groups) * len(queries) > MAX_SEARCHES_APART:
@@ -236,12 +245,17 @@ class Searches(KnowledgeBase):
         return AwaitableList(out)
 
 
-def _where(issuer: str | None, doc_type: str | None, year: int | None) -> dict[str, Any]:
+def _where(
+    issuer: str | None, doc_type: str | None, year: int | None, latest: bool = False
+) -> dict[str, Any]:
     """The document filters a search names, checked (a wrong type is the model's error to read)."""
     # issuer and doc_type are strings by their declaration (`primitives.Issuer`, `DocType`)
     if year is not None and (not isinstance(year, int) or isinstance(year, bool)):
         raise QueryError("year must be an integer such as 2023")
-    return {k: v for k, v in (("issuer", issuer), ("doc_type", doc_type), ("year", year)) if v is not None}
+    if not isinstance(latest, bool):
+        raise QueryError("latest must be True or False")
+    named = (("issuer", issuer), ("doc_type", doc_type), ("year", year), ("latest", latest or None))
+    return {k: v for k, v in named if v is not None}
 
 
 def _must(must_contain: str | Sequence[str] | None) -> list[str]:

@@ -11,7 +11,7 @@ import json
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
@@ -188,6 +188,30 @@ def distinct(
         if limit is not None and len(out) >= limit:
             break
     return out
+
+
+def latest_of(paths: Sequence[str], documents: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Of `paths`, the newest document of each (issuer, type): the one whose period ends last (its
+    stated period end, else the end of its year). A group none of whose documents is dated is kept
+    whole: nothing says which is the latest."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for path in paths:
+        entry = documents.get(path, {})
+        key = (str(entry.get("issuer") or "").casefold(), str(entry.get("doc_type") or "").casefold())
+        groups.setdefault(key, []).append(path)
+    kept: set[str] = set()
+    for members in groups.values():
+        dated = {path: _period_end(documents.get(path, {})) for path in members}
+        newest = max((end for end in dated.values() if end), default=None)
+        kept.update(path for path, end in dated.items() if newest is None or end == newest)
+    return [path for path in paths if path in kept]
+
+
+def _period_end(entry: Mapping[str, Any]) -> str | None:
+    if entry.get("period_end"):
+        return str(entry["period_end"])
+    year = entry.get("year")
+    return f"{year}-12-31" if isinstance(year, int) else None
 
 
 def hybrid_ceiling(weights: Sequence[float]) -> float:
@@ -713,10 +737,19 @@ class VersionReader:
         return DocumentResolver(self.documents)
 
     def sources_where(
-        self, issuer: str | None = None, doc_type: str | None = None, year: int | None = None
+        self,
+        issuer: str | None = None,
+        doc_type: str | None = None,
+        year: int | None = None,
+        latest: bool = False,
     ) -> list[str]:
         """The sources whose identity matches: `issuer` as a case-insensitive substring, `doc_type`
-        and `year` exactly."""
+        and `year` exactly; with `latest`, of those only the newest of each issuer and type
+        (`latest_of`)."""
+        out = self._sources_where(issuer, doc_type, year)
+        return latest_of(out, self.documents) if latest else out
+
+    def _sources_where(self, issuer: str | None, doc_type: str | None, year: int | None) -> list[str]:
         out = []
         for path, entry in self.documents.items():
             if issuer is not None and issuer.casefold() not in str(entry.get("issuer") or "").casefold():
