@@ -161,3 +161,15 @@ def test_exact_phrases_and_must_contain_return_only_chunks_that_hold_them(kb: Kn
     assert inside and all(h.source_path == REPORT and holds(h, "operating margin") for h in inside)
     with pytest.raises(LimitError, match="must_contain must be a string of 1-500 characters"):
         asyncio.run(kb.search_source("risks", must_contain=""))
+
+
+def test_search_knowledge_takes_the_same_filters(kb: Knowledge) -> None:
+    """`must_contain` and `latest` on the artifact search too: every search takes them."""
+    hits = asyncio.run(kb.search_knowledge("remote work", top_k=5, must_contain="remote work"))
+    assert hits and all(h.kind == "artifact" for h in hits)
+    for hit in hits:
+        ctx = kb._contexts[hit.context]
+        assert "remote work" in " ".join(ctx.read_file(hit.id)[1].casefold().split())
+    assert asyncio.run(kb.search_knowledge("remote work", must_contain="no such words anywhere")) == []
+    newest = asyncio.run(kb.search_knowledge("annual report revenue", top_k=5, latest=True))
+    assert newest  # the sample corpus has one report per issuer and type: nothing to leave out

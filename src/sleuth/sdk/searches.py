@@ -36,11 +36,13 @@ from sleuth.sdk.types import (
     Hit,
 )
 from sleuth.store.keyword import quoted
-from sleuth.store.search import latest_of
+from sleuth.store.search import latest_of, loose
 
 #: The most searches one `search_in_sources` call with `per_source` runs (sources x queries): each is
 #: a hybrid search of its own, run one after the other so that evidence labels stay in order.
 MAX_SEARCHES_APART = 40
+#: Artifacts a filtered `search_knowledge` ranks before its filters keep `top_k` of them.
+ARTIFACT_FILTER_DEPTH = 100
 
 
 class Searches(KnowledgeBase):
@@ -55,14 +57,28 @@ class Searches(KnowledgeBase):
         kind: str | None = None,
         type: str | None = None,
         context: str | None = None,
+        *,
+        latest: Latest = False,
+        must_contain: MustContain = None,
     ) -> list[Hit]:
-        """Hybrid search over artifacts; kind in summary|topic|entity|event|doc|page|glossary."""
+        """Hybrid search over artifacts; kind in summary|topic|entity|event|doc|page|glossary.
+        `latest=True` keeps the artifacts drawn from the newest document of each issuer and type;
+        `must_contain` those whose text holds it word for word (any case)."""
+        must = [loose(text) for text in _must(must_contain)]
+        narrowed = latest or bool(must)
+        depth = max(top_k, ARTIFACT_FILTER_DEPTH) if narrowed else top_k
         per_context = []
         for ctx in self._scope(context):
             vector = await self._vector(ctx, query)
-            ranked = await asyncio.to_thread(ctx.reader.search_artifacts, query, top_k, kind, type, vector)
+            ranked = await asyncio.to_thread(ctx.reader.search_artifacts, query, depth, kind, type, vector)
             await self.evidence.in_turn()
-            per_context.append([self._artifact_hit(ctx, aid, score) for aid, score in ranked])
+            hits = [self._artifact_hit(ctx, aid, score) for aid, score in ranked]
+            if latest:
+                newest = set(ctx.reader.sources_where(latest=True))
+                hits = [h for h in hits if not h.sources or newest.intersection(h.sources)]
+            if must:
+                hits = [h for h in hits if all(text in loose(ctx.read_file(h.id)[1]) for text in must)]
+            per_context.append(hits[:top_k])
         return AwaitableList(self._fuse(per_context, top_k))
 
     async def _search_chunks(

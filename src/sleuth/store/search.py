@@ -153,7 +153,7 @@ MUST_CONTAIN_DEPTH = 100
 _SPACE_RUNS = re.compile(r"\s+")
 
 
-def _loose(text: str) -> str:
+def loose(text: str) -> str:
     """`text` compared loosely: case-folded, every run of spaces one space, trimmed."""
     return _SPACE_RUNS.sub(" ", text.casefold()).strip()
 
@@ -455,7 +455,7 @@ class VersionReader:
         spaces between words), best BM25 first: the index finds the chunks with the phrase's terms
         (stemmed, so a superset), and each is checked against its own text. At most
         `CONTAINING_LIMIT` are looked at: a filter that many chunks pass does not narrow a search."""
-        wanted = [_loose(text) for text in texts if _loose(text)]
+        wanted = [loose(text) for text in texts if loose(text)]
         phrases = [p for p in (index_phrase(text) for text in texts) if p]
         if not wanted or not phrases or self._keyword is None:
             return []  # nothing to look for, or punctuation only: no term to look up
@@ -464,7 +464,7 @@ class VersionReader:
         return [
             hit.id
             for hit in found
-            if hit.id in self.chunks and all(w in _loose(self.chunks[hit.id].text) for w in wanted)
+            if hit.id in self.chunks and all(w in loose(self.chunks[hit.id].text) for w in wanted)
         ]
 
     def exact(self, query: str, top_k: int, sources: Sequence[str] | None = None) -> list[tuple[str, float]]:
