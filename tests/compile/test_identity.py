@@ -166,6 +166,12 @@ def test_short_names_are_recorded_and_older_versions_are_identified_again(tmp_pa
         ("ACME_2024_10Q.pdf", "FORM 10-Q\nFor the six months ended June 30, 2024",
          ("2024-01-01", "2024-06-30", None, None)),
         ("notes.pdf", "Nothing here says when.", (None, None, None, None)),
+        # A fourth quarter whose 13 weeks end in the first days of January is the calendar's.
+        ("ACME_2021Q4_EARNINGS.pdf", "Results for the quarter ended January 1, 2022",
+         ("2021-10-02", "2022-01-01", 4, False)),
+        # "three and nine months ended": the quarter's three months.
+        ("X_2023Q3_10Q.pdf", "FORM 10-Q\nFor the three and nine months ended September 30, 2023",
+         ("2023-07-01", "2023-09-30", 3, False)),
     ],
 )  # fmt: skip
 def test_period_dates_fiscal_quarter_and_fiscal_year(

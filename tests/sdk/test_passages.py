@@ -173,3 +173,43 @@ def test_search_knowledge_takes_the_same_filters(kb: Knowledge) -> None:
     assert asyncio.run(kb.search_knowledge("remote work", must_contain="no such words anywhere")) == []
     newest = asyncio.run(kb.search_knowledge("annual report revenue", top_k=5, latest=True))
     assert newest  # the sample corpus has one report per issuer and type: nothing to leave out
+
+
+def test_the_filters_hold_on_their_edges(kb: Knowledge) -> None:
+    """Whole words, not substrings; a year glued to letters as the index splits it; bounded inputs
+    that fail with a clear error (review of issue 25's first pass)."""
+    # "EPS" is a word of no chunk here, though "steps" and "expenses" hold its letters.
+    assert asyncio.run(kb.search_source("steps", must_contain="eps")) == []
+    # "FY2025" is one term of the index: as a phrase it finds what it finds, never a year apart.
+    assert asyncio.run(kb.search_source_by_keyword('"2025" revenue'))
+    with pytest.raises(LimitError, match="must_contain takes at most 20 texts"):
+        asyncio.run(kb.search_source("x", must_contain=[f"w{i}" for i in range(21)]))
+    with pytest.raises(LimitError, match="must_contain must be a string or a list of strings"):
+        asyncio.run(kb.search_source("x", must_contain=5))  # type: ignore[arg-type]
+    with pytest.raises(LimitError, match="a locator is at most 2,000 characters"):
+        kb.read_around("x" * 100_000)
+    with pytest.raises(LimitError, match="got a huge integer"):
+        asyncio.run(kb.search_source("x", top_k=-(10**5000)))
+
+
+def test_read_section_before_the_first_heading_is_that_text_only(kb: Knowledge) -> None:
+    """The report's first page has no heading: its section is the text before the first one."""
+    first = kb.read_page(REPORT, page=1)
+    section = kb.read_section(first.hits[0])
+    assert section.hits and all(not h.section_path for h in section)
+    assert all(h.page in (1, 2) for h in section)
+
+
+def test_latest_keeps_what_it_cannot_order() -> None:
+    from sleuth.store.search import latest_of
+
+    docs: dict[str, dict[str, object]] = {
+        "a": {"issuer": "X", "doc_type": "annual report", "year": 2023},
+        "b": {},  # nothing says what it is: kept
+        "d": {"issuer": "X", "doc_type": "annual report", "year": 2023, "period_end": "2023-06-30"},
+        "e": {"issuer": "X", "doc_type": "annual report", "year": 2022, "period_end": "2022-06-30"},
+        "f": {"issuer": "Y"},  # no date: kept
+        "q1": {"issuer": "X", "doc_type": "quarterly report", "year": 2023, "period_end": "2023-03-31"},
+        "q2": {"issuer": "X", "doc_type": "quarterly report", "year": 2023, "period_end": "2023-06-30"},
+    }
+    assert latest_of(list(docs), docs) == ["a", "b", "d", "f", "q2"]

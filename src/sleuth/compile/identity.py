@@ -122,6 +122,8 @@ def _dates(
     months = _SPAN_MONTHS.get(span.split()[0], 12)
     if span.startswith("period") or (doc_type == "quarterly report" and months == 12):
         months = 3 if doc_type == "quarterly report" or quarter is not None else 12
+    if quarter is not None and months in (6, 9):  # "three and nine months ended": the quarter's three
+        months = 3
     start = _months_before(end, months)
     # A year that ends in the first week of January is a 52/53-week calendar year ("January 2, 2021").
     calendar_end = (month == 12 and day >= 24) or (month == 1 and day <= 7)
@@ -129,7 +131,8 @@ def _dates(
     if months == 12:
         differs = not calendar_end
     elif quarter is not None:
-        differs = not (month == 3 * quarter or (month == 3 * quarter + 1 and day <= 7))
+        # A quarter of a calendar year ends in month 3q, or (52/53 weeks) in the first week after it.
+        differs = not (month == 3 * quarter or (month == (3 * quarter) % 12 + 1 and day <= 7))
     else:
         differs = None  # a quarter's end alone does not say where the fiscal year ends
     return start.isoformat(), end.isoformat(), quarter, differs

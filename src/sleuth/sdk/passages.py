@@ -17,7 +17,7 @@ from typing import Any
 from sleuth.format.chunks import Chunk
 from sleuth.sdk.base import KnowledgeBase
 from sleuth.sdk.errors import LimitError, NotFoundError
-from sleuth.sdk.primitives import Around, Locator, MaxChars, PageNumber, Section, primitive
+from sleuth.sdk.primitives import Around, Locator, MaxChars, PageNumber, Section, primitive, shown
 from sleuth.sdk.scoped import ScopedReader
 from sleuth.sdk.types import Hit, Passage, Span
 
@@ -25,6 +25,8 @@ _LABEL = re.compile(r"E\d+")
 _CHUNK_ID = re.compile(r"chk_[0-9a-f]{16}")
 #: Of a section longer than `max_chars`, the share of the budget spent before the hit's chunk.
 BEFORE_SHARE = 0.3
+#: The longest locator or source path looked up (a path is a version's key, never this long).
+MAX_LOCATOR_CHARS = 2000
 
 
 class Passages(KnowledgeBase):
@@ -122,6 +124,8 @@ class Passages(KnowledgeBase):
             if isinstance(known, str):
                 return self._locate(known, where.get("context") or context)
         if isinstance(where, str):
+            if len(where) > MAX_LOCATOR_CHARS:
+                raise LimitError(f"a locator is at most {MAX_LOCATOR_CHARS:,} characters, got {len(where):,}")
             text = where.strip()
             if _LABEL.fullmatch(text):
                 span = self.evidence.get(text)
@@ -139,7 +143,7 @@ class Passages(KnowledgeBase):
                         return ctx, chunk
                 raise NotFoundError(f"no chunk {text} in this turn's contexts")
         raise LimitError(
-            f"expected a hit, a span, an evidence label ('E7') or a chunk id ('chk_…'), got {where!r}"
+            f"expected a hit, a span, an evidence label ('E7') or a chunk id ('chk_…'), got {shown(where)}"
         )
 
     def _chunk_of(self, span: Span) -> tuple[ScopedReader, Chunk]:
@@ -163,10 +167,12 @@ class Passages(KnowledgeBase):
             for ctx in scope:
                 if source in ctx.sources:
                     return ctx, source
+            if len(source) > MAX_LOCATOR_CHARS:
+                raise LimitError(f"a source path is at most {MAX_LOCATOR_CHARS:,} characters")
             paths = [p for ctx in scope for p in ctx.sources]
             close = difflib.get_close_matches(source, paths, n=5, cutoff=0.3)
             raise NotFoundError(
-                f"no source {source!r} in this turn's contexts"
+                f"no source {shown(source)} in this turn's contexts"
                 + (f" (closest: {', '.join(close)})" if close else "; query_db('SELECT path FROM _sources')")
             )
         ctx, chunk = self._locate(source, context)
@@ -188,7 +194,9 @@ class Passages(KnowledgeBase):
 
 
 def _within_section(chunk: Chunk, path: list[str]) -> bool:
-    return chunk.section_path[: len(path)] == path
+    """Under the heading path `path`; with no heading (text before the first one), only chunks that
+    have none either."""
+    return chunk.section_path[: len(path)] == path if path else not chunk.section_path
 
 
 def _find_section(chunks: Sequence[Chunk], section: str, source_path: str) -> tuple[int, list[str]]:

@@ -57,6 +57,7 @@ __all__ = [
     "check",
     "primitive",
     "primitives",
+    "shown",
     "signature_text",
 ]
 
@@ -246,12 +247,21 @@ def _check(
             continue
         high = limits.get("le")
         if name in clamped and _is_int(value) and high is not None and value > high:
-            notice = f"[notice: {method.__name__}({name}={value}) is above {high}; using {high}]"
+            notice = f"[notice: {method.__name__}({name}={shown(value)}) is above {high}; using {high}]"
             print(notice, file=sys.stderr)
             bound.arguments[name] = high
             continue
         _within(name, value, limits)
     return bound.args, bound.kwargs
+
+
+def shown(value: Any) -> str:
+    """`value` as a message quotes it: a huge integer is not written out (Python refuses to turn one
+    of over 4,300 digits into text), anything else is its repr cut to 80 characters."""
+    if isinstance(value, int) and abs(value) >= 10**18:
+        return "a huge integer"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:79] + "…"
 
 
 def _is_int(value: Any) -> bool:
@@ -272,7 +282,7 @@ def _within(name: str, value: Any, limits: dict[str, Any]) -> None:
             or (low is not None and value < low)
             or (high is not None and value > high)
         ):
-            raise LimitError(f"{name} must be an integer from {low} to {high}, got {value!r}")
+            raise LimitError(f"{name} must be an integer from {low} to {high}, got {shown(value)}")
         return
     low, high = limits.get("min_length", 0), limits.get("max_length")
     if not isinstance(value, str) or len(value) < low or (high is not None and len(value) > high):

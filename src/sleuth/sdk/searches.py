@@ -6,6 +6,7 @@ searches.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -35,12 +36,13 @@ from sleuth.sdk.types import (
     AwaitableList,
     Hit,
 )
-from sleuth.store.keyword import quoted
-from sleuth.store.search import latest_of, loose
+from sleuth.store.keyword import index_phrase, quoted
+from sleuth.store.search import latest_of, loose, whole_words
 
 #: The most searches one `search_in_sources` call with `per_source` runs (sources x queries): each is
 #: a hybrid search of its own, run one after the other so that evidence labels stay in order.
 MAX_SEARCHES_APART = 40
+MAX_MUST_CONTAIN = 20  # texts one search's chunks must all hold
 #: Artifacts a filtered `search_knowledge` ranks before its filters keep `top_k` of them.
 ARTIFACT_FILTER_DEPTH = 100
 
@@ -64,7 +66,7 @@ class Searches(KnowledgeBase):
         """Hybrid search over artifacts; kind in summary|topic|entity|event|doc|page|glossary.
         `latest=True` keeps the artifacts drawn from the newest document of each issuer and type;
         `must_contain` those whose text holds it word for word (any case)."""
-        must = [loose(text) for text in _must(must_contain)]
+        must = _must(must_contain)
         narrowed = latest or bool(must)
         depth = max(top_k, ARTIFACT_FILTER_DEPTH) if narrowed else top_k
         per_context = []
@@ -77,7 +79,9 @@ class Searches(KnowledgeBase):
                 newest = set(ctx.reader.sources_where(latest=True))
                 hits = [h for h in hits if not h.sources or newest.intersection(h.sources)]
             if must:
-                hits = [h for h in hits if all(text in loose(ctx.read_file(h.id)[1]) for text in must)]
+                patterns = [whole_words(text) for text in must]
+                bodies = {h.id: loose(ctx.read_file(h.id)[1]) for h in hits}
+                hits = [h for h in hits if all(p.search(bodies[h.id]) for p in patterns)]
             per_context.append(hits[:top_k])
         return AwaitableList(self._fuse(per_context, top_k))
 
@@ -99,9 +103,14 @@ class Searches(KnowledgeBase):
                 keep = matching if keep is None else [s for s in keep if s in matching]
             if keep is not None and not keep:
                 continue
+            if must_contain and not ctx.reader.meta.get("keyword", True):
+                raise QueryError(
+                    f"context {ctx.slug!r} was compiled without a keyword index, which must_contain "
+                    "reads (curate.chunks.keyword.enabled = false)"
+                )
             vector, keyword = None, None
-            if mode == "hybrid":  # BM25 runs while the query is embedded (on the host, in a turn),
-                # then beside the dense search, which `search` runs in its own thread
+            if mode == "hybrid" and not must_contain:  # BM25 runs while the query is embedded (on
+                # the host, in a turn), then beside the dense search, which `search` runs in its thread
                 keyword = ctx.reader.start_keyword(query, top_k, keep)
             if mode != "keyword":
                 vector = await self._vector(ctx, query)
@@ -166,7 +175,7 @@ class Searches(KnowledgeBase):
                     "(curate.chunks.keyword.enabled = false); use search_source"
                 )
         where = _where(issuer, doc_type, year, latest)
-        must = [*quoted(query), *_must(must_contain)]
+        must = [*(q for q in quoted(query) if index_phrase(q)), *_must(must_contain)]
         return AwaitableList(
             await self._search_chunks(query, top_k, "keyword", context, sources, where, must)
         )
@@ -275,14 +284,18 @@ def _where(
 
 
 def _must(must_contain: str | Sequence[str] | None) -> list[str]:
-    """The texts a search's chunks must hold, each checked (1-500 characters)."""
-    texts = (
-        []
-        if must_contain is None
-        else [must_contain]
-        if isinstance(must_contain, str)
-        else list(must_contain)
-    )
+    """The texts a search's chunks must hold: a string or a list of them, at most `MAX_MUST_CONTAIN`,
+    each 1-500 characters."""
+    if must_contain is None:
+        return []
+    if isinstance(must_contain, str):
+        texts = [must_contain]
+    elif isinstance(must_contain, list | tuple):
+        texts = list(itertools.islice(must_contain, MAX_MUST_CONTAIN + 1))
+    else:
+        raise LimitError("must_contain must be a string or a list of strings")
+    if len(texts) > MAX_MUST_CONTAIN:
+        raise LimitError(f"must_contain takes at most {MAX_MUST_CONTAIN} texts")
     for text in texts:
         check("must_contain", text, Phrase)
     return texts

@@ -117,7 +117,8 @@ def read_blocks(path: Path, block_rows: int) -> Iterator[npt.NDArray[np.float32]
         rows, dim = shape
         for start in range(0, rows, block_rows):
             count = min(block_rows, rows - start)
-            yield np.fromfile(fh, dtype=dtype, count=count * dim).reshape(count, dim).astype(np.float32)
+            block = np.fromfile(fh, dtype=dtype, count=count * dim).reshape(count, dim)
+            yield block.astype(np.float32, copy=False)
 
 
 def write_meta(directory: Path, model: str, dim: int, counts: dict[str, int]) -> None:

@@ -120,7 +120,7 @@ def _terms(text: str) -> list[str]:
 def query_terms(query: str) -> tuple[list[str], list[str]]:
     """(phrases the user quoted, which must match; free terms, OR-ed), stop words dropped from the free
     terms unless nothing else is left."""
-    quoted = [" ".join(_terms(q)) for q in _QUOTED.findall(query)]
+    quoted = [index_phrase(q) for q in _QUOTED.findall(query)]
     phrases = list(dict.fromkeys(p for p in quoted if p))
     free = _terms(_QUOTED.sub(" ", query))
     content = [t for t in free if t not in _STOP] or ([] if phrases else free)
@@ -145,8 +145,9 @@ def quoted(query: str) -> list[str]:
 
 
 def index_phrase(text: str) -> str:
-    """`text` as one phrase of the index's terms (empty when it holds no word)."""
-    return " ".join(_terms(text))
+    """`text` as one phrase of the index's terms, as the index splits it (empty when it holds no
+    word): `_terms`' extra year of "FY2018" is a free term's, not a word the text has in that place."""
+    return " ".join(part.lower() for word in _WORD.findall(text) for part in _PARTS.findall(word))
 
 
 def exact_phrases(query: str) -> list[str]:

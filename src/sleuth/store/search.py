@@ -158,6 +158,12 @@ def loose(text: str) -> str:
     return _SPACE_RUNS.sub(" ", text.casefold()).strip()
 
 
+def whole_words(text: str) -> re.Pattern[str]:
+    """`text` (loose) found in loose text where no letter or digit runs on at either end: "EPS" is not
+    in "steps", "1.2 billion" not in "21.2 billion"."""
+    return re.compile(rf"(?<!\w){re.escape(loose(text))}(?!\w)")
+
+
 #: A chunk that shares at least this share of the shorter of the two with one ranked above it, on the
 #: same page, repeats it: it is left out of the results (issue 25, item 6).
 OVERLAP_SHARE = 0.5
@@ -191,27 +197,35 @@ def distinct(
 
 
 def latest_of(paths: Sequence[str], documents: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """Of `paths`, the newest document of each (issuer, type): the one whose period ends last (its
-    stated period end, else the end of its year). A group none of whose documents is dated is kept
-    whole: nothing says which is the latest."""
+    """Of `paths`, the newest document of each (issuer, type): the one whose fiscal year, then
+    stated period end, is last. A document that names no issuer and no type, or carries no date,
+    is kept: nothing says what it is the latest of."""
     groups: dict[tuple[str, str], list[str]] = {}
+    kept: set[str] = set()
     for path in paths:
         entry = documents.get(path, {})
         key = (str(entry.get("issuer") or "").casefold(), str(entry.get("doc_type") or "").casefold())
-        groups.setdefault(key, []).append(path)
-    kept: set[str] = set()
+        if key == ("", "") or _recency(entry) is None:
+            kept.add(path)
+        else:
+            groups.setdefault(key, []).append(path)
     for members in groups.values():
-        dated = {path: _period_end(documents.get(path, {})) for path in members}
-        newest = max((end for end in dated.values() if end), default=None)
-        kept.update(path for path, end in dated.items() if newest is None or end == newest)
+        dated = {path: _recency(documents[path]) or (0, "") for path in members}
+        year = max(y for y, _end in dated.values())
+        last = max((end for y, end in dated.values() if y == year), default="")
+        # Of the last year's documents, the one whose stated period ends last, and any that states
+        # no end (a year alone cannot be ordered against a date of the same year).
+        kept.update(path for path, (y, end) in dated.items() if y == year and end in (last, ""))
     return [path for path in paths if path in kept]
 
 
-def _period_end(entry: Mapping[str, Any]) -> str | None:
-    if entry.get("period_end"):
-        return str(entry["period_end"])
+def _recency(entry: Mapping[str, Any]) -> tuple[int, str] | None:
+    """(fiscal year, stated period end or "")."""
+    end = str(entry.get("period_end") or "")
     year = entry.get("year")
-    return f"{year}-12-31" if isinstance(year, int) else None
+    if not isinstance(year, int) or isinstance(year, bool):
+        year = int(end[:4]) if end[:4].isdigit() else None
+    return None if year is None else (year, end)
 
 
 def hybrid_ceiling(weights: Sequence[float]) -> float:
@@ -455,17 +469,22 @@ class VersionReader:
         spaces between words), best BM25 first: the index finds the chunks with the phrase's terms
         (stemmed, so a superset), and each is checked against its own text. At most
         `CONTAINING_LIMIT` are looked at: a filter that many chunks pass does not narrow a search."""
-        wanted = [loose(text) for text in texts if loose(text)]
+        wanted = [whole_words(text) for text in texts if loose(text)]
         phrases = [p for p in (index_phrase(text) for text in texts) if p]
-        if not wanted or not phrases or self._keyword is None:
+        if not wanted or not phrases:
             return []  # nothing to look for, or punctuation only: no term to look up
+        if self._keyword is None:
+            raise LookupError("this version has no keyword index (curate.chunks.keyword.enabled = false)")
         # The longest phrase is the most selective; every text is then checked on the chunk itself.
         found = self._keyword.search_phrases([max(phrases, key=len)], CONTAINING_LIMIT, sources)
-        return [
-            hit.id
-            for hit in found
-            if hit.id in self.chunks and all(w in loose(self.chunks[hit.id].text) for w in wanted)
-        ]
+        out = []
+        for hit in found:
+            chunk = self.chunks.get(hit.id)
+            if chunk is not None:
+                text = loose(chunk.text)
+                if all(pattern.search(text) for pattern in wanted):
+                    out.append(hit.id)
+        return out
 
     def exact(self, query: str, top_k: int, sources: Sequence[str] | None = None) -> list[tuple[str, float]]:
         """Chunks that hold a quoted phrase, an identifier or the whole (short) query word for word."""
