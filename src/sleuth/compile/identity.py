@@ -13,6 +13,7 @@ import datetime
 import re
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sleuth.compile.pages import Page
 from sleuth.format.identity import (
@@ -82,10 +83,37 @@ def identify(source_path: str, title: str, pages: Sequence[Page]) -> DocumentIde
     lead = lead[:LEAD_CHARS]
     named = NAME_SPLIT.sub(" ", f"{name} {title}")  # `CEDAR_2022Q3_EARNINGS` → words
     doc_type = next((t for t, p in DOC_TYPES if p.search(named)), None) or _first_type(lead[:COVER_CHARS])
-    year, period = _period(named, lead, doc_type)
+    ended, quarter = _stated_end(lead), _named_quarter(named)
+    year, period = _period(named, ended, quarter, doc_type)
     issuer = _issuer(name, title, lead)
-    dates = _dates(named, lead, doc_type)
+    dates = _dates(ended, quarter, doc_type)
     return DocumentIdentity(issuer, doc_type, period, year, _aliases(issuer, lead), *dates)
+
+
+@dataclass(frozen=True)
+class _StatedEnd:
+    """The period end a document's front matter states: "for the fiscal year ended June 30, 2023"."""
+
+    span: str  # how it words the period, case-folded: "fiscal year", "quarter", "nine months", …
+    year: int
+    month: int
+    day: int
+
+
+def _stated_end(lead: str) -> _StatedEnd | None:
+    ended = _PERIOD_END.search(lead)
+    if ended is None:
+        return None
+    month = _MONTHS[ended.group("month").casefold().rstrip(".")]
+    return _StatedEnd(
+        ended.group("span").casefold(), int(ended.group("year")), month, int(ended.group("day"))
+    )
+
+
+def _named_quarter(named: str) -> int | None:
+    """The quarter a document's file name or title says ("2022Q3", "Q3")."""
+    found = _QUARTER.search(named)
+    return int(found.group("q1") or found.group("q2")) if found else None
 
 
 #: Months a stated period spans, by how the document words it.
@@ -102,23 +130,18 @@ _SPAN_MONTHS = {
 
 
 def _dates(
-    named: str, lead: str, doc_type: str | None
+    ended: _StatedEnd | None, quarter: int | None, doc_type: str | None
 ) -> tuple[str | None, str | None, int | None, bool | None]:
     """(period start, period end, fiscal quarter, fiscal year not the calendar's) from the period end
     the front matter states and the quarter the name says; None where nothing says."""
-    quarter_match = _QUARTER.search(named)
-    quarter = int(quarter_match.group("q1") or quarter_match.group("q2")) if quarter_match else None
-    ended = _PERIOD_END.search(lead)
     if ended is None:
         return None, None, quarter, None
-    year = int(ended.group("year"))
-    month = _MONTHS[ended.group("month").casefold().rstrip(".")]
-    day = int(ended.group("day"))
+    month, day = ended.month, ended.day
     try:
-        end = datetime.date(year, month, day)
+        end = datetime.date(ended.year, month, day)
     except ValueError:  # "February 30": not a date
         return None, None, quarter, None
-    span = ended.group("span").casefold()
+    span = ended.span
     months = _SPAN_MONTHS.get(span.split()[0], 12)
     if span.startswith("period") or (doc_type == "quarterly report" and months == 12):
         months = 3 if doc_type == "quarterly report" or quarter is not None else 12
@@ -153,21 +176,18 @@ def _first_type(cover: str) -> str | None:
     return min(found)[2] if found else None
 
 
-def _period(named: str, lead: str, doc_type: str | None) -> tuple[int | None, str | None]:
+def _period(
+    named: str, ended: _StatedEnd | None, quarter: int | None, doc_type: str | None
+) -> tuple[int | None, str | None]:
     """(year, period): the period end the front matter states, else the file name's year and quarter."""
-    ended = _PERIOD_END.search(lead)
-    quarter_match = _QUARTER.search(named)
-    quarter = (quarter_match.group("q1") or quarter_match.group("q2")) if quarter_match else None
     fiscal = _FY.search(named)
     years = [int(y) for y in YEAR.findall(named)]
     if fiscal:
         value = fiscal.group(1)
         years.insert(0, int(value) if len(value) == 4 else 2000 + int(value))
     if ended:
-        year = int(ended.group("year"))
-        month = _MONTHS[ended.group("month").casefold().rstrip(".")]
-        date = f"{year}-{month:02d}-{int(ended.group('day')):02d}"
-        span = ended.group("span").casefold()
+        year, span = ended.year, ended.span
+        date = f"{year}-{ended.month:02d}-{ended.day:02d}"
         if quarter is not None:
             return year, f"Q{quarter} {years[0] if years else year}"
         if "quarter" in span or span.startswith(("three", "six", "nine")) or doc_type == "quarterly report":

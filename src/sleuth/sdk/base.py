@@ -80,9 +80,16 @@ class KnowledgeBase:
         self.evidence.note_score(span, score)
         return Hit.from_span(chunk_id, score, "chunk", span)
 
-    def _artifact_hit(self, ctx: ScopedReader, artifact_id: str, score: float) -> Hit:
+    def _artifact_hit(
+        self,
+        ctx: ScopedReader,
+        artifact_id: str,
+        score: float,
+        read: tuple[dict[str, Any], str] | None = None,
+    ) -> Hit:
+        """An artifact's hit; `read` is its file (`ScopedReader.read_file`) when the caller has it."""
         meta = ctx.artifacts[artifact_id]
-        front, body = ctx.read_file(artifact_id)
+        front, body = read if read is not None else ctx.read_file(artifact_id)
         return Hit(
             id=artifact_id,
             score=score,

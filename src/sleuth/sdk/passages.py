@@ -158,11 +158,7 @@ class Passages(KnowledgeBase):
 
     def _document(self, source: Any, context: str | None) -> tuple[ScopedReader, str]:
         """The context and source path of a path, or of a locator's document."""
-        if (
-            isinstance(source, str)
-            and not _LABEL.fullmatch(source.strip())
-            and not _CHUNK_ID.fullmatch(source.strip())
-        ):
+        if _is_path(source):
             scope = self._scope(context)
             for ctx in scope:
                 if source in ctx.sources:
@@ -180,17 +176,22 @@ class Passages(KnowledgeBase):
 
     def _place(self, source: Any, page: int | None, context: str | None) -> tuple[ScopedReader, str, int]:
         """The context, source path and page a `read_page` call names."""
-        if (
-            isinstance(source, str)
-            and not _LABEL.fullmatch(source.strip())
-            and not _CHUNK_ID.fullmatch(source.strip())
-        ):
+        if _is_path(source):
             if page is None:
                 raise LimitError("read_page(path) needs page= (1-based), or pass a hit or a label")
             ctx, path = self._document(source, context)
             return ctx, path, page
         ctx, chunk = self._locate(source, context)
         return ctx, chunk.source_path, chunk.page if page is None else page
+
+
+def _is_path(source: Any) -> bool:
+    """Whether a locator is a source path: a string that is neither an evidence label nor a chunk id."""
+    return (
+        isinstance(source, str)
+        and not _LABEL.fullmatch(source.strip())
+        and not _CHUNK_ID.fullmatch(source.strip())
+    )
 
 
 def _within_section(chunk: Chunk, path: list[str]) -> bool:

@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sleuth.format.text import folded
 from sleuth.sdk.base import KnowledgeBase
 from sleuth.sdk.errors import LimitError, QueryError
 from sleuth.sdk.primitives import (
@@ -37,7 +38,7 @@ from sleuth.sdk.types import (
     Hit,
 )
 from sleuth.store.keyword import index_phrase, quoted
-from sleuth.store.search import latest_of, loose, whole_words
+from sleuth.store.search import latest_of, whole_words
 
 #: The most searches one `search_in_sources` call with `per_source` runs (sources x queries): each is
 #: a hybrid search of its own, run one after the other so that evidence labels stay in order.
@@ -66,23 +67,27 @@ class Searches(KnowledgeBase):
         """Hybrid search over artifacts; kind in summary|topic|entity|event|doc|page|glossary.
         `latest=True` keeps the artifacts drawn from the newest document of each issuer and type;
         `must_contain` those whose text holds it word for word (any case)."""
-        must = _must(must_contain)
-        narrowed = latest or bool(must)
-        depth = max(top_k, ARTIFACT_FILTER_DEPTH) if narrowed else top_k
+        patterns = [whole_words(text) for text in _must(must_contain)]
+        newest_only = _latest(latest)
+        depth = max(top_k, ARTIFACT_FILTER_DEPTH) if newest_only or patterns else top_k
         per_context = []
         for ctx in self._scope(context):
             vector = await self._vector(ctx, query)
             ranked = await asyncio.to_thread(ctx.reader.search_artifacts, query, depth, kind, type, vector)
             await self.evidence.in_turn()
-            hits = [self._artifact_hit(ctx, aid, score) for aid, score in ranked]
-            if latest:
-                newest = set(ctx.reader.sources_where(latest=True))
-                hits = [h for h in hits if not h.sources or newest.intersection(h.sources)]
-            if must:
-                patterns = [whole_words(text) for text in must]
-                bodies = {h.id: loose(ctx.read_file(h.id)[1]) for h in hits}
-                hits = [h for h in hits if all(p.search(bodies[h.id]) for p in patterns)]
-            per_context.append(hits[:top_k])
+            newest = set(ctx.reader.sources_where(latest=True)) if newest_only else set()
+            hits: list[Hit] = []
+            for aid, score in ranked:  # each artifact's file read once, until top_k pass the filters
+                front, body = ctx.read_file(aid)
+                sources = front.get("sources") or []
+                if newest_only and sources and not newest.intersection(sources):
+                    continue
+                if patterns and not all(p.search(folded(body)) for p in patterns):
+                    continue
+                hits.append(self._artifact_hit(ctx, aid, score, (front, body)))
+                if len(hits) == top_k:
+                    break
+            per_context.append(hits)
         return AwaitableList(self._fuse(per_context, top_k))
 
     async def _search_chunks(
@@ -205,10 +210,10 @@ class Searches(KnowledgeBase):
         for q in queries:
             check("query", q, Query)
         must = _must(must_contain)
-        if _where(None, None, None, latest):  # of the given sources, the newest of each issuer and type
+        if _latest(latest):  # of the given sources, the newest of each issuer and type
             newest = {p for ctx in self._scope(context) for p in latest_of(paths, ctx.reader.documents)}
             paths = [path for path in paths if path in newest]
-        each = min(max_total, per_query or max_total)
+        each = min(max_total, per_query or max_total, per_source or max_total)
         groups = [[path] for path in dict.fromkeys(paths)] if per_source else [paths]
         if len(groups) * len(queries) > MAX_SEARCHES_APART:
             raise LimitError(
@@ -218,9 +223,7 @@ class Searches(KnowledgeBase):
         lists = []
         for q in queries:
             for group in groups:
-                limit = min(each, per_source or each)
-                hits = await self._search_chunks(q, limit, "hybrid", context, group, None, must)
-                lists.append(hits)
+                lists.append(await self._search_chunks(q, each, "hybrid", context, group, None, must))
         return AwaitableList(self._fuse(lists, max_total))
 
     @primitive("search")
@@ -277,10 +280,15 @@ def _where(
     # issuer and doc_type are strings by their declaration (`primitives.Issuer`, `DocType`)
     if year is not None and (not isinstance(year, int) or isinstance(year, bool)):
         raise QueryError("year must be an integer such as 2023")
+    named = (("issuer", issuer), ("doc_type", doc_type), ("year", year), ("latest", _latest(latest) or None))
+    return {k: v for k, v in named if v is not None}
+
+
+def _latest(latest: bool) -> bool:
+    """The `latest` filter, checked."""
     if not isinstance(latest, bool):
         raise QueryError("latest must be True or False")
-    named = (("issuer", issuer), ("doc_type", doc_type), ("year", year), ("latest", latest or None))
-    return {k: v for k, v in named if v is not None}
+    return latest
 
 
 def _must(must_contain: str | Sequence[str] | None) -> list[str]:

@@ -24,6 +24,7 @@ import numpy.typing as npt
 from sleuth.format import boilerplate, titles
 from sleuth.format.chunks import Chunk
 from sleuth.format.spans import PageSpan
+from sleuth.format.text import folded
 from sleuth.models.embedder import Embedder, get_embedder
 from sleuth.settings import current
 from sleuth.store import rescore as second_stage
@@ -150,18 +151,12 @@ T = TypeVar("T")
 #: among this many results of the plain search first.
 CONTAINING_LIMIT = 2000
 MUST_CONTAIN_DEPTH = 100
-_SPACE_RUNS = re.compile(r"\s+")
-
-
-def loose(text: str) -> str:
-    """`text` compared loosely: case-folded, every run of spaces one space, trimmed."""
-    return _SPACE_RUNS.sub(" ", text.casefold()).strip()
 
 
 def whole_words(text: str) -> re.Pattern[str]:
-    """`text` (loose) found in loose text where no letter or digit runs on at either end: "EPS" is not
-    in "steps", "1.2 billion" not in "21.2 billion"."""
-    return re.compile(rf"(?<!\w){re.escape(loose(text))}(?!\w)")
+    """`text` found in `format.text.folded` text (any case, any spacing) where no letter or digit runs
+    on at either end: "EPS" is not in "steps", "1.2 billion" not in "21.2 billion"."""
+    return re.compile(rf"(?<!\w){re.escape(folded(text))}(?!\w)")
 
 
 #: A chunk that shares at least this share of the shorter of the two with one ranked above it, on the
@@ -469,7 +464,7 @@ class VersionReader:
         spaces between words), best BM25 first: the index finds the chunks with the phrase's terms
         (stemmed, so a superset), and each is checked against its own text. At most
         `CONTAINING_LIMIT` are looked at: a filter that many chunks pass does not narrow a search."""
-        wanted = [whole_words(text) for text in texts if loose(text)]
+        wanted = [whole_words(text) for text in texts if folded(text)]
         phrases = [p for p in (index_phrase(text) for text in texts) if p]
         if not wanted or not phrases:
             return []  # nothing to look for, or punctuation only: no term to look up
@@ -481,7 +476,7 @@ class VersionReader:
         for hit in found:
             chunk = self.chunks.get(hit.id)
             if chunk is not None:
-                text = loose(chunk.text)
+                text = folded(chunk.text)
                 if all(pattern.search(text) for pattern in wanted):
                     out.append(hit.id)
         return out
