@@ -58,6 +58,26 @@ def make_pdf(
     return path
 
 
+def statement_pdf(path: Path, lines: list[str | tuple[str, ...]]) -> Path:
+    """A page laid out as a financial statement: a `str` is a line of text; a tuple is a row, its
+    label at the left margin and each figure right-aligned in its own column, as filings set them."""
+    pdf = FPDF(unit="pt", format="letter")
+    pdf.set_font("Helvetica", size=9)
+    pdf.add_page()
+    for line in lines:
+        if isinstance(line, str):
+            pdf.cell(0, 12, line, new_x="LMARGIN", new_y="NEXT")
+            continue
+        label, *figures = line
+        pdf.cell(300, 12, label)
+        for figure in figures:
+            pdf.cell(80, 12, figure, align="R")
+        pdf.ln(12)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pdf.output(str(path))
+    return path
+
+
 #: Lines of `contents_page`: about 10,000 characters (difflib's alignment took 165 CPU s on it).
 LEADER_LINES = 300
 

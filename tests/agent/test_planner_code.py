@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sleuth.agent.planner_code import StepCode
+from sleuth.agent.planner_code import FigureAsk, StepCode
 from sleuth.agent.planner_scope import PlannerScope, Target, planner_scope
 from sleuth.sdk.knowledge import PRIMITIVES
 from sleuth.store.documents import DocumentResolver
@@ -65,6 +65,8 @@ def _variants(scope: PlannerScope) -> dict[str, str]:
         "general": plain.general(),
         "general follow-up": follow_up.general(),
         "general named": named.general(),
+        "general named, figure": named.general(FigureAsk(("revenue",), 2022, ("mirror",))),
+        "general, figure in two contexts": plain.general(FigureAsk(("revenue",), None, ("acme", "mirror"))),
         # a drill runs after the search step, in the same REPL: it reads that step's results
         "search, drill artifact and sources": follow_up.general()
         + follow_up.drill(("Remote Work Policy", "acme"), ["uploads/a.md"]),

@@ -132,6 +132,26 @@ def test_query_db_rows_truncation_and_provenance_labels(kb: Knowledge) -> None:
         kb.query_db("DELETE FROM product")
 
 
+def test_query_db_reads_the_cells_of_pdf_tables_as_citable_rows(kb: Knowledge) -> None:
+    """Issue 25, item 2: the annual report's key-figure table (a PDF) is in `_cells`, a row per
+    cell with its label, column header, period and unit, and each row cites the cell's own text."""
+    rows = kb.query_db(
+        'SELECT label, header, year, unit, text, value, source, page, start, "end" FROM _cells '
+        "WHERE label = 'Operating income' ORDER BY column_no"
+    )
+    assert [(r["header"], r["year"], r["unit"], r["text"], r["value"]) for r in rows] == [
+        ("2025", 2025, "millions", "6.9", 6.9),
+        ("2024", 2024, "millions", "5.4", 5.4),
+        ("Change", None, "millions", "+28%", 28.0),
+    ]
+    span = kb.evidence.get(rows[0]["_evidence"])
+    assert span is not None and span.via == "table" and span.text == "6.9" and span.page == 3
+    assert rows[0]["source"].endswith("annual-report-2025.pdf")
+    # A row that claims a place it does not hold gets no label.
+    fake = kb.query_db("SELECT 'nope.pdf' AS source, 1 AS page, 0 AS start, 3 AS \"end\"")
+    assert "_evidence" not in fake[0]
+
+
 def test_walk_graph_and_facts(kb: Knowledge) -> None:
     graph = kb.walk_graph("Product Council — 2026-03-04", max_hops=2)
     names = {n.name for n in graph.nodes}

@@ -98,6 +98,87 @@ def identifier_tokens(text: str) -> list[str]:
     return out
 
 
+_ASKED = re.compile(
+    r"\b(?:what(?:'s| is| was| were| are)|how (?:much|many))\s+(?:the\s+|a\s+|an\s+)?(?P<rest>[^?;]*)",
+    re.IGNORECASE,
+)
+#: Where the asked quantity's phrase ends: a preposition that starts its frame, a clause, a bracket.
+_ASKED_END = re.compile(
+    r"\s(?:for|in|at|during|on|as of|from|by|according|based|reported|when|if|did|does|do|was|were|"
+    r"is|are|has|have|had|and how|compared)\s|[(,:.]|\s[-–—]\s",
+    re.IGNORECASE,
+)
+_AUXILIARY = re.compile(
+    r"^(?:did|does|do|was|were|is|are|has|have|had|will|would|can|could)\b", re.IGNORECASE
+)
+#: Words that frame a quantity without naming it: its kind, unit or period.
+_FRAME_WORDS = frozenset(
+    {
+        "amount",
+        "value",
+        "figure",
+        "number",
+        "level",
+        "year",
+        "end",
+        "fiscal",
+        "quarter",
+        "annual",
+        "usd",
+        "dollar",
+        "million",
+        "billion",
+        "thousand",
+        "unadjusted",
+        "reported",
+        "full",
+        "period",
+    }
+)
+_PERIOD_WORD = re.compile(r"^(?:fy|q[1-4]|h[12]|cy)?\d{2,4}$", re.IGNORECASE)
+_ASKED_YEAR = re.compile(r"\bFY\s?'?(\d{4}|\d{2})\b|(?<![\d$,.])((?:19|20)\d\d)(?![\d,.%])", re.IGNORECASE)
+
+
+def asked_quantity(ask: str) -> list[str]:
+    """The stemmed words naming the quantity a "what was / how much" question asks for: "What is
+    the FY2018 capital expenditure amount (in USD millions) for 3M?" → `capital`, `expenditure`.
+
+    The phrase runs from the question word to the first preposition, clause or bracket; names (a
+    capitalised word inside the question), periods, units and framing words are left out. Empty when
+    the question asks no such thing or names the quantity after its subject ("how much did X pay")."""
+    match = _ASKED.search(ask)
+    if match is None:
+        return []
+    rest = match.group("rest")
+    if _AUXILIARY.match(rest):
+        return []
+    end = _ASKED_END.search(rest)
+    phrase = rest[: end.start()] if end else rest
+    out: list[str] = []
+    for token in phrase.split():
+        bare = token.strip("'\"“”‘’")
+        if bare.endswith(("'s", "’s")):
+            continue  # a possessive names whose quantity it is, not the quantity
+        if bare[:1].isupper() and not bare.isupper() and not phrase.istitle():
+            continue  # a name (`Netflix`, `MGM Resorts`) in a question written in sentence case
+        for word in raw_words(bare):
+            if word in STOP_WORDS or _PERIOD_WORD.match(word) or word in _FRAME_WORDS:
+                continue
+            norm = normalize_word(word)
+            if norm not in out:
+                out.append(norm)
+    return out if len(out) <= 6 else []
+
+
+def asked_year(ask: str) -> int | None:
+    """The one year a question asks about (`FY2018`, `FY18`, `2018`); None for none or several."""
+    years = set()
+    for match in _ASKED_YEAR.finditer(ask):
+        raw = match.group(1) or match.group(2)
+        years.add(int(raw) + 2000 if len(raw) == 2 else int(raw))
+    return years.pop() if len(years) == 1 else None
+
+
 def asks_for_amount(ask: str) -> bool:
     """True for "how much / many / long …" and "what is the … rate, amount, percentage, limit …"."""
     return _AMOUNT.search(ask) is not None

@@ -24,13 +24,15 @@ from typing import Any, Literal
 
 from sleuth.agent.extractive import (
     PRONOUNS,
+    asked_quantity,
+    asked_year,
     content_words,
     identifier_tokens,
     normalize_word,
     quoted_phrases,
     raw_words,
 )
-from sleuth.agent.planner_code import StepCode
+from sleuth.agent.planner_code import FigureAsk, StepCode
 from sleuth.agent.planner_scope import (
     PlannerScope,
     TableInfo,
@@ -165,6 +167,8 @@ class OfflinePlanner:
             if not _hits(plan, "keyword") and done == 1 and (budget is None or done < budget):
                 return self._general_search(done)  # keyword search found nothing: fall back
             return self._finish(done, self._final_from(plan))
+        if step == "search" and (figure := self._figure_final(plan)) is not None:
+            return self._finish(done, figure)
         if step == "search":
             return self._drill(done, plan, budget)
         return self._finish(done, self._final_from(plan))
@@ -276,7 +280,20 @@ class OfflinePlanner:
 
     def _general_search(self, done: int) -> Reply:
         self.question_class = "general"
-        return self._run(done, self.code.general(), "Search the source chunks and the artifacts.")
+        figure = self._figure_ask()
+        what = "Search the source chunks and the artifacts"
+        if figure is not None:
+            what += ", and read the table cells of the asked quantity on the top pages"
+        return self._run(done, self.code.general(figure), what + ".")
+
+    def _figure_ask(self) -> FigureAsk | None:
+        """A "what was / how much" question whose quantity has a name, over contexts with `_cells`
+        (§10, Sleuth: issue 25 item 8)."""
+        quantity = asked_quantity(self._ask)
+        contexts = tuple(s for s in self.scope.slugs if self.scope.has_table(s, "_cells"))
+        if not quantity or not contexts:
+            return None
+        return FigureAsk(tuple(quantity), asked_year(self._ask), contexts)
 
     # ------------------------------------------------------------------------ decisions
     def _drill(self, done: int, plan: dict[str, Any], budget: int | None) -> Reply:
@@ -313,6 +330,23 @@ class OfflinePlanner:
             return self._list_final(plan)
         lists = [*_group_keyword(plan)] + [_hits(plan, k) for k in ("named", "chunks", "cited", "inside")]
         return _Finish(None, _top_labels(lists))
+
+    def _figure_final(self, plan: dict[str, Any]) -> _Finish | None:
+        """One sentence that states the asked figure from its table cell, cited to the cell: the
+        first of the plan's `figures` (see `StepCode._figure_lines` for their order)."""
+        entries = plan.get("figures")
+        if not isinstance(entries, list) or not entries:
+            return None
+        entry = entries[0]
+        if not (isinstance(entry, list) and len(entry) >= 7 and all(isinstance(v, str) for v in entry[:4])):
+            return None
+        ref, label, header, text, unit, path, page = entry[:7]
+        scale = f" {unit.removesuffix('s')}" if isinstance(unit, str) and not text.endswith("%") else ""
+        where = f"According to {path} (p. {page}), " if isinstance(path, str) else ""
+        sentence = f"{where}{label} was {text}{scale} for {header} [{ref}]."
+        searched = [*_group_keyword(plan)] + [_hits(plan, k) for k in ("named", "chunks")]
+        rest = [r for r in _top_labels(searched) if r != ref]
+        return _Finish(sentence, [ref, *rest][:FINAL_EVIDENCE])
 
     def _count_final(self, plan: dict[str, Any]) -> _Finish:
         n = plan.get("n")

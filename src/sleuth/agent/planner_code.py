@@ -5,6 +5,8 @@ by the tests (`tests/agent/test_planner_code.py`), since no linter sees code bui
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sleuth.agent.extractive import (
     identifier_tokens,
     normalize_word,
@@ -16,6 +18,11 @@ from sleuth.agent.planner_scope import (
 )
 
 MAX_PLAN_CHARS = 2000  # the whole `#PLAN …` line
+FIGURE_PAGES = 8  # pages of the top hits whose table cells a figure question reads
+_CELLS_SQL = (
+    'SELECT label, section, title, header, year, unit, text, source, page, start, "end", column_no FROM _cells '
+    "WHERE source = ? AND page = ? AND value IS NOT NULL AND header IS NOT NULL"
+)
 _PLAN_LIMIT = MAX_PLAN_CHARS - len("#PLAN ")
 
 
@@ -36,6 +43,16 @@ def row(h):
     return [h.ref, round(h.score, 6), paths.index(h.name), h.fields["page"], h.fields["start"]]
 """
 """Defined in every step that prints hits: one hit as a `#PLAN` row (its path by index in `paths`)."""
+
+
+@dataclass(frozen=True)
+class FigureAsk:
+    """What a figure question asks for (`extractive.asked_quantity`, `asked_year`) and the contexts
+    whose tables can answer it."""
+
+    quantity: tuple[str, ...]
+    year: int | None
+    contexts: tuple[str, ...]
 
 
 class StepCode:
@@ -198,7 +215,9 @@ class StepCode:
         ]
         return "\n".join(lines) + "\n"
 
-    def general(self) -> str:
+    def general(self, figure: FigureAsk | None = None) -> str:
+        """The hybrid search; with `figure`, also the table cells on the top hits' pages whose row
+        label holds every word of the asked quantity (and whose column is the asked year)."""
         named = self._named_sources()
         lines = self._preamble("what the documents say: hybrid search over chunks and artifacts.")
         searches = [f"search_source({self._q}, top_k=10)", f"search_knowledge({self._q}, top_k=5)"]
@@ -227,13 +246,63 @@ class StepCode:
             "        for a, s in zip(arts, firsts)",
             "    ],",
             "}",
-            'print(plan_line(plan, ["chunks", "named", "artifacts"]))',
+        ]
+        if figure is not None:
+            lines += self._figure_lines(figure)
+        lines += [
+            'print(plan_line(plan, ["chunks", "named", "artifacts", "figures"]))',
             "for h in {h.ref: h for h in [*inside_named, *chunks]}.values():",
             '    print(h.ref, h.name, "p.", h.fields["page"], h.fields["chunk_text"][:300])',
             "for a in arts:",
             "    print(a)",
         ]
+        if figure is not None:
+            lines += ["for f in plan['figures']:", "    print(f)"]
         return "\n".join(lines) + "\n"
+
+    def _figure_lines(self, figure: FigureAsk) -> list[str]:
+        """Cells of `_cells` on the pages of the top hits (in rank order, at most `FIGURE_PAGES`)
+        whose label holds a quantity word and whose label, column header, group and caption hold
+        them all: most words in the label first, then fewest other label words, then page rank, then
+        the leftmost column (statements put the latest period first)."""
+        many = len(self.scope.slugs) > 1
+        return [
+            f"quantity = {figure.quantity!r}  # the asked quantity's words (stemmed)",
+            f"year = {figure.year!r}  # the one year the question names, or None",
+            f"cell_contexts = {list(figure.contexts)!r}  # contexts whose version has `_cells`",
+            "def stem(w):",
+            "    if len(w) <= 3 or w.isdigit():",
+            "        return w",
+            '    if w.endswith("ies") and len(w) > 4:',
+            '        return w[:-3] + "y"',
+            '    if w.endswith(("sses", "xes", "zes", "ches", "shes")):',
+            "        return w[:-2]",
+            '    if w.endswith("s") and not w.endswith(("ss", "us", "is")):',
+            "        return w[:-1]",
+            "    return w",
+            "pages = []",
+            "for h in [*inside_named, *chunks]:",
+            '    key = (h.name, h.fields["page"], h.fields["context"])',
+            "    if key not in pages and key[2] in cell_contexts:",
+            "        pages.append(key)",
+            "figures = []",
+            "def words(text):",
+            '    return {stem(w) for w in re.findall(r"[a-z0-9]+", (text or "").lower())}',
+            f"for rank, (path, page, ctx) in enumerate(pages[:{FIGURE_PAGES}]):",
+            f"    for c in query_db({_CELLS_SQL!r}, [path, page]{', context=ctx' if many else ''}):",
+            '        label = words(c["label"])',
+            '        around = label | words(c["header"]) | words(c["section"]) | words(c["title"])',
+            "        inside = sum(1 for q in quantity if q in label)",
+            '        if "_evidence" not in c or not inside or not all(q in around for q in quantity):',
+            "            continue",
+            '        if year is not None and c["year"] != year:',
+            "            continue",
+            "        figures.append([len(quantity) - inside, len(label - set(quantity)), rank, c['column_no'],",
+            '                        c["_evidence"], c["label"][:120], c["header"][:80], c["text"], c["unit"],',
+            "                        path, page])",
+            "figures.sort(key=lambda f: f[:4])",
+            'plan["figures"] = [f[4:] for f in figures[:3]]',
+        ]
 
     def _named_sources(self) -> tuple[str, list[str]] | None:
         """The first context with documents the ask names, and their paths."""

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from sleuth.compile import artifacts as cards
-from sleuth.compile import boilerplate, integrity, typed_tables, version_files
+from sleuth.compile import boilerplate, integrity, table_cells, typed_tables, version_files
 from sleuth.compile import glossary as glossary_builder
 from sleuth.compile.artifact_leg import ArtifactLeg
 from sleuth.compile.artifacts import Artifact
@@ -353,6 +353,7 @@ class VersionBuild:
                 self.artifact_files,
                 self.glossary_entries,
                 self.typed,
+                table_cells.every_cell(self.every_page().items()),
             )
             self.run.progress.advance("index")
             index_dir = self.plan.out / "index"

@@ -17,7 +17,8 @@ from sleuth.format.text import normalize_text
 #: Bumped whenever `normalize_text` changes what it stores: a compile then re-parses every source,
 #: since page text from the old rules would no longer agree with new chunks and groundings.
 #: 3: PDF text repairs ff ligatures the text layer dropped (`format.text.repair_dropped_ligatures`).
-TEXT_VERSION = 3
+#: 4: PDF pages record the tables found in their text (`parse.layout_tables`, issue 25 item 2).
+TEXT_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -32,13 +33,53 @@ class TableRow:
     start: int
     end: int
     cells: list[str]
+    #: Each cell's span of the page text, where the parser knows it (PDF tables); None for a cell
+    #: that is no one span (a header read from several lines). Without it, a cell is looked for in
+    #: its row's text (`table_cells`).
+    spans: list[tuple[int, int] | None] | None = None
 
 
 @dataclass(frozen=True)
 class Table:
-    """A table found in a page; the first row is the header. Each row is a line of the page."""
+    """A table found in a page; the first row is the header. Each row is a line of the page (a PDF
+    row whose label wrapped spans two)."""
 
     rows: list[TableRow]
+    unit: str | None = None  # `millions`, as the text above the table states it
+    title: str | None = None  # the caption above the table, when it has one
+
+    def to_json(self) -> dict[str, Any] | list[dict[str, Any]]:
+        rows = [_row_json(r) for r in self.rows]
+        if self.unit is None and self.title is None:
+            return rows  # the form written before tables had a unit and title
+        return {"rows": rows, "unit": self.unit, "title": self.title}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | list[dict[str, Any]]) -> Table:
+        rows = data if isinstance(data, list) else data["rows"]
+        meta = {} if isinstance(data, list) else data
+        return cls(
+            [
+                TableRow(
+                    int(r["start"]),
+                    int(r["end"]),
+                    list(r["cells"]),
+                    [None if s is None else (int(s[0]), int(s[1])) for s in r["spans"]]
+                    if r.get("spans") is not None
+                    else None,
+                )
+                for r in rows
+            ],
+            unit=meta.get("unit"),
+            title=meta.get("title"),
+        )
+
+
+def _row_json(row: TableRow) -> dict[str, Any]:
+    data: dict[str, Any] = {"start": row.start, "end": row.end, "cells": row.cells}
+    if row.spans is not None:
+        data["spans"] = [None if s is None else list(s) for s in row.spans]
+    return data
 
 
 @dataclass
@@ -55,9 +96,7 @@ class Page:
             "headings": [{"level": h.level, "text": h.text, "start": h.start} for h in self.headings],
         }
         if self.tables:
-            data["tables"] = [
-                [{"start": r.start, "end": r.end, "cells": r.cells} for r in t.rows] for t in self.tables
-            ]
+            data["tables"] = [t.to_json() for t in self.tables]
         return data
 
     @classmethod
@@ -66,10 +105,7 @@ class Page:
             page=int(data["page"]),
             text=str(data["text"]),
             headings=[Heading(int(h["level"]), str(h["text"]), int(h["start"])) for h in data["headings"]],
-            tables=[
-                Table([TableRow(int(r["start"]), int(r["end"]), list(r["cells"])) for r in t])
-                for t in data.get("tables", [])
-            ],
+            tables=[Table.from_json(t) for t in data.get("tables", [])],
         )
 
 

@@ -1,6 +1,6 @@
-"""`tables.sqlite` (spec/context.md §7.5): system tables for sources, chunks, artifacts, edges and
-glossary terms, plus one typed table per `format: sqlite` type. Finished in rollback-journal mode
-so a read-only mount can open it."""
+"""`tables.sqlite` (spec/context.md §7.5): system tables for sources, chunks, artifacts, edges,
+glossary terms and the cells of the corpus's tables, plus one typed table per `format: sqlite` type.
+Finished in rollback-journal mode so a read-only mount can open it."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 from sleuth.compile.artifacts import Artifact
 from sleuth.compile.glossary import Entry
 from sleuth.compile.manifest import Manifest
+from sleuth.compile.table_cells import Cell
 from sleuth.compile.typed_tables import TypedTable
 from sleuth.format.chunks import Chunk
 
@@ -38,6 +39,11 @@ CREATE INDEX _edges_from ON _edges(from_id, type);
 CREATE INDEX _edges_to ON _edges(to_id, type);
 CREATE TABLE _glossary (term TEXT NOT NULL, definition TEXT, type TEXT, source TEXT, page INTEGER,
                         start INTEGER, "end" INTEGER);
+CREATE TABLE _cells (source TEXT NOT NULL, page INTEGER NOT NULL, table_no INTEGER NOT NULL,
+                     row_no INTEGER NOT NULL, column_no INTEGER NOT NULL, label TEXT, section TEXT,
+                     header TEXT, year INTEGER, period_end TEXT, unit TEXT, title TEXT, text TEXT,
+                     value REAL, start INTEGER NOT NULL, "end" INTEGER NOT NULL);
+CREATE INDEX _cells_source ON _cells(source, page);
 CREATE TABLE _tables (name TEXT PRIMARY KEY, type TEXT, kind TEXT, scope TEXT, description TEXT,
                       columns TEXT, natural_key TEXT);
 """
@@ -56,6 +62,7 @@ def write_tables(
     artifact_files: dict[str, str],
     glossary: list[tuple[str, Entry]],
     typed: list[TypedTable],
+    cells: Iterable[Cell] = (),
 ) -> None:
     path.unlink(missing_ok=True)
     db = sqlite3.connect(path)
@@ -139,6 +146,30 @@ def write_tables(
                     )
                     for t in manifest.curate.artifacts.artifact_types
                     if t.format == "sqlite"
+                ),
+            )
+            db.executemany(
+                "INSERT INTO _cells VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    (
+                        c.source_path,
+                        c.page,
+                        c.table_no,
+                        c.row_no,
+                        c.column_no,
+                        c.label,
+                        c.section,
+                        c.header,
+                        c.year,
+                        c.period_end,
+                        c.unit,
+                        c.title,
+                        c.text,
+                        c.value,
+                        c.start,
+                        c.end,
+                    )
+                    for c in cells
                 ),
             )
             for table in typed:

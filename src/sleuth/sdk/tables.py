@@ -60,6 +60,11 @@ class Tables(KnowledgeBase):
             if isinstance(record.get("_provenance"), str):
                 spans = json.loads(record["_provenance"])
                 record["_provenance"] = [self._register_span(ctx, p, "table", None).ref for p in spans]
+            elif _is_span(record) and record["end"] <= len(
+                ctx.reader.page_text(record["source"], record["page"]) or ""
+            ):
+                # a row that says where it is (`_cells`, `_edges`, `_glossary`): its span is citable
+                record["_evidence"] = self._register_span(ctx, record, "table", None).ref
             out.append(record)
         return Rows(out, columns, truncated, sql, (time.perf_counter() - began) * 1000)
 
@@ -172,6 +177,14 @@ class _AwaitableInt(int, SelfAwaitable):
 
 class _AwaitableStr(str, SelfAwaitable):
     pass
+
+
+def _is_span(record: Mapping[str, Any]) -> bool:
+    return (
+        isinstance(record.get("source"), str)
+        and all(isinstance(record.get(k), int) for k in ("page", "start", "end"))
+        and 0 <= record["start"] <= record["end"]
+    )
 
 
 def _awaitable(value: Any) -> Any:

@@ -1,7 +1,8 @@
 """PDF: text per physical page with pypdfium2 (pypdf as the pure-Python fallback).
 
-Sections come from the bookmarks when the file has them, else from numbering heuristics on short
-lines (`PART II`, `Item 7.`, `1.2 Title`), which is what most filings and policies use.
+Tables are read from the text layer's lines (`layout_tables`). Sections come from the bookmarks when
+the file has them, else from numbering heuristics on short lines (`PART II`, `Item 7.`, `1.2 Title`),
+which is what most filings and policies use.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import re
 import pypdfium2 as pdfium
 
 from sleuth.compile.pages import Heading, Page, ParsedSource, ParseError
+from sleuth.compile.parse.layout_tables import find_tables
 from sleuth.format.pdfium_lock import PDFIUM
 from sleuth.format.text import normalize_text, repair_dropped_ligatures
 
@@ -22,7 +24,8 @@ _NUMBERED = [
 ]
 
 
-def parse(data: bytes) -> ParsedSource:
+def parse(data: bytes, *, tables: bool = True) -> ParsedSource:
+    """`tables=False` skips the layout-table finder (a benchmark's baseline)."""
     try:
         texts, title, toc = _read_pdfium(data)
     except pdfium.PdfiumError as exc:
@@ -40,6 +43,9 @@ def parse(data: bytes) -> ParsedSource:
     else:
         for page in pages:
             page.headings = _numbered_headings(page.text)
+    if tables:
+        for page in pages:
+            page.tables = find_tables(page.text)
     empty = sum(1 for p in pages if not p.text.strip())
     return ParsedSource("pdf", pages, title=title, images_skipped=empty)
 

@@ -1,0 +1,191 @@
+"""PDF tables as data (issue 25, item 2): the rows of a laid-out table, their figure columns, the
+headers and unit above them, each cell a span of the page text, and `_cells` in `tables.sqlite`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sleuth.compile.pages import Page, Table, TableRow
+from sleuth.compile.parse import parse_source
+from sleuth.compile.parse.layout_tables import find_tables
+from sleuth.compile.table_cells import cells_of
+from tests.support import statement_pdf
+
+STATEMENT: list[str | tuple[str, ...]] = [
+    "Acme Corp and Subsidiaries",
+    "Consolidated Statements of Cash Flows",
+    "(in millions)",
+    ("", "Years ended December 31,"),
+    ("", "2018", "2017"),
+    "Cash Flows from Operating Activities",
+    ("Net income", "$ 5,363", "$ 4,869"),
+    ("Depreciation and amortization", "1,488", "1,544"),
+    "Proceeds from sale of businesses, net of cash",
+    ("sold", "846", "1,065"),
+    "Cash Flows from Investing Activities",
+    ("Purchases of property, plant and equipment (PP&E)", "(1,577)", "(1,373)"),
+    ("Other - net", "-", "6"),
+    "The accompanying notes are an integral part of this statement. Page 60",
+]
+
+FINANCEBENCH = Path(__file__).resolve().parents[3] / "shared" / "data" / "financebench" / "pdfs"
+
+
+def test_a_statement_page_becomes_a_table_whose_cells_are_page_spans(tmp_path: Path) -> None:
+    page = parse_source(statement_pdf(tmp_path / "cash.pdf", STATEMENT)).pages[0]
+    [table] = page.tables
+    assert table.unit == "millions" and table.title == "Consolidated Statements of Cash Flows"
+    header, *rows = table.rows
+    assert header.cells == ["", "Years ended December 31 2018", "Years ended December 31 2017"]
+    assert [r.cells for r in rows] == [
+        ["Cash Flows from Operating Activities"],
+        ["Net income", "$ 5,363", "$ 4,869"],
+        ["Depreciation and amortization", "1,488", "1,544"],
+        ["Proceeds from sale of businesses, net of cash sold", "846", "1,065"],  # a wrapped label
+        ["Cash Flows from Investing Activities"],
+        ["Purchases of property, plant and equipment (PP&E)", "(1,577)", "(1,373)"],
+        ["Other - net", "-", "6"],
+    ]
+    for row in rows:
+        assert row.spans is not None
+        for cell, span in zip(row.cells[1:], row.spans[1:], strict=True):
+            assert span is not None and page.text[span[0] : span[1]] == cell
+    wrapped = rows[3]
+    assert wrapped.spans is not None and wrapped.spans[0] is not None
+    label = page.text[wrapped.spans[0][0] : wrapped.spans[0][1]]
+    assert " ".join(label.split()) == wrapped.cells[0]  # the label's span covers both lines
+
+
+def test_cells_carry_row_column_period_unit_and_value(tmp_path: Path) -> None:
+    page = parse_source(statement_pdf(tmp_path / "cash.pdf", STATEMENT)).pages[0]
+    cells = list(cells_of("cash.pdf", page))
+    capex = [c for c in cells if c.label.startswith("Purchases of property")]
+    assert [(c.header, c.year, c.period_end, c.value, c.unit) for c in capex] == [
+        ("Years ended December 31 2018", 2018, "2018-12-31", -1577.0, "millions"),
+        ("Years ended December 31 2017", 2017, "2017-12-31", -1373.0, "millions"),
+    ]
+    assert {c.section for c in capex} == {"Cash Flows from Investing Activities"}
+    nil = next(c for c in cells if c.label == "Other - net" and c.column_no == 1)
+    assert nil.text == "-" and nil.value is None
+    for cell in cells:
+        assert page.text[cell.start : cell.end] == cell.text
+
+
+def test_two_tables_on_a_page_and_prose_with_numbers(tmp_path: Path) -> None:
+    text = "\n".join(
+        [
+            "We had 3,500 employees at the end of 2015 and 3,200 at the end of 2014, and we expect the",
+            "number to grow by 10 percent in 2016 as we open 4 new offices.",
+            "Revenue by region 2016 2015",
+            "Americas 1,200 1,100",
+            "Europe 800 750",
+            "Asia 400 380",
+            "Headcount 2016 2015",
+            "Engineering 120 100",
+            "Sales 80 70",
+            "Support 40 35",
+        ]
+    )
+    tables = find_tables(text)
+    assert [[r.cells for r in t.rows] for t in tables] == [
+        [
+            ["", "2016", "2015"],
+            ["Americas", "1,200", "1,100"],
+            ["Europe", "800", "750"],
+            ["Asia", "400", "380"],
+        ],
+        [["", "2016", "2015"], ["Engineering", "120", "100"], ["Sales", "80", "70"], ["Support", "40", "35"]],
+    ]
+    assert find_tables("Item 7 of the report\nSee note 12\nPage 3 of 40\nFiled 2024") == []
+
+
+def test_a_layout_that_breaks_labels_a_word_a_line() -> None:
+    text = "\n".join(
+        [
+            "CONSOLIDATED",
+            "BALANCE",
+            "SHEETS",
+            "(In thousands)",
+            "December",
+            "31,",
+            "2018 2017",
+            "Current",
+            "assets",
+            "Cash and cash equivalents $ 1,526,762 $ 1,499,995",
+            "Inventories 110,831 102,292",
+            "Property",
+            "and",
+            "equipment,",
+            "net 20,729,888 19,635,459",
+            "Commitments and contingencies (Note 11)",
+            "Goodwill 1,821,392 1,806,531",
+        ]
+    )
+    [table] = find_tables(text)
+    assert table.title == "CONSOLIDATED BALANCE SHEETS" and table.unit == "thousands"
+    assert table.rows[0].cells == ["", "December 31 2018", "December 31 2017"]
+    labels = [r.cells[0] for r in table.rows[1:]]
+    assert labels == [
+        "Current assets",
+        "Cash and cash equivalents",
+        "Inventories",
+        "Property and equipment, net",
+        "Commitments and contingencies (Note 11)",  # `11)` is the note's number, not a figure
+        "Goodwill",
+    ]
+
+
+def test_column_groups_split_the_periods() -> None:
+    text = "\n".join(
+        [
+            "Three Months Ended Six Months Ended",
+            "June 30, 2023 June 30, 2022 June 30, 2023 June 30, 2022",
+            "Net revenue 1,000 900 2,000 1,800",
+            "Net income 100 90 200 180",
+            "Diluted EPS 0.50 0.45 1.00 0.90",
+        ]
+    )
+    [table] = find_tables(text)
+    assert table.rows[0].cells[1:] == [
+        "Three Months Ended June 30, 2023",
+        "Three Months Ended June 30, 2022",
+        "Six Months Ended June 30, 2023",
+        "Six Months Ended June 30, 2022",
+    ]
+
+
+def test_page_json_keeps_spans_unit_and_title_and_reads_the_old_form() -> None:
+    table = Table(
+        [TableRow(0, 5, ["", "2024"], [None, None]), TableRow(6, 14, ["Rev", "12"], [(6, 9), (10, 12)])],
+        unit="millions",
+        title="Results",
+    )
+    page = Page(1, "x" * 20, tables=[table])
+    assert Page.from_json(page.to_json()).tables == [table]
+    old = {
+        "page": 1,
+        "text": "a | b",
+        "headings": [],
+        "tables": [[{"start": 0, "end": 5, "cells": ["a", "b"]}]],
+    }
+    assert Page.from_json(old).tables == [Table([TableRow(0, 5, ["a", "b"])])]
+    assert Page.from_json(Page.from_json(old).to_json()).to_json() == old
+
+
+@pytest.mark.skipif(
+    not (FINANCEBENCH / "3M_2018_10K.pdf").exists(),
+    reason="FinanceBench is evaluation data kept beside the repository, not in it",
+)
+def test_a_financebench_cash_flow_statement() -> None:
+    """3M's 2018 cash flow statement (page 60): every row whole, periods and unit read."""
+    page = parse_source(FINANCEBENCH / "3M_2018_10K.pdf").pages[59]
+    [table] = page.tables
+    assert table.title == "Consolidated Statement of Cash Flows" and table.unit == "millions"
+    assert table.rows[0].cells[1:] == [f"Years ended December 31 {y}" for y in (2018, 2017, 2016)]
+    cells = list(cells_of("3M_2018_10K.pdf", page))
+    capex = [c for c in cells if c.label == "Purchases of property, plant and equipment (PP&E)"]
+    assert [(c.year, c.value) for c in capex] == [(2018, -1577.0), (2017, -1373.0), (2016, -1420.0)]
+    data_rows = [r for r in table.rows[1:] if len(r.cells) > 1]
+    assert len(data_rows) == 33 and all(len(r.cells) == 4 for r in data_rows)
