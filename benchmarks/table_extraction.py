@@ -10,8 +10,8 @@ them (`compile.parse.pdf.parse`, which runs the layout-table finder) and read fo
   six lines of a label followed by two or more figures);
 - **rows whole**: of those lines, the share that are a table row with every figure a cell and the
   label whole in the first cell;
-- **literal answers**: questions whose answer figure (`$1577.00`, `5.4%`) is printed on the evidence
-  page, in the page's unit or a thousand times it; of those, **cell**: it is a cell of an extracted
+- **literal answers**: questions FinanceBench marks "Information extraction" whose answer figure
+  (`$1577.00`) is printed on the evidence page, in the page's unit or a thousand times it; of those, **cell**: it is a cell of an extracted
   table; **cell with period**: and its column header holds the fiscal year the question asks about
   (when it names one); **cell with row**: and its row label shares a word with the line item
   FinanceBench's justification names (when it names one).
@@ -143,8 +143,9 @@ def main() -> None:
             continue
         tally["statement questions"] += 1
         answer = answer_value(q["answer"]) if q.get("answer") else None
-        if answer is None or answer == 0:
-            continue
+        extracted = "information extraction" in (q.get("question_reasoning") or "").lower()
+        if answer is None or answer == 0 or not extracted:
+            continue  # a computed answer may equal some cell by chance
         printed = [
             p
             for p in statement

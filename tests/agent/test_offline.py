@@ -72,11 +72,11 @@ def test_open_questions(make_runtime: RuntimeFactory, sample_version: Path, ask:
 @pytest.mark.parametrize(
     ("ask", "sentence"),
     [
-        ("What was the operating income in 2025?", "Operating income was 6.9 million for 2025 [1]."),
-        ("What was Acme's 2024 net income?", "Net income was 4.0 million for 2024 [1]."),
+        ("What was the operating income in 2025?", "Operating income for 2025 was 6.9 million [1]."),
+        ("What was Acme's 2024 net income?", "Net income for 2024 was 4.0 million [1]."),
         (
             "How many engineering employees were there at Dec 31, 2024?",
-            "Engineering was 47 for Employees at Dec 31, 2024 [1].",
+            "Engineering for Employees at Dec 31, 2024 was 47 [1].",
         ),
     ],
 )

@@ -17,12 +17,14 @@ from typing import Any
 import pytest
 
 from sleuth.agent.extractive import (
+    asked_quantity,
+    asked_year,
     content_words,
     extractive_answer,
     identifier_tokens,
     normalize_word,
 )
-from sleuth.agent.planner import OfflinePlanner, classify, read_plan
+from sleuth.agent.planner import OfflinePlanner, classify, figure_sentence, read_plan
 from sleuth.agent.planner_scope import PlannerScope, planner_scope
 from sleuth.agent.spans import EvidenceSpan, SpanResolver
 from sleuth.compile.pipeline import compile_context
@@ -145,6 +147,52 @@ def test_classes_in_order() -> None:
     assert classify('Who wrote "the byte order mark"?') == "exact_id"
     assert classify("What is the hotel limit per night?") == "general"
     assert classify("How many errors does ERR-4012 cause?") == "count"  # count is checked first
+
+
+@pytest.mark.parametrize(
+    ("ask", "quantity", "year"),
+    [
+        (
+            "What is the FY2018 capital expenditure amount (in USD millions) for 3M?",
+            ["capital", "expenditure"],
+            2018,
+        ),
+        (
+            "What is Netflix's year end FY2017 total current liabilities?",
+            ["total", "current", "liability"],
+            2017,
+        ),
+        (
+            "Basing your judgments off the balance sheet, what is the year end FY18 amount of "
+            "accounts payable for MGM Resorts?",
+            ["account", "payable"],
+            2018,
+        ),
+        ("How many employees did Netflix have at the end of 2015?", ["employee"], 2015),
+        ("How much did Acme pay in dividends in 2020?", [], 2020),  # the quantity comes after its subject
+        ("What drove revenue growth between 2021 and 2022?", [], None),  # not a what-was question; two years
+        ("Is the company capital-intensive?", [], None),
+        ("What is the FY2017 return on assets (ROA)? ROA is defined as net income / total assets.", [], 2017),
+        ("What is Amazon's year-over-year change in revenue from FY2016 to FY2017?", [], None),
+        ("Roughly how many times has JnJ sold its inventory in FY2022?", [], 2022),
+    ],
+)
+def test_asked_quantity_and_year(ask: str, quantity: list[str], year: int | None) -> None:
+    assert asked_quantity(ask) == quantity and asked_year(ask) == year
+
+
+def test_figure_sentence_states_unit_period_and_scale() -> None:
+    assert (
+        figure_sentence("Revenues", "Years ended December 31 2015", "$ 6,779,511", "thousands", 6779511.0)
+        == "Revenues for Years ended December 31 2015 was $ 6,779,511 thousand ($6.78 billion)"
+    )
+    assert figure_sentence("Capex", "2018", "(1,577)", "millions", -1577.0) == (
+        "Capex for 2018 was (1,577) million (-1.58 billion)"
+    )
+    assert figure_sentence("Operating income", "2025", "6.9", "millions", 6.9) == (
+        "Operating income for 2025 was 6.9 million"
+    )
+    assert figure_sentence("Margin", "", "12.5%", "millions", 12.5) == "Margin was 12.5%"
 
 
 def test_words_and_identifiers() -> None:

@@ -7,10 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from sleuth.compile.chunking import chunk_pages
+from sleuth.compile.manifest import Chunking
 from sleuth.compile.pages import Page, Table, TableRow
 from sleuth.compile.parse import parse_source
 from sleuth.compile.parse.layout_tables import find_tables
 from sleuth.compile.table_cells import cells_of
+from sleuth.format.chunks import Chunk
+from sleuth.sdk.types import Hit, Span
 from tests.support import statement_pdf
 
 STATEMENT: list[str | tuple[str, ...]] = [
@@ -99,6 +103,9 @@ def test_two_tables_on_a_page_and_prose_with_numbers(tmp_path: Path) -> None:
         [["", "2016", "2015"], ["Engineering", "120", "100"], ["Sales", "80", "70"], ["Support", "40", "35"]],
     ]
     assert find_tables("Item 7 of the report\nSee note 12\nPage 3 of 40\nFiled 2024") == []
+    contents = "For the fiscal year ended December 31, 2017\nItem 1. Business 3\nItem 1A. Risk Factors 6\n"
+    contents += "Item 7. Management's Discussion and Analysis 18\nItem 8. Financial Statements 37"
+    assert find_tables(contents) == []  # page numbers under a date are no table
 
 
 def test_a_layout_that_breaks_labels_a_word_a_line() -> None:
@@ -154,6 +161,57 @@ def test_column_groups_split_the_periods() -> None:
         "Six Months Ended June 30, 2023",
         "Six Months Ended June 30, 2022",
     ]
+
+
+def test_chunks_of_a_tables_rows_carry_its_header(tmp_path: Path) -> None:
+    rows: list[str | tuple[str, ...]] = [(f"Line item {n}", f"{n},001", f"{n},002") for n in range(1, 41)]
+    page = parse_source(statement_pdf(tmp_path / "long.pdf", STATEMENT[:5] + rows)).pages[0]
+    chunks = chunk_pages("long.pdf", [page], Chunking(target_size=64, overlap=0))
+    assert len(chunks) >= 3
+    header = (
+        "Consolidated Statements of Cash Flows: Years ended December 31 2018 | "
+        "Years ended December 31 2017 (millions)"
+    )
+    assert chunks[0].table_header is None  # it holds the header lines itself
+    assert [c.table_header for c in chunks[1:]] == [header] * (len(chunks) - 1)
+    assert Chunk.from_json(chunks[1].to_json()) == chunks[1]
+    assert "table_header" not in chunks[0].to_json()  # chunk files read before tables had headers
+    reader_hit = Hit.from_span("chk_1", 1.0, "chunk", _span(chunks[1]), chunks[1].table_header)
+    assert reader_hit.fields["table_header"] == header and f"columns=[{header}]" in repr(reader_hit)
+
+
+def _span(chunk: Chunk) -> Span:
+    return Span(
+        ref="E1",
+        context="c",
+        source_path=chunk.source_path,
+        page=chunk.page,
+        start=chunk.start,
+        end=chunk.end,
+        text=chunk.text,
+        section_path=[],
+        via="chunk",
+    )
+
+
+def test_change_columns_and_a_unit_stated_at_the_top_of_the_page() -> None:
+    text = "\n".join(
+        [
+            "(in thousands, except per share data)",
+            "Our results improved in every region this year, as the table below shows in detail.",
+            "Year Ended December 31, Change",
+            "2015 2014 2015 vs. 2014",
+            "Revenues $ 6,779,511 $ 5,504,656 23 %",
+            "Net income 122,641 266,799 (54)%",
+            "Members 74,762 57,391 30 %",
+        ]
+    )
+    [table] = find_tables(text)
+    assert table.unit == "thousands" and table.title is None
+    assert [h.split("Change ")[-1] for h in table.rows[0].cells[1:]] == ["2015", "2014", "2015 vs. 2014"]
+    cells = list(cells_of("r.pdf", Page(1, text, tables=[table])))
+    revenue = [(c.year, c.value) for c in cells if c.label == "Revenues"]
+    assert revenue == [(2015, 6779511.0), (2014, 5504656.0), (None, 23.0)]  # a change has no one year
 
 
 def test_page_json_keeps_spans_unit_and_title_and_reads_the_old_form() -> None:

@@ -105,7 +105,7 @@ _ASKED = re.compile(
 #: Where the asked quantity's phrase ends: a preposition that starts its frame, a clause, a bracket.
 _ASKED_END = re.compile(
     r"\s(?:for|in|at|during|on|as of|from|by|according|based|reported|when|if|did|does|do|was|were|"
-    r"is|are|has|have|had|and how|compared)\s|[(,:.]|\s[-–—]\s",
+    r"is|are|has|have|had|and how|compared)\s|[,:.]|\s[-–—]\s",
     re.IGNORECASE,
 )
 _AUXILIARY = re.compile(
@@ -133,8 +133,18 @@ _FRAME_WORDS = frozenset(
         "reported",
         "full",
         "period",
+        "time",  # "how many times": a count, not a row
     }
 )
+#: A quantity worked out from others (a ratio, a change, an average) is no one cell of a table.
+_COMPUTED = re.compile(
+    r"\b(?:calculat\w*|comput\w*|defined as|ratios?|margins?|averages?|growth|cagr|changes?|differences?|"
+    r"turnover|percent(?:age)?s?)\b|%",
+    re.IGNORECASE,
+)
+#: Stop words for search that still tell table rows apart (`Total current liabilities`).
+_ROW_WORDS = frozenset({"total", "other"})
+_BRACKETED = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
 _PERIOD_WORD = re.compile(r"^(?:fy|q[1-4]|h[12]|cy)?\d{2,4}$", re.IGNORECASE)
 _ASKED_YEAR = re.compile(r"\bFY\s?'?(\d{4}|\d{2})\b|(?<![\d$,.])((?:19|20)\d\d)(?![\d,.%])", re.IGNORECASE)
 
@@ -145,11 +155,12 @@ def asked_quantity(ask: str) -> list[str]:
 
     The phrase runs from the question word to the first preposition, clause or bracket; names (a
     capitalised word inside the question), periods, units and framing words are left out. Empty when
-    the question asks no such thing or names the quantity after its subject ("how much did X pay")."""
+    the question asks no such thing, names the quantity after its subject ("how much did X pay"), or
+    asks for a quantity worked out from others (a ratio, margin, change or average: `_COMPUTED`)."""
     match = _ASKED.search(ask)
-    if match is None:
+    if match is None or _COMPUTED.search(ask):
         return []
-    rest = match.group("rest")
+    rest = _BRACKETED.sub(" ", match.group("rest"))  # `(in USD millions)`, `(D&A from …)`: asides
     if _AUXILIARY.match(rest):
         return []
     end = _ASKED_END.search(rest)
@@ -162,9 +173,11 @@ def asked_quantity(ask: str) -> list[str]:
         if bare[:1].isupper() and not bare.isupper() and not phrase.istitle():
             continue  # a name (`Netflix`, `MGM Resorts`) in a question written in sentence case
         for word in raw_words(bare):
-            if word in STOP_WORDS or _PERIOD_WORD.match(word) or word in _FRAME_WORDS:
+            if (word in STOP_WORDS and word not in _ROW_WORDS) or _PERIOD_WORD.match(word):
                 continue
             norm = normalize_word(word)
+            if word in _FRAME_WORDS or norm in _FRAME_WORDS:
+                continue
             if norm not in out:
                 out.append(norm)
     return out if len(out) <= 6 else []

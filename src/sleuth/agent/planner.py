@@ -341,9 +341,10 @@ class OfflinePlanner:
         if not (isinstance(entry, list) and len(entry) >= 7 and all(isinstance(v, str) for v in entry[:4])):
             return None
         ref, label, header, text, unit, path, page = entry[:7]
-        scale = f" {unit.removesuffix('s')}" if isinstance(unit, str) and not text.endswith("%") else ""
+        value = entry[7] if len(entry) > 7 and isinstance(entry[7], int | float) else None
+        sentence = figure_sentence(label, header, text, unit if isinstance(unit, str) else None, value)
         where = f"According to {path} (p. {page}), " if isinstance(path, str) else ""
-        sentence = f"{where}{label} was {text}{scale} for {header} [{ref}]."
+        sentence = f"{where}{sentence} [{ref}]."
         searched = [*_group_keyword(plan)] + [_hits(plan, k) for k in ("named", "chunks")]
         rest = [r for r in _top_labels(searched) if r != ref]
         return _Finish(sentence, [ref, *rest][:FINAL_EVIDENCE])
@@ -417,6 +418,25 @@ class OfflinePlanner:
             self.config.id,
             "tool_calls",
         )
+
+
+_SCALES = {"thousands": 1e3, "millions": 1e6, "billions": 1e9}
+
+
+def figure_sentence(label: str, header: str, text: str, unit: str | None, value: float | None) -> str:
+    """`Revenues for Years ended December 31 2015 was $ 6,779,511 thousand ($6.78 billion)`: the cell
+    as printed, its unit, and the amount in words when the unit scales it past a million."""
+    period = f" for {header}" if header else ""
+    if unit not in _SCALES or text.rstrip().endswith("%"):
+        return f"{label}{period} was {text}"
+    stated = f"{label}{period} was {text} {unit.removesuffix('s')}"
+    amount = (value or 0.0) * _SCALES[unit]
+    word, scale = ("billion", 1e9) if abs(amount) >= 1e9 else ("million", 1e6)
+    if value is None or abs(amount) < 1e6 or scale <= _SCALES[unit]:
+        return stated  # `6.9 million` says it already
+    sign = "-" if amount < 0 else ""
+    currency = next((c for c in "$€£¥" if c in text), "")
+    return f"{stated} ({sign}{currency}{abs(amount) / scale:,.2f} {word})"
 
 
 # ---------------------------------------------------------------------------------- plan reading

@@ -20,9 +20,18 @@ from sleuth.agent.planner_scope import (
 MAX_PLAN_CHARS = 2000  # the whole `#PLAN …` line
 FIGURE_PAGES = 8  # pages of the top hits whose table cells a figure question reads
 _CELLS_SQL = (
-    'SELECT label, section, title, header, year, unit, text, source, page, start, "end", column_no FROM _cells '
+    'SELECT label, section, title, header, year, unit, text, value, source, page, start, "end", column_no '
+    "FROM _cells "
     "WHERE source = ? AND page = ? AND value IS NOT NULL AND header IS NOT NULL"
 )
+#: The named documents' cells whose label holds every quantity word, with the size of their table.
+_NAMED_CELLS_SQL = (
+    'SELECT label, section, title, header, year, unit, text, value, source, page, start, "end", column_no, '
+    "(SELECT COUNT(*) FROM _cells t WHERE t.source = c.source AND t.page = c.page "
+    "AND t.table_no = c.table_no) AS size FROM _cells c "
+    "WHERE source = ? AND value IS NOT NULL AND header IS NOT NULL"
+)
+FIGURE_NAMED_CELLS = 200  # at most this many of a named document's cells are read
 _PLAN_LIMIT = MAX_PLAN_CHARS - len("#PLAN ")
 
 
@@ -248,7 +257,7 @@ class StepCode:
             "}",
         ]
         if figure is not None:
-            lines += self._figure_lines(figure)
+            lines += self._figure_lines(figure, named)
         lines += [
             'print(plan_line(plan, ["chunks", "named", "artifacts", "figures"]))',
             "for h in {h.ref: h for h in [*inside_named, *chunks]}.values():",
@@ -260,13 +269,15 @@ class StepCode:
             lines += ["for f in plan['figures']:", "    print(f)"]
         return "\n".join(lines) + "\n"
 
-    def _figure_lines(self, figure: FigureAsk) -> list[str]:
-        """Cells of `_cells` on the pages of the top hits (in rank order, at most `FIGURE_PAGES`)
-        whose label holds a quantity word and whose label, column header, group and caption hold
-        them all: most words in the label first, then fewest other label words, then page rank, then
-        the leftmost column (statements put the latest period first)."""
+    def _figure_lines(self, figure: FigureAsk, named: tuple[str, list[str]] | None) -> list[str]:
+        """Cells of `_cells` whose label holds a quantity word and whose label, column header, group
+        and caption hold them all, on the pages of the top hits (in rank order, at most
+        `FIGURE_PAGES`) and, in the documents the question names, wherever their label holds them
+        all. Most words in the label first, then fewest other label words, then page rank (a named
+        document's other pages after the hits'), then the larger table (a statement over a note's
+        extract), then the leftmost column (statements put the latest period first)."""
         many = len(self.scope.slugs) > 1
-        return [
+        lines = [
             f"quantity = {figure.quantity!r}  # the asked quantity's words (stemmed)",
             f"year = {figure.year!r}  # the one year the question names, or None",
             f"cell_contexts = {list(figure.contexts)!r}  # contexts whose version has `_cells`",
@@ -280,29 +291,47 @@ class StepCode:
             '    if w.endswith("s") and not w.endswith(("ss", "us", "is")):',
             "        return w[:-1]",
             "    return w",
+            "def words(text):",
+            '    return {stem(w) for w in re.findall(r"[a-z0-9]+", (text or "").lower())}',
+            "found = {}",
+            "def consider(c, rank, path, page):",
+            '    label = words(c["label"])',
+            '    around = label | words(c["header"]) | words(c["section"]) | words(c["title"])',
+            "    inside = sum(1 for q in quantity if q in label)",
+            '    if "_evidence" not in c or not inside or not all(q in around for q in quantity):',
+            "        return",
+            '    if year is not None and c["year"] != year:',
+            "        return",
+            "    key = [len(quantity) - inside, len(label - set(quantity)), rank, -c.get('size', 0),",
+            '           c["column_no"]]',
+            '    entry = [c["_evidence"], c["label"][:120], c["header"][:80], c["text"], c["unit"],',
+            '             path, page, c["value"]]',
+            '    if c["_evidence"] not in found or key < found[c["_evidence"]][0]:',
+            '        found[c["_evidence"]] = (key, entry)',
             "pages = []",
             "for h in [*inside_named, *chunks]:",
             '    key = (h.name, h.fields["page"], h.fields["context"])',
             "    if key not in pages and key[2] in cell_contexts:",
             "        pages.append(key)",
-            "figures = []",
-            "def words(text):",
-            '    return {stem(w) for w in re.findall(r"[a-z0-9]+", (text or "").lower())}',
             f"for rank, (path, page, ctx) in enumerate(pages[:{FIGURE_PAGES}]):",
             f"    for c in query_db({_CELLS_SQL!r}, [path, page]{', context=ctx' if many else ''}):",
-            '        label = words(c["label"])',
-            '        around = label | words(c["header"]) | words(c["section"]) | words(c["title"])',
-            "        inside = sum(1 for q in quantity if q in label)",
-            '        if "_evidence" not in c or not inside or not all(q in around for q in quantity):',
-            "            continue",
-            '        if year is not None and c["year"] != year:',
-            "            continue",
-            "        figures.append([len(quantity) - inside, len(label - set(quantity)), rank, c['column_no'],",
-            '                        c["_evidence"], c["label"][:120], c["header"][:80], c["text"], c["unit"],',
-            "                        path, page])",
-            "figures.sort(key=lambda f: f[:4])",
-            'plan["figures"] = [f[4:] for f in figures[:3]]',
+            "        consider(c, rank, path, page)",
         ]
+        if named is not None and named[0] in figure.contexts:
+            slug, _paths = named
+            likes = " AND ".join(["label LIKE ?"] * len(figure.quantity))
+            sql = f"{_NAMED_CELLS_SQL} AND {likes} LIMIT {FIGURE_NAMED_CELLS}"
+            lines += [
+                "patterns = ['%' + (q[:-1] if q.endswith('y') else q) + '%' for q in quantity]",
+                "for path in named:",
+                f"    for c in query_db({sql!r}, [path, *patterns]{self._ctx(slug)}):",
+                f"        consider(c, {FIGURE_PAGES}, path, c['page'])",
+            ]
+        lines += [
+            "figures = sorted(found.values(), key=lambda f: f[0])",
+            'plan["figures"] = [entry for _key, entry in figures[:3]]',
+        ]
+        return lines
 
     def _named_sources(self) -> tuple[str, list[str]] | None:
         """The first context with documents the ask names, and their paths."""

@@ -26,6 +26,7 @@ CHARS_PER_TOKEN = 4
 CHUNKER_VERSION = 3
 #: A window shorter than this (a header that fills the embedder's input by itself) is not honoured.
 MIN_WINDOW_CHARS = 200
+MAX_TABLE_HEADER = 300
 
 
 @dataclass(frozen=True)
@@ -160,11 +161,33 @@ def chunk_pages(
                 headers[key] = window.chunk_budget(path)
             fit = _Fit([a + s for s in window.starts(page.text[a:b])], headers[key])
         for start, end in split_span(page.text, a, b, target, overlap, fit):
-            chunks.append(make_chunk(source_path, page, start, end, path))
+            chunk = make_chunk(source_path, page, start, end, path)
+            header = table_header(page, start, end)
+            chunks.append(chunk if header is None else dataclasses.replace(chunk, table_header=header))
     if not structured:
         # Structure is ignored for cutting, but a chunk still says which section it starts in.
         chunks = [_with_section(c, pages) for c in chunks]
     return chunks
+
+
+def table_header(page: Page, start: int, end: int) -> str | None:
+    """The header of the table whose rows `[start, end)` holds, when the header lies above `start`
+    (issue 25, item 2): caption, column headers and unit, at most `MAX_TABLE_HEADER` characters."""
+    for table in page.tables:
+        if len(table.rows) < 2 or table.rows[0].start >= start:
+            continue
+        if not any(start <= row.start < end for row in table.rows[1:]):
+            continue
+        columns = [c for c in table.rows[0].cells if c]
+        if not columns:
+            return None
+        text = " | ".join(columns)
+        if table.title:
+            text = f"{table.title}: {text}"
+        if table.unit:
+            text += f" ({table.unit})"
+        return text[:MAX_TABLE_HEADER]
+    return None
 
 
 def _page_paths(pages: list[Page]) -> Iterator[tuple[Page, list[str]]]:

@@ -23,6 +23,7 @@ _DATE = re.compile(
     r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s+(\d{1,2}),?\s+((?:19|20)\d\d)\b",
     re.IGNORECASE,
 )
+_CHANGE = re.compile(r"(?:19|20)\d\d\s*(?:vs\.?|versus|to|over|[-–])\s*(?:19|20)\d\d", re.IGNORECASE)
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 #: At most this many characters of a label, header or cell text are kept (a runaway row stays small).
 _MAX_TEXT = 300
@@ -112,6 +113,9 @@ def _spans(text: str, row: TableRow) -> list[tuple[int, int] | None]:
 
 
 def _period(header: str) -> tuple[int | None, str | None]:
+    """The header's year and period end; none for a column of change between two periods."""
+    if _CHANGE.search(header):
+        return None, None
     date = _DATE.search(header)
     if date:
         month = _MONTHS.index(date.group(1)[:3].lower()) + 1

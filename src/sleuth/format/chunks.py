@@ -15,9 +15,16 @@ class Chunk(PageSpan):
     text: str
     tokens: int
     sha256: str = field(repr=False)
+    #: For a chunk of a table's rows that does not hold the table's header: the caption, column
+    #: headers and unit (`Consolidated Statement of Cash Flows: Years ended December 31 2018 | …
+    #: (millions)`), shown with the chunk so its figures keep their periods. Not part of the span.
+    table_header: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)  # every field, in order: the line of `chunks/<source>.jsonl`
+        data = asdict(self)  # every field, in order: the line of `chunks/<source>.jsonl`
+        if data["table_header"] is None:
+            del data["table_header"]  # as chunks were written before tables had headers
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Chunk:
@@ -31,4 +38,5 @@ class Chunk(PageSpan):
             text=data["text"],
             tokens=int(data["tokens"]),
             sha256=data["sha256"],
+            table_header=data.get("table_header"),
         )

@@ -78,7 +78,7 @@ class KnowledgeBase:
             ctx.slug, c.source_path, c.page, c.start, c.end, c.text, c.section_path, via, artifact
         )
         self.evidence.note_score(span, score)
-        return Hit.from_span(chunk_id, score, "chunk", span)
+        return Hit.from_span(chunk_id, score, "chunk", span, c.table_header)
 
     def _artifact_hit(
         self,

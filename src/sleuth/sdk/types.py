@@ -68,6 +68,8 @@ class Hit(SelfAwaitable):
     end: int | None = None
     section_path: list[str] = field(default_factory=list)
     artifact: str | None = None
+    #: A chunk of a table's rows below its header: the table's caption, column headers and unit.
+    table_header: str | None = None
     # artifact hits
     type: str | None = None
     artifact_kind: str | None = None
@@ -100,10 +102,14 @@ class Hit(SelfAwaitable):
             }
             if self.kind == "provenance" or self.artifact:
                 documented["artifact"] = self.artifact
+            if self.table_header is not None:
+                documented["table_header"] = self.table_header
         object.__setattr__(self, "fields", {**self.fields, **documented})
 
     @classmethod
-    def from_span(cls, hit_id: str, score: float, kind: str, span: Span) -> Hit:
+    def from_span(
+        cls, hit_id: str, score: float, kind: str, span: Span, table_header: str | None = None
+    ) -> Hit:
         """A chunk or provenance hit: everything a citation needs comes from its span."""
         return cls(
             id=hit_id,
@@ -118,6 +124,7 @@ class Hit(SelfAwaitable):
             end=span.end,
             section_path=span.section_path,
             artifact=span.artifact_name,
+            table_header=table_header,
             span_=span,
         )
 
@@ -136,9 +143,10 @@ class Hit(SelfAwaitable):
                 f"sources={len(self.sources)} {_short(self.snippet or '')!r})"
             )
         section = f" §{' > '.join(self.section_path)}" if self.section_path else ""
+        columns = f" columns=[{self.table_header}]" if self.table_header else ""
         return (
             f"Hit({self.ref} {self.kind} {self.source_path} p.{self.page}{section} "
-            f"score={self.score:.2f} {_short(self.chunk_text or '')!r})"
+            f"score={self.score:.2f}{columns} {_short(self.chunk_text or '')!r})"
         )
 
 

@@ -16,6 +16,7 @@ without a header), and a table whose rows the text layer breaks one cell a line 
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -28,6 +29,11 @@ _FIGURE = re.compile(r"^\(?[-−+]?[$€£¥]?\(?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.
 _CURRENCY = frozenset("$€£¥")
 _TOKEN = re.compile(r"\S+")
 _YEAR = re.compile(r"(?<![\d,.$])(?:19[5-9]\d|20\d\d)(?![\d,.%])")
+#: A column of change between two periods: `2015 vs. 2014`, `2018 to 2017`, `2022-2021`.
+_YEARS = re.compile(
+    r"(?<![\d,.$])(?:19[5-9]\d|20\d\d)(?:\s*(?:vs\.?|versus|to|over|[-–])\s*(?:19[5-9]\d|20\d\d))?(?![\d,.%])",
+    re.IGNORECASE,
+)
 _MONTH = (
     r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
     r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"
@@ -184,25 +190,36 @@ def _table(lines: list[_Line], taken: int, first: int, end: int) -> Table | None
     while block and block[0].is_years and len(block[0].figures) >= 1:
         head.append(block[0])
         block = block[1:]
-    counts = Counter(len(line.figures) for line in block if line.figures)
-    if not counts:
-        return None
-    columns, rows_with = counts.most_common(1)[0]
-    if rows_with < _MIN_ROWS:
-        return None
-    while block and len(block[-1].figures) != columns:
-        block = block[:-1]  # a page number or a footnote's figure after the last row
     above: list[_Line] = []
     for line in reversed(lines[max(taken, first - _HEADER_LINES) : first]):
         if _is_prose(line.text):
             break  # headers sit right above their table, under any prose
         if _is_period_line(line.text) or (not line.figures and _YEAR.search(line.text) is not None):
             above.insert(0, line)
+    counts = Counter(len(line.figures) for line in block if line.figures)
+    if not counts:
+        return None
+    columns, rows_with = counts.most_common(1)[0]
+    periods = max((len(_periods(line)) for line in above + head), default=0)
+    named = any(_column_names(line, columns) for line in above + head)
+    wide = sum(n for k, n in counts.items() if k >= periods)
+    if not named and 2 <= periods < columns and wide >= _MIN_ROWS:
+        # `Note 12 1,001 1,002` under `2018 2017`: the header says how many columns there are; a
+        # number ending every label is the label's
+        columns, rows_with = periods, wide
+    if rows_with < _MIN_ROWS:
+        return None
+    while block and len(block[-1].figures) < columns:
+        block = block[:-1]  # a page number or a footnote's figure after the last row
     header_lines = above + head
     headers = _headers(header_lines, columns)
     if columns == 1 and not any(headers):
         return None  # one column of numbers without a period above it is a list, not a table
-    unit = _unit(lines[max(taken, first - _HEADER_LINES - 2) : first] + head)
+    if columns == 1 and _is_contents(block):
+        return None  # `Item 9. Changes in … 73`: a contents page's page numbers
+    unit = _unit(
+        lines[:first] + head
+    )  # the nearest statement above: a page's `(in millions)` heads all its tables
     title = _title(lines[max(taken, first - _HEADER_LINES - 2) : first], header_lines)
     rows: list[TableRow] = [_header_row(header_lines, headers)]
     pending: _Line | None = None  # a text line: a group's label, or a label whose figures wrapped
@@ -243,6 +260,18 @@ def _table(lines: list[_Line], taken: int, first: int, end: int) -> Table | None
         )
     flush()
     return Table(rows, unit=unit, title=title)
+
+
+def _is_contents(block: list[_Line]) -> bool:
+    """Rows whose one figure is a small whole number that never decreases: page numbers."""
+    numbers: list[int] = []
+    for line in block:
+        if len(line.figures) == 1:
+            text = line.text_of(line.figures[0])
+            if not text.isdigit() or int(text) > 2000:
+                return False
+            numbers.append(int(text))
+    return len(numbers) >= _MIN_ROWS and all(a <= b for a, b in itertools.pairwise(numbers))
 
 
 def _is_prose(text: str) -> bool:
@@ -312,14 +341,14 @@ def _periods(line: _Line) -> list[str]:
     Employees at Dec 31, 2024`; the first column takes as many words as the second has, since the
     words before them head the label column)."""
     text = line.text
-    for pattern in (_DATE, _MONTH_DAY, _YEAR):
+    for pattern in (_DATE, _MONTH_DAY, _YEARS):
         matches = list(pattern.finditer(text))
         if not matches:
             continue
         found = [" ".join(m.group().split()).rstrip(",") for m in matches]
         if len(matches) < 2:
             return found
-        leads = [text[a.end() : b.start()].split() for a, b in zip(matches, matches[1:], strict=False)]
+        leads = [text[a.end() : b.start()].split() for a, b in itertools.pairwise(matches)]
         width = len(leads[0])
         if 0 < width <= _MAX_LEAD_WORDS and all(lead == leads[0] for lead in leads):
             first = text[: matches[0].start()].split()[-width:]
@@ -350,6 +379,8 @@ def _title(lines: list[_Line], header_lines: list[_Line]) -> str | None:
         text = " ".join(line.text.split())
         if line.start in skip or line.figures or not text or _GROUP.search(text) or _UNIT.search(text):
             continue
+        if text.startswith("(") or _MONTH_START.match(text):
+            continue  # `(Unaudited)`, a date: not what the table is
         if _is_prose(text) or len(text) > 100 or text[0].islower() or text.endswith((".", ",", ";")):
             return None  # prose above the table: it has no caption
         return text
