@@ -11,9 +11,10 @@ them (`compile.parse.pdf.parse`, which runs the layout-table finder) and read fo
 - **rows whole**: of those lines, the share that are a table row with every figure a cell and the
   label whole in the first cell;
 - **literal answers**: questions FinanceBench marks "Information extraction" whose answer figure
-  (`$1577.00`) is printed on the evidence page, in the page's unit or a thousand times it; of those, **cell**: it is a cell of an extracted
-  table; **cell with period**: and its column header holds the fiscal year the question asks about
-  (when it names one); **cell with row**: and its row label shares a word with the line item
+  (`$1577.00`) is printed on the evidence page, in the page's unit or a thousand times it; of those,
+  **cell**: it is a cell of an extracted table; **cell with period**: and its column header holds
+  the fiscal year the question asks about (when it names one); **cell with row**: and its row label
+  shares a word with the line item
   FinanceBench's justification names (when it names one).
 
 Timing: CPU seconds a page for the parse without the finder (`pdf.parse(…, tables=False)`) and

@@ -1,15 +1,17 @@
-"""Steps a capable model writes, with stop 33's primitives and with issue 25's (reading around a hit,
-`must_contain`, `latest`, `per_source`).
+"""Steps a capable model writes, with stop 33's primitives, with issue 25's (reading around a hit,
+`must_contain`, `latest`, `per_source`) and, where a table holds the figures, with `_cells`.
 
     SLEUTH_HOME=benchmarks/results/home .venv/bin/python benchmarks/agent_steps/run.py \
         --questions ../shared/data/financebench/questions.jsonl [--context financebench]
 
 Each question is a folder `qNN-<financebench id>/` with two step sequences, `before/` (stop 33's
 primitives: the searches with their filters, `query_db`) and `after/` (issue 25's too), one file a step,
-each written as a model would after reading the previous step's output. Every step runs in a fresh
-sandbox through `sleuth exec` (the output a model reads, cut at 10,000 characters), so a later step names
-what it read by path and page, not by evidence label. The table gives, per question and sequence: the
-steps, the characters printed, and whether the printed output shows the question's evidence page
+each written as a model would after reading the previous step's output; a question whose figures
+are table cells also has `tables/`, the same question read from `_cells` (issue 25, item 2). Every
+step runs in a fresh sandbox through `sleuth exec` (the output a model reads, cut at 10,000
+characters), so a later step names what it read by path and page, not by evidence label. The table
+gives, per question and sequence: the steps, the characters printed, and whether the printed output
+shows the question's evidence page
 (FinanceBench's `evidence_page_num`, 0-based, printed as `p.<N>` or `[E.. p.<N>]` with the document's
 name in the output). It says what reading costs, not whether the answer is right.
 """
@@ -61,7 +63,9 @@ def main() -> None:
         question = questions[folder.name.split("-", 1)[1]]
         pages = {int(e["evidence_page_num"]) + 1 for e in question["evidence"]}
         row: dict[str, object] = {"question": folder.name, "document": question["doc_name"]}
-        for side in ("before", "after"):
+        for side in ("before", "after", "tables"):
+            if not (folder / side).is_dir():
+                continue
             outputs = [run_step(step, args.context) for step in sorted((folder / side).glob("step*.py"))]
             printed = "".join(outputs)
             row[side] = {
@@ -72,21 +76,26 @@ def main() -> None:
         rows.append(row)
         print(json.dumps(row), flush=True)
     shown = "steps / chars / evidence page shown"
-    print(f"\n| question | before: {shown} | after: {shown} |")
-    print("|---|---|---|")
+    print(f"\n| question | before: {shown} | after: {shown} | tables: {shown} |")
+    print("|---|---|---|---|")
     for row in rows:
-        b, a = row["before"], row["after"]
-        assert isinstance(b, dict) and isinstance(a, dict)
-        print(
-            f"| {row['question']} | {b['steps']} / {b['chars']:,} / {'yes' if b['evidence'] else 'no'} "
-            f"| {a['steps']} / {a['chars']:,} / {'yes' if a['evidence'] else 'no'} |"
-        )
-    for side in ("before", "after"):
-        sides = [r[side] for r in rows]
-        steps = sum(s["steps"] for s in sides) / max(1, len(rows))  # type: ignore[index]
-        chars = sum(s["chars"] for s in sides) / max(1, len(rows))  # type: ignore[index]
+        cells = []
+        for side in ("before", "after", "tables"):
+            s = row.get(side)
+            cells.append(
+                f"{s['steps']} / {s['chars']:,} / {'yes' if s['evidence'] else 'no'}"
+                if isinstance(s, dict)
+                else "—"
+            )
+        print(f"| {row['question']} | " + " | ".join(cells) + " |")
+    for side in ("before", "after", "tables"):
+        sides = [r[side] for r in rows if side in r]
+        if not sides:
+            continue
+        steps = sum(s["steps"] for s in sides) / max(1, len(sides))  # type: ignore[index]
+        chars = sum(s["chars"] for s in sides) / max(1, len(sides))  # type: ignore[index]
         found = sum(bool(s["evidence"]) for s in sides)  # type: ignore[index]
-        print(f"{side}: {steps:.1f} steps, {chars:,.0f} chars a question; evidence page {found}/{len(rows)}")
+        print(f"{side}: {steps:.1f} steps, {chars:,.0f} chars a question; evidence page {found}/{len(sides)}")
 
 
 if __name__ == "__main__":

@@ -94,6 +94,17 @@ def test_a_figure_question_is_answered_from_its_table_cell(
     assert figure.kind == "table" and sentence.split(" was ")[1].startswith(figure.grounding)
 
 
+def test_a_computed_figure_is_not_answered_from_a_neighbouring_row(
+    make_runtime: RuntimeFactory, sample_version: Path
+) -> None:
+    """"Operating income" is a row; the operating margin the question defines is not: quote instead."""
+    ask = "What is the 2025 operating margin, defined as operating income divided by revenue?"
+    query = make_runtime().ask(TurnRequest(ask=ask, scope=["acme"]))
+    assert query.status == "completed" and "Operating income for 2025 was" not in query.answer
+    assert query.answer.startswith("According to") and '"' in query.answer  # the quoted sentences
+    _check_citations(query, sample_version)
+
+
 def test_a_figure_question_without_a_matching_row_quotes_sentences(
     make_runtime: RuntimeFactory, sample_version: Path
 ) -> None:

@@ -19,6 +19,7 @@ import pytest
 from sleuth.agent.extractive import (
     asked_quantity,
     asked_year,
+    asks_computation,
     content_words,
     extractive_answer,
     identifier_tokens,
@@ -172,13 +173,19 @@ def test_classes_in_order() -> None:
         ("How much did Acme pay in dividends in 2020?", [], 2020),  # the quantity comes after its subject
         ("What drove revenue growth between 2021 and 2022?", [], None),  # not a what-was question; two years
         ("Is the company capital-intensive?", [], None),
-        ("What is the FY2017 return on assets (ROA)? ROA is defined as net income / total assets.", [], 2017),
-        ("What is Amazon's year-over-year change in revenue from FY2016 to FY2017?", [], None),
+        (
+            "What is the FY2017 return on assets (ROA)? ROA is defined as net income / total assets.",
+            ["return", "asset"],
+            2017,
+        ),
+        ("What is Amazon's year-over-year change in revenue from FY2016 to FY2017?", ["change"], None),
         ("Roughly how many times has JnJ sold its inventory in FY2022?", [], 2022),
     ],
 )
 def test_asked_quantity_and_year(ask: str, quantity: list[str], year: int | None) -> None:
     assert asked_quantity(ask) == quantity and asked_year(ask) == year
+    computed = any(w in ask for w in ("defined as", "change", "growth"))
+    assert asks_computation(ask) == computed
 
 
 def test_figure_sentence_states_unit_period_and_scale() -> None:

@@ -66,7 +66,9 @@ def _variants(scope: PlannerScope) -> dict[str, str]:
         "general follow-up": follow_up.general(),
         "general named": named.general(),
         "general named, figure": named.general(FigureAsk(("revenue",), 2022, ("mirror",))),
-        "general, figure in two contexts": plain.general(FigureAsk(("revenue",), None, ("acme", "mirror"))),
+        "general, figure in two contexts": plain.general(
+            FigureAsk(("revenue",), None, ("acme", "mirror"), True)
+        ),
         # a drill runs after the search step, in the same REPL: it reads that step's results
         "search, drill artifact and sources": follow_up.general()
         + follow_up.drill(("Remote Work Policy", "acme"), ["uploads/a.md"]),

@@ -42,6 +42,7 @@ ALDER = DocumentIdentity(
     ("path", "title", "text", "expected"),
     [
         ("alder.pdf", "a", ANNUAL, ALDER),
+        ("alder.pdf", "a", ANNUAL.replace("ALDER PUMPS, INC.", "________ ALDER PUMPS, INC. ___"), ALDER),
         ("q.pdf", "q", QUARTERLY, BIRCH),
         ("CEDAR_2022Q3_EARNINGS.pdf", "", "",
          DocumentIdentity("CEDAR", "earnings release", "Q3 2022", 2022, fiscal_quarter=3)),

@@ -104,7 +104,7 @@ _ASKED = re.compile(
 )
 #: Where the asked quantity's phrase ends: a preposition that starts its frame, a clause, a bracket.
 _ASKED_END = re.compile(
-    r"\s(?:for|in|at|during|on|as of|from|by|according|based|reported|when|if|did|does|do|was|were|"
+    r"\s(?:for|in|at|during|as of|from|by|according|based|reported|when|if|did|does|do|was|were|"
     r"is|are|has|have|had|and how|compared)\s|[,:.]|\s[-–—]\s",
     re.IGNORECASE,
 )
@@ -155,10 +155,9 @@ def asked_quantity(ask: str) -> list[str]:
 
     The phrase runs from the question word to the first preposition, clause or bracket; names (a
     capitalised word inside the question), periods, units and framing words are left out. Empty when
-    the question asks no such thing, names the quantity after its subject ("how much did X pay"), or
-    asks for a quantity worked out from others (a ratio, margin, change or average: `_COMPUTED`)."""
+    the question asks no such thing or names the quantity after its subject ("how much did X pay")."""
     match = _ASKED.search(ask)
-    if match is None or _COMPUTED.search(ask):
+    if match is None:
         return []
     rest = _BRACKETED.sub(" ", match.group("rest"))  # `(in USD millions)`, `(D&A from …)`: asides
     if _AUXILIARY.match(rest):
@@ -181,6 +180,12 @@ def asked_quantity(ask: str) -> list[str]:
             if norm not in out:
                 out.append(norm)
     return out if len(out) <= 6 else []
+
+
+def asks_computation(ask: str) -> bool:
+    """A question about a quantity worked out from others (a ratio, margin, change, average, or one
+    it defines): a table row answers it only if the row is that very quantity."""
+    return _COMPUTED.search(ask) is not None
 
 
 def asked_year(ask: str) -> int | None:

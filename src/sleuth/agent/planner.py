@@ -26,6 +26,7 @@ from sleuth.agent.extractive import (
     PRONOUNS,
     asked_quantity,
     asked_year,
+    asks_computation,
     content_words,
     identifier_tokens,
     normalize_word,
@@ -293,7 +294,7 @@ class OfflinePlanner:
         contexts = tuple(s for s in self.scope.slugs if self.scope.has_table(s, "_cells"))
         if not quantity or not contexts:
             return None
-        return FigureAsk(tuple(quantity), asked_year(self._ask), contexts)
+        return FigureAsk(tuple(quantity), asked_year(self._ask), contexts, asks_computation(self._ask))
 
     # ------------------------------------------------------------------------ decisions
     def _drill(self, done: int, plan: dict[str, Any], budget: int | None) -> Reply:

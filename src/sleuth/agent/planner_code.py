@@ -62,6 +62,8 @@ class FigureAsk:
     quantity: tuple[str, ...]
     year: int | None
     contexts: tuple[str, ...]
+    #: The question asks for a computed quantity: only a row labelled with exactly its words answers.
+    exact: bool = False
 
 
 class StepCode:
@@ -281,6 +283,7 @@ class StepCode:
             f"quantity = {figure.quantity!r}  # the asked quantity's words (stemmed)",
             f"year = {figure.year!r}  # the one year the question names, or None",
             f"cell_contexts = {list(figure.contexts)!r}  # contexts whose version has `_cells`",
+            f"exact = {figure.exact!r}  # a computed quantity: only a row of exactly its words answers",
             "def stem(w):",
             "    if len(w) <= 3 or w.isdigit():",
             "        return w",
@@ -301,6 +304,8 @@ class StepCode:
             '    if "_evidence" not in c or not inside or not all(q in around for q in quantity):',
             "        return",
             '    if year is not None and c["year"] != year:',
+            "        return",
+            '    if exact and (inside < len(quantity) or label - set(quantity) - {"total"}):',
             "        return",
             "    key = [len(quantity) - inside, len(label - set(quantity)), rank, -c.get('size', 0),",
             '           c["column_no"]]',

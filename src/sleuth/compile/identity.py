@@ -27,7 +27,9 @@ from sleuth.format.identity import (
 )
 
 #: Bumped when the same pages give a different identity: carried-over sources are identified again.
-IDENTITY_VERSION = 3  # 3: period dates, fiscal quarter, fiscal year off the calendar
+#: 3: period dates, fiscal quarter, fiscal year off the calendar; 4: a registrant line's rule
+#: (`______ AMAZON.COM, INC.`) is not part of the issuer's name.
+IDENTITY_VERSION = 4
 LEAD_CHARS = 4_000  # how much of the first pages is read: covers and front matter, not the body
 COVER_CHARS = 600  # where a document says what it is; further in, "annual report" is a mention
 
@@ -64,6 +66,8 @@ _ORG = re.compile(
     r"\b((?:[A-Z][\w&'.-]*[ \t]){0,4}[A-Z][\w&'.-]*,?[ \t](?:Inc|Incorporated|Corporation|Corp|Company|Co"
     r"|Ltd|Limited|LLC|L\.P|plc|PLC|N\.V|S\.A|AG|SE|GmbH|Group|Holdings|Bancorp|University|Institute)\b\.?)"
 )
+#: A rule or leader drawn with characters around a name on a cover page: `_____ AMAZON.COM, INC.`.
+_RULE = re.compile(r"^[\s_\-–—=*.·]+|[\s_\-–—=*·]+$")
 _REGISTRANT = re.compile(r"^(.{2,80})\n[^\n]*exact name of registrant", re.IGNORECASE | re.MULTILINE)
 # Organisations a cover page names that are not who the document is by: exchanges, regulators, the
 # filer-status checkboxes of a filing.
@@ -207,7 +211,9 @@ def _issuer(name: str, title: str, lead: str) -> str | None:
     first word of a `NAME_YEAR…` file name (`3M_2018_10K` → `3M`, `AMCOR_2023Q4` → `AMCOR`)."""
     registrant = _REGISTRANT.search(lead)
     if registrant:
-        return " ".join(registrant.group(1).split())
+        named = _RULE.sub("", " ".join(registrant.group(1).split()))
+        if named:
+            return named
     names = (" ".join(m.split()).rstrip(",") for m in _ORG.findall(f"{title}\n{lead}"))
     found = Counter(n for n in names if not _NOT_AN_ISSUER.search(n))
     if found:

@@ -114,8 +114,8 @@ def _spans(text: str, row: TableRow) -> list[tuple[int, int] | None]:
 
 def _period(header: str) -> tuple[int | None, str | None]:
     """The header's year and period end; none for a column of change between two periods."""
-    if _CHANGE.search(header):
-        return None, None
+    if _CHANGE.search(header) or len(set(_YEAR.findall(header))) > 1:
+        return None, None  # a change between periods, or a header that does not say which year
     date = _DATE.search(header)
     if date:
         month = _MONTHS.index(date.group(1)[:3].lower()) + 1

@@ -289,8 +289,10 @@ def _continues(text: str) -> bool:
 def _headers(header_lines: list[_Line], columns: int) -> list[str]:
     """Per column, the header parts read from the lines above, top line first: a line with one part
     per column (dates, years) or one per group of columns (`Three Months Ended … Six Months Ended`)
-    splits; a line with one `ended` phrase is shared by every column."""
+    splits; a line with one `ended` phrase is shared by every column. When no line splits, the lines
+    are read as one (a layout that breaks `May 26, 2019 May 27, 2018` over two lines)."""
     parts: list[list[str]] = [[] for _ in range(columns)]
+    split = False
     for line in header_lines:
         pieces = _periods(line)
         named = _column_names(line, columns)
@@ -298,11 +300,13 @@ def _headers(header_lines: list[_Line], columns: int) -> list[str]:
             pieces = named
         groups = [m.start() for m in _GROUP.finditer(line.text)]
         if len(pieces) >= 2 and columns % len(pieces) == 0:
+            split = True
             width = columns // len(pieces)
             for index, piece in enumerate(pieces):
                 for column in range(index * width, (index + 1) * width):
                     parts[column].append(piece)
         elif len(groups) >= 2 and columns % len(groups) == 0:
+            split = True
             width = columns // len(groups)
             bounds = [*groups, len(line.text)]
             for index in range(len(groups)):
@@ -313,6 +317,16 @@ def _headers(header_lines: list[_Line], columns: int) -> list[str]:
             shared = " ".join(line.text.split()).rstrip(",")
             for column in range(columns):
                 parts[column].append(shared)
+    if not split and columns >= 2 and len(header_lines) >= 2:
+        joined = " ".join(" ".join(line.text.split()) for line in header_lines)
+        pieces = _periods(_Line(0, len(joined), joined, None, ()))
+        if len(pieces) == columns:
+            shared_text = [
+                " ".join(line.text.split()).rstrip(",")
+                for line in header_lines
+                if _GROUP.search(line.text) and not _YEAR.search(line.text)
+            ]
+            return [" ".join([*shared_text, piece]) for piece in pieces]
     return [" ".join(p) for p in parts]
 
 
