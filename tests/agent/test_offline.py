@@ -94,15 +94,23 @@ def test_a_figure_question_is_answered_from_its_table_cell(
     assert figure.kind == "table" and sentence.split(" was ")[1].startswith(figure.grounding)
 
 
-def test_a_computed_figure_is_not_answered_from_a_neighbouring_row(
+def test_a_computed_figure_states_the_figures_the_question_names(
     make_runtime: RuntimeFactory, sample_version: Path
 ) -> None:
-    """"Operating income" is a row; the operating margin the question defines is not: quote instead."""
+    """ "Operating income" is a row; the operating margin the question defines is not: the planner does
+    not answer with that neighbouring row but states the rows the question names, each cited."""
     ask = "What is the 2025 operating margin, defined as operating income divided by revenue?"
     query = make_runtime().ask(TurnRequest(ask=ask, scope=["acme"]))
-    assert query.status == "completed" and "Operating income for 2025 was" not in query.answer
-    assert query.answer.startswith("According to") and '"' in query.answer  # the quoted sentences
+    assert query.status == "completed"
+    lines = query.answer.split("\n")
+    assert lines[0].startswith("The figures the question names") and "needs a model" in lines[0]
+    report = "According to uploads/acme-corpus/reports/annual-report-2025.pdf (p. 3), "
+    assert lines[1:] == [
+        f"- {report}Operating income for 2025 was 6.9 million [1].",
+        f"- {report}Revenue for 2025 was 48.2 million [2].",
+    ]
     _check_citations(query, sample_version)
+    assert [c.grounding for c in query.citations] == ["6.9", "48.2"]
 
 
 def test_a_figure_question_without_a_matching_row_quotes_sentences(

@@ -188,13 +188,21 @@ def asks_computation(ask: str) -> bool:
     return _COMPUTED.search(ask) is not None
 
 
-def asked_year(ask: str) -> int | None:
-    """The one year a question asks about (`FY2018`, `FY18`, `2018`); None for none or several."""
-    years = set()
+def asked_years(ask: str) -> tuple[int, ...]:
+    """The years a question names (`FY2018`, `FY18`, `2018`), in order, at most three."""
+    years: list[int] = []
     for match in _ASKED_YEAR.finditer(ask):
         raw = match.group(1) or match.group(2)
-        years.add(int(raw) + 2000 if len(raw) == 2 else int(raw))
-    return years.pop() if len(years) == 1 else None
+        year = int(raw) + 2000 if len(raw) == 2 else int(raw)
+        if year not in years:
+            years.append(year)
+    return tuple(years[:3])
+
+
+def asked_year(ask: str) -> int | None:
+    """The one year a question asks about; None for none or several."""
+    years = asked_years(ask)
+    return years[0] if len(years) == 1 else None
 
 
 def asks_for_amount(ask: str) -> bool:

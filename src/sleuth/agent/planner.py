@@ -26,6 +26,7 @@ from sleuth.agent.extractive import (
     PRONOUNS,
     asked_quantity,
     asked_year,
+    asked_years,
     asks_computation,
     content_words,
     identifier_tokens,
@@ -294,7 +295,15 @@ class OfflinePlanner:
         contexts = tuple(s for s in self.scope.slugs if self.scope.has_table(s, "_cells"))
         if not quantity or not contexts:
             return None
-        return FigureAsk(tuple(quantity), asked_year(self._ask), contexts, asks_computation(self._ask))
+        computed = asks_computation(self._ask)
+        return FigureAsk(
+            tuple(quantity),
+            asked_year(self._ask),
+            contexts,
+            computed,
+            tuple(self._words),
+            asked_years(self._ask),
+        )
 
     # ------------------------------------------------------------------------ decisions
     def _drill(self, done: int, plan: dict[str, Any], budget: int | None) -> Reply:
@@ -335,20 +344,24 @@ class OfflinePlanner:
     def _figure_final(self, plan: dict[str, Any]) -> _Finish | None:
         """One sentence that states the asked figure from its table cell, cited to the cell: the
         first of the plan's `figures` (see `StepCode._figure_lines` for their order)."""
-        entries = plan.get("figures")
-        if not isinstance(entries, list) or not entries:
-            return None
-        entry = entries[0]
-        if not (isinstance(entry, list) and len(entry) >= 7 and all(isinstance(v, str) for v in entry[:4])):
-            return None
-        ref, label, header, text, unit, path, page = entry[:7]
-        value = entry[7] if len(entry) > 7 and isinstance(entry[7], int | float) else None
-        sentence = figure_sentence(label, header, text, unit if isinstance(unit, str) else None, value)
-        where = f"According to {path} (p. {page}), " if isinstance(path, str) else ""
-        sentence = f"{where}{sentence} [{ref}]."
         searched = [*_group_keyword(plan)] + [_hits(plan, k) for k in ("named", "chunks")]
-        rest = [r for r in _top_labels(searched) if r != ref]
-        return _Finish(sentence, [ref, *rest][:FINAL_EVIDENCE])
+        figures = [f for f in map(_stated, plan.get("figures") or []) if f is not None]
+        if figures:
+            ref, sentence = figures[0]
+            rest = [r for r in _top_labels(searched) if r != ref]
+            return _Finish(sentence, [ref, *rest][:FINAL_EVIDENCE])
+        rows = [f for f in map(_stated, plan.get("rows") or []) if f is not None]
+        if rows and asks_computation(self._ask):
+            # A computed quantity the planner cannot work out: the figures the question names
+            lines = [
+                "The figures the question names, as the tables state them (working out the answer "
+                "from them needs a model):"
+            ]
+            lines += [f"- {sentence}" for _ref, sentence in rows]
+            refs = [ref for ref, _sentence in rows]
+            rest = [r for r in _top_labels(searched) if r not in refs]
+            return _Finish("\n".join(lines), [*refs, *rest][:FINAL_EVIDENCE])
+        return None
 
     def _count_final(self, plan: dict[str, Any]) -> _Finish:
         n = plan.get("n")
@@ -422,6 +435,18 @@ class OfflinePlanner:
 
 
 _SCALES = {"thousands": 1e3, "millions": 1e6, "billions": 1e9}
+
+
+def _stated(entry: Any) -> tuple[str, str] | None:
+    """(evidence label, sentence) of a plan's cell entry: `[ref, label, header, text, unit, path,
+    page, value]`, as `StepCode._figure_lines` prints it."""
+    if not (isinstance(entry, list) and len(entry) >= 7 and all(isinstance(v, str) for v in entry[:4])):
+        return None
+    ref, label, header, text, unit, path, page = entry[:7]
+    value = entry[7] if len(entry) > 7 and isinstance(entry[7], int | float) else None
+    sentence = figure_sentence(label, header, text, unit if isinstance(unit, str) else None, value)
+    where = f"According to {path} (p. {page}), " if isinstance(path, str) else ""
+    return ref, f"{where}{sentence} [{ref}]."
 
 
 def figure_sentence(label: str, header: str, text: str, unit: str | None, value: float | None) -> str:

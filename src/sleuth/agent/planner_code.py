@@ -32,6 +32,11 @@ _NAMED_CELLS_SQL = (
     "WHERE source = ? AND value IS NOT NULL AND header IS NOT NULL"
 )
 FIGURE_NAMED_CELLS = 200  # at most this many of a named document's cells are read
+FIGURE_ROWS = 6  # rows the question names, stated for a computed quantity
+#: Words a row label may hold beyond the question's own and still be named by it.
+LABEL_STOP = frozenset(
+    {"and", "of", "the", "for", "to", "in", "on", "from", "by", "with", "total", "a", "an"}
+)
 _PLAN_LIMIT = MAX_PLAN_CHARS - len("#PLAN ")
 
 
@@ -64,6 +69,9 @@ class FigureAsk:
     contexts: tuple[str, ...]
     #: The question asks for a computed quantity: only a row labelled with exactly its words answers.
     exact: bool = False
+    #: The question's content words (stemmed) and the years it names: the rows it names are read too.
+    words: tuple[str, ...] = ()
+    years: tuple[int, ...] = ()
 
 
 class StepCode:
@@ -261,14 +269,14 @@ class StepCode:
         if figure is not None:
             lines += self._figure_lines(figure, named)
         lines += [
-            'print(plan_line(plan, ["chunks", "named", "artifacts", "figures"]))',
+            'print(plan_line(plan, ["chunks", "named", "artifacts", "rows", "figures"]))',
             "for h in {h.ref: h for h in [*inside_named, *chunks]}.values():",
             '    print(h.ref, h.name, "p.", h.fields["page"], h.fields["chunk_text"][:300])',
             "for a in arts:",
             "    print(a)",
         ]
         if figure is not None:
-            lines += ["for f in plan['figures']:", "    print(f)"]
+            lines += ["for f in [*plan['figures'], *plan['rows']]:", "    print(f)"]
         return "\n".join(lines) + "\n"
 
     def _figure_lines(self, figure: FigureAsk, named: tuple[str, list[str]] | None) -> list[str]:
@@ -296,7 +304,23 @@ class StepCode:
             "    return w",
             "def words(text):",
             '    return {stem(w) for w in re.findall(r"[a-z0-9]+", (text or "").lower())}',
+            f"asked = {sorted(set(figure.words))!r}  # the question's words: rows it names are read too",
+            f"years = {list(figure.years)!r}  # the years it names",
+            f"label_stop = {sorted(LABEL_STOP)!r}",
             "found = {}",
+            "named_rows = {}",
+            "def consider_row(c, rank, path, page):",
+            '    core = words(c["label"]) - set(label_stop)',
+            '    if "_evidence" not in c or not core or not core <= set(asked) or c["header"] is None:',
+            "        return",
+            '    if (years and c["year"] not in years) or (not years and c["column_no"] != 1):',
+            "        return",
+            '    key = [-len(core), rank, c["column_no"]]',
+            '    name = (c["label"].lower(), c["year"])',
+            '    entry = [c["_evidence"], c["label"][:120], c["header"][:80], c["text"], c["unit"],',
+            '             path, page, c["value"]]',
+            "    if name not in named_rows or key < named_rows[name][0]:",
+            "        named_rows[name] = (key, entry)",
             "def consider(c, rank, path, page):",
             '    label = words(c["label"])',
             '    around = label | words(c["header"]) | words(c["section"]) | words(c["title"])',
@@ -321,6 +345,7 @@ class StepCode:
             f"for rank, (path, page, ctx) in enumerate(pages[:{FIGURE_PAGES}]):",
             f"    for c in query_db({_CELLS_SQL!r}, [path, page]{', context=ctx' if many else ''}):",
             "        consider(c, rank, path, page)",
+            "        consider_row(c, rank, path, page)",
         ]
         if named is not None and named[0] in figure.contexts:
             slug, _paths = named
@@ -335,6 +360,8 @@ class StepCode:
         lines += [
             "figures = sorted(found.values(), key=lambda f: f[0])",
             'plan["figures"] = [entry for _key, entry in figures[:3]]',
+            "rows_named = sorted(named_rows.values(), key=lambda f: f[0])",
+            f'plan["rows"] = [entry for _key, entry in rows_named[:{FIGURE_ROWS}]]',
         ]
         return lines
 
