@@ -214,6 +214,19 @@ def test_change_columns_and_a_unit_stated_at_the_top_of_the_page() -> None:
     assert revenue == [(2015, 6779511.0), (2014, 5504656.0), (None, 23.0)]  # a change has no one year
 
 
+def test_a_hostile_page_costs_linear_work() -> None:
+    """Many small tables under one unit line and a 200,000-character line of period words: each line is
+    read a bounded number of times (a quadratic reading of either would not finish)."""
+    blocks = [
+        f"Table {chr(65 + n % 26)}\n2024 2023\nAlpha {n % 900 + 100},001 7\nBeta 3 4\nGamma 5 6"
+        for n in range(1500)
+    ]
+    text = "(in millions)\n" + "years " * 33_000 + "\n" + "\n".join(blocks)
+    tables = find_tables(text)
+    assert len(tables) == 1500 and {t.unit for t in tables} == {"millions"}
+    assert tables[-1].rows[0].cells == ["", "2024", "2023"] and tables[-1].title == "Table R"
+
+
 def test_page_json_keeps_spans_unit_and_title_and_reads_the_old_form() -> None:
     table = Table(
         [TableRow(0, 5, ["", "2024"], [None, None]), TableRow(6, 14, ["Rev", "12"], [(6, 9), (10, 12)])],

@@ -153,6 +153,7 @@ def chunk_pages(
     else:
         segments = [(p, 0, len(p.text), path) for p, path in _page_paths(pages)]
     headers: dict[tuple[str, ...], int] = {}
+    row_starts: dict[int, list[int]] = {}  # `table_header`'s, per table of the corpus's pages
     for page, a, b, path in segments:
         fit = None
         if window is not None:
@@ -162,7 +163,7 @@ def chunk_pages(
             fit = _Fit([a + s for s in window.starts(page.text[a:b])], headers[key])
         for start, end in split_span(page.text, a, b, target, overlap, fit):
             chunk = make_chunk(source_path, page, start, end, path)
-            header = table_header(page, start, end)
+            header = table_header(page, start, end, row_starts)
             chunks.append(chunk if header is None else dataclasses.replace(chunk, table_header=header))
     if not structured:
         # Structure is ignored for cutting, but a chunk still says which section it starts in.
@@ -170,13 +171,21 @@ def chunk_pages(
     return chunks
 
 
-def table_header(page: Page, start: int, end: int) -> str | None:
+def table_header(
+    page: Page, start: int, end: int, row_starts: dict[int, list[int]] | None = None
+) -> str | None:
     """The header of the table whose rows `[start, end)` holds, when the header lies above `start`
-    (issue 25, item 2): caption, column headers and unit, at most `MAX_TABLE_HEADER` characters."""
+    (issue 25, item 2): caption, column headers and unit, at most `MAX_TABLE_HEADER` characters.
+    `row_starts` keeps each table's row offsets between the calls for one page's chunks."""
+    cache = {} if row_starts is None else row_starts
     for table in page.tables:
         if len(table.rows) < 2 or table.rows[0].start >= start:
             continue
-        if not any(start <= row.start < end for row in table.rows[1:]):
+        starts = cache.get(id(table))
+        if starts is None:
+            starts = cache[id(table)] = [row.start for row in table.rows[1:]]
+        first = bisect.bisect_left(starts, start)  # rows are in page order
+        if first == len(starts) or starts[first] >= end:
             continue
         columns = [c for c in table.rows[0].cells if c]
         if not columns:

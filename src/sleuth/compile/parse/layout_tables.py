@@ -75,6 +75,7 @@ class _Line:
 def find_tables(text: str) -> list[Table]:
     """Every run of at least three rows sharing a number of figure columns, with its headers."""
     lines = _lines(text)
+    units = _units(lines)
     tables: list[Table] = []
     taken = 0  # lines before this index belong to a table already found
     i = 0
@@ -83,7 +84,7 @@ def find_tables(text: str) -> list[Table]:
             i += 1
             continue
         end = _block_end(lines, i)
-        found = _table(lines, taken, i, end)
+        found = _table(lines, units, taken, i, end)
         if found is not None:
             tables.append(found)
             taken = end
@@ -184,7 +185,7 @@ def _block_end(lines: list[_Line], first: int) -> int:
     return last + 1
 
 
-def _table(lines: list[_Line], taken: int, first: int, end: int) -> Table | None:
+def _table(lines: list[_Line], units: list[str | None], taken: int, first: int, end: int) -> Table | None:
     block = lines[first:end]
     head: list[_Line] = []
     while block and block[0].is_years and len(block[0].figures) >= 1:
@@ -217,9 +218,8 @@ def _table(lines: list[_Line], taken: int, first: int, end: int) -> Table | None
         return None  # one column of numbers without a period above it is a list, not a table
     if columns == 1 and _is_contents(block):
         return None  # `Item 9. Changes in … 73`: a contents page's page numbers
-    unit = _unit(
-        lines[:first] + head
-    )  # the nearest statement above: a page's `(in millions)` heads all its tables
+    # the nearest statement above (a page's `(in millions)` heads all its tables), or in its header
+    unit = next((u for u in (_unit_of(line) for line in reversed(head)) if u), None) or units[first]
     title = _title(lines[max(taken, first - _HEADER_LINES - 2) : first], header_lines)
     rows: list[TableRow] = [_header_row(header_lines, headers)]
     pending: _Line | None = None  # a text line: a group's label, or a label whose figures wrapped
@@ -378,18 +378,29 @@ def _header_row(header_lines: list[_Line], headers: list[str]) -> TableRow:
     return TableRow(header_lines[0].start, header_lines[-1].end, ["", *headers], [None] * (len(headers) + 1))
 
 
-def _unit(lines: list[_Line]) -> str | None:
-    for line in reversed(lines):
-        match = _UNIT.search(line.text)
-        if match and len(line.text) <= _MAX_LABEL:
-            return match.group(1).lower() + "s"
-    return None
+def _unit_of(line: _Line) -> str | None:
+    if len(line.text) > _MAX_LABEL:
+        return None  # a sentence that mentions millions states no table's unit
+    match = _UNIT.search(line.text)
+    return match.group(1).lower() + "s" if match else None
+
+
+def _units(lines: list[_Line]) -> list[str | None]:
+    """For each line, the unit the nearest line above it states: one pass, whatever the tables."""
+    out: list[str | None] = []
+    current: str | None = None
+    for line in lines:
+        out.append(current)
+        current = _unit_of(line) or current
+    return out
 
 
 def _title(lines: list[_Line], header_lines: list[_Line]) -> str | None:
     """The nearest short text line above the headers: the table's caption, when it has one."""
     skip = {line.start for line in header_lines}
     for line in reversed(lines):
+        if len(line.text) > _MAX_LABEL:
+            return None  # prose above the table: it has no caption
         text = " ".join(line.text.split())
         if line.start in skip or line.figures or not text or _GROUP.search(text) or _UNIT.search(text):
             continue
