@@ -200,6 +200,13 @@ def test_figure_sentence_states_unit_period_and_scale() -> None:
         "Operating income for 2025 was 6.9 million"
     )
     assert figure_sentence("Margin", "", "12.5%", "millions", 12.5) == "Margin was 12.5%"
+    # `(in millions, except per share amounts)`: a per-share amount or a head count is not scaled
+    assert figure_sentence("Diluted earnings per share", "2018", "$ 2.50", "millions", 2.5) == (
+        "Diluted earnings per share for 2018 was $ 2.50"
+    )
+    assert figure_sentence("Number of employees", "2018", "1,500", "millions", 1500.0) == (
+        "Number of employees for 2018 was 1,500"
+    )
 
 
 def test_words_and_identifiers() -> None:

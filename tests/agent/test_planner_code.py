@@ -76,6 +76,8 @@ def _variants(scope: PlannerScope) -> dict[str, str]:
         "search, drill sources": plain.general() + plain.drill(None, ["uploads/a.md", "uploads/b.md"]),
     }
     assert "search_in_sources(named" in codes["general named"]  # the variant that names a document
+    # without a figure the plan has no `rows` or `figures` for plan_line to cut
+    assert "print(plan_line(plan, ['chunks', 'named', 'artifacts']))" in codes["general"]
     return codes
 
 

@@ -12,7 +12,7 @@ from sleuth.compile.manifest import Chunking
 from sleuth.compile.pages import Page, Table, TableRow
 from sleuth.compile.parse import parse_source
 from sleuth.compile.parse.layout_tables import find_tables
-from sleuth.compile.table_cells import cells_of
+from sleuth.compile.table_cells import cells_of, figure_value
 from sleuth.format.chunks import Chunk
 from sleuth.sdk.types import Hit, Span
 from tests.support import statement_pdf
@@ -225,6 +225,55 @@ def test_a_hostile_page_costs_linear_work() -> None:
     tables = find_tables(text)
     assert len(tables) == 1500 and {t.unit for t in tables} == {"millions"}
     assert tables[-1].rows[0].cells == ["", "2024", "2023"] and tables[-1].title == "Table R"
+
+
+def test_an_unnamed_change_column_stays_a_column_and_row_units_stay_rows() -> None:
+    text = "\n".join(
+        [
+            "(in millions)",
+            "2018 2017 % Change",
+            "Revenue 100 90 11%",
+            "Cost of sales 50 45 11%",
+            "Gross profit 50 45 11%",
+            "Weighted average shares (in thousands) 512 498 3%",
+            "Segment results",
+            "2018 2017",
+            "Pumps 60 50",
+            "Valves 40 40",
+            "Total 100 90",
+        ]
+    )
+    first, second = find_tables(text)
+    assert [r.cells for r in first.rows[1:3]] == [
+        ["Revenue", "100", "90", "11%"],
+        ["Cost of sales", "50", "45", "11%"],
+    ]
+    assert first.rows[0].cells[1:3] == ["2018", "2017"]  # 2018's revenue is 100, not 90
+    assert first.unit == second.unit == "millions"  # a row's `(in thousands)` is that row's
+
+
+def test_figure_values() -> None:
+    values = {
+        t: figure_value(t) for t in ("$ (1,577)", "$(1,577)", "−12", "(12)%", "12.5 %", "—", "n/a", "+28%")
+    }
+    assert values == {
+        "$ (1,577)": -1577.0,
+        "$(1,577)": -1577.0,
+        "−12": -12.0,
+        "(12)%": -12.0,
+        "12.5 %": 12.5,
+        "—": None,
+        "n/a": None,
+        "+28%": 28.0,
+    }
+
+
+def test_many_years_lines_and_a_long_period_line_stay_bounded() -> None:
+    years = "2018 2017\n" * 40_000
+    text = years + "Revenue 100 90\nCost 50 45\nProfit 50 45\n" + "years " * 20_000 + "ended 2018 2017"
+    [table] = find_tables(text)
+    assert table.rows[0].cells == ["", "2018", "2017"] and len(table.rows) == 4
+    assert len(str(table)) < 2_000  # the header lines are capped, not all 40,000 kept
 
 
 def test_page_json_keeps_spans_unit_and_title_and_reads_the_old_form() -> None:

@@ -435,6 +435,8 @@ class OfflinePlanner:
 
 
 _SCALES = {"thousands": 1e3, "millions": 1e6, "billions": 1e9}
+#: Rows a table's `(in millions)` does not scale: per-share amounts, share and head counts, ratios.
+_UNSCALED = re.compile(r"\bper\b|\bshares?\b|\bemployees?\b|\bheadcount\b|\bratio\b|\bdays?\b|%", re.I)
 
 
 def _stated(entry: Any) -> tuple[str, str] | None:
@@ -453,7 +455,7 @@ def figure_sentence(label: str, header: str, text: str, unit: str | None, value:
     """`Revenues for Years ended December 31 2015 was $ 6,779,511 thousand ($6.78 billion)`: the cell
     as printed, its unit, and the amount in words when the unit scales it past a million."""
     period = f" for {header}" if header else ""
-    if unit not in _SCALES or text.rstrip().endswith("%"):
+    if unit not in _SCALES or text.rstrip().endswith("%") or _UNSCALED.search(label):
         return f"{label}{period} was {text}"
     stated = f"{label}{period} was {text} {unit.removesuffix('s')}"
     amount = (value or 0.0) * _SCALES[unit]

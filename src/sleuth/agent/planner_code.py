@@ -268,8 +268,9 @@ class StepCode:
         ]
         if figure is not None:
             lines += self._figure_lines(figure, named)
+        cut = ["chunks", "named", "artifacts", *(["rows", "figures"] if figure is not None else [])]
         lines += [
-            'print(plan_line(plan, ["chunks", "named", "artifacts", "rows", "figures"]))',
+            f"print(plan_line(plan, {cut!r}))",
             "for h in {h.ref: h for h in [*inside_named, *chunks]}.values():",
             '    print(h.ref, h.name, "p.", h.fields["page"], h.fields["chunk_text"][:300])',
             "for a in arts:",
@@ -280,8 +281,8 @@ class StepCode:
         return "\n".join(lines) + "\n"
 
     def _figure_lines(self, figure: FigureAsk, named: tuple[str, list[str]] | None) -> list[str]:
-        """Cells of `_cells` whose label holds a quantity word and whose label, column header, group
-        and caption hold them all, on the pages of the top hits (in rank order, at most
+        """Cells of `_cells` whose label holds a quantity word and whose label, column header and group
+        hold them all, on the pages of the top hits (in rank order, at most
         `FIGURE_PAGES`) and, in the documents the question names, wherever their label holds them
         all. Most words in the label first, then fewest other label words, then page rank (a named
         document's other pages after the hits'), then the larger table (a statement over a note's
@@ -323,7 +324,7 @@ class StepCode:
             "        named_rows[name] = (key, entry)",
             "def consider(c, rank, path, page):",
             '    label = words(c["label"])',
-            '    around = label | words(c["header"]) | words(c["section"]) | words(c["title"])',
+            '    around = label | words(c["header"]) | words(c["section"])',
             "    inside = sum(1 for q in quantity if q in label)",
             '    if "_evidence" not in c or not inside or not all(q in around for q in quantity):',
             "        return",
@@ -350,7 +351,7 @@ class StepCode:
         if named is not None and named[0] in figure.contexts:
             slug, _paths = named
             likes = " AND ".join(["label LIKE ?"] * len(figure.quantity))
-            sql = f"{_NAMED_CELLS_SQL} AND {likes} LIMIT {FIGURE_NAMED_CELLS}"
+            sql = f"{_NAMED_CELLS_SQL} AND {likes} ORDER BY length(label), page LIMIT {FIGURE_NAMED_CELLS}"
             lines += [
                 "patterns = ['%' + (q[:-1] if q.endswith('y') else q) + '%' for q in quantity]",
                 "for path in named:",

@@ -72,8 +72,8 @@ def _table_cells(source_path: str, page: Page, table_no: int, table: Table) -> I
             span = spans[column_no]
             if span is None:
                 continue
-            value, ok = coerce(text, "REAL")
-            header = headers[column_no - 1] if aligned else None
+            value = figure_value(text)
+            header = (headers[column_no - 1] or None) if aligned else None
             year, period_end = periods[column_no - 1] if aligned else (None, None)
             yield Cell(
                 source_path=source_path,
@@ -91,8 +91,22 @@ def _table_cells(source_path: str, page: Page, table_no: int, table: Table) -> I
                 unit=table.unit,
                 title=table.title,
                 text=_short(text),
-                value=value if ok else None,
+                value=value,
             )
+
+
+def figure_value(text: str) -> float | None:
+    """A cell as a number: `$ (1,577)`, `(1,577)`, `−12` and `(12)%` are negative, `12.5 %` is 12.5,
+    `—` and text are None."""
+    cleaned = text.strip().replace("−", "-")
+    for sign in "$€£¥ ":
+        cleaned = cleaned.replace(sign, "")
+    cleaned = cleaned.removesuffix("%")
+    negative = (cleaned.startswith("(") and cleaned.endswith(")")) or cleaned.startswith("-")
+    value, ok = coerce(cleaned.strip("()-+"), "REAL")
+    if not ok or value is None:
+        return None
+    return -float(value) if negative else float(value)
 
 
 def _spans(text: str, row: TableRow) -> list[tuple[int, int] | None]:

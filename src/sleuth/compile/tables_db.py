@@ -39,11 +39,27 @@ CREATE INDEX _edges_from ON _edges(from_id, type);
 CREATE INDEX _edges_to ON _edges(to_id, type);
 CREATE TABLE _glossary (term TEXT NOT NULL, definition TEXT, type TEXT, source TEXT, page INTEGER,
                         start INTEGER, "end" INTEGER);
-CREATE TABLE _cells (source TEXT NOT NULL, page INTEGER NOT NULL, table_no INTEGER NOT NULL,
-                     row_no INTEGER NOT NULL, column_no INTEGER NOT NULL, label TEXT, section TEXT,
-                     header TEXT, year INTEGER, period_end TEXT, unit TEXT, title TEXT, text TEXT,
-                     value REAL, start INTEGER NOT NULL, "end" INTEGER NOT NULL);
-CREATE INDEX _cells_source ON _cells(source, page);
+CREATE TABLE _cells_tables (id INTEGER PRIMARY KEY, source TEXT NOT NULL, page INTEGER NOT NULL,
+                            table_no INTEGER NOT NULL, title TEXT, unit TEXT);
+CREATE INDEX _cells_tables_source ON _cells_tables(source, page);
+CREATE TABLE _cells_columns (table_id INTEGER NOT NULL, column_no INTEGER NOT NULL, header TEXT,
+                             year INTEGER, period_end TEXT, PRIMARY KEY (table_id, column_no))
+                             WITHOUT ROWID;
+CREATE TABLE _cells_rows (table_id INTEGER NOT NULL, row_no INTEGER NOT NULL, label TEXT,
+                          section TEXT, PRIMARY KEY (table_id, row_no)) WITHOUT ROWID;
+CREATE TABLE _cells_values (table_id INTEGER NOT NULL, row_no INTEGER NOT NULL,
+                            column_no INTEGER NOT NULL, aligned INTEGER NOT NULL, text TEXT,
+                            value REAL, start INTEGER NOT NULL, "end" INTEGER NOT NULL,
+                            PRIMARY KEY (table_id, row_no, column_no)) WITHOUT ROWID;
+CREATE VIEW _cells AS
+    SELECT t.source AS source, t.page AS page, t.table_no AS table_no, v.row_no AS row_no,
+           v.column_no AS column_no, r.label AS label, r.section AS section, k.header AS header,
+           k.year AS year, k.period_end AS period_end, t.unit AS unit, t.title AS title,
+           v.text AS text, v.value AS value, v.start AS start, v."end" AS "end"
+    FROM _cells_values v
+    JOIN _cells_tables t ON t.id = v.table_id
+    JOIN _cells_rows r ON r.table_id = v.table_id AND r.row_no = v.row_no
+    LEFT JOIN _cells_columns k ON v.aligned AND k.table_id = v.table_id AND k.column_no = v.column_no;
 CREATE TABLE _tables (name TEXT PRIMARY KEY, type TEXT, kind TEXT, scope TEXT, description TEXT,
                       columns TEXT, natural_key TEXT);
 """
@@ -148,35 +164,40 @@ def write_tables(
                     if t.format == "sqlite"
                 ),
             )
-            db.executemany(
-                "INSERT INTO _cells VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    (
-                        c.source_path,
-                        c.page,
-                        c.table_no,
-                        c.row_no,
-                        c.column_no,
-                        c.label,
-                        c.section,
-                        c.header,
-                        c.year,
-                        c.period_end,
-                        c.unit,
-                        c.title,
-                        c.text,
-                        c.value,
-                        c.start,
-                        c.end,
-                    )
-                    for c in cells
-                ),
-            )
+            _write_cells(db, cells)
             for table in typed:
                 _write_typed(db, table)
         db.execute("VACUUM")
     finally:
         db.close()
+
+
+def _write_cells(db: sqlite3.Connection, cells: Iterable[Cell]) -> None:
+    """`_cells` is a view over four tables (a table's caption and unit, a column's header and period,
+    a row's label and group are stored once, not once a cell: a third of the flat table's size)."""
+    key: tuple[str, int, int] | None = None
+    table_id = 0
+    for c in cells:
+        if (c.source_path, c.page, c.table_no) != key:
+            key = (c.source_path, c.page, c.table_no)
+            table_id += 1
+            db.execute(
+                "INSERT INTO _cells_tables VALUES (?, ?, ?, ?, ?, ?)",
+                (table_id, c.source_path, c.page, c.table_no, c.title, c.unit),
+            )
+        aligned = c.header is not None
+        if aligned:
+            db.execute(
+                "INSERT OR IGNORE INTO _cells_columns VALUES (?, ?, ?, ?, ?)",
+                (table_id, c.column_no, c.header, c.year, c.period_end),
+            )
+        db.execute(
+            "INSERT OR IGNORE INTO _cells_rows VALUES (?, ?, ?, ?)", (table_id, c.row_no, c.label, c.section)
+        )
+        db.execute(
+            "INSERT INTO _cells_values VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (table_id, c.row_no, c.column_no, int(aligned), c.text, c.value, c.start, c.end),
+        )
 
 
 def _write_typed(db: sqlite3.Connection, table: TypedTable) -> None:

@@ -118,10 +118,12 @@ class ReadOnlyDatabase:
         return columns, rows, truncated
 
     def schema(self) -> dict[str, list[tuple[str, str]]]:
-        """Every table of `main` with its (column, type) pairs."""
+        """Every table and view of `main` with its (column, type) pairs; the tables that store the
+        `_cells` view (`_cells_*`) are left out, as the view is what a query reads."""
         tables: dict[str, list[tuple[str, str]]] = {}
         _cols, rows, _ = self.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' "
+            "AND name NOT LIKE '\\_cells\\_%' ESCAPE '\\' ORDER BY name"
         )
         for (name,) in rows:
             _c, info, _t = self.execute(f"PRAGMA table_info({quote_identifier(name)})")

@@ -42,7 +42,7 @@ _MONTH_START = re.compile(rf"{_MONTH}(?:\s|$)", re.IGNORECASE)
 _DATE = re.compile(rf"\b{_MONTH}\s+\d{{1,2}},?\s+(?:19|20)\d\d\b", re.IGNORECASE)
 _MONTH_DAY = re.compile(rf"\b{_MONTH}\s+\d{{1,2}}\b,?", re.IGNORECASE)
 _GROUP = re.compile(
-    r"\b(?:(?:three|six|nine|twelve|\d{1,2})\s+months|(?:\d{1,2}\s+)?weeks|years?|quarters?|fiscal)\b[^|]*?\bended\b|\bended\b",
+    r"\b(?:(?:three|six|nine|twelve|\d{1,2})\s+months|(?:\d{1,2}\s+)?weeks|years?|quarters?|fiscal)\b[^|]{0,60}?\bended\b|\bended\b",
     re.IGNORECASE,
 )
 _UNIT = re.compile(r"\b(thousand|million|billion)s?\b", re.IGNORECASE)
@@ -53,6 +53,7 @@ _NUMBERED_HEADING = re.compile(r"^\d{1,2}(?:\.\d{1,2})+\.?\s+[A-Z]")
 _MIN_ROWS = 3
 _MAX_LEAD_WORDS = 4
 _MAX_LABEL = 160
+_MAX_HEADER = 200  # characters of a column's header: the lines above are joined, but not without end
 
 
 @dataclass(frozen=True)
@@ -186,11 +187,11 @@ def _block_end(lines: list[_Line], first: int) -> int:
 
 
 def _table(lines: list[_Line], units: list[str | None], taken: int, first: int, end: int) -> Table | None:
-    block = lines[first:end]
-    head: list[_Line] = []
-    while block and block[0].is_years and len(block[0].figures) >= 1:
-        head.append(block[0])
-        block = block[1:]
+    top = first
+    while top < end and lines[top].is_years:
+        top += 1  # the years lines heading the rows
+    head = [line for line in lines[max(first, top - _HEADER_LINES) : top] if len(line.text) <= _MAX_LABEL]
+    block = lines[top:end]
     above: list[_Line] = []
     for line in reversed(lines[max(taken, first - _HEADER_LINES) : first]):
         if _is_prose(line.text):
@@ -203,15 +204,18 @@ def _table(lines: list[_Line], units: list[str | None], taken: int, first: int, 
     columns, rows_with = counts.most_common(1)[0]
     periods = max((len(_periods(line)) for line in above + head), default=0)
     named = any(_column_names(line, columns) for line in above + head)
-    wide = sum(n for k, n in counts.items() if k >= periods)
-    if not named and 2 <= periods < columns and wide >= _MIN_ROWS:
-        # `Note 12 1,001 1,002` under `2018 2017`: the header says how many columns there are; a
-        # number ending every label is the label's
-        columns, rows_with = periods, wide
+    wide = [line for line in block if len(line.figures) >= periods]
+    if not named and 2 <= periods < columns and len(wide) >= _MIN_ROWS and all(map(_numbered_label, wide)):
+        # `Note 12 1,001 1,002` under `2018 2017`: the header says how many columns there are, and
+        # the bare number ending every label is the label's (not a `% Change` column the header
+        # does not name: that one stays a column)
+        columns, rows_with = periods, len(wide)
     if rows_with < _MIN_ROWS:
         return None
-    while block and len(block[-1].figures) < columns:
-        block = block[:-1]  # a page number or a footnote's figure after the last row
+    last = len(block)
+    while last and len(block[last - 1].figures) < columns:
+        last -= 1  # a page number or a footnote's figure after the last row
+    block = block[:last]
     header_lines = above + head
     headers = _headers(header_lines, columns)
     if columns == 1 and not any(headers):
@@ -262,6 +266,13 @@ def _table(lines: list[_Line], units: list[str | None], taken: int, first: int, 
     return Table(rows, unit=unit, title=title)
 
 
+def _numbered_label(line: _Line) -> bool:
+    """The first figure of a row with one figure too many is a bare whole number of at most four
+    digits (`Note 12`, `due 2025`), as a label's number is, not an amount."""
+    text = line.text_of(line.figures[0])
+    return text.isdigit() and len(text) <= 4
+
+
 def _is_contents(block: list[_Line]) -> bool:
     """Rows whose one figure is a small whole number that never decreases: page numbers."""
     numbers: list[int] = []
@@ -304,7 +315,7 @@ def _headers(header_lines: list[_Line], columns: int) -> list[str]:
             width = columns // len(pieces)
             for index, piece in enumerate(pieces):
                 for column in range(index * width, (index + 1) * width):
-                    parts[column].append(piece)
+                    _add(parts[column], piece)
         elif len(groups) >= 2 and columns % len(groups) == 0:
             split = True
             width = columns // len(groups)
@@ -312,11 +323,11 @@ def _headers(header_lines: list[_Line], columns: int) -> list[str]:
             for index in range(len(groups)):
                 piece = " ".join(line.text[bounds[index] : bounds[index + 1]].split()).rstrip(",")
                 for column in range(index * width, (index + 1) * width):
-                    parts[column].append(piece)
+                    _add(parts[column], piece)
         elif (pieces or groups) and len(line.text) <= 80:
             shared = " ".join(line.text.split()).rstrip(",")
             for column in range(columns):
-                parts[column].append(shared)
+                _add(parts[column], shared)
     if not split and columns >= 2 and len(header_lines) >= 2:
         joined = " ".join(" ".join(line.text.split()) for line in header_lines)
         pieces = _periods(_Line(0, len(joined), joined, None, ()))
@@ -326,13 +337,19 @@ def _headers(header_lines: list[_Line], columns: int) -> list[str]:
                 for line in header_lines
                 if _GROUP.search(line.text) and not _YEAR.search(line.text)
             ]
-            return [" ".join([*shared_text, piece]) for piece in pieces]
-    return [" ".join(p) for p in parts]
+            return [" ".join([*shared_text, piece])[:_MAX_HEADER] for piece in pieces]
+    return [" ".join(p)[:_MAX_HEADER] for p in parts]
+
+
+def _add(parts: list[str], piece: str) -> None:
+    if not parts or parts[-1] != piece:  # a header line the layout repeats says it once
+        parts.append(piece)
 
 
 def _column_names(line: _Line, columns: int) -> list[str]:
     """`Key figure (USD million) 2025 2024 Change`: the last `columns` words, when each is a year or
-    one short word and one at least is a year, name the columns one each."""
+    one short word and one at least is a year, name the columns one each; so do the periods of a
+    line and the one name after them."""
     words = line.text.split()
     if len(words) < columns:
         return []
@@ -341,6 +358,11 @@ def _column_names(line: _Line, columns: int) -> list[str]:
         return []
     if all(_YEAR.fullmatch(w) or (w.isalpha() and len(w) <= 12) for w in last):
         return last
+    # `2018 2017 % Change`, `2018 2017 Increase (Decrease)`: periods, then one column named after them
+    periods = list(_YEARS.finditer(line.text))
+    trailing = line.text[periods[-1].end() :].strip() if periods else ""
+    if len(periods) == columns - 1 and 0 < len(trailing) <= 40 and not _YEARS.search(trailing):
+        return [" ".join(m.group().split()) for m in periods] + [" ".join(trailing.split())]
     return []
 
 
@@ -391,7 +413,8 @@ def _units(lines: list[_Line]) -> list[str | None]:
     current: str | None = None
     for line in lines:
         out.append(current)
-        current = _unit_of(line) or current
+        if not line.figures:  # `Weighted shares (in thousands) 512 498` is a row, not the page's unit
+            current = _unit_of(line) or current
     return out
 
 
