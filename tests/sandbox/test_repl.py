@@ -162,6 +162,12 @@ def test_a_real_sandbox_round_trip(sandbox: Sandbox) -> None:
     around = sandbox.exec("p = read_around(hits[0], before=0, after=1)\nprint(len(p), p.hits[0].ref)\np")
     assert around.output.startswith("2 E1\nPassage(") and "[E1 p." in around.output
     assert [c["fn"] for c in around.calls] == ["read_around"]
+    cells = sandbox.exec(
+        "rows = query_db(\"SELECT label, header, text, source, page, start, \\\"end\\\" FROM _cells \"\n"
+        "                \"WHERE label = 'Net income' AND year = 2025\")\n"
+        "print(rows[0]['text'], rows[0]['_evidence'])"
+    )
+    assert cells.output.startswith("5.1 E") and cells.calls[0]["fn"] == "query_db"  # a PDF table's cell
 
 
 def test_sleuth_exec_cli(sample_home: tuple[object, object], tmp_path: Path) -> None:
