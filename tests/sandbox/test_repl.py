@@ -163,7 +163,7 @@ def test_a_real_sandbox_round_trip(sandbox: Sandbox) -> None:
     assert around.output.startswith("2 E1\nPassage(") and "[E1 p." in around.output
     assert [c["fn"] for c in around.calls] == ["read_around"]
     cells = sandbox.exec(
-        "rows = query_db(\"SELECT label, header, text, source, page, start, \\\"end\\\" FROM _cells \"\n"
+        'rows = query_db("SELECT label, header, text, source, page, start, \\"end\\" FROM _cells "\n'
         "                \"WHERE label = 'Net income' AND year = 2025\")\n"
         "print(rows[0]['text'], rows[0]['_evidence'])"
     )
