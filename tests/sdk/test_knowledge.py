@@ -147,6 +147,10 @@ def test_query_db_reads_the_cells_of_pdf_tables_as_citable_rows(kb: Knowledge) -
     span = kb.evidence.get(rows[0]["_evidence"])
     assert span is not None and span.via == "table" and span.text == "6.9" and span.page == 3
     assert rows[0]["source"].endswith("annual-report-2025.pdf")
+    # `_cells` is listed as one table (its storage tables are not), counted like the view it is
+    tables = {t.name: t for t in kb.list_tables()}
+    assert "_cells" in tables and not any(name.startswith("_cells_") for name in tables)
+    assert tables["_cells"].row_count == kb.query_db("SELECT count(*) AS n FROM _cells")[0]["n"] > 0
     # A row that claims a place it does not hold gets no label.
     fake = kb.query_db("SELECT 'nope.pdf' AS source, 1 AS page, 0 AS start, 3 AS \"end\"")
     assert "_evidence" not in fake[0]

@@ -168,7 +168,9 @@ class KnowledgeBase:
         }
         out = []
         for name, cols in db.schema().items():
-            count = db.execute(f'SELECT count(*) FROM "{name}"')[1][0][0]
+            # `_cells` is a view: its rows are the rows of `_cells_values`, counted without the joins
+            counted = "_cells_values" if name == "_cells" else name
+            count = db.execute(f'SELECT count(*) FROM "{counted}"')[1][0][0]
             type_name, described, key = declared.get(name, (None, [], []))
             notes = {c["name"].lower().replace(" ", "_"): c.get("description") or "" for c in described}
             out.append(
