@@ -8,10 +8,12 @@ records each cell as a span of the page text, so a figure taken from a table is 
 page text itself is not changed.
 
 Why not a layout library: pdfplumber's text strategy, measured on 30 FinanceBench statement pages,
-found the same cells at ~0.33 s a page against ~0.2 ms here, and cut labels mid-word on some
-layouts; the text layer already keeps a row on one line. What this cannot do: a row with fewer
-figures than the table has columns (a blank cell) has no column for its figures (they are recorded
-without a header), and a table whose rows the text layer breaks one cell a line is not found.
+found the same cells at ~0.33 s a page against ~0.6 ms here, and cut labels mid-word on some
+layouts; the text layer already keeps a row on one line (the figures: `docs/spec/stack.md`).
+
+What this cannot do: a row with fewer figures than the table has columns (a blank cell) has no
+column for its figures (they are recorded without a header), and a table whose rows the text layer
+breaks one cell a line is not found.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ _TOKEN = re.compile(r"\S+")
 _YEAR = re.compile(r"(?<![\d,.$])(?:19[5-9]\d|20\d\d)(?![\d,.%])")
 #: A column of change between two periods: `2015 vs. 2014`, `2018 to 2017`, `2022-2021`.
 _YEARS = re.compile(
-    r"(?<![\d,.$])(?:19[5-9]\d|20\d\d)(?:\s*(?:vs\.?|versus|to|over|[-–])\s*(?:19[5-9]\d|20\d\d))?(?![\d,.%])",
+    r"(?<![\d,.$])(?:19[5-9]\d|20\d\d)"
+    r"(?:\s*(?:vs\.?|versus|to|over|[-–])\s*(?:19[5-9]\d|20\d\d))?(?![\d,.%])",
     re.IGNORECASE,
 )
 _MONTH = (
@@ -41,8 +44,10 @@ _MONTH = (
 _MONTH_START = re.compile(rf"{_MONTH}(?:\s|$)", re.IGNORECASE)
 _DATE = re.compile(rf"\b{_MONTH}\s+\d{{1,2}},?\s+(?:19|20)\d\d\b", re.IGNORECASE)
 _MONTH_DAY = re.compile(rf"\b{_MONTH}\s+\d{{1,2}}\b,?", re.IGNORECASE)
+#: A period group heading several columns: `Three Months Ended`, `Years ended`, `52 weeks ended`.
 _GROUP = re.compile(
-    r"\b(?:(?:three|six|nine|twelve|\d{1,2})\s+months|(?:\d{1,2}\s+)?weeks|years?|quarters?|fiscal)\b[^|]{0,60}?\bended\b|\bended\b",
+    r"\b(?:(?:three|six|nine|twelve|\d{1,2})\s+months|(?:\d{1,2}\s+)?weeks|years?|quarters?|fiscal)\b"
+    r"[^|]{0,60}?\bended\b|\bended\b",
     re.IGNORECASE,
 )
 _UNIT = re.compile(r"\b(thousand|million|billion)s?\b", re.IGNORECASE)
@@ -95,7 +100,8 @@ def find_tables(text: str) -> list[Table]:
 
 def _lines(text: str) -> list[_Line]:
     """The page's lines; a run of text lines of one or two words each (a layout that breaks a
-    heading or label a word a line: `Property` / `and` / `equipment,`) is read as one line."""
+    heading or label a word a line: `Property` / `and` / `equipment,`) is read as one line, of at
+    most about a label's length."""
     out: list[_Line] = []
     offset = 0
     in_run = False  # whether the last line read is a run of word lines
@@ -103,7 +109,7 @@ def _lines(text: str) -> list[_Line]:
         line = _parse_line(raw, offset)
         offset += len(raw) + 1
         if _is_word_line(line):
-            if in_run and not _starts_element(line.text):
+            if in_run and not _starts_element(line.text) and len(out[-1].text) < _MAX_LABEL:
                 out[-1] = _joined(out[-1], line)
                 continue
             in_run = True
