@@ -89,7 +89,7 @@ class SpanResolver:
             start=report.start,
             end=report.end,
             text=text,
-            section_path=list(chunk.section_path) if chunk is not None else [],
+            section_path=list(chunk.heading_path) if chunk is not None else [],
             via=report.via,
             artifact_name=report.artifact_name,
             score=report.score if report.score is not None and math.isfinite(report.score) else None,

@@ -56,7 +56,7 @@ def shared_key(line: str) -> str:
     return _SPACES.sub(" ", line.casefold()).strip()
 
 
-def _is_toc(text: str) -> bool:
+def is_contents(text: str) -> bool:
     """Mostly "title … page" lines whose page numbers run forward. A table of figures is not one:
     its rows carry several numbers each ("Net income $ 709 $ 621 $ 565"), and its last columns do
     not count up the way page numbers do."""
@@ -113,7 +113,7 @@ def find_boilerplate(pages_by_source: Mapping[str, Sequence[Page]]) -> Boilerpla
             lines = page.text.split("\n")
             on_pages.update({hash(key) for key in map(line_key, lines) if len(key) >= MIN_LINE_CHARS})
             in_doc.update(hash(k) for k in map(shared_key, lines) if len(k) >= MIN_SHARED_LINE_CHARS)
-            if _is_toc(page.text):
+            if is_contents(page.text):
                 contents.add((source, page.page))
         docs_with.update(in_doc)
         threshold = max(MIN_RUNNING_PAGES, math.ceil(RUNNING_SHARE * len(pages)))

@@ -168,7 +168,35 @@ def chunk_pages(
     if not structured:
         # Structure is ignored for cutting, but a chunk still says which section it starts in.
         chunks = [_with_section(c, pages) for c in chunks]
-    return chunks
+    return _with_outline(chunks, pages)
+
+
+def _with_outline(chunks: list[Chunk], pages: list[Page]) -> list[Chunk]:
+    """Each chunk's path in the pages' outline (`Page.outline`), where it differs from its section
+    path: the heading stack at the chunk's start, carried across pages."""
+    if all(page.outline is None for page in pages):
+        return chunks
+    order = sorted(range(len(chunks)), key=lambda i: (chunks[i].page, chunks[i].start))
+    paths: dict[int, list[str]] = {}
+    tracker = SectionTracker()
+    k = 0
+    for page in sorted(pages, key=lambda p: p.page):
+        headings = sorted(page.outline if page.outline is not None else page.headings, key=lambda h: h.start)
+        h = 0
+        while k < len(order) and chunks[order[k]].page == page.page:
+            while h < len(headings) and headings[h].start <= chunks[order[k]].start:
+                tracker.enter(headings[h])
+                h += 1
+            paths[order[k]] = tracker.path
+            k += 1
+        for heading in headings[h:]:
+            tracker.enter(heading)
+    return [
+        chunk
+        if paths.get(i, chunk.section_path) == chunk.section_path
+        else dataclasses.replace(chunk, outline_path=paths[i])
+        for i, chunk in enumerate(chunks)
+    ]
 
 
 def table_header(

@@ -18,7 +18,8 @@ from sleuth.format.text import normalize_text
 #: since page text from the old rules would no longer agree with new chunks and groundings.
 #: 3: PDF text repairs ff ligatures the text layer dropped (`format.text.repair_dropped_ligatures`).
 #: 4: PDF pages record the tables found in their text (`parse.layout_tables`, issue 25 item 2).
-TEXT_VERSION = 4
+#: 5: PDF pages record their outline (`Page.outline`, issue 25 item 5).
+TEXT_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,11 @@ class Page:
     text: str
     headings: list[Heading] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
+    #: The page's headings for the document's outline, where they differ from `headings` (which cut
+    #: chunks and head their embeddings, as the index was tuned): a PDF's numbered headings without
+    #: its contents page's entries and with the ones its text layer breaks a word a line (issue 25,
+    #: item 5). None: the outline is `headings`.
+    outline: list[Heading] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -97,6 +103,8 @@ class Page:
         }
         if self.tables:
             data["tables"] = [t.to_json() for t in self.tables]
+        if self.outline is not None:
+            data["outline"] = [{"level": h.level, "text": h.text, "start": h.start} for h in self.outline]
         return data
 
     @classmethod
@@ -106,6 +114,9 @@ class Page:
             text=str(data["text"]),
             headings=[Heading(int(h["level"]), str(h["text"]), int(h["start"])) for h in data["headings"]],
             tables=[Table.from_json(t) for t in data.get("tables", [])],
+            outline=[Heading(int(h["level"]), str(h["text"]), int(h["start"])) for h in data["outline"]]
+            if "outline" in data
+            else None,
         )
 
 

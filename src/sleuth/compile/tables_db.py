@@ -94,7 +94,7 @@ def write_tables(
             db.executemany(
                 "INSERT INTO _chunks VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
-                    (c.id, c.source_path, c.page, c.start, c.end, json.dumps(c.section_path), c.tokens)
+                    (c.id, c.source_path, c.page, c.start, c.end, json.dumps(c.heading_path), c.tokens)
                     for c in chunks
                 ),
             )

@@ -19,11 +19,20 @@ class Chunk(PageSpan):
     #: headers and unit (`Consolidated Statement of Cash Flows: Years ended December 31 2018 | …
     #: (millions)`), shown with the chunk so its figures keep their periods. Not part of the span.
     table_header: str | None = None
+    #: The chunk's place in the document's outline where it differs from `section_path` (which heads
+    #: its embedding, as the index was tuned): see `compile.pages.Page.outline` (issue 25, item 5).
+    outline_path: list[str] | None = None
+
+    @property
+    def heading_path(self) -> list[str]:
+        """The full heading path a reader is shown and SQL and `read_section` scope by."""
+        return self.outline_path if self.outline_path is not None else self.section_path
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)  # every field, in order: the line of `chunks/<source>.jsonl`
-        if data["table_header"] is None:
-            del data["table_header"]  # as chunks were written before tables had headers
+        for optional in ("table_header", "outline_path"):
+            if data[optional] is None:
+                del data[optional]  # as chunks were written before these existed
         return data
 
     @classmethod
@@ -39,4 +48,5 @@ class Chunk(PageSpan):
             tokens=int(data["tokens"]),
             sha256=data["sha256"],
             table_header=data.get("table_header"),
+            outline_path=list(data["outline_path"]) if data.get("outline_path") is not None else None,
         )

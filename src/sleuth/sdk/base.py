@@ -75,7 +75,7 @@ class KnowledgeBase:
     ) -> Hit:
         c = ctx.reader.chunks[chunk_id]
         span = self.evidence.register(
-            ctx.slug, c.source_path, c.page, c.start, c.end, c.text, c.section_path, via, artifact
+            ctx.slug, c.source_path, c.page, c.start, c.end, c.text, c.heading_path, via, artifact
         )
         self.evidence.note_score(span, score)
         return Hit.from_span(chunk_id, score, "chunk", span, c.table_header)

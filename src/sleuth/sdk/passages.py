@@ -79,7 +79,7 @@ class Passages(KnowledgeBase):
             ctx, chunk = self._locate(source, context)
             chunks = ctx.reader.source_chunks(chunk.source_path)
             at = ctx.reader.chunk_position(chunk.id)
-            path = chunk.section_path
+            path = chunk.heading_path
         else:
             ctx, source_path = self._document(source, context)
             chunks = ctx.reader.source_chunks(source_path)
@@ -99,7 +99,7 @@ class Passages(KnowledgeBase):
     ) -> Passage:
         hits = [self._chunk_hit(ctx, c.id, 0.0) for c in chunks]
         text = "\n".join(f"[{h.ref} p.{h.page}] {h.chunk_text}" for h in hits)
-        common = _common_prefix([c.section_path for c in chunks])
+        common = _common_prefix([c.heading_path for c in chunks])
         pages = list(dict.fromkeys(c.page for c in chunks))
         return Passage(ctx.slug, source_path, pages, common, hits, text, truncated)
 
@@ -197,17 +197,17 @@ def _is_path(source: Any) -> bool:
 def _within_section(chunk: Chunk, path: list[str]) -> bool:
     """Under the heading path `path`; with no heading (text before the first one), only chunks that
     have none either."""
-    return chunk.section_path[: len(path)] == path if path else not chunk.section_path
+    return chunk.heading_path[: len(path)] == path if path else not chunk.heading_path
 
 
 def _find_section(chunks: Sequence[Chunk], section: str, source_path: str) -> tuple[int, list[str]]:
     """The first chunk under a heading that contains `section`, and the heading path to that heading."""
     wanted = section.casefold().strip()
     for position, chunk in enumerate(chunks):
-        for depth, heading in enumerate(chunk.section_path):
+        for depth, heading in enumerate(chunk.heading_path):
             if wanted in heading.casefold():
-                return position, chunk.section_path[: depth + 1]
-    headings = list(dict.fromkeys(h for c in chunks for h in c.section_path))
+                return position, chunk.heading_path[: depth + 1]
+    headings = list(dict.fromkeys(h for c in chunks for h in c.heading_path))
     close = difflib.get_close_matches(section, headings, n=5, cutoff=0.3)
     raise NotFoundError(
         f"no heading of {source_path} contains {section!r}"

@@ -265,7 +265,7 @@ class Searches(KnowledgeBase):
                     c.start,
                     c.end,
                     c.text,
-                    c.section_path,
+                    c.heading_path,
                     "artifact",
                     meta["name"],
                 )

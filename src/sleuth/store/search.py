@@ -811,5 +811,5 @@ class VersionReader:
             start=c.start,
             end=c.end,
             text=c.text,
-            section_path=c.section_path,
+            section_path=c.heading_path,
         )

@@ -8,10 +8,12 @@ which is what most filings and policies use.
 from __future__ import annotations
 
 import io
+import itertools
 import re
 
 import pypdfium2 as pdfium
 
+from sleuth.compile.boilerplate import is_contents
 from sleuth.compile.pages import Heading, Page, ParsedSource, ParseError
 from sleuth.compile.parse.layout_tables import find_tables
 from sleuth.format.pdfium_lock import PDFIUM
@@ -22,6 +24,11 @@ _NUMBERED = [
     (re.compile(r"^ITEM\s+\d{1,2}[A-C]?\.?(\s.{0,100})?$", re.IGNORECASE), 2),
     (re.compile(r"^(\d{1,2}(?:\.\d{1,2}){0,3})\.?\s+[A-Z][^.!?]{1,80}$"), 0),  # level from depth
 ]
+
+
+_LONE_LEAD = re.compile(r"^(?:ITEM|PART)$", re.IGNORECASE)
+_DASHED_ITEM = re.compile(r"^ITEM\s+\d{1,2}[A-C]?\.?\s*[-–—:]\s*[A-Z].{0,100}$", re.IGNORECASE)
+_SPLIT_HEADING_LINES = 8  # words of a heading set one a line: `Item 1A. Risk Factors` is four
 
 
 def parse(data: bytes, *, tables: bool = True) -> ParsedSource:
@@ -43,6 +50,9 @@ def parse(data: bytes, *, tables: bool = True) -> ParsedSource:
     else:
         for page in pages:
             page.headings = _numbered_headings(page.text)
+            outline = [] if is_contents(page.text) else _numbered_headings(page.text, join_split=True)
+            if outline != page.headings:
+                page.outline = outline
     if tables:
         for page in pages:
             page.tables = find_tables(page.text)
@@ -102,18 +112,45 @@ def _headings_from_toc(pages: list[Page], toc: list[tuple[int, str, int]]) -> No
         page.headings.sort(key=lambda h: (h.start, h.level))
 
 
-def _numbered_headings(text: str) -> list[Heading]:
+def _numbered_headings(text: str, join_split: bool = False) -> list[Heading]:
+    """Lines that read as numbered headings. `join_split` (the outline's reading) also reads a lone
+    `Item` or `PART` line with the short lines after it (`Item` / `1A.` / `RISK` / `FACTORS`), as a
+    text layer that sets a heading a word a line gives it, and `Item 1A—Risk Factors`."""
     headings: list[Heading] = []
-    offset = 0
-    for line in text.split("\n"):
+    lines = text.split("\n")
+    offsets = list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))
+    for index, line in enumerate(lines):
         stripped = line.strip()
-        if 3 <= len(stripped) <= 100:
-            for pattern, level in _NUMBERED:
-                match = pattern.match(stripped)
-                if match:
-                    if level == 0:
-                        level = min(match.group(1).count(".") + 1, 6)
-                    headings.append(Heading(level, stripped, offset + line.index(stripped)))
-                    break
-        offset += len(line) + 1
+        if join_split and _LONE_LEAD.match(stripped):
+            stripped = _joined_heading(lines, index)
+        heading = _numbered(stripped)
+        if heading is None and join_split and _DASHED_ITEM.match(stripped):
+            heading = (2, stripped)  # `Item 1A—Risk Factors`
+        if heading is not None:
+            level, heading_text = heading
+            start = offsets[index] + (line.index(line.strip()) if line.strip() else 0)
+            headings.append(Heading(level, heading_text, start))
     return headings
+
+
+def _numbered(stripped: str) -> tuple[int, str] | None:
+    if not 3 <= len(stripped) <= 100:
+        return None
+    for pattern, level in _NUMBERED:
+        match = pattern.match(stripped)
+        if match:
+            if level == 0:
+                level = min(match.group(1).count(".") + 1, 6)
+            return level, stripped
+    return None
+
+
+def _joined_heading(lines: list[str], index: int) -> str:
+    """`Item` and the short lines after it, up to the first that is not short (a heading's words)."""
+    parts = [lines[index].strip()]
+    for line in lines[index + 1 : index + 1 + _SPLIT_HEADING_LINES]:
+        words = line.split()
+        if not words or len(words) > 3:
+            break
+        parts.append(" ".join(words))
+    return " ".join(parts)
