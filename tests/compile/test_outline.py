@@ -9,7 +9,7 @@ from pathlib import Path
 
 from sleuth.compile.chunking import chunk_pages
 from sleuth.compile.manifest import Chunking
-from sleuth.compile.pages import Page
+from sleuth.compile.pages import Heading, Page
 from sleuth.compile.parse import parse_source
 from sleuth.compile.pipeline import compile_context
 from sleuth.format.chunks import Chunk
@@ -76,3 +76,47 @@ def test_sql_and_read_section_scope_by_the_outline(tmp_path: Path, home: Home) -
     section = kb.read_section("uploads/filings/alder-2023.pdf", section="risk factors")
     assert section.pages == [3, 4] and section.section_path == ["Item 1A. RISK FACTORS"]
     assert "order system" in section.text
+
+
+def test_split_headings_mid_page_and_headings_a_chunk_opens_with(tmp_path: Path) -> None:
+    body = "Revenue rose by ten percent in the year, and margins held up despite higher steel prices."
+    split = ["Item", "7.", "MANAGEMENT'S", "DISCUSSION"]
+    closing = ["Item 8. Financial Statements", "The statements follow the notes to them."]
+    middle = "\n".join(["Item 6. Selected Data", "Five years.", *split, body, body, *closing])
+    part = "PART II\nItem 5. Market for Common Equity\nOur shares trade on the exchange under ALDR."
+    pdf = make_pdf(tmp_path / "r.pdf", [CONTENTS, middle, part])
+    pages = parse_source(pdf).pages
+    assert [h.text for h in pages[1].outline or []] == [
+        "Item 6. Selected Data",
+        "Item 7. MANAGEMENT'S DISCUSSION",  # the title ends where the capitals do
+        "Item 8. Financial Statements",
+    ]
+    chunks = chunk_pages("r.pdf", pages, Chunking())
+    paths = [c.heading_path for c in chunks if c.page > 1]
+    # Item 7 opens the first half of the chunk that holds it (Item 8 cuts the next one): not lost
+    assert ["Item 7. MANAGEMENT'S DISCUSSION"] in paths and ["Item 8. Financial Statements"] in paths
+    # `PART II` alone on its line is merged with the item under it: the chunk is under both
+    assert paths[-1] == ["PART II", "Item 5. Market for Common Equity"]
+
+
+def test_a_split_heading_stops_where_its_title_does() -> None:
+    cases = {
+        "Item\n2.\nPROPERTIES\nWe own\ntwo plants": "Item 2. PROPERTIES",
+        "Item\n1A.\nRisk Factors\nOverview\nThe company": "Item 1A. Risk Factors",
+        "Item\n7.\nManagement's Discussion\nand Analysis\nRevenue rose by ten percent": (
+            "Item 7. Management's Discussion and Analysis"
+        ),
+        "Item\nof the plan\nwe describe": None,  # `Item` without its number is no heading
+    }
+    for text, heading in cases.items():
+        page = make_pdf_text(text)
+        assert [h.text for h in page] == ([heading] if heading else []), text
+    part = [h.text for h in make_pdf_text("PART\nII\nItem\n5.\nMarket")]
+    assert part == ["PART II", "Item 5. Market"]
+
+
+def make_pdf_text(text: str) -> list[Heading]:
+    """The outline's headings of a page of `text` (the parser's reading of its lines)."""
+    from sleuth.compile.parse.pdf import _numbered_headings
+
+    return _numbered_headings(text, join_split=True)

@@ -173,7 +173,10 @@ def chunk_pages(
 
 def _with_outline(chunks: list[Chunk], pages: list[Page]) -> list[Chunk]:
     """Each chunk's path in the pages' outline (`Page.outline`), where it differs from its section
-    path: the heading stack at the chunk's start, carried across pages."""
+    path: the heading stack carried across pages, with every heading that starts before the chunk's
+    middle entered. A heading the outline adds does not cut chunks: one it reads inside a chunk
+    (`Item` / `7.` / `MANAGEMENT'S …` mid-page) heads that chunk when it opens its first half, and
+    the headings a chunk opens with (`PART II` / `Item 5. …`, merged into one chunk) all head it."""
     if all(page.outline is None for page in pages):
         return chunks
     order = sorted(range(len(chunks)), key=lambda i: (chunks[i].page, chunks[i].start))
@@ -183,8 +186,11 @@ def _with_outline(chunks: list[Chunk], pages: list[Page]) -> list[Chunk]:
     for page in sorted(pages, key=lambda p: p.page):
         headings = sorted(page.outline if page.outline is not None else page.headings, key=lambda h: h.start)
         h = 0
+        reach = 0  # headings starting before this offset are entered: never goes back
         while k < len(order) and chunks[order[k]].page == page.page:
-            while h < len(headings) and headings[h].start <= chunks[order[k]].start:
+            chunk = chunks[order[k]]
+            reach = max(reach, chunk.start + 1, (chunk.start + chunk.end) // 2)
+            while h < len(headings) and headings[h].start < reach:
                 tracker.enter(headings[h])
                 h += 1
             paths[order[k]] = tracker.path

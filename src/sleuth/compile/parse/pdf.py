@@ -27,6 +27,8 @@ _NUMBERED = [
 
 
 _LONE_LEAD = re.compile(r"^(?:ITEM|PART)$", re.IGNORECASE)
+_CONNECTOR = re.compile(r"^(?:and|of|for|in|on|to|the|&)\b", re.IGNORECASE)
+_SPLIT_NUMBER = re.compile(r"^(?:\d{1,2}[A-C]?|[IVX]{1,4})\.?$", re.IGNORECASE)
 _DASHED_ITEM = re.compile(r"^ITEM\s+\d{1,2}[A-C]?\.?\s*[-–—:]\s*[A-Z].{0,100}$", re.IGNORECASE)
 _SPLIT_HEADING_LINES = 8  # words of a heading set one a line: `Item 1A. Risk Factors` is four
 
@@ -146,11 +148,31 @@ def _numbered(stripped: str) -> tuple[int, str] | None:
 
 
 def _joined_heading(lines: list[str], index: int) -> str:
-    """`Item` and the short lines after it, up to the first that is not short (a heading's words)."""
-    parts = [lines[index].strip()]
-    for line in lines[index + 1 : index + 1 + _SPLIT_HEADING_LINES]:
+    """`Item` or `PART`, its number on the next line, and the title words after it set one or a
+    few a line: up to a line that is not such a word (a sentence, a figure, another heading), and in
+    an all-capitals title up to the first line that is not in capitals."""
+    lead = lines[index].strip()
+    following = [line.strip() for line in lines[index + 1 : index + 1 + _SPLIT_HEADING_LINES]]
+    if not following or not _SPLIT_NUMBER.match(following[0]):
+        return lead
+    parts = [lead, following[0]]
+    capitals: bool | None = None
+    for line in following[1:]:
         words = line.split()
-        if not words or len(words) > 3:
+        if (
+            not words
+            or len(words) > 3
+            or _LONE_LEAD.match(line)
+            or any(ch.isdigit() or ch == "$" for ch in line)
+        ):
             break
+        if capitals is None:  # the title's first line
+            if not line[0].isupper():
+                break
+            capitals = line.isupper()
+        elif capitals and not line.isupper():
+            break  # `RISK` / `FACTORS` / `Overview`: the title ended
+        elif not capitals and not _CONNECTOR.match(line):
+            break  # `Risk Factors` / `Overview`: a title in mixed case goes on only with `and …`, `of …`
         parts.append(" ".join(words))
     return " ".join(parts)
