@@ -107,6 +107,11 @@ def test_a_split_heading_stops_where_its_title_does() -> None:
             "Item 7. Management's Discussion and Analysis"
         ),
         "Item\nof the plan\nwe describe": None,  # `Item` without its number is no heading
+        "ITEM\n1A. RISK\nFACTORS\nYou should be aware of the risks": "ITEM 1A. RISK FACTORS",
+        # the number's line is read once: `7. MANAGEMENT'S` is not a heading of its own
+        "ITEM\n7. MANAGEMENT'S\nDISCUSSION\nAND\nANALYSIS\nThe following": (
+            "ITEM 7. MANAGEMENT'S DISCUSSION AND ANALYSIS"
+        ),
     }
     for text, heading in cases.items():
         page = make_pdf_text(text)

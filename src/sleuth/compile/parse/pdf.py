@@ -28,7 +28,7 @@ _NUMBERED = [
 
 _LONE_LEAD = re.compile(r"^(?:ITEM|PART)$", re.IGNORECASE)
 _CONNECTOR = re.compile(r"^(?:and|of|for|in|on|to|the|&)\b", re.IGNORECASE)
-_SPLIT_NUMBER = re.compile(r"^(?:\d{1,2}[A-C]?|[IVX]{1,4})\.?$", re.IGNORECASE)
+_SPLIT_NUMBER = re.compile(r"^(?:\d{1,2}[A-C]?|[IVX]{1,4})\.?(?:\s+(\S+(?:\s+\S+){0,2}))?$", re.IGNORECASE)
 _DASHED_ITEM = re.compile(r"^ITEM\s+\d{1,2}[A-C]?\.?\s*[-–—:]\s*[A-Z].{0,100}$", re.IGNORECASE)
 _SPLIT_HEADING_LINES = 8  # words of a heading set one a line: `Item 1A. Risk Factors` is four
 
@@ -121,10 +121,14 @@ def _numbered_headings(text: str, join_split: bool = False) -> list[Heading]:
     headings: list[Heading] = []
     lines = text.split("\n")
     offsets = list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))
+    skip_to = 0  # lines a split heading read are not read again (`7. MANAGEMENT'S` after `ITEM`)
     for index, line in enumerate(lines):
+        if index < skip_to:
+            continue
         stripped = line.strip()
+        consumed = 0
         if join_split and _LONE_LEAD.match(stripped):
-            stripped = _joined_heading(lines, index)
+            stripped, consumed = _joined_heading(lines, index)
         heading = _numbered(stripped)
         if heading is None and join_split and _DASHED_ITEM.match(stripped):
             heading = (2, stripped)  # `Item 1A—Risk Factors`
@@ -132,6 +136,7 @@ def _numbered_headings(text: str, join_split: bool = False) -> list[Heading]:
             level, heading_text = heading
             start = offsets[index] + (line.index(line.strip()) if line.strip() else 0)
             headings.append(Heading(level, heading_text, start))
+            skip_to = index + 1 + consumed
     return headings
 
 
@@ -147,16 +152,18 @@ def _numbered(stripped: str) -> tuple[int, str] | None:
     return None
 
 
-def _joined_heading(lines: list[str], index: int) -> str:
+def _joined_heading(lines: list[str], index: int) -> tuple[str, int]:
     """`Item` or `PART`, its number on the next line, and the title words after it set one or a
     few a line: up to a line that is not such a word (a sentence, a figure, another heading), and in
-    an all-capitals title up to the first line that is not in capitals."""
+    an all-capitals title up to the first line that is not in capitals. Also the lines it read."""
     lead = lines[index].strip()
     following = [line.strip() for line in lines[index + 1 : index + 1 + _SPLIT_HEADING_LINES]]
-    if not following or not _SPLIT_NUMBER.match(following[0]):
-        return lead
+    number = _SPLIT_NUMBER.match(following[0]) if following else None
+    if number is None:
+        return lead, 0
     parts = [lead, following[0]]
-    capitals: bool | None = None
+    rest = number.group(1) or ""  # `1A. RISK` / `FACTORS`: the title may start beside the number
+    capitals: bool | None = rest.isupper() if rest else None
     for line in following[1:]:
         words = line.split()
         if (
@@ -175,4 +182,4 @@ def _joined_heading(lines: list[str], index: int) -> str:
         elif not capitals and not _CONNECTOR.match(line):
             break  # `Risk Factors` / `Overview`: a title in mixed case goes on only with `and …`, `of …`
         parts.append(" ".join(words))
-    return " ".join(parts)
+    return " ".join(parts), len(parts) - 1
