@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sleuth.compile.pages import Page
+from sleuth.format.dates import MONTH_NAMES, MONTHS
 from sleuth.format.identity import (
     DOC_TYPES,
     NAME_SPLIT,
@@ -33,31 +34,9 @@ IDENTITY_VERSION = 4
 LEAD_CHARS = 4_000  # how much of the first pages is read: covers and front matter, not the body
 COVER_CHARS = 600  # where a document says what it is; further in, "annual report" is a mention
 
-_MONTHS = {
-    m: i
-    for i, names in enumerate(
-        (
-            ("jan", "january"),
-            ("feb", "february"),
-            ("mar", "march"),
-            ("apr", "april"),
-            ("may",),
-            ("jun", "june"),
-            ("jul", "july"),
-            ("aug", "august"),
-            ("sep", "sept", "september"),
-            ("oct", "october"),
-            ("nov", "november"),
-            ("dec", "december"),
-        ),
-        1,
-    )
-    for m in names
-}
-_MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
 _PERIOD_END = re.compile(
     rf"\b(?P<span>fiscal year|year|quarter(?:ly period)?|period|(?:three|six|nine|twelve) months)"
-    rf"\s+ended\s+(?P<month>{_MONTH})\.?\s+(?P<day>\d{{1,2}}),?\s+(?P<year>(?:19|20)\d\d)\b",
+    rf"\s+ended\s+(?P<month>{MONTH_NAMES})\.?\s+(?P<day>\d{{1,2}}),?\s+(?P<year>(?:19|20)\d\d)\b",
     re.IGNORECASE,
 )
 _QUARTER = re.compile(r"(?<![A-Za-z])(?:Q(?P<q1>[1-4])|(?P<q2>[1-4])Q)(?![0-9A-Za-z])", re.IGNORECASE)
@@ -108,7 +87,7 @@ def _stated_end(lead: str) -> _StatedEnd | None:
     ended = _PERIOD_END.search(lead)
     if ended is None:
         return None
-    month = _MONTHS[ended.group("month").casefold().rstrip(".")]
+    month = MONTHS[ended.group("month").casefold().rstrip(".")]
     return _StatedEnd(
         ended.group("span").casefold(), int(ended.group("year")), month, int(ended.group("day"))
     )

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from sleuth.compile.pages import Page, Table, TableRow
 from sleuth.compile.typed_tables import coerce
+from sleuth.format.dates import MONTHS
 from sleuth.format.spans import PageSpan
 
 _YEAR = re.compile(r"(?<!\d)(?:19[5-9]\d|20\d\d)(?!\d)")
@@ -24,7 +25,6 @@ _DATE = re.compile(
     re.IGNORECASE,
 )
 _CHANGE = re.compile(r"(?:19|20)\d\d\s*(?:vs\.?|versus|to|over|[-–])\s*(?:19|20)\d\d", re.IGNORECASE)
-_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 #: At most this many characters of a label, header or cell text are kept (a runaway row stays small).
 _MAX_TEXT = 300
 
@@ -132,7 +132,7 @@ def _period(header: str) -> tuple[int | None, str | None]:
         return None, None  # a change between periods, or a header that does not say which year
     date = _DATE.search(header)
     if date:
-        month = _MONTHS.index(date.group(1)[:3].lower()) + 1
+        month = MONTHS[date.group(1).lower()]
         try:
             return int(date.group(3)), dt.date(int(date.group(3)), month, int(date.group(2))).isoformat()
         except ValueError:

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from sleuth.agent.extractive import content_words
+from sleuth.format.dates import MONTH_NAMES
 from sleuth.models.base import CompletionParams, Message, Model, ModelError
 
 __all__ = [
@@ -91,10 +92,7 @@ _NEGATIVE_CUE = re.compile(
     r"reduc\w*|shr[iau]nk\w*|contract\w*|outflow\w*|less)\b",
     re.IGNORECASE,
 )
-_MONTH = (
-    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
-    r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
-)
+_MONTH = rf"(?:{MONTH_NAMES})\.?"
 _MONTH_BEFORE = re.compile(rf"\b{_MONTH}\s+$", re.IGNORECASE)
 _MONTH_AFTER = re.compile(rf"\s+{_MONTH}\b", re.IGNORECASE)
 _PERIOD_AFTER = re.compile(r"\s*-?\s*(?:months?|years?|weeks?|quarters?|days?)\b", re.IGNORECASE)

@@ -22,6 +22,7 @@ import math
 import re
 import unicodedata
 
+from sleuth.format.dates import MONTHS
 from sleuth.format.text import TYPOGRAPHIC
 
 __all__ = ["date_in", "number_in", "text_in"]
@@ -50,27 +51,6 @@ _NUMBER = re.compile(
     re.IGNORECASE,
 )
 _WORD_NUMBER = re.compile(r"\b(" + "|".join(sorted(_WORDS, key=len, reverse=True)) + r")\b", re.IGNORECASE)
-_MONTHS = {
-    m: i
-    for i, names in enumerate(
-        [
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ],
-        start=1,
-    )
-    for m in names
-}
 _ISO = re.compile(r"^(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?")
 
 
@@ -133,7 +113,7 @@ def date_in(value: str, text: str) -> bool:
     if month is None:
         return True
     mo = int(month)
-    names = [name for name, number in _MONTHS.items() if number == mo]
+    names = [name for name, number in MONTHS.items() if number == mo]
     written = any(re.search(rf"\b{name}\b", folded) for name in names)
     numeric = re.search(rf"(?<!\d)0?{mo}[/.-]", folded) or re.search(rf"{year}-0?{mo}(?!\d)", folded)
     if not (written or numeric):

@@ -24,6 +24,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from sleuth.compile.pages import Table, TableRow
+from sleuth.format.dates import MONTH_NAMES
 
 #: A figure: an optional currency sign, a number with thousands separators or decimals, parentheses
 #: for a negative, an optional percent sign; or a dash standing for nil.
@@ -37,10 +38,7 @@ _YEARS = re.compile(
     r"(?:\s*(?:vs\.?|versus|to|over|[-–])\s*(?:19[5-9]\d|20\d\d))?(?![\d,.%])",
     re.IGNORECASE,
 )
-_MONTH = (
-    r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
-    r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"
-)
+_MONTH = rf"(?:{MONTH_NAMES})\.?"
 _MONTH_START = re.compile(rf"{_MONTH}(?:\s|$)", re.IGNORECASE)
 _DATE = re.compile(rf"\b{_MONTH}\s+\d{{1,2}},?\s+(?:19|20)\d\d\b", re.IGNORECASE)
 _MONTH_DAY = re.compile(rf"\b{_MONTH}\s+\d{{1,2}}\b,?", re.IGNORECASE)
