@@ -205,19 +205,16 @@ def _with_outline(chunks: list[Chunk], pages: list[Page]) -> list[Chunk]:
     ]
 
 
-def table_header(
-    page: Page, start: int, end: int, row_starts: dict[int, list[int]] | None = None
-) -> str | None:
+def table_header(page: Page, start: int, end: int, row_starts: dict[int, list[int]]) -> str | None:
     """The header of the table whose rows `[start, end)` holds, when the header lies above `start`
     (issue 25, item 2): caption, column headers and unit, at most `MAX_TABLE_HEADER` characters.
     `row_starts` keeps each table's row offsets between the calls for one page's chunks."""
-    cache = {} if row_starts is None else row_starts
     for table in page.tables:
         if len(table.rows) < 2 or table.rows[0].start >= start:
             continue
-        starts = cache.get(id(table))
+        starts = row_starts.get(id(table))
         if starts is None:
-            starts = cache[id(table)] = [row.start for row in table.rows[1:]]
+            starts = row_starts[id(table)] = [row.start for row in table.rows[1:]]
         first = bisect.bisect_left(starts, start)  # rows are in page order
         if first == len(starts) or starts[first] >= end:
             continue

@@ -28,6 +28,13 @@ class Heading:
     text: str
     start: int  # offset of the heading line in the page text
 
+    def to_json(self) -> dict[str, Any]:
+        return {"level": self.level, "text": self.text, "start": self.start}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Heading:
+        return cls(int(data["level"]), str(data["text"]), int(data["start"]))
+
 
 @dataclass(frozen=True)
 class TableRow:
@@ -99,12 +106,12 @@ class Page:
         data: dict[str, Any] = {
             "page": self.page,
             "text": self.text,
-            "headings": [{"level": h.level, "text": h.text, "start": h.start} for h in self.headings],
+            "headings": [h.to_json() for h in self.headings],
         }
         if self.tables:
             data["tables"] = [t.to_json() for t in self.tables]
         if self.outline is not None:
-            data["outline"] = [{"level": h.level, "text": h.text, "start": h.start} for h in self.outline]
+            data["outline"] = [h.to_json() for h in self.outline]
         return data
 
     @classmethod
@@ -112,11 +119,9 @@ class Page:
         return cls(
             page=int(data["page"]),
             text=str(data["text"]),
-            headings=[Heading(int(h["level"]), str(h["text"]), int(h["start"])) for h in data["headings"]],
+            headings=[Heading.from_json(h) for h in data["headings"]],
             tables=[Table.from_json(t) for t in data.get("tables", [])],
-            outline=[Heading(int(h["level"]), str(h["text"]), int(h["start"])) for h in data["outline"]]
-            if "outline" in data
-            else None,
+            outline=[Heading.from_json(h) for h in data["outline"]] if "outline" in data else None,
         )
 
 

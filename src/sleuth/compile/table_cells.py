@@ -18,6 +18,7 @@ from sleuth.compile.pages import Page, Table, TableRow
 from sleuth.compile.typed_tables import coerce
 from sleuth.format.dates import MONTHS
 from sleuth.format.spans import PageSpan
+from sleuth.format.text import collapsed
 
 _YEAR = re.compile(r"(?<!\d)(?:19[5-9]\d|20\d\d)(?!\d)")
 _DATE = re.compile(
@@ -142,4 +143,4 @@ def _period(header: str) -> tuple[int | None, str | None]:
 
 
 def _short(text: str) -> str:
-    return " ".join(text.split())[:_MAX_TEXT]
+    return collapsed(text)[:_MAX_TEXT]
