@@ -65,9 +65,9 @@ def _variants(scope: PlannerScope) -> dict[str, str]:
         "general": plain.general(),
         "general follow-up": follow_up.general(),
         "general named": named.general(),
-        "general named, figure": named.general(FigureAsk(("revenue",), 2022, ("mirror",))),
+        "general named, figure": named.general(FigureAsk(("revenue",), ("mirror",), years=(2022,))),
         "general, figure in two contexts": plain.general(
-            FigureAsk(("revenue",), None, ("acme", "mirror"), True)
+            FigureAsk(("revenue",), ("acme", "mirror"), True, ("revenue", "cost"), (2021, 2022))
         ),
         # a drill runs after the search step, in the same REPL: it reads that step's results
         "search, drill artifact and sources": follow_up.general()

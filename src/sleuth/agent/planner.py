@@ -25,7 +25,6 @@ from typing import Any, Literal
 from sleuth.agent.extractive import (
     PRONOUNS,
     asked_quantity,
-    asked_year,
     asked_years,
     asks_computation,
     content_words,
@@ -139,6 +138,7 @@ class OfflinePlanner:
         self._words = content_words(self._ask)
         self._query = self._search_query()
         self.code = StepCode(self._ask, self._query, scope)
+        self._figure = self._figure_ask()
         self.detected_class: QuestionClass = "general" if general_only else classify(self._ask)
         self._target: Target | None = None
         if self.detected_class in ("count", "list"):
@@ -282,11 +282,10 @@ class OfflinePlanner:
 
     def _general_search(self, done: int) -> Reply:
         self.question_class = "general"
-        figure = self._figure_ask()
         what = "Search the source chunks and the artifacts"
-        if figure is not None:
+        if self._figure is not None:
             what += ", and read the table cells of the asked quantity on the top pages"
-        return self._run(done, self.code.general(figure), what + ".")
+        return self._run(done, self.code.general(self._figure), what + ".")
 
     def _figure_ask(self) -> FigureAsk | None:
         """A "what was / how much" question whose quantity has a name, over contexts with `_cells`
@@ -295,14 +294,8 @@ class OfflinePlanner:
         contexts = tuple(s for s in self.scope.slugs if self.scope.has_table(s, "_cells"))
         if not quantity or not contexts:
             return None
-        computed = asks_computation(self._ask)
         return FigureAsk(
-            tuple(quantity),
-            asked_year(self._ask),
-            contexts,
-            computed,
-            tuple(self._words),
-            asked_years(self._ask),
+            tuple(quantity), contexts, asks_computation(self._ask), tuple(self._words), asked_years(self._ask)
         )
 
     # ------------------------------------------------------------------------ decisions
@@ -351,7 +344,7 @@ class OfflinePlanner:
             rest = [r for r in _top_labels(searched) if r != ref]
             return _Finish(sentence, [ref, *rest][:FINAL_EVIDENCE])
         rows = [f for f in map(_stated, plan.get("rows") or []) if f is not None]
-        if rows and asks_computation(self._ask):
+        if rows and self._figure is not None and self._figure.exact:
             # A computed quantity the planner cannot work out: the figures the question names
             lines = [
                 "The figures the question names, as the tables state them (working out the answer "

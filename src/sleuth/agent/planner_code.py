@@ -5,6 +5,7 @@ by the tests (`tests/agent/test_planner_code.py`), since no linter sees code bui
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 from sleuth.agent.extractive import (
@@ -16,21 +17,26 @@ from sleuth.agent.planner_scope import (
     Target,
     quote_ident,
 )
+from sleuth.store.text import stem
 
 MAX_PLAN_CHARS = 2000  # the whole `#PLAN …` line
 FIGURE_PAGES = 8  # pages of the top hits whose table cells a figure question reads
+_CELL_COLUMNS = (
+    'label, section, title, header, year, unit, text, value, source, page, start, "end", column_no'
+)
 _CELLS_SQL = (
-    'SELECT label, section, title, header, year, unit, text, value, source, page, start, "end", column_no '
-    "FROM _cells "
+    f"SELECT {_CELL_COLUMNS} FROM _cells "
     "WHERE source = ? AND page = ? AND value IS NOT NULL AND header IS NOT NULL"
 )
 #: The named documents' cells whose label holds every quantity word, with the size of their table.
 _NAMED_CELLS_SQL = (
-    'SELECT label, section, title, header, year, unit, text, value, source, page, start, "end", column_no, '
-    "(SELECT COUNT(*) FROM _cells t WHERE t.source = c.source AND t.page = c.page "
-    "AND t.table_no = c.table_no) AS size FROM _cells c "
+    f"SELECT {_CELL_COLUMNS}, (SELECT COUNT(*) FROM _cells t WHERE t.source = c.source "
+    "AND t.page = c.page AND t.table_no = c.table_no) AS size FROM _cells c "
     "WHERE source = ? AND value IS NOT NULL AND header IS NOT NULL"
 )
+#: The planner's word stemmer, written into the step: the cells' labels are stemmed in the sandbox
+#: exactly as the question's words were on the host.
+_STEM = inspect.getsource(stem).splitlines()
 FIGURE_NAMED_CELLS = 200  # at most this many of a named document's cells are read
 FIGURE_ROWS = 6  # rows the question names, stated for a computed quantity
 #: Words a row label may hold beyond the question's own and still be named by it.
@@ -65,13 +71,17 @@ class FigureAsk:
     whose tables can answer it."""
 
     quantity: tuple[str, ...]
-    year: int | None
     contexts: tuple[str, ...]
     #: The question asks for a computed quantity: only a row labelled with exactly its words answers.
     exact: bool = False
     #: The question's content words (stemmed) and the years it names: the rows it names are read too.
     words: tuple[str, ...] = ()
     years: tuple[int, ...] = ()
+
+    @property
+    def year(self) -> int | None:
+        """The one year the question names; None for none or several (`extractive.asked_year`)."""
+        return self.years[0] if len(self.years) == 1 else None
 
 
 class StepCode:
@@ -293,16 +303,7 @@ class StepCode:
             f"year = {figure.year!r}  # the one year the question names, or None",
             f"cell_contexts = {list(figure.contexts)!r}  # contexts whose version has `_cells`",
             f"exact = {figure.exact!r}  # a computed quantity: only a row of exactly its words answers",
-            "def stem(w):",
-            "    if len(w) <= 3 or w.isdigit():",
-            "        return w",
-            '    if w.endswith("ies") and len(w) > 4:',
-            '        return w[:-3] + "y"',
-            '    if w.endswith(("sses", "xes", "zes", "ches", "shes")):',
-            "        return w[:-2]",
-            '    if w.endswith("s") and not w.endswith(("ss", "us", "is")):',
-            "        return w[:-1]",
-            "    return w",
+            *_STEM,
             "def words(text):",
             '    return {stem(w) for w in re.findall(r"[a-z0-9]+", (text or "").lower())}',
             f"asked = {sorted(set(figure.words))!r}  # the question's words: rows it names are read too",
@@ -310,6 +311,9 @@ class StepCode:
             f"label_stop = {sorted(LABEL_STOP)!r}",
             "found = {}",
             "named_rows = {}",
+            "def cell_entry(c, path, page):",
+            '    return [c["_evidence"], c["label"][:120], c["header"][:80], c["text"], c["unit"],',
+            '            path, page, c["value"]]',
             "def consider_row(c, rank, path, page):",
             '    core = words(c["label"]) - set(label_stop)',
             '    if "_evidence" not in c or not core or not core <= set(asked) or c["header"] is None:',
@@ -318,10 +322,8 @@ class StepCode:
             "        return",
             '    key = [-len(core), rank, c["column_no"]]',
             '    name = (c["label"].lower(), c["year"])',
-            '    entry = [c["_evidence"], c["label"][:120], c["header"][:80], c["text"], c["unit"],',
-            '             path, page, c["value"]]',
             "    if name not in named_rows or key < named_rows[name][0]:",
-            "        named_rows[name] = (key, entry)",
+            "        named_rows[name] = (key, cell_entry(c, path, page))",
             "def consider(c, rank, path, page):",
             '    label = words(c["label"])',
             '    around = label | words(c["header"]) | words(c["section"])',
@@ -334,10 +336,8 @@ class StepCode:
             "        return",
             "    key = [len(quantity) - inside, len(label - set(quantity)), rank, -c.get('size', 0),",
             '           c["column_no"]]',
-            '    entry = [c["_evidence"], c["label"][:120], c["header"][:80], c["text"], c["unit"],',
-            '             path, page, c["value"]]',
             '    if c["_evidence"] not in found or key < found[c["_evidence"]][0]:',
-            '        found[c["_evidence"]] = (key, entry)',
+            '        found[c["_evidence"]] = (key, cell_entry(c, path, page))',
             "pages = []",
             "for h in [*inside_named, *chunks]:",
             '    key = (h.name, h.fields["page"], h.fields["context"])',
