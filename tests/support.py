@@ -32,6 +32,24 @@ SDK_PRIMITIVES = (
 )
 
 
+#: One line of `make_styled_pdf`: its text, font size in points, and whether it is bold.
+StyledLine = tuple[str, float, bool]
+
+
+def make_styled_pdf(path: Path, pages: list[list[StyledLine]]) -> Path:
+    """A real PDF whose lines are set in the given sizes and weights (Helvetica / Helvetica-Bold),
+    as documents set their headings apart by type."""
+    pdf = FPDF()
+    for lines in pages:
+        pdf.add_page()
+        for text, size, bold in lines:
+            pdf.set_font("Helvetica", style="B" if bold else "", size=size)
+            pdf.multi_cell(0, size * 0.55, text, new_x="LMARGIN", new_y="NEXT")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pdf.output(str(path))
+    return path
+
+
 def make_pdf(
     path: Path,
     pages: list[str],

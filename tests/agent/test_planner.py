@@ -23,6 +23,7 @@ from sleuth.agent.extractive import (
     content_words,
     extractive_answer,
     identifier_tokens,
+    named_tables,
     normalize_word,
 )
 from sleuth.agent.planner import OfflinePlanner, classify, figure_sentence, read_plan
@@ -34,6 +35,7 @@ from sleuth.sandbox import Limits, SandboxHost
 from sleuth.sandbox.host import SandboxUnavailable
 from sleuth.store.home import Home
 from sleuth.store.search import VersionReader
+from tests.support import make_pdf
 
 QUOTE = re.compile(
     r'^According to (?P<source>.+?) \(p\. (?P<page>\d+)\)(?:, under "[^"\n]*")?: '
@@ -483,3 +485,60 @@ def test_a_named_document_is_searched_inside(planner_host: SandboxHost, home: Ho
     plain = OfflinePlanner("What drives revenue?", scope)
     code = plain.complete([Message("user", "What drives revenue?")], [], CompletionParams()).tool_calls[0]
     assert "search_in_sources" not in code.arguments["code"] and "inside_named = []" in code.arguments["code"]
+
+
+@pytest.mark.parametrize(
+    ("ask", "tables"),
+    [
+        ("… by relying on the details shown in the cash flow statement.", [["cash", "flow"]]),
+        ("Based on the balance sheet and the statement of income, what", [["balance", "sheet"], ["income"]]),
+        ("primarily in the statement of financial position", [["financial", "position"]]),
+        ("What is the revenue in the segment table?", [["segment"]]),
+        ("What did the statement say about pensions?", []),  # no table named
+    ],
+)
+def test_named_tables(ask: str, tables: list[list[str]]) -> None:
+    assert named_tables(ask) == tables
+
+
+def test_a_figure_comes_from_the_statement_the_question_names(
+    planner_host: SandboxHost, home: Home, tmp_path: Path
+) -> None:
+    """The same row in a note's table and in the balance sheet: a question that points at the balance
+    sheet is answered from the balance sheet, and `total` need not be in the row's label."""
+    note = "\n".join(
+        [
+            "Note 7. Supplier finance programs",
+            "The amount of accounts payable and merchandise inventories in the balance sheet in",
+            "FY2022 includes the supplier finance amounts below (balance sheet accounts payable).",
+            "SUPPLIER FINANCE OBLIGATIONS",
+            "(in millions)",
+            "2022 2021",
+            "Merchandise inventories 12 10",
+            "Accounts payable 31 29",
+            "Other obligations 4 3",
+        ]
+    )
+    sheet = "\n".join(
+        [
+            "CONSOLIDATED BALANCE SHEETS",
+            "(in millions)",
+            "December 31, 2022 December 31, 2021",
+            "Cash and cash equivalents 140 120",
+            "Merchandise inventories 410 388",
+            "Accounts payable 275 251",
+            "Total current liabilities 690 655",
+        ]
+    )
+    make_pdf(tmp_path / "docs" / "alder-2022.pdf", ["Alder Pumps, Inc. annual report 2022", note, sheet])
+    compile_context("acme", [tmp_path / "docs"], home=home)
+    ctx = home.find("acme")
+    version = ctx.version_dir(ctx.live_version() or "")
+    scope = planner_scope({"acme": version})
+    for ask, figure in (
+        ("Using the balance sheet, what was the FY2022 amount of accounts payable?", "275"),
+        ("What was the total amount of merchandise inventories in FY2022 in the balance sheet?", "410"),
+    ):
+        turn = _drive(planner_host, version, scope, ask)
+        assert f" was {figure} million" in turn.answer.split("\n")[0], turn.answer
+        assert turn.evidence[0].text == figure

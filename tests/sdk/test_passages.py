@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from sleuth.compile.pipeline import compile_context
 from sleuth.sdk.errors import LimitError, NotFoundError
 from sleuth.sdk.knowledge import Knowledge, ScopedContext
 from sleuth.sdk.types import Hit, Passage
+from sleuth.store.home import Home
 from sleuth.store.search import VersionReader
 
 REPORT = "uploads/acme-corpus/reports/annual-report-2025.pdf"
@@ -192,12 +194,29 @@ def test_the_filters_hold_on_their_edges(kb: Knowledge) -> None:
         asyncio.run(kb.search_source("x", top_k=-(10**5000)))
 
 
-def test_read_section_before_the_first_heading_is_that_text_only(kb: Knowledge) -> None:
-    """The report's first page has no heading: its section is the text before the first one."""
+def test_read_section_of_a_heading_read_from_type(kb: Knowledge) -> None:
+    """The report's first page has no numbered heading; its bold letter heading is in the outline
+    (issue 25, item 5), and its section runs to the first numbered one."""
     first = kb.read_page(REPORT, page=1)
-    section = kb.read_section(first.hits[0])
-    assert section.hits and all(not h.section_path for h in section)
+    section = kb.read_section(first.hits[-1])
+    assert section.section_path == ["Letter from the Chief Executive Officer"]
+    assert section.hits and all(h.section_path == section.section_path for h in section)
     assert all(h.page in (1, 2) for h in section)
+
+
+def test_read_section_before_the_first_heading_is_that_text_only(tmp_path: Path, home: Home) -> None:
+    """A document's text before its first heading is a section of its own."""
+    intro = "Alder Pumps serves water utilities. " * 40
+    body = "Pumps are tested for a week before they ship. " * 40
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "guide.md").write_text(f"{intro}\n\n# Testing\n\n{body}\n", encoding="utf-8")
+    compile_context("guide", [tmp_path / "docs"], home=home)
+    ctx = home.find("guide")
+    guide = Knowledge([ScopedContext("guide", ctx.version_dir(ctx.live_version() or ""))])
+    first = guide.read_page("uploads/docs/guide.md", page=1)
+    section = guide.read_section(first.hits[0])
+    assert section.hits and all(not h.section_path for h in section)
+    assert "utilities" in section.text and "tested" not in section.text
 
 
 def test_latest_keeps_what_it_cannot_order() -> None:

@@ -182,6 +182,43 @@ def asked_quantity(ask: str) -> list[str]:
     return out if len(out) <= 6 else []
 
 
+#: A statement or table a question points at: "the cash flow statement", "the statement of income",
+#: "the balance sheet", "the segment table", "schedule of debt maturities".
+_NAMED_TABLE = re.compile(
+    r"(?P<before>(?:[A-Za-z&]+[\s-]+){0,3})(?:statements?|sheets?|tables?|schedules?)\b"
+    r"(?:\s+of\s+(?P<after>[A-Za-z]+(?:\s+[A-Za-z]+){0,2}))?",
+    re.IGNORECASE,
+)
+#: Words around a table's name that do not name it.
+_TABLE_FRAME = frozenset({"consolidated", "condensed", "financial", "primarily", "only", "shown", "outlined"})
+
+
+def named_tables(ask: str) -> list[list[str]]:
+    """The words (stemmed) of each statement or table the question points at: "… shown in the cash
+    flow statement" → `[["cash", "flow"]]`, "the balance sheet and the statement of income" →
+    `[["balance", "sheet"], ["income"]]`. A table whose title holds one of them is the one the
+    question means (a note's extract of the same row is not)."""
+    out: list[list[str]] = []
+    for match in _NAMED_TABLE.finditer(ask):
+        before: list[str] = []
+        for word in reversed(words(match.group("before") or "")):
+            if word in STOP_WORDS or word in _TABLE_FRAME or not word.isalpha():
+                break
+            before.insert(0, word)
+        after: list[str] = []
+        for word in words(match.group("after") or ""):
+            if word in STOP_WORDS:
+                break
+            after.append(word)
+        named = [stem(w) for w in [*before, *after]]
+        kind = match.group(0).split()[-1].lower() if not after else ""
+        if kind.startswith("sheet"):
+            named.append("sheet")  # "balance sheet": the word that makes it one
+        if named and named not in out:
+            out.append(named)
+    return out
+
+
 def asks_computation(ask: str) -> bool:
     """A question about a quantity worked out from others (a ratio, margin, change, average, or one
     it defines): a table row answers it only if the row is that very quantity."""

@@ -29,6 +29,7 @@ from sleuth.agent.extractive import (
     asks_computation,
     content_words,
     identifier_tokens,
+    named_tables,
     normalize_word,
     quoted_phrases,
     raw_words,
@@ -295,7 +296,12 @@ class OfflinePlanner:
         if not quantity or not contexts:
             return None
         return FigureAsk(
-            tuple(quantity), contexts, asks_computation(self._ask), tuple(self._words), asked_years(self._ask)
+            tuple(quantity),
+            contexts,
+            asks_computation(self._ask),
+            tuple(self._words),
+            asked_years(self._ask),
+            tuple(tuple(t) for t in named_tables(self._ask)),
         )
 
     # ------------------------------------------------------------------------ decisions

@@ -77,6 +77,9 @@ class FigureAsk:
     #: The question's content words (stemmed) and the years it names: the rows it names are read too.
     words: tuple[str, ...] = ()
     years: tuple[int, ...] = ()
+    #: The statements or tables the question points at (`extractive.named_tables`): a cell of a table
+    #: whose title holds one of them ranks above the same row elsewhere.
+    tables: tuple[tuple[str, ...], ...] = ()
 
     @property
     def year(self) -> int | None:
@@ -294,12 +297,16 @@ class StepCode:
         """Cells of `_cells` whose label holds a quantity word and whose label, column header and group
         hold them all, on the pages of the top hits (in rank order, at most
         `FIGURE_PAGES`) and, in the documents the question names, wherever their label holds them
-        all. Most words in the label first, then fewest other label words, then page rank (a named
+        all (`total` may be missing: a statement's `Merchandise inventories` is the total). Most
+        words in the label first, then a table whose title names a statement the question points at
+        ("the balance sheet"), then fewest other label words, then page rank (a named
         document's other pages after the hits'), then the larger table (a statement over a note's
         extract), then the leftmost column (statements put the latest period first)."""
         many = len(self.scope.slugs) > 1
         lines = [
             f"quantity = {figure.quantity!r}  # the asked quantity's words (stemmed)",
+            "# `total` may be left out of a row label (`Merchandise inventories` is the total)",
+            'needed = [q for q in quantity if q != "total"] or quantity',
             f"year = {figure.year!r}  # the one year the question names, or None",
             f"cell_contexts = {list(figure.contexts)!r}  # contexts whose version has `_cells`",
             f"exact = {figure.exact!r}  # a computed quantity: only a row of exactly its words answers",
@@ -309,6 +316,7 @@ class StepCode:
             f"asked = {sorted(set(figure.words))!r}  # the question's words: rows it names are read too",
             f"years = {list(figure.years)!r}  # the years it names",
             f"label_stop = {sorted(LABEL_STOP)!r}",
+            f"tables = {[list(t) for t in figure.tables]!r}  # the statements the question points at",
             "found = {}",
             "named_rows = {}",
             "def cell_entry(c, path, page):",
@@ -328,14 +336,15 @@ class StepCode:
             '    label = words(c["label"])',
             '    around = label | words(c["header"]) | words(c["section"])',
             "    inside = sum(1 for q in quantity if q in label)",
-            '    if "_evidence" not in c or not inside or not all(q in around for q in quantity):',
+            '    if "_evidence" not in c or not inside or not all(q in around for q in needed):',
             "        return",
             '    if year is not None and c["year"] != year:',
             "        return",
             '    if exact and (inside < len(quantity) or label - set(quantity) - {"total"}):',
             "        return",
-            "    key = [len(quantity) - inside, len(label - set(quantity)), rank, -c.get('size', 0),",
-            '           c["column_no"]]',
+            '    titled = not tables or any(set(t) <= words(c["title"]) for t in tables)',
+            "    key = [len(needed) - inside, not titled, len(label - set(quantity)), rank,",
+            '           -c.get("size", 0), c["column_no"]]',
             '    if c["_evidence"] not in found or key < found[c["_evidence"]][0]:',
             '        found[c["_evidence"]] = (key, cell_entry(c, path, page))',
             "pages = []",
@@ -350,10 +359,11 @@ class StepCode:
         ]
         if named is not None and named[0] in figure.contexts:
             slug, _paths = named
-            likes = " AND ".join(["label LIKE ?"] * len(figure.quantity))
+            needed = [q for q in figure.quantity if q != "total"] or figure.quantity
+            likes = " AND ".join(["label LIKE ?"] * len(needed))
             sql = f"{_NAMED_CELLS_SQL} AND {likes} ORDER BY length(label), page LIMIT {FIGURE_NAMED_CELLS}"
             lines += [
-                "patterns = ['%' + (q[:-1] if q.endswith('y') else q) + '%' for q in quantity]",
+                "patterns = ['%' + (q[:-1] if q.endswith('y') else q) + '%' for q in needed]",
                 "for path in named:",
                 f"    for c in query_db({sql!r}, [path, *patterns]{self._ctx(slug)}):",
                 f"        consider(c, {FIGURE_PAGES}, path, c['page'])",

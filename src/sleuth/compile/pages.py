@@ -19,7 +19,8 @@ from sleuth.format.text import normalize_text
 #: 3: PDF text repairs ff ligatures the text layer dropped (`format.text.repair_dropped_ligatures`).
 #: 4: PDF pages record the tables found in their text (`parse.layout_tables`, issue 25 item 2).
 #: 5: PDF pages record their outline (`Page.outline`, issue 25 item 5).
-TEXT_VERSION = 5
+#: 6: the outline adds the headings PDF pages set apart by type (`parse.pdf_fonts`).
+TEXT_VERSION = 6
 
 
 @dataclass(frozen=True)

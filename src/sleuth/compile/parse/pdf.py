@@ -2,7 +2,8 @@
 
 Tables are read from the text layer's lines (`layout_tables`). Sections come from the bookmarks when
 the file has them, else from numbering heuristics on short lines (`PART II`, `Item 7.`, `1.2 Title`),
-which is what most filings and policies use.
+which is what most filings and policies use. The outline adds, below those, the headings set apart by
+their type (`pdf_fonts`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pypdfium2 as pdfium
 from sleuth.compile.boilerplate import is_contents
 from sleuth.compile.pages import Heading, Page, ParsedSource, ParseError
 from sleuth.compile.parse.layout_tables import find_tables
+from sleuth.compile.parse.pdf_fonts import LineStyle, font_headings, line_styles
 from sleuth.format.pdfium_lock import PDFIUM
 from sleuth.format.text import normalize_text, repair_dropped_ligatures
 
@@ -33,10 +35,12 @@ _DASHED_ITEM = re.compile(r"^ITEM\s+\d{1,2}[A-C]?\.?\s*[-–—:]\s*[A-Z].{0,100
 _SPLIT_HEADING_LINES = 8  # words of a heading set one a line: `Item 1A. Risk Factors` is four
 
 
-def parse(data: bytes, *, tables: bool = True) -> ParsedSource:
-    """`tables=False` skips the layout-table finder (a benchmark's baseline)."""
+def parse(data: bytes, *, tables: bool = True, fonts: bool = True) -> ParsedSource:
+    """`tables=False` skips the layout-table finder, `fonts=False` the headings read from type (the
+    baselines of benchmarks)."""
+    styles: list[list[LineStyle]] | None = None
     try:
-        texts, title, toc = _read_pdfium(data)
+        texts, title, toc, styles = _read_pdfium(data)
     except pdfium.PdfiumError as exc:
         if "password" in str(exc).lower():
             raise ParseError("failed", "encrypted") from None
@@ -58,23 +62,43 @@ def parse(data: bytes, *, tables: bool = True) -> ParsedSource:
     if tables:
         for page in pages:
             page.tables = find_tables(page.text)
+    if styles is not None and fonts:
+        _add_font_headings(pages, styles, level=max((level for level, _t, _i in toc), default=2) + 1)
     empty = sum(1 for p in pages if not p.text.strip())
     return ParsedSource("pdf", pages, title=title, images_skipped=empty)
 
 
-def _read_pdfium(data: bytes) -> tuple[list[str], str | None, list[tuple[int, str, int]]]:
+def _add_font_headings(pages: list[Page], styles: list[list[LineStyle]], level: int) -> None:
+    """The headings set apart by type join each page's outline, below numbering's and bookmarks'
+    levels; a line those already read as a heading keeps their reading."""
+    for page, found in zip(pages, font_headings(pages, styles, level), strict=True):
+        if not found:
+            continue
+        outline = page.outline if page.outline is not None else list(page.headings)
+        lines = {page.text.rfind("\n", 0, h.start + 1) for h in outline}
+        added = [h for h in found if page.text.rfind("\n", 0, h.start + 1) not in lines]
+        if added:
+            page.outline = sorted([*outline, *added], key=lambda h: (h.start, h.level))
+
+
+Pdfium = tuple[list[str], str | None, list[tuple[int, str, int]], list[list[LineStyle]]]
+
+
+def _read_pdfium(data: bytes) -> Pdfium:
     with PDFIUM:  # pdfium is not thread-safe
         return _read_pdfium_locked(data)
 
 
-def _read_pdfium_locked(data: bytes) -> tuple[list[str], str | None, list[tuple[int, str, int]]]:
+def _read_pdfium_locked(data: bytes) -> Pdfium:
     pdf = pdfium.PdfDocument(data)
     try:
         texts = []
+        styles = []
         for index in range(len(pdf)):
             page = pdf[index]
             textpage = page.get_textpage()
             texts.append(textpage.get_text_bounded())
+            styles.append(line_styles(textpage))
             textpage.close()
             page.close()
         title = (pdf.get_metadata_dict().get("Title") or "").strip() or None
@@ -85,7 +109,7 @@ def _read_pdfium_locked(data: bytes) -> tuple[list[str], str | None, list[tuple[
             text = (bookmark.get_title() or "").strip()
             if page_index is not None and text:
                 toc.append((bookmark.level + 1, text, page_index))
-        return texts, title, toc
+        return texts, title, toc, styles
     finally:
         pdf.close()
 
