@@ -182,7 +182,7 @@ def test_bidi_controls_in_names_are_refused(client: httpx.Client, context: str) 
 def test_a_parameter_named_path_is_named_in_its_error(client: httpx.Client, context: str) -> None:
     """A query parameter called `path` that fails validation is reported as `path`, not `body`."""
     body = error(upload(client, context, "a.md", b"x", path="p" * 2000), 400, "invalid_request")
-    assert body["field"] == "path" and body["message"].startswith("path:"), body
+    assert body["field"] == "path" and body["message"].startswith("path "), body
 
 
 #: 8 MiB of zeros as one bz2 stream (48 bytes): streams concatenate, so a bomb of any size costs the

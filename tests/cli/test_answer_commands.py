@@ -4,12 +4,18 @@ the offline planner (no model configured)."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from sleuth import __version__
 from sleuth.cli import app
+from sleuth.cli.app import styled
+from sleuth.compile.pipeline import CompileReport
+from sleuth.store.home import Home
+from sleuth.store.server_db import ServerDB
 
 
 def test_ask_streams_steps_then_the_cited_answer(runner: CliRunner) -> None:
@@ -22,12 +28,15 @@ def test_ask_streams_steps_then_the_cited_answer(runner: CliRunner) -> None:
     assert "answer" in out and "$220 per night" in out
     assert "[1] uploads/acme-corpus/" in out  # numbered citations with file and page
     assert "model sleuth/offline" in out and "session ses_" in out
+    # The offline planner's internals are not shown as a model's work (issue 26, item 6): no
+    # `#PLAN` lines, no step code (Sleuth's own, not a model's) and no `0 in / 0 out tokens`
+    assert "#PLAN" not in out and "ask = " not in out and "tokens" not in out
     verbose = runner.invoke(
         app, ["ask", "-c", "acme", "What is the hotel limit per night when travelling?", "--verbose"]
     )
     assert verbose.exit_code == 0, verbose.output
-    # Compact by default: long code is cut with a pointer to --verbose, which shows all of it.
-    assert ("more lines (--verbose)" in out) and "more lines (--verbose)" not in verbose.output
+    # --verbose shows the step's whole code
+    assert "ask = " in verbose.output and "\n    #PLAN " not in verbose.output
     assert len(verbose.output.splitlines()) > len(out.splitlines())
 
 
@@ -58,14 +67,58 @@ def test_ask_json_trace_and_replay(runner: CliRunner) -> None:
 
 
 def test_ask_errors_are_clear(runner: CliRunner) -> None:
-    missing = runner.invoke(app, ["ask", "-c", "nope", "anything"])
-    assert missing.exit_code == 2 and "context_not_found" in missing.output
+    """Issue 26, item 4: a sentence for people (no machine code), the exit status of its kind (1: it
+    failed, 2: the command line is wrong), the home a context was looked for in and the nearest name;
+    `--json` prints the envelope with the code for scripts."""
+    missing = runner.invoke(app, ["ask", "-c", "acm", "anything"])
+    assert missing.exit_code == 1
+    assert "error: no context 'acm' in " in missing.output and "(from $SLEUTH_HOME)" in missing.output
+    assert "hint: did you mean 'acme'?" in missing.output and "context_not_found" not in missing.output
+    scripted = runner.invoke(app, ["ask", "-c", "acm", "anything", "--json"])
+    assert scripted.exit_code == 1
+    assert json.loads(scripted.stdout)["error"]["code"] == "context_not_found"
     no_scope = runner.invoke(app, ["ask", "anything"])
-    assert no_scope.exit_code == 2 and "scope_required" in no_scope.output
+    assert no_scope.exit_code == 2 and "needs a scope" in no_scope.output
+    assert "scope_required" not in no_scope.output
     bad_model = runner.invoke(app, ["ask", "-c", "acme", "q", "--model", "nope"])
-    assert bad_model.exit_code == 2 and "model_unavailable" in bad_model.output
+    assert bad_model.exit_code == 2 and "unknown model 'nope'" in bad_model.output
+    too_long = runner.invoke(app, ["ask", "-c", "acme", "x" * 20_001])
+    assert too_long.exit_code == 2 and "ask is too long: at most 20000 characters" in too_long.output
+    assert "String should" not in too_long.output
     unknown = runner.invoke(app, ["trace", "qry_00000000-0000-0000-0000-000000000000"])
     assert unknown.exit_code == 1
+
+
+def test_a_missing_extra_is_named_and_leaves_no_session(
+    runner: CliRunner, monkeypatch: pytest.MonkeyPatch, sample_home: tuple[Home, CompileReport]
+) -> None:
+    """Issue 26, item 2: `--model openai:…` without the openai package printed `internal error` with
+    `pip install 'sleuth'` (Rich ate `[openai]`) and left a session behind. The package is made
+    unimportable here (`sys.modules[name] = None`), as on an install without the extra."""
+    monkeypatch.setitem(sys.modules, "openai", None)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    db = ServerDB.for_home(sample_home[0])
+    before = len(db.list_sessions(limit=1000))
+    result = runner.invoke(app, ["ask", "-c", "acme", "q", "--model", "openai:gpt-4.1"])
+    assert result.exit_code == 1, result.output
+    assert "pip install 'sleuth[openai]'" in result.output and "internal error" not in result.output
+    assert len(db.list_sessions(limit=1000)) == before
+
+
+def test_people_text_is_never_read_as_markup() -> None:
+    """Issue 26, item 2: one place renders styles; `[red]…[/red]` or `[openai]` in a message prints as
+    it is (`replay` printed `[red]different[/red]` literally, errors lost `[openai]`)."""
+    line = styled(("different", "red"), " at step_1: pip install 'sleuth[openai]' [red]x[/red]")
+    assert line.plain == "different at step_1: pip install 'sleuth[openai]' [red]x[/red]"
+    assert [(span.start, span.end, str(span.style)) for span in line.spans] == [(0, 9, "red")]
+
+
+def test_version_and_completion(runner: CliRunner) -> None:
+    version = runner.invoke(app, ["--version"])
+    assert version.exit_code == 0 and version.output.strip() == f"sleuth {__version__}"
+    helped = runner.invoke(app, ["--help"])
+    assert "--install-completion" in helped.output and "<bool>" not in helped.output
+    assert "Exit status: 0 done, 1 the command failed, 2 the command line is wrong" in helped.output
 
 
 @pytest.mark.parametrize(

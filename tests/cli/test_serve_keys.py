@@ -89,7 +89,7 @@ def test_keys_limited_to_contexts(runner: CliRunner, home: Home) -> None:
     assert keys[0]["contexts"] == [{"id": i, "slug": slugs[i]} for i in ids] and keys[1]["contexts"] is None
 
     missing = runner.invoke(app, ["keys", "create", "--name", "x", "--context", "nope"])
-    assert missing.exit_code == 2 and "no context 'nope'" in missing.stderr
+    assert missing.exit_code == 1 and "no context 'nope'" in missing.stderr
     admin = runner.invoke(app, ["keys", "create", "--name", "y", "--role", "admin", "--context", "alpha"])
     assert admin.exit_code == 2 and "only query keys" in admin.stderr
 

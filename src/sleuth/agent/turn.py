@@ -169,6 +169,11 @@ class Runtime:
                 configs.append(self.catalog.resolve(model_id, allow_specs=caller.model_specs))
             except CatalogError as exc:
                 raise TurnError("model_unavailable", str(exc)) from None
+            # A model the default factory cannot build here (its SDK extra or key missing) is refused
+            # before a session is stored, not failed inside the turn as an internal error
+            missing = self.catalog.missing(configs[-1]) if self.model_factory is build_model else None
+            if missing is not None:
+                raise TurnError("model_unavailable", missing)
         if request.shape is not None:
             try:
                 check_shape(request.shape)

@@ -20,6 +20,7 @@ from sleuth.api.errors import ApiError
 from sleuth.api.state import ApiState
 from sleuth.api.uploads import UPLOAD_ROUTE
 from sleuth.api.versioning import DEFAULT_VERSION, HEADER, VERSIONS
+from sleuth.format.problems import sentence
 
 log = logging.getLogger("sleuth.api")
 MAX_JSON_BODY = 1 << 20
@@ -43,14 +44,9 @@ def _first_field(exc: RequestValidationError) -> tuple[str, str]:
         loc = loc[1:]  # where the value came from, not its name: a parameter may be named `path`
     location = [str(p) for p in loc]
     field = ".".join(location) or "body"
-    kind = str(first.get("type", ""))
-    if kind == "extra_forbidden":
-        return field, f"unknown field {field!r}"
-    if kind == "json_invalid":
+    if first.get("type") == "json_invalid":
         return "body", "malformed JSON body"
-    if kind == "missing":
-        return field, f"{field} is required"
-    return field, f"{field}: {first.get('msg', 'invalid value')}"
+    return field, sentence(first)  # the field and what it needs, not the validator's wording
 
 
 ERROR_SCHEMA: dict[str, Any] = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -13,9 +13,15 @@ from rich.console import Console
 from rich.syntax import Syntax
 
 from sleuth.agent.request import INT_BOUNDS
-from sleuth.cli.app import app, console, err, fail
+from sleuth.cli.app import FAILED, USAGE, Part, app, console, context_missing, err, fail, styled
+from sleuth.errors import Invalid
+from sleuth.format.problems import first_problem
 from sleuth.settings import TOOL_OUTPUT_CHARS, TURN_CAP_SECONDS
+from sleuth.store.home import Home
 from sleuth.store.replica import open_home
+
+if TYPE_CHECKING:
+    from sleuth.agent.turn import TurnError
 
 LOW = {name: low for name, (low, _) in INT_BOUNDS.items()}  # the turn contract's ranges
 HIGH = {name: high for name, (_, high) in INT_BOUNDS.items()}
@@ -23,20 +29,29 @@ COMPACT_CODE_LINES = 4
 COMPACT_OUTPUT_LINES = 3
 
 
+#: The offline planner's own bookkeeping in a step's output (`#PLAN {json}`): not for people.
+PLAN_LINE = "#PLAN "
+
+
 class StepPrinter:
     """Renders the turn's events as they arrive: commentary, code, SDK calls and timings. Compact by
-    default (the first lines of each step's code and output); `verbose` shows all the code."""
+    default (the first lines of each step's code and output); `verbose` shows all the code. With the
+    offline planner (`offline`), the step's code is Sleuth's own, not a model's: it is shown only with
+    `verbose`, and the planner's `#PLAN` lines never."""
 
-    def __init__(self, out: Console, verbose: bool = False) -> None:
+    def __init__(self, out: Console, verbose: bool = False, offline: bool = False) -> None:
         self.out = out
         self.verbose = verbose
+        self.offline = offline
 
     def __call__(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         if kind == "response.step" and event.get("status") == "running":
             title = event.get("commentary") or "(no commentary)"
-            self.out.print(f"[bold cyan]▶ {event['step_id']}[/bold cyan] {title}", highlight=False)
+            self.out.print(styled((f"▶ {event['step_id']}", "bold cyan"), " ", str(title)), highlight=False)
             source = str((event.get("code") or {}).get("source", "")).rstrip("\n")
+            if self.offline and not self.verbose:
+                source = ""
             lines = source.splitlines()
             if lines and not self.verbose and len(lines) > COMPACT_CODE_LINES:
                 hidden = len(lines) - COMPACT_CODE_LINES
@@ -48,20 +63,20 @@ class StepPrinter:
             colour = "green" if status == "completed" else "red"
             cost = event.get("cost") or {}
             self.out.print(
-                f"[{colour}]  {status}[/{colour}] decide {cost.get('decide_ms', 0)} ms · "
-                f"execute {cost.get('execute_ms', 0)} ms",
+                styled(
+                    (f"  {status}", colour),
+                    f" decide {cost.get('decide_ms', 0)} ms · execute {cost.get('execute_ms', 0)} ms",
+                ),
                 highlight=False,
             )
             for call in event.get("tool_calls") or []:
                 result = ", ".join(f"{k}={v}" for k, v in (call.get("result") or {}).items())
-                mark = "" if call.get("ok") else " [red]failed[/red]"
-                self.out.print(
-                    f"  · {call['fn']}({call.get('args', '')[:100]}) → {result} "
-                    f"({call.get('duration_ms', 0):.0f} ms){mark}",
-                    highlight=False,
-                )
+                took = f"{call.get('duration_ms', 0):.0f} ms"
+                line = f"  · {call['fn']}({call.get('args', '')[:100]}) → {result} ({took})"
+                failed: list[Part] = [] if call.get("ok") else [" ", ("failed", "red")]
+                self.out.print(styled(line, *failed), highlight=False)
             output = str(event.get("output") or "")
-            lines = output.splitlines()
+            lines = [line for line in output.splitlines() if not line.lstrip().startswith(PLAN_LINE)]
             shown = 8 if self.verbose else COMPACT_OUTPUT_LINES
             preview = "\n".join("    " + line[:160] for line in lines[:shown])
             if len(lines) > shown:
@@ -69,7 +84,7 @@ class StepPrinter:
             if preview:
                 self.out.print(preview, highlight=False, markup=False)
         elif kind == "response.failed":
-            self.out.print(f"[red]turn failed:[/red] {event.get('error')}", highlight=False)
+            self.out.print(styled(("turn failed:", "red"), " ", str(event.get("error"))), highlight=False)
 
 
 def print_hits(query: dict[str, Any], out: Console) -> None:
@@ -85,15 +100,25 @@ def print_hits(query: dict[str, Any], out: Console) -> None:
             pages = ",".join(str(p) for p in hit.get("pages") or [])
             where = f"{hit['source']} p.{pages}" + (f" § {section}" if section else "")
         out.print(
-            f"[bold]{n}.[/bold] {hit['kind']} [dim]{hit['context']}[/dim] {where} "
-            f"[dim]({hit['score']:.4f})[/dim]",
+            styled(
+                (f"{n}.", "bold"),
+                f" {hit['kind']} ",
+                (str(hit["context"]), "dim"),
+                f" {where} ",
+                (f"({hit['score']:.4f})", "dim"),
+            ),
             highlight=False,
         )
         if "text" in hit:
             out.print(f"    {' '.join(hit['text'].split())[:300]}", highlight=False, markup=False)
     out.print(
-        f"[dim]{query.get('runtime_ms', 0)} ms · session {query.get('session_id')} · "
-        f"query {query.get('id')}[/dim]",
+        styled(
+            (
+                f"{query.get('runtime_ms', 0)} ms · session {query.get('session_id')} · "
+                f"query {query.get('id')}",
+                "dim",
+            )
+        ),
         highlight=False,
     )
 
@@ -113,23 +138,26 @@ def print_answer(query: dict[str, Any], out: Console) -> None:
     for n, c in enumerate(query.get("citations") or [], 1):
         section = " > ".join((c.get("section_paths") or [[]])[0])
         where = f"{c['source']} p.{c['pages'][0]}" + (f" § {section}" if section else "")
-        out.print(f"[bold][{n}][/bold] {where}", highlight=False)
+        out.print(styled((f"[{n}]", "bold"), f" {where}"), highlight=False)
         quote = " ".join(str(c["grounding"]).split())
         out.print(f'    "{quote}"', highlight=False, markup=False)
     synthesis = query.get("synthesis") or {}
     usage = query.get("usage") or {}
-    out.print(
-        f"[dim]model {query.get('model')} · {len(query.get('steps') or [])} steps · "
-        f"{usage.get('input_tokens', 0)} in / {usage.get('output_tokens', 0)} out tokens · "
-        f"synthesis {synthesis.get('method', '-')} · {query.get('runtime_ms', 0)} ms · "
-        f"session {query.get('session_id')} · query {query.get('id')}[/dim]",
-        highlight=False,
-    )
-
-
-def first_problem(exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    return f"{'.'.join(str(part) for part in first['loc']) or 'request'}: {first['msg']}"
+    tokens = usage.get("input_tokens", 0) or usage.get("output_tokens", 0)
+    parts = [
+        f"model {query.get('model')}",
+        f"{len(query.get('steps') or [])} steps",
+        *(
+            [f"{usage.get('input_tokens', 0)} in / {usage.get('output_tokens', 0)} out tokens"]
+            if tokens
+            else []
+        ),
+        f"synthesis {synthesis.get('method', '-')}",
+        f"{query.get('runtime_ms', 0)} ms",
+        f"session {query.get('session_id')}",
+        f"query {query.get('id')}",
+    ]
+    out.print(styled((" · ".join(parts), "dim")), highlight=False)
 
 
 @app.command("ask")
@@ -211,17 +239,19 @@ def ask_cmd(
             max_retrieved_chars=max_retrieved_chars,
         )
     except ValidationError as exc:
-        raise fail(f"invalid_request: {first_problem(exc)}") from None
-    printer = StepPrinter(err if json_out else console, verbose=verbose)
+        raise fail(first_problem(exc), USAGE, machine="invalid_request" if json_out else None) from None
+    home = open_home()
     try:
-        runtime = Runtime(open_home())
+        runtime = Runtime(home)
     except CatalogError as exc:
-        raise fail(f"model_unavailable: {exc}") from None
+        raise fail(str(exc), USAGE, machine="model_unavailable" if json_out else None) from None
     with runtime:
         try:
             prepared = runtime.prepare(request)
         except TurnError as exc:
-            raise fail(f"{exc.code}: {exc}") from None
+            raise turn_refused(exc, home, list(context or []), json_out) from None
+        offline = all(config.provider == "offline" for config in prepared.model_configs)
+        printer = StepPrinter(err if json_out else console, verbose=verbose, offline=offline)
         query = runtime.run(prepared, printer).model_dump(mode="json")
     if json_out:
         typer.echo(json.dumps(query, ensure_ascii=False, indent=2))
@@ -229,6 +259,27 @@ def ask_cmd(
         print_answer(query, console)
     if query["status"] != "completed":
         raise typer.Exit(1)
+
+
+def turn_refused(exc: TurnError, home: Home, scope: list[str], json_out: bool) -> typer.Exit:
+    """A turn the engine refused, said for people (the machine code only in `--json`'s envelope): a
+    missing context names the home looked in and the nearest names; a request it refuses as invalid is
+    a usage error."""
+    machine = exc.code if json_out else None
+    if exc.code == "context_not_found":
+        known = [info.slug for _ctx, info in home.contexts()]
+        missing = next((slug for slug in scope if slug not in known), scope[0] if scope else "")
+        return context_missing(missing, home, known, machine=machine)
+    if exc.code == "model_unavailable" and isinstance(exc.__context__, Invalid):
+        return fail(str(exc), USAGE, machine=machine)  # a model name that names no model
+    usage = exc.code in {
+        "invalid_request",
+        "conflicting_options",
+        "unknown_tool",
+        "invalid_shape",
+        "scope_required",
+    }
+    return fail(str(exc), USAGE if usage else FAILED, machine=machine)
 
 
 @app.command("trace")
@@ -243,13 +294,16 @@ def trace_cmd(
     trace = db.get_trace(query_id)
     query = db.get_query(query_id)
     if trace is None or query is None:
-        raise fail(f"no trace for query {query_id!r}", 1)
+        raise fail(f"no trace for query {query_id!r}", FAILED)
     if json_out:
         typer.echo(json.dumps(trace, ensure_ascii=False, indent=2))
         return
     console.print(
-        f"[bold]{query_id}[/bold] {query['status']} · model {query.get('model')} · "
-        f"{len(trace.get('steps') or [])} steps · stop {(trace.get('rollup') or {}).get('stop_reason')}",
+        styled(
+            (query_id, "bold"),
+            f" {query['status']} · model {query.get('model')} · {len(trace.get('steps') or [])} steps · "
+            f"stop {(trace.get('rollup') or {}).get('stop_reason')}",
+        ),
         highlight=False,
     )
     console.print(f"ask: {query['input'][0]['content']}", highlight=False, markup=False)
@@ -266,7 +320,7 @@ def trace_cmd(
     cited = sum(1 for e in evidence if e.get("cited"))
     console.print(f"evidence: {len(evidence)} spans, {seen} seen, {cited} cited", highlight=False)
     for dropped in trace.get("citations_dropped") or []:
-        console.print(f"[yellow]dropped citation[/yellow] {dropped}", highlight=False)
+        console.print(styled(("dropped citation", "yellow"), f" {dropped}"), highlight=False)
     console.print(f"versions: {json.dumps(trace.get('versions'))}", highlight=False, markup=False)
     print_answer(query, console)
 
@@ -282,18 +336,22 @@ def replay_cmd(
     try:
         report = replay(open_home(), query_id)
     except ReplayError as exc:
-        raise fail(str(exc), 1) from None
+        raise fail(str(exc), FAILED) from None
     if json_out:
         typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
     elif report["identical"]:
-        console.print(f"[green]identical[/green]: {report['steps_compared']} steps compared", highlight=False)
+        console.print(
+            styled(("identical", "green"), f": {report['steps_compared']} steps compared"), highlight=False
+        )
     else:
         diff = report["first_difference"]
         console.print(
-            f"[red]different[/red] at {diff['step_id']} field {diff['field']}:\n"
-            f"  recorded: {str(diff['recorded'])[:500]}\n  replayed: {str(diff['replayed'])[:500]}",
+            styled(
+                ("different", "red"),
+                f" at {diff['step_id']} field {diff['field']}:\n"
+                f"  recorded: {str(diff['recorded'])[:500]}\n  replayed: {str(diff['replayed'])[:500]}",
+            ),
             highlight=False,
-            markup=False,
         )
     if not report["identical"]:
         raise typer.Exit(1)

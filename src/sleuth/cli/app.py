@@ -1,20 +1,136 @@
-"""The `sleuth` command line: the same engine as the server, over the same `$SLEUTH_HOME`."""
+"""The `sleuth` command line: the same engine as the server, over the same home (`store.home.resolve_home`).
+
+What a person reads is written here once: `styled` builds a line from plain text and styled pieces
+(nothing in the text is read as markup, so `pip install 'sleuth[openai]'`, a file named `[draft].pdf`
+or a model's reply print as they are), and `fail` / `failure` print an error and pick the exit status:
+
+- **1**: the command ran and failed (a context or query not found, a failed turn, a model or part
+  missing, a compile whose sources all failed);
+- **2**: the command line is wrong (an option's value, a file it names, a request the engine refuses).
+
+`--json` commands print the error envelope (`{"error": {"code", "message"}}`) on stdout instead, for
+scripts; people never see the machine code.
+"""
 
 from __future__ import annotations
 
+import difflib
+import json
+import os
+import sys
+from collections.abc import Iterable
+from typing import Annotated
+
 import typer
 from rich.console import Console
+from rich.text import Text
+
+from sleuth.errors import Invalid
+from sleuth.store.home import ContextDir, ContextNotFound, Home, resolve_home
+
+FAILED = 1
+USAGE = 2
+
+
+def _console(stderr: bool = False) -> Console:
+    """Lines are never wrapped (a path or an id stays whole for grep and copy), and output piped to a
+    file or another program is not cut at 80 columns (rich's guess without a terminal): tables keep
+    their width."""
+    stream = sys.stderr if stderr else sys.stdout
+    wide = not stream.isatty() and "COLUMNS" not in os.environ
+    return Console(stderr=stderr, width=200 if wide else None, soft_wrap=True)
+
 
 app = typer.Typer(
-    add_completion=False,
+    rich_markup_mode=None,
     no_args_is_help=True,
     help="Sleuth: compile a corpus into a context, then ask it questions with verified citations.",
+    epilog="Exit status: 0 done, 1 the command failed, 2 the command line is wrong.",
 )
-console = Console()
-err = Console(stderr=True)
+console = _console()
+err = _console(stderr=True)
 
 
-def fail(message: str, code: int = 2) -> typer.Exit:
-    """Print an error to stderr and return the Exit to raise."""
-    err.print(f"[red]error:[/red] {message}", highlight=False)
+def _print_version(value: bool) -> None:
+    if value:
+        from sleuth import __version__
+
+        typer.echo(f"sleuth {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """Sleuth: compile a corpus into a context, then ask it questions with verified citations."""
+
+
+Part = str | tuple[str, str]
+
+
+def styled(*parts: Part) -> Text:
+    """One line from plain text and `(text, style)` pieces; no part is read as markup."""
+    line = Text()
+    for part in parts:
+        if isinstance(part, tuple):
+            line.append(part[0], style=part[1])
+        else:
+            line.append(part)
+    return line
+
+
+def say(*parts: Part) -> None:
+    """Print one line for people on stdout (see `styled`)."""
+    console.print(styled(*parts), highlight=False)
+
+
+def fail(
+    message: str, code: int = FAILED, *, hint: str | None = None, machine: str | None = None
+) -> typer.Exit:
+    """Print an error for people to stderr and return the Exit to raise. `machine`: the error code a
+    `--json` command prints on stdout in the envelope (spec/api.md §4) as well."""
+    if machine is not None:
+        typer.echo(json.dumps({"error": {"code": machine, "message": message}}, ensure_ascii=False))
+    err.print(styled(("error:", "red"), " ", message), highlight=False)
+    if hint:
+        err.print(styled(("hint:", "dim"), " ", hint), highlight=False)
     return typer.Exit(code)
+
+
+def failure(exc: BaseException, *, hint: str | None = None) -> typer.Exit:
+    """Sleuth's error as people read it: its message, and the exit status of its kind (`Invalid`: the
+    command line is wrong; any other: the command failed)."""
+    return fail(str(exc), USAGE if isinstance(exc, Invalid) else FAILED, hint=hint)
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str | None:
+    """`did you mean 'acme'?` for a name close to one that exists."""
+    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+    return f"did you mean {' or '.join(repr(c) for c in close)}?" if close else None
+
+
+def context_missing(
+    slug: str, home: Home, known: list[str] | None = None, machine: str | None = None
+) -> typer.Exit:
+    """`no context 'x' in <home> (why this home)`, with the nearest names or how to make one: what every
+    command says of a context it cannot find."""
+    known = [info.slug for _ctx, info in home.contexts()] if known is None else known
+    hint = did_you_mean(slug, known) or (
+        f"contexts here: {', '.join(known)}"
+        if known
+        else f"make one with: sleuth compile DIR --context {slug}"
+    )
+    where = resolve_home().describe() if home.root == resolve_home().path.resolve() else str(home.root)
+    return fail(f"no context {slug!r} in {where}", FAILED, hint=hint, machine=machine)
+
+
+def find_context(home: Home, name: str) -> ContextDir:
+    """The context `name` (slug or id), or the error every command gives for one that is missing."""
+    try:
+        return home.find(name)
+    except (ContextNotFound, ValueError):
+        raise context_missing(name, home) from None

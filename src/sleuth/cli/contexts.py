@@ -13,16 +13,27 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 from sleuth.cli.answer import HIGH, LOW
-from sleuth.cli.app import app, console, err, fail
+from sleuth.cli.app import (
+    FAILED,
+    USAGE,
+    app,
+    console,
+    context_missing,
+    did_you_mean,
+    err,
+    fail,
+    failure,
+    find_context,
+    say,
+    styled,
+)
 from sleuth.compile.errors import CompileError
 from sleuth.compile.extraction.cache import ExtractionCache
-from sleuth.compile.manifest import ManifestError
 from sleuth.compile.pipeline import compile_context
-from sleuth.compile.sources import UnsafePath
-from sleuth.models.catalog import CatalogError
+from sleuth.errors import Conflict, Invalid
 from sleuth.models.embedder import EmbedderError
 from sleuth.settings import TOOL_OUTPUT_CHARS, TURN_CAP_SECONDS
-from sleuth.store.home import ContextDir, ContextNotFound, Home, InvalidSlug
+from sleuth.store.home import ContextDir, Home, resolve_home
 from sleuth.store.lock import CurateInFlight, curate_lock
 from sleuth.store.replica import Replica, SlugTaken, open_home
 from sleuth.store.search import VersionReader
@@ -67,8 +78,17 @@ def compile_cmd(
         typer.Option(min=1_000, help="Stop model extraction once this many tokens are spent."),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace",
+            help="Let a folder replace the sources another folder of its name put in the context.",
+        ),
+    ] = False,
 ) -> None:
-    """Create or update a context from SOURCES and curate it incrementally."""
+    """Create or update a context from SOURCES and curate it incrementally.
+
+    Exits 1 when a source could not be read (the others are compiled and live)."""
     columns = (TextColumn("{task.description:>9}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     try:
         with Progress(*columns, console=err, transient=json_out) as bars:
@@ -80,43 +100,49 @@ def compile_cmd(
                 progress=RichProgress(bars),
                 model=model,
                 token_budget=max_tokens,
+                replace=replace,
             )
-    except (ManifestError, CatalogError) as exc:
-        raise fail(str(exc)) from None
-    except (
-        FileNotFoundError,
-        InvalidSlug,
-        UnsafePath,
-        CurateInFlight,
-        CompileError,
-        EmbedderError,
-        json.JSONDecodeError,
-    ) as exc:
-        raise fail(str(exc)) from None
+    except FileNotFoundError as exc:
+        raise fail(str(exc), USAGE) from None
+    except json.JSONDecodeError as exc:
+        raise fail(f"the manifest is not JSON: {exc}", USAGE) from None
+    except (Invalid, Conflict, CompileError, EmbedderError) as exc:  # refused input, a curate in flight, …
+        raise failure(exc) from None
+    failed = sorted(path for path, f in report.failures.items() if f["status"] == "failed")
     if json_out:
         console.print_json(json.dumps(report.to_json()))
+        if failed:
+            raise typer.Exit(FAILED)
         return
     if report.delta == "empty":
-        console.print(f"[bold]{report.context}[/bold]: nothing changed; live version {report.parent} stays")
+        say((report.context, "bold"), f": nothing changed; live version {report.parent} stays")
     else:
         c = report.counts
-        console.print(
-            f"[bold]{report.context}[/bold]: version {report.version} is live — "
-            f"{c['sources_compiled']} sources ({len(report.new)} new, {len(report.changed)} changed, "
-            f"{len(report.deleted)} deleted), {c['pages']} pages, {c['chunks']} chunks, "
-            f"{c['artifacts']} artifacts, {c['edges']} edges; embedded {c['embedded']} "
-            f"({c['embedded_from_cache']} from cache) in {report.timings['total']:.1f}s"
+        total = c["sources_compiled"] + len(report.failures)
+        say(
+            (report.context, "bold"),
+            f": version {report.version} is live — {c['sources_compiled']} of {total} sources compiled "
+            f"({len(report.new)} new, {len(report.changed)} changed, {len(report.deleted)} deleted), "
+            f"{c['pages']} pages, {c['chunks']} chunks, {c['artifacts']} artifacts, {c['edges']} edges; "
+            f"embedded {c['embedded']} ({c['embedded_from_cache']} from cache) in "
+            f"{report.timings['total']:.1f}s",
         )
-    for path, failure in sorted(report.failures.items()):
-        console.print(f"  [yellow]{failure['status']}[/yellow] {path}: {failure['reason']}")
+    for path, item in sorted(report.failures.items()):
+        say(("  " + item["status"], "yellow"), f" {path}: {item['reason']}")
     extraction = report.counts.get("extraction") if report.delta != "empty" else None
     if extraction:
         print_extraction(extraction)
     for name, reason in report.artifacts_skipped_no_model.items():
-        console.print(f"  [yellow]skipped[/yellow] type {name}: {reason}")
+        say(("  skipped", "yellow"), f" type {name}: {reason}")
     for warning in report.warnings:
         if "skipped: kind" not in warning:
-            console.print(f"  [yellow]warning[/yellow] {warning}")
+            say(("  warning", "yellow"), f" {warning}")
+    if failed:
+        raise fail(
+            f"{len(failed)} source{'s' if len(failed) > 1 else ''} could not be read (listed above); "
+            "the others are compiled",
+            FAILED,
+        )
 
 
 def print_extraction(extraction: dict[str, Any]) -> None:
@@ -136,9 +162,9 @@ def print_extraction(extraction: dict[str, Any]) -> None:
             markup=False,
         )
     if extraction["budget_exhausted"]:
-        console.print(f"  [yellow]stopped[/yellow]: the token budget of {extraction['budget']} was spent")
+        say(("  stopped", "yellow"), f": the token budget of {extraction['budget']} was spent")
     for error in extraction["errors"]:
-        console.print(f"  [yellow]error[/yellow] {error['source']} ({error['type']}): {error['error']}")
+        say(("  error", "yellow"), f" {error['source']} ({error['type']}): {error['error']}")
 
 
 def _stats(ctx: ContextDir) -> dict[str, Any]:
@@ -150,15 +176,24 @@ def _stats(ctx: ContextDir) -> dict[str, Any]:
 
 
 @app.command("contexts")
-def contexts_cmd(json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
-    """List contexts with their stats."""
+def contexts_cmd(
+    json_out: Annotated[bool, typer.Option("--json", help="Print the rows as JSON (no home line).")] = False,
+) -> None:
+    """List the contexts of this home with their stats; the first line says which home and why."""
     rows = []
-    for ctx, info in open_home().contexts():
+    home = open_home()
+    for ctx, info in home.contexts():
         rows.append(
             {"slug": info.slug, "id": info.id, "last_curated_at": info.last_curated_at, **_stats(ctx)}
         )
     if json_out:
         console.print_json(json.dumps(rows))
+        return
+    choice = resolve_home()
+    where = choice.describe() if home.root == choice.path.resolve() else str(home.root)
+    console.print(styled(("home:", "bold"), f" {where}"), highlight=False, soft_wrap=True)
+    if not rows:
+        console.print("no contexts yet: make one with `sleuth compile DIR --context NAME`", highlight=False)
         return
     table = Table("slug", "version", "sources", "pages", "chunks", "artifacts", "curated")
     for r in rows:
@@ -181,12 +216,12 @@ def _dir_size(path: Path) -> int:
 
 
 @app.command("inspect")
-def inspect_cmd(name: str, json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
+def inspect_cmd(
+    name: Annotated[str, typer.Argument(help="The context's slug or id.")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print everything as one JSON document.")] = False,
+) -> None:
     """Show a context's manifest, sources, artifacts per type, tables and index sizes."""
-    try:
-        ctx = open_home().find(name)
-    except ContextNotFound as exc:
-        raise fail(str(exc), 1) from None
+    ctx = find_context(open_home(), name)
     info = ctx.info()
     version = ctx.live_version()
     data: dict[str, Any] = {
@@ -226,7 +261,7 @@ def inspect_cmd(name: str, json_out: Annotated[bool, typer.Option("--json")] = F
     if json_out:
         console.print_json(json.dumps(data))
         return
-    console.print(f"[bold]{info.slug}[/bold] ({info.id}) — live version {version or 'none'}")
+    say((info.slug, "bold"), f" ({info.id}) — live version {version or 'none'}")
     console.print_json(json.dumps(data["manifest"]))
     if version is None:
         return
@@ -234,8 +269,8 @@ def inspect_cmd(name: str, json_out: Annotated[bool, typer.Option("--json")] = F
     for s in data["sources"]:
         sources.add_row(s["path"], s["title"], s["format"], str(s["pages"]))
     console.print(sources)
-    for path, failure in data["failures"].items():
-        console.print(f"  [yellow]{failure['status']}[/yellow] {path}: {failure['reason']}")
+    for path, item in data["failures"].items():
+        say(("  " + item["status"], "yellow"), f" {path}: {item['reason']}")
     arts = Table("type", "artifacts", title="Artifacts")
     for t, n in data["artifacts_by_type"].items():
         arts.add_row(t, str(n))
@@ -251,21 +286,21 @@ def inspect_cmd(name: str, json_out: Annotated[bool, typer.Option("--json")] = F
 
 
 @app.command("delete")
-def delete_cmd(name: str, yes: Annotated[bool, typer.Option("--yes", "-y")] = False) -> None:
+def delete_cmd(
+    name: Annotated[str, typer.Argument(help="The context's slug or id.")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+) -> None:
     """Delete a context and everything compiled from it."""
     home = open_home()
-    try:
-        ctx = home.find(name)
-    except ContextNotFound as exc:
-        raise fail(str(exc), 1) from None
+    ctx = find_context(home, name)
     if not yes and not typer.confirm(f"Delete context {name!r} and all its versions?"):
         raise typer.Exit(1)
     try:
         with curate_lock(ctx.lock_file, ctx.info().id):
             home.delete(ctx)
     except CurateInFlight as exc:
-        raise fail(str(exc)) from None
-    console.print(f"deleted {name}")
+        raise failure(exc) from None
+    console.print(f"deleted {name}", highlight=False)
 
 
 @app.command("share")
@@ -276,13 +311,13 @@ def share_cmd(
     (SLEUTH_STORAGE_URL, SLEUTH_DATABASE_URL): the step from one machine to many."""
     home = open_home()
     if home.shared is None:
-        raise fail("sleuth share needs SLEUTH_STORAGE_URL and SLEUTH_DATABASE_URL: where to share to")
+        raise fail("sleuth share needs SLEUTH_STORAGE_URL and SLEUTH_DATABASE_URL: where to share to", USAGE)
     local = Home(home.root)  # this disk's own contexts, as a single machine sees them
     found = local.contexts()
     if names:
         missing = sorted(set(names) - {info.slug for _ctx, info in found} - {info.id for _ctx, info in found})
         if missing:
-            raise fail(f"no context {missing[0]!r} in {home.root}", 1)
+            raise context_missing(missing[0], local)
         found = [(ctx, info) for ctx, info in found if info.slug in names or info.id in names]
     replica = home.shared
     assert isinstance(replica, Replica)
@@ -292,7 +327,7 @@ def share_cmd(
                 shared = replica.adopt(ctx)
                 ExtractionCache.of(ContextDir(ctx.root, replica)).publish()  # replies paid for here
         except (CurateInFlight, SlugTaken) as exc:
-            raise fail(f"{info.slug}: {exc}") from None
+            raise fail(f"{info.slug}: {exc}", FAILED) from None
         state = f"shared (live {ctx.live_version() or 'none'})" if shared else "already shared"
         console.print(f"{info.slug}: {state}", highlight=False)
 
@@ -300,7 +335,7 @@ def share_cmd(
 @app.command("search")
 def search_cmd(
     query: str,
-    context: Annotated[str, typer.Option("--context", "-c")],
+    context: Annotated[str, typer.Option("--context", "-c", help="The context to search.")],
     mode: Annotated[str, typer.Option(help="hybrid | semantic | keyword")] = "hybrid",
     top_k: Annotated[int, typer.Option(min=1, max=100, help="Hits to show.")] = 10,
     source: Annotated[
@@ -309,7 +344,8 @@ def search_cmd(
     ] = None,
     issuer: Annotated[str | None, typer.Option(help="Only documents whose issuer contains this.")] = None,
     doc_type: Annotated[
-        str | None, typer.Option(help="Only documents of this type (annual report, …).")
+        str | None,
+        typer.Option(help="Only documents of this type (as `sleuth inspect` lists them: annual report, …)."),
     ] = None,
     year: Annotated[int | None, typer.Option(help="Only documents covering this year.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the hits as one JSON document.")] = False,
@@ -318,21 +354,28 @@ def search_cmd(
 
     One hit per line pair, never wrapped, so the output greps and pipes; `--json` for scripts."""
     if mode not in ("hybrid", "semantic", "keyword"):
-        raise fail(f"unknown mode {mode!r}: use hybrid, semantic or keyword")
+        raise fail(f"unknown mode {mode!r}: use hybrid, semantic or keyword", USAGE)
     try:
-        reader = VersionReader.live(open_home().find(context))
-    except (ContextNotFound, LookupError) as exc:
-        raise fail(str(exc), 1) from None
+        reader = VersionReader.live(find_context(open_home(), context))
+    except LookupError as exc:
+        raise fail(str(exc), FAILED) from None
     unknown = [s for s in source or [] if s not in reader.page_files]
     if unknown:
-        raise fail(f"no source {unknown[0]!r} in context {context!r}; see `sleuth inspect {context}`")
+        raise fail(
+            f"no source {unknown[0]!r} in context {context!r}",
+            USAGE,
+            hint=did_you_mean(unknown[0], reader.page_files) or f"`sleuth inspect {context}` lists them",
+        )
     keep: list[str] | None = list(source) if source else None
     if issuer is not None or doc_type is not None or year is not None:
         matching = reader.sources_where(issuer, doc_type, year)
         keep = matching if keep is None else [s for s in keep if s in matching]
         if not keep:
+            types = sorted({str(e.get("doc_type")) for e in reader.documents.values() if e.get("doc_type")})
             raise fail(
-                "no document matches --issuer/--doc-type/--year; see `_sources` in `sleuth inspect`", 1
+                "no document matches --issuer/--doc-type/--year",
+                FAILED,
+                hint=f"document types here: {', '.join(types)}" if types else "see `sleuth inspect`",
             )
     hits = reader.search(query, top_k, mode, sources=keep)  # type: ignore[arg-type]
     if json_out:
@@ -341,8 +384,11 @@ def search_cmd(
     for rank, hit in enumerate(hits, 1):
         section = " > ".join(hit.section_path)
         console.print(
-            f"[bold]{rank}.[/bold] {hit.source_path} p. {hit.page} "
-            f"[{hit.start}:{hit.end}] {section}  (score {hit.score:.4f})",
+            styled(
+                (f"{rank}.", "bold"),
+                f" {hit.source_path} p. {hit.page} [{hit.start}:{hit.end}] {section}",
+                f"  (score {hit.score:.4f})",
+            ),
             soft_wrap=True,
             highlight=False,
         )
@@ -368,30 +414,25 @@ def exec_cmd(
     from sleuth.sandbox.limits import BudgetExceeded
 
     if not 1 <= len(context) <= 10:
-        raise fail("give 1 to 10 --context options")
+        raise fail("give 1 to 10 --context options", USAGE)
     try:
         code = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise fail(f"cannot read {file}: {exc}") from None
+        raise fail(f"cannot read {file}: {exc}", USAGE) from None
     home = open_home()
     versions: dict[str, Path] = {}
     for slug in context:
-        try:
-            ctx = home.find(slug)
-        except ContextNotFound as exc:
-            raise fail(str(exc), 2) from None
+        ctx = find_context(home, slug)
         live = ctx.live_version()
         if live is None:
-            raise fail(f"context {slug!r} has no live version: compile it first", 2)
+            raise fail(f"context {slug!r} has no live version: compile it first", FAILED)
         versions[ctx.info().slug] = ctx.version_dir(live)
     limits = Limits(step_timeout_s=timeout, max_output=max_tool_output_chars)
     try:
         with SandboxHost(limits) as host, host.start_turn(versions) as sandbox:
             result = sandbox.exec(code)
-    except SandboxUnavailable as exc:
-        raise fail(str(exc), 2) from None
-    except (SandboxDied, BudgetExceeded) as exc:
-        raise fail(str(exc), 1) from None
+    except (SandboxUnavailable, SandboxDied, BudgetExceeded) as exc:
+        raise fail(str(exc), FAILED) from None
     typer.echo(result.output, nl=not result.output.endswith("\n") and bool(result.output))
     if not result.ok:
         raise typer.Exit(1)

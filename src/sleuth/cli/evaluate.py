@@ -14,9 +14,8 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sleuth.cli.answer import HIGH, LOW
-from sleuth.cli.app import app, console, err, fail
+from sleuth.cli.app import FAILED, USAGE, app, console, err, fail, failure, find_context, say, styled
 from sleuth.settings import TURN_CAP_SECONDS
-from sleuth.store.home import ContextNotFound, InvalidSlug
 from sleuth.store.replica import open_home
 
 BASELINES = ("rag",)
@@ -87,41 +86,41 @@ def eval_cmd(
 
     unknown = sorted(set(baseline or []) - set(BASELINES))
     if unknown:
-        raise fail(f"unknown baseline(s) {', '.join(unknown)}; available: {', '.join(BASELINES)}")
+        raise fail(f"unknown baseline(s) {', '.join(unknown)}; available: {', '.join(BASELINES)}", USAGE)
     if skip_sleuth and not baseline:
-        raise fail("--skip-sleuth needs a --baseline to run")
+        raise fail("--skip-sleuth needs a --baseline to run", USAGE)
     try:
         wanted = [i.strip() for i in (ids or "").split(",") if i.strip()]
         questions = select_questions(load_questions(questions_file), wanted or None, offset, limit)
     except EvalDataError as exc:
-        raise fail(str(exc)) from None
+        raise failure(exc) from None
     if not questions:
-        raise fail("no questions selected")
+        raise fail("no questions selected", USAGE)
 
     home = open_home()
     scope = list(dict.fromkeys(context))
     readers: dict[str, VersionReader] = {}
     for slug in scope:
-        try:
-            ctx = home.find(slug)
-        except (ContextNotFound, InvalidSlug, ValueError):
-            raise fail(f"no context {slug!r}", 1) from None
+        ctx = find_context(home, slug)
         live = ctx.live_version()
         if live is None:
-            raise fail(f"context {slug!r} has no compiled version yet", 1)
+            raise fail(f"context {slug!r} has no compiled version yet", FAILED)
         readers[slug] = VersionReader(ctx.version_dir(live))
 
     try:
         catalog = Catalog.load(home.root)
     except CatalogError as exc:
-        raise fail(str(exc)) from None
+        raise failure(exc) from None
 
     def provider(name: str | None) -> tuple[str, Model | None]:
         try:
             config = catalog.resolve(name)
-            return config.id, None if config.provider == "offline" else build_model(config)
         except CatalogError as exc:
-            raise fail(f"model_unavailable: {exc}") from None
+            raise failure(exc) from None
+        missing = catalog.missing(config)
+        if missing is not None:
+            raise fail(missing, FAILED)
+        return config.id, None if config.provider == "offline" else build_model(config)
 
     model_id, llm = provider(model)
     judge_llm: Model | None = None
@@ -145,8 +144,11 @@ def eval_cmd(
         "started": datetime.now().isoformat(timespec="seconds"),
     }
     err.print(
-        f"[bold]sleuth eval[/bold] {len(questions)} questions · contexts {', '.join(scope)}"
-        f" · model {model_id} · judge {config['judge'] or 'off'} · out {out_dir}",
+        styled(
+            ("sleuth eval", "bold"),
+            f" {len(questions)} questions · contexts {', '.join(scope)} · model {model_id} · "
+            f"judge {config['judge'] or 'off'} · out {out_dir}",
+        ),
         highlight=False,
     )
 
@@ -182,7 +184,9 @@ def eval_cmd(
     except KeyboardInterrupt:  # a long run stopped by hand still reports what it has
         interrupted = True
         config["interrupted"] = True
-        err.print("[yellow]interrupted[/yellow]: reporting the questions answered so far", highlight=False)
+        err.print(
+            styled(("interrupted", "yellow"), ": reporting the questions answered so far"), highlight=False
+        )
 
     config["wall_s"] = round(time.monotonic() - began, 1)
     summaries = summarize(results)
@@ -191,9 +195,6 @@ def eval_cmd(
         typer.echo(json.dumps([s.to_json() for s in summaries], indent=2, ensure_ascii=False))
     else:
         console.print(rich_table(summaries, title=f"sleuth eval · {questions_file.name} · {model_id}"))
-        console.print(
-            f"[dim]records {records_path} · report {paths['markdown']} · {paths['json']}[/dim]",
-            highlight=False,
-        )
+        say((f"records {records_path} · report {paths['markdown']} · {paths['json']}", "dim"))
     if interrupted:
         raise typer.Exit(130)

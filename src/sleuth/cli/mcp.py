@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from sleuth.cli.app import app, fail
+from sleuth.cli.app import app, context_missing
 from sleuth.store.home import ContextNotFound
 from sleuth.store.replica import open_home
 
@@ -18,11 +18,13 @@ def mcp_cmd(
         typer.Option("--context", help="Serve only this context (its slug); default: every context."),
     ] = None,
 ) -> None:
-    """Serve MCP over stdin/stdout (for local agents) over $SLEUTH_HOME until the client disconnects."""
+    """Serve MCP over stdin/stdout (for local agents) over the home `sleuth contexts` names, until the
+    client disconnects."""
     # Imported here: the MCP SDK is only needed by this command, not by every CLI start.
     from sleuth.api.mcp import serve_stdio
 
+    home = open_home()
     try:
-        serve_stdio(open_home(), only=context)
+        serve_stdio(home, only=context)
     except ContextNotFound:
-        raise fail(f"no context {context!r}") from None
+        raise context_missing(context or "", home) from None

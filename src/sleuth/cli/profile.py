@@ -8,13 +8,12 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from sleuth.cli.app import app, console, fail
+from sleuth.cli.app import app, console, failure, find_context
 from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.compile.extraction.choose import curation_model, needs_model
 from sleuth.compile.extraction.profile import Band, current_pages, profile_curate
 from sleuth.compile.manifest import ManifestError, parse_manifest
 from sleuth.models.catalog import Catalog, CatalogError
-from sleuth.store.home import ContextNotFound
 from sleuth.store.ledger import Ledger
 from sleuth.store.replica import open_home
 
@@ -35,13 +34,13 @@ def profile_cmd(
 ) -> None:
     """Estimate the calls, tokens, time and cost of curating CONTEXT with a model, per type."""
     home = open_home()
+    ctx = find_context(home, context)
     try:
-        ctx = home.find(context)
         manifest = parse_manifest(ctx.manifest_data())
         catalog = Catalog.load(home.root)
         config, note = curation_model(manifest, catalog, model)
-    except (ContextNotFound, ManifestError, CatalogError) as exc:
-        raise fail(str(exc)) from None
+    except (ManifestError, CatalogError) as exc:
+        raise failure(exc) from None
     if not needs_model(manifest):
         console.print("nothing in the manifest needs a model: a curate makes no model call")
         return

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from sleuth.cli.app import app, console, err, fail
+from sleuth.cli.app import FAILED, USAGE, app, console, err, fail, failure, find_context
 from sleuth.settings import int_range
-from sleuth.store.home import ContextNotFound, Home
+from sleuth.store.home import Home
 from sleuth.store.replica import open_home
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ def serve_cmd(
     try:
         required = resolve_auth(options)
     except ServeError as exc:
-        raise fail(str(exc)) from None
+        raise failure(exc) from None
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s")
     shown = f"[{host}]" if ":" in host else host
     err.print(
@@ -104,7 +104,7 @@ def serve_cmd(
     try:
         serve(open_home(), options, log_level=log_level.lower())
     except CatalogError as exc:  # config.toml or SLEUTH_MODEL names a model that does not resolve
-        raise fail(str(exc)) from None
+        raise failure(exc) from None
 
 
 @app.command("worker", epilog=_settings_help())
@@ -137,16 +137,18 @@ def worker_cmd(
     wanted = tuple(queue or QUEUES)
     unknown = [name for name in wanted if name not in QUEUES]
     if unknown:
-        raise fail(f"unknown queue {unknown[0]!r}; use {' or '.join(QUEUES)}")
+        raise fail(f"unknown queue {unknown[0]!r}; use {' or '.join(QUEUES)}", USAGE)
     url = current().database_url
     if not url or not url.startswith(("postgresql", "postgres:")):
-        raise fail("sleuth worker needs SLEUTH_DATABASE_URL=postgresql://… (the job queue lives there)")
+        raise fail(
+            "sleuth worker needs SLEUTH_DATABASE_URL=postgresql://… (the job queue lives there)", USAGE
+        )
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s")
     overrides = {} if concurrency is None else {"worker_concurrency": concurrency}
     try:
         work(open_home(), overrides, queues=wanted, metrics_port=metrics_port, metrics_addr=metrics_addr)
     except ServeError as exc:
-        raise fail(str(exc)) from None
+        raise failure(exc) from None
 
 
 def _stamp(epoch: float | None) -> str:
@@ -176,15 +178,12 @@ def keys_create(
     if contexts:
         context_ids = []
         for slug in contexts:
-            try:
-                context_ids.append(home.find(slug).info().id)
-            except (ContextNotFound, ValueError):
-                raise fail(f"no context {slug!r}") from None
+            context_ids.append(find_context(home, slug).info().id)
     with ServerDB.for_home(home) as db:
         try:
             key, secret = KeyStore(db).create(name, role.value, contexts=context_ids)
         except KeyStoreError as exc:
-            raise fail(str(exc)) from None
+            raise failure(exc) from None
     typer.echo(secret)  # alone on stdout, so `KEY=$(sleuth keys create …)` works
     limited = "" if key.contexts is None else f" limited to {', '.join(_slugs(home, key))}"
     err.print(
@@ -245,7 +244,7 @@ def keys_revoke(key: Annotated[str, typer.Argument(help="Key id, or the name of 
         try:
             revoked = KeyStore(db).revoke(key)
         except KeyStoreError as exc:
-            raise fail(str(exc), 1) from None
+            raise fail(str(exc), FAILED) from None
     console.print(
         f"revoked {revoked.role} key {revoked.name!r} ({revoked.id})", highlight=False, markup=False
     )

@@ -14,6 +14,7 @@ corpus-wide outputs (rosters, glossary, mention edges, merged rows) consistent b
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import shutil
 import time
@@ -24,18 +25,19 @@ from pathlib import Path
 from sleuth.compile import version_files
 from sleuth.compile.build import BuildPlan, VersionBuild, embedder_window
 from sleuth.compile.chunking import CHUNKER_VERSION, Window
+from sleuth.compile.errors import NothingToCompile, SourceClash
 from sleuth.compile.extract import Extractor, NoModelExtractor
 from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.compile.extraction.choose import choose_extractor, curation_model, needs_model
 from sleuth.compile.identity import IDENTITY_VERSION
 from sleuth.compile.manifest import Manifest, parse_manifest, read_manifest_file
 from sleuth.compile.pages import TEXT_VERSION
-from sleuth.compile.sources import ImportReport, import_sources, list_source_files
+from sleuth.compile.sources import ImportReport, archive_stem, import_sources, is_archive, list_source_files
 from sleuth.compile.version_files import SourceState
 from sleuth.models.catalog import Catalog
 from sleuth.models.embedder import file_sha256
 from sleuth.settings import TURN_CAP_SECONDS  # a version superseded less long ago may still be read
-from sleuth.store.home import ContextDir, Home, now_iso, write_json_atomic, write_text_atomic
+from sleuth.store.home import ContextDir, ContextNotFound, Home, now_iso, write_json_atomic, write_text_atomic
 from sleuth.store.ledger import Ledger, SourceEntry, Tombstone
 from sleuth.store.lock import curate_lock
 from sleuth.store.replica import open_home
@@ -56,8 +58,10 @@ def compile_context(
     model: str | None = None,
     token_budget: int | None = None,
     catalog: Catalog | None = None,
+    replace: bool = False,
 ) -> CompileReport:
     """Create the context if needed, import `inputs`, and curate it (the `sleuth compile` verb).
+    `replace`: a folder may replace the sources another folder of its name put in the context.
 
     The extractor is `extractor` when given, else the one `choose_extractor` picks for `model`, the
     manifest and the catalog (by default the home's `config.toml`)."""
@@ -67,14 +71,19 @@ def compile_context(
     for given in inputs or []:
         if not given.exists():
             raise FileNotFoundError(f"no such file or directory: {given}")
+    if inputs and not any(_holds_a_file(given) for given in inputs) and _absent(home, slug):
+        names = ", ".join(str(given) for given in inputs)
+        raise NothingToCompile(f"nothing to compile: {names} holds no files, so no context was made")
     if model is not None and extractor is None:  # a model that does not resolve leaves no trace either
         catalog = catalog or Catalog.load(home.root)
         curation_model(parse_manifest({}), catalog, model)
     ctx, _created = home.find_or_create(slug)
     with curate_lock(ctx.lock_file, ctx.info().id):
+        origins = _origins(ctx, list(inputs or []), replace)
         if manifest_data is not None:
             write_json_atomic(ctx.manifest_file, manifest_data)
         imported = import_sources(ctx.sources, list(inputs)) if inputs else ImportReport()
+        write_json_atomic(ctx.root / ORIGINS_FILE, origins)
         manifest = parse_manifest(ctx.manifest_data())
         note = None
         if extractor is None and not needs_model(manifest):
@@ -98,6 +107,47 @@ def compile_context(
         }
         _count_import_skips(report, imported)
         return report
+
+
+#: Which folder or archive each `uploads/<name>` was mirrored from (absolute paths), per context.
+ORIGINS_FILE = "origins.json"
+
+
+def _holds_a_file(path: Path) -> bool:
+    """A file, or a folder with a file somewhere in it (stops at the first)."""
+    if not path.is_dir():
+        return True
+    return any(p.is_file() for p in path.rglob("*") if not p.name.startswith("."))
+
+
+def _absent(home: Home, slug: str) -> bool:
+    try:
+        home.find(slug)
+    except (ContextNotFound, ValueError):
+        return True
+    return False
+
+
+def _origins(ctx: ContextDir, inputs: list[Path], replace: bool) -> dict[str, str]:
+    """The origins after importing `inputs`; a folder or archive whose `uploads/<name>` already holds
+    another folder's sources raises `SourceClash` (`replace`: it replaces them, as asked)."""
+    try:
+        known: dict[str, str] = json.loads((ctx.root / ORIGINS_FILE).read_text("utf-8"))
+    except (OSError, ValueError):
+        known = {}
+    for given in inputs:
+        path = given.resolve()
+        if not path.is_dir() and not is_archive(path):
+            continue
+        name = f"uploads/{path.name if path.is_dir() else archive_stem(path)}"
+        before = known.get(name)
+        if before is not None and before != str(path) and (ctx.sources / name).exists() and not replace:
+            raise SourceClash(
+                f"{name}/ holds the sources compiled from {before}; compiling {path} there would delete "
+                "them. Rename the folder, or pass --replace to replace them"
+            )
+        known[name] = str(path)
+    return known
 
 
 def _count_import_skips(report: CompileReport, imported: ImportReport) -> None:

@@ -320,10 +320,12 @@ class Catalog:
         """Usable now: the offline planner always; others need their key (or none) and their SDK."""
         if config.provider == "offline":
             return True
-        module = SDK_MODULE.get(config.provider)
-        if module is not None and importlib.util.find_spec(module) is None:
-            return False
-        return resolve_api_key(config, self.env) is not None
+        return missing_part(config, self.env) is None and resolve_api_key(config, self.env) is not None
+
+    def missing(self, config: ModelConfig) -> str | None:
+        """What a provider model lacks here, as a person reads it (its SDK extra, its key), or None: a turn
+        is refused with it before anything is stored (issue 26, item 2)."""
+        return missing_part(config, self.env)
 
     def public(self) -> dict[str, Any]:
         """The `GET /models` catalog (spec/api.md §10.2), never keys. `embedding_models` is the server's to
@@ -344,6 +346,20 @@ class Catalog:
             ],
             "query_defaults": copy.deepcopy(QUERY_DEFAULTS),
         }
+
+
+def missing_part(config: ModelConfig, env: Mapping[str, str] | None = None) -> str | None:
+    """Why a provider model cannot run here: its SDK is not installed (`pip install 'sleuth[openai]'`),
+    or the variable that holds its key is not set. None for the offline planner and test doubles."""
+    module = SDK_MODULE.get(config.provider)
+    if module is None:
+        return None
+    if importlib.util.find_spec(module) is None:
+        return f"{config.id} needs the {module} extra, which is not installed: pip install 'sleuth[{module}]'"
+    name = config.api_key_env or DEFAULT_KEY_ENV.get(config.provider)
+    if resolve_api_key(config, env) is None and name:
+        return f"{config.id} needs an API key: set {name}"
+    return None
 
 
 def build_model(config: ModelConfig, env: Mapping[str, str] | None = None) -> Model:

@@ -25,14 +25,54 @@ from sleuth.errors import Invalid, NotFound
 SLUG_PATTERN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
 
 
-def sleuth_home() -> Path:
-    """`$SLEUTH_HOME`, else `$XDG_DATA_HOME/sleuth`, else `~/.local/share/sleuth`."""
+#: A project's own home: a `.sleuth` folder with contexts in it, in the working directory or a folder
+#: above it (`make demo` makes one in the checkout).
+PROJECT_HOME = ".sleuth"
+
+
+@dataclass(frozen=True)
+class HomeChoice:
+    """The home a process runs with and why: every entry point (CLI, server, MCP, eval) resolves it by
+    `resolve_home`, and `sleuth contexts` prints it, so a context is never "missing" from a home nobody
+    named."""
+
+    path: Path
+    #: `SLEUTH_HOME`, `project` (a `.sleuth` found from the working directory), `XDG_DATA_HOME` or
+    #: `default` (`~/.local/share/sleuth`).
+    source: str
+
+    def describe(self) -> str:
+        why = {
+            "SLEUTH_HOME": "from $SLEUTH_HOME",
+            "project": f"the project's {PROJECT_HOME}, found from the working directory",
+            "XDG_DATA_HOME": "from $XDG_DATA_HOME",
+            "default": "the default; set SLEUTH_HOME to use another",
+        }[self.source]
+        return f"{self.path} ({why})"
+
+
+def resolve_home(cwd: Path | None = None) -> HomeChoice:
+    """`$SLEUTH_HOME`; else the nearest `.sleuth/` holding `contexts/` in the working directory or a
+    folder above it (as git finds `.git`); else `$XDG_DATA_HOME/sleuth`; else `~/.local/share/sleuth`."""
     env = os.environ.get("SLEUTH_HOME")
     if env:
-        return Path(env).expanduser()
+        return HomeChoice(Path(env).expanduser(), "SLEUTH_HOME")
+    try:
+        here = (cwd or Path.cwd()).resolve()
+    except OSError:  # the working directory was removed
+        here = None
+    for folder in [here, *here.parents] if here is not None else []:
+        if (folder / PROJECT_HOME / "contexts").is_dir():
+            return HomeChoice(folder / PROJECT_HOME, "project")
     xdg = os.environ.get("XDG_DATA_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share"
-    return base / "sleuth"
+    if xdg:
+        return HomeChoice(Path(xdg).expanduser() / "sleuth", "XDG_DATA_HOME")
+    return HomeChoice(Path.home() / ".local" / "share" / "sleuth", "default")
+
+
+def sleuth_home() -> Path:
+    """The home this process runs with (`resolve_home`)."""
+    return resolve_home().path
 
 
 def now_iso() -> str:

@@ -1,0 +1,91 @@
+"""The first hour (issue 26): one rule for the home every entry point uses, printed by `sleuth
+contexts`; compile outcomes that say what happened and exit accordingly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sleuth.cli import app
+from sleuth.store.home import Home, resolve_home
+
+
+def test_the_home_rule(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`$SLEUTH_HOME`; else the nearest `.sleuth/` with contexts from the working directory up (what
+    `make demo` makes); else `$XDG_DATA_HOME/sleuth`; else `~/.local/share/sleuth`."""
+    project = tmp_path / "project"
+    deep = project / "docs" / "notes"
+    deep.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    monkeypatch.delenv("SLEUTH_HOME", raising=False)
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    assert resolve_home(deep).source == "default"
+    assert resolve_home(deep).path == tmp_path / "user" / ".local" / "share" / "sleuth"
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert resolve_home(deep) == resolve_home(deep).__class__(tmp_path / "xdg" / "sleuth", "XDG_DATA_HOME")
+    (project / ".sleuth").mkdir()
+    assert resolve_home(deep).source == "XDG_DATA_HOME"  # a `.sleuth` without contexts is not a home
+    (project / ".sleuth" / "contexts").mkdir()
+    choice = resolve_home(deep)
+    assert (choice.path, choice.source) == (project.resolve() / ".sleuth", "project")
+    assert "found from the working directory" in choice.describe()
+    monkeypatch.setenv("SLEUTH_HOME", str(tmp_path / "explicit"))
+    assert resolve_home(deep).source == "SLEUTH_HOME"
+
+
+def test_contexts_says_which_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After `make demo`, a fresh shell in the checkout finds the demo's home, and `sleuth contexts`
+    says where it looked; an empty home says how to make a context."""
+    project = tmp_path / "checkout"
+    Home(project / ".sleuth").contexts_dir.mkdir(parents=True)
+    monkeypatch.delenv("SLEUTH_HOME", raising=False)
+    monkeypatch.chdir(project)
+    listed = CliRunner().invoke(app, ["contexts"])
+    assert listed.exit_code == 0, listed.output
+    first = listed.output.splitlines()[0]
+    assert (
+        first
+        == f"home: {project.resolve() / '.sleuth'} (the project's .sleuth, found from the working directory)"
+    )
+    assert "no contexts yet: make one with `sleuth compile DIR --context NAME`" in listed.output
+    missing = CliRunner().invoke(app, ["inspect", "acme"])
+    assert (
+        missing.exit_code == 1 and f"no context 'acme' in {project.resolve() / '.sleuth'}" in missing.output
+    )
+    assert "hint: make one with: sleuth compile DIR --context acme" in missing.output
+
+
+def test_compile_outcomes(tmp_path: Path, home: Home) -> None:
+    """Issue 26, item 3: an empty folder makes no context and exits 2; unreadable sources exit 1 and
+    are counted; a second folder of the same name does not silently delete the first one's sources."""
+    runner = CliRunner()
+    (tmp_path / "empty" / "sub").mkdir(parents=True)
+    empty = runner.invoke(app, ["compile", str(tmp_path / "empty"), "-c", "notes"])
+    assert empty.exit_code == 2 and "nothing to compile" in empty.output
+    assert home.contexts() == []
+
+    first = tmp_path / "a" / "docs"
+    first.mkdir(parents=True)
+    (first / "policy.md").write_text("# Leave\n\nEmployees take 25 days of leave a year.\n")
+    (first / "broken.pdf").write_bytes(b"%PDF-1.4 this is not a PDF at all")
+    (first / "broken-too.pdf").write_bytes(b"%PDF-1.7\n%%EOF")
+    partial = runner.invoke(app, ["compile", str(first), "-c", "notes"])
+    assert partial.exit_code == 1, partial.output
+    assert "1 of 3 sources compiled" in partial.output
+    assert "error: 2 sources could not be read (listed above); the others are compiled" in partial.output
+    assert home.find("notes").live_version() == "v000001"  # what could be read is live
+
+    second = tmp_path / "b" / "docs"
+    second.mkdir(parents=True)
+    (second / "travel.md").write_text("# Travel\n\nBook economy class.\n")
+    clash = runner.invoke(app, ["compile", str(second), "-c", "notes"])
+    assert clash.exit_code == 2
+    assert f"uploads/docs/ holds the sources compiled from {first.resolve()}" in clash.output
+    assert (home.find("notes").sources / "uploads" / "docs" / "policy.md").exists()  # nothing deleted
+    replaced = runner.invoke(app, ["compile", str(second), "-c", "notes", "--replace"])
+    assert replaced.exit_code == 0, replaced.output
+    assert not (home.find("notes").sources / "uploads" / "docs" / "policy.md").exists()
+    again = runner.invoke(app, ["compile", str(second), "-c", "notes"])  # its own folder again: fine
+    assert again.exit_code == 0 and "nothing changed" in again.output
