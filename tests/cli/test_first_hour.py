@@ -3,7 +3,10 @@ contexts`; compile outcomes that say what happened and exit accordingly."""
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -89,3 +92,44 @@ def test_compile_outcomes(tmp_path: Path, home: Home) -> None:
     assert not (home.find("notes").sources / "uploads" / "docs" / "policy.md").exists()
     again = runner.invoke(app, ["compile", str(second), "-c", "notes"])  # its own folder again: fine
     assert again.exit_code == 0 and "nothing changed" in again.output
+
+
+def test_models_lists_what_model_can_name(home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 26, item 5: `sleuth models` (the API had `/models`), with why a model cannot run here."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("SLEUTH_MODEL", raising=False)
+    home.root.mkdir(parents=True, exist_ok=True)
+    (home.root / "config.toml").write_text('[models."gpt"]\nprovider = "openai"\nmodel = "gpt-4.1"\n')
+    runner = CliRunner()
+    listed = runner.invoke(app, ["models"])
+    assert listed.exit_code == 0, listed.output
+    assert "gpt (default)" in listed.output and "sleuth/offline" in listed.output  # one model: the default
+    assert "gpt needs an API key: set OPENAI_API_KEY" in listed.output
+    as_json = json.loads(runner.invoke(app, ["models", "--json"]).stdout)
+    assert {m["id"]: m["available"] for m in as_json["models"]} == {"sleuth/offline": True, "gpt": False}
+
+
+def test_profile_needs_no_key_and_no_sdk(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 26, item 5: the README's "nothing spent" estimate failed without the SDK and a key."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setitem(sys.modules, "openai", None)  # as on an install without the extra
+    result = runner.invoke(app, ["profile", "-c", "acme", "--model", "openai:gpt-4.1"])
+    assert result.exit_code == 0, result.output
+    assert "with openai:gpt-4.1" in result.output and "total" in result.output
+
+
+def test_every_option_and_argument_says_what_it_does() -> None:
+    """Issue 26, item 5: several options had no description in `--help`."""
+    import typer.main
+
+    root: Any = typer.main.get_command(app)
+    bare = []
+    for name, command in root.commands.items():
+        leaves = command.commands.items() if hasattr(command, "commands") else [("", command)]
+        for sub, leaf in leaves:
+            bare += [
+                f"{name} {sub} {p.name}"
+                for p in leaf.params
+                if p.name != "help" and not getattr(p, "help", None)
+            ]
+    assert bare == []

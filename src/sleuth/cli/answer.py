@@ -174,11 +174,19 @@ def ask_cmd(
     session: Annotated[
         str | None, typer.Option(help="Continue this session (id printed by an earlier ask).")
     ] = None,
-    max_steps: Annotated[int | None, typer.Option(min=LOW["max_steps"], max=HIGH["max_steps"])] = None,
+    max_steps: Annotated[
+        int | None,
+        typer.Option(min=LOW["max_steps"], max=HIGH["max_steps"], help="Most steps the model may take."),
+    ] = None,
     system_prompt: Annotated[str | None, typer.Option(help="Session instructions (first turn only).")] = None,
     workflow: Annotated[str | None, typer.Option(help="search | search_cc | search_rag")] = None,
     max_tool_output_chars: Annotated[
-        int, typer.Option(min=LOW["max_tool_output_chars"], max=HIGH["max_tool_output_chars"])
+        int,
+        typer.Option(
+            min=LOW["max_tool_output_chars"],
+            max=HIGH["max_tool_output_chars"],
+            help="Characters of a step's printed output the model sees (the rest is cut with a notice).",
+        ),
     ] = TOOL_OUTPUT_CHARS,
     timeout: Annotated[
         int,
@@ -284,7 +292,7 @@ def turn_refused(exc: TurnError, home: Home, scope: list[str], json_out: bool) -
 
 @app.command("trace")
 def trace_cmd(
-    query_id: str,
+    query_id: Annotated[str, typer.Argument(help="The query's id (qry_…), as `ask` printed it.")],
     json_out: Annotated[bool, typer.Option("--json", help="Print the trace as JSON.")] = False,
 ) -> None:
     """Show the stored trace of a turn: steps, calls, evidence, citations dropped, versions."""
@@ -327,7 +335,7 @@ def trace_cmd(
 
 @app.command("replay")
 def replay_cmd(
-    query_id: str,
+    query_id: Annotated[str, typer.Argument(help="The query's id (qry_…), as `ask` printed it.")],
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Re-execute a stored turn from its replay log against the same context version."""

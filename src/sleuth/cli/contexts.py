@@ -334,7 +334,7 @@ def share_cmd(
 
 @app.command("search")
 def search_cmd(
-    query: str,
+    query: Annotated[str, typer.Argument(help='What to search for; "a quoted phrase" must appear as it is.')],
     context: Annotated[str, typer.Option("--context", "-c", help="The context to search.")],
     mode: Annotated[str, typer.Option(help="hybrid | semantic | keyword")] = "hybrid",
     top_k: Annotated[int, typer.Option(min=1, max=100, help="Hits to show.")] = 10,
@@ -403,7 +403,12 @@ def exec_cmd(
     file: Annotated[Path, typer.Argument(help="Python file to run as one REPL step.")],
     context: Annotated[list[str], typer.Option("--context", "-c", help="Context slug (1-10).")],
     max_tool_output_chars: Annotated[
-        int, typer.Option(min=LOW["max_tool_output_chars"], max=HIGH["max_tool_output_chars"])
+        int,
+        typer.Option(
+            min=LOW["max_tool_output_chars"],
+            max=HIGH["max_tool_output_chars"],
+            help="Characters of the printed output shown (the rest is cut with a notice).",
+        ),
     ] = TOOL_OUTPUT_CHARS,
     timeout: Annotated[
         float, typer.Option(help="Step timeout in seconds.", min=0.1, max=TURN_CAP_SECONDS)

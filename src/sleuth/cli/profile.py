@@ -8,12 +8,12 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from sleuth.cli.app import app, console, failure, find_context
+from sleuth.cli.app import app, console, failure, find_context, say
 from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.compile.extraction.choose import curation_model, needs_model
 from sleuth.compile.extraction.profile import Band, current_pages, profile_curate
 from sleuth.compile.manifest import ManifestError, parse_manifest
-from sleuth.models.catalog import Catalog, CatalogError
+from sleuth.models.catalog import TIERS, Catalog, CatalogError
 from sleuth.store.ledger import Ledger
 from sleuth.store.replica import open_home
 
@@ -38,7 +38,8 @@ def profile_cmd(
     try:
         manifest = parse_manifest(ctx.manifest_data())
         catalog = Catalog.load(home.root)
-        config, note = curation_model(manifest, catalog, model)
+        # an estimate calls no model: neither its SDK nor its key is needed (issue 26, item 5)
+        config, note = curation_model(manifest, catalog, model, check_available=False)
     except (ManifestError, CatalogError) as exc:
         raise failure(exc) from None
     if not needs_model(manifest):
@@ -74,3 +75,36 @@ def profile_cmd(
     console.print(table)
     for line in estimate.assumptions:
         console.print(f"  {line}", highlight=False)
+
+
+@app.command("models")
+def models_cmd(
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the catalog as JSON (as GET /models).")
+    ] = False,
+) -> None:
+    """List the models this home can use (its config.toml and the built-in offline planner), whether each
+    can run here and, if not, what it lacks; `--model` takes an id, a tier or openai:NAME."""
+    home = open_home()
+    try:
+        catalog = Catalog.load(home.root)
+    except CatalogError as exc:
+        raise failure(exc) from None
+    if json_out:
+        typer.echo(json.dumps(catalog.public(), ensure_ascii=False, indent=2))
+        return
+    table = Table("model", "provider", "runs here", "tiers")
+    tiers: dict[str, list[str]] = {}
+    for tier in TIERS:
+        tiers.setdefault(catalog.tier(tier), []).append(tier)
+    for config in catalog.models.values():
+        missing = catalog.missing(config)
+        state = "yes" if catalog.available(config) else (missing or "no")
+        mark = " (default)" if config.id == catalog.default else ""
+        table.add_row(config.id + mark, config.provider, state, ", ".join(tiers.get(config.id, [])))
+    console.print(table)
+    say(
+        "Any OpenAI or Anthropic model by name also works: --model openai:gpt-4.1, anthropic:NAME, or "
+        "openai-compatible:NAME@http://localhost:8000/v1 for a local server; add models to "
+        f"{home.root / 'config.toml'}."
+    )

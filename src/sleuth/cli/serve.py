@@ -42,7 +42,7 @@ def serve_cmd(
     host: Annotated[
         str, typer.Option(help="Address to bind; loopback means no-auth by default.")
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=1, max=65535)] = 8088,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="The port to listen on.")] = 8088,
     auth: Annotated[
         bool | None,
         typer.Option("--auth/--no-auth", help="Require API keys (default: only on non-loopback addresses)."),

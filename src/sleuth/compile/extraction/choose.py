@@ -64,7 +64,7 @@ def curation_model(
     if config.provider == "offline":
         return None, None
     if check_available and not catalog.available(config):
-        note = f"model {config.id!r} is not available (no key or no SDK)"
+        note = catalog.missing(config) or f"model {config.id!r} is not available here"
         if model is not None:
             raise CatalogError(note)
         return None, note
