@@ -133,3 +133,27 @@ def test_every_option_and_argument_says_what_it_does() -> None:
                 if p.name != "help" and not getattr(p, "help", None)
             ]
     assert bare == []
+
+
+def test_pack_then_restore_in_another_home(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 26, item 5: `sleuth pack` and `sleuth restore` (the API and the console had them)."""
+    target = tmp_path / "out" / "acme.context.zip"
+    packed = runner.invoke(app, ["pack", "acme", "--out", str(target)])
+    assert packed.exit_code == 0, packed.output
+    assert target.is_file() and f"packed acme into {target}" in packed.output
+
+    monkeypatch.setenv("SLEUTH_HOME", str(tmp_path / "elsewhere"))
+    restored = runner.invoke(app, ["restore", str(target)])
+    assert restored.exit_code == 0, restored.output
+    assert "restored 21 source files into acme; version v000001 is live" in restored.output
+    home = Home(tmp_path / "elsewhere")
+    assert home.find("acme").live_version() == "v000001"
+    again = runner.invoke(app, ["restore", str(target)])
+    assert again.exit_code == 1 and "already has sources" in again.output
+    other = runner.invoke(app, ["restore", str(target), "--context", "acme-copy"])
+    assert other.exit_code == 0 and home.find("acme-copy").live_version() == "v000001"
+    (tmp_path / "not-a-pack.zip").write_bytes(b"hello")
+    refused = runner.invoke(app, ["restore", str(tmp_path / "not-a-pack.zip")])
+    assert refused.exit_code == 2 and "not a valid Sleuth pack" in refused.output

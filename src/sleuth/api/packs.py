@@ -44,8 +44,9 @@ from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.compile.extraction.choose import restore_extractor
 from sleuth.compile.manifest import ManifestError, parse_manifest
 from sleuth.compile.pipeline import CompileRun
+from sleuth.compile.report import Progress
 from sleuth.compile.sources import UnsafePath, safe_join, safe_relative_path
-from sleuth.store.home import ContextDir, now_iso
+from sleuth.store.home import ContextDir, Home, now_iso
 from sleuth.store.ledger import Ledger
 from sleuth.store.lock import CurateInFlight, curate_lock
 
@@ -85,66 +86,71 @@ def _pack_members(ctx: ContextDir, live: str | None) -> list[tuple[str, Path]]:
     return members
 
 
+def write_pack(ctx: ContextDir, target: Path, include_traces: bool, progress: Progress) -> dict[str, Any]:
+    """Write the context as a `.context.zip` at `target` (a `.partial` beside it until complete), under
+    the context's lock so no curate flips (and no collect removes the live version) half-way. The API's
+    pack task and `sleuth pack` both run this. `CurateInFlight` when a compile holds the lock."""
+    with curate_lock(ctx.lock_file, ctx.info().id):
+        info, extra, live = ctx.info(), read_extra(ctx), ctx.live_version()
+        members = _pack_members(ctx, live)
+        counts = {
+            top: sum(1 for name, _p in members if name.startswith(top + "/"))
+            for top in ("sources", "knowledge", "cache")
+        }
+        pack = {
+            "format": PACK_FORMAT,
+            "format_version": PACK_FORMAT_VERSION,
+            "slug": info.slug,
+            "name": info.name,
+            "description": info.description or None,
+            "guide": extra.get("guide"),
+            "sleuth_version": sleuth.__version__,
+            "created_at": now_iso(),
+            "live_version": live,
+            "include_traces": include_traces,
+            "sample_queries": info.sample_queries,
+            "counts": counts,
+        }
+        progress.start("pack", len(members))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f"{target.name}.partial")
+        try:
+            with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+                zf.writestr("pack.json", json.dumps(pack, ensure_ascii=False, indent=2))
+                for name, path in members:
+                    progress.advance("pack")
+                    zf.write(path, name)
+            os.replace(partial, target)
+        finally:
+            partial.unlink(missing_ok=True)
+        progress.finish("pack")
+    warnings = ["include_traces: traces are not packed yet; the pack has none"] if include_traces else []
+    return {
+        "state": "completed",
+        "slug": info.slug,
+        "include_traces": include_traces,
+        "pack_filename": target.name,
+        "pack_size": target.stat().st_size,
+        "sources_files": counts["sources"],
+        "knowledge_files": counts["knowledge"],
+        "traces_files": 0,
+        "corpus_groups_included": bool(Ledger.load(ctx.ledger_file).corpus_groups),
+        "details": {"description": info.description or None, "sample_queries": info.sample_queries},
+        "live_version": live,
+        "warnings": warnings,
+    }
+
+
 def _pack_job(ctx: ContextDir, include_traces: bool) -> Job:
-    """Write `<slug>.context.zip` into the task's files, under the context's lock so no curate flips
-    (and no collect removes the live version) half-way."""
+    """`write_pack` into the task's files, as `<slug>.context.zip`."""
 
     def job(handle: TaskHandle) -> dict[str, Any]:
         try:
-            with curate_lock(ctx.lock_file, ctx.info().id):
-                info, extra, live = ctx.info(), read_extra(ctx), ctx.live_version()
-                members = _pack_members(ctx, live)
-                ledger = Ledger.load(ctx.ledger_file)
-                counts = {
-                    top: sum(1 for name, _p in members if name.startswith(top + "/"))
-                    for top in ("sources", "knowledge", "cache")
-                }
-                pack = {
-                    "format": PACK_FORMAT,
-                    "format_version": PACK_FORMAT_VERSION,
-                    "slug": info.slug,
-                    "name": info.name,
-                    "description": info.description or None,
-                    "guide": extra.get("guide"),
-                    "sleuth_version": sleuth.__version__,
-                    "created_at": now_iso(),
-                    "live_version": live,
-                    "include_traces": include_traces,
-                    "sample_queries": info.sample_queries,
-                    "counts": counts,
-                }
-                handle.start("pack", len(members))
-                handle.files_dir.mkdir(parents=True, exist_ok=True)
-                filename = f"{info.slug}.context.zip"
-                target = handle.files_dir / filename
-                partial = handle.files_dir / f"{filename}.partial"
-                try:
-                    with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-                        zf.writestr("pack.json", json.dumps(pack, ensure_ascii=False, indent=2))
-                        for name, path in members:
-                            handle.advance("pack")
-                            zf.write(path, name)
-                    os.replace(partial, target)
-                finally:
-                    partial.unlink(missing_ok=True)
-                handle.finish("pack")
+            return write_pack(
+                ctx, handle.files_dir / f"{ctx.info().slug}.context.zip", include_traces, handle
+            )
         except CurateInFlight:
             raise RuntimeError("a compile of this context is running") from None
-        warnings = ["include_traces: traces are not packed yet; the pack has none"] if include_traces else []
-        return {
-            "state": "completed",
-            "slug": info.slug,
-            "include_traces": include_traces,
-            "pack_filename": filename,
-            "pack_size": target.stat().st_size,
-            "sources_files": counts["sources"],
-            "knowledge_files": counts["knowledge"],
-            "traces_files": 0,
-            "corpus_groups_included": bool(ledger.corpus_groups),
-            "details": {"description": info.description or None, "sample_queries": info.sample_queries},
-            "live_version": live,
-            "warnings": warnings,
-        }
 
     return job
 
@@ -175,7 +181,7 @@ def _invalid_pack(message: str) -> ApiError:
     return ApiError(400, "invalid_pack", message, field="file")
 
 
-def _check_pack(path: Path, limits: SourceLimits) -> dict[str, Any]:
+def check_pack(path: Path, limits: SourceLimits) -> dict[str, Any]:
     """`pack.json` of a valid pack: a zip whose members all have safe names, are regular files under
     the known top-level entries, fit the limits, with a known format version and a valid manifest.
     The zip's end record is read first, so a directory of any size is never loaded."""
@@ -268,63 +274,73 @@ def _packed_extractor(zf: zipfile.ZipFile) -> str:
         return "none"
 
 
-def _restore_job(
-    state: ApiState, ctx: ContextDir, staged: Path, pack: dict[str, Any], limits: SourceLimits
-) -> Job:
-    """Write the pack's sources, manifest and extraction cache, then curate (trigger `restore`).
+def restore_pack(
+    home: Home, ctx: ContextDir, staged: Path, pack: dict[str, Any], limits: SourceLimits, progress: Progress
+) -> dict[str, Any]:
+    """Write the pack's sources, manifest and extraction cache into `ctx`, then curate (trigger
+    `restore`). `pack` is `check_pack`'s reading of `staged`. The API's restore task and `sleuth
+    restore` both run this. `CurateInFlight` when a compile holds the lock.
 
     The curate re-embeds and re-indexes; the knowledge files are rebuilt from the sources rather than
     copied. That gives the same artifacts: the deterministic kinds by construction, the model-made
     ones from the packed extraction cache under the model that filled it, with no model call.
     """
+    with curate_lock(ctx.lock_file, ctx.info().id), ctx.editing():
+        restored = 0
+        ctx.staging.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(staged) as zf:
+            recorded = _packed_extractor(zf)
+            infos = [i for i in zf.infolist() if not i.is_dir()]
+            progress.start("restore", len(infos))
+            for info in infos:
+                progress.advance("restore")
+                target = _restore_target(ctx, safe_relative_path(info.filename))
+                if target is None:
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                partial = ctx.staging / f"{os.urandom(8).hex()}.partial"
+                try:
+                    with zf.open(info) as src:
+                        copy_capped(src, partial, limits.max_file_bytes)
+                    os.chmod(partial, 0o644)
+                    os.replace(partial, target)
+                finally:
+                    partial.unlink(missing_ok=True)
+                restored += 1 if target.is_relative_to(ctx.sources) else 0
+        progress.finish("restore")
+        ctx_info = ctx.info()
+        if not ctx_info.description and pack.get("description"):
+            ctx_info.description = str(pack["description"])[:2000]
+            ctx.save_info(ctx_info)
+        if not read_extra(ctx).get("guide") and pack.get("guide"):
+            update_extra(ctx, guide=str(pack["guide"])[:8000])
+        update_extra(ctx, last_source_import_at=now_iso())
+        ExtractionCache.of(ctx).publish()  # the packed replies, for curates on other machines
+        manifest = parse_manifest(ctx.manifest_data())
+        extractor = restore_extractor(ctx, manifest, recorded)
+        report = CompileRun(ctx, home, manifest, False, progress, extractor).execute()
+    return {
+        "state": "completed",
+        "slug": ctx.info().slug,
+        "pack": {k: pack.get(k) for k in ("slug", "sleuth_version", "created_at", "live_version")},
+        "sources_files": restored,
+        "live_version": ctx.live_version(),
+        "curate": curate_output(ctx, report, False) | {"trigger": "restore"},
+    }
+
+
+def _restore_job(
+    state: ApiState, ctx: ContextDir, staged: Path, pack: dict[str, Any], limits: SourceLimits
+) -> Job:
+    """`restore_pack` as a task; the staged upload is removed when it ends."""
 
     def job(handle: TaskHandle) -> dict[str, Any]:
         try:
-            with curate_lock(ctx.lock_file, ctx.info().id), ctx.editing():
-                restored = 0
-                with zipfile.ZipFile(staged) as zf:
-                    recorded = _packed_extractor(zf)
-                    infos = [i for i in zf.infolist() if not i.is_dir()]
-                    handle.start("restore", len(infos))
-                    for info in infos:
-                        handle.advance("restore")
-                        target = _restore_target(ctx, safe_relative_path(info.filename))
-                        if target is None:
-                            continue
-                        target.parent.mkdir(parents=True, exist_ok=True)
-                        partial = ctx.staging / f"{os.urandom(8).hex()}.partial"
-                        try:
-                            with zf.open(info) as src:
-                                copy_capped(src, partial, limits.max_file_bytes)
-                            os.chmod(partial, 0o644)
-                            os.replace(partial, target)
-                        finally:
-                            partial.unlink(missing_ok=True)
-                        restored += 1 if target.is_relative_to(ctx.sources) else 0
-                handle.finish("restore")
-                ctx_info = ctx.info()
-                if not ctx_info.description and pack.get("description"):
-                    ctx_info.description = str(pack["description"])[:2000]
-                    ctx.save_info(ctx_info)
-                if not read_extra(ctx).get("guide") and pack.get("guide"):
-                    update_extra(ctx, guide=str(pack["guide"])[:8000])
-                update_extra(ctx, last_source_import_at=now_iso())
-                ExtractionCache.of(ctx).publish()  # the packed replies, for curates on other machines
-                manifest = parse_manifest(ctx.manifest_data())
-                extractor = restore_extractor(ctx, manifest, recorded)
-                report = CompileRun(ctx, state.home, manifest, False, handle, extractor).execute()
+            return restore_pack(state.home, ctx, staged, pack, limits, handle)
         except CurateInFlight:
             raise RuntimeError("a compile of this context is running") from None
         finally:
             shutil.rmtree(staged.parent, ignore_errors=True)
-        return {
-            "state": "completed",
-            "slug": ctx.info().slug,
-            "pack": {k: pack.get(k) for k in ("slug", "sleuth_version", "created_at", "live_version")},
-            "sources_files": restored,
-            "live_version": ctx.live_version(),
-            "curate": curate_output(ctx, report, False) | {"trigger": "restore"},
-        }
 
     return job
 
@@ -359,7 +375,7 @@ def _start_restore(
             raise ApiError(
                 413, "file_too_large", f"the pack is over {limits.max_upload_bytes} bytes"
             ) from None
-        pack = _check_pack(staged, limits)
+        pack = check_pack(staged, limits)
         with service.claiming():
             conflict_check(service, ctx, EXCLUSIVE_WORKFLOWS)
             if has_sources(ctx):

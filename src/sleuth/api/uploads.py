@@ -18,6 +18,7 @@ from starlette.formparsers import MultiPartException, MultiPartParser
 
 from sleuth.api.errors import ApiError
 from sleuth.api.state import ApiState
+from sleuth.settings import Settings
 from sleuth.store.home import ContextDir
 
 MAX_CONTEXT_BYTES = 10 * 1024**3
@@ -42,7 +43,11 @@ class SourceLimits:
 
     @classmethod
     def of(cls, state: ApiState) -> SourceLimits:
-        settings = state.settings
+        return cls.of_settings(state.settings)
+
+    @classmethod
+    def of_settings(cls, settings: Settings) -> SourceLimits:
+        """The limits of these settings (the CLI's: `sleuth.settings.current()`)."""
         return cls(**{item.name: getattr(settings, item.name) for item in fields(cls)})
 
 

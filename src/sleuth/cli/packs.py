@@ -1,0 +1,96 @@
+"""`sleuth pack` and `sleuth restore`: a context as one `.context.zip` and back (spec/context.md §8),
+the same work the API's pack and restore tasks run (`api.packs.write_pack`, `restore_pack`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from sleuth.cli.app import FAILED, USAGE, app, err, fail, failure, find_context, say
+from sleuth.cli.contexts import RichProgress
+from sleuth.errors import Conflict, Invalid
+from sleuth.settings import current
+from sleuth.store.home import ContextNotFound
+from sleuth.store.replica import open_home
+
+_COLUMNS = (TextColumn("{task.description:>9}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+
+
+@app.command("pack")
+def pack_cmd(
+    context: Annotated[str, typer.Argument(help="The context to pack (slug or id).")],
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Where to write it (default: ./<slug>.context.zip).")
+    ] = None,
+) -> None:
+    """Write a context as one .context.zip: its sources, manifest and extraction cache, to restore on
+    another machine or home without calling a model again."""
+    from sleuth.api.packs import write_pack  # the API's own work, imported only by this command
+
+    ctx = find_context(open_home(), context)
+    target = (out or Path(f"{ctx.info().slug}.context.zip")).resolve()
+    if target.is_dir():
+        raise fail(f"{target} is a folder: give the file to write", USAGE)
+    try:
+        with Progress(*_COLUMNS, console=err, transient=True) as bars:
+            result = write_pack(ctx, target, False, RichProgress(bars))
+    except Conflict as exc:
+        raise failure(exc) from None
+    except OSError as exc:
+        raise fail(f"cannot write {target}: {exc}", FAILED) from None
+    say(
+        f"packed {result['slug']} into {target}: {result['pack_size']:,} bytes, "
+        f"{result['sources_files']} source files, live version {result['live_version'] or 'none'}"
+    )
+
+
+@app.command("restore")
+def restore_cmd(
+    pack_file: Annotated[Path, typer.Argument(help="A .context.zip written by `sleuth pack` or the API.")],
+    context: Annotated[
+        str | None,
+        typer.Option("--context", "-c", help="The context to restore into (default: the pack's slug)."),
+    ] = None,
+) -> None:
+    """Restore a .context.zip into a new or empty context and curate it (no model is called: the packed
+    extraction cache answers)."""
+    from sleuth.api.context_files import has_sources
+    from sleuth.api.errors import ApiError
+    from sleuth.api.packs import check_pack, restore_pack
+    from sleuth.api.uploads import SourceLimits
+
+    if not pack_file.is_file():
+        raise fail(f"no such file: {pack_file}", USAGE)
+    limits = SourceLimits.of_settings(current())
+    try:
+        pack = check_pack(pack_file, limits)
+    except ApiError as exc:
+        raise fail(exc.message, USAGE) from None
+    home = open_home()
+    slug = context or str(pack.get("slug") or "")
+    try:
+        ctx = home.find(slug)
+    except ContextNotFound:
+        try:
+            ctx = home.create(slug, name=str(pack.get("name") or slug))
+        except Invalid as exc:
+            raise failure(exc) from None
+    else:
+        if has_sources(ctx):
+            raise fail(
+                f"context {slug!r} already has sources: restore needs a new or empty context",
+                FAILED,
+                hint="restore into another: --context NEW-NAME",
+            )
+    try:
+        with Progress(*_COLUMNS, console=err, transient=True) as bars:
+            result = restore_pack(home, ctx, pack_file, pack, limits, RichProgress(bars))
+    except Conflict as exc:
+        raise failure(exc) from None
+    say(
+        f"restored {result['sources_files']} source files into {result['slug']}; "
+        f"version {result['live_version']} is live"
+    )
