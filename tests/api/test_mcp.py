@@ -106,6 +106,15 @@ def test_http_lists_tools_and_answers_a_background_turn(make_server: ServerFacto
 
             missing = error(await client.call_tool("get_query", {"query_id": "q_missing"}))
             assert missing["code"] == "query_not_found"
+            # arguments the schema refuses: the envelope with one sentence, no validator report or URL
+            empty = error(await client.call_tool("query_context", {"context": "acme", "question": ""}))
+            assert empty == {
+                "message": "question must not be empty",
+                "code": "invalid_request",
+                "field": "question",
+            }
+            absent = error(await client.call_tool("get_query", {}))
+            assert absent["code"] == "invalid_request" and absent["message"] == "query_id is required"
 
     run(main)
     # The same executor and database as the HTTP API: the turn is an ordinary stored query.

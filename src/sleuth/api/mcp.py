@@ -40,10 +40,11 @@ import anyio
 import anyio.to_thread
 from fastapi import APIRouter, FastAPI
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.streamable_http import check_accept_headers
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from pydantic import Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.routing import Route
@@ -62,6 +63,7 @@ from sleuth.api.state import ApiState, api_state
 from sleuth.api.task_service import task_service
 from sleuth.api.turns import TurnExecutor, executor
 from sleuth.errors import Error
+from sleuth.format.problems import field_of, first_problem
 from sleuth.sdk.errors import AmbiguousError, HostError, LimitError, NotFoundError, QueryError, SleuthError
 from sleuth.sdk.knowledge import Evidence, Knowledge, ScopedContext
 from sleuth.sdk.primitives import Locator, Primitive, primitives
@@ -406,9 +408,28 @@ def _wire(annotation: Any) -> Any:
     return WireLocator if annotation == Locator else annotation
 
 
+class _Server(MCPServer):
+    """The SDK's server, with a tool call whose arguments fail validation answered like every other
+    refusal: the §4 envelope (`invalid_request`, the field, one sentence), not pydantic's report with
+    its documentation URL (issue 26, item 4)."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
+                errors = cause.errors(include_url=False)
+                field = field_of(errors[0]["loc"]) if errors else "arguments"
+                return _error({"message": first_problem(cause), "code": "invalid_request", "field": field})
+            raise
+
+
 def build_server(engine_of: EngineOf, only: str | None = None) -> tuple[MCPServer, Tools]:
     """The MCP server with every tool registered; `engine_of` finds a call's engine (HTTP or stdio)."""
-    server: MCPServer = MCPServer(
+    server: MCPServer = _Server(
         "sleuth", instructions=INSTRUCTIONS, version=sleuth.__version__, log_level="WARNING"
     )
     tools = Tools(engine_of, only)

@@ -33,10 +33,14 @@ def sentence(error: Mapping[str, Any]) -> str:
     kind = str(error.get("type", ""))
     ctx = error.get("ctx") or {}
     limits = {
-        "string_too_long": f"{field} is too long: at most {ctx.get('max_length')} characters",
-        "string_too_short": f"{field} is too short: at least {ctx.get('min_length')} characters",
+        "string_too_long": f"{field} is too long: at most {_count(ctx.get('max_length'), 'character')}",
+        "string_too_short": (
+            f"{field} must not be empty"
+            if ctx.get("min_length") == 1
+            else f"{field} is too short: at least {_count(ctx.get('min_length'), 'character')}"
+        ),
         "too_long": f"{field} has too many items: at most {ctx.get('max_length')}",
-        "too_short": f"{field} needs at least {ctx.get('min_length')} item(s)",
+        "too_short": f"{field} needs at least {_count(ctx.get('min_length'), 'item')}",
         "greater_than_equal": f"{field} must be at least {ctx.get('ge')}",
         "less_than_equal": f"{field} must be at most {ctx.get('le')}",
         "greater_than": f"{field} must be more than {ctx.get('gt')}",
@@ -52,6 +56,10 @@ def sentence(error: Mapping[str, Any]) -> str:
     message = str(error.get("msg") or "invalid value")
     message = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
     return f"{field}: {message[:1].lower()}{message[1:]}"
+
+
+def _count(n: object, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def first_problem(exc: ValidationError) -> str:
