@@ -753,3 +753,40 @@ def test_an_uploaded_page_opened_from_its_source_url_runs_nothing(
             page.close()
     finally:
         server.client.delete("/api/contexts/raw-read-test")
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_the_contexts_list_names_sizes_and_deletes(server: LiveServer, browser: Browser, size: str) -> None:
+    """Issue 26, item 8: the list shows each context's name with its slug beneath, how big its live
+    version is (sources, pages, chunks; no `Tokens 0`), a state badge, Ask, and Delete (with a
+    confirmation); light and dark at both sizes."""
+    listed = server.client.get("/api/contexts").json()
+    acme = next(c for c in listed if c["slug"] == "acme")
+    stats = acme["stats"]
+    assert {stats["sources"], stats["pages"], stats["chunks"]} and stats["sources"] > 0
+    spare = f"spare-{size}"
+    server.client.post("/api/contexts", json={"slug": spare, "name": f"Spare {size}"}).raise_for_status()
+    for scheme in ("light", "dark"):
+        page, errors = _page(browser, size)
+        page.emulate_media(color_scheme=scheme)
+        page.goto(server.url + "/")
+        row = page.locator("tr[data-slug=acme]")
+        row.wait_for()
+        text = " ".join(row.inner_text().split())
+        assert f"{stats['sources']} sources · {stats['pages']} pages · {stats['chunks']} chunks" in text
+        assert "ready" in text and "Tokens" not in page.locator("main").inner_text()
+        assert page.locator(f"tr[data-slug={spare}]").inner_text().startswith(f"Spare {size}")
+        _shot(page, f"contexts-{scheme}", size)
+        assert errors == [], errors
+        page.close()
+    page, errors = _page(browser, size)
+    page.goto(server.url + "/")
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name=f"Delete {spare}").click()
+    _until(
+        page,
+        f"!document.querySelector('tr[data-slug={spare}]') && !!document.querySelector('tr[data-slug=acme]')",
+    )
+    assert server.client.get(f"/api/contexts/{spare}").status_code == 404
+    assert errors == [], errors
+    page.close()

@@ -16,6 +16,7 @@ context, and its tasks, as absent; the list of contexts leaves them out.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -138,8 +139,21 @@ def context_json(
         "live_version": live,
     }
     if with_stats:
-        body["stats"] = service.store.context_stats(info.id)
+        body["stats"] = service.store.context_stats(info.id) | _version_counts(vdir)
     return body
+
+
+def _version_counts(vdir: Path | None) -> dict[str, int]:
+    """What the live version holds (sources, pages, chunks, artifacts), for a list that says how big
+    each context is (issue 26, item 8); empty without a live version."""
+    if vdir is None:
+        return {}
+    try:
+        counts = json.loads((vdir / "version.json").read_text("utf-8")).get("counts") or {}
+    except (OSError, ValueError):
+        return {}
+    names = {"sources": "sources_compiled", "pages": "pages", "chunks": "chunks", "artifacts": "artifacts"}
+    return {key: int(counts[name]) for key, name in names.items() if isinstance(counts.get(name), int)}
 
 
 @router.get("/contexts")

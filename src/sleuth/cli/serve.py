@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from sleuth.cli.app import FAILED, USAGE, app, console, err, fail, failure, find_context
+from sleuth.cli.app import FAILED, USAGE, app, console, err, fail, failure, find_context, styled
 from sleuth.settings import int_range
 from sleuth.store.home import Home
 from sleuth.store.replica import open_home
@@ -98,11 +98,18 @@ def serve_cmd(
         raise failure(exc) from None
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s")
     shown = f"[{host}]" if ":" in host else host
+    base = f"http://{shown}:{port}"
+    home = open_home()
     err.print(
-        f"Sleuth on http://{shown}:{port}/api · auth: {'api_key' if required else 'none'}", highlight=False
+        styled(
+            ("Sleuth", "bold"),
+            f" · console {base}/ · API {base}/api (OpenAPI at /api/openapi.json) · "
+            f"auth: {'api_key' if required else 'none'} · home: {home.root}",
+        ),
+        highlight=False,
     )
     try:
-        serve(open_home(), options, log_level=log_level.lower())
+        serve(home, options, log_level=log_level.lower())
     except CatalogError as exc:  # config.toml or SLEUTH_MODEL names a model that does not resolve
         raise failure(exc) from None
 

@@ -6,7 +6,23 @@ function stateOf(c) {
   if (c.is_curating) return "curating…";
   if (c.is_importing) return "importing…";
   if (c.is_restoring) return "restoring…";
-  return c.queryable ? `ready · ${c.live_version}` : c.has_sources ? "not curated" : "empty";
+  return c.queryable ? "ready" : c.has_sources ? "not curated" : "empty";
+}
+
+const plural = (n, word) => `${n.toLocaleString()} ${word}${n === 1 ? "" : "s"}`;
+
+// How big the live version is: sources, pages, chunks (nothing for a context not curated yet).
+function sizeOf(stats = {}) {
+  if (stats.sources === undefined) return "—";
+  return [plural(stats.sources, "source"), plural(stats.pages ?? 0, "page"), plural(stats.chunks ?? 0, "chunk")].join(" · ");
+}
+
+function tasksOf(stats = {}) {
+  const parts = [];
+  if (stats.tasks_active) parts.push(`${stats.tasks_active} running`);
+  if (stats.tasks_failed) parts.push(`${stats.tasks_failed} failed`);
+  if (stats.tokens_total) parts.push(`${stats.tokens_total.toLocaleString()} tokens`);
+  return parts.join(" · ");
 }
 
 export async function contextsView() {
@@ -14,19 +30,30 @@ export async function contextsView() {
   show(el("h1", {}, "Contexts"), el("p", { class: "muted" }, "Loading…"));
   try {
     const data = await (await api("/contexts")).json();
+    const problem = el("p", { class: "error", role: "alert" });
+    const remove = async (c) => {
+      if (!confirm(`Delete the context “${c.name || c.slug}” and everything compiled from it?`)) return;
+      try {
+        await api(`/contexts/${encodeURIComponent(c.slug)}`, { method: "DELETE" });
+        contextsView();
+      } catch (error) {
+        problem.textContent = error.message;
+      }
+    };
     const rows = data.map((c) =>
-      el("tr", {},
-        el("td", {}, el("a", { href: `#/context?ctx=${encodeURIComponent(c.slug)}` }, c.slug), " ",
-          el("a", { href: `#/ask?ctx=${encodeURIComponent(c.slug)}`, class: "muted" }, "ask")),
-        el("td", {}, c.name || ""),
-        el("td", {}, stateOf(c)),
-        el("td", {}, `${c.stats?.tasks_active ?? 0} running · ${c.stats?.tasks_total ?? 0} in all` +
-          (c.stats?.tasks_failed ? ` · ${c.stats.tasks_failed} failed` : "")),
-        el("td", {}, String(c.stats?.tokens_total ?? 0)),
-        el("td", {}, when(c.last_curated_at))));
-    const slug = el("input", { id: "new-slug", required: true, pattern: "[a-z][a-z0-9\\-]{2,63}", placeholder: "slug" });
-    const name = el("input", { id: "new-name", required: true, placeholder: "name" });
-    const problem = el("span", { class: "error", role: "alert" });
+      el("tr", { dataset: { slug: c.slug } },
+        el("td", {},
+          el("a", { href: `#/context?ctx=${encodeURIComponent(c.slug)}`, class: "name" }, c.name || c.slug),
+          el("div", { class: "muted small" }, c.slug, c.description ? ` — ${c.description}` : "")),
+        el("td", {}, el("span", { class: `badge ${c.queryable ? "ok" : ""}` }, stateOf(c))),
+        el("td", { class: "size" }, sizeOf(c.stats)),
+        el("td", {}, c.last_curated_at ? when(c.last_curated_at) : "never", el("div", { class: "muted small" }, tasksOf(c.stats))),
+        el("td", { class: "row-actions" },
+          c.queryable ? el("a", { href: `#/ask?ctx=${encodeURIComponent(c.slug)}`, class: "button" }, "Ask") : null,
+          el("button", { type: "button", class: "secondary small", "aria-label": `Delete ${c.slug}`,
+            onclick: () => remove(c) }, "Delete"))));
+    const slug = el("input", { id: "new-slug", required: true, pattern: "[a-z][a-z0-9\\-]{2,63}", placeholder: "handbook" });
+    const name = el("input", { id: "new-name", required: true, placeholder: "Employee handbook" });
     const create = el("form", { class: "inline", onsubmit: async (event) => {
       event.preventDefault();
       try {
@@ -35,14 +62,18 @@ export async function contextsView() {
       } catch (error) {
         problem.textContent = error.message;
       }
-    } }, el("label", { for: "new-slug" }, "New context: slug"), slug, el("label", { for: "new-name" }, "name"), name,
-      el("button", { type: "submit" }, "Create"), problem);
-    show(
-      el("h1", {}, "Contexts"), create,
-      stacked(el("table", { class: "grid" },
-        el("thead", {}, el("tr", {}, el("th", {}, "Slug"), el("th", {}, "Name"), el("th", {}, "State"),
-          el("th", {}, "Tasks"), el("th", {}, "Tokens"), el("th", {}, "Last curated"))),
-        el("tbody", {}, rows))));
+    } }, el("label", { for: "new-name" }, "New context"), name, el("label", { for: "new-slug" }, "slug"), slug,
+      el("button", { type: "submit" }, "Create"));
+    const list = data.length
+      ? stacked(el("table", { class: "grid contexts" },
+        el("thead", {}, el("tr", {}, el("th", {}, "Context"), el("th", {}, "State"), el("th", {}, "Size"),
+          el("th", {}, "Last curated"), el("th", {}, el("span", { class: "sr-only" }, "Actions")))),
+        el("tbody", {}, rows)))
+      : el("div", { class: "empty" },
+        el("p", {}, "No contexts yet."),
+        el("p", { class: "muted" }, "Create one above, then add files to it — or from a terminal: ",
+          el("code", {}, "sleuth compile ./docs --context docs")));
+    show(el("h1", {}, "Contexts"), create, problem, list);
   } catch (error) {
     showError(show, error);
   }
