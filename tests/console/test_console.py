@@ -790,3 +790,33 @@ def test_the_contexts_list_names_sizes_and_deletes(server: LiveServer, browser: 
     assert server.client.get(f"/api/contexts/{spare}").status_code == 404
     assert errors == [], errors
     page.close()
+
+
+def test_back_from_a_citation_returns_to_the_answer(server: LiveServer, browser: Browser) -> None:
+    """Issue 26, item 8: Back after opening a citation lost the answer and the session. The answered
+    turn is kept in the history entry's URL, so Back (and a reload) shows it again, with the question
+    it answers above it."""
+    page, errors = _page(browser, "laptop")
+    page.goto(server.url + "/#/ask?ctx=acme")
+    page.fill("#ask", HOTEL)
+    page.get_by_role("button", name="Ask").click()
+    page.locator("a.cite").first.wait_for(timeout=60_000)
+    assert page.locator(".asked").inner_text() == f"You asked: {HOTEL}"
+    assert "&a=qry_" in page.url and "s=ses_" in page.url
+    answer = page.locator(".answer").inner_text()
+    page.locator("a.cite").first.click()
+    page.locator("#span").wait_for()
+    page.go_back()
+    page.locator("a.cite").first.wait_for()
+    assert page.locator(".answer").inner_text() == answer
+    assert page.locator(".asked").inner_text() == f"You asked: {HOTEL}"
+    assert (
+        page.locator(".step").count() >= 1
+        and "follow up in session ses_" in page.locator(".follow").inner_text()
+    )
+    page.reload()
+    page.locator("a.cite").first.wait_for()
+    assert page.locator(".answer").inner_text() == answer
+    _shot(page, "answer-after-back", "laptop")
+    assert errors == [], errors
+    page.close()

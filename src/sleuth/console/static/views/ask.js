@@ -42,8 +42,8 @@ function turnFooter(query) {
       }
     } }, on);
   return el("footer", { class: "turn" },
-    el("span", {}, `${query.status} · ${(query.runtime_ms ?? rollup.duration_ms ?? 0) / 1000} s · ${rollup.n_steps ?? 0} steps · `,
-      `${usage.total_tokens ?? 0} tokens`), " ",
+    el("span", {}, `${query.status} · ${(query.runtime_ms ?? rollup.duration_ms ?? 0) / 1000} s · ${rollup.n_steps ?? 0} steps`,
+      usage.total_tokens ? ` · ${usage.total_tokens} tokens` : "", ` · ${query.model || ""}`), " ",
     el("a", { href: `#/trace?q=${encodeURIComponent(query.id)}` }, "trace"), " ",
     comment, " ", rated("up", "▲ good"), rated("down", "▼ bad"), thanks);
 }
@@ -179,6 +179,7 @@ export async function askView() {
       if (query) {
         sessionId = query.session_id;
         question.value = "";
+        remember(query);
         await showSession();
       }
     } catch (error) {
@@ -217,7 +218,25 @@ export async function askView() {
   }
   if (!show(el("h1", {}, "Ask"), form, steps, result, history)) return;
   question.focus();
+  const answered = params().get("a");  // Back from a citation's page: the answer it came from, again
+  if (answered) {
+    api(`/queries/${encodeURIComponent(answered)}`).then((r) => r.json()).then((query) => {
+      if (!result.isConnected) return;
+      for (const step of query.steps || []) steps.append(stepCard(step));
+      finish(result, query);
+    }).catch((error) => showError(result, error));
+  }
   if (sessionId) await showSession().catch((error) => showError(history, error));
+}
+
+// The answered turn in this history entry's URL (no new entry, no re-render): Back and Forward, and a
+// reload or a shared link, show the answer and its session again instead of an empty form.
+function remember(query) {
+  const q = new URLSearchParams(location.hash.split("?")[1] || "");
+  q.delete("q");
+  q.set("s", query.session_id);
+  q.set("a", query.id);
+  history.replaceState(history.state, "", `#/ask?${q}`);
 }
 
 // The output limit is an extension the API accepts only under its `unstable` version.
@@ -227,9 +246,11 @@ function versionFor(turn) {
 
 // The turn's end as the Query says it: the answer with its citations, the JSON, the footer.
 function finish(result, query) {
+  const asked = query.input?.[0]?.content;
   if (query.status === "completed") {
     renderAnswer(result, query);
     renderJson(result, query);
+    if (asked) result.prepend(el("p", { class: "asked" }, el("span", { class: "muted" }, "You asked: "), asked));
   } else if (!result.querySelector("[role=alert]")) {
     result.replaceChildren(el("p", { class: "error", role: "alert" }, `${query.status}: ${query.error || ""}`));
   }
