@@ -324,8 +324,17 @@ def test_a_bad_manifest_shows_its_field_errors(server: LiveServer, browser: Brow
         assert (
             item.locator(".field-error").inner_text().startswith("name: ")
         )  # a missing field: on its parent
+        # every field has its help from the manifest's JSON Schema (issue 26, item 8)
+        help_text = page.locator(f'#panel-form input[data-path="{size_path}"] ~ small.help').inner_text()
+        assert help_text.startswith("The chunk size to aim for")
+        assert (
+            page.locator("#panel-form .field").count()
+            == page.locator("#panel-form .field small.help").count()
+        )
         size.fill("256")  # mend it in the form: the JSON follows
         size.dispatch_event("change")
+        assert size.get_attribute("aria-invalid") is None  # the mended field's error is gone at once
+        assert page.locator(f'#panel-form input[data-path="{size_path}"] + .field-error').count() == 0
         chunking = "curate.chunks.chunking"
         page.get_by_role("combobox", name=f"field to add to {chunking}").select_option(
             "overlap"

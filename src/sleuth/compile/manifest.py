@@ -47,7 +47,9 @@ Str128 = Annotated[str, Field(max_length=128)]
 class _Model(BaseModel):
     """Unknown fields are errors: a typo must not silently fall back to a default."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # A field's docstring is its description in the JSON Schema (`GET /manifest/schema`): the console's
+    # design form shows it as the field's help.
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, use_attribute_docstrings=True)
 
 
 #: How the dense index reads a chunk (`Chunking.vectors`):
@@ -60,12 +62,19 @@ VectorLayout = Literal["windows", "fit", "head"]
 
 class Chunking(_Model):
     strategy: Strategy = "markdown_heading"
+    """How sources are cut into chunks: at Markdown headings (default), by a sliding window, or by HTML,
+    CSV or code structure."""
     target_size: int = Field(512, ge=64, le=4096)
+    """The chunk size to aim for, in embedder tokens (64–4096)."""
     #: Tokens a chunk repeats from the one before. 0 by default: chunks are whole evidence, every
     #: word of them is embedded (`vectors: windows`), and a repeat costs embedding and output space.
     overlap: int = Field(0, ge=0, le=1024)
+    """Tokens a chunk repeats from the one before (0: chunks are whole evidence, nothing embedded twice)."""
     respect_sections: bool = True
+    """Never let a chunk run across a heading, so each chunk sits in one section."""
     vectors: VectorLayout = "windows"
+    """How the dense index reads a chunk: `windows` (one vector per embedder window; default), `fit`
+    (chunks cut to what the embedder reads) or `head` (one vector of the chunk's start)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -82,33 +91,53 @@ class Chunking(_Model):
 
 class Keyword(_Model):
     enabled: bool = True
+    """Build the keyword (BM25) index beside the dense one."""
 
 
 class ChunksConfig(_Model):
     enabled: bool = True
+    """Chunk and index the sources; off, only artifacts are built."""
     embedding_model: str = Field("default", max_length=128)
+    """The embedder of the dense index: `default` (MiniLM int8, in the package) or a listed id."""
     chunking: Chunking = Field(default_factory=Chunking)
+    """How sources are cut into chunks."""
     keyword: Keyword = Field(default_factory=Keyword)
+    """The keyword index."""
 
 
 class Column(_Model):
     name: Str64
+    """The column's name in the SQL table."""
     type: ColumnType = "TEXT"
+    """Its SQL type: TEXT, INTEGER, REAL or NUMERIC."""
     description: str | None = Field(None, max_length=256)
+    """What the column holds, for the model that fills it and the one that queries it."""
 
 
 class ArtifactType(_Model):
     name: Str64
+    """The type's name (`Product`, `Risk factor`); its SQL table is the snake_case of it."""
     kind: Kind = "topic"
+    """What is built: doc and page cards or a glossary (no model needed), or summaries, topics, entities,
+    events (a model extracts them)."""
     scope: Scope | None = None
+    """One artifact per document, or across the whole corpus; omitted, the kind's only scope."""
     icon: Str64 | None = None
+    """An icon name for the console."""
     description: str | None = Field(None, max_length=512)
+    """What an artifact of this type is: the extraction prompt reads it."""
     coverage: list[Str128] = Field(default_factory=list, max_length=32)
+    """Aspects each artifact should cover (for summaries and topics)."""
     sections: list[Str128] = Field(default_factory=list, max_length=64)
+    """The sections each artifact's Markdown has."""
     min_doc_count: int | None = Field(None, ge=1, le=64)
+    """Keep a corpus artifact only when this many documents mention it."""
     format: Format = "markdown"
+    """`markdown` documents, or `sqlite` rows of a typed table with the columns below."""
     columns: list[Column] = Field(default_factory=list, max_length=64)
+    """The typed table's columns (format `sqlite`)."""
     natural_key: list[Str64] = Field(default_factory=list, max_length=16)
+    """Columns that identify a row: rows with the same key are one artifact."""
 
     @property
     def resolved_scope(self) -> Scope:
@@ -129,28 +158,48 @@ class ArtifactType(_Model):
 
 class EdgeType(_Model):
     name: Str64
+    """The relation's name (`supplies`, `reports_to`)."""
     from_: Str64 = Field(alias="from")
+    """The artifact type an edge starts at."""
     to: Str64
+    """The artifact type it ends at."""
     description: str | None = Field(None, max_length=512)
+    """What the relation means, for the model that finds it."""
     attributes: list[Str64] = Field(default_factory=list, max_length=16)
+    """Fields an edge carries (a date, an amount)."""
 
 
 class ArtifactsConfig(_Model):
     enabled: bool | None = None
+    """Build artifacts; unset, on when types are declared."""
     artifact_model: str = Field("lite", max_length=128)
+    """The model that extracts artifacts: a catalog id or a tier (`lite`, `standard`, `pro`; a tier counts
+    only where config.toml maps it)."""
     artifact_types: list[ArtifactType] = Field(default_factory=list, max_length=32)
+    """The artifact types to build."""
     edge_types: list[EdgeType] = Field(default_factory=list, max_length=32)
+    """The relations between artifacts to find."""
     min_doc_count: int = Field(1, ge=1, le=64)
+    """Keep a corpus artifact only when this many documents mention it (the default for every type)."""
     max_tokens: int = Field(1500, ge=128, le=8192)
+    """Most output tokens of one extraction call."""
     max_doc_chars: int = Field(60000, ge=1000, le=2_000_000)
+    """Characters of a document one extraction reads; longer ones are read in windows."""
     extraction_window_chars: int = Field(0, ge=0, le=1_000_000)
+    """Characters per extraction window (0: `max_doc_chars`)."""
     mention_max_chars: int = Field(400, ge=100, le=4000)
+    """Most characters of one quoted mention."""
     max_mentions_per_artifact: int = Field(40, ge=1, le=500)
+    """Most mentions kept per artifact."""
     mention_context_chars: int = Field(8000, ge=1000, le=100_000)
+    """Characters around mentions a corpus artifact's writer reads."""
     max_artifacts_per_type: int = Field(10000, ge=1, le=10_000)
+    """Most artifacts of one type."""
     #: Sleuth: the most tokens (input + output) one curate may spend on model extraction; it stops
     #: cleanly with what it built. Unset: no limit. `sleuth compile --max-tokens` overrides it.
     token_budget: int | None = Field(None, ge=1_000, le=10_000_000_000)
+    """The most tokens one curate may spend on model extraction; it stops cleanly with what it built.
+    Unset: no limit."""
 
     @property
     def is_enabled(self) -> bool:
@@ -162,27 +211,38 @@ class ArtifactsConfig(_Model):
 
 class CurateManifest(_Model):
     chunks: ChunksConfig = Field(default_factory=ChunksConfig)
+    """Chunking and the indexes."""
     artifacts: ArtifactsConfig = Field(default_factory=ArtifactsConfig)
+    """Curated artifacts: summaries, entities, typed tables, edges."""
 
 
 class OptimizeManifest(_Model):
     """Stored so Nexus manifests round-trip; Sleuth has no optimize workflow yet (§3.5)."""
 
     schedule: str = Field("0 * * * *", max_length=128)
+    """When optimization would run (cron); stored, not used yet."""
     latency_threshold_ms: int = Field(60000, ge=0, le=600_000)
+    """Turns slower than this would be optimized; stored, not used yet."""
     min_group_size: int = Field(2, ge=1, le=100)
+    """Smallest group of similar questions to optimize; stored, not used yet."""
     eval_pass_rate_threshold: float = Field(1.0, ge=0, le=1)
+    """Pass rate an optimization must keep; stored, not used yet."""
     max_iterations: int = Field(20, ge=1, le=100)
+    """Most optimization rounds; stored, not used yet."""
 
 
 class SearchManifest(_Model):
     instructions: str | None = Field(None, max_length=16000)
+    """Instructions every turn over this context follows (the model reads them with the orientation)."""
 
 
 class Manifest(_Model):
     curate: CurateManifest = Field(default_factory=CurateManifest)
+    """What a compile builds: chunks, indexes and artifacts."""
     optimize: OptimizeManifest = Field(default_factory=OptimizeManifest)
+    """Optimization settings (kept for the Nexus contract; Sleuth has no optimize workflow yet)."""
     search: SearchManifest = Field(default_factory=SearchManifest)
+    """How turns over this context search and answer."""
 
     @model_validator(mode="after")
     def _check_rules(self) -> Manifest:

@@ -24,13 +24,15 @@ class Schema {
     this.root = this.plain(root);
   }
 
+  // A property's own `description` (the manifest field's help) is kept over the one of what it refers to.
   plain(s) {
+    const description = s?.description;
     while (s && s.$ref) s = this.defs[s.$ref.split("/").pop()];
     if (s?.anyOf) {
       const alternatives = s.anyOf.map((a) => this.plain(a)).filter((a) => a && a.type !== "null");
-      if (alternatives.length === 1) return { ...alternatives[0], nullable: true, default: s.default };
+      if (alternatives.length === 1) s = { ...alternatives[0], nullable: true, default: s.default };
     }
-    return s || null;
+    return s ? { ...s, description: description ?? s.description } : null;
   }
 
   child(s, key) {
@@ -86,7 +88,9 @@ export class JsonForm {
     if (Array.isArray(value) || kind === "array") return this.list(value || [], parts, path, schema);
     if (value && typeof value === "object") {
       const legend = parts.length ? el("legend", {}, label(parts[parts.length - 1])) : null;
-      return el("fieldset", { dataset: { path } }, legend,
+      const help = parts.length && typeof parts[parts.length - 1] !== "number" && schema?.description
+        ? el("p", { class: "help" }, schema.description) : null;
+      return el("fieldset", { dataset: { path } }, legend, help,
         Object.entries(value).map(([key, v]) => this.node(v, [...parts, key], join(path, key), this.schema.child(schema, key))),
         this.addField(value, path, schema));
     }
@@ -159,7 +163,19 @@ export class JsonForm {
         onchange: () => this.set(parts, input.value === "" && value === null ? null : input.value) });
     }
     input.dataset.path = path;
-    return el("div", { class: "field" }, el("label", { for: id }, label(key)), input);
+    const help = typeof key !== "number" && schema?.description
+      ? el("small", { class: "help", id: `${id}-help` }, schema.description) : null;
+    if (help) input.setAttribute("aria-describedby", help.id);
+    // A field being mended loses its error at once (the next save checks it again)
+    const mended = () => {
+      if (!input.hasAttribute("aria-invalid")) return;
+      input.removeAttribute("aria-invalid");
+      if (input.nextElementSibling?.classList.contains("field-error")) input.nextElementSibling.remove();
+      if (help) input.setAttribute("aria-describedby", help.id); else input.removeAttribute("aria-describedby");
+    };
+    input.addEventListener("input", mended);
+    input.addEventListener("change", mended);
+    return el("div", { class: "field" }, el("label", { for: id }, label(key)), input, help);
   }
 
   at(path) {
