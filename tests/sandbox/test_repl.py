@@ -198,7 +198,7 @@ def test_sleuth_exec_cli(sample_home: tuple[object, object], tmp_path: Path) -> 
     failed = run("--context", "acme", str(script))
     assert failed.returncode == 1 and "ValueError: bad step" in failed.stdout
     missing = run("--context", "nope", str(script))
-    assert missing.returncode == 2 and "no context named 'nope'" in missing.stderr
+    assert missing.returncode == 1 and "no context 'nope' in " in missing.stderr  # 1: it ran and failed
     # A step that writes nested junk on its channel: a clear error, never a host traceback (issue 10).
     script.write_text(
         "import gc\nch = next(o for o in gc.get_objects() if type(o).__name__ == 'Channel')\n"

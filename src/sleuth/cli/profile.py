@@ -97,12 +97,18 @@ def models_cmd(
     tiers: dict[str, list[str]] = {}
     for tier in TIERS:
         tiers.setdefault(catalog.tier(tier), []).append(tier)
+    lacking: list[str] = []
     for config in catalog.models.values():
-        missing = catalog.missing(config)
-        state = "yes" if catalog.available(config) else (missing or "no")
+        runs = catalog.available(config)
+        if not runs:
+            lacking.append(catalog.missing(config) or f"{config.id} cannot run here")
         mark = " (default)" if config.id == catalog.default else ""
-        table.add_row(config.id + mark, config.provider, state, ", ".join(tiers.get(config.id, [])))
+        table.add_row(
+            config.id + mark, config.provider, "yes" if runs else "no", ", ".join(tiers.get(config.id, []))
+        )
     console.print(table)
+    for reason in lacking:  # whole lines, never cut by the table's width
+        say(("not here: ", "yellow"), reason)
     say(
         "Any OpenAI or Anthropic model by name also works: --model openai:gpt-4.1, anthropic:NAME, or "
         "openai-compatible:NAME@http://localhost:8000/v1 for a local server; add models to "
