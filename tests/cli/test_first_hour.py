@@ -158,3 +158,14 @@ def test_pack_then_restore_in_another_home(
     (tmp_path / "not-a-pack.zip").write_bytes(b"hello")
     refused = runner.invoke(app, ["restore", str(tmp_path / "not-a-pack.zip")])
     assert refused.exit_code == 2 and "not a valid Sleuth pack" in refused.output
+
+
+def test_the_readme_eval_example_is_a_valid_question_file(tmp_path: Path) -> None:
+    """Issue 26, item 5: the eval file's format was undocumented; the README's example must load."""
+    from sleuth.agent.evaluation.questions import load_questions
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    example = next(line for line in readme.splitlines() if line.startswith('{"id": "leave-1"'))
+    (tmp_path / "q.jsonl").write_text(example + "\n", encoding="utf-8")
+    [question] = load_questions(tmp_path / "q.jsonl")
+    assert (question.id, question.answer, question.evidence[0].page) == ("leave-1", "25 days", 4)

@@ -24,7 +24,7 @@ from sleuth.sandbox import SandboxHost
 from sleuth.store.home import Home
 from sleuth.store.keys import KeyStore
 from tests.api.query_support import REMOTE_REPLIES, SCRIPTED, SLOW_STEP
-from tests.api.support import LiveServer, launch
+from tests.api.support import LiveServer, launch, wait_task
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SHOTS = Path(os.environ.get("SLEUTH_SCREENSHOTS", ".screenshots"))
@@ -829,3 +829,37 @@ def test_back_from_a_citation_returns_to_the_answer(server: LiveServer, browser:
     _shot(page, "answer-after-back", "laptop")
     assert errors == [], errors
     page.close()
+
+
+def test_citations_over_two_contexts_name_their_context(server: LiveServer, browser: Browser) -> None:
+    """Issue 26, item 8: over several contexts a citation says which context it is from (two contexts
+    may hold files of one name); over one, it does not repeat it."""
+    server.client.post("/api/contexts", json={"slug": "branch", "name": "Branch office"}).raise_for_status()
+    try:
+        server.client.post(
+            "/api/contexts/branch/import/upload",
+            files={
+                "file": ("travel.md", b"# Travel\n\nThe hotel limit per night when travelling is $180.\n")
+            },
+        ).raise_for_status()
+        task = server.client.post("/api/contexts/branch/curate", json={}).json()["task_id"]
+        assert wait_task(server.client, task, timeout=120)["state"] == "completed"
+        query = server.client.post("/api/query", json={"ask": HOTEL, "scope": ["acme", "branch"]}).json()
+        contexts = {c["context"] for c in query["citations"]}
+        assert contexts == {"acme", "branch"}, query["citations"]  # the precondition: both are cited
+        page, errors = _page(browser, "laptop")
+        page.goto(f"{server.url}/#/ask?ctx=acme,branch&a={query['id']}")
+        page.locator("ol.citations li").first.wait_for()
+        badges = page.locator("ol.citations li .badge").all_inner_texts()
+        assert len(badges) == len(query["citations"]) and set(badges) == {"acme", "branch"}
+        page.locator("a.cite").first.hover()
+        assert page.locator("#popover .where").inner_text().split(" · ")[0] in {"acme", "branch"}
+        _shot(page, "answer-two-contexts", "laptop")
+        single = server.client.post("/api/query", json={"ask": HOTEL, "scope": ["acme"]}).json()
+        page.goto(f"{server.url}/#/ask?ctx=acme&a={single['id']}")
+        page.locator("ol.citations li").first.wait_for()
+        assert page.locator("ol.citations li .badge").count() == 0
+        assert errors == [], errors
+        page.close()
+    finally:
+        server.client.delete("/api/contexts/branch")

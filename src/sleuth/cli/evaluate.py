@@ -30,7 +30,12 @@ def _default_out() -> Path:
 @app.command("eval")
 def eval_cmd(
     questions_file: Annotated[
-        Path, typer.Argument(metavar="QUESTIONS.jsonl", help="Generic or FinanceBench question file.")
+        Path,
+        typer.Argument(
+            metavar="QUESTIONS.jsonl",
+            help='One JSON object a line: {"question", "answer", optional "id", "evidence": [{"source", '
+            '"page" (1-based)}]}; or FinanceBench\'s file as published.',
+        ),
     ],
     context: Annotated[list[str], typer.Option("--context", "-c", help="Context slug (repeatable).")],
     model: Annotated[

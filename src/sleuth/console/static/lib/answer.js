@@ -37,14 +37,18 @@ export function renderAnswer(target, query) {
     last = match.index + match[0].length;
   }
   answer.append(text.slice(last));
+  // Over several contexts a citation names its context: two contexts may hold files of one name.
+  const many = new Set(citations.map((c) => c.context).filter(Boolean)).size > 1;
   const list = el("ol", { class: "citations" }, citations.map((c) =>
-    el("li", {}, el("a", { href: citationHref(c) }, `${c.source}, p. ${c.pages.join(", ")}`), " ",
+    el("li", {}, many && c.context ? el("span", { class: "badge" }, c.context) : null, many ? " " : null,
+      el("a", { href: citationHref(c) }, `${c.source}, p. ${c.pages.join(", ")}`), " ",
       el("q", {}, c.grounding))));
   target.replaceChildren(el("h2", {}, "Answer"), answer, ...(citations.length ? [list] : []));
 }
 
 export function showCitation(anchor, citation) {
-  popover.replaceChildren(el("div", { class: "where" }, `${citation.source} · page ${citation.pages.join(", ")}`),
+  const where = `${citation.context ? `${citation.context} · ` : ""}${citation.source} · page ${citation.pages.join(", ")}`;
+  popover.replaceChildren(el("div", { class: "where" }, where),
     el("q", {}, citation.grounding));
   const box = anchor.getBoundingClientRect();
   popover.style.left = `${Math.max(8, Math.min(box.left, innerWidth - 360))}px`;
