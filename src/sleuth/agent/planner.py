@@ -34,7 +34,7 @@ from sleuth.agent.extractive import (
     quoted_phrases,
     raw_words,
 )
-from sleuth.agent.planner_code import FigureAsk, StepCode
+from sleuth.agent.planner_code import PLAN_PREFIX, FigureAsk, StepCode
 from sleuth.agent.planner_scope import (
     PlannerScope,
     TableInfo,
@@ -470,9 +470,9 @@ def figure_sentence(label: str, header: str, text: str, unit: str | None, value:
 def read_plan(observation: str) -> dict[str, Any] | None:
     """The JSON of the first `#PLAN ` line of an observation; None when missing or cut."""
     for line in observation.splitlines():
-        if line.startswith("#PLAN "):
+        if line.startswith(PLAN_PREFIX):
             try:
-                data = json.loads(line[len("#PLAN ") :])
+                data = json.loads(line[len(PLAN_PREFIX) :])
             except json.JSONDecodeError:
                 return None
             return data if isinstance(data, dict) else None

@@ -43,7 +43,9 @@ FIGURE_ROWS = 6  # rows the question names, stated for a computed quantity
 LABEL_STOP = frozenset(
     {"and", "of", "the", "for", "to", "in", "on", "from", "by", "with", "total", "a", "an"}
 )
-_PLAN_LIMIT = MAX_PLAN_CHARS - len("#PLAN ")
+#: What starts the line a step prints for the planner (and that `sleuth ask` keeps from people).
+PLAN_PREFIX = "#PLAN "
+_PLAN_LIMIT = MAX_PLAN_CHARS - len(PLAN_PREFIX)
 
 
 _PLAN_HELPER = f'''def plan_line(plan, lists):
@@ -55,7 +57,7 @@ _PLAN_HELPER = f'''def plan_line(plan, lists):
         line = json.dumps(plan, ensure_ascii=False, separators=(",", ":"))
     if len(line) > {_PLAN_LIMIT}:
         line = json.dumps({{"step": plan["step"], "class": plan["class"], "cut": True}})
-    return "#PLAN " + line
+    return "{PLAN_PREFIX}" + line
 '''
 """Defined in every step that prints hits or items (a step that kills the sandbox loses the REPL)."""
 _ROW_HELPER = """
@@ -113,7 +115,7 @@ class StepCode:
         return "query" if self._query is not None else "ask"
 
     def count(self, target: Target) -> str:
-        show = 'print("#PLAN " + json.dumps(plan, ensure_ascii=False, separators=(",", ":")))'
+        show = f'print("{PLAN_PREFIX}" + json.dumps(plan, ensure_ascii=False, separators=(",", ":")))'
         if target.how == "roster":
             assert target.type is not None
             lines = self._preamble(f"count the {target.label} in the roster of {target.type.name!r}.", False)
@@ -303,10 +305,11 @@ class StepCode:
         document's other pages after the hits'), then the larger table (a statement over a note's
         extract), then the leftmost column (statements put the latest period first)."""
         many = len(self.scope.slugs) > 1
+        # `total` may be left out of a row label (`Merchandise inventories` is the total)
+        needed = [q for q in figure.quantity if q != "total"] or list(figure.quantity)
         lines = [
             f"quantity = {figure.quantity!r}  # the asked quantity's words (stemmed)",
-            "# `total` may be left out of a row label (`Merchandise inventories` is the total)",
-            'needed = [q for q in quantity if q != "total"] or quantity',
+            f"needed = {needed!r}  # the words a row must hold (`total` may be left out)",
             f"year = {figure.year!r}  # the one year the question names, or None",
             f"cell_contexts = {list(figure.contexts)!r}  # contexts whose version has `_cells`",
             f"exact = {figure.exact!r}  # a computed quantity: only a row of exactly its words answers",
@@ -359,7 +362,6 @@ class StepCode:
         ]
         if named is not None and named[0] in figure.contexts:
             slug, _paths = named
-            needed = [q for q in figure.quantity if q != "total"] or figure.quantity
             likes = " AND ".join(["label LIKE ?"] * len(needed))
             sql = f"{_NAMED_CELLS_SQL} AND {likes} ORDER BY length(label), page LIMIT {FIGURE_NAMED_CELLS}"
             lines += [

@@ -16,7 +16,6 @@ context, and its tasks, as absent; the list of contexts leaves them out.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Iterator
@@ -42,6 +41,7 @@ from sleuth.api.context_files import (
 from sleuth.api.errors import ApiError
 from sleuth.api.state import ApiState, api_state
 from sleuth.api.task_service import TaskService, TaskStopTimeout, task_service
+from sleuth.compile.version_files import version_counts
 from sleuth.store.home import ContextDir, ContextNotFound, InvalidSlug, check_slug, now_iso, write_json_atomic
 from sleuth.store.lock import CurateInFlight, curate_lock
 from sleuth.store.replica import SlugTaken
@@ -148,10 +148,7 @@ def _version_counts(vdir: Path | None) -> dict[str, int]:
     each context is (issue 26, item 8); empty without a live version."""
     if vdir is None:
         return {}
-    try:
-        counts = json.loads((vdir / "version.json").read_text("utf-8")).get("counts") or {}
-    except (OSError, ValueError):
-        return {}
+    counts = version_counts(vdir)
     names = {"sources": "sources_compiled", "pages": "pages", "chunks": "chunks", "artifacts": "artifacts"}
     return {key: int(counts[name]) for key, name in names.items() if isinstance(counts.get(name), int)}
 

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.syntax import Syntax
 
+from sleuth.agent.planner_code import PLAN_PREFIX
 from sleuth.agent.request import INT_BOUNDS
 from sleuth.cli.app import FAILED, USAGE, Part, app, console, context_missing, err, fail, styled
 from sleuth.errors import Invalid
@@ -27,10 +28,6 @@ LOW = {name: low for name, (low, _) in INT_BOUNDS.items()}  # the turn contract'
 HIGH = {name: high for name, (_, high) in INT_BOUNDS.items()}
 COMPACT_CODE_LINES = 4
 COMPACT_OUTPUT_LINES = 3
-
-
-#: The offline planner's own bookkeeping in a step's output (`#PLAN {json}`): not for people.
-PLAN_LINE = "#PLAN "
 
 
 class StepPrinter:
@@ -76,7 +73,8 @@ class StepPrinter:
                 failed: list[Part] = [] if call.get("ok") else [" ", ("failed", "red")]
                 self.out.print(styled(line, *failed), highlight=False)
             output = str(event.get("output") or "")
-            lines = [line for line in output.splitlines() if not line.lstrip().startswith(PLAN_LINE)]
+            # the offline planner's `#PLAN` lines are its bookkeeping, not for people
+            lines = [line for line in output.splitlines() if not line.lstrip().startswith(PLAN_PREFIX)]
             shown = 8 if self.verbose else COMPACT_OUTPUT_LINES
             preview = "\n".join("    " + line[:160] for line in lines[:shown])
             if len(lines) > shown:

@@ -124,8 +124,13 @@ def context_missing(
         if known
         else f"make one with: sleuth compile DIR --context {slug}"
     )
-    where = resolve_home().describe() if home.root == resolve_home().path.resolve() else str(home.root)
-    return fail(f"no context {slug!r} in {where}", FAILED, hint=hint, machine=machine)
+    return fail(f"no context {slug!r} in {home_where(home)}", FAILED, hint=hint, machine=machine)
+
+
+def home_where(home: Home) -> str:
+    """The home's path, and why it is this one when it is the one the rule found (`resolve_home`)."""
+    choice = resolve_home()
+    return choice.describe() if home.root == choice.path.resolve() else str(home.root)
 
 
 def find_context(home: Home, name: str) -> ContextDir:

@@ -24,19 +24,24 @@ from sleuth.cli.app import (
     fail,
     failure,
     find_context,
+    home_where,
     say,
     styled,
 )
 from sleuth.compile.errors import CompileError
 from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.compile.pipeline import compile_context
+from sleuth.compile.version_files import version_counts
 from sleuth.errors import Conflict, Invalid
 from sleuth.models.embedder import EmbedderError
 from sleuth.settings import TOOL_OUTPUT_CHARS, TURN_CAP_SECONDS
-from sleuth.store.home import ContextDir, Home, resolve_home
+from sleuth.store.home import ContextDir, Home
 from sleuth.store.lock import CurateInFlight, curate_lock
 from sleuth.store.replica import Replica, SlugTaken, open_home
 from sleuth.store.search import VersionReader
+
+#: A progress bar per phase: its name, the bar, done of total, time so far (compile, pack, restore).
+PHASE_COLUMNS = (TextColumn("{task.description:>9}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
 
 
 class RichProgress:
@@ -89,9 +94,8 @@ def compile_cmd(
     """Create or update a context from SOURCES and curate it incrementally.
 
     Exits 1 when a source could not be read (the others are compiled and live)."""
-    columns = (TextColumn("{task.description:>9}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     try:
-        with Progress(*columns, console=err, transient=json_out) as bars:
+        with Progress(*PHASE_COLUMNS, console=err, transient=json_out) as bars:
             report = compile_context(
                 context,
                 sources,
@@ -171,8 +175,7 @@ def _stats(ctx: ContextDir) -> dict[str, Any]:
     version = ctx.live_version()
     if version is None:
         return {"version": None}
-    meta = json.loads((ctx.version_dir(version) / "version.json").read_text("utf-8"))
-    return {"version": version, **meta["counts"]}
+    return {"version": version, **version_counts(ctx.version_dir(version))}
 
 
 @app.command("contexts")
@@ -189,9 +192,7 @@ def contexts_cmd(
     if json_out:
         console.print_json(json.dumps(rows))
         return
-    choice = resolve_home()
-    where = choice.describe() if home.root == choice.path.resolve() else str(home.root)
-    console.print(styled(("home:", "bold"), f" {where}"), highlight=False, soft_wrap=True)
+    say(("home:", "bold"), f" {home_where(home)}")
     if not rows:
         console.print("no contexts yet: make one with `sleuth compile DIR --context NAME`", highlight=False)
         return

@@ -7,16 +7,14 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 
 from sleuth.cli.app import FAILED, USAGE, app, err, fail, failure, find_context, say
-from sleuth.cli.contexts import RichProgress
+from sleuth.cli.contexts import PHASE_COLUMNS, RichProgress
 from sleuth.errors import Conflict, Invalid
 from sleuth.settings import current
 from sleuth.store.home import ContextNotFound
 from sleuth.store.replica import open_home
-
-_COLUMNS = (TextColumn("{task.description:>9}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
 
 
 @app.command("pack")
@@ -35,7 +33,7 @@ def pack_cmd(
     if target.is_dir():
         raise fail(f"{target} is a folder: give the file to write", USAGE)
     try:
-        with Progress(*_COLUMNS, console=err, transient=True) as bars:
+        with Progress(*PHASE_COLUMNS, console=err, transient=True) as bars:
             result = write_pack(ctx, target, False, RichProgress(bars))
     except Conflict as exc:
         raise failure(exc) from None
@@ -86,7 +84,7 @@ def restore_cmd(
                 hint="restore into another: --context NEW-NAME",
             )
     try:
-        with Progress(*_COLUMNS, console=err, transient=True) as bars:
+        with Progress(*PHASE_COLUMNS, console=err, transient=True) as bars:
             result = restore_pack(home, ctx, pack_file, pack, limits, RichProgress(bars))
     except Conflict as exc:
         raise failure(exc) from None

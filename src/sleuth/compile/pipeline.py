@@ -32,7 +32,7 @@ from sleuth.compile.extraction.choose import choose_extractor, curation_model, n
 from sleuth.compile.identity import IDENTITY_VERSION
 from sleuth.compile.manifest import Manifest, parse_manifest, read_manifest_file
 from sleuth.compile.pages import TEXT_VERSION
-from sleuth.compile.sources import ImportReport, archive_stem, import_sources, is_archive, list_source_files
+from sleuth.compile.sources import ImportReport, holds_files, import_sources, list_source_files, upload_dir
 from sleuth.compile.version_files import SourceState
 from sleuth.models.catalog import Catalog
 from sleuth.models.embedder import file_sha256
@@ -71,7 +71,7 @@ def compile_context(
     for given in inputs or []:
         if not given.exists():
             raise FileNotFoundError(f"no such file or directory: {given}")
-    if inputs and not any(_holds_a_file(given) for given in inputs) and _absent(home, slug):
+    if inputs and not any(holds_files(given) for given in inputs) and _absent(home, slug):
         names = ", ".join(str(given) for given in inputs)
         raise NothingToCompile(f"nothing to compile: {names} holds no files, so no context was made")
     if model is not None and extractor is None:  # a model that does not resolve leaves no trace either
@@ -113,13 +113,6 @@ def compile_context(
 ORIGINS_FILE = "origins.json"
 
 
-def _holds_a_file(path: Path) -> bool:
-    """A file, or a folder with a file somewhere in it (stops at the first)."""
-    if not path.is_dir():
-        return True
-    return any(p.is_file() for p in path.rglob("*") if not p.name.startswith("."))
-
-
 def _absent(home: Home, slug: str) -> bool:
     try:
         home.find(slug)
@@ -137,9 +130,9 @@ def _origins(ctx: ContextDir, inputs: list[Path], replace: bool) -> dict[str, st
         known = {}
     for given in inputs:
         path = given.resolve()
-        if not path.is_dir() and not is_archive(path):
+        name = upload_dir(path)
+        if name is None:
             continue
-        name = f"uploads/{path.name if path.is_dir() else archive_stem(path)}"
         before = known.get(name)
         if before is not None and before != str(path) and (ctx.sources / name).exists() and not replace:
             raise SourceClash(

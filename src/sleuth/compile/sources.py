@@ -113,6 +113,21 @@ def archive_stem(path: Path) -> str:
     return path.stem
 
 
+def upload_dir(path: Path) -> str | None:
+    """Where a folder or archive is mirrored in a context (`uploads/<name>`); None for a plain file."""
+    if path.is_dir():
+        return f"uploads/{path.name}"
+    if path.is_file() and is_archive(path):
+        return f"uploads/{archive_stem(path)}"
+    return None
+
+
+def holds_files(path: Path) -> bool:
+    """Whether importing `path` would take a file: a file, or a folder with one the walk takes (hidden
+    names and links are left out, as `import_sources` leaves them); stops at the first."""
+    return not path.is_dir() or next(_walk_dir(path), None) is not None
+
+
 def import_sources(source_root: Path, inputs: list[Path]) -> ImportReport:
     """Copy or mirror each input into `source_root/uploads/…`, within the settings' file and upload
     limits (`max_file_bytes`, `max_upload_bytes`)."""

@@ -130,6 +130,16 @@ def read_outline(version_dir: Path | None) -> dict[str, dict[str, Any]]:
     return {a["id"]: a for a in data.get("artifacts", [])}
 
 
+def version_counts(version_dir: Path) -> dict[str, Any]:
+    """The `counts` a version records in `version.json` (sources compiled, pages, chunks, artifacts,
+    …); empty when the file is missing or unreadable."""
+    try:
+        counts = json.loads((version_dir / "version.json").read_text(encoding="utf-8")).get("counts")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return counts if isinstance(counts, dict) else {}
+
+
 def flipped_epoch(version_dir: Path) -> float | None:
     try:
         data = json.loads((version_dir / "version.json").read_text(encoding="utf-8"))

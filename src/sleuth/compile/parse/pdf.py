@@ -40,7 +40,7 @@ def parse(data: bytes, *, tables: bool = True, fonts: bool = True) -> ParsedSour
     baselines of benchmarks)."""
     styles: list[list[LineStyle]] | None = None
     try:
-        texts, title, toc, styles = _read_pdfium(data)
+        texts, title, toc, styles = _read_pdfium(data, fonts)
     except pdfium.PdfiumError as exc:
         if "password" in str(exc).lower():
             raise ParseError("failed", "encrypted") from None
@@ -62,7 +62,7 @@ def parse(data: bytes, *, tables: bool = True, fonts: bool = True) -> ParsedSour
     if tables:
         for page in pages:
             page.tables = find_tables(page.text)
-    if styles is not None and fonts:
+    if styles is not None:
         _add_font_headings(pages, styles, level=max((level for level, _t, _i in toc), default=2) + 1)
     empty = sum(1 for p in pages if not p.text.strip())
     return ParsedSource("pdf", pages, title=title, images_skipped=empty)
@@ -81,24 +81,26 @@ def _add_font_headings(pages: list[Page], styles: list[list[LineStyle]], level: 
             page.outline = sorted([*outline, *added], key=lambda h: (h.start, h.level))
 
 
-Pdfium = tuple[list[str], str | None, list[tuple[int, str, int]], list[list[LineStyle]]]
+Pdfium = tuple[list[str], str | None, list[tuple[int, str, int]], list[list[LineStyle]] | None]
 
 
-def _read_pdfium(data: bytes) -> Pdfium:
+def _read_pdfium(data: bytes, fonts: bool) -> Pdfium:
     with PDFIUM:  # pdfium is not thread-safe
-        return _read_pdfium_locked(data)
+        return _read_pdfium_locked(data, fonts)
 
 
-def _read_pdfium_locked(data: bytes) -> Pdfium:
+def _read_pdfium_locked(data: bytes, fonts: bool) -> Pdfium:
+    """Each page's text, the title and the bookmarks, and with `fonts` each page's line types."""
     pdf = pdfium.PdfDocument(data)
     try:
         texts = []
-        styles = []
+        styles: list[list[LineStyle]] | None = [] if fonts else None
         for index in range(len(pdf)):
             page = pdf[index]
             textpage = page.get_textpage()
             texts.append(textpage.get_text_bounded())
-            styles.append(line_styles(textpage))
+            if styles is not None:
+                styles.append(line_styles(textpage))
             textpage.close()
             page.close()
         title = (pdf.get_metadata_dict().get("Title") or "").strip() or None
