@@ -7,6 +7,9 @@ from pathlib import Path
 
 from fpdf import FPDF
 
+from sleuth.compile.pipeline import compile_context
+from sleuth.store.home import Home
+
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_CORPUS = REPO / "examples" / "acme-corpus"
 SAMPLE_MANIFEST = REPO / "examples" / "acme-manifest.json"
@@ -119,3 +122,10 @@ def contents_page(path: Path, lines: int = LEADER_LINES) -> Path:
         pdf.cell(0, 12, f"Item {n} " + "." * 20 + f" {n % 90 + 10}", new_x="LMARGIN", new_y="NEXT")
     pdf.output(str(path))
     return path
+
+
+def compiled_version(slug: str, inputs: list[Path], home: Home) -> Path:
+    """Compile `inputs` into context `slug` of `home` and return its live version's directory."""
+    compile_context(slug, inputs, home=home)
+    ctx = home.find(slug)
+    return ctx.version_dir(ctx.live_version() or "")

@@ -29,13 +29,12 @@ from sleuth.agent.extractive import (
 from sleuth.agent.planner import OfflinePlanner, classify, figure_sentence, read_plan
 from sleuth.agent.planner_scope import PlannerScope, planner_scope
 from sleuth.agent.spans import EvidenceSpan, SpanResolver
-from sleuth.compile.pipeline import compile_context
 from sleuth.models.base import CompletionParams, Message, ToolCall
 from sleuth.sandbox import Limits, SandboxHost
 from sleuth.sandbox.host import SandboxUnavailable
 from sleuth.store.home import Home
 from sleuth.store.search import VersionReader
-from tests.support import make_pdf
+from tests.support import compiled_version, make_pdf
 
 QUOTE = re.compile(
     r'^According to (?P<source>.+?) \(p\. (?P<page>\d+)\)(?:, under "[^"\n]*")?: '
@@ -468,9 +467,7 @@ def test_a_named_document_is_searched_inside(planner_host: SandboxHost, home: Ho
     """Issue 11, 4: the planner resolves the document the question names (from `_sources`, through
     the SDK) and searches inside it, so its page leads the evidence even where other filings say the
     same words."""
-    compile_context("acme", [filings], home=home)
-    ctx = home.find("acme")
-    version = ctx.version_dir(ctx.live_version() or "")
+    version = compiled_version("acme", [filings], home)
     scope = planner_scope({"acme": version})
     ask = "What was Alder's revenue in FY2022?"
     assert scope.named_documents(ask) == [("acme", "uploads/filings/alder-2022.pdf")]
@@ -531,9 +528,7 @@ def test_a_figure_comes_from_the_statement_the_question_names(
         ]
     )
     make_pdf(tmp_path / "docs" / "alder-2022.pdf", ["Alder Pumps, Inc. annual report 2022", note, sheet])
-    compile_context("acme", [tmp_path / "docs"], home=home)
-    ctx = home.find("acme")
-    version = ctx.version_dir(ctx.live_version() or "")
+    version = compiled_version("acme", [tmp_path / "docs"], home)
     scope = planner_scope({"acme": version})
     for ask, figure in (
         ("Using the balance sheet, what was the FY2022 amount of accounts payable?", "275"),

@@ -18,6 +18,7 @@ from sleuth.sdk.errors import QueryError
 from sleuth.sdk.knowledge import Knowledge, ScopedContext
 from sleuth.store.home import Home
 from sleuth.store.search import VersionReader
+from tests.support import compiled_version
 
 ANNUAL = (
     "UNITED STATES SECURITIES AND EXCHANGE COMMISSION\nFORM 10-K\nANNUAL REPORT PURSUANT TO SECTION 13\n"
@@ -56,9 +57,7 @@ def test_identify(path: str, title: str, text: str, expected: DocumentIdentity) 
 
 
 def test_identity_is_recorded_on_every_source(filings: Path, home: Home) -> None:
-    compile_context("filings", [filings], home=home)
-    ctx = home.find("filings")
-    version = ctx.version_dir(ctx.live_version() or "")
+    version = compiled_version("filings", [filings], home)
     sources = json.loads((version / "knowledge" / "sources.json").read_text())
     alder = sources["uploads/filings/alder-2023.pdf"]
     assert (alder["issuer"], alder["doc_type"], alder["period"], alder["year"]) == (
@@ -70,9 +69,7 @@ def test_identity_is_recorded_on_every_source(filings: Path, home: Home) -> None
 
 
 def test_search_ranks_the_named_document_first(filings: Path, home: Home) -> None:
-    compile_context("filings", [filings], home=home)
-    ctx = home.find("filings")
-    reader = VersionReader(ctx.version_dir(ctx.live_version() or ""))
+    reader = VersionReader(compiled_version("filings", [filings], home))
     assert reader.resolve_documents("What was Alder's revenue in FY2022?") == [
         "uploads/filings/alder-2022.pdf"
     ]
@@ -92,9 +89,7 @@ def test_sample_corpus_documents(sample_version: Path) -> None:
 
 
 def test_search_primitives_filter_by_what_a_document_is(filings: Path, home: Home) -> None:
-    compile_context("filings", [filings], home=home)
-    ctx = home.find("filings")
-    knowledge = Knowledge([ScopedContext("filings", ctx.version_dir(ctx.live_version() or ""))])
+    knowledge = Knowledge([ScopedContext("filings", compiled_version("filings", [filings], home))])
     try:
         birch = asyncio.run(knowledge.search_source("revenue for the year", issuer="birch"))
         assert birch and {h.source_path for h in birch} == {"uploads/filings/birch-2023.pdf"}
@@ -187,9 +182,7 @@ def test_period_dates_fiscal_quarter_and_fiscal_year(
 def test_periods_are_recorded_and_latest_keeps_the_newest_of_each_issuer(filings: Path, home: Home) -> None:
     from sleuth.format.identity import period_dates
 
-    compile_context("filings", [filings], home=home)
-    ctx = home.find("filings")
-    version = ctx.version_dir(ctx.live_version() or "")
+    version = compiled_version("filings", [filings], home)
     with sqlite3.connect(version / "tables.sqlite") as db:
         rows = db.execute(
             "SELECT path, period_start, period_end, fiscal_differs FROM _sources ORDER BY path"

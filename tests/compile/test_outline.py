@@ -11,11 +11,10 @@ from sleuth.compile.chunking import chunk_pages
 from sleuth.compile.manifest import Chunking
 from sleuth.compile.pages import Heading, Page
 from sleuth.compile.parse import parse_source
-from sleuth.compile.pipeline import compile_context
 from sleuth.format.chunks import Chunk
 from sleuth.sdk.knowledge import Knowledge, ScopedContext
 from sleuth.store.home import Home
-from tests.support import make_pdf
+from tests.support import compiled_version, make_pdf
 
 CONTENTS = "\n".join(
     [
@@ -64,9 +63,7 @@ def test_the_outline_skips_contents_and_reads_split_headings(tmp_path: Path) -> 
 
 def test_sql_and_read_section_scope_by_the_outline(tmp_path: Path, home: Home) -> None:
     annual_report(tmp_path)
-    compile_context("filings", [tmp_path / "filings"], home=home)
-    ctx = home.find("filings")
-    version = ctx.version_dir(ctx.live_version() or "")
+    version = compiled_version("filings", [tmp_path / "filings"], home)
     with sqlite3.connect(version / "tables.sqlite") as db:
         pages = db.execute(
             "SELECT DISTINCT page FROM _chunks WHERE section_path LIKE '%Item 1A%' ORDER BY page"

@@ -10,10 +10,9 @@ from sleuth.compile.chunking import chunk_pages
 from sleuth.compile.manifest import Chunking
 from sleuth.compile.parse import parse_source
 from sleuth.compile.parse.pdf_fonts import font_headings
-from sleuth.compile.pipeline import compile_context
 from sleuth.sdk.knowledge import Knowledge, ScopedContext
 from sleuth.store.home import Home
-from tests.support import StyledLine, make_styled_pdf
+from tests.support import StyledLine, compiled_version, make_styled_pdf
 
 BODY = 10.0
 RUNNING: StyledLine = ("Alder Pumps - Travel Policy", BODY, True)  # a bold running header on each page
@@ -103,9 +102,7 @@ def test_a_document_in_one_type_has_no_type_headings(tmp_path: Path) -> None:
 
 def test_read_section_finds_a_type_heading(tmp_path: Path, home: Home) -> None:
     policy(tmp_path)
-    compile_context("policies", [tmp_path / "docs"], home=home)
-    ctx = home.find("policies")
-    kb = Knowledge([ScopedContext("policies", ctx.version_dir(ctx.live_version() or ""))])
+    kb = Knowledge([ScopedContext("policies", compiled_version("policies", [tmp_path / "docs"], home))])
     section = kb.read_section("uploads/docs/travel-policy.pdf", section="Meals")
     assert section.section_path[-1] == "Meals" and "60 dollars" in section.text
     assert "220 dollars" not in section.text and "approves" not in section.text

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from sleuth.compile.pipeline import compile_context
 from sleuth.sdk.errors import LimitError, NotFoundError
 from sleuth.sdk.knowledge import Knowledge, ScopedContext
 from sleuth.sdk.types import Hit, Passage
 from sleuth.store.home import Home
 from sleuth.store.search import VersionReader
+from tests.support import compiled_version
 
 REPORT = "uploads/acme-corpus/reports/annual-report-2025.pdf"
 
@@ -210,9 +210,7 @@ def test_read_section_before_the_first_heading_is_that_text_only(tmp_path: Path,
     body = "Pumps are tested for a week before they ship. " * 40
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "guide.md").write_text(f"{intro}\n\n# Testing\n\n{body}\n", encoding="utf-8")
-    compile_context("guide", [tmp_path / "docs"], home=home)
-    ctx = home.find("guide")
-    guide = Knowledge([ScopedContext("guide", ctx.version_dir(ctx.live_version() or ""))])
+    guide = Knowledge([ScopedContext("guide", compiled_version("guide", [tmp_path / "docs"], home))])
     first = guide.read_page("uploads/docs/guide.md", page=1)
     section = guide.read_section(first.hits[0])
     assert section.hits and all(not h.section_path for h in section)
