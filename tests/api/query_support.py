@@ -51,7 +51,7 @@ def ask(server: LiveServer, **body: Any) -> httpx.Response:
     return server.client.post("/api/query", json=body, headers=headers)
 
 
-def wait_for(server: LiveServer, query_id: str, done: Any, timeout_s: float = 20.0) -> dict[str, Any]:
+def wait_for(server: LiveServer, query_id: str, done: Any, timeout_s: float = 120.0) -> dict[str, Any]:
     """Poll `GET /queries/{id}` until `done(query)` holds."""
     deadline = time.monotonic() + timeout_s
     while True:

@@ -410,7 +410,7 @@ def test_comparison_group_holds_three_turns(make_server: ServerFactory) -> None:
         assert query["status"] == "completed", query["error"]
         others = {c["query_id"]: c for c in query["comparison"]}
         assert set(others) == set(ids) - {query["id"]}
-        assert all(c["model"] == "sleuth/offline" for c in others.values()), (query["workflow"], others)
+        assert all(c["model"] == "sleuth/offline" for c in others.values()), (query["id"], others)
     assert {c["workflow"] for c in queries[0]["comparison"]} == {"search_rag", "search_cc"}
 
     # Groups are stored with the turns: a restarted server still lists them and still refuses a fourth.

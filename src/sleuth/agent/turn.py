@@ -198,6 +198,9 @@ class Runtime:
         query = Query(
             id=new_query_id(),
             session_id=session["id"],
+            # The first choice, so a queued turn already names it (a fallback rewrites it); a
+            # retrieval-only turn calls no model.
+            model=configs[0].id if configs and request.retrieval is None else None,
             created=int(time.time()),
             previous_query_id=previous,
             input=[{"role": "user", "content": ask}],
