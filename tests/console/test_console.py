@@ -803,8 +803,8 @@ def test_the_contexts_list_names_sizes_and_deletes(server: LiveServer, browser: 
 
 def test_back_from_a_citation_returns_to_the_answer(server: LiveServer, browser: Browser) -> None:
     """Issue 26, item 8: Back after opening a citation lost the answer and the session. The answered
-    turn is kept in the history entry's URL, so Back (and a reload) shows it again, with the question
-    it answers above it."""
+    turn is kept in the history entry's URL, so Back from the page viewer (and a reload) shows it
+    again, with the question it answers above it."""
     page, errors = _page(browser, "laptop")
     page.goto(server.url + "/#/ask?ctx=acme")
     page.fill("#ask", HOTEL)
@@ -813,8 +813,10 @@ def test_back_from_a_citation_returns_to_the_answer(server: LiveServer, browser:
     assert page.locator(".asked").inner_text() == f"You asked: {HOTEL}"
     assert "&a=qry_" in page.url and "s=ses_" in page.url
     answer = page.locator(".answer").inner_text()
-    page.locator("a.cite").first.click()
-    page.locator("#span").wait_for()
+    viewer = page.locator("ol.citations a").first.get_attribute("href")  # what a new tab would open
+    assert viewer is not None and viewer.startswith("#/page?")
+    page.goto(f"{server.url}/{viewer}")
+    page.locator(".viewer #span").wait_for()
     page.go_back()
     page.locator("a.cite").first.wait_for()
     assert page.locator(".answer").inner_text() == answer
@@ -827,6 +829,61 @@ def test_back_from_a_citation_returns_to_the_answer(server: LiveServer, browser:
     page.locator("a.cite").first.wait_for()
     assert page.locator(".answer").inner_text() == answer
     _shot(page, "answer-after-back", "laptop")
+    assert errors == [], errors
+    page.close()
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_a_citation_opens_its_source_beside_the_answer(server: LiveServer, browser: Browser, size: str) -> None:
+    """Issue 26, item 8: the source opens beside the answer (over it on a phone), its span marked,
+    the panel part of the URL: Back closes it, Forward reopens it, a shared link opens it, Escape or
+    × closes it and gives the keyboard back to the marker. A PDF citation is boxed on the page image,
+    which a phone can zoom."""
+    text_turn = server.client.post("/api/query", json={"ask": HOTEL, "scope": ["acme"]}).json()
+    page, errors = _page(browser, size)
+    page.goto(f"{server.url}/#/ask?ctx=acme&a={text_turn['id']}")
+    cite = page.locator("a.cite").first
+    cite.wait_for()
+    grounding = page.locator("ol.citations q").first.inner_text()
+    cite.click()
+    panel = page.locator(".source-panel")
+    panel.locator("mark#span").wait_for()
+    assert panel.locator("mark#span").inner_text() == grounding
+    assert "cite=1" in page.url and "#/ask" in page.url
+    assert "travel-policy.md" in panel.locator(".source-head").inner_text()
+    if size == "laptop":  # side by side: the answer is still in view, left of the source
+        answer_box = page.locator(".answer").bounding_box()
+        panel_box = panel.bounding_box()
+        assert answer_box is not None and panel_box is not None
+        assert answer_box["x"] + answer_box["width"] <= panel_box["x"]
+        assert page.locator(".answer").is_visible()
+    _shot(page, "answer-with-source", size)
+    page.go_back()
+    _until(page, "document.querySelector('.source-panel').hidden")
+    assert "cite=" not in page.url and page.locator(".answer").is_visible()
+    page.go_forward()
+    panel.locator("mark#span").wait_for()
+    page.keyboard.press("Escape")
+    _until(page, "document.querySelector('.source-panel').hidden")
+    _until(page, "document.activeElement.classList.contains('cite')")
+
+    pdf_turn = server.client.post("/api/query", json={"ask": "What was revenue in 2025?", "scope": ["acme"]}).json()
+    [n] = [i + 1 for i, c in enumerate(pdf_turn["citations"]) if c["source"] == REPORT][:1]
+    page.goto(f"{server.url}/#/ask?ctx=acme&a={pdf_turn['id']}&cite={n}")  # a shared link
+    panel.locator(".page-image .box").first.wait_for()
+    assert panel.locator("q#span").inner_text() == pdf_turn["citations"][n - 1]["grounding"]
+    if size == "phone":
+        image = panel.locator(".page-image img")
+        narrow = image.bounding_box()
+        panel.get_by_role("button", name="Zoom").click()
+        wide = image.bounding_box()
+        assert narrow is not None and wide is not None and wide["width"] >= 1.9 * narrow["width"]
+        box = panel.locator(".page-image .box").first.bounding_box()
+        assert box is not None and box["width"] > 0
+    _shot(page, "answer-with-pdf-source", size)
+    panel.get_by_role("button", name="Close the source").click()
+    _until(page, "document.querySelector('.source-panel').hidden")
+    assert "cite=" not in page.url
     assert errors == [], errors
     page.close()
 

@@ -8,7 +8,7 @@
 // Everything shown comes from the API's JSON; text is always inserted as text, never as HTML.
 
 import { hideCitation } from "./lib/answer.js";
-import { newRoute, view } from "./lib/dom.js";
+import { followedInPlace, newRoute, view } from "./lib/dom.js";
 import { askView } from "./views/ask.js";
 import { compareView } from "./views/compare.js";
 import { contextView } from "./views/context.js";
@@ -22,6 +22,7 @@ import { tablesView } from "./views/tables.js";
 import { traceView } from "./views/trace.js";
 
 function route() {
+  if (followedInPlace()) return;  // the view shown took the change itself (a side panel)
   newRoute();
   hideCitation();
   view.focus({ preventScroll: true });  // a new view: keyboard and screen-reader focus start at its top

@@ -5,7 +5,7 @@ import { el, pageHref } from "./dom.js";
 
 const popover = document.getElementById("popover");
 
-function citationHref(c) {
+export function citationHref(c) {
   return pageHref({ ctx: c.context, path: c.source, page: c.pages[0] ?? 1, start: c.start, end: c.end });
 }
 
@@ -15,7 +15,19 @@ export function renderJson(target, query) {
   }
 }
 
-export function renderAnswer(target, query) {
+// A plain click on a citation (no modifier key: those still open the page viewer in a new tab) calls
+// `open(n)` when the view shows sources beside the answer.
+function opener(open, n) {
+  if (!open) return undefined;
+  return (event) => {
+    if (event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return;
+    event.preventDefault();
+    hideCitation();
+    open(n);
+  };
+}
+
+export function renderAnswer(target, query, { open = null } = {}) {
   const text = (query.output || []).flatMap((m) => m.content || []).map((p) => p.text || "").join("");
   const citations = query.citations || [];
   const answer = el("div", { class: "answer" });
@@ -29,7 +41,7 @@ export function renderAnswer(target, query) {
         "aria-label": `citation ${match[1]}: ${citation.source}, page ${citation.pages.join(", ")}`,
         onmouseenter: (e) => showCitation(e.currentTarget, citation),
         onfocus: (e) => showCitation(e.currentTarget, citation),
-        onmouseleave: hideCitation, onblur: hideCitation,
+        onmouseleave: hideCitation, onblur: hideCitation, onclick: opener(open, Number(match[1])),
       }, match[0]));
     } else {
       answer.append(match[0]);
@@ -39,9 +51,10 @@ export function renderAnswer(target, query) {
   answer.append(text.slice(last));
   // Over several contexts a citation names its context: two contexts may hold files of one name.
   const many = new Set(citations.map((c) => c.context).filter(Boolean)).size > 1;
-  const list = el("ol", { class: "citations" }, citations.map((c) =>
+  const list = el("ol", { class: "citations" }, citations.map((c, i) =>
     el("li", {}, many && c.context ? el("span", { class: "badge" }, c.context) : null, many ? " " : null,
-      el("a", { href: citationHref(c) }, `${c.source}, p. ${c.pages.join(", ")}`), " ",
+      el("a", { href: citationHref(c), dataset: { n: i + 1 }, onclick: opener(open, i + 1) },
+        `${c.source}, p. ${c.pages.join(", ")}`), " ",
       el("q", {}, c.grounding))));
   target.replaceChildren(el("h2", {}, "Answer"), answer, ...(citations.length ? [list] : []));
 }

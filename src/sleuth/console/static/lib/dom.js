@@ -7,8 +7,22 @@ export const view = document.getElementById("view");
 // slow answer for a view the person has left never replaces the one they went to.
 let generation = 0;
 
+// A view that follows some changes of its own URL in place (the ask view's source panel opened,
+// switched or closed by a link, Back or Forward) registers how; the router asks it first and renders
+// the view again only when it answers false. A new route forgets it.
+let inPlace = null;
+
+export function followInPlace(update) {
+  inPlace = update;
+}
+
+export function followedInPlace() {
+  return Boolean(inPlace?.());
+}
+
 export function newRoute() {
   generation += 1;
+  inPlace = null;
 }
 
 export function screen() {

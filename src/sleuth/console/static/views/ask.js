@@ -1,8 +1,55 @@
 import { api, showError, TERMINAL } from "../lib/api.js";
-import { renderAnswer, renderJson } from "../lib/answer.js";
+import { citationHref, renderAnswer, renderJson } from "../lib/answer.js";
 import { callLine } from "../lib/calls.js";
-import { el, params, screen } from "../lib/dom.js";
+import { el, followInPlace, params, screen } from "../lib/dom.js";
 import { turnsTable } from "../lib/turns.js";
+import { showSourcePage } from "./page.js";
+
+// The source beside the answer: a citation opens its page in a panel next to the thread (over it on
+// a phone), the span boxed on the PDF image or marked in the text, so the answer stays in view. The
+// panel is part of the URL (`&cite=N`): Back closes it, Forward opens it again, a link shares it.
+function sourcePanel(onClose) {
+  const node = el("aside", { class: "source-panel", "aria-label": "Source", tabindex: "-1", hidden: true });
+  node.addEventListener("keydown", (e) => { if (e.key === "Escape") onClose(); });
+  let showing = 0;  // the latest citation asked for: a slower page for an earlier one is dropped
+  return {
+    node,
+    async show(citation, n) {
+      const mine = ++showing;
+      const page = citation.pages[0] ?? 1;
+      const body = el("div", { class: "page" }, el("p", { class: "muted" }, "Loading…"));
+      node.replaceChildren(
+        el("div", { class: "source-head" },
+          el("h2", {}, `[${n}] `, citation.context ? el("span", { class: "badge" }, citation.context) : null,
+            citation.context ? " " : null, el("span", { class: "path" }, citation.source),
+            el("span", { class: "muted" }, ` · page ${citation.pages.join(", ")}`)),
+          el("a", { href: citationHref(citation), class: "small" }, "open in the page viewer"),
+          el("button", { type: "button", class: "small close", "aria-label": "Close the source", onclick: onClose }, "×")),
+        body);
+      node.hidden = false;
+      node.focus({ preventScroll: true });
+      try {
+        await showSourcePage(body, { ctx: citation.context, path: citation.source, page,
+          start: citation.start, end: citation.end }, node);
+      } catch (error) {
+        if (mine === showing) showError(body, error);
+      }
+    },
+    hide() {
+      showing += 1;
+      node.hidden = true;
+      node.replaceChildren();
+    },
+  };
+}
+
+// This entry's URL parameters but the panel's, as one key: a change of only `cite` is the panel's.
+function threadKey() {
+  const q = new URLSearchParams(location.hash.split("?")[1] || "");
+  q.delete("cite");
+  q.sort();
+  return `${location.hash.split("?")[0]}?${q}`;
+}
 
 function stepCard(step) {
   const card = el("article", { class: `step ${step.status}`, dataset: { step: step.step_id } },
@@ -81,6 +128,51 @@ export async function askView() {
   const steps = el("section", { class: "steps", "aria-label": "Steps" });
   const result = el("section", { class: "result" });
   const history = el("section", { class: "history", "aria-label": "This session's turns" });
+  let shown = null;  // the Query whose answer is shown
+  let pushed = false;  // the panel's history entry is ours: closing it goes Back
+  const openCitation = (n) => {
+    const q = new URLSearchParams(location.hash.split("?")[1] || "");
+    const open = q.has("cite");
+    q.set("cite", String(n));
+    if (open) {
+      location.replace(`#/ask?${q}`);  // switching citations: one entry for the panel
+    } else {
+      pushed = true;
+      location.hash = `#/ask?${q}`;
+    }
+  };
+  const closePanel = () => {
+    const n = params().get("cite");
+    if (pushed) {
+      window.history.back();  // `history` here is the session's turns
+    } else {
+      const q = new URLSearchParams(location.hash.split("?")[1] || "");
+      q.delete("cite");
+      location.replace(`#/ask?${q}`);
+    }
+    // The keyboard goes back to the marker that opened it.
+    setTimeout(() => document.querySelector(`a.cite[data-n="${n}"]`)?.focus(), 0);
+  };
+  const panel = sourcePanel(closePanel);
+  const layout = el("div", { class: "ask-layout" });
+  const syncPanel = () => {
+    const n = Number(params().get("cite"));
+    const citation = shown?.citations?.[n - 1];
+    if (!citation) pushed = false;
+    layout.classList.toggle("with-source", Boolean(citation));
+    if (citation) panel.show(citation, n); else panel.hide();
+  };
+  let key = threadKey();
+  followInPlace(() => {
+    if (threadKey() !== key) return false;
+    syncPanel();
+    return true;
+  });
+  const answered = (query) => {  // a turn's end shown: its citations open in the panel
+    shown = query;
+    finish(result, query, openCitation);
+    return query;
+  };
   const button = el("button", { type: "submit" }, "Ask");
   const model = el("select", { id: "model", "aria-label": "Model" });
   const maxSteps = el("input", { id: "max-steps", type: "number", min: 1, max: 50, placeholder: "default",
@@ -164,6 +256,8 @@ export async function askView() {
     button.disabled = true;
     steps.replaceChildren();
     result.replaceChildren(el("p", { class: "muted" }, "Working…"));
+    shown = null;
+    syncPanel();
     const turn = sessionId && follow.checked
       ? { ask: question.value, session_id: sessionId }
       : { ask: question.value, scope: scopeOf(),
@@ -175,11 +269,12 @@ export async function askView() {
     }
     cancel.hidden = false;
     try {
-      const query = await streamTurn(turn, steps, result, running);
+      const query = await streamTurn(turn, steps, result, running, answered);
       if (query) {
         sessionId = query.session_id;
         question.value = "";
         remember(query);
+        key = threadKey();
         await showSession();
       }
     } catch (error) {
@@ -216,14 +311,16 @@ export async function askView() {
     history.replaceChildren(el("h2", {}, "This session"), turnsTable(session.queries));
     pin();
   }
-  if (!show(el("h1", {}, "Ask"), form, steps, result, history)) return;
+  layout.append(el("div", { class: "thread" }, form, steps, result, history), panel.node);
+  if (!show(el("h1", {}, "Ask"), layout)) return;
   question.focus();
-  const answered = params().get("a");  // Back from a citation's page: the answer it came from, again
-  if (answered) {
-    api(`/queries/${encodeURIComponent(answered)}`).then((r) => r.json()).then((query) => {
+  const earlier = params().get("a");  // Back from the page viewer, a reload, a link: that answer again
+  if (earlier) {
+    api(`/queries/${encodeURIComponent(earlier)}`).then((r) => r.json()).then((query) => {
       if (!result.isConnected) return;
       for (const step of query.steps || []) steps.append(stepCard(step));
-      finish(result, query);
+      answered(query);
+      syncPanel();  // a link with `&cite=N` opens that citation beside it
     }).catch((error) => showError(result, error));
   }
   if (sessionId) await showSession().catch((error) => showError(history, error));
@@ -234,6 +331,7 @@ export async function askView() {
 function remember(query) {
   const q = new URLSearchParams(location.hash.split("?")[1] || "");
   q.delete("q");
+  q.delete("cite");
   q.set("s", query.session_id);
   q.set("a", query.id);
   history.replaceState(history.state, "", `#/ask?${q}`);
@@ -245,10 +343,10 @@ function versionFor(turn) {
 }
 
 // The turn's end as the Query says it: the answer with its citations, the JSON, the footer.
-function finish(result, query) {
+function finish(result, query, open = null) {
   const asked = query.input?.[0]?.content;
   if (query.status === "completed") {
-    renderAnswer(result, query);
+    renderAnswer(result, query, { open });
     renderJson(result, query);
     if (asked) result.prepend(el("p", { class: "asked" }, el("span", { class: "muted" }, "You asked: "), asked));
   } else if (!result.querySelector("[role=alert]")) {
@@ -258,7 +356,7 @@ function finish(result, query) {
   return query;
 }
 
-async function streamTurn(body, steps, result, running = {}) {
+async function streamTurn(body, steps, result, running = {}, ended = (query) => finish(result, query)) {
   const response = await api("/query", { method: "POST", body: { ...body, stream: true },
     headers: { accept: "text/event-stream", ...versionFor(body) } });
   running.id = response.headers.get("x-sleuth-query-id") || running.id;  // cancellable even while queued
@@ -293,7 +391,7 @@ async function streamTurn(body, steps, result, running = {}) {
         result.replaceChildren(el("p", { class: "error", role: "alert" },
           `${kind.split(".")[1]}: ${payload.error?.message || payload.error || ""}`));
       } else if (kind === "query") {
-        return finish(result, payload);
+        return ended(payload);
       }
     }
   }
@@ -302,7 +400,7 @@ async function streamTurn(body, steps, result, running = {}) {
   if (!running.id) throw new Error("the answer stream ended before the turn started");
   for (;;) {
     const query = await (await api(`/queries/${encodeURIComponent(running.id)}`)).json();
-    if (TERMINAL.includes(query.status)) return steps.isConnected ? finish(result, query) : null;
+    if (TERMINAL.includes(query.status)) return steps.isConnected ? ended(query) : null;
     await new Promise((r) => setTimeout(r, 500));
   }
 }

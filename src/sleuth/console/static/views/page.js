@@ -55,18 +55,40 @@ function marksPanel(ctx, path, page, info, start, end) {
     artifacts.length ? el("ul", { class: "artifacts" }, artifacts) : el("p", { class: "muted" }, "none"));
 }
 
-// One resize handler for the page shown now (a listener per visit would pile up).
+// One resize handler for the page image shown now (a listener per visit would pile up).
 let placeBoxes = null;
 addEventListener("resize", () => placeBoxes?.());
 
-async function pdfPage(body, base, path, page, start, end) {
+// Bring the marked span into view: within `scroller` only (the ask view's panel: the answer beside
+// it must not move), or the page itself.
+function reveal(target, scroller) {
+  if (!target) return;
+  if (!scroller) {
+    target.scrollIntoView({ block: "center" });
+    return;
+  }
+  const offset = target.getBoundingClientRect().top - scroller.getBoundingClientRect().top;
+  scroller.scrollTop += offset - scroller.clientHeight / 3;
+}
+
+async function pdfPage(body, base, path, page, start, end, scroller) {
   // Fetched, not linked: an <img src> could not carry the login token.
-  const png = await (await api(`${base}/image?page=${page}&width=1000`, { headers: { accept: "image/png" } })).blob();
+  const png = await (await api(`${base}/image?page=${page}&width=1400`, { headers: { accept: "image/png" } })).blob();
   const url = URL.createObjectURL(png);
   const image = el("img", { src: url, alt: `${path}, page ${page}` });
   image.addEventListener("load", () => URL.revokeObjectURL(url), { once: true });
   const frame = el("div", { class: "page-image" }, image);
-  body.replaceChildren(frame);
+  // On a phone the page fits the screen and its print is too small to read: a zoom to twice the
+  // width scrolls inside its own box, the boxed span brought into view.
+  const zoom = el("button", { type: "button", class: "small zoom", "aria-pressed": "false" }, "Zoom");
+  const pane = el("div", { class: "page-scroll" }, frame);
+  body.replaceChildren(el("div", { class: "page-tools" }, zoom), pane);
+  zoom.addEventListener("click", () => {
+    const on = frame.classList.toggle("zoomed");
+    zoom.setAttribute("aria-pressed", String(on));
+    placeBoxes?.();
+    frame.querySelector(".box")?.scrollIntoView({ block: "center", inline: "center" });
+  });
   placeBoxes = null;
   if (start === null || end === null) return;
   const note = el("p", { class: "grounding" });
@@ -78,7 +100,7 @@ async function pdfPage(body, base, path, page, start, end) {
     showError(note, error);
     return;
   }
-  placeBoxes = () => {
+  const place = () => {
     frame.querySelectorAll(".box").forEach((b) => b.remove());
     const scale = image.clientWidth / boxes.width;
     for (const b of boxes.boxes) {
@@ -88,9 +110,31 @@ async function pdfPage(body, base, path, page, start, end) {
       frame.append(box);
     }
   };
-  if (image.complete) placeBoxes(); else image.addEventListener("load", placeBoxes, { once: true });
+  placeBoxes = place;
+  const first = () => {
+    place();
+    reveal(frame.querySelector(".box"), scroller);
+  };
+  if (image.complete) first(); else image.addEventListener("load", first, { once: true });
   note.replaceChildren(el("q", { id: "span" }, boxes.text),
     boxes.current ? "" : el("span", { class: "error" }, " (the file changed since this version: no boxes)"));
+}
+
+// One page of a source into `body`, its span (if any) marked: the PDF's page image with the span
+// boxed, or the page text with the span in a <mark>. The page viewer and the ask view's source panel
+// both show pages this way, the span brought into view (within `scroller` when given). Returns the
+// page's record (text, chunks, artifacts, page count).
+export async function showSourcePage(body, { ctx, path, page, start = null, end = null }, scroller = null) {
+  const base = `/contexts/${encodeURIComponent(ctx)}/pages/${encodePath(path)}`;
+  const info = await (await api(`${base}?page=${page}`)).json();
+  const span = validSpan(start, end, Array.from(info.text).length) ? [start, end] : [null, null];
+  if (info.pdf) {
+    await pdfPage(body, base, path, page, ...span, scroller);
+  } else {
+    body.replaceChildren(markedText(info.text, info.chunks, ...span));
+    reveal(body.querySelector("#span"), scroller);
+  }
+  return info;
 }
 
 export async function pageView() {
@@ -100,24 +144,19 @@ export async function pageView() {
   const page = Number(p.get("page") || 1);
   const start = p.has("start") ? Number(p.get("start")) : null;
   const end = p.has("end") ? Number(p.get("end")) : null;
-  const base = `/contexts/${encodeURIComponent(ctx)}/pages/${encodePath(path)}`;
   const title = el("span", { class: "muted" }, ` · page ${page}`);
   const pages = el("nav", { "aria-label": "Pages" });
-  const head = el("header", { class: "viewer-head" }, el("h1", {}, path, title), pages);
+  const head = el("header", { class: "viewer-head" }, el("h1", {}, el("span", { class: "path" }, path), title), pages);
   const body = el("div", { class: "page" }, el("p", { class: "muted" }, "Loading…"));
   const layout = el("div", { class: "viewer" }, body);
   show(head, layout);
   try {
-    const info = await (await api(`${base}?page=${page}`)).json();
-    title.textContent = ` · page ${page} of ${info.pages}`;
+    const info = await showSourcePage(body, { ctx, path, page, start, end });
+    title.textContent = ` · page ${page} of ${info.pages}${info.label && info.label !== String(page) ? ` (printed “${info.label}”)` : ""}`;
     pages.replaceChildren(
       page > 1 ? el("a", { href: pageHref({ ctx, path, page: page - 1 }), rel: "prev" }, "← previous") : "", " ",
       page < info.pages ? el("a", { href: pageHref({ ctx, path, page: page + 1 }), rel: "next" }, "next →") : "");
     layout.append(marksPanel(ctx, path, page, info, start, end));
-    const span = validSpan(start, end, Array.from(info.text).length) ? [start, end] : [null, null];
-    if (info.pdf) await pdfPage(body, base, path, page, ...span);
-    else body.replaceChildren(markedText(info.text, info.chunks, ...span));
-    document.getElementById("span")?.scrollIntoView({ block: "center" });
   } catch (error) {
     showError(body, error);
   }
