@@ -133,6 +133,24 @@ def test_login_exchange(secured: LiveServer) -> None:
     assert typo.status_code == 400 and typo.json()["code"] == "invalid_request"
 
 
+def test_logout_ends_that_token_only(secured: LiveServer) -> None:
+    """Issue 26, item 8 (the console's Sign out): the token presented stops working at once; the key
+    and the key's other tokens still work."""
+    _, secret = keys(secured).create("agent", "query")
+    first, second = (
+        secured.client.post("/api/auth/login", json={"api_key": secret}).json()["token"] for _ in range(2)
+    )
+    bearer = {"Authorization": f"Bearer {first}"}
+    assert secured.client.post("/api/auth/logout", headers=bearer).status_code == 204
+    assert_401(secured.client.get("/api/auth", headers=bearer))
+    assert_401(secured.client.post("/api/auth/logout", headers=bearer))
+    assert secured.client.get("/api/auth", headers={"Authorization": f"Bearer {second}"}).status_code == 200
+    assert secured.client.get("/api/auth", headers={"Api-Key": secret}).status_code == 200
+    # Presenting the key itself ends nothing: a key is revoked with `sleuth keys revoke`.
+    assert secured.client.post("/api/auth/logout", headers={"Api-Key": secret}).status_code == 204
+    assert secured.client.get("/api/auth", headers={"Api-Key": secret}).status_code == 200
+
+
 def test_revoked_keys_and_their_tokens_are_rejected(secured: LiveServer) -> None:
     store = keys(secured)
     key, secret = store.create("agent", "query")

@@ -15,7 +15,7 @@ import weakref
 from dataclasses import replace
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Request
+from fastapi import APIRouter, Body, Request, Response
 from pydantic import BaseModel, ConfigDict
 
 import sleuth
@@ -129,6 +129,18 @@ def login(request: Request, body: Annotated[LoginBody | None, Body()] = None) ->
     if token is None:
         raise unauthenticated("invalid API key")
     return {"token": token.token, "principal": token.key.name, **project}
+
+
+@router.post("/auth/logout", status_code=204, summary="End the login token presented (sign out)")
+def logout(request: Request, _who: AnyKey) -> Response:
+    """The bearer login token of this request stops working at once (its key and other tokens stay):
+    a console's Sign out, so a token left in a tab or a log is dead. A key itself is revoked with
+    `sleuth keys revoke`. In no-auth mode there is nothing to end."""
+    state = api_state(request)
+    presented = presented_credential(request)
+    if state.auth and presented is not None and presented[1].startswith(TOKEN_PREFIX):
+        KeyStore.for_db(state.db).logout(presented[1])
+    return Response(status_code=204)
 
 
 @router.get("/auth", summary="Who the credentials belong to")

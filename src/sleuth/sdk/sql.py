@@ -161,6 +161,11 @@ def _explained(message: str) -> str:
     """SQLite's refusal, with the cap behind it when one of ours made it."""
     if "too big" in message:
         return f"{message}: query_db caps any one value at {MAX_VALUE_BYTES} bytes"
+    if message == "not authorized":
+        return (
+            "not authorized: query_db only reads (one SELECT or WITH statement); writes, ATTACH, most "
+            "PRAGMAs and functions such as load_extension are refused"
+        )
     if "too many columns" in message:
         return f"{message}: query_db caps a result at {MAX_RESULT_COLUMNS} columns"
     return message

@@ -310,6 +310,12 @@ class KeyStore:
             return self.verify_token(secret)
         return self.verify_key(secret)
 
+    def logout(self, token: str) -> bool:
+        """End one login token (signing out); the key and its other tokens stay. False if none."""
+        with self.db.writing() as conn:
+            gone = conn.execute(delete(tokens_t).where(tokens_t.c.hash == digest(token)))
+        return bool(gone.rowcount)
+
     def login(self, secret: str, ttl_s: float = TOKEN_TTL_S) -> LoginToken | None:
         """Exchange an active key (not a token: that would extend a token forever) for a login token."""
         key = self.verify_key(secret)

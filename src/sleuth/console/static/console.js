@@ -8,6 +8,7 @@
 // Everything shown comes from the API's JSON; text is always inserted as text, never as HTML.
 
 import { hideCitation } from "./lib/answer.js";
+import { showWho } from "./lib/who.js";
 import { followedInPlace, newRoute, view } from "./lib/dom.js";
 import { askView } from "./views/ask.js";
 import { compareView } from "./views/compare.js";
@@ -41,5 +42,9 @@ function route() {
 
 addEventListener("hashchange", route);
 addEventListener("keydown", (e) => { if (e.key === "Escape") hideCitation(); });
-addEventListener("sleuth:sign-in", () => signInView(route));
+addEventListener("sleuth:sign-in", () => {
+  showWho();
+  signInView(() => { showWho(); route(); });
+});
+showWho();
 route();

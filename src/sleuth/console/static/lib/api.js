@@ -48,14 +48,16 @@ export async function api(path, options = {}) {
   return response;
 }
 
-// The API's error envelope as an Error that keeps it (`code: message`), or the status alone.
+// The API's error envelope as an Error that keeps it: its sentence for people, its code for machines
+// (`error.code`, shown as the alert's `data-code`), or the status alone.
 export function failure(status, text) {
   let envelope = null;
   try {
     envelope = JSON.parse(text);
   } catch (_) { /* not the envelope */ }
-  const error = new Error(envelope?.code ? `${envelope.code}: ${envelope.message}` : `${status}`);
+  const error = new Error(envelope?.message || `the server answered ${status}`);
   error.envelope = envelope;
+  error.code = envelope?.code || null;
   return error;
 }
 
@@ -65,7 +67,8 @@ export function showError(where, error) {
     dispatchEvent(new Event("sleuth:sign-in"));
     return;
   }
-  const message = el("p", { class: "error", role: "alert" }, String(error.message || error));
+  const message = el("p", { class: "error", role: "alert", dataset: error.code ? { code: error.code } : {} },
+    String(error.message || error));
   if (typeof where === "function") where(message);  // a view's `show`: only while it is still shown
   else where.replaceChildren(message);
 }

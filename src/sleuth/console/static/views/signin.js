@@ -14,7 +14,8 @@ export function signInView(signedIn) {
       key.value = "";
       signedIn();
     } catch (error) {
-      message.replaceChildren(el("span", { class: "error", role: "alert" }, String(error.message || error)));
+      message.replaceChildren(el("span", { class: "error", role: "alert", dataset: error.code ? { code: error.code } : {} },
+        String(error.message || error)));
     }
   } }, el("label", { for: "key" }, "API key"), key, el("button", { type: "submit" }, "Sign in"), message);
   view.replaceChildren(el("h1", {}, "Sign in"), form);
