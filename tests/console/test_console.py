@@ -281,7 +281,9 @@ def test_browse_knowledge_and_open_an_artifacts_evidence(server: LiveServer, bro
     page.get_by_role("link", name="defined-terms/").click()
     page.locator("ul.listing a").first.click()
     page.locator("ul.evidence-links a").first.wait_for()
-    assert "- **" in page.locator("pre.page-text").inner_text()  # the glossary's term list
+    # The glossary's term list rendered, not shown as Markdown source: list items with bold terms.
+    assert page.locator("article.markdown li strong").count() > 3
+    assert "- **" not in page.locator("article.markdown").inner_text()
     page.locator("ul.evidence-links a").first.click()
     page.locator("#span").wait_for()
     assert page.locator("mark#span").inner_text()  # the glossary entry's own span, marked on its page
@@ -295,6 +297,37 @@ def test_browse_knowledge_and_open_an_artifacts_evidence(server: LiveServer, bro
     page.locator("mark#span").wait_for()
     marked = " ".join(page.locator("mark#span").inner_text().split())
     assert marked.startswith(" ".join(quote.rstrip("…").split()))  # the quote, marked on its page
+    # A roster is a Markdown table: shown as one; a chunk file (JSON Lines) as a table of records.
+    page.goto(server.url + "/#/knowledge?ctx=acme&path=rosters/_sources.md&file=1")
+    page.locator("article.markdown table tbody tr").first.wait_for()
+    assert page.locator("article.markdown table tbody tr").count() == 21
+    page.goto(server.url + "/#/knowledge?ctx=acme&path=chunks")
+    assert "the chunks search reads" not in page.locator("main").inner_text()  # said at the root only
+    page.goto(server.url + "/#/knowledge?ctx=acme")
+    assert "the chunks search reads" in page.locator("main").inner_text()
+    assert "bytes" not in page.locator("main").inner_text()  # sizes as people read them
+    assert errors == []
+    page.close()
+
+
+def test_markdown_from_a_document_never_becomes_html(server: LiveServer, browser: Browser) -> None:
+    """A document is hostile: its Markdown becomes elements built from marked's tokens, text as text.
+    Raw HTML shows as text, an image as its alt text (nothing fetched), a javascript: link is no link."""
+    page, errors = _page(browser, "laptop")
+    page.goto(server.url + "/#/")
+    page.get_by_role("link", name="acme").wait_for()
+    hostile = (
+        "# Title\n\n<img src=x onerror=alert(1)> and <script>alert(2)</script>\n\n"
+        "[click](javascript:alert(3)) [ok](https://example.org) ![pic](http://evil.example/x.png)\n\n"
+        "| a | b |\n|---|---|\n| **1** | `2` |\n"
+    )
+    html = page.evaluate(
+        "async (text) => (await import('/console/lib/markdown.js')).markdown(text).outerHTML", hostile
+    )
+    assert "<img" not in html and "<script" not in html and "javascript:" not in html.split("&lt;")[0]
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html and "[image: pic]" in html
+    assert '<a href="https://example.org"' in html and 'href="javascript' not in html
+    assert "<h2>Title</h2>" in html and "<td><strong>1</strong></td>" in html and "<code>2</code>" in html
     assert errors == []
     page.close()
 

@@ -1,5 +1,5 @@
 import { api, apiUrl, authHeaders, failure, showError } from "../lib/api.js";
-import { el, encodePath, pageHref, params, screen, stacked } from "../lib/dom.js";
+import { bytes, el, encodePath, pageHref, params, screen, stacked } from "../lib/dom.js";
 import { waitTask } from "../lib/tasks.js";
 
 // A file goes under uploads/, in the folder it was in when a folder was chosen or dropped.
@@ -66,7 +66,7 @@ export async function contextView() {
     const listing = await (await api(`${base}/source/manifest`)).json();
     sources.replaceChildren(...listing.files.map((f) => el("tr", {},
       el("td", {}, el("a", { href: pageHref({ ctx: slug, path: f.path, page: 1 }),
-        title: "read its pages" }, f.path)), el("td", {}, String(f.size)),
+        title: "read its pages" }, f.path)), el("td", { class: "num" }, bytes(f.size)),
       el("td", {}, el("button", { type: "button", class: "small", "aria-label": `delete ${f.path}`, onclick: async () => {
         if (!confirm(`Delete ${f.path}? The next curate removes what was built from it.`)) return;
         try {
@@ -155,7 +155,7 @@ export async function contextView() {
       const name = task.output.pack_filename;
       const blob = await (await api(`/tasks/${task.id}/files/read/${encodeURIComponent(name)}`, { headers: { accept: "*/*" } })).blob();
       packState.replaceChildren(el("a", { href: URL.createObjectURL(blob), download: name, id: "pack-link" },
-        `download ${name}`), el("span", { class: "muted" }, ` (${task.output.pack_size} bytes)`));
+        `download ${name}`), el("span", { class: "muted" }, ` (${bytes(task.output.pack_size)})`));
     } catch (error) {
       packState.replaceChildren(el("span", { class: "error", role: "alert" }, error.message));
     }
@@ -228,7 +228,7 @@ async function describe(slug, base, about) {
   const ask = (q) => `#/ask?${new URLSearchParams({ ctx: slug, q })}`;
   about.replaceChildren(
     el("p", { class: "muted" }, ctx.queryable
-      ? `live version ${ctx.live_version} · ${stats?.file_count ?? 0} knowledge files (${Math.round((stats?.total_size ?? 0) / 1024)} KiB)`
+      ? `live version ${ctx.live_version} · ${stats?.file_count ?? 0} knowledge files (${bytes(stats?.total_size ?? 0)})`
       : "not curated yet: upload sources, then curate"),
     ...(ctx.sample_queries?.length ? [el("h2", {}, "Try asking"), el("ul", { class: "samples" },
       ctx.sample_queries.slice(0, 5).map((q) => el("li", {}, el("a", { href: ask(q) }, q))))] : []));

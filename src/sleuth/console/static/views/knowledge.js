@@ -1,5 +1,16 @@
 import { api, showError } from "../lib/api.js";
-import { el, encodePath, knowledgeHref, pageHref, params, screen, stacked } from "../lib/dom.js";
+import { bytes, el, encodePath, knowledgeHref, pageHref, params, screen, stacked } from "../lib/dom.js";
+import { markdown } from "../lib/markdown.js";
+
+// What each part of a version's knowledge tree holds, said once for the listing.
+const HOLDS = {
+  artifacts: "what curation wrote: one folder per artifact type, one Markdown file per artifact",
+  rosters: "“all X” lists: every artifact of a type, every source",
+  chunks: "the chunks search reads, one JSON line each, per source",
+  pages: "each source's pages as stored (open one to read it page by page)",
+  "outline.json": "every artifact, its type, kind, scope and sources",
+  "sources.json": "every source: path, format, pages, title, periods",
+};
 
 // The live version's knowledge tree as the API lists it: artifact types and their artifacts (what each
 // is, its body, its evidence), rosters, the outline as a table, and each source's pages (in the viewer).
@@ -26,8 +37,10 @@ export async function knowledgeView() {
         const href = source
           ? pageHref({ ctx: slug, path: source, page: 1 })
           : knowledgeHref({ ctx: slug, path: next, file: e.kind === "file" });
+        const holds = path ? null : HOLDS[e.name];
         return el("li", {}, el("a", { href },
-          e.kind === "dir" ? `${e.name}/` : e.name), e.kind === "file" ? el("span", { class: "muted" }, ` ${e.size} bytes`) : null);
+          e.kind === "dir" ? `${e.name}/` : e.name), e.kind === "file" ? el("span", { class: "muted" }, ` ${bytes(e.size)}`) : null,
+          holds ? el("span", { class: "muted" }, ` — ${holds}`) : null);
       });
       show(el("h1", {}, "Knowledge"), crumbs, el("ul", { class: "listing" }, items));
       return;
@@ -54,7 +67,7 @@ async function artifactView(slug, base, path) {
   });
   return [
     facts.length ? el("dl", { class: "facts" }, facts.flatMap((k) => [el("dt", {}, k), el("dd", {}, String(front[k]))])) : "",
-    el("pre", { class: "page-text" }, art.body),
+    markdown(art.body),
     ...(evidence.length ? [el("h2", {}, `Evidence (${evidence.length})`), el("ul", { class: "evidence-links" }, evidence)] : []),
     el("details", {}, el("summary", {}, "front matter"), el("pre", {}, JSON.stringify(front, null, 2))),
   ];
@@ -71,8 +84,34 @@ async function outlineView(slug, base) {
     el("tbody", {}, rows)))];
 }
 
+// JSON Lines as a table: one row a record, the keys of the first records as columns (nested values
+// as compact JSON, long ones cut), the first 500 records.
+function recordsTable(text) {
+  const lines = text.split("\n").filter((l) => l.trim());
+  const records = [];
+  for (const line of lines.slice(0, 500)) {
+    try { records.push(JSON.parse(line)); } catch (_) { return null; }
+  }
+  if (!records.length || records.some((r) => typeof r !== "object" || r === null || Array.isArray(r))) return null;
+  const columns = [...new Set(records.slice(0, 50).flatMap((r) => Object.keys(r)))].slice(0, 12);
+  const shown = (v) => {
+    const s = v === null || v === undefined ? "" : typeof v === "object" ? JSON.stringify(v) : String(v);
+    return s.length > 300 ? `${s.slice(0, 300)}…` : s;
+  };
+  return [el("p", { class: "muted" }, `${lines.length} records${lines.length > 500 ? " (the first 500 shown)" : ""}`),
+    el("div", { class: "scroll" }, el("table", { class: "grid" },
+      el("thead", {}, el("tr", {}, columns.map((c) => el("th", {}, c)))),
+      el("tbody", {}, records.map((r) => el("tr", {}, columns.map((c) => el("td", {}, shown(r[c])))))))),
+    el("details", {}, el("summary", {}, "as stored"), el("pre", {}, text.slice(0, 20000)))];
+}
+
 async function rawView(base, path) {
   const text = await (await api(`${base}/read/${encodePath(path)}`, { headers: { accept: "*/*" } })).text();
+  if (path.endsWith(".jsonl")) {
+    const table = recordsTable(text);
+    if (table) return table;
+  }
+  if (path.endsWith(".md")) return [markdown(text)];
   if (path.endsWith(".json")) {
     try {
       return [el("pre", { class: "page-text" }, JSON.stringify(JSON.parse(text), null, 2))];
