@@ -565,3 +565,24 @@ def test_a_sandbox_that_cannot_start_is_503_but_retrieval_only_still_answers(
             assert version["ok"] is False and version["missing"] == ["setup"]
         finally:
             stop()
+
+
+def test_an_offline_follow_up_reads_the_document_the_last_turn_cited(make_server: ServerFactory) -> None:
+    """Issue 26, item 8: "And in 2024?" after a question the annual report answered names no document
+    and no quantity of its own; the offline planner searches the documents the previous turn cited
+    beside the whole scope, so the follow-up is answered from that report again."""
+    server = make_server()
+    report = "uploads/acme-corpus/reports/annual-report-2025.pdf"
+    first = ask(server, ask="What was the operating margin in 2025?").json()
+    assert first["status"] == "completed" and report in {c["source"] for c in first["citations"]}
+    second = ask(server, ask="And what about research spending?", session_id=first["session_id"]).json()
+    assert second["status"] == "completed", second["error"]
+    code = second["steps"][0]["code"]["source"]
+    assert f"named = [{report!r}" in code and "the previous turn cited" in code
+    assert report in {c["source"] for c in second["citations"]}
+    assert "$7.7" in answer(second) or "7.7" in answer(second)
+    # A question that stands on its own (a document of its own, six words or more) carries nothing.
+    third = ask(
+        server, ask="What is the hotel limit per night in the travel policy?", session_id=first["session_id"]
+    ).json()
+    assert "the previous turn cited" not in third["steps"][0]["code"]["source"]

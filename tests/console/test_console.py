@@ -626,6 +626,11 @@ def test_compare_two_workflows_side_by_side_with_an_output_limit(
     page.get_by_text("options", exact=True).click()
     page.fill("#output-limit", "4000")  # sent under the `unstable` API version, which alone accepts it
     page.locator(".cmp-model").first.locator("option").first.wait_for(state="attached")
+    assert "search_rag: no loop" in page.locator("#workflow-help").inner_text()  # the workflows explained
+    page.get_by_label("comparison run 2: workflow").select_option("search_cc")  # one loop, one model: twins
+    page.get_by_role("button", name="Compare side by side").click()
+    assert "the same" in page.get_by_role("alert").inner_text()
+    page.get_by_label("comparison run 2: workflow").select_option("search_rag")
     page.get_by_role("button", name="Compare side by side").click()
     _until(page, "location.hash.startsWith('#/compare')")
     done = page.locator(".turn-column[data-status=completed]")

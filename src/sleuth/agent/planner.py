@@ -50,6 +50,7 @@ OFFLINE_MODEL = ModelConfig(
     id="sleuth/offline", provider="offline", model="offline-planner", tool_protocol="native"
 )
 MAX_ASK_CHARS = 2000  # the SDK's `query` limit (§5.1)
+MAX_CARRIED = 5  # documents a follow-up carries from the previous turn
 RRF_K = 60
 FINAL_EVIDENCE = 8
 LIST_SHOWN = 50
@@ -126,6 +127,7 @@ class OfflinePlanner:
         previous_ask: str | None = None,
         *,
         general_only: bool = False,
+        previous_documents: tuple[tuple[str, str], ...] = (),
     ) -> None:
         self.config: ModelConfig = OFFLINE_MODEL
         self.ask = ask
@@ -138,7 +140,7 @@ class OfflinePlanner:
         self._ask = ask[:MAX_ASK_CHARS]
         self._words = content_words(self._ask)
         self._query = self._search_query()
-        self.code = StepCode(self._ask, self._query, scope)
+        self.code = StepCode(self._ask, self._query, scope, self._carried(previous_documents))
         self._figure = self._figure_ask()
         self.detected_class: QuestionClass = "general" if general_only else classify(self._ask)
         self._target: Target | None = None
@@ -254,6 +256,25 @@ class OfflinePlanner:
             params.append(f"%{phrases[0]}%")
             phrase_parts.append(f' where {column} contains "{phrases[0]}"')
         return tuple(where), tuple(params), "".join(phrase_parts)
+
+    def _carried(self, previous: tuple[tuple[str, str], ...]) -> tuple[str, list[str]] | None:
+        """A follow-up that names no document of its own still means the documents the previous turn
+        cited: (context, paths) of the first context among them that this turn's scope holds,
+        searched beside the whole scope (§10.1). A follow-up continues ("and in 2024?", "what about
+        its margin?"), points back (a pronoun), or is too short to stand alone ("gross profit?")."""
+        if not previous or not self.previous_ask or self.scope.named_documents(self._ask):
+            return None
+        words = raw_words(self._ask)
+        continues = words[:1] in (["and"], ["also"], ["then"]) or words[:2] in (
+            ["what", "about"],
+            ["how", "about"],
+        )
+        if not (continues or any(w in PRONOUNS for w in words) or len(self._words) <= 2):
+            return None
+        slug = next((s for s, _p in previous if s in self.scope.slugs), None)
+        if slug is None:
+            return None
+        return slug, [path for s, path in previous if s == slug][:MAX_CARRIED]
 
     def _search_query(self) -> str | None:
         """Follow-ups (§10.1): a short ask with a pronoun borrows the previous turn's content words."""

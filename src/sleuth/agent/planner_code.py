@@ -93,10 +93,17 @@ class StepCode:
     """The step code of one turn's planner: one method per step kind, each returning the source.
     `query` is a follow-up's widened search (None: the ask is searched as it is)."""
 
-    def __init__(self, ask: str, query: str | None, scope: PlannerScope) -> None:
+    def __init__(
+        self,
+        ask: str,
+        query: str | None,
+        scope: PlannerScope,
+        carried: tuple[str, list[str]] | None = None,
+    ) -> None:
         self._ask = ask
         self._query = query
         self.scope = scope
+        self._carried = carried
 
     # ------------------------------------------------------------------------ code generation
     def _ctx(self, slug: str | None) -> str:
@@ -257,7 +264,12 @@ class StepCode:
         searches = [f"search_source({self._q}, top_k=10)", f"search_knowledge({self._q}, top_k=5)"]
         if named is not None:
             slug, paths = named
-            lines.append(f"named = {paths!r}  # the documents the question names (orientation: documents)")
+            why = (
+                "the documents the previous turn cited (a follow-up that names none)"
+                if named is self._carried
+                else "the documents the question names (orientation: documents)"
+            )
+            lines.append(f"named = {paths!r}  # {why}")
             searches.append(f"search_in_sources(named, {self._q}, max_total=10{self._ctx(slug)})")
         lines += [
             f"chunks, arts{', inside_named' if named else ''} = await asyncio.gather(",
@@ -379,10 +391,11 @@ class StepCode:
         return lines
 
     def _named_sources(self) -> tuple[str, list[str]] | None:
-        """The first context with documents the ask names, and their paths."""
+        """The first context with documents the ask names, and their paths; for a follow-up that names
+        none, the documents the previous turn cited (`carried`)."""
         named = self.scope.named_documents(self._ask)
         if not named:
-            return None
+            return self._carried
         slug = named[0][0]
         return slug, [path for s, path in named if s == slug]
 

@@ -28,6 +28,7 @@ from sleuth.agent.spans import EvidenceSpan, SpanResolver
 from sleuth.agent.synthesis import (
     ShapeInvalid,
     SynthesisInput,
+    cited_documents,
     history_messages,
     synthesis_reserve,
     synthesize,
@@ -171,12 +172,11 @@ class TurnRun:
             return
         contexts = {b.slug: b.version_dir for b in turn.briefs}
         overviews = [overview(b) for b in turn.briefs]
-        history = history_messages(
-            self.rt.db.previous_completed_queries(self.query.session_id, self.query.id)
-        )
+        earlier = self.rt.db.previous_completed_queries(self.query.session_id, self.query.id)
+        history = history_messages(earlier)
         session = turn.session
         instructions = instructions_text(overviews, session.get("system_prompt"), session.get("guardrails"))
-        model = self._model(turn, overviews, history)
+        model = self._model(turn, history, cited_documents(earlier[-1:] if earlier else []))
         protocol = model.config.tool_protocol
         messages = [
             Message(
@@ -298,16 +298,21 @@ class TurnRun:
         self._finish("completed", None)
 
     def _model(
-        self, turn: PreparedTurn, overviews: Sequence[ContextOverview], history: list[Message]
+        self, turn: PreparedTurn, history: list[Message], previous_documents: tuple[tuple[str, str], ...]
     ) -> Model:
-        """The loop's model: the fallback chain of the session's models, or the offline planner."""
+        """The loop's model: the fallback chain of the session's models, or the offline planner (which
+        is told the documents the previous turn cited, so a follow-up reads them again)."""
         previous_ask = next((m.content for m in reversed(history) if m.role == "user"), None)
         if turn.model_override is not None:
             return turn.model_override
         if turn.workflow == "search_rag" or turn.offline:
             scope = pinned_planner_scope(tuple((b.slug, b.version_dir) for b in turn.briefs))
             self.planner = OfflinePlanner(
-                turn.request.ask[:2000], scope, previous_ask, general_only=turn.workflow == "search_rag"
+                turn.request.ask[:2000],
+                scope,
+                previous_ask,
+                general_only=turn.workflow == "search_rag",
+                previous_documents=previous_documents,
             )
             return self.planner
         return self._provider_model()

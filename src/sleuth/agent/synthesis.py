@@ -175,6 +175,18 @@ def history_messages(turns: Sequence[dict[str, Any]], budget_chars: int = 24_000
     return [m for pair in reversed(pairs) for m in pair]
 
 
+def cited_documents(turns: Sequence[dict[str, Any]]) -> tuple[tuple[str, str], ...]:
+    """(context, source) of every document `turns` cited, in citation order, each once: what "it" or
+    "and in 2024?" in the next question most likely still means."""
+    seen: dict[tuple[str, str], None] = {}
+    for query in turns:
+        for citation in query.get("citations") or []:
+            context, source = citation.get("context"), citation.get("source")
+            if isinstance(context, str) and isinstance(source, str):
+                seen.setdefault((context, source), None)
+    return tuple(seen)
+
+
 def synthesis_reserve(timeout_seconds: float) -> float:
     """Seconds kept back from the loop for synthesis: a fifth of the cap (at most 60 s), but half of a
     short cap (up to 5 s), so a short turn still finishes under its hard cap instead of timing out."""

@@ -191,12 +191,24 @@ export async function askView() {
     el("select", { "aria-label": `comparison run ${n}: model`, class: "cmp-model" }));
   const variants = [variant(1, "search"), variant(2, "search_rag"), variant(3, null)];
   const compare = el("button", { type: "button", class: "secondary" }, "Compare side by side");
+  const workflowHelp = el("small", { class: "help", id: "workflow-help" },
+    "search: the model writes code that searches, reads and queries tables, step by step (up to 8 steps), then answers. ",
+    "search_cc: the same loop under the contract's other name. ",
+    "search_rag: no loop, one fixed hybrid search and a drill into the best hits (2 steps), then the answer: faster and cheaper, weaker when the answer needs several lookups.");
+  const offlineNote = el("small", { class: "help", hidden: true },
+    "No model is configured: every run is Sleuth's offline planner, so runs differ only by workflow. ",
+    "Add a model (README, “Add a model”) to compare models.");
   const cancel = el("button", { type: "button", class: "secondary", hidden: true }, "Cancel");
   const running = { id: null };
   cancel.addEventListener("click", async () => {
     if (running.id) await api(`/queries/${running.id}/cancel`, { method: "POST", body: {} }).catch(() => {});
   });
   api("/models").then((r) => r.json()).then((catalog) => {
+    const usable = (catalog.models || []).filter((m) => m.available);
+    if (usable.every((m) => m.id === "sleuth/offline")) {
+      offlineNote.hidden = false;
+      for (const v of variants) v.querySelector(".cmp-model").disabled = true;
+    }
     for (const m of catalog.models || []) {
       if (!m.available) continue;
       model.append(el("option", { value: m.id, selected: m.id === catalog.default }, m.label || m.id));
@@ -227,6 +239,12 @@ export async function askView() {
       .filter((r) => r.workflow);
     if (!question.value.trim() || runs.length < 2) {
       showError(result, new Error("a comparison needs a question and at least two runs (workflow and model)"));
+      return;
+    }
+    const same = (a, b) => a.model === b.model && [a.workflow, b.workflow].every((w) => w !== "search_rag");
+    const twins = runs.flatMap((a, i) => runs.slice(i + 1).filter((b) => same(a, b)).map(() => i + 1));
+    if (twins.length) {  // search and search_cc are one loop: the same model would answer twice alike
+      showError(result, new Error("two of these runs are the same (search and search_cc run one loop): change a workflow or a model"));
       return;
     }
     const group = `cmp_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
@@ -293,8 +311,9 @@ export async function askView() {
     el("label", { for: "shape" }, "Shape"), shape,
     el("label", { for: "output-limit" }, "Output limit"), outputLimit,
     el("small", { id: "output-limit-help", class: "muted" }, "characters of each step's result the model sees (1–100,000)"),
-    el("fieldset", { class: "compare" }, el("legend", {}, "Compare: the same question as 2–3 runs, side by side"),
-      variants, compare)),
+    el("fieldset", { class: "compare", "aria-describedby": "workflow-help" },
+      el("legend", {}, "Compare: the same question as 2–3 runs, side by side"),
+      workflowHelp, offlineNote, variants, compare)),
   el("div", { class: "actions" }, button, " ", cancel));
   // A session pins its scope, model and instructions at its first turn: while following up, those
   // controls are shown disabled rather than silently ignored.
