@@ -394,6 +394,14 @@ def test_a_bad_manifest_shows_its_field_errors(server: LiveServer, browser: Brow
         assert edited["curate"]["chunks"]["chunking"] == {"target_size": 256, "overlap": 40}
         page.get_by_role("tab", name="Form").click()
         page.select_option("#template", "knowledge-base")
+        # Before choosing, a template says what it is for and, with no model here, what it skips.
+        about = page.locator("#template-help").inner_text()
+        assert about.startswith("Notes, the concepts they discuss") and " For wikis" in about
+        usable = [m["id"] for m in server.client.get("/api/models").json()["models"] if m["available"]]
+        if usable == ["sleuth/offline"]:
+            assert "Without a model a curate skips Note, Concept, Entity and builds Document" in about
+            labels = page.locator("#template option").all_inner_texts()
+            assert "Financial filings (needs a model for 2 of its types)" in labels and "General documents" in labels
         page.once("dialog", lambda dialog: dialog.accept())  # the edits are not saved: it asks first
         page.get_by_role("button", name="Start from this template").click()
         page.get_by_role("tab", name="JSON").click()

@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from sleuth.api.auth import AnyKey
+from sleuth.compile.extraction.choose import type_needs_model
 from sleuth.compile.manifest import Manifest
 
 router = APIRouter()
@@ -257,11 +258,22 @@ TEMPLATES: list[dict[str, Any]] = [
 ]
 
 
+def _without_model(template: dict[str, Any]) -> dict[str, list[str]]:
+    """Which of a template's types a curate builds with no model, and which it skips, so a person
+    without one knows what a template gives them before choosing it."""
+    types = Manifest.model_validate(template["manifest"]).curate.artifacts.artifact_types
+    return {
+        "built": [t.name for t in types if not type_needs_model(t)],
+        "skipped": [t.name for t in types if type_needs_model(t)],
+    }
+
+
 @router.get("/manifest/templates")
 def manifest_templates(_who: AnyKey) -> dict[str, Any]:
     """The built-in templates; a client preselects `default_id`. A context created without a
-    manifest uses `{}`, not the default template."""
-    return {"version": 1, "default_id": "general", "templates": TEMPLATES}
+    manifest uses `{}`, not the default template. Each says what it builds `without_model`."""
+    templates = [{**t, "without_model": _without_model(t)} for t in TEMPLATES]
+    return {"version": 1, "default_id": "general", "templates": templates}
 
 
 @router.get("/manifest/schema")

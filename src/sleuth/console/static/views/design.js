@@ -57,6 +57,8 @@ export async function designView() {
   const problems = el("ul", { id: "problems", class: "problems", "aria-live": "polite" });
   const templates = el("select", { id: "template", "aria-label": "Template" });
   const useTemplate = el("button", { type: "button", class: "small" }, "Start from this template");
+  const aboutTemplate = el("p", { class: "help", id: "template-help", "aria-live": "polite" });
+  templates.setAttribute("aria-describedby", "template-help");
   let dirty = false;  // edits not saved yet: loading a template asks first
   const estimate = el("div", { class: "estimate", "aria-live": "polite" });
   const saved = el("span", { class: "muted", "aria-live": "polite" });
@@ -136,16 +138,32 @@ export async function designView() {
       estimate.replaceChildren(el("p", { class: "error", role: "alert" }, error.message));
     }
   } }, "Preview a curate");
-  show(el("h1", {}, `Design · ${slug}`), el("div", { class: "template" }, templates, " ", useTemplate), tabs, formHolder, jsonHolder,
+  show(el("h1", {}, `Design · ${slug}`), el("div", { class: "template" }, templates, " ", useTemplate, aboutTemplate), tabs, formHolder, jsonHolder,
     el("p", { class: "muted hint" }, "Saving sends the manifest to the server, which checks it: each problem is shown at its field."),
     problems, el("div", { class: "actions" }, save, " ", preview, " ", saved), estimate);
   try {
-    const [manifest, catalog, manifestSchema] = await Promise.all([
+    const [manifest, catalog, manifestSchema, models] = await Promise.all([
       api(`${base}/manifest`).then((r) => r.json()), api("/manifest/templates").then((r) => r.json()),
-      api("/manifest/schema").then((r) => r.json())]);
+      api("/manifest/schema").then((r) => r.json()), api("/models").then((r) => r.json()).catch(() => ({ models: [] }))]);
     schema = manifestSchema;
     load(manifest);
-    for (const t of catalog.templates) templates.append(el("option", { value: t.id }, t.label));
+    // Without a model, a template whose types need one builds less: say so before it is chosen.
+    const offline = (models.models || []).filter((m) => m.available).every((m) => m.id === "sleuth/offline");
+    for (const t of catalog.templates) {
+      const lacking = offline && t.without_model?.skipped.length;
+      templates.append(el("option", { value: t.id }, lacking ? `${t.label} (needs a model for ${t.without_model.skipped.length} of its types)` : t.label));
+    }
+    const describe = () => {
+      const t = catalog.templates.find((x) => x.id === templates.value);
+      if (!t) return;
+      const skipped = t.without_model?.skipped || [];
+      aboutTemplate.replaceChildren(`${t.description} For ${t.when_to_use[0].toLowerCase()}${t.when_to_use.slice(1)}`,
+        offline && skipped.length ? el("span", { class: "skipped" },
+          ` Without a model a curate skips ${skipped.join(", ")}${t.without_model.built.length ? ` and builds ${t.without_model.built.join(", ")}` : ""}; `,
+          "every source is still searchable, and every PDF table is read into the built-in _cells table.") : null);
+    };
+    templates.addEventListener("change", describe);
+    describe();
     useTemplate.addEventListener("click", () => {  // a button, not the select's change: arrow keys browse freely
       const chosen = catalog.templates.find((t) => t.id === templates.value);
       if (!chosen || (dirty && !confirm(`Replace the unsaved edits with the ${chosen.label} template?`))) return;
