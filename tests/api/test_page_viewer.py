@@ -80,6 +80,7 @@ def test_a_page_lists_its_chunks_and_the_artifacts_that_cite_it(client: httpx.Cl
     assert {"Document", "Defined Terms"} <= {a["type"] for a in page["artifacts"]}
     report = client.get(f"/api/contexts/acme/pages/{REPORT}", params={"page": 2}).json()
     assert report["pages"] >= 2 and report["chunks"]
+    assert report["label"] == "2" and page["label"] is None  # "Page 2 of 4" printed; Markdown prints none
     assert all(a["type"] != "Defined Terms" for a in report["artifacts"])  # only what cites this page
 
 

@@ -235,8 +235,26 @@ def test_titles_skip_placeholders_and_headers_add_the_file_name() -> None:
     from sleuth.compile.pages import Heading
     from sleuth.compile.version_files import SourceState
 
-    pages = [Page(1, "PART I\nItem 1. Business", [Heading(1, "PART I", 0)])]
-    assert document_title("uploads/a/AMCOR_2023Q2_10Q.pdf", "0001410636-21-000101", pages) == "PART I"
+    pages = [
+        Page(1, "PART I\nItem 1. Business", [Heading(1, "PART I", 0), Heading(2, "Item 1. Business", 7)])
+    ]
+    # Issue 26, item 7: "PART I", "Item 1." and the like say where one is, not what the document is.
+    assert (
+        document_title("uploads/a/AMCOR_2023Q2_10Q.pdf", "0001410636-21-000101", pages) == "AMCOR_2023Q2_10Q"
+    )
+    for structural in (
+        "Part I — Financial Information 3",
+        "83 Tower Road North",
+        "Table of Contents",
+        "Index",
+    ):
+        cover = [
+            Page(1, structural, [Heading(1, structural, 0)]),
+            Page(2, "Acme Handbook", [Heading(1, "Acme Handbook", 0)]),
+        ]
+        assert document_title("uploads/a/x.pdf", None, cover) == "Acme Handbook", structural
+    later = [Page(1, "a"), Page(2, "b"), Page(3, "Risk Factors", [Heading(1, "Risk Factors", 0)])]
+    assert document_title("uploads/a/x.pdf", None, later) == "x"  # a section's heading, pages in
     assert document_title("uploads/a/x.pdf", "Microsoft Word - draft.docx", []) == "x"
     assert document_title("uploads/a/x.pdf", "Annual Report", pages) == "Annual Report"
 
@@ -244,6 +262,7 @@ def test_titles_skip_placeholders_and_headers_add_the_file_name() -> None:
         return SourceState(path, title, "pdf", 1, 1, "", 1, 0.0, "")
 
     assert context_header(state("uploads/f/AMCOR_2023Q2_10Q.pdf", "PART I")) == "PART I (AMCOR 2023Q2 10Q)"
+    assert context_header(state("uploads/f/AMCOR_2023Q2_10Q.pdf", "AMCOR_2023Q2_10Q")) == "AMCOR 2023Q2 10Q"
     assert (
         context_header(state("uploads/p/remote-work-policy.md", "Remote Work Policy")) == "Remote Work Policy"
     )

@@ -99,6 +99,7 @@ def page_text(request: Request, slug: str, path: str, _who: AnyKey, page: PageNu
         "path": path,
         "page": page,
         "pages": reader.page_count(path),
+        "label": reader.page_label(path, page),
         "text": text,
         "pdf": path.lower().endswith(".pdf"),
         "chunks": [asdict(c) for c in marks.chunks],

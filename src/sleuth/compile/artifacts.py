@@ -129,13 +129,26 @@ def assign_slugs(artifacts: list[Artifact]) -> None:
         art.slug = slug
 
 
+#: Headings that say where in a document one is, not what the document is: "PART I", "Item 1.
+#: Business", "Table of Contents", "Part I — Financial Information 3", or a line that opens with a
+#: number (an address, "83 Tower Road North"; a footnote, "2 Excludes the impact …").
+_STRUCTURAL = re.compile(
+    r"^(?:(?:part|item|chapter|section|article|appendix|annex|schedule|exhibit|note|page)\b"
+    r"|(?:table of )?contents\b|index\b|\d)",
+    re.IGNORECASE,
+)
+TITLE_PAGES = 2  # a document says what it is on its first pages; a heading further in is a section's
+
+
 def document_title(source_path: str, metadata_title: str | None, pages: list[Page]) -> str:
-    """Document metadata, else the first heading, else the file name (§4, `doc`)."""
+    """Document metadata, else the first heading of its first pages that names the document rather
+    than a part of it, else the file name (§4, `doc`)."""
     if metadata_title and not _JUNK_TITLES.match(metadata_title):
         return " ".join(metadata_title.split())
-    for page in pages:
-        if page.headings:
-            return page.headings[0].text
+    for page in pages[:TITLE_PAGES]:
+        for heading in page.headings:
+            if not _STRUCTURAL.match(heading.text.strip()):
+                return heading.text
     name = source_path.rsplit("/", 1)[-1]
     return name.rsplit(".", 1)[0] if "." in name else name
 

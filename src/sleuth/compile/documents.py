@@ -23,6 +23,9 @@ def context_header(state: SourceState) -> str:
     often carry a title such as `0001410636-21-000101`, while the file is
     `AMERICANWATERWORKS_2020_10K.pdf`."""
     stem = re.sub(r"[_\-.]+", " ", Path(state.path).stem).strip()
+    title = " ".join(re.sub(r"[_\-.]+", " ", state.title).casefold().split())
+    if stem and title == " ".join(stem.casefold().split()):
+        return stem if "_" in state.title else state.title  # said once, in words
     if stem and " ".join(stem.casefold().split()) not in " ".join(state.title.casefold().split()):
         return f"{state.title} ({stem})"
     return state.title

@@ -30,7 +30,9 @@ from sleuth.format.identity import (
 #: Bumped when the same pages give a different identity: carried-over sources are identified again.
 #: 3: period dates, fiscal quarter, fiscal year off the calendar; 4: a registrant line's rule
 #: (`______ AMAZON.COM, INC.`) is not part of the issuer's name.
-IDENTITY_VERSION = 4
+#: 5: a cover names its type on a title-like line; a lowercase file name names no issuer; an
+#: organisation's name does not run across a sentence's end.
+IDENTITY_VERSION = 5
 LEAD_CHARS = 4_000  # how much of the first pages is read: covers and front matter, not the body
 COVER_CHARS = 600  # where a document says what it is; further in, "annual report" is a mention
 
@@ -41,8 +43,11 @@ _PERIOD_END = re.compile(
 )
 _QUARTER = re.compile(r"(?<![A-Za-z])(?:Q(?P<q1>[1-4])|(?P<q2>[1-4])Q)(?![0-9A-Za-z])", re.IGNORECASE)
 _FY = re.compile(r"\bFY\s?'?((?:19|20)?\d\d)\b", re.IGNORECASE)
+# A name's words may hold a dot inside (`AMAZON.COM`) but not end in one: "the Security Officer. Company
+# cards are…" is two sentences, not an organisation.
+_ORG_WORD = r"[A-Z](?:[\w&'-]|\.(?=[\w&'-]))*"
 _ORG = re.compile(
-    r"\b((?:[A-Z][\w&'.-]*[ \t]){0,4}[A-Z][\w&'.-]*,?[ \t](?:Inc|Incorporated|Corporation|Corp|Company|Co"
+    rf"\b((?:{_ORG_WORD}[ \t]){{0,4}}{_ORG_WORD},?[ \t](?:Inc|Incorporated|Corporation|Corp|Company|Co"
     r"|Ltd|Limited|LLC|L\.P|plc|PLC|N\.V|S\.A|AG|SE|GmbH|Group|Holdings|Bancorp|University|Institute)\b\.?)"
 )
 #: A rule or leader drawn with characters around a name on a cover page: `_____ AMAZON.COM, INC.`.
@@ -152,11 +157,29 @@ def _months_before(end: datetime.date, months: int) -> datetime.date:
     return datetime.date(index // 12, index % 12 + 1, day)
 
 
+#: A cover names its type on a line of its own: "FORM 10-K", "Annual Report 2025", "Minutes of the
+#: Product Council". A type word inside prose ("… reports and meeting minutes.", "[ ] Contract signed
+#: and returned") is a mention, not what the document is.
+_FORM = re.compile(r"^form\s+", re.IGNORECASE)
+_TITLE_LINE_WORDS = 10
+
+
 def _first_type(cover: str) -> str | None:
-    """The type the cover names first: a letter that mentions "the annual report" is no annual report,
-    a 10-K cover names its form before anything else."""
-    found = [(m.start(), rank, name) for rank, (name, p) in enumerate(DOC_TYPES) if (m := p.search(cover))]
-    return min(found)[2] if found else None
+    """The type the cover names first on a title-like line: a line of at most ten words that opens
+    with the type (after "Form"). A letter that mentions "the annual report" is no annual report, a
+    10-K cover names its form before anything else."""
+    for line in cover.splitlines():
+        line = _FORM.sub("", line.strip())
+        if not line or len(line.split()) > _TITLE_LINE_WORDS:
+            continue
+        found = [
+            (rank, name)
+            for rank, (name, p) in enumerate(DOC_TYPES)
+            if (m := p.match(line)) and m.start() == 0
+        ]
+        if found:
+            return min(found)[1]
+    return None
 
 
 def _period(

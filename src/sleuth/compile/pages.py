@@ -20,7 +20,8 @@ from sleuth.format.text import normalize_text
 #: 4: PDF pages record the tables found in their text (`parse.layout_tables`, issue 25 item 2).
 #: 5: PDF pages record their outline (`Page.outline`, issue 25 item 5).
 #: 6: the outline adds the headings PDF pages set apart by type (`parse.pdf_fonts`).
-TEXT_VERSION = 6
+#: 7: PDF pages record their printed page number (`Page.label`, `parse.page_labels`).
+TEXT_VERSION = 7
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,8 @@ class Page:
     #: its contents page's entries and with the ones its text layer breaks a word a line (issue 25,
     #: item 5). None: the outline is `headings`.
     outline: list[Heading] | None = None
+    #: The number printed on the page ("38" on the PDF's 40th page), when one is found.
+    label: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -113,6 +116,8 @@ class Page:
             data["tables"] = [t.to_json() for t in self.tables]
         if self.outline is not None:
             data["outline"] = [h.to_json() for h in self.outline]
+        if self.label is not None:
+            data["label"] = self.label
         return data
 
     @classmethod
@@ -123,6 +128,7 @@ class Page:
             headings=[Heading.from_json(h) for h in data["headings"]],
             tables=[Table.from_json(t) for t in data.get("tables", [])],
             outline=[Heading.from_json(h) for h in data["outline"]] if "outline" in data else None,
+            label=str(data["label"]) if data.get("label") is not None else None,
         )
 
 

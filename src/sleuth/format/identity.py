@@ -63,7 +63,13 @@ def issuer_in_name(name: str) -> str | None:
     if not any(YEAR.search(part) for part in parts[1:]):  # only `NAME_2022_…` names say who
         return None
     first = parts[0]
-    is_name = len(first) >= 2 and any(ch.isalpha() for ch in first) and not YEAR.fullmatch(first)
+    # A name is written as one: `3M`, `AMCOR`, `Pfizer`; `operations-review-2026-02-11` names no one.
+    is_name = (
+        len(first) >= 2
+        and (first[0].isupper() or first[0].isdigit())
+        and any(ch.isalpha() for ch in first)
+        and not YEAR.fullmatch(first)
+    )
     if is_name and not any(p.fullmatch(first) for _t, p in DOC_TYPES):
         return first
     return None

@@ -316,6 +316,7 @@ class VersionReader:
         # Bounded: a server holds a version for many turns, and these would otherwise end up holding
         # the whole corpus's pages and chunks a second time (issue 24, item 5).
         self._page_cache: Recent[str, dict[int, str]] = Recent(CACHED_SOURCES)
+        self._label_cache: Recent[str, dict[int, str]] = Recent(CACHED_SOURCES)
         self._spans_of: Recent[str, dict[tuple[int, int, int], Chunk]] = Recent(CACHED_SOURCES)
         self._page_words_cache: Recent[PageKey, PageWords] = Recent(CACHED_PAGES)
         self._title_indexes: Recent[str, TitleIndex] = Recent(CACHED_SOURCES)
@@ -787,18 +788,31 @@ class VersionReader:
         """How many pages the version stored for this source (0 when it is not one of its sources)."""
         return len(self._pages(source_path))
 
+    def page_label(self, source_path: str, page: int) -> str | None:
+        """The number printed on a page ("38" on a PDF's 40th page), when the parse found one."""
+        labels = self._label_cache.get(source_path)
+        if labels is None:
+            self._read_pages(source_path)
+            labels = self._label_cache.get(source_path) or {}
+        return labels.get(page)
+
     def _pages(self, source_path: str) -> dict[int, str]:
         pages = self._page_cache.get(source_path)
-        if pages is not None:
-            return pages
+        return pages if pages is not None else self._read_pages(source_path)
+
+    def _read_pages(self, source_path: str) -> dict[int, str]:
         path = self.page_files.get(source_path)
         if path is None:  # not a source of this version: nothing to read, nothing to cache
             return {}
-        pages = {}
+        pages: dict[int, str] = {}
+        labels: dict[int, str] = {}
         with path.open(encoding="utf-8") as fh:
             for line in fh:
                 row = json.loads(line)
                 pages[int(row["page"])] = row["text"]
+                if row.get("label") is not None:
+                    labels[int(row["page"])] = str(row["label"])
+        self._label_cache.put(source_path, labels)
         return self._page_cache.put(source_path, pages)
 
     def _hit(self, cid: str, score: float) -> SearchHit:

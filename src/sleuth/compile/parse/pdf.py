@@ -17,6 +17,7 @@ import pypdfium2 as pdfium
 from sleuth.compile.boilerplate import is_contents
 from sleuth.compile.pages import Heading, Page, ParsedSource, ParseError
 from sleuth.compile.parse.layout_tables import find_tables
+from sleuth.compile.parse.page_labels import printed_labels
 from sleuth.compile.parse.pdf_fonts import LineStyle, font_headings, line_styles
 from sleuth.format.pdfium_lock import PDFIUM
 from sleuth.format.text import normalize_text, repair_dropped_ligatures
@@ -64,6 +65,8 @@ def parse(data: bytes, *, tables: bool = True, fonts: bool = True) -> ParsedSour
             page.tables = find_tables(page.text)
     if styles is not None:
         _add_font_headings(pages, styles, level=max((level for level, _t, _i in toc), default=2) + 1)
+    for page, label in zip(pages, printed_labels([p.text for p in pages]), strict=True):
+        page.label = label
     empty = sum(1 for p in pages if not p.text.strip())
     return ParsedSource("pdf", pages, title=title, images_skipped=empty)
 

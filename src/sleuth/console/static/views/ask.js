@@ -22,15 +22,18 @@ function sourcePanel(onClose) {
         el("div", { class: "source-head" },
           el("h2", {}, `[${n}] `, citation.context ? el("span", { class: "badge" }, citation.context) : null,
             citation.context ? " " : null, el("span", { class: "path" }, citation.source),
-            el("span", { class: "muted" }, ` · page ${citation.pages.join(", ")}`)),
+            el("span", { class: "muted where" }, ` · page ${citation.pages.join(", ")}`)),
           el("a", { href: citationHref(citation), class: "small" }, "open in the page viewer"),
           el("button", { type: "button", class: "small close", "aria-label": "Close the source", onclick: onClose }, "×")),
         body);
       node.hidden = false;
       node.focus({ preventScroll: true });
       try {
-        await showSourcePage(body, { ctx: citation.context, path: citation.source, page,
+        const info = await showSourcePage(body, { ctx: citation.context, path: citation.source, page,
           start: citation.start, end: citation.end }, node);
+        if (mine === showing && info.label && info.label !== String(page)) {
+          node.querySelector(".source-head .where").append(` (printed “${info.label}”)`);
+        }
       } catch (error) {
         if (mine === showing) showError(body, error);
       }
