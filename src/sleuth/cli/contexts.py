@@ -33,6 +33,7 @@ from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.compile.pipeline import compile_context
 from sleuth.compile.version_files import version_counts
 from sleuth.errors import Conflict, Invalid
+from sleuth.format.identity import DOC_TYPE_NAMES
 from sleuth.models.embedder import EmbedderError
 from sleuth.settings import TOOL_OUTPUT_CHARS, TURN_CAP_SECONDS
 from sleuth.store.home import ContextDir, Home
@@ -346,7 +347,10 @@ def search_cmd(
     issuer: Annotated[str | None, typer.Option(help="Only documents whose issuer contains this.")] = None,
     doc_type: Annotated[
         str | None,
-        typer.Option(help="Only documents of this type (as `sleuth inspect` lists them: annual report, …)."),
+        typer.Option(
+            help="Only documents of this type: " + ", ".join(DOC_TYPE_NAMES) + ".",
+            autocompletion=lambda: list(DOC_TYPE_NAMES),
+        ),
     ] = None,
     year: Annotated[int | None, typer.Option(help="Only documents covering this year.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the hits as one JSON document.")] = False,

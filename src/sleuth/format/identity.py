@@ -32,6 +32,7 @@ DOC_TYPES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("report", r"\breport\b"),
     )
 )
+DOC_TYPE_NAMES: tuple[str, ...] = tuple(name for name, _pattern in DOC_TYPES)
 YEAR = re.compile(r"(?<![0-9])((?:19|20)\d\d)(?![0-9])")
 NAME_SPLIT = re.compile(r"[_\-\s.]+")
 TOKEN = re.compile(r"[a-z0-9]+")

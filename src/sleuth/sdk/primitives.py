@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import Field
 
+from sleuth.format.identity import DOC_TYPE_NAMES
 from sleuth.sdk.errors import LimitError
 from sleuth.sdk.types import Hit, Span
 from sleuth.settings import declared_limits
@@ -88,7 +89,8 @@ Issuer = Annotated[
     str | None, Field(max_length=200, description="Only documents whose issuer contains this (see _sources).")
 ]
 DocType = Annotated[
-    str | None, Field(max_length=100, description="Only documents of this type: 'annual report', 'policy', …")
+    str | None,
+    Field(max_length=100, description="Only documents of this type, one of: " + ", ".join(DOC_TYPE_NAMES)),
 ]
 Year = Annotated[int | None, Field(description="Only documents covering this year, e.g. 2023.")]
 Latest = Annotated[bool, Field(description="Only the newest document of each issuer and type (period end).")]
