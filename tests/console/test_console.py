@@ -14,8 +14,10 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Literal
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe  # type: ignore[import-untyped]
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from sleuth.compile.pipeline import CompileReport
@@ -302,8 +304,10 @@ def test_browse_knowledge_and_open_an_artifacts_evidence(server: LiveServer, bro
     page.locator("article.markdown table tbody tr").first.wait_for()
     assert page.locator("article.markdown table tbody tr").count() == 21
     page.goto(server.url + "/#/knowledge?ctx=acme&path=chunks")
+    page.locator("ul.listing li").first.wait_for()
     assert "the chunks search reads" not in page.locator("main").inner_text()  # said at the root only
     page.goto(server.url + "/#/knowledge?ctx=acme")
+    page.locator("ul.listing li").first.wait_for()
     assert "the chunks search reads" in page.locator("main").inner_text()
     assert "bytes" not in page.locator("main").inner_text()  # sizes as people read them
     assert errors == []
@@ -817,6 +821,47 @@ def test_every_view_at_both_sizes_without_errors_or_sideways_scrolling(
         assert errors == [], (size, errors)
         page.close()
     assert not sideways, "; ".join(sideways)  # wide tables scroll inside their own box, not the page
+
+
+def test_every_view_passes_axe_in_light_and_dark(server: LiveServer, browser: Browser) -> None:
+    """Issue 26, item 8 (keyboard and screen readers): every view, the answer with its source open
+    included, passes axe-core's rules (names, roles, labels, contrast, landmarks) in the light and
+    the dark scheme, at a laptop's and a phone's width."""
+    asked = {"ask": "What was revenue in 2025?", "scope": ["acme"]}
+    answer = server.client.post("/api/query", json=asked).json()
+    routes = {
+        "contexts": "#/",
+        "context": "#/context?ctx=acme",
+        "design": "#/design?ctx=acme",
+        "knowledge": "#/knowledge?ctx=acme&path=rosters/_sources.md&file=1",
+        "tables": "#/tables?ctx=acme",
+        "table": "#/tables?ctx=acme&t=product&facet=category",
+        "ask": "#/ask?ctx=acme",
+        "answer-with-source": f"#/ask?ctx=acme&a={answer['id']}&cite=1",
+        "sessions": "#/sessions",
+        "trace": f"#/trace?q={answer['id']}",
+        "page": f"#/page?ctx=acme&path={REPORT}&page=2",
+    }
+    axe = Axe()
+    found: list[str] = []
+    schemes: list[tuple[Literal["light", "dark"], str]] = [
+        ("light", "laptop"),
+        ("dark", "laptop"),
+        ("light", "phone"),
+    ]
+    for scheme, size in schemes:
+        width, height = SIZES[size]
+        page = browser.new_page(viewport={"width": width, "height": height}, color_scheme=scheme)
+        for name, route in routes.items():
+            page.goto(f"{server.url}/{route}")
+            _until(page, "document.querySelector('main h1') && !document.body.innerText.includes('Loading…')")
+            page.wait_for_load_state("networkidle")
+            for violation in axe.run(page).response["violations"]:
+                targets = [n["target"] for n in violation["nodes"][:3]]
+                rule = f"{violation['id']} ({violation['impact']})"
+                found.append(f"{scheme}/{size} {name}: {rule} at {targets}")
+        page.close()
+    assert not found, "\n".join(found)
 
 
 def test_a_strict_page_policy_and_no_dot_segments_from_a_link(server: LiveServer, browser: Browser) -> None:

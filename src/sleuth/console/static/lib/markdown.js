@@ -44,7 +44,7 @@ function block(t, depth) {
         item.task ? " " : null,
         // a tight list's items are inline text, not paragraphs
         item.loose ? blocks(item.tokens, depth) : item.tokens.map((x) => (x.type === "text" ? inline(x.tokens || [x]) : block(x, depth))))));
-    case "table": return el("div", { class: "scroll" }, el("table", { class: "grid" },
+    case "table": return el("div", { class: "scroll", tabindex: "0" }, el("table", { class: "grid" },
       el("thead", {}, el("tr", {}, t.header.map((c) => el("th", { class: c.align ? `align-${c.align}` : null }, inline(c.tokens))))),
       el("tbody", {}, t.rows.map((row) => el("tr", {}, row.map((c) => el("td", {}, inline(c.tokens))))))));
     case "html": return el("pre", { class: "html-as-text" }, t.text);

@@ -51,7 +51,7 @@ export async function contextView() {
   const base = `/contexts/${encodeURIComponent(slug)}`;
   const sources = el("tbody");
   const sourcesTable = el("table", { class: "grid" },
-    el("thead", {}, el("tr", {}, el("th", {}, "Path"), el("th", {}, "Bytes"), el("th", {}, ""))), sources);
+    el("thead", {}, el("tr", {}, el("th", {}, "Path"), el("th", {}, "Size"), el("th", {}, el("span", { class: "sr-only" }, "Actions")))), sources);
   const uploads = el("ul", { class: "uploads" });
   const curateState = el("div", { class: "curate", "aria-live": "polite" });
   const about = el("section", { class: "about", "aria-label": "About this context" });

@@ -99,7 +99,7 @@ function recordsTable(text) {
     return s.length > 300 ? `${s.slice(0, 300)}…` : s;
   };
   return [el("p", { class: "muted" }, `${lines.length} records${lines.length > 500 ? " (the first 500 shown)" : ""}`),
-    el("div", { class: "scroll" }, el("table", { class: "grid" },
+    el("div", { class: "scroll", tabindex: "0" }, el("table", { class: "grid" },
       el("thead", {}, el("tr", {}, columns.map((c) => el("th", {}, c)))),
       el("tbody", {}, records.map((r) => el("tr", {}, columns.map((c) => el("td", {}, shown(r[c])))))))),
     el("details", {}, el("summary", {}, "as stored"), el("pre", {}, text.slice(0, 20000)))];

@@ -69,7 +69,7 @@ function cell(slug, column, value, row, columns) {
 }
 
 function resultTable(slug, columns, rows, head = null) {
-  return el("div", { class: "scroll" }, el("table", { class: "grid data" },
+  return el("div", { class: "scroll", tabindex: "0" }, el("table", { class: "grid data" },
     el("thead", {}, el("tr", {}, head || columns.map((c) => el("th", {}, c)))),
     el("tbody", {}, rows.map((r) => el("tr", {}, r.map((v, i) => cell(slug, columns[i], v, r, columns)))))));
 }
