@@ -213,6 +213,37 @@ def create_context(request: Request, body: ContextCreate, who: AdminKey) -> dict
     return context_json(state, service, ctx)
 
 
+class ContextFork(StrictBody):
+    slug: str = Field(min_length=3, max_length=64, pattern=SLUG_RULE)
+    name: str | None = Field(None, min_length=1, max_length=128)
+
+
+@router.post("/contexts/{slug}/fork")
+def fork_context(request: Request, slug: str, body: ContextFork, who: AdminKey) -> dict[str, Any]:
+    """A new context that starts as this one is now (sources, manifest, live version, caches), its
+    files shared by hard links until either side changes them (`Home.fork`)."""
+    state, service = api_state(request), task_service(request)
+    source = find_context(state, slug)
+    _check_slug(body.slug)
+    with _identity_lock:
+        try:
+            state.home.find(body.slug)
+        except ContextNotFound:
+            pass
+        else:
+            raise ApiError(409, "slug_exists", f"a context named {body.slug!r} exists", slug=body.slug)
+        try:
+            fork = state.home.fork(source, body.slug, body.name)
+        except FileExistsError:
+            raise ApiError(
+                409, "slug_exists", f"a context named {body.slug!r} exists", slug=body.slug
+            ) from None
+        with fork.editing():
+            extra = read_extra(source)
+            update_extra(fork, kind="search", guide=extra.get("guide"), created_by=who.name, forked_from=slug)
+    return context_json(state, service, fork)
+
+
 @router.get("/contexts/{slug}")
 def get_context(request: Request, slug: str, _who: AnyKey) -> dict[str, Any]:
     state = api_state(request)

@@ -305,6 +305,29 @@ def delete_cmd(
     console.print(f"deleted {name}", highlight=False)
 
 
+@app.command("fork")
+def fork_cmd(
+    name: Annotated[str, typer.Argument(help="The context to fork: its slug or id.")],
+    new_slug: Annotated[str, typer.Argument(help="The new context's slug.")],
+    title: Annotated[
+        str | None, typer.Option("--name", help="The new context's name (default: its slug).")
+    ] = None,
+) -> None:
+    """Make a new context that starts as NAME is now (sources, manifest, live version, caches):
+    it answers at once, shares NAME's files until either changes them, then goes its own way."""
+    home = open_home()
+    ctx = find_context(home, name)
+    try:
+        fork = home.fork(ctx, new_slug, title)
+    except (FileExistsError, ValueError) as exc:
+        raise fail(str(exc), USAGE) from None
+    live = fork.live_version()
+    console.print(
+        f"forked {name} into {new_slug}" + (f" (live {live})" if live else " (not curated yet)"),
+        highlight=False,
+    )
+
+
 @app.command("share")
 def share_cmd(
     names: Annotated[list[str] | None, typer.Argument(help="Contexts to share (default: all).")] = None,

@@ -107,6 +107,22 @@ def write_text_atomic(path: Path, text: str) -> None:
         fh.write(text.encode("utf-8"))
 
 
+def link_tree(src: Path, dest: Path) -> None:
+    """`dest` as a tree of hard links to `src`'s files (a copy where a link cannot be made: another
+    device, a file system without links)."""
+    for path in sorted(src.rglob("*")):
+        target = dest / path.relative_to(src)
+        if path.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(path, target)
+        except OSError:
+            shutil.copy2(path, target)
+    dest.mkdir(parents=True, exist_ok=True)
+
+
 def prune_empty_dirs(directory: Path, root: Path) -> None:
     """Remove `directory` and its parents while they are empty, up to `root` (kept)."""
     while directory != root and directory.is_relative_to(root):
@@ -356,6 +372,36 @@ class Home:
             shutil.rmtree(ctx.root, ignore_errors=True)
             raise
         return ctx
+
+    def fork(self, source: ContextDir, slug: str, name: str | None = None) -> ContextDir:
+        """A new context that starts as `source` is now: its sources, manifest, ledger, model-reply
+        cache and live version, so it answers at once and its next curate redoes only what changed.
+        Files are hard-linked, not copied (copied only across devices): a fork costs no space until it
+        diverges, and diverging never touches the original, because every file here is replaced by a
+        new one (written aside, then renamed), never rewritten in place."""
+        origin = source.info()
+        live = source.live_version()
+        fork = self.create(slug, name or slug)
+        try:
+            with fork.editing():
+                link_tree(source.sources, fork.sources)
+                if source.extraction_cache.is_dir():
+                    link_tree(source.extraction_cache, fork.extraction_cache)
+                for small in (source.manifest_file, source.ledger_file):
+                    if small.is_file():
+                        shutil.copy2(small, fork.root / small.name)
+                if live is not None:
+                    link_tree(source.version_dir(live), fork.versions / live)
+                    write_text_atomic(fork.live_file, live)
+                info = fork.info()
+                info.description = origin.description
+                info.last_curated_at = origin.last_curated_at
+                info.sample_queries = list(origin.sample_queries)
+                fork.save_info(info)
+        except BaseException:
+            self.delete(fork)
+            raise
+        return fork
 
     def delete(self, ctx: ContextDir) -> None:
         """Remove the context: from the catalog of every machine first, then this copy."""
