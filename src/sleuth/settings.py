@@ -124,6 +124,26 @@ class Settings(BaseSettings):
         32 * _MIB, ge=1, description="The most text one source may hold once parsed; a larger one is skipped."
     )
 
+    # --- connectors (issue 27): what a sync may reach and fetch
+    connector_allow: str = Field(
+        "",
+        description="Hosts or networks (comma-separated: `git.internal`, `10.0.0.0/8`) connectors may reach "
+        "although they are loopback, link-local or private; `file` lets git connectors read file:// URLs. "
+        "Unset: only public addresses.",
+    )
+    connector_folders: str = Field(
+        "",
+        description="Folders (comma-separated absolute paths) a folder connector made through the API may "
+        "read, with what is below them. Unset: none (the CLI may name any folder its user can read).",
+    )
+    connector_max_items: int = Field(10_000, ge=1, description="Items one connector sync lists at most.")
+    connector_max_bytes: int = Field(
+        2 * 1024 * _MIB, ge=1, description="Bytes one connector sync fetches at most, all items together."
+    )
+    connector_timeout_s: float = Field(
+        600.0, gt=0, description="Seconds one connector sync may take before it stops (failed)."
+    )
+
     # --- the host's work per turn (spec/sandbox.md): a turn past a cap is stopped and failed
     budget_rpc_calls: int = Field(
         2_000, ge=1, description="Host function calls per turn, rejected ones included."

@@ -26,7 +26,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from pydantic import Field
 
-from sleuth.api import curation, knowledge, packs, page_viewer, sources, tables, tasks, templates
+from sleuth.api import connectors, curation, knowledge, packs, page_viewer, sources, tables, tasks, templates
 from sleuth.api.access import context_guard
 from sleuth.api.auth import AdminKey, AnyKey
 from sleuth.api.context_files import (
@@ -336,3 +336,4 @@ router.include_router(page_viewer.router)
 router.include_router(tables.router)
 router.include_router(packs.router)
 router.include_router(templates.router)
+router.include_router(connectors.router)

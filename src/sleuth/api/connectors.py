@@ -1,0 +1,248 @@
+"""Routes: connectors (issue 27): sources that stay in sync with a folder, a git repository or a bucket.
+
+- `GET /connectors` → the kinds this server has, with their configuration fields;
+- `GET /contexts/{slug}/connectors` → the context's connectors, each with its last sync's counts or error
+  (never its credentials: `has_secret` only);
+- `POST /contexts/{slug}/connectors` `{name, kind, config, secret?, every?}` → add one (checked at once:
+  the folder allow list, the address guard), `PUT …/{name}` replaces it, `DELETE …/{name}` removes it and
+  the files it brought (the next curate drops them);
+- `POST /contexts/{slug}/import` `{connector, curate?: true}` → an `import` task that syncs it: new and
+  changed items fetched, items gone deleted; then, when anything changed, a curate (incremental).
+
+A connector's credentials are sealed (`store.secrets`); every sync is bounded (`SLEUTH_CONNECTOR_MAX_*`).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Request
+from pydantic import Field
+
+from sleuth.api.auth import AdminKey, AnyKey
+from sleuth.api.context_files import (
+    EXCLUSIVE_WORKFLOWS,
+    StrictBody,
+    conflict_check,
+    find_context,
+    has_sources,
+    update_extra,
+)
+from sleuth.api.curation import _start_curate
+from sleuth.api.errors import ApiError
+from sleuth.api.state import ApiState, api_state
+from sleuth.api.task_service import TaskHandle, TaskService, task_service
+from sleuth.compile.connectors import registry
+from sleuth.compile.connectors.base import Connector, ConnectorConfigError, ConnectorError, Limits
+from sleuth.compile.connectors.kinds import KINDS, build
+from sleuth.compile.connectors.sync import state_file, sync
+from sleuth.store.home import ContextDir, now_iso
+from sleuth.store.secrets import SecretBox, SecretUnreadable
+
+router = APIRouter()
+
+KIND_FIELDS: dict[str, dict[str, Any]] = {
+    "folder": {
+        "description": "Files below a folder of the server (a mounted share included), polled.",
+        "config": {
+            "path": "absolute path, below a folder SLEUTH_CONNECTOR_FOLDERS allows",
+            "include": "globs",
+        },
+        "secret": {},
+    },
+    "git": {
+        "description": "A branch or tag of a git repository; only changed files are fetched again.",
+        "config": {
+            "url": "https:// (or file:// where allowed)",
+            "ref": "branch or tag (main)",
+            "include": "globs",
+        },
+        "secret": {},
+    },
+    "s3": {
+        "description": "Objects below a prefix of an S3-compatible bucket; etags say what changed.",
+        "config": {
+            "bucket": "name",
+            "prefix": "key prefix",
+            "endpoint_url": "for non-AWS",
+            "region": "region",
+        },
+        "secret": {"access_key_id": "", "secret_access_key": ""},
+    },
+}
+
+
+class ConnectorBody(StrictBody):
+    name: str = Field(min_length=1, max_length=63)
+    kind: str = Field(min_length=1, max_length=32)
+    config: dict[str, Any] = Field(default_factory=dict)
+    secret: dict[str, str] | None = Field(None, description="Credentials: sealed, never returned.")
+    every: str | float | None = Field(
+        None, description="Sync on a schedule: 30m, 1h, 1d (at least a minute)."
+    )
+
+
+class ImportBody(StrictBody):
+    connector: str = Field(min_length=1, max_length=63)
+    curate: bool = True
+
+
+def _workdir(ctx: ContextDir) -> Path:
+    return ctx.root / "connectors" / "cache"
+
+
+def _connector(state: ApiState, ctx: ContextDir, entry: registry.ConnectorEntry) -> Connector:
+    secret = SecretBox(state.home.root).open(entry.secret)
+    return build(entry.kind, entry.config, secret, state.settings, _workdir(ctx))
+
+
+def _checked(
+    state: ApiState, ctx: ContextDir, body: ConnectorBody, old: registry.ConnectorEntry | None
+) -> registry.ConnectorEntry:
+    """The entry `body` describes, its configuration built once to check it; 400 with the reason."""
+    try:
+        registry.check_name(body.name)
+        every = registry.parse_every(body.every)
+        sealed = SecretBox(state.home.root).seal(body.secret) if body.secret else (old.secret if old else "")
+        entry = registry.ConnectorEntry(body.name, body.kind, body.config, every, sealed)
+        _connector(state, ctx, entry)
+    except ConnectorConfigError as exc:
+        raise ApiError(400, "invalid_request", str(exc), field="config") from None
+    except ConnectorError as exc:
+        raise ApiError(400, "connector_refused", str(exc), field="config") from None
+    if old is not None:
+        entry.created_at, entry.last_sync, entry.last_error = old.created_at, old.last_sync, old.last_error
+    return entry
+
+
+def _entry(ctx: ContextDir, name: str) -> registry.ConnectorEntry:
+    entry = registry.load(ctx).get(name)
+    if entry is None:
+        raise ApiError(404, "connector_not_found", f"no connector {name!r} in this context", connector=name)
+    return entry
+
+
+@router.get("/connectors")
+def list_kinds(_who: AnyKey) -> dict[str, Any]:
+    return {"kinds": [{"kind": k, **KIND_FIELDS[k]} for k in KINDS]}
+
+
+@router.get("/contexts/{slug}/connectors")
+def list_connectors(request: Request, slug: str, _who: AnyKey) -> dict[str, Any]:
+    ctx = find_context(api_state(request), slug)
+    return {"connectors": [e.public() for e in registry.load(ctx).values()]}
+
+
+@router.post("/contexts/{slug}/connectors")
+def add_connector(request: Request, slug: str, body: ConnectorBody, _who: AdminKey) -> dict[str, Any]:
+    state = api_state(request)
+    ctx = find_context(state, slug)
+    with ctx.editing():
+        entries = registry.load(ctx)
+        if body.name in entries:
+            raise ApiError(
+                409, "connector_exists", f"a connector named {body.name!r} exists", connector=body.name
+            )
+        if len(entries) >= registry.MAX_CONNECTORS:
+            raise ApiError(
+                409, "connector_limit", f"a context has at most {registry.MAX_CONNECTORS} connectors"
+            )
+        entries[body.name] = _checked(state, ctx, body, None)
+        registry.save(ctx, entries)
+    return entries[body.name].public()
+
+
+@router.put("/contexts/{slug}/connectors/{name}")
+def replace_connector(
+    request: Request, slug: str, name: str, body: ConnectorBody, _who: AdminKey
+) -> dict[str, Any]:
+    state = api_state(request)
+    ctx = find_context(state, slug)
+    if body.name != name:
+        raise ApiError(400, "invalid_request", "a connector's name cannot change", field="name")
+    with ctx.editing():
+        entries = registry.load(ctx)
+        entries[name] = _checked(state, ctx, body, _entry(ctx, name))
+        registry.save(ctx, entries)
+    return entries[name].public()
+
+
+@router.delete("/contexts/{slug}/connectors/{name}")
+def delete_connector(request: Request, slug: str, name: str, _who: AdminKey) -> dict[str, Any]:
+    """Remove the connector and the files it brought; the next curate drops them from the context."""
+    state, service = api_state(request), task_service(request)
+    ctx = find_context(state, slug)
+    with service.claiming():
+        conflict_check(service, ctx, EXCLUSIVE_WORKFLOWS)
+        with ctx.editing():
+            entries = registry.load(ctx)
+            _entry(ctx, name)
+            del entries[name]
+            registry.save(ctx, entries)
+            shutil.rmtree(ctx.sources / name, ignore_errors=True)
+            state_file(ctx, name).unlink(missing_ok=True)
+    return {"deleted": True, "connector": name}
+
+
+def start_sync(
+    state: ApiState, service: TaskService, ctx: ContextDir, name: str, who: str, curate: bool, trigger: str
+) -> dict[str, Any]:
+    """An `import` task that syncs connector `name`, then curates when anything changed. Refused
+    (409) while a curate, restore, pack or another import of the context runs."""
+    entry = _entry(ctx, name)
+    info = ctx.info()
+    with service.claiming():
+        conflict_check(service, ctx, (*EXCLUSIVE_WORKFLOWS, "import"))
+        task = service.store.create(
+            "import",
+            context_id=info.id,
+            context_slug=info.slug,
+            created_by=who,
+            input={"connector": name, "kind": entry.kind, "curate": curate, "trigger": trigger},
+        )
+
+    def job(handle: TaskHandle) -> dict[str, Any]:
+        attempt = now_iso()
+        try:
+            connector = _connector(state, ctx, entry)
+            with ctx.editing():
+                report = sync(ctx, name, connector, Limits.of(state.settings))
+        except (ConnectorError, ConnectorConfigError, SecretUnreadable) as exc:
+            _record(ctx, name, attempt, None, str(exc))
+            raise
+        _record(ctx, name, attempt, report.to_json(), None)
+        update_extra(ctx, last_source_import_at=now_iso())
+        output: dict[str, Any] = {"connector": name, "summary": report.summary, **report.to_json()}
+        changed = report.added or report.changed or report.deleted
+        if curate and changed and has_sources(ctx):
+            curate_task = _start_curate(state, service, ctx, who, {"trigger": "connector", "connector": name})
+            output["curate_task_id"] = curate_task["id"]
+        return output
+
+    service.submit(task, job, phases=("sync",))
+    return task
+
+
+def _record(
+    ctx: ContextDir, name: str, attempt: str, report: dict[str, Any] | None, error: str | None
+) -> None:
+    with ctx.editing():
+        entries = registry.load(ctx)
+        entry = entries.get(name)
+        if entry is None:  # removed while it synced
+            return
+        entry.last_attempt_at = attempt
+        entry.last_error = error
+        if report is not None:
+            entry.last_sync = report
+        registry.save(ctx, entries)
+
+
+@router.post("/contexts/{slug}/import")
+def import_from_connector(request: Request, slug: str, body: ImportBody, who: AdminKey) -> dict[str, Any]:
+    state = api_state(request)
+    ctx = find_context(state, slug)
+    task = start_sync(state, task_service(request), ctx, body.connector, who.name, body.curate, "api")
+    return {"task_id": task["id"], "state": "importing"}

@@ -1,0 +1,83 @@
+"""A context's connectors (issue 27): `connectors.json` in the context, beside its manifest.
+
+Each entry is a kind, its configuration, an optional schedule (`every`, seconds), its credentials
+sealed by `store.secrets.SecretBox` (never returned: `public` says only whether there are some), and
+what its last sync did or why it failed. The file travels with the context (packs, forks, shared
+storage); the credentials stay unusable without the key.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sleuth.compile.connectors.base import ConnectorConfigError
+from sleuth.store.home import ContextDir, now_iso, write_json_atomic
+
+NAME_RULE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+MIN_EVERY_S = 60.0
+MAX_CONNECTORS = 32
+
+
+@dataclass
+class ConnectorEntry:
+    name: str
+    kind: str
+    config: dict[str, Any]
+    every_s: float | None = None
+    secret: str = ""  # sealed credentials
+    created_at: str = field(default_factory=now_iso)
+    last_sync: dict[str, Any] | None = None  # the last SyncReport's JSON
+    last_error: str | None = None
+    last_attempt_at: str | None = None
+
+    def public(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("secret")
+        data["has_secret"] = bool(self.secret)
+        return data
+
+
+def check_name(name: str) -> str:
+    if not NAME_RULE.match(name):
+        raise ConnectorConfigError(
+            f"name {name!r}: lowercase letters, digits and hyphens, up to 63 "
+            "(it is the folder its items land in)"
+        )
+    if name == "uploads":
+        raise ConnectorConfigError("name 'uploads' is the uploads' folder: choose another")
+    return name
+
+
+def parse_every(value: str | float | int | None) -> float | None:
+    """`"1h"`, `"30m"`, `"1d"`, or seconds; at least a minute."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, int | float):
+        seconds = float(value)
+    else:
+        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", value)
+        if not match:
+            raise ConnectorConfigError(f"every {value!r}: a duration such as 30m, 1h or 1d")
+        seconds = float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
+    if seconds < MIN_EVERY_S:
+        raise ConnectorConfigError(f"every: at least {MIN_EVERY_S:.0f} seconds")
+    return seconds
+
+
+def _file(ctx: ContextDir) -> Any:
+    return ctx.root / "connectors.json"
+
+
+def load(ctx: ContextDir) -> dict[str, ConnectorEntry]:
+    try:
+        data = json.loads(_file(ctx).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    return {name: ConnectorEntry(**entry) for name, entry in data.items()}
+
+
+def save(ctx: ContextDir, entries: dict[str, ConnectorEntry]) -> None:
+    write_json_atomic(_file(ctx), {name: asdict(entry) for name, entry in sorted(entries.items())})

@@ -1,0 +1,123 @@
+"""One sync of one connector into a context's sources (issue 27, item 2).
+
+The items land in `sources/<connector>/…`; `connectors/<connector>.state.json` keeps what the last sync
+listed (id → version, origin). A sync fetches only the items that are new or whose version changed,
+deletes the files of items no longer listed, and leaves the rest untouched, so the curate after it
+re-parses and re-embeds only what changed (the ledger compares content). Every file is written aside
+and renamed into place, so a crash mid-sync leaves each file whole, and the state is saved after the
+files, so the next sync redoes whatever this one did not finish.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sleuth.compile.connectors.base import Connector, ConnectorError, Limits
+from sleuth.compile.sources import UnsafePath, safe_source_path, shown
+from sleuth.store.home import ContextDir, now_iso, prune_empty_dirs, write_json_atomic
+
+
+@dataclass
+class SyncReport:
+    connector: str
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (item, why)
+    fetched_bytes: int = 0
+    commit: str | None = None  # a git connector's commit
+    finished_at: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["skipped"] = [{"item": i, "reason": r} for i, r in self.skipped]
+        return data
+
+    @property
+    def summary(self) -> str:
+        return (
+            f"{len(self.added)} added, {len(self.changed)} changed, {len(self.deleted)} deleted, "
+            f"{self.unchanged} unchanged" + (f", {len(self.skipped)} skipped" if self.skipped else "")
+        )
+
+
+def state_file(ctx: ContextDir, name: str) -> Path:
+    return ctx.root / "connectors" / f"{name}.state.json"
+
+
+def _load_state(ctx: ContextDir, name: str) -> dict[str, dict[str, str]]:
+    try:
+        data: dict[str, dict[str, str]] = json.loads(state_file(ctx, name).read_text(encoding="utf-8"))[
+            "items"
+        ]
+    except (FileNotFoundError, KeyError, ValueError):
+        return {}
+    return data
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.partial")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def sync(ctx: ContextDir, name: str, connector: Connector, limits: Limits) -> SyncReport:
+    """Bring `sources/<name>/` to what `connector` lists now; `ConnectorError` when it cannot."""
+    deadline = limits.deadline()
+    folder = ctx.sources / name
+    before = _load_state(ctx, name)
+    after: dict[str, dict[str, str]] = {}
+    report = SyncReport(name)
+    for count, item in enumerate(connector.items(), 1):
+        if count > limits.max_items:
+            raise ConnectorError(f"{name}: over {limits.max_items} items (SLEUTH_CONNECTOR_MAX_ITEMS)")
+        if time.monotonic() > deadline:
+            raise ConnectorError(
+                f"{name}: the sync took over {limits.timeout_s:.0f} s (SLEUTH_CONNECTOR_TIMEOUT_S)"
+            )
+        try:
+            rel = safe_source_path(item.id)
+        except UnsafePath as exc:
+            report.skipped.append((shown(item.id), str(exc)))
+            continue
+        key = rel.as_posix()
+        target = folder.joinpath(*rel.parts)
+        known = before.get(key)
+        if known is not None and known.get("version") == item.version and target.is_file():
+            after[key] = known
+            report.unchanged += 1
+            continue
+        room = min(limits.max_file_bytes, limits.max_total_bytes - report.fetched_bytes)
+        if item.size is not None and item.size > limits.max_file_bytes:
+            report.skipped.append(
+                (key, f"{item.size} bytes, over the {limits.max_file_bytes}-byte file limit")
+            )
+            continue
+        if room <= 0 or (item.size is not None and item.size > room):
+            raise ConnectorError(
+                f"{name}: over {limits.max_total_bytes} bytes fetched (SLEUTH_CONNECTOR_MAX_BYTES)"
+            )
+        data = connector.fetch(item, room)
+        report.fetched_bytes += len(data)
+        _write(target, data)
+        (report.changed if known is not None else report.added).append(key)
+        after[key] = {"version": item.version, "origin": item.origin}
+    for key in sorted(set(before) - set(after)):
+        gone = folder / key
+        if gone.is_file():
+            gone.unlink()
+            prune_empty_dirs(gone.parent, ctx.sources)
+        report.deleted.append(key)
+    report.commit = getattr(connector, "commit", None) or None
+    report.finished_at = now_iso()
+    write_json_atomic(
+        state_file(ctx, name), {"items": after, "commit": report.commit, "synced_at": report.finished_at}
+    )
+    return report

@@ -1,0 +1,258 @@
+"""Connectors (issue 27) over real HTTP, each against a real server or store on this machine: a git
+repository read with the git command line over file://, a folder, and moto's S3 server on loopback.
+A sync adds, changes and deletes items and the curate after it leaves the right live version;
+private and loopback addresses are refused unless the operator allows them; credentials are sealed
+and never returned."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.api.support import ServerFactory, error, unique_slug, wait_task
+from tests.s3 import S3Server
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def commit(repo: Path, files: dict[str, str | None], message: str) -> str:
+    """Write (or, with None, delete) files and commit them; the new commit's id."""
+    for name, text in files.items():
+        path = repo / name
+        if text is None:
+            git(repo, "rm", "-q", name)
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        git(repo, "add", name)
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    path = tmp_path / "handbook-repo"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    return path
+
+
+@pytest.fixture
+def context(make_server: ServerFactory) -> Iterator[tuple[httpx.Client, str]]:
+    client = make_server(connector_allow="file,127.0.0.1").client
+    slug = unique_slug()
+    client.post("/api/contexts", json={"slug": slug, "name": "Synced"}).raise_for_status()
+    yield client, slug
+    client.delete(f"/api/contexts/{slug}")
+
+
+def sync(client: httpx.Client, slug: str, name: str) -> dict[str, Any]:
+    started = client.post(f"/api/contexts/{slug}/import", json={"connector": name})
+    assert started.status_code == 200, started.text
+    task = wait_task(client, started.json()["task_id"], timeout=120)
+    assert task["state"] == "completed", task
+    output: dict[str, Any] = task["output"]
+    if "curate_task_id" in output:
+        assert wait_task(client, output["curate_task_id"], timeout=180)["state"] == "completed"
+    return output
+
+
+def sources_of(client: httpx.Client, slug: str) -> dict[str, str]:
+    rows = client.post(f"/api/contexts/{slug}/sql", json={"sql": "SELECT path, title FROM _sources"}).json()[
+        "rows"
+    ]
+    return {path: title for path, title in rows}
+
+
+def hits(client: httpx.Client, slug: str, ask: str) -> str:
+    body = {"ask": ask, "scope": [slug], "retrieval_only": True, "max_retrieved": 3}
+    query = client.post("/api/query", json=body).json()
+    return " ".join(h["text"] for h in query["output_json"]["hits"])
+
+
+def test_a_git_connector_syncs_adds_changes_and_deletions(
+    context: tuple[httpx.Client, str], repo: Path
+) -> None:
+    client, slug = context
+    first = commit(
+        repo,
+        {"leave.md": "# Leave\n\nStaff get 25 days of leave a year.\n",
+         "docs/travel.md": "# Travel\n\nTrains are booked in second class.\n",
+         "tools/build.sh": "echo not a document\n"},
+        "first",
+    )  # fmt: skip
+    added = client.post(
+        f"/api/contexts/{slug}/connectors",
+        json={
+            "name": "handbook",
+            "kind": "git",
+            "config": {"url": f"file://{repo}", "ref": "main", "include": ["*.md"]},
+        },
+    )
+    assert added.status_code == 200, added.text
+    assert added.json()["kind"] == "git" and added.json()["last_sync"] is None
+
+    out = sync(client, slug, "handbook")
+    assert sorted(out["added"]) == ["docs/travel.md", "leave.md"] and out["commit"] == first
+    assert out["deleted"] == [] and out["changed"] == [] and "curate_task_id" in out
+    assert set(sources_of(client, slug)) == {"handbook/docs/travel.md", "handbook/leave.md"}
+    assert "25 days" in hits(client, slug, "How many days of leave?")
+
+    second = commit(
+        repo,
+        {"leave.md": "# Leave\n\nStaff get 28 days of leave a year.\n", "docs/travel.md": None,
+         "docs/expenses.md": "# Expenses\n\nReceipts are kept for seven years.\n"},
+        "second",
+    )  # fmt: skip
+    out = sync(client, slug, "handbook")
+    assert (out["added"], out["changed"], out["deleted"]) == (
+        ["docs/expenses.md"],
+        ["leave.md"],
+        ["docs/travel.md"],
+    )
+    assert out["commit"] == second and out["unchanged"] == 0
+    assert set(sources_of(client, slug)) == {"handbook/docs/expenses.md", "handbook/leave.md"}
+    assert "28 days" in hits(client, slug, "How many days of leave?")
+    assert "second class" not in hits(client, slug, "How are trains booked?")
+
+    again = sync(client, slug, "handbook")  # nothing changed: nothing fetched, no curate
+    assert again["unchanged"] == 2 and not (again["added"] or again["changed"] or again["deleted"])
+    assert again["fetched_bytes"] == 0 and "curate_task_id" not in again
+    listed = client.get(f"/api/contexts/{slug}/connectors").json()["connectors"]
+    assert listed[0]["last_sync"]["commit"] == second and listed[0]["last_error"] is None
+
+    assert client.delete(f"/api/contexts/{slug}/connectors/handbook").json() == {
+        "deleted": True,
+        "connector": "handbook",
+    }
+    assert client.get(f"/api/contexts/{slug}/source/list").json()["entries"] == []
+    error(
+        client.post(f"/api/contexts/{slug}/import", json={"connector": "handbook"}),
+        404,
+        "connector_not_found",
+    )
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://127.0.0.2/repo.git",  # loopback (127.0.0.1 alone is allowed in this test)
+        "http://169.254.169.254/latest/meta-data/",  # a cloud's metadata service
+        "https://10.1.2.3/repo.git",  # a private network
+        "https://[::1]/repo.git",
+        "https://localhost.localdomain.invalid/x",  # does not resolve
+    ],
+)
+def test_private_addresses_are_refused(context: tuple[httpx.Client, str], url: str) -> None:
+    client, slug = context
+    refused = client.post(
+        f"/api/contexts/{slug}/connectors", json={"name": "x", "kind": "git", "config": {"url": url}}
+    )
+    assert refused.status_code == 400 and refused.json()["code"] == "connector_refused", refused.text
+    assert client.get(f"/api/contexts/{slug}/connectors").json()["connectors"] == []
+
+
+def test_file_urls_and_folders_need_the_operators_leave(make_server: ServerFactory, tmp_path: Path) -> None:
+    client = make_server().client  # no SLEUTH_CONNECTOR_ALLOW, no SLEUTH_CONNECTOR_FOLDERS
+    slug = unique_slug()
+    client.post("/api/contexts", json={"slug": slug, "name": "Strict"}).raise_for_status()
+    try:
+        for body in (
+            {"name": "repo", "kind": "git", "config": {"url": f"file://{tmp_path}"}},
+            {"name": "share", "kind": "folder", "config": {"path": str(tmp_path)}},
+            {"name": "etc", "kind": "folder", "config": {"path": "/etc"}},
+        ):
+            refused = client.post(f"/api/contexts/{slug}/connectors", json=body)
+            assert refused.status_code == 400 and refused.json()["code"] == "connector_refused", body
+        bad = client.post(
+            f"/api/contexts/{slug}/connectors", json={"name": "Bad Name", "kind": "folder", "config": {}}
+        )
+        assert bad.status_code == 400 and bad.json()["code"] == "invalid_request"
+        unknown = client.post(
+            f"/api/contexts/{slug}/connectors", json={"name": "x", "kind": "ftp", "config": {}}
+        )
+        assert unknown.status_code == 400 and "one of folder, git, s3" in unknown.json()["message"]
+    finally:
+        client.delete(f"/api/contexts/{slug}")
+
+
+def test_a_folder_connector_polls_its_folder(make_server: ServerFactory, tmp_path: Path) -> None:
+    share = tmp_path / "share"
+    (share / "hr").mkdir(parents=True)
+    (share / "hr" / "leave.md").write_text("# Leave\n\nParental leave is 20 weeks.\n")
+    (share / "notes.txt").write_text("The canteen opens at eight.\n")
+    (share / ".hidden.md").write_text("secret")
+    client = make_server(connector_folders=str(tmp_path)).client
+    slug = unique_slug()
+    client.post("/api/contexts", json={"slug": slug, "name": "Share"}).raise_for_status()
+    try:
+        made = client.post(
+            f"/api/contexts/{slug}/connectors",
+            json={"name": "share", "kind": "folder", "config": {"path": str(share)}, "every": "1h"},
+        )
+        assert made.status_code == 200 and made.json()["every_s"] == 3600.0, made.text
+        assert sorted(sync(client, slug, "share")["added"]) == ["hr/leave.md", "notes.txt"]
+        (share / "notes.txt").unlink()
+        (share / "hr" / "leave.md").write_text("# Leave\n\nParental leave is 26 weeks.\n")
+        out = sync(client, slug, "share")
+        assert (out["changed"], out["deleted"]) == (["hr/leave.md"], ["notes.txt"])
+        assert set(sources_of(client, slug)) == {"share/hr/leave.md"}
+        assert "26 weeks" in hits(client, slug, "How long is parental leave?")
+    finally:
+        client.delete(f"/api/contexts/{slug}")
+
+
+def test_an_s3_connector_reads_a_prefix_and_keeps_its_keys_sealed(
+    context: tuple[httpx.Client, str], s3_server: S3Server, sample_home: Any
+) -> None:
+    client, slug = context
+    bucket = s3_server.new_bucket()
+    s3 = s3_server.client()
+    s3.put_object(
+        Bucket=bucket, Key="policies/remote.md", Body=b"# Remote\n\nRemote work is allowed two days a week.\n"
+    )
+    s3.put_object(Bucket=bucket, Key="policies/old/dress.md", Body=b"# Dress\n\nThere is no dress code.\n")
+    s3.put_object(Bucket=bucket, Key="other/skip.md", Body=b"# Skip\n")
+    secret = {"access_key_id": "testing", "secret_access_key": "s3cr3t-never-shown"}
+    made = client.post(
+        f"/api/contexts/{slug}/connectors",
+        json={"name": "bucket", "kind": "s3", "secret": secret,
+              "config": {"bucket": bucket, "prefix": "policies/", "endpoint_url": s3_server.endpoint}},
+    )  # fmt: skip
+    assert made.status_code == 200, made.text
+    assert made.json()["has_secret"] is True and "s3cr3t" not in made.text
+    assert "s3cr3t" not in client.get(f"/api/contexts/{slug}/connectors").text
+    home = sample_home[0]
+    stored = (home.find(slug).root / "connectors.json").read_text()
+    assert "s3cr3t" not in stored and json.loads(stored)["bucket"]["secret"]  # sealed, not absent
+
+    assert sorted(sync(client, slug, "bucket")["added"]) == ["old/dress.md", "remote.md"]
+    s3.put_object(
+        Bucket=bucket,
+        Key="policies/remote.md",
+        Body=b"# Remote\n\nRemote work is allowed three days a week.\n",
+    )
+    s3.delete_object(Bucket=bucket, Key="policies/old/dress.md")
+    out = sync(client, slug, "bucket")
+    assert (out["added"], out["changed"], out["deleted"]) == ([], ["remote.md"], ["old/dress.md"])
+    assert "three days" in hits(client, slug, "How many days of remote work?")
+
+    # An endpoint on loopback needs the operator's leave: 127.0.0.1 is allowed here, 127.0.0.9 is not.
+    refused = client.post(
+        f"/api/contexts/{slug}/connectors",
+        json={
+            "name": "b2",
+            "kind": "s3",
+            "config": {"bucket": bucket, "endpoint_url": "http://127.0.0.9:9/"},
+        },
+    )
+    assert refused.status_code == 400 and refused.json()["code"] == "connector_refused"
