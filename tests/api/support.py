@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import uvicorn
+from fastapi import FastAPI
 
 from sleuth.agent.turn import Runtime
 from sleuth.api import create_app
@@ -33,6 +34,7 @@ class LiveServer:
     state: ApiState
     client: httpx.Client
     scripted: ScriptedModel
+    app: FastAPI
 
 
 def _free_port() -> int:
@@ -64,9 +66,8 @@ def launch(
     auth = bool(settings.pop("auth", False))
     state = ApiState(home=home, db=db, runtime=runtime, overrides=settings, auth=auth)
     port = _free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(state), host="127.0.0.1", port=port, log_level="warning")
-    )
+    app = create_app(state)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
@@ -82,7 +83,7 @@ def launch(
         server.should_exit = True
         thread.join(timeout=10)
 
-    return LiveServer(url, state, client, scripted), stop
+    return LiveServer(url, state, client, scripted, app), stop
 
 
 def unique_slug() -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
+from sleuth.api.connectors import ConnectorSchedule
+from sleuth.api.task_service import service_for_app
 from tests.api.support import ServerFactory, error, unique_slug, wait_task
 from tests.s3 import S3Server
 
@@ -191,7 +194,8 @@ def test_a_folder_connector_polls_its_folder(make_server: ServerFactory, tmp_pat
     (share / "hr" / "leave.md").write_text("# Leave\n\nParental leave is 20 weeks.\n")
     (share / "notes.txt").write_text("The canteen opens at eight.\n")
     (share / ".hidden.md").write_text("secret")
-    client = make_server(connector_folders=str(tmp_path)).client
+    server = make_server(connector_folders=str(tmp_path))
+    client = server.client
     slug = unique_slug()
     client.post("/api/contexts", json={"slug": slug, "name": "Share"}).raise_for_status()
     try:
@@ -207,6 +211,19 @@ def test_a_folder_connector_polls_its_folder(make_server: ServerFactory, tmp_pat
         assert (out["changed"], out["deleted"]) == (["hr/leave.md"], ["notes.txt"])
         assert set(sources_of(client, slug)) == {"share/hr/leave.md"}
         assert "26 weeks" in hits(client, slug, "How long is parental leave?")
+
+        # `every: 1h`: not due a minute after the last sync, due an hour after it; the schedule then starts
+        # the same import task a person would, which syncs and curates.
+        schedule = ConnectorSchedule(server.state, service_for_app(server.app))
+        assert schedule.run_once(time.time() + 60) == []
+        (share / "hr" / "pay.md").write_text("# Pay\n\nSalaries are paid on the 25th.\n")
+        [task_id] = schedule.run_once(time.time() + 3601)
+        task = wait_task(client, task_id, timeout=120)
+        assert task["state"] == "completed" and task["input"]["trigger"] == "schedule"
+        assert task["output"]["added"] == ["hr/pay.md"]
+        assert wait_task(client, task["output"]["curate_task_id"], timeout=180)["state"] == "completed"
+        assert "25th" in hits(client, slug, "When are salaries paid?")
+        assert schedule.run_once(time.time() + 60) == []  # just synced: not due again
     finally:
         client.delete(f"/api/contexts/{slug}")
 

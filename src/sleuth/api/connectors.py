@@ -6,6 +6,8 @@
 - `POST /contexts/{slug}/connectors` `{name, kind, config, secret?, every?}` → add one (checked at once:
   the folder allow list, the address guard), `PUT …/{name}` replaces it, `DELETE …/{name}` removes it and
   the files it brought (the next curate drops them);
+- a connector with `every` is synced on that schedule by `ConnectorSchedule` (each server ticks every
+  30 s; the first scheduled sync comes one period after it was added);
 - `POST /contexts/{slug}/import` `{connector, curate?: true}` → an `import` task that syncs it: new and
   changed items fetched, items gone deleted; then, when anything changed, a curate (incremental).
 
@@ -14,11 +16,17 @@ A connector's credentials are sealed (`store.secrets`); every sync is bounded (`
 
 from __future__ import annotations
 
+import datetime
+import logging
 import shutil
+import threading
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, FastAPI, Request
 from pydantic import Field
 
 from sleuth.api.auth import AdminKey, AnyKey
@@ -33,7 +41,7 @@ from sleuth.api.context_files import (
 from sleuth.api.curation import _start_curate
 from sleuth.api.errors import ApiError
 from sleuth.api.state import ApiState, api_state
-from sleuth.api.task_service import TaskHandle, TaskService, task_service
+from sleuth.api.task_service import TaskHandle, TaskService, service_for_app, task_service
 from sleuth.compile.connectors import registry
 from sleuth.compile.connectors.base import Connector, ConnectorConfigError, ConnectorError, Limits
 from sleuth.compile.connectors.kinds import KINDS, build
@@ -41,7 +49,72 @@ from sleuth.compile.connectors.sync import state_file, sync
 from sleuth.store.home import ContextDir, now_iso
 from sleuth.store.secrets import SecretBox, SecretUnreadable
 
-router = APIRouter()
+log = logging.getLogger(__name__)
+SCHEDULE_TICK_S = 30.0
+
+
+class ConnectorSchedule:
+    """Syncs on a schedule (`every`): each tick, every connector whose period has passed since its last
+    attempt (or since it was added) gets a sync task, as `POST /contexts/{slug}/import` would start it.
+    On many machines each server ticks; the task claim lets one of them start a given sync and the
+    others see it running (409) and skip it."""
+
+    def __init__(self, state: ApiState, service: TaskService, tick_s: float = SCHEDULE_TICK_S) -> None:
+        self.state, self.service, self.tick_s = state, service, tick_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="sleuth-connector-schedule", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.tick_s):
+            try:
+                self.run_once()
+            except Exception:  # a tick that failed is logged; the next one tries again
+                log.exception("connector schedule: a tick failed")
+
+    def run_once(self, now: float | None = None) -> list[str]:
+        """Start the syncs that are due; the ids of the tasks started."""
+        moment = time.time() if now is None else now
+        started = []
+        for ctx, info in self.state.home.contexts():
+            for entry in registry.load(ctx).values():
+                since = entry.last_attempt_at or entry.created_at
+                if entry.every_s is None or moment - _epoch(since) < entry.every_s:
+                    continue
+                try:
+                    task = start_sync(self.state, self.service, ctx, entry.name, "schedule", True, "schedule")
+                except ApiError as exc:  # busy (a curate, another import): the next tick tries again
+                    log.info("connector %s/%s: not synced now: %s", info.slug, entry.name, exc.message)
+                    continue
+                started.append(str(task["id"]))
+        return started
+
+
+def _epoch(iso: str) -> float:
+    return datetime.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+@asynccontextmanager
+async def schedule_lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """One schedule per server (the router is mounted twice: the second start finds it running)."""
+    schedule: ConnectorSchedule | None = getattr(app.state, "connector_schedule", None)
+    if schedule is None:
+        schedule = ConnectorSchedule(app.state.sleuth, service_for_app(app))
+        app.state.connector_schedule = schedule
+        schedule.start()
+    try:
+        yield
+    finally:
+        schedule.stop()
+
+
+router = APIRouter(lifespan=schedule_lifespan)
 
 KIND_FIELDS: dict[str, dict[str, Any]] = {
     "folder": {
