@@ -273,3 +273,43 @@ def test_an_s3_connector_reads_a_prefix_and_keeps_its_keys_sealed(
         },
     )
     assert refused.status_code == 400 and refused.json()["code"] == "connector_refused"
+
+
+def test_the_cli_adds_syncs_lists_and_removes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, repo: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from sleuth.cli import app
+
+    monkeypatch.setenv("SLEUTH_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SLEUTH_CONNECTOR_ALLOW", "file")
+    commit(repo, {"guide.md": "# Guide\n\nThe help desk opens at nine.\n"}, "first")
+    runner = CliRunner()
+    assert (
+        runner.invoke(app, ["compile", str(tmp_path / "empty"), "--context", "kb"]).exit_code != 0
+    )  # no such folder
+    (tmp_path / "seed").mkdir()
+    (tmp_path / "seed" / "readme.md").write_text("# Readme\n\nThis base gathers the team's guides.\n")
+    assert runner.invoke(app, ["compile", str(tmp_path / "seed"), "--context", "kb"]).exit_code == 0
+    added = runner.invoke(
+        app, ["connectors", "add", "kb", "guides", "--kind", "git", "--url", f"file://{repo}"]
+    )
+    assert added.exit_code == 0, added.output
+    synced = runner.invoke(app, ["connectors", "sync", "kb"])
+    assert synced.exit_code == 0, synced.output
+    assert (
+        "guides: 1 added, 0 changed, 0 deleted, 0 unchanged" in synced.output and "is live" in synced.output
+    )
+    found = runner.invoke(app, ["search", "--context", "kb", "When does the help desk open?"])
+    assert "guides/guide.md" in found.output
+    listed = runner.invoke(app, ["connectors", "list", "kb"])
+    assert "guides" in listed.output and "1 added" in listed.output
+    refused = runner.invoke(
+        app, ["connectors", "add", "kb", "meta", "--kind", "git", "--url", "http://169.254.169.254/"]
+    )
+    assert refused.exit_code == 1 and "link-local" in refused.output
+    removed = runner.invoke(app, ["connectors", "remove", "kb", "guides"])
+    assert removed.exit_code == 0, removed.output
+    assert not list((tmp_path / "home").rglob("sources/guides"))  # the files it brought are gone
+    assert runner.invoke(app, ["connectors", "sync", "kb", "guides"]).exit_code == 2

@@ -1,0 +1,183 @@
+"""`sleuth connectors …`: a context's connectors from the terminal (issue 27): add one, list them with
+their last sync, sync (then curate incrementally), remove. The same registry, sync and limits as the
+API; a folder connector may name any folder the user running the command can read."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from sleuth.cli.app import FAILED, USAGE, app, console, fail, find_context, say
+from sleuth.compile.connectors import registry
+from sleuth.compile.connectors.base import ConnectorConfigError, ConnectorError, Limits
+from sleuth.compile.connectors.kinds import KINDS, build
+from sleuth.compile.connectors.sync import state_file, sync
+from sleuth.compile.pipeline import compile_context
+from sleuth.settings import current
+from sleuth.store.home import ContextDir, now_iso
+from sleuth.store.lock import CurateInFlight, curate_lock
+from sleuth.store.replica import open_home
+from sleuth.store.secrets import SecretBox, SecretUnreadable
+
+connectors_app = typer.Typer(
+    help="Sources that stay in sync: a folder, a git repository, an S3 bucket.", no_args_is_help=True
+)
+app.add_typer(connectors_app, name="connectors")
+
+
+def _secret(pairs: list[str]) -> dict[str, str]:
+    """`KEY=VALUE`, or `KEY=env:NAME` to read the value from the environment (not the shell history)."""
+    found: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise fail(f"--secret {pair!r}: write KEY=VALUE or KEY=env:VARIABLE", USAGE)
+        if value.startswith("env:"):
+            value = os.environ.get(value[4:], "")
+            if not value:
+                raise fail(f"--secret {key}: the environment has no {pair.split('env:', 1)[1]}", USAGE)
+        found[key] = value
+    return found
+
+
+@connectors_app.command("add")
+def add_cmd(
+    context: Annotated[str, typer.Argument(help="The context (slug or id).")],
+    name: Annotated[str, typer.Argument(help="The connector's name: the folder its items land in.")],
+    kind: Annotated[str, typer.Option(help="One of: " + ", ".join(KINDS) + ".")],
+    url: Annotated[str | None, typer.Option(help="git: the repository's URL.")] = None,
+    ref: Annotated[str, typer.Option(help="git: the branch or tag.")] = "main",
+    path: Annotated[str | None, typer.Option(help="folder: the folder's absolute path.")] = None,
+    bucket: Annotated[str | None, typer.Option(help="s3: the bucket.")] = None,
+    prefix: Annotated[str, typer.Option(help="s3: the key prefix.")] = "",
+    endpoint_url: Annotated[str | None, typer.Option(help="s3: the endpoint of a non-AWS store.")] = None,
+    include: Annotated[
+        list[str] | None, typer.Option(help="Only items matching this glob (repeatable).")
+    ] = None,
+    every: Annotated[
+        str | None, typer.Option(help="Sync on a schedule while `sleuth serve` runs: 30m, 1h.")
+    ] = None,
+    secret: Annotated[
+        list[str] | None,
+        typer.Option(help="A credential, KEY=VALUE or KEY=env:VARIABLE (sealed, never shown)."),
+    ] = None,
+) -> None:
+    """Add a connector to CONTEXT; `sleuth connectors sync` then brings its items in."""
+    ctx = find_context(open_home(), context)
+    config: dict[str, Any] = {"include": list(include or [])}
+    given = {"url": url, "ref": ref if kind == "git" else None, "path": path, "bucket": bucket,
+             "prefix": prefix or None, "endpoint_url": endpoint_url}  # fmt: skip
+    config.update({k: v for k, v in given.items() if v is not None})
+    try:
+        registry.check_name(name)
+        entry = registry.ConnectorEntry(name, kind, config, registry.parse_every(every))
+        if secret:
+            entry.secret = SecretBox(open_home().root).seal(_secret(secret))
+        build(kind, config, {}, current(), ctx.root / "connectors" / "cache", any_folder=True)
+    except ConnectorConfigError as exc:
+        raise fail(str(exc), USAGE) from None
+    except ConnectorError as exc:
+        raise fail(str(exc), FAILED) from None
+    with ctx.editing():
+        entries = registry.load(ctx)
+        if name in entries:
+            raise fail(f"context {context!r} has a connector {name!r} already", USAGE)
+        entries[name] = entry
+        registry.save(ctx, entries)
+    say(
+        f"added {kind} connector {name} to {context}: "
+        f"`sleuth connectors sync {context} {name}` brings its items in"
+    )
+
+
+@connectors_app.command("list")
+def list_cmd(context: Annotated[str, typer.Argument(help="The context (slug or id).")]) -> None:
+    """The context's connectors, with what their last sync did or why it failed."""
+    ctx = find_context(open_home(), context)
+    table = Table("name", "kind", "every", "last sync", "result")
+    for entry in registry.load(ctx).values():
+        last = entry.last_sync or {}
+        result = entry.last_error or (
+            f"{len(last.get('added', []))} added, {len(last.get('changed', []))} changed, "
+            f"{len(last.get('deleted', []))} deleted, {last.get('unchanged', 0)} unchanged"
+            if last
+            else "never synced"
+        )
+        every = f"{entry.every_s / 60:.0f} min" if entry.every_s else "—"
+        table.add_row(entry.name, entry.kind, every, entry.last_attempt_at or "—", result)
+    console.print(table)
+
+
+def _sync_one(ctx: ContextDir, entry: registry.ConnectorEntry) -> bool:
+    """Sync `entry`; whether anything changed. The outcome is recorded with the connector."""
+    settings = current()
+    attempt = now_iso()
+    try:
+        connector = build(
+            entry.kind, entry.config, SecretBox(open_home().root).open(entry.secret), settings,
+            ctx.root / "connectors" / "cache", any_folder=True,
+        )  # fmt: skip
+        with curate_lock(ctx.lock_file, ctx.info().id), ctx.editing():
+            report = sync(ctx, entry.name, connector, Limits.of(settings))
+    except (ConnectorError, ConnectorConfigError, SecretUnreadable, CurateInFlight) as exc:
+        _record(ctx, entry.name, attempt, None, str(exc))
+        raise fail(f"{entry.name}: {exc}", FAILED) from None
+    _record(ctx, entry.name, attempt, report.to_json(), None)
+    say(f"{entry.name}: {report.summary}" + (f" (commit {report.commit[:12]})" if report.commit else ""))
+    for item, why in report.skipped:
+        say(f"  skipped {item}: {why}")
+    return bool(report.added or report.changed or report.deleted)
+
+
+def _record(
+    ctx: ContextDir, name: str, attempt: str, report: dict[str, Any] | None, error: str | None
+) -> None:
+    with ctx.editing():
+        entries = registry.load(ctx)
+        if name in entries:
+            entries[name].last_attempt_at, entries[name].last_error = attempt, error
+            if report is not None:
+                entries[name].last_sync = report
+            registry.save(ctx, entries)
+
+
+@connectors_app.command("sync")
+def sync_cmd(
+    context: Annotated[str, typer.Argument(help="The context (slug or id).")],
+    name: Annotated[str | None, typer.Argument(help="The connector (default: every one).")] = None,
+    curate: Annotated[bool, typer.Option(help="Curate after a sync that changed anything.")] = True,
+) -> None:
+    """Fetch what is new or changed, delete what is gone, then curate incrementally."""
+    home = open_home()
+    ctx = find_context(home, context)
+    entries = registry.load(ctx)
+    chosen = [entries[name]] if name in entries else list(entries.values()) if name is None else []
+    if not chosen:
+        raise fail(
+            f"context {context!r} has no connector {name!r}" if name else "no connectors to sync", USAGE
+        )
+    changed = [entry.name for entry in chosen if _sync_one(ctx, entry)]
+    if changed and curate:
+        report = compile_context(ctx.info().slug, home=home)
+        say(f"curated {context}: version {report.version} is live")
+
+
+@connectors_app.command("remove")
+def remove_cmd(
+    context: Annotated[str, typer.Argument(help="The context (slug or id).")],
+    name: Annotated[str, typer.Argument(help="The connector to remove, with the files it brought.")],
+) -> None:
+    """Remove a connector and the files it brought (the next curate drops them)."""
+    ctx = find_context(open_home(), context)
+    with ctx.editing():
+        entries = registry.load(ctx)
+        if entries.pop(name, None) is None:
+            raise fail(f"context {context!r} has no connector {name!r}", USAGE)
+        registry.save(ctx, entries)
+        shutil.rmtree(ctx.sources / name, ignore_errors=True)
+        state_file(ctx, name).unlink(missing_ok=True)
+    say(f"removed {name}: curate {context} to drop its files from the live version")
