@@ -1083,3 +1083,31 @@ def test_citations_over_two_contexts_name_their_context(server: LiveServer, brow
         page.close()
     finally:
         server.client.delete("/api/contexts/branch")
+
+
+def test_the_design_view_proposes_a_template_before_the_first_curate(
+    server: LiveServer, browser: Browser, filings: Path
+) -> None:
+    """Issue 27, item 4: a context with sources and no curate yet opens its design view with explore's
+    proposal (the template, its confidence, the reasons); one click loads that template."""
+    slug = "explore-test"
+    server.client.post("/api/contexts", json={"slug": slug, "name": "Explore"}).raise_for_status()
+    try:
+        for pdf in sorted(filings.glob("*.pdf")):
+            server.client.post(
+                f"/api/contexts/{slug}/import/upload", files={"file": (pdf.name, pdf.read_bytes())}
+            ).raise_for_status()
+        page, errors = _page(browser, "laptop")
+        page.goto(f"{server.url}/#/design?ctx={slug}")
+        heading = page.locator(".proposal h2")
+        heading.wait_for()
+        assert heading.inner_text().startswith("Suggested: Financial filings")
+        assert "document types: annual report ×3" in page.locator(".proposal").inner_text()
+        page.get_by_role("button", name="Use Financial filings").click()
+        page.get_by_role("tab", name="JSON").click()
+        assert '"Reported Figure"' in page.input_value("#manifest")
+        _shot(page, "design-proposal", "laptop")
+        assert errors == [], errors
+        page.close()
+    finally:
+        server.client.delete(f"/api/contexts/{slug}")

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
 from sleuth.api.auth import AnyKey
+from sleuth.api.context_files import find_context
+from sleuth.api.errors import ApiError
+from sleuth.api.state import api_state
+from sleuth.compile.explore import explore
 from sleuth.compile.extraction.choose import type_needs_model
 from sleuth.compile.manifest import Manifest
 
@@ -282,3 +287,22 @@ def manifest_schema(_who: AnyKey) -> dict[str, Any]:
     (choices for the enumerated fields, the optional fields a manifest does not have yet)."""
     schema: dict[str, Any] = Manifest.model_json_schema()
     return schema
+
+
+@router.post("/contexts/{slug}/explore")
+def explore_context(request: Request, slug: str, _who: AnyKey) -> dict[str, Any]:
+    """The template that fits the context's sources, proposed without a model (`compile.explore`): its
+    manifest, a confidence and the reasons, from a bounded sample of the sources as a curate reads them.
+    Nothing is stored; the design view offers it before the first curate."""
+    ctx = find_context(api_state(request), slug)
+    proposal = explore(ctx.sources)
+    if not proposal.total:
+        raise ApiError(409, "no_sources", "the context has no sources to explore: upload files first")
+    template = next(t for t in TEMPLATES if t["id"] == proposal.template)
+    return {
+        **asdict(proposal),
+        "label": template["label"],
+        "manifest": template["manifest"],
+        "without_model": _without_model(template),
+        "model": None,
+    }

@@ -36,17 +36,20 @@ _DASHED_ITEM = re.compile(r"^ITEM\s+\d{1,2}[A-C]?\.?\s*[-–—:]\s*[A-Z].{0,100
 _SPLIT_HEADING_LINES = 8  # words of a heading set one a line: `Item 1A. Risk Factors` is four
 
 
-def parse(data: bytes, *, tables: bool = True, fonts: bool = True) -> ParsedSource:
+def parse(
+    data: bytes, *, tables: bool = True, fonts: bool = True, max_pages: int | None = None
+) -> ParsedSource:
     """`tables=False` skips the layout-table finder, `fonts=False` the headings read from type (the
-    baselines of benchmarks)."""
+    baselines of benchmarks); `max_pages` reads only the first pages (a sample: `compile.explore`)."""
     styles: list[list[LineStyle]] | None = None
     try:
-        texts, title, toc, styles = _read_pdfium(data, fonts)
+        texts, title, toc, styles = _read_pdfium(data, fonts, max_pages)
     except pdfium.PdfiumError as exc:
         if "password" in str(exc).lower():
             raise ParseError("failed", "encrypted") from None
         try:
             texts, title, toc = _read_pypdf(data)
+            texts = texts if max_pages is None else texts[:max_pages]
         except ParseError:
             raise
         except Exception:
@@ -87,18 +90,18 @@ def _add_font_headings(pages: list[Page], styles: list[list[LineStyle]], level: 
 Pdfium = tuple[list[str], str | None, list[tuple[int, str, int]], list[list[LineStyle]] | None]
 
 
-def _read_pdfium(data: bytes, fonts: bool) -> Pdfium:
+def _read_pdfium(data: bytes, fonts: bool, max_pages: int | None = None) -> Pdfium:
     with PDFIUM:  # pdfium is not thread-safe
-        return _read_pdfium_locked(data, fonts)
+        return _read_pdfium_locked(data, fonts, max_pages)
 
 
-def _read_pdfium_locked(data: bytes, fonts: bool) -> Pdfium:
+def _read_pdfium_locked(data: bytes, fonts: bool, max_pages: int | None) -> Pdfium:
     """Each page's text, the title and the bookmarks, and with `fonts` each page's line types."""
     pdf = pdfium.PdfDocument(data)
     try:
         texts = []
         styles: list[list[LineStyle]] | None = [] if fonts else None
-        for index in range(len(pdf)):
+        for index in range(len(pdf) if max_pages is None else min(len(pdf), max_pages)):
             page = pdf[index]
             textpage = page.get_textpage()
             texts.append(textpage.get_text_bounded())

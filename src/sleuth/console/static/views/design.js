@@ -58,6 +58,9 @@ export async function designView() {
   const templates = el("select", { id: "template", "aria-label": "Template" });
   const useTemplate = el("button", { type: "button", class: "small" }, "Start from this template");
   const aboutTemplate = el("p", { class: "help", id: "template-help", "aria-live": "polite" });
+  // Explore: the template that fits the sources, proposed without a model, with its reasons.
+  const proposal = el("div", { class: "proposal", "aria-live": "polite" });
+  const suggest = el("button", { type: "button", class: "small" }, "Suggest from the sources");
   templates.setAttribute("aria-describedby", "template-help");
   let dirty = false;  // edits not saved yet: loading a template asks first
   const estimate = el("div", { class: "estimate", "aria-live": "polite" });
@@ -138,7 +141,7 @@ export async function designView() {
       estimate.replaceChildren(el("p", { class: "error", role: "alert" }, error.message));
     }
   } }, "Preview a curate");
-  show(el("h1", {}, `Design · ${slug}`), el("div", { class: "template" }, templates, " ", useTemplate, aboutTemplate), tabs, formHolder, jsonHolder,
+  show(el("h1", {}, `Design · ${slug}`), el("div", { class: "template" }, templates, " ", useTemplate, " ", suggest, aboutTemplate), proposal, tabs, formHolder, jsonHolder,
     el("p", { class: "muted hint" }, "Saving sends the manifest to the server, which checks it: each problem is shown at its field."),
     problems, el("div", { class: "actions" }, save, " ", preview, " ", saved), estimate);
   try {
@@ -164,6 +167,29 @@ export async function designView() {
     };
     templates.addEventListener("change", describe);
     describe();
+    const explore = async () => {
+      proposal.replaceChildren(el("p", { class: "muted" }, "Reading a sample of the sources…"));
+      try {
+        const found = await (await api(`/contexts/${encodeURIComponent(slug)}/explore`, { method: "POST" })).json();
+        const use = el("button", { type: "button", class: "small" }, `Use ${found.label}`);
+        use.addEventListener("click", () => {
+          if (dirty && !confirm(`Replace the unsaved edits with the ${found.label} template?`)) return;
+          templates.value = found.template;
+          describe();
+          load(structuredClone(found.manifest));
+          dirty = true;
+        });
+        proposal.replaceChildren(el("h2", {}, `Suggested: ${found.label} `,
+          el("span", { class: "badge" }, `confidence ${Math.round(found.confidence * 100)}%`)),
+          el("ul", {}, found.reasons.map((r) => el("li", {}, r))), use);
+      } catch (error) {
+        showError(proposal, error);
+      }
+    };
+    suggest.addEventListener("click", explore);
+    // Before the first curate, the proposal is what a person needs first.
+    const info = await (await api(`/contexts/${encodeURIComponent(slug)}`)).json();
+    if (!info.live_version && info.has_sources) explore();
     useTemplate.addEventListener("click", () => {  // a button, not the select's change: arrow keys browse freely
       const chosen = catalog.templates.find((t) => t.id === templates.value);
       if (!chosen || (dirty && !confirm(`Replace the unsaved edits with the ${chosen.label} template?`))) return;

@@ -1,0 +1,147 @@
+"""Explore (issue 27, item 4): which manifest template fits a context's sources, and why, with no model.
+
+A sample of the sources is read as a curate would read them (the parsers, the document identity, the
+table finder), and each template is scored by what it is built for: filings by their document types
+and tables, contracts by agreements, papers by abstracts and references, a glossary by definitions,
+code by source files, paged documents by long PDFs, a knowledge base by many short notes. The
+proposal is the best score, a confidence (its share of the evidence and its lead over the next) and
+the reasons, each a count a person can check. The sample is bounded (files and bytes), so exploring a
+large context costs what reading a few documents costs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sleuth.compile.identity import identify
+from sleuth.compile.parse import parse_source, pdf
+from sleuth.compile.sources import list_source_files
+
+SAMPLE_FILES = 24
+SAMPLE_BYTES = 40 * 1024 * 1024
+SAMPLE_PAGES = 12  # of a PDF: its cover, contents and first sections say what it is
+_CODE = {
+    ".py",
+    ".js",
+    ".ts",
+    ".tsx",
+    ".go",
+    ".rs",
+    ".java",
+    ".kt",
+    ".c",
+    ".h",
+    ".cpp",
+    ".rb",
+    ".php",
+    ".cs",
+    ".swift",
+}
+_FILINGS = {"annual report", "quarterly report", "current report", "earnings release", "proxy statement"}
+_DEFINITION = re.compile(
+    r"^\s*(?:[-*]\s*)?(?:\*\*[^*\n]{2,60}\*\*\s*[:—-]|\"[^\"\n]{2,60}\"\s+means\b)", re.MULTILINE
+)
+_CONTRACT = re.compile(
+    r"\b(?:hereinafter|hereby|party|parties|shall|termination|governing law)\b", re.IGNORECASE
+)
+_PAPER = re.compile(
+    r"^\s*(?:abstract|references|bibliography|related work)\s*$", re.IGNORECASE | re.MULTILINE
+)
+
+
+@dataclass
+class Proposal:
+    template: str
+    confidence: float  # 0–1
+    reasons: list[str]
+    scores: dict[str, float]
+    sampled: int
+    total: int
+    found: dict[str, int] = field(default_factory=dict)  # document types, tables, … counted in the sample
+
+
+def _sample(root: Path, files: list[str]) -> list[str]:
+    """Up to `SAMPLE_FILES` sources, spread over the tree (every k-th), within `SAMPLE_BYTES`."""
+    step = max(1, len(files) // SAMPLE_FILES)
+    chosen, size = [], 0
+    for rel in files[::step]:
+        try:
+            length = (root / rel).stat().st_size
+        except OSError:
+            continue
+        if size + length > SAMPLE_BYTES:
+            continue
+        chosen.append(rel)
+        size += length
+        if len(chosen) >= SAMPLE_FILES:
+            break
+    return chosen
+
+
+def explore(sources: Path) -> Proposal:
+    files = list_source_files(sources)
+    suffixes = Counter(Path(f).suffix.lower() for f in files)
+    code = sum(n for s, n in suffixes.items() if s in _CODE)
+    sample = _sample(sources, [f for f in files if Path(f).suffix.lower() not in _CODE])
+    types: Counter[str] = Counter()
+    tables = definitions = contract_words = paper_marks = long_pdfs = short_notes = read = 0
+    for rel in sample:
+        path = sources / rel
+        try:
+            if path.suffix.lower() == ".pdf":
+                parsed = pdf.parse(path.read_bytes(), fonts=False, max_pages=SAMPLE_PAGES)
+            else:
+                parsed = parse_source(path)
+        except Exception:  # a file that cannot be read is no evidence either way
+            continue
+        read += 1
+        text = "\n".join(p.text for p in parsed.pages[:20])
+        who = identify(rel, parsed.title or "", parsed.pages)
+        if who.doc_type:
+            types[who.doc_type] += 1
+        tables += sum(len(p.tables) for p in parsed.pages)
+        definitions += len(_DEFINITION.findall(text))
+        contract_words += len(_CONTRACT.findall(text)) > 20
+        paper_marks += len(_PAPER.findall(text)) >= 2
+        long_pdfs += parsed.format == "pdf" and len(parsed.pages) >= 10  # (10 of its first 12 read)
+        short_notes += parsed.format in ("markdown", "text") and len(text) < 6000
+    n = max(read, 1)
+    filings = sum(types[t] for t in _FILINGS)
+    scores = {
+        "financial-filings": (filings / n) * 2 + min(tables / n, 5) / 5,
+        "contracts": (types["agreement"] + contract_words) / n * 1.5,
+        "research-papers": (types["paper"] + paper_marks) / n * 1.5,
+        "glossary": min(definitions / max(n * 8, 1), 1.0) * 1.4,
+        "codebase": (code / max(len(files), 1)) * 2,
+        "paged-documents": (long_pdfs / n) * 0.9,
+        "knowledge-base": (short_notes / n) * 0.8 if read >= 5 else 0.0,
+        "general": 0.35,
+    }
+    best = max(scores, key=lambda k: scores[k])
+    ranked = sorted(scores.values(), reverse=True)
+    lead = ranked[0] - ranked[1]
+    confidence = round(max(0.0, min(1.0, 0.5 * min(ranked[0], 1.0) + lead)), 2)
+    reasons = [f"read {read} of {len(files)} sources"]
+    if types:
+        reasons.append("document types: " + ", ".join(f"{t} ×{c}" for t, c in types.most_common(5)))
+    if tables:
+        reasons.append(f"{tables} tables found in their pages")
+    if definitions:
+        reasons.append(f"{definitions} definitions (“**Term**:” or “… means …”)")
+    if contract_words:
+        reasons.append(f"{contract_words} documents read like agreements (shall, party, termination)")
+    if paper_marks:
+        reasons.append(f"{paper_marks} documents with an abstract and references")
+    if code:
+        reasons.append(f"{code} source-code files")
+    if long_pdfs:
+        reasons.append(f"{long_pdfs} PDFs of 10 pages or more")
+    if best == "general":
+        reasons.append("nothing points at a more specific template")
+    found = {"tables": tables, "definitions": definitions, "code_files": code, **dict(types)}
+    return Proposal(
+        best, confidence, reasons, {k: round(v, 3) for k, v in scores.items()}, read, len(files), found
+    )
