@@ -313,3 +313,109 @@ def test_the_cli_adds_syncs_lists_and_removes(
     assert removed.exit_code == 0, removed.output
     assert not list((tmp_path / "home").rglob("sources/guides"))  # the files it brought are gone
     assert runner.invoke(app, ["connectors", "sync", "kb", "guides"]).exit_code == 2
+
+
+class _Site:
+    """A small website on loopback (the standard library's HTTP server): pages, robots.txt, a redirect
+    that leaves for another loopback address, and what each request asked for."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        self.pages: dict[str, tuple[str, str]] = {}
+        self.requests: list[str] = []
+        site = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # the standard library's name
+                site.requests.append(self.path)
+                found = site.pages.get(self.path)
+                if found is None:
+                    self.send_response(404)
+                    self.end_headers()
+                    return
+                kind, body = found
+                if kind == "redirect":
+                    self.send_response(302)
+                    self.send_header("location", body)
+                    self.end_headers()
+                    return
+                data = body.encode()
+                self.send_response(200)
+                self.send_header("content-type", kind)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def page(self, path: str, title: str, text: str, links: list[str] = ()) -> None:  # type: ignore[assignment]
+        anchors = "".join(f'<li><a href="{link}">{link}</a></li>' for link in links)
+        html = (
+            f"<html><head><title>{title}</title></head><body><nav><ul>{anchors}</ul></nav>"
+            f"<article><h1>{title}</h1><p>{text}</p><p>{text}</p></article></body></html>"
+        )
+        self.pages[path] = ("text/html; charset=utf-8", html)
+
+
+def test_a_web_connector_crawls_below_its_prefix_politely(context: tuple[httpx.Client, str]) -> None:
+    client, slug = context
+    site = _Site()
+    try:
+        site.pages["/robots.txt"] = ("text/plain", "User-agent: *\nDisallow: /docs/private/\n")
+        links = ["/docs/backup.html", "/docs/restore.html", "/docs/private/keys.html", "/elsewhere.html"]
+        site.page("/docs/", "Docs home", "Welcome to the operations docs.", [*links, "https://example.org/"])
+        site.page(
+            "/docs/backup.html", "Backups", "Backups run nightly at two in the morning and are kept 35 days."
+        )
+        site.page("/docs/restore.html", "Restores", "A restore is tested every quarter by the platform team.")
+        site.page("/docs/private/keys.html", "Keys", "The vault key is hunter2.")
+        site.page("/elsewhere.html", "Elsewhere", "Not below the prefix.")
+        made = client.post(
+            f"/api/contexts/{slug}/connectors",
+            json={"name": "docs", "kind": "web",
+                  "config": {"urls": [f"{site.url}/docs/"], "prefix": f"{site.url}/docs/", "delay_s": 0}},
+        )  # fmt: skip
+        assert made.status_code == 200, made.text
+        out = sync(client, slug, "docs")
+        assert sorted(out["added"]) == [
+            "127.0.0.1/docs/backup.md",
+            "127.0.0.1/docs/index.md",
+            "127.0.0.1/docs/restore.md",
+        ]
+        assert "/docs/private/keys.html" not in site.requests and "/elsewhere.html" not in site.requests
+        assert "35 days" in hits(client, slug, "How long are backups kept?")
+        stored = client.get(f"/api/contexts/{slug}/source/read/docs/127.0.0.1/docs/backup.md").text
+        assert stored.startswith("# Backups") and f"Source: <{site.url}/docs/backup.html>" in stored
+        assert "<nav>" not in stored  # the article text, not the page's chrome
+
+        # The site changes: a page edited, one gone (and its link with it).
+        site.page("/docs/", "Docs home", "Welcome to the operations docs.", ["/docs/backup.html"])
+        site.page(
+            "/docs/backup.html", "Backups", "Backups run nightly at two in the morning and are kept 90 days."
+        )
+        del site.pages["/docs/restore.html"]
+        out = sync(client, slug, "docs")
+        assert "127.0.0.1/docs/backup.md" in out["changed"] and out["deleted"] == [
+            "127.0.0.1/docs/restore.md"
+        ]
+        assert "90 days" in hits(client, slug, "How long are backups kept?")
+
+        # A redirect to an address the operator did not allow ends the sync, with the reason kept.
+        site.pages["/docs/"] = ("redirect", "http://127.0.0.2:9/")
+        started = client.post(f"/api/contexts/{slug}/import", json={"connector": "docs"}).json()
+        failed = wait_task(client, started["task_id"], timeout=60)
+        assert failed["state"] == "failed" and "127.0.0.2" in failed["error"] and "refused" in failed["error"]
+        [entry] = client.get(f"/api/contexts/{slug}/connectors").json()["connectors"]
+        assert (
+            "refused" in entry["last_error"] and "127.0.0.1/docs/backup.md" in entry["last_sync"]["changed"]
+        )
+    finally:
+        site.server.shutdown()
+        site.server.server_close()

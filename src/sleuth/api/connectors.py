@@ -134,6 +134,17 @@ KIND_FIELDS: dict[str, dict[str, Any]] = {
         },
         "secret": {},
     },
+    "web": {
+        "description": "Web pages: URLs, a sitemap, or the links below a prefix; robots.txt honoured.",
+        "config": {
+            "urls": "page URLs",
+            "sitemap": "a sitemap URL",
+            "prefix": "follow links below it",
+            "max_pages": "200",
+            "delay_s": "1.0 between requests to one host",
+        },
+        "secret": {},
+    },
     "s3": {
         "description": "Objects below a prefix of an S3-compatible bucket; etags say what changed.",
         "config": {

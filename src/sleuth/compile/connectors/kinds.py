@@ -1,4 +1,5 @@
-"""The connectors (issue 27): a local or mounted folder, a git repository, an S3-compatible bucket.
+"""The connectors (issue 27): a local or mounted folder, a git repository, an S3-compatible bucket,
+and web pages (`web`).
 
 Each is built from its configuration (`build`), which is checked first: a folder the API names must
 be below a folder the operator allowed (`SLEUTH_CONNECTOR_FOLDERS`), a URL must pass the address
@@ -21,7 +22,7 @@ from sleuth.compile.connectors.addresses import AllowList, check_url
 from sleuth.compile.connectors.base import Connector, ConnectorConfigError, ConnectorError, Item
 from sleuth.settings import Settings
 
-KINDS = ("folder", "git", "s3")
+KINDS = ("folder", "git", "s3", "web")
 #: One git command's longest wait: a clone of a large repository over a slow link is still bounded.
 GIT_TIMEOUT_S = 300.0
 
@@ -243,4 +244,30 @@ def build(
             aws_secret_access_key=secret.get("secret_access_key"),
         )
         return S3Connector(bucket, prefix, client, include)
+    if kind == "web":
+        return _web(config, allow, settings)
     raise ConnectorConfigError(f"kind: {kind!r} is not a connector here; one of {', '.join(KINDS)}")
+
+
+def _web(config: Mapping[str, Any], allow: AllowList, settings: Settings) -> Connector:
+    from sleuth.compile.connectors.web import WebConnector
+
+    urls = config.get("urls") or []
+    sitemap = config.get("sitemap")
+    if not isinstance(urls, list) or not all(isinstance(u, str) for u in urls) or len(urls) > 1000:
+        raise ConnectorConfigError("urls: a list of up to 1,000 page URLs")
+    if not urls and not sitemap:
+        raise ConnectorConfigError("urls or sitemap: where the pages are")
+    prefix = config.get("prefix")
+    for url in [*urls, *([sitemap] if sitemap else []), *([prefix] if prefix else [])]:
+        check_url(str(url), allow)
+    max_pages = config.get("max_pages", 200)
+    delay = config.get("delay_s", 1.0)
+    if not isinstance(max_pages, int) or not 1 <= max_pages <= settings.connector_max_items:
+        raise ConnectorConfigError(f"max_pages: 1 to {settings.connector_max_items}")
+    if not isinstance(delay, int | float) or not 0 <= delay <= 60:
+        raise ConnectorConfigError("delay_s: 0 to 60 seconds between requests to one host")
+    return WebConnector(
+        list(urls), allow, str(sitemap) if sitemap else None, str(prefix) if prefix else None, max_pages,
+        float(delay), settings.max_file_bytes,
+    )  # fmt: skip

@@ -1,0 +1,197 @@
+"""The web connector (issue 27): pages from a list of URLs, a sitemap, or the links below a prefix.
+
+A crawl is polite and bounded: robots.txt is read per host and honoured (user agent `SleuthBot`),
+requests to one host are spaced by `delay_s` (or the site's Crawl-delay, if longer), at most
+`max_pages` pages are read, each at most the file limit, and links are followed only below `prefix`.
+Every URL, redirects included, passes the address guard, and the connection goes to the address the
+guard checked (the `Host` header and TLS name stay the URL's), so a name that resolves elsewhere a
+moment later (DNS rebinding) does not reach the server's own network. An HTML page becomes its
+article text as Markdown, its title and URL at the top, with trafilatura (the `web` extra: the
+field's extractor of main content) or, without it, the page as it is (Sleuth's HTML parser reads
+it); a PDF or text page is kept as it is. The page's URL is its provenance (`origin`).
+
+A web server has no cheap listing, so every sync reads every page; only pages whose content changed
+are written again, so only they are re-parsed and re-embedded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+import urllib.robotparser
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urldefrag, urljoin, urlsplit
+
+import httpx
+from selectolax.lexbor import LexborHTMLParser
+
+from sleuth.compile.connectors.addresses import AllowList, check_url
+from sleuth.compile.connectors.base import ConnectorError, Item
+
+USER_AGENT = "SleuthBot/1 (+https://github.com/sleuth)"
+MAX_REDIRECTS = 5
+_LOC = re.compile(r"<loc>\s*([^<\s]+)\s*</loc>", re.IGNORECASE)
+_KEEP = {"text/html": ".html", "application/pdf": ".pdf", "text/plain": ".txt", "text/markdown": ".md"}
+
+
+@dataclass
+class WebConnector:
+    urls: list[str]
+    allow: AllowList
+    sitemap: str | None = None
+    prefix: str | None = None  # follow links below this URL; None: read only `urls` and the sitemap's
+    max_pages: int = 200
+    delay_s: float = 1.0
+    max_bytes: int = 10 * 1024 * 1024
+    timeout_s: float = 30.0
+    kind: str = "web"
+    _pages: dict[str, bytes] = field(default_factory=dict, init=False, repr=False)
+    _robots: dict[str, urllib.robotparser.RobotFileParser | None] = field(default_factory=dict, init=False)
+    _last: dict[str, float] = field(default_factory=dict, init=False)
+
+    # ------------------------------------------------------------------ fetching, guarded and polite
+    def _get(self, url: str) -> tuple[str, httpx.Response]:
+        """GET `url`, following redirects by hand (each one checked), spaced per host."""
+        for _hop in range(MAX_REDIRECTS + 1):
+            address = check_url(url, self.allow)
+            parts = urlsplit(url)
+            host = parts.netloc.casefold()
+            wait = self._last.get(host, 0.0) + self._delay(url) - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            self._last[host] = time.monotonic()
+            pinned = url if address is None else _pinned(url, str(address))
+            headers = {"user-agent": USER_AGENT, "host": parts.netloc}
+            extensions: dict[str, Any] = {"sni_hostname": parts.hostname} if parts.scheme == "https" else {}
+            with httpx.Client(timeout=self.timeout_s, follow_redirects=False, verify=True) as client:
+                request = client.build_request("GET", pinned, headers=headers, extensions=extensions)
+                response = client.send(request, stream=True)
+                try:
+                    if response.is_redirect and "location" in response.headers:
+                        url = urljoin(url, response.headers["location"])
+                        continue
+                    body = bytearray()
+                    for chunk in response.iter_bytes():
+                        body += chunk
+                        if len(body) > self.max_bytes:
+                            raise ConnectorError(f"{url}: over {self.max_bytes} bytes")
+                finally:
+                    response.close()
+            return url, httpx.Response(response.status_code, headers=response.headers, content=bytes(body))
+        raise ConnectorError(f"{url}: more than {MAX_REDIRECTS} redirects")
+
+    def _delay(self, url: str) -> float:
+        robots = self._robots.get(urlsplit(url).netloc.casefold())
+        crawl_delay = robots.crawl_delay(USER_AGENT) if robots is not None else None
+        return max(self.delay_s, float(crawl_delay or 0))
+
+    def _allowed(self, url: str) -> bool:
+        parts = urlsplit(url)
+        host = parts.netloc.casefold()
+        if host not in self._robots:
+            self._robots[host] = None
+            try:
+                _final, response = self._get(f"{parts.scheme}://{parts.netloc}/robots.txt")
+            except ConnectorError:
+                response = None
+            if response is not None and response.status_code == 200:
+                parser = urllib.robotparser.RobotFileParser()
+                parser.parse(response.text.splitlines())
+                self._robots[host] = parser
+        robots = self._robots[host]
+        return robots is None or robots.can_fetch(USER_AGENT, url)
+
+    # -------------------------------------------------------------------------------- the connector
+    def _seeds(self) -> list[str]:
+        seeds = list(self.urls)
+        if self.sitemap:
+            _final, response = self._get(self.sitemap)
+            if response.status_code != 200:
+                raise ConnectorError(f"sitemap {self.sitemap}: HTTP {response.status_code}")
+            seeds += _LOC.findall(response.text)[: self.max_pages]
+        return seeds
+
+    def items(self) -> Iterator[Item]:
+        queue = deque(urldefrag(u)[0] for u in self._seeds())
+        seen: set[str] = set(queue)
+        read = 0
+        while queue and read < self.max_pages:
+            url = queue.popleft()
+            if not self._allowed(url):
+                continue
+            final, response = self._get(url)
+            read += 1
+            kind = response.headers.get("content-type", "").split(";")[0].strip().casefold()
+            if response.status_code != 200 or kind not in _KEEP:
+                continue
+            if kind == "text/html" and self.prefix is not None:
+                for link in _links(final, response.text):
+                    if link.startswith(self.prefix) and link not in seen and len(seen) < self.max_pages * 5:
+                        seen.add(link)
+                        queue.append(link)
+            if kind == "text/html" and _has_extractor():
+                body, suffix = _article(final, response.text), ".md"
+            else:
+                body, suffix = response.content, _KEEP[kind]
+            rel = _path_of(final, suffix)
+            self._pages[rel] = body
+            yield Item(rel, hashlib.sha256(body).hexdigest(), len(body), final)
+
+    def fetch(self, item: Item, max_bytes: int) -> bytes:
+        body = self._pages.pop(item.id)
+        if len(body) > max_bytes:
+            raise ConnectorError(f"{item.origin}: over {max_bytes} bytes")
+        return body
+
+
+def _pinned(url: str, address: str) -> str:
+    """`url` with its host replaced by the checked address (IPv6 in brackets), port kept."""
+    parts = urlsplit(url)
+    host = f"[{address}]" if ":" in address else address
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return parts._replace(netloc=netloc).geturl()
+
+
+def _links(base: str, html: str) -> Iterator[str]:
+    for node in LexborHTMLParser(html).css("a[href]"):
+        href = node.attributes.get("href") or ""
+        link = urldefrag(urljoin(base, href))[0]
+        if urlsplit(link).scheme in ("http", "https"):
+            yield link
+
+
+def _has_extractor() -> bool:
+    try:
+        import trafilatura  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _article(url: str, html: str) -> bytes:
+    """The page's main text as Markdown, under its title and URL (trafilatura)."""
+    import trafilatura
+
+    text = trafilatura.extract(
+        html, url=url, output_format="markdown", include_tables=True, favor_recall=True
+    )
+    title = (trafilatura.extract_metadata(html) or None) if text else None
+    heading = getattr(title, "title", None) or url
+    return f"# {heading}\n\nSource: <{url}>\n\n{text or ''}\n".encode()
+
+
+def _path_of(url: str, suffix: str) -> str:
+    """Where a page lands: `host/path`, `index` for a folder, with the suffix its parser reads."""
+    parts = urlsplit(url)
+    path = parts.path.strip("/") or "index"
+    if parts.path.endswith("/"):
+        path = f"{path}/index"
+    if parts.query:
+        path += "-" + hashlib.sha256(parts.query.encode()).hexdigest()[:8]
+    stem = re.sub(r"\.(html?|php|aspx?)$", "", path)
+    safe = re.sub(r"[^A-Za-z0-9._/-]+", "-", f"{parts.hostname}/{stem}")
+    return safe if safe.endswith(suffix) else safe + suffix
