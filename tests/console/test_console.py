@@ -1111,3 +1111,38 @@ def test_the_design_view_proposes_a_template_before_the_first_curate(
         page.close()
     finally:
         server.client.delete(f"/api/contexts/{slug}")
+
+
+def test_add_and_sync_a_connector_from_the_context_view(
+    server: LiveServer, browser: Browser, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27: the context view adds a connector (its fields from GET /connectors), syncs it now, and
+    shows the sync's counts; the files it brought are among the sources and the context is curated."""
+    share = tmp_path / "share"
+    share.mkdir()
+    (share / "canteen.md").write_text("# Canteen\n\nThe canteen opens at eight and closes at three.\n")
+    monkeypatch.setenv("SLEUTH_CONNECTOR_FOLDERS", str(tmp_path))  # read per request by this server
+    slug = "connector-test"
+    server.client.post("/api/contexts", json={"slug": slug, "name": "Connectors"}).raise_for_status()
+    try:
+        page, errors = _page(browser, "laptop")
+        page.goto(f"{server.url}/#/context?ctx={slug}")
+        page.get_by_text("add a connector").click()
+        page.get_by_label("Connector kind").select_option("folder")
+        page.get_by_label("Connector name").fill("share")
+        page.locator('.connector-fields input[data-key="path"]').fill(str(share))
+        page.get_by_role("button", name="Add connector").click()
+        page.get_by_role("button", name="sync share now").click()
+        summary = page.locator(".connector-state .summary")
+        summary.wait_for(timeout=60_000)
+        assert summary.inner_text() == "share: 1 added, 0 changed, 0 deleted, 0 unchanged"
+        _until(
+            page, "document.querySelector('.connector-state')?.innerText.includes('curated')", timeout=120_000
+        )
+        page.locator("table.connectors td", has_text="1 added").wait_for()
+        assert "share/canteen.md" in page.locator("main").inner_text()  # among the sources
+        _shot(page, "connectors", "laptop")
+        assert errors == [], errors
+        page.close()
+    finally:
+        server.client.delete(f"/api/contexts/{slug}")

@@ -1,6 +1,7 @@
 import { api, apiUrl, authHeaders, failure, showError } from "../lib/api.js";
 import { bytes, el, encodePath, pageHref, params, screen, stacked } from "../lib/dom.js";
 import { waitTask } from "../lib/tasks.js";
+import { connectorsSection } from "./connectors.js";
 
 // A file goes under uploads/, in the folder it was in when a folder was chosen or dropped.
 function upload(slug, file, folder, bar) {
@@ -193,6 +194,7 @@ export async function contextView() {
       link("design", "Design"), link("tables", "Tables")),
     about, el("h2", {}, "Sources"), drop, uploads, sourceProblem,
     sourcesTable,
+    connectorsSection(slug, () => { refresh(); describe(slug, base, about); }),
     el("h2", {}, "Curate"), curate, curateState,
     el("h2", {}, "Pack and restore"), pack, " ", el("label", { for: "restore-file" }, "restore a pack into this (empty) context "), restoreFile, packState);
   try {
