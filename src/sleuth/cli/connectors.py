@@ -49,11 +49,14 @@ def add_cmd(
     context: Annotated[str, typer.Argument(help="The context (slug or id).")],
     name: Annotated[str, typer.Argument(help="The connector's name: the folder its items land in.")],
     kind: Annotated[str, typer.Option(help="One of: " + ", ".join(KINDS) + ".")],
-    url: Annotated[str | None, typer.Option(help="git: the repository's URL.")] = None,
+    url: Annotated[
+        list[str] | None, typer.Option(help="git: the repository's URL; web: a page to read (repeatable).")
+    ] = None,
+    sitemap: Annotated[str | None, typer.Option(help="web: a sitemap whose pages to read.")] = None,
     ref: Annotated[str, typer.Option(help="git: the branch or tag.")] = "main",
     path: Annotated[str | None, typer.Option(help="folder: the folder's absolute path.")] = None,
     bucket: Annotated[str | None, typer.Option(help="s3: the bucket.")] = None,
-    prefix: Annotated[str, typer.Option(help="s3: the key prefix.")] = "",
+    prefix: Annotated[str, typer.Option(help="s3: the key prefix; web: follow links below this URL.")] = "",
     endpoint_url: Annotated[str | None, typer.Option(help="s3: the endpoint of a non-AWS store.")] = None,
     include: Annotated[
         list[str] | None, typer.Option(help="Only items matching this glob (repeatable).")
@@ -69,7 +72,9 @@ def add_cmd(
     """Add a connector to CONTEXT; `sleuth connectors sync` then brings its items in."""
     ctx = find_context(open_home(), context)
     config: dict[str, Any] = {"include": list(include or [])}
-    given = {"url": url, "ref": ref if kind == "git" else None, "path": path, "bucket": bucket,
+    urls = list(url or [])
+    given = {"url": urls[0] if kind == "git" and urls else None, "urls": urls if kind == "web" else None,
+             "sitemap": sitemap, "ref": ref if kind == "git" else None, "path": path, "bucket": bucket,
              "prefix": prefix or None, "endpoint_url": endpoint_url}  # fmt: skip
     config.update({k: v for k, v in given.items() if v is not None})
     try:
