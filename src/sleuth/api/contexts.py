@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -185,6 +185,21 @@ def _slug_exists_as_409(slug: str | None) -> Iterator[None]:
         raise ApiError(409, "slug_exists", f"a context named {slug!r} exists", slug=slug) from None
 
 
+def _claim_slug(state: ApiState, slug: str, make: Callable[[], ContextDir]) -> ContextDir:
+    """`make()` the context that takes `slug` (the caller holds `_identity_lock`): `409 slug_exists`
+    when a context has it already, or another machine's create took it first (`FileExistsError`)."""
+    try:
+        state.home.find(slug)
+    except ContextNotFound:
+        pass
+    else:
+        raise ApiError(409, "slug_exists", f"a context named {slug!r} exists", slug=slug)
+    try:
+        return make()
+    except FileExistsError:
+        raise ApiError(409, "slug_exists", f"a context named {slug!r} exists", slug=slug) from None
+
+
 @router.post("/contexts")
 def create_context(request: Request, body: ContextCreate, who: AdminKey) -> dict[str, Any]:
     state, service = api_state(request), task_service(request)
@@ -192,18 +207,7 @@ def create_context(request: Request, body: ContextCreate, who: AdminKey) -> dict
     manifest = manifest_or_400({} if body.manifest is None else body.manifest)
     _check_slug(body.slug)
     with _identity_lock:
-        try:
-            state.home.find(body.slug)
-        except ContextNotFound:
-            pass
-        else:
-            raise ApiError(409, "slug_exists", f"a context named {body.slug!r} exists", slug=body.slug)
-        try:
-            ctx = state.home.create(body.slug, body.name)
-        except FileExistsError:
-            raise ApiError(
-                409, "slug_exists", f"a context named {body.slug!r} exists", slug=body.slug
-            ) from None
+        ctx = _claim_slug(state, body.slug, lambda: state.home.create(body.slug, body.name))
         with ctx.editing():
             info = ctx.info()
             info.description = body.description or ""
@@ -226,18 +230,7 @@ def fork_context(request: Request, slug: str, body: ContextFork, who: AdminKey) 
     source = find_context(state, slug)
     _check_slug(body.slug)
     with _identity_lock:
-        try:
-            state.home.find(body.slug)
-        except ContextNotFound:
-            pass
-        else:
-            raise ApiError(409, "slug_exists", f"a context named {body.slug!r} exists", slug=body.slug)
-        try:
-            fork = state.home.fork(source, body.slug, body.name)
-        except FileExistsError:
-            raise ApiError(
-                409, "slug_exists", f"a context named {body.slug!r} exists", slug=body.slug
-            ) from None
+        fork = _claim_slug(state, body.slug, lambda: state.home.fork(source, body.slug, body.name))
         with fork.editing():
             extra = read_extra(source)
             update_extra(fork, kind="search", guide=extra.get("guide"), created_by=who.name, forked_from=slug)
