@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import datetime
 import logging
-import shutil
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -45,7 +44,7 @@ from sleuth.api.task_service import TaskHandle, TaskService, service_for_app, ta
 from sleuth.compile.connectors import registry
 from sleuth.compile.connectors.base import Connector, ConnectorConfigError, ConnectorError, Limits
 from sleuth.compile.connectors.kinds import KINDS, build
-from sleuth.compile.connectors.sync import state_file, sync
+from sleuth.compile.connectors.sync import sync
 from sleuth.store.home import ContextDir, now_iso
 from sleuth.store.secrets import SecretBox, SecretUnreadable
 
@@ -261,12 +260,8 @@ def delete_connector(request: Request, slug: str, name: str, _who: AdminKey) -> 
     with service.claiming():
         conflict_check(service, ctx, EXCLUSIVE_WORKFLOWS)
         with ctx.editing():
-            entries = registry.load(ctx)
             _entry(ctx, name)
-            del entries[name]
-            registry.save(ctx, entries)
-            shutil.rmtree(ctx.sources / name, ignore_errors=True)
-            state_file(ctx, name).unlink(missing_ok=True)
+            registry.remove(ctx, name)
     return {"deleted": True, "connector": name}
 
 
@@ -294,9 +289,9 @@ def start_sync(
             with ctx.editing():
                 report = sync(ctx, name, connector, Limits.of(state.settings))
         except (ConnectorError, ConnectorConfigError, SecretUnreadable) as exc:
-            _record(ctx, name, attempt, None, str(exc))
+            registry.record(ctx, name, attempt, None, str(exc))
             raise
-        _record(ctx, name, attempt, report.to_json(), None)
+        registry.record(ctx, name, attempt, report.to_json(), None)
         update_extra(ctx, last_source_import_at=now_iso())
         output: dict[str, Any] = {"connector": name, "summary": report.summary, **report.to_json()}
         changed = report.added or report.changed or report.deleted
@@ -307,21 +302,6 @@ def start_sync(
 
     service.submit(task, job, phases=("sync",))
     return task
-
-
-def _record(
-    ctx: ContextDir, name: str, attempt: str, report: dict[str, Any] | None, error: str | None
-) -> None:
-    with ctx.editing():
-        entries = registry.load(ctx)
-        entry = entries.get(name)
-        if entry is None:  # removed while it synced
-            return
-        entry.last_attempt_at = attempt
-        entry.last_error = error
-        if report is not None:
-            entry.last_sync = report
-        registry.save(ctx, entries)
 
 
 @router.post("/contexts/{slug}/import")

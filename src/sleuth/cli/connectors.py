@@ -5,7 +5,6 @@ API; a folder connector may name any folder the user running the command can rea
 from __future__ import annotations
 
 import os
-import shutil
 from typing import Annotated, Any
 
 import typer
@@ -15,7 +14,7 @@ from sleuth.cli.app import FAILED, USAGE, app, console, fail, find_context, say
 from sleuth.compile.connectors import registry
 from sleuth.compile.connectors.base import ConnectorConfigError, ConnectorError, Limits
 from sleuth.compile.connectors.kinds import KINDS, build
-from sleuth.compile.connectors.sync import state_file, sync
+from sleuth.compile.connectors.sync import sync
 from sleuth.compile.pipeline import compile_context
 from sleuth.settings import current
 from sleuth.store.home import ContextDir, now_iso
@@ -129,25 +128,13 @@ def _sync_one(ctx: ContextDir, entry: registry.ConnectorEntry) -> bool:
         with curate_lock(ctx.lock_file, ctx.info().id), ctx.editing():
             report = sync(ctx, entry.name, connector, Limits.of(settings))
     except (ConnectorError, ConnectorConfigError, SecretUnreadable, CurateInFlight) as exc:
-        _record(ctx, entry.name, attempt, None, str(exc))
+        registry.record(ctx, entry.name, attempt, None, str(exc))
         raise fail(f"{entry.name}: {exc}", FAILED) from None
-    _record(ctx, entry.name, attempt, report.to_json(), None)
+    registry.record(ctx, entry.name, attempt, report.to_json(), None)
     say(f"{entry.name}: {report.summary}" + (f" (commit {report.commit[:12]})" if report.commit else ""))
     for item, why in report.skipped:
         say(f"  skipped {item}: {why}")
     return bool(report.added or report.changed or report.deleted)
-
-
-def _record(
-    ctx: ContextDir, name: str, attempt: str, report: dict[str, Any] | None, error: str | None
-) -> None:
-    with ctx.editing():
-        entries = registry.load(ctx)
-        if name in entries:
-            entries[name].last_attempt_at, entries[name].last_error = attempt, error
-            if report is not None:
-                entries[name].last_sync = report
-            registry.save(ctx, entries)
 
 
 @connectors_app.command("sync")
@@ -179,10 +166,6 @@ def remove_cmd(
     """Remove a connector and the files it brought (the next curate drops them)."""
     ctx = find_context(open_home(), context)
     with ctx.editing():
-        entries = registry.load(ctx)
-        if entries.pop(name, None) is None:
+        if not registry.remove(ctx, name):
             raise fail(f"context {context!r} has no connector {name!r}", USAGE)
-        registry.save(ctx, entries)
-        shutil.rmtree(ctx.sources / name, ignore_errors=True)
-        state_file(ctx, name).unlink(missing_ok=True)
     say(f"removed {name}: curate {context} to drop its files from the live version")

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sleuth.compile.connectors.base import ConnectorConfigError
+from sleuth.compile.connectors.sync import state_file
 from sleuth.store.home import ContextDir, now_iso, write_json_atomic
 
 NAME_RULE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
@@ -81,3 +83,31 @@ def load(ctx: ContextDir) -> dict[str, ConnectorEntry]:
 
 def save(ctx: ContextDir, entries: dict[str, ConnectorEntry]) -> None:
     write_json_atomic(_file(ctx), {name: asdict(entry) for name, entry in sorted(entries.items())})
+
+
+def record(
+    ctx: ContextDir, name: str, attempt: str, report: dict[str, Any] | None, error: str | None
+) -> None:
+    """What a sync of `name` that began at `attempt` did (`report`) or why it failed (`error`); nothing
+    when the connector was removed while it synced."""
+    with ctx.editing():
+        entries = load(ctx)
+        entry = entries.get(name)
+        if entry is None:
+            return
+        entry.last_attempt_at, entry.last_error = attempt, error
+        if report is not None:
+            entry.last_sync = report
+        save(ctx, entries)
+
+
+def remove(ctx: ContextDir, name: str) -> bool:
+    """Forget connector `name`, the files it brought and what it last listed; False if there is none.
+    The caller holds `ctx.editing()`."""
+    entries = load(ctx)
+    if entries.pop(name, None) is None:
+        return False
+    save(ctx, entries)
+    shutil.rmtree(ctx.sources / name, ignore_errors=True)
+    state_file(ctx, name).unlink(missing_ok=True)
+    return True
