@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -13,6 +11,7 @@ from typing import Any
 
 from sleuth.compile.pages import Page
 from sleuth.format.chunks import Chunk
+from sleuth.store.home import link_file
 
 
 @dataclass
@@ -49,21 +48,12 @@ def chunks_rel(rel: str) -> str:
     return f"chunks/{rel}.jsonl"
 
 
-def link(src: Path, dest: Path) -> None:
-    """Share an unchanged file with the parent version (hard link; copy across devices)."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.link(src, dest)
-    except OSError:
-        shutil.copy2(src, dest)
-
-
 def carry(parent: Path, version: Path, rel: str, with_chunks: bool) -> None:
     """Share an unchanged source's page file (and chunk file, unless chunking changed) with the
     parent version; a missing chunk file is rebuilt from the pages."""
-    link(parent / "knowledge" / pages_rel(rel), version / "knowledge" / pages_rel(rel))
+    link_file(parent / "knowledge" / pages_rel(rel), version / "knowledge" / pages_rel(rel))
     if with_chunks:
-        link(parent / "knowledge" / chunks_rel(rel), version / "knowledge" / chunks_rel(rel))
+        link_file(parent / "knowledge" / chunks_rel(rel), version / "knowledge" / chunks_rel(rel))
 
 
 def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:

@@ -107,19 +107,24 @@ def write_text_atomic(path: Path, text: str) -> None:
         fh.write(text.encode("utf-8"))
 
 
+def link_file(src: Path, dest: Path) -> None:
+    """`dest` as a hard link to `src` (a copy where a link cannot be made: another device, a file
+    system without links). Safe because Sleuth replaces files, never rewrites one in place."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(src, dest)
+    except OSError:
+        shutil.copy2(src, dest)
+
+
 def link_tree(src: Path, dest: Path) -> None:
-    """`dest` as a tree of hard links to `src`'s files (a copy where a link cannot be made: another
-    device, a file system without links)."""
+    """`dest` as a tree of hard links to `src`'s files (`link_file`)."""
     for path in sorted(src.rglob("*")):
         target = dest / path.relative_to(src)
         if path.is_dir():
             target.mkdir(parents=True, exist_ok=True)
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.link(path, target)
-        except OSError:
-            shutil.copy2(path, target)
+        else:
+            link_file(path, target)
     dest.mkdir(parents=True, exist_ok=True)
 
 
