@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -355,7 +355,7 @@ class _Site:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
-    def page(self, path: str, title: str, text: str, links: list[str] = ()) -> None:  # type: ignore[assignment]
+    def page(self, path: str, title: str, text: str, links: Sequence[str] = ()) -> None:
         anchors = "".join(f'<li><a href="{link}">{link}</a></li>' for link in links)
         html = (
             f"<html><head><title>{title}</title></head><body><nav><ul>{anchors}</ul></nav>"

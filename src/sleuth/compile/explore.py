@@ -127,18 +127,15 @@ def explore(sources: Path) -> Proposal:
     reasons = [f"read {read} of {len(files)} sources"]
     if types:
         reasons.append("document types: " + ", ".join(f"{t} ×{c}" for t, c in types.most_common(5)))
-    if tables:
-        reasons.append(f"{tables} tables found in their pages")
-    if definitions:
-        reasons.append(f"{definitions} definitions (“**Term**:” or “… means …”)")
-    if contract_words:
-        reasons.append(f"{contract_words} documents read like agreements (shall, party, termination)")
-    if paper_marks:
-        reasons.append(f"{paper_marks} documents with an abstract and references")
-    if code:
-        reasons.append(f"{code} source-code files")
-    if long_pdfs:
-        reasons.append(f"{long_pdfs} PDFs of 10 pages or more")
+    counted = [
+        (tables, f"{tables} tables found in their pages"),
+        (definitions, f"{definitions} definitions (“**Term**:” or “… means …”)"),
+        (contract_words, f"{contract_words} documents read like agreements (shall, party, termination)"),
+        (paper_marks, f"{paper_marks} documents with an abstract and references"),
+        (code, f"{code} source-code files"),
+        (long_pdfs, f"{long_pdfs} PDFs of 10 pages or more"),
+    ]
+    reasons += [reason for count, reason in counted if count]
     if best == "general":
         reasons.append("nothing points at a more specific template")
     found = {"tables": tables, "definitions": definitions, "code_files": code, **dict(types)}
