@@ -103,6 +103,11 @@ def test_roles(secured: LiveServer) -> None:
     either = secured.client.get("/api/test-only/any", headers={"Api-Key": query_key})
     assert either.json() == {"name": "agent", "role": "query"}
     assert_401(secured.client.post("/api/test-only/admin"))  # 401 comes before 403
+    # Exploring with a model spends the operator's tokens, as a curate does; by the rules, any key may.
+    explore = "/api/contexts/acme/explore"
+    asked = secured.client.post(explore, json={"model": "any/model"}, headers={"Api-Key": query_key})
+    assert asked.status_code == 403 and "spends tokens" in asked.json()["message"]
+    assert secured.client.post(explore, headers={"Api-Key": query_key}).status_code == 200
 
 
 def test_login_exchange(secured: LiveServer) -> None:

@@ -26,7 +26,7 @@ from sleuth.sandbox import SandboxHost
 from sleuth.store.home import Home
 from sleuth.store.keys import KeyStore
 from tests.api.query_support import REMOTE_REPLIES, SCRIPTED, SLOW_STEP
-from tests.api.support import LiveServer, launch, wait_task
+from tests.api.support import LiveServer, launch, upload, wait_task
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SHOTS = Path(os.environ.get("SLEUTH_SCREENSHOTS", ".screenshots"))
@@ -1111,6 +1111,56 @@ def test_the_design_view_proposes_a_template_before_the_first_curate(
         page.close()
     finally:
         server.client.delete(f"/api/contexts/{slug}")
+
+
+def test_the_design_view_asks_a_model_to_fit_the_proposal(
+    sample_home: tuple[Home, CompileReport], tmp_path: Path, browser: Browser, filings: Path
+) -> None:
+    """Issue 27, item 4 with a model: the rules' proposal offers to ask the catalog's model, whose
+    proposal (types in the corpus's terms) replaces it, says who made it, and loads in one click."""
+    home, _ = sample_home
+    reply = {
+        "template": "financial-filings",
+        "confidence": 0.9,
+        "reasons": ["three annual reports of two pump and valve makers"],
+        "artifact_types": [
+            {"name": "Document", "kind": "doc"},
+            {
+                "name": "Annual Revenue",
+                "kind": "event",
+                "format": "sqlite",
+                "columns": [{"name": "company"}, {"name": "year", "type": "INTEGER"}, {"name": "revenue"}],
+                "natural_key": ["company", "year"],
+            },
+        ],
+    }
+    with SandboxHost() as host:
+        live, stop = launch(home, host, tmp_path, [json.dumps(reply)])
+        live.state.runtime.catalog.models[SCRIPTED] = ModelConfig(
+            id=SCRIPTED, provider="openai", model="scripted", api_key="sk-test-not-a-real-key"
+        )
+        slug = "explore-model"
+        live.client.post("/api/contexts", json={"slug": slug, "name": "Explore"}).raise_for_status()
+        try:
+            for pdf in sorted(filings.glob("*.pdf")):
+                upload(live.client, slug, pdf.name, pdf.read_bytes()).raise_for_status()
+            page, errors = _page(browser, "laptop")
+            page.goto(f"{live.url}/#/design?ctx={slug}")
+            page.get_by_role("button", name=f"Ask {SCRIPTED} to fit it to these sources").click()
+            badge = page.locator(".proposal .badge", has_text="by ")
+            badge.wait_for()
+            assert badge.inner_text() == f"by {SCRIPTED}"
+            assert "three annual reports" in page.locator(".proposal").inner_text()
+            assert "Annual Revenue (event, table)" in page.locator(".proposal").inner_text()
+            page.get_by_role("button", name=f"Use {SCRIPTED}'s Financial filings").click()
+            page.get_by_role("tab", name="JSON").click()
+            assert '"Annual Revenue"' in page.input_value("#manifest")
+            _shot(page, "design-proposal-model", "laptop")
+            assert errors == [], errors
+            page.close()
+        finally:
+            live.client.delete(f"/api/contexts/{slug}")
+            stop()
 
 
 def test_add_and_sync_a_connector_from_the_context_view(

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Body, Request
+from pydantic import Field
 
 from sleuth.api.auth import AnyKey
-from sleuth.api.context_files import find_context
+from sleuth.api.context_files import StrictBody, find_context
 from sleuth.api.errors import ApiError
-from sleuth.api.state import api_state
+from sleuth.api.state import ApiState, api_state
 from sleuth.compile.explore import explore
+from sleuth.compile.explore_model import refine
+from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.compile.extraction.choose import type_needs_model
 from sleuth.compile.manifest import Manifest
+from sleuth.errors import Failed
+from sleuth.models.base import Model
+from sleuth.models.catalog import CatalogError
 
 router = APIRouter()
 
@@ -289,20 +295,77 @@ def manifest_schema(_who: AnyKey) -> dict[str, Any]:
     return schema
 
 
+class ExploreRequest(StrictBody):
+    #: A catalog id or tier: the model that adapts the rules' proposal to the corpus. Omitted, the
+    #: rules' proposal alone (no tokens are spent unless someone asks).
+    model: str | None = Field(None, min_length=1, max_length=256)
+
+
+def _explore_model(state: ApiState, name: str, admin: bool) -> tuple[str, Model]:
+    """The provider model a request names; 400 when it cannot run here, 403 for a query key (a model
+    spends the operator's tokens, as a curate does)."""
+    if not admin:
+        raise ApiError(403, "forbidden", "exploring with a model spends tokens: an admin key is needed")
+    try:
+        config = state.runtime.catalog.resolve(name, allow_specs=False)
+    except CatalogError as exc:
+        raise ApiError(400, "model_unavailable", str(exc), field="model") from None
+    if config.provider == "offline":
+        raise ApiError(400, "model_unavailable", f"{config.id} is the offline planner", field="model")
+    if not state.runtime.catalog.available(config):
+        raise ApiError(400, "model_unavailable", f"model {config.id!r} is not available", field="model")
+    return config.id, state.runtime.model_factory(config)
+
+
 @router.post("/contexts/{slug}/explore")
-def explore_context(request: Request, slug: str, _who: AnyKey) -> dict[str, Any]:
-    """The template that fits the context's sources, proposed without a model (`compile.explore`): its
-    manifest, a confidence and the reasons, from a bounded sample of the sources as a curate reads them.
-    Nothing is stored; the design view offers it before the first curate."""
-    ctx = find_context(api_state(request), slug)
+def explore_context(
+    request: Request,
+    slug: str,
+    who: AnyKey,
+    body: Annotated[ExploreRequest | None, Body()] = None,
+) -> dict[str, Any]:
+    """The template that fits the context's sources (`compile.explore`): its manifest, a confidence and
+    the reasons, from a bounded sample of the sources as a curate reads them. With `model`, that model
+    adapts the proposal to the corpus (`compile.explore_model`); when it fails, the rules' proposal
+    comes back with `model_note` saying why. Nothing is stored; the design view offers it before the
+    first curate."""
+    state = api_state(request)
+    ctx = find_context(state, slug)
+    asked = _explore_model(state, body.model, who.is_admin) if body and body.model else None
     proposal = explore(ctx.sources)
     if not proposal.total:
         raise ApiError(409, "no_sources", "the context has no sources to explore: upload files first")
     template = next(t for t in TEMPLATES if t["id"] == proposal.template)
-    return {
-        **asdict(proposal),
+    found = asdict(proposal)
+    found.pop("documents")
+    answer = {
+        **found,
         "label": template["label"],
         "manifest": template["manifest"],
         "without_model": _without_model(template),
+        "sample_questions": template["sample_questions"],
+        "proposed_by": "rules",
         "model": None,
+        "model_note": None,
+    }
+    if asked is None:
+        return answer
+    model_id, model = asked
+    try:
+        refined = refine(proposal, TEMPLATES, model, ExtractionCache.of(ctx))
+    except Failed as exc:
+        return {**answer, "model_note": f"{exc}; the rules' proposal is shown"}
+    chosen = next(t for t in TEMPLATES if t["id"] == refined.template)
+    return {
+        **answer,
+        "template": refined.template,
+        "label": chosen["label"],
+        "confidence": refined.confidence,
+        "reasons": refined.reasons,
+        "manifest": refined.manifest,
+        "without_model": _without_model({"manifest": refined.manifest}),
+        "sample_questions": refined.sample_questions or chosen["sample_questions"],
+        "proposed_by": "model",
+        "model": model_id,
+        "rules": {"template": proposal.template, "confidence": proposal.confidence},
     }

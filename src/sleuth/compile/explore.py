@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sleuth.compile.identity import identify
+from sleuth.compile.pages import ParsedSource
 from sleuth.compile.parse import parse_source, pdf
 from sleuth.compile.sources import list_source_files
+from sleuth.format.text import collapsed
 
 SAMPLE_FILES = 24
 SAMPLE_BYTES = 40 * 1024 * 1024
@@ -61,6 +63,62 @@ class Proposal:
     sampled: int
     total: int
     found: dict[str, int] = field(default_factory=dict)  # document types, tables, … counted in the sample
+    #: What each sampled source looks like, for a model that refines the proposal (`explore_model`).
+    documents: list[SampledDocument] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SampledDocument:
+    """One sampled source in brief: enough for a model to tell what the corpus holds, bounded."""
+
+    path: str
+    format: str
+    pages: int  # read, not in the file: a PDF's first `SAMPLE_PAGES`
+    doc_type: str | None
+    title: str
+    headings: list[str]  # its first `DIGEST_HEADINGS` headings
+    tables: list[str]  # a line per table: caption or header
+    lead: str  # the first `DIGEST_LEAD_CHARS` of its text
+
+    def describe(self) -> str:
+        kind = self.doc_type or "unknown"
+        lines = [f"## {self.path} ({self.format}, {self.pages} pages read, type: {kind})"]
+        lines.append(f"title: {self.title}")
+        if self.headings:
+            lines.append("headings: " + " | ".join(self.headings))
+        if self.tables:
+            lines.append("tables: " + " | ".join(self.tables))
+        lines.append("text: " + self.lead)
+        return "\n".join(lines)
+
+
+DIGEST_HEADINGS = 12
+DIGEST_TABLES = 4
+DIGEST_LEAD_CHARS = 700
+DIGEST_LINE_CHARS = 120
+
+
+def _digest(rel: str, parsed: ParsedSource, doc_type: str | None) -> SampledDocument:
+    headings = [
+        collapsed(h.text)[:DIGEST_LINE_CHARS] for p in parsed.pages for h in (p.outline or p.headings)
+    ][:DIGEST_HEADINGS]
+    tables = []
+    for page in parsed.pages:
+        for table in page.tables:
+            head = table.title or (" · ".join(table.rows[0].cells) if table.rows else "")
+            if head:
+                tables.append(collapsed(head)[:DIGEST_LINE_CHARS])
+    text = collapsed(" ".join(p.text[: DIGEST_LEAD_CHARS * 2] for p in parsed.pages[:2]))
+    return SampledDocument(
+        rel,
+        parsed.format,
+        len(parsed.pages),
+        doc_type,
+        collapsed(parsed.title or "")[:DIGEST_LINE_CHARS] or Path(rel).stem,
+        headings,
+        tables[:DIGEST_TABLES],
+        text[:DIGEST_LEAD_CHARS],
+    )
 
 
 def _sample(root: Path, files: list[str]) -> list[str]:
@@ -87,6 +145,7 @@ def explore(sources: Path) -> Proposal:
     code = sum(n for s, n in suffixes.items() if s in _CODE)
     sample = _sample(sources, [f for f in files if Path(f).suffix.lower() not in _CODE])
     types: Counter[str] = Counter()
+    documents: list[SampledDocument] = []
     tables = definitions = contract_words = paper_marks = long_pdfs = short_notes = read = 0
     for rel in sample:
         path = sources / rel
@@ -102,6 +161,7 @@ def explore(sources: Path) -> Proposal:
         who = identify(rel, parsed.title or "", parsed.pages)
         if who.doc_type:
             types[who.doc_type] += 1
+        documents.append(_digest(rel, parsed, who.doc_type))
         tables += sum(len(p.tables) for p in parsed.pages)
         definitions += len(_DEFINITION.findall(text))
         contract_words += len(_CONTRACT.findall(text)) > 20
@@ -140,5 +200,12 @@ def explore(sources: Path) -> Proposal:
         reasons.append("nothing points at a more specific template")
     found = {"tables": tables, "definitions": definitions, "code_files": code, **dict(types)}
     return Proposal(
-        best, confidence, reasons, {k: round(v, 3) for k, v in scores.items()}, read, len(files), found
+        best,
+        confidence,
+        reasons,
+        {k: round(v, 3) for k, v in scores.items()},
+        read,
+        len(files),
+        found,
+        documents,
     )

@@ -163,33 +163,45 @@ export async function designView() {
       aboutTemplate.replaceChildren(`${t.description} For ${t.when_to_use[0].toLowerCase()}${t.when_to_use.slice(1)}`,
         offline && skipped.length ? el("span", { class: "skipped" },
           ` Without a model a curate skips ${skipped.join(", ")}${t.without_model.built.length ? ` and builds ${t.without_model.built.join(", ")}` : ""}; `,
-          "every source is still searchable, and every PDF table is read into the built-in _cells table.") : null);
+          "every source is still searchable, and every PDF table is read into the built-in _cells table.") : "");
     };
     templates.addEventListener("change", describe);
     describe();
-    const explore = async () => {
-      proposal.replaceChildren(el("p", { class: "muted" }, "Reading a sample of the sources…"));
+    // A model that may adapt the proposal to the corpus: the curate's, else the default, else any that runs.
+    const usable = (models.models || []).filter((m) => m.available && m.id !== "sleuth/offline").map((m) => m.id);
+    const adapter = [models.phase_defaults?.curate, models.default].find((id) => usable.includes(id)) || usable[0];
+    const explore = async (model) => {
+      proposal.replaceChildren(el("p", { class: "muted" }, model ? `Asking ${model} about a sample of the sources…` : "Reading a sample of the sources…"));
       try {
-        const found = await (await api(`/contexts/${encodeURIComponent(slug)}/explore`, { method: "POST" })).json();
-        const use = el("button", { type: "button", class: "small" }, `Use ${found.label}`);
+        const body = model ? { model } : undefined;
+        const found = await (await api(`/contexts/${encodeURIComponent(slug)}/explore`, { method: "POST", body })).json();
+        const fitted = found.proposed_by === "model";
+        const use = el("button", { type: "button", class: "small" }, fitted ? `Use ${found.model}'s ${found.label}` : `Use ${found.label}`);
         use.addEventListener("click", () => {
-          if (dirty && !confirm(`Replace the unsaved edits with the ${found.label} template?`)) return;
+          if (dirty && !confirm(`Replace the unsaved edits with the ${found.label} proposal?`)) return;
           templates.value = found.template;
           describe();
           load(structuredClone(found.manifest));
           dirty = true;
         });
-        proposal.replaceChildren(el("h2", {}, `Suggested: ${found.label} `,
-          el("span", { class: "badge" }, `confidence ${Math.round(found.confidence * 100)}%`)),
-          el("ul", {}, found.reasons.map((r) => el("li", {}, r))), use);
+        const types = found.manifest.curate?.artifacts?.artifact_types || [];
+        const ask = adapter && !fitted
+          ? el("button", { type: "button", class: "small", onclick: () => explore(adapter) }, `Ask ${adapter} to fit it to these sources`) : null;
+        proposal.replaceChildren(...[el("h2", {}, `Suggested: ${found.label} `,
+          el("span", { class: "badge" }, `confidence ${Math.round(found.confidence * 100)}%`),
+          fitted ? el("span", { class: "badge" }, `by ${found.model}`) : null),
+          found.model_note ? el("p", { class: "error", role: "alert" }, found.model_note) : null,
+          el("ul", {}, found.reasons.map((r) => el("li", {}, r))),
+          fitted ? el("p", { class: "muted" }, `Types: ${types.map((t) => `${t.name} (${t.kind}${t.format === "sqlite" ? ", table" : ""})`).join(", ")}`) : null,
+          use, " ", ask].filter(Boolean));  // replaceChildren, unlike el, would write "null"
       } catch (error) {
         showError(proposal, error);
       }
     };
-    suggest.addEventListener("click", explore);
+    suggest.addEventListener("click", () => explore());
     // Before the first curate, the proposal is what a person needs first.
     const info = await (await api(`/contexts/${encodeURIComponent(slug)}`)).json();
-    if (!info.live_version && info.has_sources) explore();
+    if (!info.live_version && info.has_sources) explore();  // by the rules: a model only when asked
     useTemplate.addEventListener("click", () => {  // a button, not the select's change: arrow keys browse freely
       const chosen = catalog.templates.find((t) => t.id === templates.value);
       if (!chosen || (dirty && !confirm(`Replace the unsaved edits with the ${chosen.label} template?`))) return;
