@@ -1,9 +1,21 @@
 """The `sleuth` command line. Each module registers its commands on the one Typer app."""
 
-from sleuth.cli import answer, connectors, contexts, evaluate, mcp, packs, profile, serve
+from sleuth.cli import answer, connectors, contexts, evaluate, explore, mcp, packs, profile, serve
 from sleuth.cli.app import app
 
-__all__ = ["answer", "app", "connectors", "contexts", "evaluate", "main", "mcp", "packs", "profile", "serve"]
+__all__ = [
+    "answer",
+    "app",
+    "connectors",
+    "contexts",
+    "evaluate",
+    "explore",
+    "main",
+    "mcp",
+    "packs",
+    "profile",
+    "serve",
+]
 
 
 def main() -> None:

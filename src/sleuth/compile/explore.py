@@ -82,7 +82,8 @@ class SampledDocument:
 
     def describe(self) -> str:
         kind = self.doc_type or "unknown"
-        lines = [f"## {self.path} ({self.format}, {self.pages} pages read, type: {kind})"]
+        read = f"{self.pages} page{'' if self.pages == 1 else 's'} read"
+        lines = [f"## {self.path} ({self.format}, {read}, type: {kind})"]
         lines.append(f"title: {self.title}")
         if self.headings:
             lines.append("headings: " + " | ".join(self.headings))

@@ -19,15 +19,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from sleuth.compile.explore import Proposal
+from sleuth.compile.explore import Proposal, explore
 from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.compile.extraction.client import ExtractionClient
 from sleuth.compile.manifest import ArtifactType, EdgeType, Manifest
+from sleuth.compile.templates import TEMPLATES, without_model
 from sleuth.errors import Failed
 from sleuth.models.base import Model, ModelError
 
@@ -169,3 +171,49 @@ def refine(
         list(reply.sample_questions),
         reply.artifacts_section(known[template]["manifest"]),
     )
+
+
+def propose(
+    sources: Path, asked: tuple[str, Model, ExtractionCache | None] | None = None
+) -> dict[str, Any] | None:
+    """Explore's answer for the API and the CLI: the rules' proposal as a document (template, label,
+    manifest, confidence, reasons, what it builds without a model), or, with `asked` (the model's
+    catalog id, the model, the cache), the model's proposal with the rules' choice beside it; a model
+    that fails leaves the rules' proposal with `model_note`. None when there are no sources."""
+    proposal = explore(sources)
+    if not proposal.total:
+        return None
+    template = next(t for t in TEMPLATES if t["id"] == proposal.template)
+    found = asdict(proposal)
+    found.pop("documents")  # what the model reads, not what a person needs back
+    answer = {
+        **found,
+        "label": template["label"],
+        "manifest": template["manifest"],
+        "without_model": without_model(template),
+        "sample_questions": template["sample_questions"],
+        "proposed_by": "rules",
+        "model": None,
+        "model_note": None,
+    }
+    if asked is None:
+        return answer
+    model_id, model, cache = asked
+    try:
+        refined = refine(proposal, TEMPLATES, model, cache)
+    except Failed as exc:
+        return {**answer, "model_note": f"{exc}; the rules' proposal is shown"}
+    chosen = next(t for t in TEMPLATES if t["id"] == refined.template)
+    return {
+        **answer,
+        "template": refined.template,
+        "label": chosen["label"],
+        "confidence": refined.confidence,
+        "reasons": refined.reasons,
+        "manifest": refined.manifest,
+        "without_model": without_model({"manifest": refined.manifest}),
+        "sample_questions": refined.sample_questions or chosen["sample_questions"],
+        "proposed_by": "model",
+        "model": model_id,
+        "rules": {"template": proposal.template, "confidence": proposal.confidence},
+    }
