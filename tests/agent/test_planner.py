@@ -20,11 +20,13 @@ from sleuth.agent.extractive import (
     asked_quantity,
     asked_year,
     asks_computation,
+    caption_words,
     content_words,
     extractive_answer,
     identifier_tokens,
     named_tables,
     normalize_word,
+    pointer_words,
 )
 from sleuth.agent.planner import OfflinePlanner, classify, figure_sentence, read_plan
 from sleuth.agent.planner_scope import PlannerScope, planner_scope
@@ -492,10 +494,22 @@ def test_a_named_document_is_searched_inside(planner_host: SandboxHost, home: Ho
         ("primarily in the statement of financial position", [["financial", "position"]]),
         ("What is the revenue in the segment table?", [["segment"]]),
         ("What did the statement say about pensions?", []),  # no table named
+        ("the largest liability in American Express's Balance Sheet", [["balance", "sheet"]]),  # not "s"
+        ("as the P&L statement shows", []),  # one-letter words name nothing
     ],
 )
 def test_named_tables(ask: str, tables: list[list[str]]) -> None:
     assert named_tables(ask) == tables
+
+
+def test_the_words_that_point_at_a_table() -> None:
+    """A caption must hold the name and the kind (`statement`, `sheet`); the pointing words are not
+    what a quote is scored on."""
+    ask = "Using the cash flow statement, how much cash came from operations?"
+    assert caption_words(ask) == [["cash", "flow", "statement"]]
+    assert pointer_words(ask) == {"cash", "flow", "statement"}
+    assert caption_words("What is the revenue in the segment table?") == [["segment"]]
+    assert pointer_words("What drives revenue?") == frozenset()
 
 
 def test_a_figure_comes_from_the_statement_the_question_names(
@@ -537,3 +551,46 @@ def test_a_figure_comes_from_the_statement_the_question_names(
         turn = _drive(planner_host, version, scope, ask)
         assert f" was {figure} million" in turn.answer.split("\n")[0], turn.answer
         assert turn.evidence[0].text == figure
+
+
+def test_the_table_a_question_names_is_quoted_whatever_the_search_ranks_first(
+    planner_host: SandboxHost, home: Home, tmp_path: Path
+) -> None:
+    """A question that points at a table by its caption ("using the balance sheet") gets that table's
+    page among its first evidence, read whole, even where another page says the question's words more
+    often; the words that point at the table do not make its caption the quote."""
+    prose = "\n".join(
+        [
+            "Liquidity and capital resources",
+            "Our liquidity in FY2022 remained strong. Liquidity is discussed with the balance sheet,",
+            "and we believe our liquidity and the balance sheet support our plans for FY2022 and beyond.",
+        ]
+    )
+    sheet = "\n".join(
+        [
+            "CONSOLIDATED BALANCE SHEETS",
+            "(in millions)",
+            "December 31, 2022 December 31, 2021",
+            "Cash and cash equivalents 140 120",
+            "Short-term investments 75 60",
+            "Accounts payable 275 251",
+            "Total current liabilities 690 655",
+        ]
+    )
+    cover = "FORM 10-K\nAnnual report for the fiscal year ended December 31, 2022\nAlder Pumps, Inc."
+    make_pdf(tmp_path / "docs" / "alder-2022.pdf", [cover, prose, sheet])
+    other = cover.replace("Alder Pumps, Inc.", "Birch Valves Corporation")  # resolution needs two issuers
+    make_pdf(tmp_path / "docs" / "birch-2022.pdf", [other, "Birch sells valves."])
+    version = compiled_version("acme", [tmp_path / "docs"], home)
+    scope = planner_scope({"acme": version})
+    ask = "Using the balance sheet, how much cash and short-term investments did Alder have in FY2022?"
+    assert scope.named_documents(ask) == [("acme", "uploads/docs/alder-2022.pdf")]
+    turn = _drive(planner_host, version, scope, ask)
+    assert "table_words = [['balance', 'sheet']]" in turn.codes[0] and "read_page(path, page" in turn.codes[0]
+    assert turn.evidence[0].page == 3  # the sheet's page leads the evidence
+    quotes = turn.answer.split("According to ")
+    assert "(p. 3)" in quotes[1] and "Cash and cash equivalents 140 120" in quotes[1], turn.answer
+    assert "CONSOLIDATED BALANCE SHEETS" not in turn.answer  # the caption says where, not what
+    # a question that names no table reads no table's page
+    plain = _drive(planner_host, version, scope, "How much cash did Alder have in FY2022?")
+    assert "tabled = []" in plain.codes[0]

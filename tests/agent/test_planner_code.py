@@ -53,6 +53,7 @@ def _variants(scope: PlannerScope) -> dict[str, str]:
     )
     naming = replace(scope, documents=(("mirror", filings),))
     named = StepCode("What was Alder's revenue in FY2022?", None, naming)
+    tabled = StepCode("What was Alder's revenue in FY2022, as the income statement shows?", None, naming)
     codes = {
         "count table": plain.count(Target("table", "rows", table)),
         "count filtered table": plain.count(filtered),
@@ -66,6 +67,8 @@ def _variants(scope: PlannerScope) -> dict[str, str]:
         "general follow-up": follow_up.general(),
         "general named": named.general(),
         "general named, figure": named.general(FigureAsk(("revenue",), ("mirror",), years=(2022,))),
+        "general named, a table named": tabled.general(),
+        "search, a table named, drill": tabled.general() + tabled.drill(("Remote Work Policy", None), []),
         "general, figure in two contexts": plain.general(
             FigureAsk(("revenue",), ("acme", "mirror"), True, ("revenue", "cost"), (2021, 2022))
         ),
@@ -77,7 +80,11 @@ def _variants(scope: PlannerScope) -> dict[str, str]:
     }
     assert "search_in_sources(named" in codes["general named"]  # the variant that names a document
     # without a figure the plan has no `rows` or `figures` for plan_line to cut
-    assert "print(plan_line(plan, ['chunks', 'named', 'artifacts']))" in codes["general"]
+    assert "print(plan_line(plan, ['chunks', 'named', 'artifacts', 'tabled']))" in codes["general"]
+    # the page of the table the question names is read whole, in the named document only
+    assert "table_words = [['income', 'statement']]" in codes["general named, a table named"]
+    assert "read_page(path, page" in codes["general named, a table named"]
+    assert "tabled = []" in codes["general"]
     return codes
 
 

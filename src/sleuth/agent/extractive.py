@@ -193,16 +193,14 @@ _NAMED_TABLE = re.compile(
 _TABLE_FRAME = frozenset({"consolidated", "condensed", "financial", "primarily", "only", "shown", "outlined"})
 
 
-def named_tables(ask: str) -> list[list[str]]:
-    """The words (stemmed) of each statement or table the question points at: "… shown in the cash
-    flow statement" → `[["cash", "flow"]]`, "the balance sheet and the statement of income" →
-    `[["balance", "sheet"], ["income"]]`. A table whose title holds one of them is the one the
-    question means (a note's extract of the same row is not)."""
-    out: list[list[str]] = []
+def _table_names(ask: str) -> list[tuple[list[str], str]]:
+    """(the words naming it, the word that makes it a table: `sheet`, `statement` …) of each table the
+    question points at. A possessive's `s` or any one-letter word ("P&L") ends the name."""
+    out: list[tuple[list[str], str]] = []
     for match in _NAMED_TABLE.finditer(ask):
         before: list[str] = []
         for word in reversed(words(match.group("before") or "")):
-            if word in STOP_WORDS or word in _TABLE_FRAME or not word.isalpha():
+            if word in STOP_WORDS or word in _TABLE_FRAME or not word.isalpha() or len(word) == 1:
                 break
             before.insert(0, word)
         after: list[str] = []
@@ -210,13 +208,47 @@ def named_tables(ask: str) -> list[list[str]]:
             if word in STOP_WORDS:
                 break
             after.append(word)
-        named = [stem(w) for w in [*before, *after]]
-        kind = match.group(0).split()[-1].lower() if not after else ""
-        if kind.startswith("sheet"):
+        kind = words(match.group(0)[match.end("before") - match.start() :])[0]
+        out.append(([*before, *after], kind))
+    return out
+
+
+def named_tables(ask: str) -> list[list[str]]:
+    """The words (stemmed) of each statement or table the question points at: "… shown in the cash
+    flow statement" → `[["cash", "flow"]]`, "the balance sheet and the statement of income" →
+    `[["balance", "sheet"], ["income"]]`. A table whose title holds one of them is the one the
+    question means (a note's extract of the same row is not)."""
+    out: list[list[str]] = []
+    for name, kind in _table_names(ask):
+        named = [stem(w) for w in name]
+        if named and kind.startswith("sheet"):
             named.append("sheet")  # "balance sheet": the word that makes it one
         if named and named not in out:
             out.append(named)
     return out
+
+
+def caption_words(ask: str) -> list[list[str]]:
+    """What the caption of each table the question names must hold (stemmed): its name, and the word
+    `statement` or `sheet` that makes it one ("the income statement" is captioned "Statement(s) of
+    Income", never just "Income Taxes")."""
+    out: list[list[str]] = []
+    for name, kind in _table_names(ask):
+        if not name:
+            continue
+        needed = [stem(w) for w in name]
+        if kind.startswith(("statement", "sheet")) and stem(kind) not in needed:
+            needed.append(stem(kind))
+        if needed not in out:
+            out.append(needed)
+    return out
+
+
+def pointer_words(ask: str) -> frozenset[str]:
+    """The words with which a question points at a table ("relying on the cash flow statement"), as
+    `content_words` writes them: they say where to look, not what to quote, so a sentence does not
+    score for holding them (the table's caption would otherwise be the best quote on its page)."""
+    return frozenset(normalize_word(w) for name, kind in _table_names(ask) if name for w in [*name, kind])
 
 
 def asks_computation(ask: str) -> bool:
@@ -342,7 +374,8 @@ def _score_sentences(
     answer sentence, unless the question asks for that kind of text."""
     if noise is not None and asks_for_boilerplate(ask):
         noise = None
-    terms = content_words(ask)
+    pointers = pointer_words(ask)
+    terms = [t for t in content_words(ask) if t not in pointers] or content_words(ask)
     idents = [t.casefold() for t in identifier_tokens(ask)]
     amount = asks_for_amount(ask)
     span_words = [set(content_words(span.text)) for span in evidence]

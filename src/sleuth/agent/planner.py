@@ -333,7 +333,7 @@ class OfflinePlanner:
         artifacts = _artifact_hits(plan)
         fused = _fuse([named, chunks, artifacts])
         if not fused or (budget is not None and done >= budget):
-            return self._finish(done, _Finish(None, _top_labels([named, chunks])))
+            return self._finish(done, _Finish(None, _tabled_first(plan, _top_labels([named, chunks]))))
         top = fused[0] if fused[0].artifact is not None else None
         sources: list[str] = []
         # A document the question names was searched inside already (step 1): drilling into it
@@ -345,7 +345,7 @@ class OfflinePlanner:
             if len(sources) == 3:
                 break
         if top is None and not sources:
-            return self._finish(done, _Finish(None, _top_labels([named, chunks])))
+            return self._finish(done, _Finish(None, _tabled_first(plan, _top_labels([named, chunks]))))
         return self._run(
             done,
             self.code.drill(None if top is None else (str(top.artifact), top.context), sources),
@@ -359,7 +359,7 @@ class OfflinePlanner:
         if plan.get("step") == "list":
             return self._list_final(plan)
         lists = [*_group_keyword(plan)] + [_hits(plan, k) for k in ("named", "chunks", "cited", "inside")]
-        return _Finish(None, _top_labels(lists))
+        return _Finish(None, _tabled_first(plan, _top_labels(lists)))
 
     def _figure_final(self, plan: dict[str, Any]) -> _Finish | None:
         """One sentence that states the asked figure from its table cell, cited to the cell: the
@@ -587,3 +587,10 @@ def _fuse(lists: Sequence[Sequence[_Hit]]) -> list[_Hit]:
 
 def _top_labels(lists: Sequence[Sequence[_Hit]]) -> list[str]:
     return [h.ref for h in _fuse(lists) if h.ref is not None][:FINAL_EVIDENCE]
+
+
+def _tabled_first(plan: dict[str, Any], labels: list[str]) -> list[str]:
+    """The chunks of the tables the question names (`tabled`) before the searches' best: a person
+    who says "in the balance sheet" means that page, wherever a search ranked it."""
+    tabled = [h.ref for h in _hits(plan, "tabled") if h.ref is not None]
+    return list(dict.fromkeys([*tabled, *labels]))[:FINAL_EVIDENCE]

@@ -9,6 +9,7 @@ import inspect
 from dataclasses import dataclass
 
 from sleuth.agent.extractive import (
+    caption_words,
     identifier_tokens,
     normalize_word,
 )
@@ -21,6 +22,10 @@ from sleuth.store.text import stem
 
 MAX_PLAN_CHARS = 2000  # the whole `#PLAN …` line
 FIGURE_PAGES = 8  # pages of the top hits whose table cells a figure question reads
+TABLED_PAGES = 2  # pages of the tables a question names that are read whole
+TABLED_CHUNKS = 3  # chunks of each such page kept as evidence (a statement fills one to three)
+#: In one document, the page of the table with the most rows whose caption holds given words.
+_TITLED_SQL = "SELECT page, table_no, COUNT(DISTINCT row_no) AS n FROM _cells WHERE source = ?"
 _CELL_COLUMNS = (
     'label, section, title, header, year, unit, text, value, source, page, start, "end", column_no'
 )
@@ -278,14 +283,16 @@ class StepCode:
         ]
         if named is None:
             lines.append("inside_named = []")
+        lines += self._tabled_lines(named)
         lines += [
             'firsts = [a.fields["sources"][0] if a.fields["sources"] else None for a in arts]',
-            "paths = sorted({h.name for h in [*chunks, *inside_named]} | {s for s in firsts if s})",
+            "paths = sorted({h.name for h in [*chunks, *inside_named, *tabled]} | {s for s in firsts if s})",
             "plan = {",
             '    "step": "search",',
             '    "class": "general",',
             '    "paths": paths,',
             '    "named": [row(h) for h in inside_named],',
+            '    "tabled": [row(h) for h in tabled],',
             '    "chunks": [row(h) for h in chunks],',
             '    "artifacts": [',
             "        [a.name, a.fields['context'], round(a.score, 6), paths.index(s) if s else -1]",
@@ -295,10 +302,10 @@ class StepCode:
         ]
         if figure is not None:
             lines += self._figure_lines(figure, named)
-        cut = ["chunks", "named", "artifacts", *(["rows", "figures"] if figure is not None else [])]
+        cut = ["chunks", "named", "artifacts", "tabled", *(["rows", "figures"] if figure is not None else [])]
         lines += [
             f"print(plan_line(plan, {cut!r}))",
-            "for h in {h.ref: h for h in [*inside_named, *chunks]}.values():",
+            "for h in {h.ref: h for h in [*tabled, *inside_named, *chunks]}.values():",
             '    print(h.ref, h.name, "p.", h.fields["page"], h.fields["chunk_text"][:300])',
             "for a in arts:",
             "    print(a)",
@@ -306,6 +313,29 @@ class StepCode:
         if figure is not None:
             lines += ["for f in [*plan['figures'], *plan['rows']]:", "    print(f)"]
         return "\n".join(lines) + "\n"
+
+    def _tabled_lines(self, named: tuple[str, list[str]] | None) -> list[str]:
+        """The pages of the tables the question points at ("… shown in the cash flow statement"): in
+        each named document, the table with the most rows whose caption holds the words the question
+        names it by, read whole (`read_page`) so the answer can quote the table the person meant,
+        whatever the search ranked first. Defines `tabled` (hits); empty without such a table."""
+        tables = caption_words(self._ask)
+        if named is None or not tables or not self.scope.has_table(named[0], "_cells"):
+            return ["tabled = []"]
+        ctx = self._ctx(named[0])
+        return [
+            f"table_words = {tables!r}  # the tables the question names (stemmed words of their captions)",
+            "tabled, tabled_pages = [], []",
+            "for path in named[:3]:",
+            "    for words in table_words:",
+            f"        sql = {_TITLED_SQL!r} + ' AND title LIKE ?' * len(words)",
+            "        sql += ' GROUP BY page, table_no ORDER BY n DESC, page LIMIT 1'",
+            f"        for r in query_db(sql, [path, *('%' + w + '%' for w in words)]{ctx}):",
+            "            if (path, r['page']) not in tabled_pages:",
+            "                tabled_pages.append((path, r['page']))",
+            f"for path, page in tabled_pages[:{TABLED_PAGES}]:",
+            f"    tabled += read_page(path, page, max_chars=6000{ctx}).hits[:{TABLED_CHUNKS}]",
+        ]
 
     def _figure_lines(self, figure: FigureAsk, named: tuple[str, list[str]] | None) -> list[str]:
         """Cells of `_cells` whose label holds a quantity word and whose label, column header and group
@@ -415,17 +445,18 @@ class StepCode:
         else:
             lines += ["cited = []", f"inside = await {inside}"]
         lines += [
-            "paths = sorted({h.name for h in [*chunks, *inside_named, *cited, *inside]})",
+            "paths = sorted({h.name for h in [*chunks, *inside_named, *tabled, *cited, *inside]})",
             "plan = {",
             '    "step": "drill",',
             '    "class": "general",',
             '    "paths": paths,',
             '    "named": [row(h) for h in inside_named],',
+            '    "tabled": [row(h) for h in tabled],',
             '    "chunks": [row(h) for h in chunks],',
             '    "cited": [row(h) for h in cited],',
             '    "inside": [row(h) for h in inside],',
             "}",
-            'print(plan_line(plan, ["chunks", "named", "cited", "inside"]))',
+            'print(plan_line(plan, ["chunks", "named", "tabled", "cited", "inside"]))',
             "for h in {h.ref: h for h in [*cited, *inside]}.values():",
             '    print(h.ref, h.name, "p.", h.fields["page"], h.fields["chunk_text"][:300])',
         ]
