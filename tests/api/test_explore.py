@@ -76,37 +76,42 @@ def _reply(**fields: object) -> str:
 
 def test_explore_with_a_model_adapts_the_template_to_the_corpus(make_server: ServerFactory) -> None:
     """The model reads the sample's digest and the templates, and only its artifact types and edges
-    replace the template's; a second ask of the same sample is answered from the extraction cache."""
-    server = scripted_server(make_server, [_reply(search={"instructions": "ignored"})])
+    replace the template's; what it writes reaches people as plain lines; a second ask of the same
+    sample is answered from the extraction cache."""
+    reason = "12 of 21 sources are policies\x1b[31m with an owner\nand a review date"
+    server = scripted_server(make_server, [_reply(reasons=[reason], search={"instructions": "ignored"})])
     client = server.client
-    with_rules = client.post("/api/contexts/acme/explore").json()
-    assert with_rules["proposed_by"] == "rules" and with_rules["model"] is None
+    slug = unique_slug()  # a fork of the sample: its extraction cache is this test's alone
+    client.post("/api/contexts/acme/fork", json={"slug": slug, "name": "Explore"}).raise_for_status()
+    try:
+        with_rules = client.post(f"/api/contexts/{slug}/explore").json()
+        assert with_rules["proposed_by"] == "rules" and with_rules["model"] is None
 
-    found = client.post("/api/contexts/acme/explore", json={"model": SCRIPTED}).json()
-    assert found["proposed_by"] == "model" and found["model"] == SCRIPTED and found["model_note"] is None
-    assert found["template"] == "knowledge-base" and found["confidence"] == 0.8
-    assert found["reasons"] == ["12 of 21 sources are policies with an owner and a review date"]
-    assert found["rules"]["template"] == with_rules["template"]
-    types = found["manifest"]["curate"]["artifacts"]["artifact_types"]
-    assert [t["name"] for t in types] == ["Document", "Policy", "Meeting Decision"]
-    assert types[1]["columns"][1]["description"] == "The team or officer responsible."
-    # The reply also wrote search instructions: only the artifacts part is the model's to change.
-    assert "search" not in found["manifest"]
-    assert found["without_model"] == {"built": ["Document"], "skipped": ["Policy", "Meeting Decision"]}
-    assert found["sample_questions"] == ["Who owns the travel policy?"]
-    # What the model read: the templates, the rules' choice and a digest of every sampled source.
-    prompt = server.scripted.calls[-1].messages[1].content
-    assert "- financial-filings:" in prompt and f"The rules chose `{with_rules['template']}`" in prompt
-    assert prompt.count("\n## ") == 21 and "type: policy" in prompt
-    # The saved manifest validates: what the model proposed can be saved as it is.
-    slug = unique_slug()
-    made = client.post("/api/contexts", json={"slug": slug, "name": "P", "manifest": found["manifest"]})
-    assert made.status_code == 200, made.text
-    client.delete(f"/api/contexts/{slug}")
+        found = client.post(f"/api/contexts/{slug}/explore", json={"model": SCRIPTED}).json()
+        assert found["proposed_by"] == "model" and found["model"] == SCRIPTED and found["model_note"] is None
+        assert found["template"] == "knowledge-base" and found["confidence"] == 0.8
+        assert found["reasons"] == ["12 of 21 sources are policies[31m with an owner and a review date"]
+        assert found["rules"]["template"] == with_rules["template"]
+        types = found["manifest"]["curate"]["artifacts"]["artifact_types"]
+        assert [t["name"] for t in types] == ["Document", "Policy", "Meeting Decision"]
+        assert types[1]["columns"][1]["description"] == "The team or officer responsible."
+        # The reply also wrote search instructions: only the artifacts part is the model's to change.
+        assert "search" not in found["manifest"]
+        assert found["without_model"] == {"built": ["Document"], "skipped": ["Policy", "Meeting Decision"]}
+        assert found["sample_questions"] == ["Who owns the travel policy?"]
+        # What the model read: the templates, the rules' choice and a digest of every sampled source.
+        prompt = server.scripted.calls[-1].messages[1].content
+        assert "- financial-filings:" in prompt and f"The rules chose `{with_rules['template']}`" in prompt
+        assert prompt.count("\n## ") == 21 and "type: policy" in prompt
+        # The saved manifest validates: what the model proposed can be saved as it is.
+        saved = client.put(f"/api/contexts/{slug}", json={"manifest": found["manifest"]})
+        assert saved.status_code == 200, saved.text
 
-    calls = len(server.scripted.calls)
-    again = client.post("/api/contexts/acme/explore", json={"model": SCRIPTED}).json()
-    assert again["manifest"] == found["manifest"] and len(server.scripted.calls) == calls
+        calls = len(server.scripted.calls)
+        again = client.post(f"/api/contexts/{slug}/explore", json={"model": SCRIPTED}).json()
+        assert again["manifest"] == found["manifest"] and len(server.scripted.calls) == calls
+    finally:
+        client.delete(f"/api/contexts/{slug}")
 
 
 def test_explore_refuses_a_model_it_cannot_use_and_a_manifest_that_does_not_hold(

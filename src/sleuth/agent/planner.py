@@ -592,5 +592,5 @@ def _top_labels(lists: Sequence[Sequence[_Hit]]) -> list[str]:
 def _tabled_first(plan: dict[str, Any], labels: list[str]) -> list[str]:
     """The chunks of the tables the question names (`tabled`) before the searches' best: a person
     who says "in the balance sheet" means that page, wherever a search ranked it."""
-    tabled = [h.ref for h in _hits(plan, "tabled") if h.ref is not None]
-    return list(dict.fromkeys([*tabled, *labels]))[:FINAL_EVIDENCE]
+    tabled = [h.ref for h in _hits(plan, "tabled") if h.ref is not None][: FINAL_EVIDENCE // 2]
+    return list(dict.fromkeys([*tabled, *labels]))[:FINAL_EVIDENCE]  # half left for the searches

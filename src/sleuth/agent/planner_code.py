@@ -334,7 +334,10 @@ class StepCode:
             "            if (path, r['page']) not in tabled_pages:",
             "                tabled_pages.append((path, r['page']))",
             f"for path, page in tabled_pages[:{TABLED_PAGES}]:",
-            f"    tabled += read_page(path, page, max_chars=6000{ctx}).hits[:{TABLED_CHUNKS}]",
+            "    try:",
+            f"        tabled += read_page(path, page, max_chars=6000{ctx}).hits[:{TABLED_CHUNKS}]",
+            "    except Exception:  # a page of cells but no chunk (NotFoundError): the searches still count",
+            "        pass",
         ]
 
     def _figure_lines(self, figure: FigureAsk, named: tuple[str, list[str]] | None) -> list[str]:

@@ -11,8 +11,14 @@ import typer
 from sleuth.cli.app import USAGE, app, console, fail, failure, find_context, say
 from sleuth.compile.explore_model import propose
 from sleuth.compile.extraction.cache import ExtractionCache
+from sleuth.format.text import collapsed, normalize_text
 from sleuth.models.catalog import Catalog, CatalogError, build_model
 from sleuth.store.replica import open_home
+
+
+def _plain(text: str) -> str:
+    """What a model or a document wrote, safe for a terminal: no escape or other control codes."""
+    return collapsed(normalize_text(text))
 
 
 @app.command("explore")

@@ -90,7 +90,8 @@ class SampledDocument:
         if self.tables:
             lines.append("tables: " + " | ".join(self.tables))
         lines.append("text: " + self.lead)
-        return "\n".join(lines)
+        # a file name the file system gave as bytes (`caf\udce9.md`) cannot be sent as JSON
+        return "\n".join(lines).encode("utf-8", "replace").decode("utf-8")
 
 
 DIGEST_HEADINGS = 12

@@ -17,7 +17,6 @@ proposal in the design view before saving it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -26,17 +25,21 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, model_validator
 
 from sleuth.compile.explore import Proposal, explore
-from sleuth.compile.extraction.cache import ExtractionCache
+from sleuth.compile.extraction.cache import ExtractionCache, cache_key
 from sleuth.compile.extraction.client import ExtractionClient
 from sleuth.compile.manifest import ArtifactType, EdgeType, Manifest
 from sleuth.compile.templates import TEMPLATES, without_model
 from sleuth.errors import Failed
+from sleuth.format.text import collapsed, normalize_text
 from sleuth.models.base import Model, ModelError
 
 #: Characters of the sample's digest a model reads (≈ 6,000 tokens): 24 documents at ≈ 1,000 each.
 MAX_DIGEST_CHARS = 24_000
 #: Output tokens of the reply: a manifest of ten typed types with their columns fits in ≈ 2,500.
 MAX_REPLY_TOKENS = 4_096
+#: Seconds one explore call may take: a person waits for it in the design view (a curate's calls wait
+#: `SLEUTH_CURATE_TIMEOUT_S`, minutes); with the retries and one repair a failing model costs a few.
+CALL_TIMEOUT_S = 90.0
 #: At most this many types and edges in a proposal: more is a curate nobody reviews.
 MAX_TYPES = 12
 MAX_EDGES = 12
@@ -152,8 +155,8 @@ def refine(
     """The model's proposal, or `Failed` saying why there is none (the call failed, or its reply never
     made a valid manifest); the caller then keeps the rules' proposal."""
     user = user_prompt(proposal, templates)
-    key = hashlib.sha256(f"explore|{model.config.id}|{SYSTEM}|{user}".encode()).hexdigest()
-    client = ExtractionClient(model, cache)
+    key = cache_key("explore", model.config.id, SYSTEM, user)
+    client = ExtractionClient(model, cache, timeout_s=CALL_TIMEOUT_S)
     try:
         reply = client.ask(
             ModelProposal, SYSTEM, user, type_name="_explore", key=key, max_tokens=MAX_REPLY_TOKENS
@@ -167,10 +170,15 @@ def refine(
     return Refined(
         template,
         round(reply.confidence, 2),
-        list(reply.reasons),
-        list(reply.sample_questions),
+        [_line(r) for r in reply.reasons],
+        [_line(q) for q in reply.sample_questions],
         reply.artifacts_section(known[template]["manifest"]),
     )
+
+
+def _line(text: str) -> str:
+    """A model's sentence as one plain line: control characters (a terminal's escape codes) dropped."""
+    return collapsed(normalize_text(text))
 
 
 def propose(

@@ -200,6 +200,7 @@ class ExtractionClient:
         *,
         token_budget: int | None = None,
         clock: Callable[[], float] = time.monotonic,
+        timeout_s: float | None = None,
     ) -> None:
         self.model = model if isinstance(model, FallbackModel) else FallbackModel([model])
         self.model_id = model.config.id  # recorded with each cached reply
@@ -210,7 +211,7 @@ class ExtractionClient:
         self._lock = threading.Lock()
         self._clock = clock
         self._slot = _slot(model.config)
-        self._timeout = current().curate_timeout_s
+        self._timeout = current().curate_timeout_s if timeout_s is None else timeout_s
 
     def spent(self) -> int:
         return sum(self.totals())
