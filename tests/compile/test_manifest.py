@@ -100,6 +100,7 @@ def test_type_rules() -> None:
     cases: list[tuple[dict[str, object], str]] = [
         (types({"name": "Doc"}, {"name": "doc"}), "duplicates artifact_types[0]"),
         (types({"name": "_hidden"}), "must not start with '_'"),
+        (types({"name": "SQLite Stat1"}), "names starting sqlite_ are SQLite's"),
         (types({"name": "Meeting Log"}, {"name": "meeting-log"}), "table name 'meeting_log' collides"),
         (types({"name": "D", "kind": "doc", "scope": "corpus"}), "allows scope document"),
         (types({"name": "G", "kind": "glossary"}), "needs at least one section"),

@@ -1153,6 +1153,8 @@ def test_the_design_view_asks_a_model_to_fit_the_proposal(
             assert "three annual reports" in page.locator(".proposal").inner_text()
             assert "Annual Revenue (event, table)" in page.locator(".proposal").inner_text()
             page.get_by_role("button", name=f"Use {SCRIPTED}'s Financial filings").click()
+            about = page.locator(".template").inner_text()
+            assert f"{SCRIPTED} fitted the Financial filings template" in about and "Annual Revenue" in about
             page.get_by_role("tab", name="JSON").click()
             assert '"Annual Revenue"' in page.input_value("#manifest")
             _shot(page, "design-proposal-model", "laptop")

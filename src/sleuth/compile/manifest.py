@@ -304,6 +304,10 @@ def _rule_problems(m: Manifest) -> list[str]:
             problems.append(f"{path}.name: must not be empty")
         if t.name.startswith("_"):
             problems.append(f"{path}.name: must not start with '_' ({t.name!r})")
+        if t.table_name.startswith("sqlite_"):  # SQLite reserves these table names for itself
+            problems.append(
+                f"{path}.name: its table would be {t.table_name!r}; names starting sqlite_ are SQLite's"
+            )
         folded = t.name.casefold()
         if folded in seen_names:
             problems.append(

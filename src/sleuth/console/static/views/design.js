@@ -181,6 +181,12 @@ export async function designView() {
           if (dirty && !confirm(`Replace the unsaved edits with the ${found.label} proposal?`)) return;
           templates.value = found.template;
           describe();
+          if (fitted) {  // the model's types, not the template's, are what a curate would build
+            const { built, skipped } = found.without_model;
+            aboutTemplate.replaceChildren(`${found.model} fitted the ${found.label} template to these sources: ` +
+              `a curate builds ${[...built, ...skipped].join(", ")}` +
+              (skipped.length ? ` (${skipped.join(", ")} with a model).` : "."));
+          }
           load(structuredClone(found.manifest));
           dirty = true;
         });
