@@ -23,7 +23,7 @@ from sleuth.store.home import Home
 from tests.api.support import launch, upload, wait_task
 from tests.api.test_mcp import value
 from tests.compile.curator import CORPUS, MANIFEST, answer, write_corpus
-from tests.models.wire import Canned, WireServer, wire_server
+from tests.models.wire import Canned, WireServer, openai_completion, wire_server
 
 
 @pytest.fixture(autouse=True)
@@ -36,19 +36,8 @@ def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _openai(body: dict[str, Any]) -> Canned:
     system, user = (m["content"] for m in body["messages"][:2])
-    text = json.dumps(answer(system, user))
-    return Canned(
-        body={
-            "id": "chatcmpl-1",
-            "object": "chat.completion",
-            "created": 1,
-            "model": body["model"],
-            "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-            ],
-            "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
-        }
-    )
+    usage = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+    return Canned(body=openai_completion(json.dumps(answer(system, user)), usage=usage, model=body["model"]))
 
 
 def _anthropic(body: dict[str, Any]) -> Canned:

@@ -40,7 +40,7 @@ from sleuth.store.server_db import WORKER_LOST_ERROR
 from sleuth.store.tasks import TaskStore
 from tests.api.support import unique_slug, upload, wait_task
 from tests.cluster import Cluster
-from tests.models.wire import Canned, WireServer, wire_server
+from tests.models.wire import Canned, WireServer, openai_completion, wire_server
 from tests.postgres import Postgres
 
 MODEL = "test/slow"
@@ -48,6 +48,7 @@ STEP_S = 1.0
 #: A hold lasts three beats: 4.5 s, so a loaded test machine (the whole suite on 2 cores) that starves a
 #: heartbeat thread for a second or two does not hand a running curate to another worker.
 HEARTBEAT_S = 1.5
+USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
 
 
 def _reply(body: dict[str, Any]) -> Canned:
@@ -63,21 +64,10 @@ def _reply(body: dict[str, Any]) -> Canned:
                 ),
             },
         }
-        message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
-        finish = "tool_calls"
+        completion = openai_completion(None, [call], "tool_calls", USAGE, "slow")
     else:
-        message, finish = {"role": "assistant", "content": "Nothing was found."}, "stop"
-    return Canned(
-        200,
-        {
-            "id": "chatcmpl-1",
-            "object": "chat.completion",
-            "created": 1,
-            "model": "slow",
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        },
-    )
+        completion = openai_completion("Nothing was found.", None, "stop", USAGE, "slow")
+    return Canned(200, completion)
 
 
 @pytest.fixture(scope="module")

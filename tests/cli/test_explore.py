@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from sleuth.cli import app
 from sleuth.compile.manifest import load_manifest
-from tests.models.wire import Canned, wire_server
+from tests.models.wire import Canned, openai_completion, wire_server
 
 PROPOSAL = {
     "template": "knowledge-base",
@@ -33,22 +33,8 @@ PROPOSAL = {
 
 
 def _completion(body: dict[str, Any]) -> Canned:
-    return Canned(
-        body={
-            "id": "chatcmpl-1",
-            "object": "chat.completion",
-            "created": 1,
-            "model": body["model"],
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": json.dumps(PROPOSAL)},
-                    "finish_reason": "stop",
-                }
-            ],
-            "usage": {"prompt_tokens": 900, "completion_tokens": 120, "total_tokens": 1020},
-        }
-    )
+    usage = {"prompt_tokens": 900, "completion_tokens": 120, "total_tokens": 1020}
+    return Canned(body=openai_completion(json.dumps(PROPOSAL), usage=usage, model=body["model"]))
 
 
 def test_explore_by_the_rules_then_with_a_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,7 +16,7 @@ import pytest
 from sleuth.models.base import CompletionParams, Message, ModelConfig, ModelError, ToolCall, ToolSpec
 from sleuth.models.catalog import Catalog, build_model
 from sleuth.models.openai_chat import OpenAIChatModel, retry_after
-from tests.models.wire import Canned, WireServer, wire_server
+from tests.models.wire import Canned, WireServer, openai_completion, wire_server
 
 KEY = "sk-test-SECRET-0123456789"
 
@@ -33,25 +33,6 @@ def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
 def server() -> Iterator[WireServer]:
     with wire_server(Canned(500, {"error": {"message": "no canned"}}), "/v1") as wire:
         yield wire
-
-
-def completion(
-    content: str | None = "hello",
-    tool_calls: list[dict[str, Any]] | None = None,
-    finish_reason: str = "stop",
-    usage: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": content}
-    if tool_calls is not None:
-        message["tool_calls"] = tool_calls
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1,
-        "model": "served-model",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
-        "usage": usage or {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15},
-    }
 
 
 def local(url: str, **overrides: Any) -> ModelConfig:
@@ -75,7 +56,7 @@ RUN_PYTHON = ToolSpec(
 
 
 def test_text_reply_and_request_shape(server: WireServer) -> None:
-    server.responses.append(Canned(body=completion("The answer is 42.")))
+    server.responses.append(Canned(body=openai_completion("The answer is 42.")))
     model = OpenAIChatModel(local(server.url, temperature=0.0, seed=1))
     reply = model.complete(
         [Message("system", "You are Sleuth."), Message("user", "What is the answer?")], [], CompletionParams()
@@ -106,7 +87,7 @@ def test_text_reply_and_request_shape(server: WireServer) -> None:
 def test_tool_calls_round_trip(server: WireServer) -> None:
     server.responses.append(
         Canned(
-            body=completion(
+            body=openai_completion(
                 None,
                 tool_calls=[
                     {
@@ -177,7 +158,7 @@ def test_tool_calls_round_trip(server: WireServer) -> None:
 
 
 def test_json_mode_reasoning_effort_and_hosted_token_limit(server: WireServer) -> None:
-    server.responses.append(Canned(body=completion('{"a": 1}')))
+    server.responses.append(Canned(body=openai_completion('{"a": 1}')))
     config = ModelConfig(
         id="openai:gpt-x", provider="openai", model="gpt-x", base_url=server.url, api_key=KEY
     )
@@ -240,7 +221,7 @@ def test_error_never_leaks_the_key(server: WireServer) -> None:
 
 
 def test_timeout_is_retryable(server: WireServer) -> None:
-    server.responses.append(Canned(body=completion(), delay_s=4.0))
+    server.responses.append(Canned(body=openai_completion(), delay_s=4.0))
     started = time.monotonic()
     with pytest.raises(ModelError) as info:
         OpenAIChatModel(local(server.url)).complete(
@@ -276,7 +257,7 @@ def test_missing_key_fails_the_call_not_the_build(monkeypatch: pytest.MonkeyPatc
 
 def test_key_from_environment(server: WireServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SLEUTH_TEST_KEY", "env-key-123")
-    server.responses.append(Canned(body=completion()))
+    server.responses.append(Canned(body=openai_completion()))
     config = local(server.url, api_key=None, api_key_env="SLEUTH_TEST_KEY")
     OpenAIChatModel(config).complete([Message("user", "q")], [], CompletionParams())
     assert server.requests[0].headers["authorization"] == "Bearer env-key-123"
@@ -297,7 +278,7 @@ def test_build_model_sends_the_key_resolved_from_env(server: WireServer, tmp_pat
     )
     env = {"TEAM_OPENAI_KEY": "team-key-456"}
     catalog = Catalog.load(tmp_path, env=env)
-    server.responses.append(Canned(body=completion("hi")))
+    server.responses.append(Canned(body=openai_completion("hi")))
     reply = build_model(catalog.resolve("hosted"), env=env).complete(
         [Message("user", "q")], [], CompletionParams()
     )

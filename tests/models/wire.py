@@ -80,3 +80,24 @@ def wire_server(
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def openai_completion(
+    content: str | None = "hello",
+    tool_calls: list[dict[str, Any]] | None = None,
+    finish_reason: str = "stop",
+    usage: dict[str, Any] | None = None,
+    model: str = "served-model",
+) -> dict[str, Any]:
+    """A chat completion as an OpenAI-compatible server returns it: one choice, its message, usage."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls is not None:
+        message["tool_calls"] = tool_calls
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+        "usage": usage or {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15},
+    }
