@@ -39,6 +39,7 @@ from sleuth.compile.pipeline import CompileReport, CompileRun
 from sleuth.compile.preview import preview_curate
 from sleuth.compile.sources import list_source_files
 from sleuth.compile.warm import pack_vectors, take_vectors, warm_source
+from sleuth.models.base import ModelConfig
 from sleuth.models.catalog import CatalogError
 from sleuth.store.home import ContextDir, prune_empty_dirs, write_json_atomic
 from sleuth.store.ledger import Ledger
@@ -282,6 +283,18 @@ def curate_job(state: ApiState, args: dict[str, Any]) -> Job:
     )
 
 
+def model_or_400(state: ApiState, name: str) -> ModelConfig:
+    """The catalog entry a request's `model` names (an id or a tier), or `400 model_unavailable`
+    saying why it cannot run on this server."""
+    try:
+        config = state.runtime.catalog.resolve(name, allow_specs=False)
+    except CatalogError as exc:
+        raise ApiError(400, "model_unavailable", str(exc), field="model") from None
+    if not state.runtime.catalog.available(config):
+        raise ApiError(400, "model_unavailable", f"model {config.id!r} is not available", field="model")
+    return config
+
+
 @router.post("/contexts/{slug}/curate")
 def start_curate(
     request: Request,
@@ -294,12 +307,7 @@ def start_curate(
     ctx = find_context(state, slug)
     body = body or CurateRequest()
     if body.model is not None:
-        try:
-            config = state.runtime.catalog.resolve(body.model, allow_specs=False)
-        except CatalogError as exc:
-            raise ApiError(400, "model_unavailable", str(exc), field="model") from None
-        if not state.runtime.catalog.available(config):
-            raise ApiError(400, "model_unavailable", f"model {config.id!r} is not available", field="model")
+        model_or_400(state, body.model)
     if not has_sources(ctx):
         raise ApiError(409, "no_sources", "the context has no sources: upload files first")
     task_input = {

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from sleuth.api.auth import AnyKey
 from sleuth.api.context_files import StrictBody, find_context
+from sleuth.api.curation import model_or_400
 from sleuth.api.errors import ApiError
 from sleuth.api.state import ApiState, api_state
 from sleuth.compile.explore_model import propose
@@ -16,7 +17,6 @@ from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.compile.manifest import Manifest
 from sleuth.compile.templates import TEMPLATES, without_model
 from sleuth.models.base import Model
-from sleuth.models.catalog import CatalogError
 
 router = APIRouter()
 
@@ -48,14 +48,9 @@ def _explore_model(state: ApiState, name: str, admin: bool) -> tuple[str, Model]
     spends the operator's tokens, as a curate does)."""
     if not admin:
         raise ApiError(403, "forbidden", "exploring with a model spends tokens: an admin key is needed")
-    try:
-        config = state.runtime.catalog.resolve(name, allow_specs=False)
-    except CatalogError as exc:
-        raise ApiError(400, "model_unavailable", str(exc), field="model") from None
+    config = model_or_400(state, name)
     if config.provider == "offline":
         raise ApiError(400, "model_unavailable", f"{config.id} is the offline planner", field="model")
-    if not state.runtime.catalog.available(config):
-        raise ApiError(400, "model_unavailable", f"model {config.id!r} is not available", field="model")
     return config.id, state.runtime.model_factory(config)
 
 
