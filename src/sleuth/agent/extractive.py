@@ -374,8 +374,8 @@ def _score_sentences(
     answer sentence, unless the question asks for that kind of text."""
     if noise is not None and asks_for_boilerplate(ask):
         noise = None
-    pointers = pointer_words(ask)
-    terms = [t for t in content_words(ask) if t not in pointers] or content_words(ask)
+    pointers, asked = pointer_words(ask), content_words(ask)
+    terms = [t for t in asked if t not in pointers] or asked
     idents = [t.casefold() for t in identifier_tokens(ask)]
     amount = asks_for_amount(ask)
     span_words = [set(content_words(span.text)) for span in evidence]

@@ -68,9 +68,10 @@ def explore_context(
     first curate."""
     state = api_state(request)
     ctx = find_context(state, slug)
-    asked = _explore_model(state, body.model, who.is_admin) if body and body.model else None
-    cache = ExtractionCache.of(ctx)
-    answer = propose(ctx.sources, None if asked is None else (*asked, cache))
+    asked = None
+    if body and body.model:  # the context's extraction cache keeps the reply: asking again is free
+        asked = (*_explore_model(state, body.model, who.is_admin), ExtractionCache.of(ctx))
+    answer = propose(ctx.sources, asked)
     if answer is None:
         raise ApiError(409, "no_sources", "the context has no sources to explore: upload files first")
     return answer
