@@ -11,7 +11,7 @@
     ├── Conflict      the state forbids it now; it may pass   CurateInFlight, SessionBusy,
     │                 later                                   ComparisonGroupFull
     ├── Unavailable   a part it needs is missing or down      SandboxUnavailable, EmbedderError,
-    │                                                         ModelError
+    │                                                         ModelError, MissingExtra
     ├── Failed        the work started and broke              CompileError, ParseError, SandboxDied,
     │                                                         BudgetExceeded, ProtocolError,
     │                                                         ReplayError, TurnFailed, ShapeInvalid,
@@ -31,7 +31,18 @@ model's own `except Exception` cannot swallow it; and a module's private signals
 
 from __future__ import annotations
 
-__all__ = ["Conflict", "Error", "Failed", "Invalid", "NotFound", "Unavailable"]
+import importlib.util
+
+__all__ = [
+    "Conflict",
+    "Error",
+    "Failed",
+    "Invalid",
+    "MissingExtra",
+    "NotFound",
+    "Unavailable",
+    "require_extra",
+]
 
 
 class Error(Exception):
@@ -56,3 +67,21 @@ class Unavailable(Error):
 
 class Failed(Error):
     """The work started and broke."""
+
+
+class MissingExtra(Unavailable, ImportError):
+    """A feature was asked for whose optional package is not installed. Optional packages are imported
+    only where their feature runs, so the core install starts, and this names the extra to add."""
+
+    def __init__(self, feature: str, extra: str) -> None:
+        self.extra = extra
+        super().__init__(
+            f"{feature} needs the '{extra}' extra, which is not installed: pip install 'sleuth[{extra}]'"
+        )
+
+
+def require_extra(feature: str, extra: str, *modules: str) -> None:
+    """`MissingExtra` unless every module can be imported: call it where the feature starts."""
+    for module in modules:
+        if importlib.util.find_spec(module) is None:
+            raise MissingExtra(feature, extra)

@@ -29,13 +29,23 @@ def search(query: str, call_id: str = "call_1") -> Reply:
 
 
 def test_native_loop_searches_then_answers_with_verified_citations(readers: dict[str, VersionReader]) -> None:
+    # The answer cites the hit that holds the evidence, wherever it ranks among the three: the top
+    # places are a near-tie whose order differs between CPUs (issue 39, item 2).
+    probe = RagBaseline(ScriptedModel([]), readers, top_k=3, max_searches=2)
+    numbers = [
+        n for n, hit in enumerate(probe.search("remote work days per week"), 1) if "three days" in hit.text
+    ]
+    assert numbers, "the three-days sentence is not among the top 3 hits"
     model = ScriptedModel(
-        [search("remote work days per week"), "Employees may work remotely up to three days a week [1]."]
+        [
+            search("remote work days per week"),
+            f"Employees may work remotely up to three days a week [{numbers[0]}].",
+        ]
     )
     rag = RagBaseline(model, readers, top_k=3, max_searches=2)
     record = rag(EvalQuestion("remote", REMOTE, "Up to three days a week"))
     assert record.status == "completed" and record.steps == 1
-    assert record.answer == "Employees may work remotely up to three days a week [1]."
+    assert record.answer == "Employees may work remotely up to three days a week [1]."  # renumbered
     [cited] = record.citations
     assert "three days" in cited["grounding"] and cited["context"] == "acme" and "_ref" not in cited
     assert citation_verifies(cited, PageLookup(readers))

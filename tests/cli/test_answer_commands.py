@@ -40,6 +40,18 @@ def test_ask_streams_steps_then_the_cited_answer(runner: CliRunner) -> None:
     assert len(verbose.output.splitlines()) > len(out.splitlines())
 
 
+def test_ask_reads_the_question_from_stdin_and_prints_only_the_answer(runner: CliRunner) -> None:
+    """Issue 39, item 11: `ask -` reads the question as Unix tools do; `--quiet` leaves the steps out."""
+    quiet = runner.invoke(
+        app, ["ask", "-c", "acme", "--quiet", "-"], input="What is the hotel limit per night?\n"
+    )
+    assert quiet.exit_code == 0, quiet.output
+    assert "$220" in quiet.stdout and "[1]" in quiet.stdout
+    assert "▶ step_1" not in quiet.output
+    empty = runner.invoke(app, ["ask", "-c", "acme", "-"], input="\n")
+    assert empty.exit_code == 2 and "no question on standard input" in empty.stderr
+
+
 def test_ask_json_trace_and_replay(runner: CliRunner) -> None:
     result = runner.invoke(app, ["ask", "-c", "acme", "How many products are in the catalog?", "--json"])
     assert result.exit_code == 0, result.output

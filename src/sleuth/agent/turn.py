@@ -34,7 +34,7 @@ from sleuth.sandbox.host import SandboxHost
 from sleuth.sandbox.limits import HostBudget, Limits
 from sleuth.store.database import new_id
 from sleuth.store.home import ContextNotFound, Home
-from sleuth.store.server_db import ComparisonGroupFull, ServerDB, SessionBusy, TurnPlaces
+from sleuth.store.server_db import ComparisonGroupFull, Holder, ServerDB, SessionBusy, TurnPlaces
 
 __all__ = ["Caller", "PreparedTurn", "Runtime", "TurnError", "TurnRequest", "new_query_id", "sleuth_version"]
 
@@ -120,6 +120,7 @@ class Runtime:
         admit: Callable[[dict[str, Any] | None], None] | None = None,
         caller: Caller = LOCAL,
         places: TurnPlaces | None = None,
+        holder: Holder | None = None,
     ) -> PreparedTurn:
         """Check what the request's declaration cannot, resolve the session, scope and models, and
         store the Query `in_progress`. `caller` says who asks (`request.Caller`).
@@ -129,7 +130,7 @@ class Runtime:
         may raise. Then one transaction admits (`ServerDB.admit_turn`): it re-checks the busy session,
         the comparison group and `places` where no other request, on any server, can race it, and
         stores the session, the claim and the Query `in_progress` together, with what a worker
-        needs to run it (`restore`).
+        needs to run it (`restore`), held by `holder` when this process runs it.
         """
         ask = request.ask
         checks = (("invalid_request", request.value_problem()), ("conflicting_options", request.conflict()))
@@ -226,6 +227,7 @@ class Runtime:
                 comparison_group=request.comparison_group,
                 places=places,
                 request=record,
+                holder=holder,
             )
         except SessionBusy:
             raise TurnError("session_busy", "a turn of this session is still running") from None

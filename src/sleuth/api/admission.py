@@ -91,7 +91,11 @@ def admit_turn(
 
     try:
         prepared = state.runtime.prepare(
-            request, admit, Caller(who.name, model_specs=False), places=turns.places(key)
+            request,
+            admit,
+            Caller(who.name, model_specs=False),
+            places=turns.places(key),
+            holder=turns.holder(),
         )
     except TurnPlacesFull as exc:
         raise turns.refusal(exc) from None

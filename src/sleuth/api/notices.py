@@ -15,9 +15,8 @@ import logging
 import threading
 from collections.abc import Callable
 
-import psycopg
-
 from sleuth.api.queue import conninfo
+from sleuth.errors import require_extra
 from sleuth.store.server_db import CONTROL_CHANNEL, EVENTS_CHANNEL
 
 log = logging.getLogger("sleuth.notices")
@@ -34,6 +33,7 @@ class Listener:
         on_control: Callable[[str], object],
         on_reconnect: Callable[[], None] | None = None,
     ) -> None:
+        require_extra("PostgreSQL notifications", "postgres", "psycopg")
         self.url = conninfo(url)
         self.on_event, self.on_control, self.on_reconnect = on_event, on_control, on_reconnect
         self._stop = threading.Event()
@@ -48,6 +48,8 @@ class Listener:
         self._thread.join(timeout=5)
 
     def _run(self) -> None:
+        import psycopg
+
         backoff = 0.5
         first = True
         while not self._stop.is_set():

@@ -19,7 +19,7 @@ import os
 import tempfile
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
@@ -29,7 +29,6 @@ from prometheus_client.registry import Collector
 from starlette.concurrency import run_in_threadpool
 
 from sleuth.api.auth import AdminKey
-from sleuth.api.queue import JobQueue
 from sleuth.api.state import ApiState, api_state
 from sleuth.api.turns import TURN_SECONDS
 from sleuth.store.replica import shared_storage
@@ -37,6 +36,16 @@ from sleuth.store.tasks import TaskStore
 
 log = logging.getLogger("sleuth.api")
 router = APIRouter()
+
+
+@runtime_checkable
+class QueueGauges(Protocol):
+    """What a scrape reads of the job queue (`queue.JobQueue`, which this module does not import: the
+    queue needs the postgres extra, and `/metrics` is served by every install)."""
+
+    def depth(self) -> dict[str, int]: ...
+
+    def worker_heartbeats(self) -> dict[str, float]: ...
 
 
 def readiness(state: ApiState) -> dict[str, str]:
@@ -100,7 +109,7 @@ class _Deployment(Collector):
             tasks.add_metric([task_state], count)
         yield tasks
         queue = state.queue
-        if isinstance(queue, JobQueue):
+        if isinstance(queue, QueueGauges):
             depth = GaugeMetricFamily(
                 "sleuth_queue_depth", "Jobs waiting for a worker, by queue.", labels=["queue"]
             )

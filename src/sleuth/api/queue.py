@@ -19,16 +19,18 @@ import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import procrastinate
-from procrastinate.schema import SchemaManager
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, make_url
 
 from sleuth.api.task_service import TaskService
 from sleuth.api.turns import TurnExecutor
+from sleuth.errors import require_extra
 from sleuth.store.database import Database
+
+if TYPE_CHECKING:  # the postgres extra: imported where a queue is opened, so the core install starts
+    import procrastinate
 
 log = logging.getLogger("sleuth.queue")
 TURNS = "turns"
@@ -79,6 +81,8 @@ def conninfo(url: str) -> str:
 
 def install_schema(database: Database) -> None:
     """procrastinate's tables, installed once, under the schema lock with Sleuth's own (`prepare`)."""
+
+    from procrastinate.schema import SchemaManager
 
     def install(conn: Connection) -> None:
         if conn.execute(text("SELECT to_regclass('procrastinate_jobs')")).scalar() is None:
@@ -131,6 +135,9 @@ class JobQueue:
     def __init__(self, database: Database) -> None:
         if not database.is_postgres:
             raise ValueError("the job queue needs PostgreSQL")
+        _require()
+        import procrastinate
+
         install_schema(database)
         self.database = database
         self.app = procrastinate.App(
@@ -174,7 +181,14 @@ class JobQueue:
         self.app.close()
 
 
+def _require() -> None:
+    require_extra("the job queue (many machines on PostgreSQL)", "postgres", "procrastinate", "psycopg")
+
+
 def _worker_app(database: Database) -> procrastinate.App:
+    _require()
+    import procrastinate
+
     install_schema(database)
     app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=conninfo(database.url)))
     _register(app)

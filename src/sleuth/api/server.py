@@ -1,7 +1,8 @@
 """`sleuth serve`: the API over one `$SLEUTH_HOME`, with the start-up duties of spec/api.md §3 and §9.2.
 
-At start the server (1) fails every turn left `in_progress` by a server that died (`server restarted`):
-such a turn has no thread left to finish it, and polling clients must see it end; (2) seeds the
+At start the server (1) fails every turn left `in_progress` by a process that died (`server restarted`):
+such a turn has no thread left to finish it, and polling clients must see it end; a turn another live
+process holds (a second server on the home, `sleuth ask`) is left to it; (2) seeds the
 operator's admin key from `SLEUTH_API_KEY`; (3) probes the sandbox in the background, so `GET
 /version` answers at once and a host below the isolation floor is logged at start-up.
 """
@@ -26,13 +27,13 @@ from sleuth.api.app import create_app
 from sleuth.api.state import ApiState
 from sleuth.api.system import sandbox_report
 from sleuth.api.task_service import TaskService
-from sleuth.api.turns import TurnExecutor, worker_name
+from sleuth.api.turns import TurnExecutor
 from sleuth.errors import Invalid
 from sleuth.settings import Settings, current
 from sleuth.store.home import Home
 from sleuth.store.keys import KeyStore
 from sleuth.store.replica import Replica
-from sleuth.store.server_db import ServerDB
+from sleuth.store.server_db import ServerDB, worker_alive, worker_name
 from sleuth.store.tasks import TaskStore
 
 if TYPE_CHECKING:
@@ -109,9 +110,10 @@ def build_state(
     shared = db.database.is_postgres
     try:
         if not shared:
-            failed = db.recover_interrupted(error=RESTART_ERROR)
+            # Only the turns no live process holds: another server or `sleuth ask` may share the home.
+            failed = db.recover_orphans(worker_alive, error=RESTART_ERROR)
             if failed:
-                log.warning("%d turn(s) were in flight when the server stopped; marked failed", failed)
+                log.warning("%d turn(s) were left in flight by a process that stopped; marked failed", failed)
         secret = env.get(API_KEY_ENV, "").strip()
         if secret and KeyStore.for_db(db).seed(secret) is None:
             log.warning("%s holds a revoked key; it was not restored", API_KEY_ENV)
@@ -127,9 +129,10 @@ def build_state(
     if shared:
         _shared_services(state, settings, role)
     else:
-        state.turns = TurnExecutor(
+        turns = state.turns = TurnExecutor(
             runtime, settings.max_concurrent_turns, settings.max_queued_turns, settings.max_turns_per_key
         )
+        turns.start_heartbeat()  # each beat also fails the turns of a process on the home that died
     return state
 
 

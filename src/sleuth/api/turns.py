@@ -26,8 +26,6 @@ import asyncio
 import contextlib
 import logging
 import math
-import os
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -41,8 +39,14 @@ from sleuth.agent.records import Query
 from sleuth.agent.turn import PreparedTurn, Runtime
 from sleuth.api.errors import ApiError
 from sleuth.api.state import api_state
-from sleuth.store.database import new_id
-from sleuth.store.server_db import TERMINAL_STATUSES, ServerDB, TurnPlaces, TurnPlacesFull
+from sleuth.store.server_db import (
+    TERMINAL_STATUSES,
+    Holder,
+    ServerDB,
+    TurnPlaces,
+    TurnPlacesFull,
+    worker_name,
+)
 
 log = logging.getLogger("sleuth.api")
 TURN_SECONDS = Histogram(
@@ -54,12 +58,6 @@ TURN_SECONDS = Histogram(
 T = TypeVar("T")
 RETRY_AFTER_S = 5  # what a refused client is told to wait before any turn has finished here
 MAX_RETRY_AFTER_S = 60
-
-
-def worker_name(kind: str = "server") -> str:
-    """A name no other process will ever have: host, pid and a random tail (a restarted process with
-    the same pid is another worker, and must not inherit the holds of the one that died)."""
-    return f"{kind}:{socket.gethostname()}:{os.getpid()}:{new_id('w')[-8:]}"
 
 
 class EventHub:
@@ -146,6 +144,7 @@ class TurnExecutor:
         self._admission = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sleuth-admit")
         self._lock = threading.Lock()
         self._running: set[str] = set()
+        self._held: set[str] = set()  # admitted here, held from admission, running or waiting for a thread
         self._mean_turn_s: float | None = None  # a moving average of finished turns' durations
         self._stop = threading.Event()
         self._beat: threading.Thread | None = None
@@ -195,8 +194,16 @@ class TurnExecutor:
                 self.hub.notify(query_id)
             return None
         future: Future[Query] = Future()
+        with self._lock:
+            self._held.add(query_id)
+        self.start_heartbeat()  # its hold, taken at admission, is renewed while it waits and runs
         self._pool.submit(self._run, turn, future)
         return future
+
+    def holder(self) -> Holder | None:
+        """Who holds a turn admitted here from its admission on: this process when it runs it (no
+        queue); None when it goes on the queue for a worker."""
+        return Holder(self.worker, self.lease_s) if self.queue is None else None
 
     def run_queued(self, query_id: str) -> None:
         """A worker's job: restore the turn from the database and run it here, on the caller's thread.
@@ -222,14 +229,16 @@ class TurnExecutor:
     def _run(self, turn: PreparedTurn, future: Future[Query]) -> None:
         query_id = turn.query.id
         began = time.monotonic()
+        with self._lock:  # one runner per turn here: a cancel that ends a waiting turn races its thread
+            taken = query_id in self._running
+            self._running.add(query_id)
         try:
-            if not self.db.hold_turn(query_id, self.worker, self.lease_s):
-                self.runtime.forget(query_id)  # cancelled while it waited, or another worker has it
+            if taken or not self.db.hold_turn(query_id, self.worker, self.lease_s):
+                if not taken:
+                    self.runtime.forget(query_id)  # cancelled while it waited, or another worker has it
                 stored = self.db.get_query(query_id)
                 future.set_result(Query.model_validate(stored) if stored else turn.query)
                 return
-            with self._lock:
-                self._running.add(query_id)
             self.start_heartbeat()
             if self.db.cancel_asked(query_id):
                 turn.cancel_event.set()
@@ -241,9 +250,11 @@ class TurnExecutor:
         finally:
             took = time.monotonic() - began
             with self._lock:
-                self._running.discard(query_id)
-                mean = self._mean_turn_s
-                self._mean_turn_s = took if mean is None else 0.8 * mean + 0.2 * took
+                if not taken:
+                    self._running.discard(query_id)
+                    self._held.discard(query_id)
+                    mean = self._mean_turn_s
+                    self._mean_turn_s = took if mean is None else 0.8 * mean + 0.2 * took
             self.hub.notify(query_id)  # no longer active: followers may finish
 
     def running(self) -> list[str]:
@@ -272,7 +283,8 @@ class TurnExecutor:
         it could not reach the database, and another process failed them: the database fences off its
         writes), and with a queue fails the turns of dead workers, but only once this process has
         itself been connected for a whole lease (after an outage, the others renew first)."""
-        running = self.running()
+        with self._lock:
+            running = sorted(self._running | self._held)
         try:
             held = self.db.renew_holds(self.worker, self.lease_s, running)
         except Exception:  # the database is away: the next beat tries again, the holds last 3 beats
@@ -287,10 +299,10 @@ class TurnExecutor:
             if h.cancel_requested:
                 self.runtime.cancel(h.query_id)
         for query_id in running:
-            if query_id not in still and query_id in self.running():
+            if query_id not in still and query_id in (self._running | self._held):
                 log.warning("turn %s: this process lost its hold; stopping it", query_id)
                 self.runtime.cancel(query_id)
-        if self.queue is None or now - self._connected_since < self.lease_s:
+        if now - self._connected_since < self.lease_s:
             return
         try:
             for query_id in self.db.fail_lost_turns(max_wait_s=self.max_wait_s):
@@ -308,9 +320,14 @@ class TurnExecutor:
         outcome = self.db.request_cancel(query_id)
         if outcome == "done":
             return False
-        if outcome == "asked":
+        with self._lock:  # held here from its admission, still waiting for a thread
+            waiting_here = query_id in self._held and query_id not in self._running
+        if outcome == "asked" and not waiting_here:
             self.runtime.cancel(query_id)  # held here: stop it now (elsewhere: NOTIFY or its heartbeat)
-        else:  # waiting: run it here with the stop asked, so it ends now, recorded like any cancel
+        else:
+            # Waiting (on the queue, or for a thread here): end it now, run here with the stop asked, so
+            # it is recorded like any cancel; its own thread, should it start meanwhile, stops too.
+            self.runtime.cancel(query_id)
             turn = self._restore(query_id)
             if turn is not None:
                 turn.cancel_event.set()

@@ -22,8 +22,6 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import psycopg
-from procrastinate.exceptions import ConnectorException
 from prometheus_client import start_http_server
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -31,6 +29,7 @@ from sleuth.api.operations import registry_of
 from sleuth.api.queue import QUEUES, run_worker
 from sleuth.api.server import build_state, worker_options
 from sleuth.api.task_service import TaskService
+from sleuth.errors import require_extra
 from sleuth.models.embedder import get_embedder
 from sleuth.store.home import Home
 
@@ -55,6 +54,10 @@ def work(
 ) -> None:
     """Run a worker until SIGTERM/SIGINT; `ServeError` before anything starts without PostgreSQL.
     With `metrics_port`, the worker serves `/metrics` there (Prometheus, no key: bind it privately)."""
+    require_extra("sleuth worker", "postgres", "procrastinate", "psycopg")
+    import psycopg
+    from procrastinate.exceptions import ConnectorException
+
     state = build_state(home, overrides, role="worker")
     try:
         if metrics_port is not None:

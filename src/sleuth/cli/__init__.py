@@ -19,4 +19,4 @@ __all__ = [
 
 
 def main() -> None:
-    app()
+    app()  # a reader that left (`| head -1`) ends a command quietly: click exits 1 on EPIPE

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -14,7 +15,18 @@ from rich.syntax import Syntax
 
 from sleuth.agent.planner_code import PLAN_PREFIX
 from sleuth.agent.request import INT_BOUNDS
-from sleuth.cli.app import FAILED, USAGE, Part, app, console, context_missing, err, fail, styled
+from sleuth.cli.app import (
+    FAILED,
+    USAGE,
+    Part,
+    app,
+    console,
+    context_missing,
+    err,
+    fail,
+    quiet_exit,
+    styled,
+)
 from sleuth.errors import Invalid
 from sleuth.format.problems import first_problem
 from sleuth.settings import TOOL_OUTPUT_CHARS, TURN_CAP_SECONDS
@@ -160,7 +172,7 @@ def print_answer(query: dict[str, Any], out: Console) -> None:
 
 @app.command("ask")
 def ask_cmd(
-    question: Annotated[str, typer.Argument(help="The question.")],
+    question: Annotated[str, typer.Argument(help="The question; - reads it from standard input.")],
     context: Annotated[list[str] | None, typer.Option("--context", "-c", help="Context slug (1-10).")] = None,
     model: Annotated[
         str | None,
@@ -216,8 +228,15 @@ def ask_cmd(
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Show each step's whole code and more of its output.")
     ] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Print only the answer and its citations, no steps.")
+    ] = False,
 ) -> None:
     """Answer one question over one or more contexts, streaming each step, then the cited answer."""
+    if question == "-":  # `echo "…" | sleuth ask -c acme -`, as llm and other Unix tools read
+        question = sys.stdin.read().strip()
+        if not question:
+            raise fail("no question on standard input", USAGE)
     from sleuth.agent.turn import Runtime, TurnError, TurnRequest
     from sleuth.models.catalog import CatalogError
 
@@ -251,20 +270,36 @@ def ask_cmd(
         runtime = Runtime(home)
     except CatalogError as exc:
         raise fail(str(exc), USAGE, machine="model_unavailable" if json_out else None) from None
+    from sleuth.cli.foreground import HOLDER, Foreground, Interrupted, output_closed
+
     with runtime:
         try:
-            prepared = runtime.prepare(request)
+            prepared = runtime.prepare(request, holder=HOLDER)
         except TurnError as exc:
             raise turn_refused(exc, home, list(context or []), json_out) from None
         offline = all(config.provider == "offline" for config in prepared.model_configs)
         printer = StepPrinter(err if json_out else console, verbose=verbose, offline=offline)
-        query = runtime.run(prepared, printer).model_dump(mode="json")
-    if json_out:
-        typer.echo(json.dumps(query, ensure_ascii=False, indent=2))
-    else:
-        print_answer(query, console)
+        foreground = Foreground(runtime, prepared, (lambda _event: None) if quiet else printer)
+        try:
+            query = foreground.run(
+                lambda why: err.print(f"{why}: cancelling the turn (Ctrl-C again to leave now)")
+            ).model_dump(mode="json")
+        except Interrupted as exc:
+            err.print(str(exc))
+            raise typer.Exit(130) from None
+    if foreground.lost_output.is_set():
+        raise quiet_exit()
+    try:
+        if json_out:
+            typer.echo(json.dumps(query, ensure_ascii=False, indent=2))
+        else:
+            print_answer(query, console)
+    except OSError as exc:
+        if not output_closed(exc):
+            raise
+        raise quiet_exit() from None
     if query["status"] != "completed":
-        raise typer.Exit(1)
+        raise typer.Exit(130 if foreground.cancel_reason == "interrupted" else 1)
 
 
 def turn_refused(exc: TurnError, home: Home, scope: list[str], json_out: bool) -> typer.Exit:

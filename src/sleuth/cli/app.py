@@ -14,6 +14,7 @@ scripts; people never see the machine code.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import os
@@ -32,13 +33,32 @@ FAILED = 1
 USAGE = 2
 
 
+class _Console(Console):
+    """rich's console, except that a closed pipe raises `BrokenPipeError` where it is written to, instead
+    of `SystemExit(1)` from wherever the write happened (a turn's thread included): the caller decides
+    what a reader that left means (`sleuth ask` cancels its turn)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True  # nothing more to write here
+        raise BrokenPipeError(32, "the reader of this output went away")
+
+
+def quiet_exit() -> typer.Exit:
+    """Whoever read our output left (`| head -1`): say nothing more, and point stdout at /dev/null so
+    that the interpreter's last flush does not complain either."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return typer.Exit(141)  # 128 + SIGPIPE, as a shell reports a writer a closed pipe stopped
+
+
 def _console(stderr: bool = False) -> Console:
     """Lines are never wrapped (a path or an id stays whole for grep and copy), and output piped to a
     file or another program is not cut at 80 columns (rich's guess without a terminal): tables keep
     their width."""
     stream = sys.stderr if stderr else sys.stdout
     wide = not stream.isatty() and "COLUMNS" not in os.environ
-    return Console(stderr=stderr, width=200 if wide else None, soft_wrap=True)
+    return _Console(stderr=stderr, width=200 if wide else None, soft_wrap=True)
 
 
 app = typer.Typer(

@@ -79,7 +79,9 @@ def serve_cmd(
 ) -> None:
     """Serve the HTTP API (OpenAPI at /api/openapi.json) over $SLEUTH_HOME until interrupted."""
     from sleuth.api.server import ServeError, ServeOptions, resolve_auth, serve
+    from sleuth.errors import MissingExtra
     from sleuth.models.catalog import CatalogError
+    from sleuth.store.database import DatabaseUrlError
 
     options = ServeOptions(
         host=host,
@@ -110,7 +112,9 @@ def serve_cmd(
     )
     try:
         serve(home, options, log_level=log_level.lower())
-    except CatalogError as exc:  # config.toml or SLEUTH_MODEL names a model that does not resolve
+    # config.toml or SLEUTH_MODEL names a model that does not resolve; the database URL is not one, or
+    # needs the postgres extra
+    except (CatalogError, DatabaseUrlError, MissingExtra) as exc:
         raise failure(exc) from None
 
 
@@ -139,6 +143,7 @@ def worker_cmd(
     from sleuth.api.queue import QUEUES
     from sleuth.api.server import ServeError
     from sleuth.api.worker import work
+    from sleuth.errors import MissingExtra
     from sleuth.settings import current
 
     wanted = tuple(queue or QUEUES)
@@ -154,7 +159,7 @@ def worker_cmd(
     overrides = {} if concurrency is None else {"worker_concurrency": concurrency}
     try:
         work(open_home(), overrides, queues=wanted, metrics_port=metrics_port, metrics_addr=metrics_addr)
-    except ServeError as exc:
+    except (ServeError, MissingExtra) as exc:
         raise failure(exc) from None
 
 

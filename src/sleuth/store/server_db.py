@@ -19,8 +19,10 @@ older copy of the document cannot lose feedback.
 from __future__ import annotations
 
 import json
+import os
+import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,6 +119,37 @@ class TurnPlaces:
     capacity: int
     key: str | None = None  # the query key the turn counts against; None: admins and no-auth
     key_share: int = 0
+
+
+def worker_name(kind: str = "server") -> str:
+    """A name no other process will ever have: host, pid and a random tail (a restarted process with
+    the same pid is another worker, and must not inherit the holds of the one that died)."""
+    return f"{kind}:{socket.gethostname()}:{os.getpid()}:{new_id('w')[-8:]}"
+
+
+def worker_alive(name: str) -> bool:
+    """Whether the process a `worker_name` names may still run: False only for a process on this host
+    that no longer exists (its turns are orphans now, not a lease later). Another host's, or a name of
+    another form, counts as alive: its lease decides."""
+    parts = name.split(":")
+    if len(parts) < 4 or parts[1] != socket.gethostname() or not parts[2].isdigit():
+        return True
+    try:
+        os.kill(int(parts[2]), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by another user
+        return True
+    return True
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Who runs a turn admitted in process, held from the admitting transaction on, so that no other
+    process sharing the home can mistake it for one a dead process left behind."""
+
+    worker: str
+    lease_s: float
 
 
 @dataclass(frozen=True)
@@ -454,9 +487,11 @@ class ServerDB(SqlStore):
         comparison_group: str | None = None,
         places: TurnPlaces | None = None,
         request: dict[str, Any] | None = None,
+        holder: Holder | None = None,
     ) -> None:
         """Admit one turn in one transaction: create the session (when `new_session`), claim it, check
-        the comparison group and the turn places, and store the Query `in_progress`.
+        the comparison group and the turn places, and store the Query `in_progress` (held by `holder`
+        when the admitting process runs it; a queued turn waits unheld for a worker).
 
         Each check is re-done here, inside the single writer's transaction, so racing requests on any
         number of servers can never both pass one: `SessionBusy`, `ComparisonGroupFull`,
@@ -482,6 +517,11 @@ class ServerDB(SqlStore):
                 comparison_group=comparison_group,
                 request=None if request is None else dumps(request),
                 share_key=None if places is None else places.key,
+                **(
+                    {}
+                    if holder is None
+                    else {"worker": holder.worker, "lease_until": self.database.clock(conn) + holder.lease_s}
+                ),
             )
 
     def check_places(self, places: TurnPlaces) -> None:
@@ -512,8 +552,9 @@ class ServerDB(SqlStore):
     # --- leases: which worker holds a turn, until when ------------------------------------------------
 
     def hold_turn(self, query_id: str, worker: str, lease_s: float) -> bool:
-        """Take a waiting turn for `worker` until now + `lease_s`; False when it is no longer waiting
-        (finished, cancelled while queued, or held by another worker)."""
+        """Take a waiting turn (or one admitted already held by `worker`) for `worker` until now +
+        `lease_s`; False when it is no longer waiting (finished, cancelled while queued, or held by
+        another worker)."""
         with self.writing() as conn:
             now = self.database.clock(conn)
             result = conn.execute(
@@ -521,7 +562,7 @@ class ServerDB(SqlStore):
                 .where(
                     queries_t.c.id == query_id,
                     queries_t.c.status == "in_progress",
-                    queries_t.c.worker.is_(None),
+                    or_(queries_t.c.worker.is_(None), queries_t.c.worker == worker),
                 )
                 .values(worker=worker, lease_until=now + lease_s)
             )
@@ -856,6 +897,28 @@ class ServerDB(SqlStore):
 
     # --- crash recovery ---------------------------------------------------------------------------
 
+    def recover_orphans(self, alive: Callable[[str], bool], *, error: str = INTERRUPTED_ERROR) -> int:
+        """Fail the turns no live process runs, and clear the claims of sessions whose turn ended;
+        returns the turns failed. Unlike `recover_interrupted`, this is safe while other processes share
+        the home: a turn is an orphan when nobody holds it (left by a process that held nothing), its
+        lease ran out, or `alive(worker)` says its holder is gone (a process on this host that died,
+        found at once rather than a lease later)."""
+        with self.writing() as conn:
+            stamp = self.database.clock(conn)
+            rows = conn.execute(
+                select(
+                    queries_t.c.id, queries_t.c.document, queries_t.c.worker, queries_t.c.lease_until
+                ).where(queries_t.c.status == "in_progress")
+            ).all()
+            orphans = [
+                (row.id, row.document)
+                for row in rows
+                if row.worker is None or (row.lease_until or 0) < stamp or not alive(row.worker)
+            ]
+            _end_turns(conn, orphans, "failed", error, stamp)
+            _release_stale_claims(conn, stamp)
+        return len(orphans)
+
     def recover_interrupted(self, now: float | None = None, *, error: str = INTERRUPTED_ERROR) -> int:
         """Fail every turn left `in_progress` and clear every session claim; returns the turns failed.
 
@@ -872,22 +935,26 @@ class ServerDB(SqlStore):
                 select(queries_t.c.id, queries_t.c.document).where(queries_t.c.status == "in_progress")
             ).all()
             _end_turns(conn, [(row.id, row.document) for row in rows], "failed", error, stamp)
-            # Claims left over: a turn that ended without releasing its session, or a claim whose turn
-            # was never stored.
-            claimed = conn.execute(
-                select(sessions_t.c.id, sessions_t.c.active_query_id).where(
-                    sessions_t.c.active_query_id.is_not(None)
-                )
-            ).all()
-            for session in claimed:
-                stored = conn.execute(
-                    select(queries_t.c.id).where(queries_t.c.id == session.active_query_id)
-                ).first()
-                values: dict[str, Any] = {"active_query_id": None, "updated_at": stamp}
-                if stored is not None:
-                    values["last_query_id"] = session.active_query_id
-                conn.execute(update(sessions_t).where(sessions_t.c.id == session.id).values(**values))
+            _release_stale_claims(conn, stamp)
         return len(rows)
+
+
+def _release_stale_claims(conn: Connection, stamp: float) -> None:
+    """Claims left over: a turn that ended without releasing its session, or a claim whose turn was
+    never stored. A claim whose turn is still in progress stays."""
+    claimed = conn.execute(
+        select(sessions_t.c.id, sessions_t.c.active_query_id).where(sessions_t.c.active_query_id.is_not(None))
+    ).all()
+    for session in claimed:
+        status = conn.execute(
+            select(queries_t.c.status).where(queries_t.c.id == session.active_query_id)
+        ).scalar()
+        if status == "in_progress":
+            continue
+        values: dict[str, Any] = {"active_query_id": None, "updated_at": stamp}
+        if status is not None:
+            values["last_query_id"] = session.active_query_id
+        conn.execute(update(sessions_t).where(sessions_t.c.id == session.id).values(**values))
 
 
 def _end_turns(conn: Connection, turns: list[tuple[str, str]], status: str, error: str, stamp: float) -> None:

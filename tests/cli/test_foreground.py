@@ -1,0 +1,144 @@
+"""A turn never outlives its client or its server (issue 39, item 3): `sleuth ask` whose reader left
+(`| head -1`) or that got Ctrl-C ends its turn `cancelled`; a server that starts beside a live process
+on the same home fails only the turns no live process holds."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from sleuth.api.server import build_state
+from sleuth.compile.pipeline import CompileReport
+from sleuth.store.database import new_id
+from sleuth.store.home import Home
+from sleuth.store.server_db import Holder, ServerDB, worker_alive, worker_name
+
+REMOTE = "How many days a week can employees work remotely?"
+
+
+def _ask(home: Home) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLEUTH_")}
+    env["SLEUTH_HOME"] = str(home.root)
+    return subprocess.Popen(
+        [sys.executable, "-m", "sleuth", "ask", "--context", "acme", REMOTE],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def _latest_turn(home: Home, session_title: str = REMOTE) -> dict[str, Any]:
+    with ServerDB.for_home(home) as db:
+        sessions = [s for s in db.list_sessions(limit=100) if s["title"] == session_title[:80]]
+        newest = sessions[0]  # newest first
+        query_id = newest["last_query_id"] or newest["active_query_id"]
+        query = db.get_query(query_id)
+    assert query is not None
+    return query
+
+
+def test_a_reader_that_leaves_cancels_the_turn(sample_home: tuple[Home, CompileReport]) -> None:
+    """`sleuth ask … | head -1`: the first write after the pipe closed stops the turn between steps."""
+    home, _ = sample_home
+    ask = _ask(home)
+    assert ask.stdout is not None
+    first = ask.stdout.readline()
+    assert first.startswith("▶ step_1")
+    ask.stdout.close()  # what `head -1` does after its line
+    assert ask.stderr is not None
+    with ask.stderr:
+        assert ask.wait(timeout=120) == 141, ask.stderr.read()
+        assert ask.stderr.read() == ""  # no traceback, no complaint
+    turn = _latest_turn(home)
+    assert turn["status"] == "cancelled", turn
+    assert len(turn["steps"]) == 1  # the second step never started
+
+
+def test_ctrl_c_cancels_the_turn(sample_home: tuple[Home, CompileReport]) -> None:
+    home, _ = sample_home
+    ask = _ask(home)
+    assert ask.stdout is not None and ask.stderr is not None
+    assert ask.stdout.readline().startswith("▶ step_1")
+    ask.send_signal(signal.SIGINT)
+    out, err = ask.communicate(timeout=120)
+    assert ask.returncode == 130, (out, err)
+    assert "interrupted: cancelling the turn" in err
+    assert _latest_turn(home)["status"] == "cancelled"
+
+
+def _in_progress(db: ServerDB, title: str, holder: Holder | None) -> str:
+    session = db.create_session(["acme"], title)
+    query_id = new_id("qry")
+    query = {"id": query_id, "session_id": session["id"], "status": "in_progress", "created": 1}
+    db.admit_turn(query, session=session, new_session=False, holder=holder)
+    return query_id
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_a_server_fails_only_the_turns_no_live_process_holds(home: Home) -> None:
+    """A second server on a home, or one starting while `sleuth ask` runs, leaves their turns alone; a
+    turn nobody holds, one whose holder died on this host, or one whose lease ran out is failed."""
+    live = Holder(worker_name("cli"), 30.0)
+    dead_name = worker_name("server").split(":")
+    dead_name[2] = str(_dead_pid())
+    dead = Holder(":".join(dead_name), 30.0)
+    assert worker_alive(live.worker) and not worker_alive(dead.worker)
+    assert worker_alive("server:another-host:1:abcdefgh")  # its lease decides
+    with ServerDB.for_home(home) as db:
+        running = _in_progress(db, "held by a live process", live)
+        orphan = _in_progress(db, "held by nobody", None)
+        of_dead = _in_progress(db, "held by a process that died", dead)
+        lapsed = _in_progress(db, "lease ran out", Holder("server:another-host:1:abcdefgh", -1.0))
+
+    state = build_state(home)
+    try:
+        status = {q: (state.db.get_query(q) or {}).get("status") for q in (running, orphan, of_dead, lapsed)}
+        assert status == {
+            running: "in_progress",
+            orphan: "failed",
+            of_dead: "failed",
+            lapsed: "failed",
+        }
+        assert (state.db.get_query(orphan) or {})["error"] == "server restarted"
+        # The live one's session stays busy with it; the others' are free again.
+        claims = {s["title"]: s["active_query_id"] for s in state.db.list_sessions(limit=10)}
+        assert claims["held by a live process"] == running and claims["held by nobody"] is None
+    finally:
+        state.close()
+
+
+def test_the_heartbeat_fails_a_dead_processs_turns_without_a_restart(home: Home) -> None:
+    """Two servers share a home: when one dies, the other's heartbeat fails its turns once their lease
+    has run out, so a client polling them sees them end without waiting for a restart."""
+    state = build_state(home)
+    try:
+        # held by a server on another host whose lease has just run out
+        lapsed = _in_progress(state.db, "lease ran out", Holder("server:elsewhere:1:abcdefgh", -1.0))
+        turns: Any = state.turns
+        turns._connected_since = time.monotonic() - turns.lease_s  # connected for a whole lease already
+        turns.beat()
+        assert (state.db.get_query(lapsed) or {}).get("status") == "failed"
+    finally:
+        state.close()
+
+
+def test_recover_orphans_keeps_what_recover_interrupted_cleared(tmp_path: Path) -> None:
+    """A claim whose turn already ended is released; one whose turn is alive stays."""
+    db = ServerDB(tmp_path / "server.sqlite")
+    try:
+        live = _in_progress(db, "alive", Holder(worker_name("cli"), 30.0))
+        assert db.recover_orphans(worker_alive) == 0
+        assert (db.get_query(live) or {})["status"] == "in_progress"
+    finally:
+        db.close()
