@@ -135,6 +135,7 @@ def test_citations_are_numbered_by_first_appearance() -> None:
         "context": "kb",
         "start": ev[2].start,
         "end": ev[2].end,
+        "cell": None,
     }
     assert result.citations[2].score == 0.7
     assert result.dropped == []

@@ -72,11 +72,11 @@ def test_open_questions(make_runtime: RuntimeFactory, sample_version: Path, ask:
 @pytest.mark.parametrize(
     ("ask", "sentence"),
     [
-        ("What was the operating income in 2025?", "Operating income for 2025 was 6.9 million [1]."),
-        ("What was Acme's 2024 net income?", "Net income for 2024 was 4.0 million [1]."),
+        ("What was the operating income in 2025?", "Operating income, 2025: 6.9 million [1]."),
+        ("What was Acme's 2024 net income?", "Net income, 2024: 4.0 million [1]."),
         (
             "How many engineering employees were there at Dec 31, 2024?",
-            "Engineering for Employees at Dec 31, 2024 was 47 [1].",
+            "Engineering, Employees at Dec 31, 2024: 47 [1].",
         ),
     ],
 )
@@ -91,7 +91,9 @@ def test_a_figure_question_is_answered_from_its_table_cell(
     assert query.answer.endswith(sentence) and "\n" not in query.answer
     _check_citations(query, sample_version)
     figure = query.citations[0]
-    assert figure.kind == "table" and sentence.split(" was ")[1].startswith(figure.grounding)
+    assert figure.kind == "table" and sentence.split(": ")[-1].startswith(figure.grounding)
+    # the citation reads as its row, period and figure, not the bare figure (issue 39, item 5)
+    assert figure.cell is not None and sentence.startswith(figure.cell), figure
 
 
 def test_a_computed_figure_states_the_figures_the_question_names(
@@ -106,11 +108,12 @@ def test_a_computed_figure_states_the_figures_the_question_names(
     assert lines[0].startswith("The figures the question names") and "needs a model" in lines[0]
     report = "According to uploads/acme-corpus/reports/annual-report-2025.pdf (p. 3), "
     assert lines[1:] == [
-        f"- {report}Operating income for 2025 was 6.9 million [1].",
-        f"- {report}Revenue for 2025 was 48.2 million [2].",
+        f"- {report}Operating income, 2025: 6.9 million [1].",
+        f"- {report}Revenue, 2025: 48.2 million [2].",
     ]
     _check_citations(query, sample_version)
     assert [c.grounding for c in query.citations] == ["6.9", "48.2"]
+    assert [c.cell for c in query.citations] == ["Operating income, 2025: 6.9", "Revenue, 2025: 48.2"]
 
 
 def test_a_figure_question_without_a_matching_row_quotes_sentences(

@@ -192,23 +192,27 @@ def test_asked_quantity_and_year(ask: str, quantity: list[str], year: int | None
 
 
 def test_figure_sentence_states_unit_period_and_scale() -> None:
+    """Issue 39, item 5: the cell reads as its row, period and printed figure."""
     assert (
         figure_sentence("Revenues", "Years ended December 31 2015", "$ 6,779,511", "thousands", 6779511.0)
-        == "Revenues for Years ended December 31 2015 was $ 6,779,511 thousand ($6.78 billion)"
+        == "Revenues, year ended Dec 31, 2015: $6,779,511 thousand ($6.78 billion)"
     )
-    assert figure_sentence("Capex", "2018", "(1,577)", "millions", -1577.0) == (
-        "Capex for 2018 was (1,577) million (-1.58 billion)"
+    # in parentheses: paid out, not "-1.58 billion"
+    assert figure_sentence("Purchases of property", "MAY 31 2019", "(1,577)", "millions", -1577.0) == (
+        "Purchases of property, May 31, 2019: (1,577) million (1.58 billion, in parentheses: an outflow or a"
+        " deduction)"
     )
     assert figure_sentence("Operating income", "2025", "6.9", "millions", 6.9) == (
-        "Operating income for 2025 was 6.9 million"
+        "Operating income, 2025: 6.9 million"
     )
-    assert figure_sentence("Margin", "", "12.5%", "millions", 12.5) == "Margin was 12.5%"
-    # `(in millions, except per share amounts)`: a per-share amount or a head count is not scaled
-    assert figure_sentence("Diluted earnings per share", "2018", "$ 2.50", "millions", 2.5) == (
-        "Diluted earnings per share for 2018 was $ 2.50"
-    )
+    assert figure_sentence("Margin", "", "12.5%", "millions", 12.5) == "Margin: 12.5%"
+    # `(in millions, except per share amounts)`: a per-share amount or a head count is not scaled, and a
+    # row named by its group reads under it
+    assert figure_sentence(
+        "Diluted", "Years ended December 31 2018", "$ 8.89", "millions", 8.89, "Earnings per share"
+    ) == ("Earnings per share — Diluted, year ended Dec 31, 2018: $8.89")
     assert figure_sentence("Number of employees", "2018", "1,500", "millions", 1500.0) == (
-        "Number of employees for 2018 was 1,500"
+        "Number of employees, 2018: 1,500"
     )
 
 
@@ -549,7 +553,7 @@ def test_a_figure_comes_from_the_statement_the_question_names(
         ("What was the total amount of merchandise inventories in FY2022 in the balance sheet?", "410"),
     ):
         turn = _drive(planner_host, version, scope, ask)
-        assert f" was {figure} million" in turn.answer.split("\n")[0], turn.answer
+        assert f": {figure} million" in turn.answer.split("\n")[0], turn.answer
         assert turn.evidence[0].text == figure
 
 

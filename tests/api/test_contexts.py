@@ -324,6 +324,11 @@ def test_source_and_knowledge_errors(client: httpx.Client, context: str) -> None
         f"/api/contexts/{context}/import/upload", files=[("file", ("a.md", b"a")), ("file", ("b.md", b"b"))]
     )
     error(two, 400, "invalid_request")
+    # A kind Sleuth cannot read is refused with what it reads, and nothing is stored (issue 39, item 12).
+    weird = error(upload(client, context, "weird.xyz", b"\x00\x01"), 415, "unsupported_format")
+    assert "cannot read .xyz files" in weird["message"] and "PDF" in weird["message"]
+    error(upload(client, context, "README", b"no extension"), 415, "unsupported_format")
+    assert client.get(f"/api/contexts/{context}/source/manifest").json()["total"] == 0
 
     # Curate needs sources and a known model.
     error(client.post(f"/api/contexts/{context}/curate"), 409, "no_sources")

@@ -90,14 +90,19 @@ def test_explore_with_a_model_adapts_the_template_to_the_corpus(make_server: Ser
         found = client.post(f"/api/contexts/{slug}/explore", json={"model": SCRIPTED}).json()
         assert found["proposed_by"] == "model" and found["model"] == SCRIPTED and found["model_note"] is None
         assert found["template"] == "knowledge-base" and found["confidence"] == 0.8
-        assert found["reasons"] == ["12 of 21 sources are policies[31m with an owner and a review date"]
+        assert found["reasons"][0] == "12 of 21 sources are policies[31m with an owner and a review date"
+        assert "the 'Policy' table stays empty" in found["reasons"][1]  # said for the adapted manifest
         assert found["rules"]["template"] == with_rules["template"]
         types = found["manifest"]["curate"]["artifacts"]["artifact_types"]
         assert [t["name"] for t in types] == ["Document", "Policy", "Meeting Decision"]
         assert types[1]["columns"][1]["description"] == "The team or officer responsible."
         # The reply also wrote search instructions: only the artifacts part is the model's to change.
         assert "search" not in found["manifest"]
-        assert found["without_model"] == {"built": ["Document"], "skipped": ["Policy", "Meeting Decision"]}
+        assert found["without_model"] == {
+            "built": ["Document"],
+            "skipped": ["Policy", "Meeting Decision"],
+            "empty_tables": ["Policy"],
+        }
         assert found["sample_questions"] == ["Who owns the travel policy?"]
         # What the model read: the templates, the rules' choice and a digest of every sampled source.
         prompt = server.scripted.calls[-1].messages[1].content

@@ -113,6 +113,15 @@ def test_http_lists_tools_and_answers_a_background_turn(make_server: ServerFacto
                 "code": "invalid_request",
                 "field": "question",
             }
+            # `ask`, the HTTP API's name, is taken too (issue 39, item 12); the question once, and required
+            by_api_name = value(await client.call_tool("query_context", {"context": "acme", "ask": HOTEL}))
+            assert by_api_name["status"] == "in_progress" and by_api_name["query_id"].startswith("qry_")
+            neither = error(await client.call_tool("query_context", {"context": "acme"}))
+            assert neither["code"] == "invalid_request" and neither["field"] == "question"
+            both = error(
+                await client.call_tool("query_context", {"context": "acme", "question": "a", "ask": "b"})
+            )
+            assert both["message"] == "give the question once: question or ask"
             absent = error(await client.call_tool("get_query", {}))
             assert absent["code"] == "invalid_request" and absent["message"] == "query_id is required"
 

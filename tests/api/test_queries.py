@@ -238,7 +238,15 @@ def test_validation_order_and_nothing_is_stored(make_server: ServerFactory) -> N
         assert isinstance(error["message"], str) and error["message"]
         if field is not None:
             assert error["field"] == field, (name, error)
+        # a person's sentence, never the validator's wording (issue 39, item 12)
+        assert not any(word in error["message"] for word in ("should", "List ", "String ")), (name, error)
     assert server.client.get("/api/sessions").json() == {"sessions": []}
+
+
+def test_an_empty_scope_is_said_for_people(make_server: ServerFactory) -> None:
+    response = make_server().client.post("/api/query", json={"ask": "q", "scope": []})
+    assert response.status_code == 400
+    assert response.json()["message"] == "scope needs at least one context to answer from (its slug)"
 
 
 def test_unknown_version_comes_first(make_server: ServerFactory) -> None:

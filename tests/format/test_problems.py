@@ -25,7 +25,9 @@ class Request(BaseModel, extra="forbid"):
         ({"ask": "q", "scope": ["a"], "steps": 9}, "steps must be at most 8"),
         ({"scope": ["a"]}, "ask is required"),
         ({"ask": "q", "scope": ["a"], "colour": 1}, "unknown field 'colour'"),
-        ({"ask": "q", "scope": [3]}, "scope[0]: input should be a valid string"),
+        ({"ask": "q", "scope": [3]}, "scope[0] must be text (a string)"),
+        ({"ask": "q", "scope": "a"}, "scope must be a list"),
+        ({"ask": "q", "scope": ["a"], "steps": "many"}, "steps must be a whole number"),
         ({"ask": "", "scope": []}, "ask must not be empty (and 1 more)"),
     ],
 )
@@ -33,7 +35,7 @@ def test_sentences(data: dict[str, object], sentence: str) -> None:
     with pytest.raises(ValidationError) as caught:
         Request.model_validate(data)
     text = first_problem(caught.value)
-    assert text == sentence and "pydantic" not in text and "should have" not in text
+    assert text == sentence and "pydantic" not in text and "should" not in text
 
 
 def test_field_names_drop_where_the_value_came_from() -> None:

@@ -365,6 +365,7 @@ def _citation(span: EvidenceSpan, words: set[str], quoted: tuple[int, int] | Non
         "context": span.context,
         "start": span.start + a,
         "end": span.start + b,
+        **({"cell": span.cell} if span.cell else {}),
     }
 
 

@@ -41,6 +41,7 @@ from sleuth.agent.planner_scope import (
     Target,
     quote_ident,
 )
+from sleuth.format.figures import cell_caption
 from sleuth.models.base import CompletionParams, Message, ModelConfig, Reply, TokenUsage, ToolCall, ToolSpec
 from sleuth.store.text import STOP_WORDS
 
@@ -461,30 +462,37 @@ _UNSCALED = re.compile(r"\bper\b|\bshares?\b|\bemployees?\b|\bheadcount\b|\brati
 
 def _stated(entry: Any) -> tuple[str, str] | None:
     """(evidence label, sentence) of a plan's cell entry: `[ref, label, header, text, unit, path,
-    page, value]`, as `StepCode._figure_lines` prints it."""
+    page, value, section]`, as `StepCode._figure_lines` prints it."""
     if not (isinstance(entry, list) and len(entry) >= 7 and all(isinstance(v, str) for v in entry[:4])):
         return None
     ref, label, header, text, unit, path, page = entry[:7]
     value = entry[7] if len(entry) > 7 and isinstance(entry[7], int | float) else None
-    sentence = figure_sentence(label, header, text, unit if isinstance(unit, str) else None, value)
+    section = entry[8] if len(entry) > 8 and isinstance(entry[8], str) else None
+    sentence = figure_sentence(label, header, text, unit if isinstance(unit, str) else None, value, section)
     where = f"According to {path} (p. {page}), " if isinstance(path, str) else ""
     return ref, f"{where}{sentence} [{ref}]."
 
 
-def figure_sentence(label: str, header: str, text: str, unit: str | None, value: float | None) -> str:
-    """`Revenues for Years ended December 31 2015 was $ 6,779,511 thousand ($6.78 billion)`: the cell
-    as printed, its unit, and the amount in words when the unit scales it past a million."""
-    period = f" for {header}" if header else ""
-    if unit not in _SCALES or text.rstrip().endswith("%") or _UNSCALED.search(label):
-        return f"{label}{period} was {text}"
-    stated = f"{label}{period} was {text} {unit.removesuffix('s')}"
+def figure_sentence(
+    label: str, header: str, text: str, unit: str | None, value: float | None, section: str | None = None
+) -> str:
+    """`Revenues, year ended Dec 31, 2015: $6,779,511 thousand ($6.78 billion)`: the cell as its row,
+    period and printed figure say it (`format.figures`), its unit, and the amount in words when the unit
+    scales it past a million. A figure in parentheses is an outflow or a deduction: its amount in words
+    says so rather than carrying a minus sign a person did not read."""
+    said = cell_caption(label, section, header, text)
+    if unit not in _SCALES or text.rstrip().endswith("%") or _UNSCALED.search(f"{section or ''} {label}"):
+        return said
+    stated = f"{said} {unit.removesuffix('s')}"
     amount = (value or 0.0) * _SCALES[unit]
     word, scale = ("billion", 1e9) if abs(amount) >= 1e9 else ("million", 1e6)
     if value is None or abs(amount) < 1e6 or scale <= _SCALES[unit]:
         return stated  # `6.9 million` says it already
-    sign = "-" if amount < 0 else ""
     currency = next((c for c in "$€£¥" if c in text), "")
-    return f"{stated} ({sign}{currency}{abs(amount) / scale:,.2f} {word})"
+    words = f"{currency}{abs(amount) / scale:,.2f} {word}"
+    if amount < 0 and "(" in text:
+        return f"{stated} ({words}, in parentheses: an outflow or a deduction)"
+    return f"{stated} ({'-' if amount < 0 else ''}{words})"
 
 
 # ---------------------------------------------------------------------------------- plan reading

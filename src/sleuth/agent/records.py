@@ -110,6 +110,9 @@ class Citation(BaseModel):
     context: str = ""
     start: int = 0
     end: int = 0
+    #: A table cell's citation as its row, period and figure ("Revenue, 2025: 48.2"), where the quote
+    #: alone would be "48.2" (issue 39, item 5); absent for prose.
+    cell: str | None = None
 
 
 class Usage(BaseModel):

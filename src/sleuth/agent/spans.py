@@ -38,6 +38,7 @@ class EvidenceSpan(PageSpan):
     artifact_name: str | None = None
     score: float | None = None
     artifact_sources: list[str] = field(default_factory=list)  # Citation.sources for artifact spans
+    cell: str | None = None  # a table cell as its row, period and figure (Citation.cell)
     sighting: Sighting = field(default_factory=Sighting, compare=False)
 
     @property
@@ -93,4 +94,9 @@ class SpanResolver:
             via=report.via,
             artifact_name=report.artifact_name,
             score=report.score if report.score is not None and math.isfinite(report.score) else None,
+            cell=(
+                reader.cell_caption(report.source_path, report.page, report.start, report.end)
+                if report.via == "table"
+                else None
+            ),
         )

@@ -317,14 +317,25 @@ class Tools:
     async def query_context(
         self,
         context: Slug,
-        question: Annotated[Ask, Field(description="The question to answer.")],
         ctx: Context,
+        question: Annotated[
+            Ask | None, Field(description="The question to answer (the Nexus contract's name).")
+        ] = None,
+        ask: Annotated[Ask | None, Field(description="The same, by the HTTP API's name: give one.")] = None,
     ) -> CallToolResult:
         def work(engine: Engine) -> dict[str, Any]:
+            if question is not None and ask is not None and question != ask:
+                raise ToolFailure("invalid_request", "give the question once: question or ask", field="ask")
+            text = question if question is not None else ask
+            field = "question" if question is not None or ask is None else "ask"
+            if text is None:
+                raise ToolFailure(
+                    "invalid_request", "question is required (or ask, its API name)", field=field
+                )
             _, info = self._context(engine, context)
-            body = validated_body({"ask": question, "scope": [info.slug], "background": True}, QueryRequest)
+            body = validated_body({"ask": text, "scope": [info.slug], "background": True}, QueryRequest)
             if not body.ask.strip():
-                raise ToolFailure("invalid_request", "question must not be blank", field="question")
+                raise ToolFailure("invalid_request", f"{field} must not be blank", field=field)
             snapshot, future = admit_turn(engine.state, engine.turns, body, engine.who)
             if engine.pending is not None and future is not None:
                 engine.pending.add(future)

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sleuth.agent.request import INT_BOUNDS, TurnRequest
 from sleuth.api.errors import ApiError
 from sleuth.api.versioning import require_unstable
+from sleuth.format.problems import sentence
 
 EXTENSION_FIELDS = ("max_tool_output_chars",)  # request fields accepted only under `unstable`
 
@@ -127,11 +128,10 @@ def validated_body(data: dict[str, Any], model: type[M]) -> M:
         if name in INT_BOUNDS:
             low, high = INT_BOUNDS[name]
             message = f"{name} must be an integer from {low} to {high}; got {_shown(data.get(name))}"
-        elif first.get("type") == "missing":
-            message = f"{name} is required"
-        else:
-            path = name + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc[1:])
-            message = f"{path}: {first.get('msg', 'invalid value')}"
+        elif name == "scope" and first.get("type") == "too_short":
+            message = "scope needs at least one context to answer from (its slug)"
+        else:  # the field and what it needs, never the validator's wording (format.problems)
+            message = sentence(first)
         raise _invalid(name, message) from None
 
 

@@ -34,6 +34,7 @@ from sleuth.api.uploads import (
     single_file,
     staging_dir,
 )
+from sleuth.compile.parse import PARSERS
 from sleuth.compile.sources import UnsafePath, archive_stem, is_archive, safe_join
 from sleuth.store.home import ContextDir, now_iso, prune_empty_dirs
 
@@ -187,11 +188,22 @@ async def upload_source(
             if size > limits.max_upload_bytes:
                 raise ApiError(413, "file_too_large", f"the archive is over {limits.max_upload_bytes} bytes")
             return await run_in_threadpool(_stage_archive, state, service, ctx, rel.parent, upload, who.name)
+        if PurePosixPath(filename).suffix.lower() not in PARSERS:
+            raise ApiError(415, "unsupported_format", unsupported(filename), field="file")
         if size > limits.max_file_bytes:
             raise ApiError(413, "file_too_large", f"the file is over {limits.max_file_bytes} bytes")
         return await run_in_threadpool(_store_plain, state, service, ctx, rel, upload, who.name)
     finally:
         await form.close()
+
+
+def unsupported(filename: str) -> str:
+    """Why a file is refused, with what would be read: stored, it would only be skipped at the curate."""
+    suffix = PurePosixPath(filename).suffix.lower() or "(no extension)"
+    return (
+        f"{filename}: Sleuth cannot read {suffix} files; it reads PDF, Word (.docx), Markdown, HTML, text, "
+        "CSV, JSON and source code, or a .zip/.tar.gz of them"
+    )
 
 
 # --- sources --------------------------------------------------------------------------------------

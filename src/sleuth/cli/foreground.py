@@ -18,6 +18,7 @@ from typing import Any
 
 from sleuth.agent.records import Query
 from sleuth.agent.turn import PreparedTurn, Runtime
+from sleuth.errors import Failed
 from sleuth.store.server_db import Holder, worker_name
 
 HEARTBEAT_S = 10.0
@@ -25,7 +26,7 @@ HOLDER = Holder(worker_name("cli"), 3 * HEARTBEAT_S)
 WAKE_S = 0.2  # how often the main thread looks up from waiting (Ctrl-C is delivered between waits)
 
 
-class Interrupted(Exception):
+class Interrupted(Failed):
     """The person pressed Ctrl-C twice: the turn was ended as cancelled without waiting for it."""
 
     def __init__(self, query_id: str) -> None:

@@ -60,7 +60,7 @@ def profile_cmd(
         return
     table = Table("type", "scope", "calls", "cached", "input tokens", "output tokens", "time", "cost")
     for row in [*estimate.types, estimate.total]:
-        cost = "" if row.cost_usd is None else f"${row.cost_usd.low:.2f}–{row.cost_usd.high:.2f}"
+        cost = "–" if row.cost_usd is None else f"${row.cost_usd.low:.2f}–{row.cost_usd.high:.2f}"
         table.add_row(
             row.type,
             row.scope,
@@ -75,6 +75,12 @@ def profile_cmd(
     console.print(table)
     for line in estimate.assumptions:
         console.print(f"  {line}", highlight=False)
+    if estimate.total.cost_usd is None:  # say why the column is empty, and how to fill it
+        console.print(
+            f"  no cost: {estimate.model} has no prices; set price_input_per_token and "
+            f'price_output_per_token under [models."{estimate.model}"] in {home.root / "config.toml"}',
+            highlight=False,
+        )
 
 
 @app.command("models")

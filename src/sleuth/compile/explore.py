@@ -43,6 +43,9 @@ _CODE = {
     ".swift",
 }
 _FILINGS = {"annual report", "quarterly report", "current report", "earnings release", "proxy statement"}
+_NOTES = {"minutes", "letter", "transcript", "presentation"}  # what a team's knowledge base is made of
+#: Below it no template fits clearly: General documents is proposed, the best fit named in a reason.
+CONFIDENCE_FLOOR = 0.4
 _DEFINITION = re.compile(
     r"^\s*(?:[-*]\s*)?(?:\*\*[^*\n]{2,60}\*\*\s*[:—-]|\"[^\"\n]{2,60}\"\s+means\b)", re.MULTILINE
 )
@@ -141,6 +144,10 @@ def _sample(root: Path, files: list[str]) -> list[str]:
     return chosen
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def explore(sources: Path) -> Proposal:
     files = list_source_files(sources)
     suffixes = Counter(Path(f).suffix.lower() for f in files)
@@ -166,39 +173,54 @@ def explore(sources: Path) -> Proposal:
         documents.append(_digest(rel, parsed, who.doc_type))
         tables += sum(len(p.tables) for p in parsed.pages)
         definitions += len(_DEFINITION.findall(text))
-        contract_words += len(_CONTRACT.findall(text)) > 20
+        # A filing's risk factors say "shall" and "party" as often as a contract: only a document of no
+        # other known type counts as reading like an agreement
+        if who.doc_type in (None, "agreement", "report", "letter"):
+            contract_words += len(_CONTRACT.findall(text)) > 20
         paper_marks += len(_PAPER.findall(text)) >= 2
         long_pdfs += parsed.format == "pdf" and len(parsed.pages) >= 10  # (10 of its first 12 read)
         short_notes += parsed.format in ("markdown", "text") and len(text) < 6000
     n = max(read, 1)
     filings = sum(types[t] for t in _FILINGS)
+    notes = sum(types[t] for t in _NOTES)
     scores = {
-        "financial-filings": (filings / n) * 2 + min(tables / n, 5) / 5,
+        # tables count towards filings only as far as the documents are filings: minutes have tables too
+        "financial-filings": (filings / n) * (2 + min(tables / n, 5) / 5),
         "contracts": (types["agreement"] + contract_words) / n * 1.5,
         "research-papers": (types["paper"] + paper_marks) / n * 1.5,
         "glossary": min(definitions / max(n * 8, 1), 1.0) * 1.4,
         "codebase": (code / max(len(files), 1)) * 2,
         "paged-documents": (long_pdfs / n) * 0.9,
-        "knowledge-base": (short_notes / n) * 0.8 if read >= 5 else 0.0,
+        "knowledge-base": (max(short_notes, notes) / n) * 0.8 if read >= 3 else 0.0,
         "general": 0.35,
     }
     best = max(scores, key=lambda k: scores[k])
     ranked = sorted(scores.values(), reverse=True)
     lead = ranked[0] - ranked[1]
     confidence = round(max(0.0, min(1.0, 0.5 * min(ranked[0], 1.0) + lead)), 2)
-    reasons = [f"read {read} of {len(files)} sources"]
+    reasons = [f"read {read} of {_count(len(files), 'source')}"]
     if types:
         reasons.append("document types: " + ", ".join(f"{t} ×{c}" for t, c in types.most_common(5)))
     counted = [
-        (tables, f"{tables} tables found in their pages"),
-        (definitions, f"{definitions} definitions (“**Term**:” or “… means …”)"),
-        (contract_words, f"{contract_words} documents read like agreements (shall, party, termination)"),
-        (paper_marks, f"{paper_marks} documents with an abstract and references"),
-        (code, f"{code} source-code files"),
-        (long_pdfs, f"{long_pdfs} PDFs of 10 pages or more"),
+        (tables, f"{_count(tables, 'table')} found in their pages"),
+        (definitions, f"{_count(definitions, 'definition')} (“**Term**:” or “… means …”)"),
+        (
+            contract_words,
+            f"{_count(contract_words, 'document')} {'reads' if contract_words == 1 else 'read'} like "
+            f"{'an agreement' if contract_words == 1 else 'agreements'} (shall, party, termination)",
+        ),
+        (paper_marks, f"{_count(paper_marks, 'document')} with an abstract and references"),
+        (code, f"{_count(code, 'source-code file')}"),
+        (long_pdfs, f"{_count(long_pdfs, 'PDF')} of 10 pages or more"),
     ]
     reasons += [reason for count, reason in counted if count]
-    if best == "general":
+    if best != "general" and confidence < CONFIDENCE_FLOOR:
+        reasons.append(
+            f"no template fits clearly (the closest, {best}, at {confidence:.0%}): General documents "
+            "builds what any corpus needs; choose another once you know what you will ask"
+        )
+        best, confidence = "general", 0.5  # it fits any corpus; what it misses is said above
+    elif best == "general":
         reasons.append("nothing points at a more specific template")
     found = {"tables": tables, "definitions": definitions, "code_files": code, **dict(types)}
     return Proposal(

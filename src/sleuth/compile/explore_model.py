@@ -28,7 +28,7 @@ from sleuth.compile.explore import Proposal, explore
 from sleuth.compile.extraction.cache import ExtractionCache, cache_key
 from sleuth.compile.extraction.client import ExtractionClient
 from sleuth.compile.manifest import ArtifactType, EdgeType, Manifest
-from sleuth.compile.templates import TEMPLATES, without_model
+from sleuth.compile.templates import TEMPLATES, empty_without_model, without_model
 from sleuth.errors import Failed
 from sleuth.format.text import collapsed, normalize_text
 from sleuth.models.base import Model, ModelError
@@ -194,11 +194,14 @@ def propose(
     template = next(t for t in TEMPLATES if t["id"] == proposal.template)
     found = asdict(proposal)
     found.pop("documents")  # what the model reads, not what a person needs back
+    offline = without_model(template)
+    warning = empty_without_model(offline)
     answer = {
         **found,
+        "reasons": [*proposal.reasons, *([warning] if warning else [])],
         "label": template["label"],
         "manifest": template["manifest"],
-        "without_model": without_model(template),
+        "without_model": offline,
         "sample_questions": template["sample_questions"],
         "proposed_by": "rules",
         "model": None,
@@ -212,14 +215,16 @@ def propose(
     except Failed as exc:
         return {**answer, "model_note": f"{exc}; the rules' proposal is shown"}
     chosen = next(t for t in TEMPLATES if t["id"] == refined.template)
+    adapted = without_model({"manifest": refined.manifest})
+    warning = empty_without_model(adapted)
     return {
         **answer,
         "template": refined.template,
         "label": chosen["label"],
         "confidence": refined.confidence,
-        "reasons": refined.reasons,
+        "reasons": [*refined.reasons, *([warning] if warning else [])],
         "manifest": refined.manifest,
-        "without_model": without_model({"manifest": refined.manifest}),
+        "without_model": adapted,
         "sample_questions": refined.sample_questions or chosen["sample_questions"],
         "proposed_by": "model",
         "model": model_id,

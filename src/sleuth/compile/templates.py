@@ -40,7 +40,7 @@ TEMPLATES: list[dict[str, Any]] = [
         "id": "general",
         "label": "General documents",
         "description": "Chunks, indexes and one card per document. Works for any mix of files.",
-        "when_to_use": "You are not sure yet, or the corpus has no dominant structure.",
+        "when_to_use": "Corpora with no dominant structure, or when you are not sure yet.",
         "default": True,
         "needs_model": False,
         "sample_questions": [
@@ -261,4 +261,18 @@ def without_model(template: dict[str, Any]) -> dict[str, list[str]]:
     return {
         "built": [t.name for t in types if not type_needs_model(t)],
         "skipped": [t.name for t in types if type_needs_model(t)],
+        # SQL tables a curate creates with no rows until a model fills them (`_cells` has the figures)
+        "empty_tables": [t.name for t in types if type_needs_model(t) and t.format == "sqlite"],
     }
+
+
+def empty_without_model(found: dict[str, list[str]]) -> str | None:
+    """The reason a person reads before choosing a template whose SQL tables stay empty offline."""
+    empty = found.get("empty_tables") or []
+    if not empty:
+        return None
+    names = " and ".join(f"'{name}'" for name in empty)
+    return (
+        f"without a model, the {names} table{'s stay' if len(empty) > 1 else ' stays'} empty: every table "
+        "cell the pages hold is in _cells (the Tables view, or query_db) until a curate with a model"
+    )

@@ -50,6 +50,17 @@ def sentence(error: Mapping[str, Any]) -> str:
         "json_invalid": "malformed JSON body",
         "literal_error": f"{field} must be one of {ctx.get('expected')}",
         "enum": f"{field} must be one of {ctx.get('expected')}",
+        "string_type": f"{field} must be text (a string)",
+        "bool_type": f"{field} must be true or false",
+        "bool_parsing": f"{field} must be true or false",
+        "int_type": f"{field} must be a whole number",
+        "int_parsing": f"{field} must be a whole number",
+        "int_from_float": f"{field} must be a whole number",
+        "float_type": f"{field} must be a number",
+        "float_parsing": f"{field} must be a number",
+        "list_type": f"{field} must be a list",
+        "dict_type": f"{field} must be an object",
+        "model_type": f"{field} must be an object",
     }
     if kind in limits:
         return limits[kind]

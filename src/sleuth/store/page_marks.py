@@ -13,6 +13,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from sleuth.format.figures import cell_caption
 from sleuth.format.front_matter import read_front_matter
 from sleuth.format.spans import Provenance
 
@@ -87,3 +88,26 @@ def page_marks(version_dir: Path, source_path: str, page: int) -> PageMarks:
                 )
     artifacts.sort(key=lambda a: (a.start, a.type, a.name))
     return PageMarks(chunks, artifacts)
+
+
+def cell_at(version_dir: Path, source_path: str, page: int, start: int, end: int) -> str | None:
+    """The table cell at exactly that span, said as its row, period and figure (`format.figures`);
+    None when the span is not one cell of `_cells` (a version before it, or prose)."""
+    path = version_dir / "tables.sqlite"
+    if not path.is_file():
+        return None
+    db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    try:
+        row = db.execute(
+            "SELECT label, section, header, text FROM _cells "
+            'WHERE source = ? AND page = ? AND start = ? AND "end" = ? LIMIT 1',
+            (source_path, page, start, end),
+        ).fetchone()
+    except sqlite3.Error:  # no `_cells` in this version
+        return None
+    finally:
+        db.close()
+    if row is None or not row[0]:
+        return None
+    label, section, header, text = row
+    return cell_caption(str(label), section, header, str(text))

@@ -32,6 +32,7 @@ from sleuth.store.dense import DenseIndex
 from sleuth.store.documents import DocumentResolver
 from sleuth.store.home import ContextDir
 from sleuth.store.keyword import KeywordIndex, exact_phrases, index_phrase, is_identifier, open_index
+from sleuth.store.page_marks import cell_at
 from sleuth.store.rescore import (
     PageKey,
     PageWords,
@@ -787,6 +788,10 @@ class VersionReader:
     def page_count(self, source_path: str) -> int:
         """How many pages the version stored for this source (0 when it is not one of its sources)."""
         return len(self._pages(source_path))
+
+    def cell_caption(self, source_path: str, page: int, start: int, end: int) -> str | None:
+        """The table cell at exactly that span as its row, period and figure; None for prose."""
+        return cell_at(self.root, source_path, page, start, end)
 
     def page_label(self, source_path: str, page: int) -> str | None:
         """The number printed on a page ("38" on a PDF's 40th page), when the parse found one."""
