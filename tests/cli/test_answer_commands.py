@@ -90,7 +90,7 @@ def test_ask_errors_are_clear(runner: CliRunner) -> None:
     assert scripted.exit_code == 1
     assert json.loads(scripted.stdout)["error"]["code"] == "context_not_found"
     no_scope = runner.invoke(app, ["ask", "anything"])
-    assert no_scope.exit_code == 2 and "needs a scope" in no_scope.output
+    assert no_scope.exit_code == 2 and "pass --context NAME (sleuth contexts lists them)" in no_scope.output
     assert "scope_required" not in no_scope.output
     bad_model = runner.invoke(app, ["ask", "-c", "acme", "q", "--model", "nope"])
     assert bad_model.exit_code == 2 and "unknown model 'nope'" in bad_model.output

@@ -22,9 +22,12 @@ import sys
 from collections.abc import Iterable
 from typing import Annotated
 
+import click
 import typer
 from rich.console import Console
 from rich.text import Text
+from typer.completion import show_callback
+from typer.core import TyperArgument, TyperOption
 
 from sleuth.errors import Invalid
 from sleuth.store.home import ContextDir, ContextNotFound, Home, resolve_home
@@ -61,12 +64,47 @@ def _console(stderr: bool = False) -> Console:
     return _Console(stderr=stderr, width=200 if wide else None, soft_wrap=True)
 
 
+def _value_name(param: TyperOption, ctx: click.Context) -> str | None:
+    """What `--help` shows after an option that takes a value: its metavar if it has one, else its name
+    (`--context CONTEXT`, `--top-k TOP_K`), never a Python type tag (`<str>`, `<list[str]>`); a flag
+    shows nothing after it."""
+    if param.metavar is not None:
+        return param.metavar
+    if param.is_flag or param.count:
+        return None
+    return (param.name or "value").upper()
+
+
+def _no_type(param: TyperArgument, ctx: click.Context) -> str | None:
+    """An argument's help line is its name and help: no type tag after the name."""
+    return None
+
+
+# Typer puts a type tag (`<str>`, `<list[str]>`, `<int range>`) after every parameter in `--help`, and
+# has no setting to leave it out: its two parameter classes are told here what to show instead.
+setattr(TyperOption, "display_type_rich", _value_name)  # noqa: B010
+setattr(TyperArgument, "display_type_rich", _no_type)  # noqa: B010
+
 app = typer.Typer(
     rich_markup_mode=None,
     no_args_is_help=True,
+    # Typer's `--install-completion` edits ~/.bashrc without asking: ours prints the line to add
+    # instead (`_root`), and `--show-completion` prints the script as before.
+    add_completion=False,
     help="Sleuth: compile a corpus into a context, then ask it questions with verified citations.",
     epilog="Exit status: 0 done, 1 the command failed, 2 the command line is wrong.",
 )
+
+def _completion_init() -> None:
+    """Register the shells' completion classes, as `add_completion` would have. Typer keeps this in a
+    private module: a Typer that moved it loses `--show-completion`, never the CLI."""
+    with contextlib.suppress(ImportError, AttributeError):
+        from typer._completion_classes import completion_init
+
+        completion_init()
+
+
+_completion_init()
 console = _console()
 err = _console(stderr=True)
 
@@ -79,11 +117,67 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
+def _shell() -> str:
+    """The shell this runs under (as Typer detects it, else `$SHELL`), `bash` when neither says."""
+    found = None
+    with contextlib.suppress(Exception):  # Typer's private guess (shellingham), when it has one
+        from typer._completion_shared import _get_shell_name
+
+        found = _get_shell_name()
+    return found or os.path.basename(os.environ.get("SHELL", "")) or "bash"
+
+
+def completion_line(shell: str, prog: str = "sleuth") -> tuple[str, str]:
+    """Where to add what, for `prog`'s completion in `shell`: (the file, the line)."""
+    if shell == "zsh":
+        return "~/.zshrc", f'autoload -Uz compinit && compinit && eval "$({prog} --show-completion)"'
+    if shell == "fish":
+        return f"~/.config/fish/completions/{prog}.fish", f"{prog} --show-completion | source"
+    if shell in ("powershell", "pwsh"):
+        return "$PROFILE", f"{prog} --show-completion | Out-String | Invoke-Expression"
+    return "~/.bashrc", f'eval "$({prog} --show-completion)"'
+
+
+def _show_completion(ctx: typer.Context, param: typer.CallbackParam, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        show_callback(ctx, param, value)  # prints the script and exits
+
+
+def _install_completion(ctx: typer.Context, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    prog = ctx.find_root().info_name or "sleuth"
+    where, line = completion_line(_shell(), prog)
+    typer.echo(f"To complete {prog}'s commands in your shell, add this line to {where}:\n\n    {line}\n")
+    typer.echo("(Nothing was changed: `--show-completion` prints the script itself.)")
+    raise typer.Exit()
+
+
 @app.callback()
 def _root(
     version: Annotated[
         bool,
         typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+    install_completion: Annotated[
+        bool,
+        typer.Option(
+            "--install-completion",
+            callback=_install_completion,
+            is_eager=True,
+            expose_value=False,
+            help="Print the line that turns on completion in your shell (nothing is changed).",
+        ),
+    ] = False,
+    show_completion: Annotated[
+        bool,
+        typer.Option(
+            "--show-completion",
+            callback=_show_completion,
+            is_eager=True,
+            expose_value=False,
+            help="Print the completion script for your shell.",
+        ),
     ] = False,
 ) -> None:
     """Sleuth: compile a corpus into a context, then ask it questions with verified citations."""

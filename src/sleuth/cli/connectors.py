@@ -4,18 +4,24 @@ API; a folder connector may name any folder the user running the command can rea
 
 from __future__ import annotations
 
+import json
 import os
+import time
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
-from sleuth.cli.app import FAILED, USAGE, app, console, fail, find_context, say
+from sleuth.cli.app import FAILED, USAGE, app, console, err, fail, failure, find_context, say, styled
 from sleuth.compile.connectors import registry
 from sleuth.compile.connectors.base import ConnectorConfigError, ConnectorError, Limits
 from sleuth.compile.connectors.kinds import KINDS, build
-from sleuth.compile.connectors.sync import sync
+from sleuth.compile.connectors.sync import SyncReport, sync
+from sleuth.compile.errors import CompileError
 from sleuth.compile.pipeline import compile_context
+from sleuth.errors import Conflict, Invalid
+from sleuth.models.embedder import EmbedderError
 from sleuth.settings import current
 from sleuth.store.home import ContextDir, now_iso
 from sleuth.store.lock import CurateInFlight, curate_lock
@@ -23,7 +29,10 @@ from sleuth.store.replica import open_home
 from sleuth.store.secrets import SecretBox, SecretUnreadable
 
 connectors_app = typer.Typer(
-    help="Sources that stay in sync: a folder, a git repository, an S3 bucket.", no_args_is_help=True
+    help="Sources that stay in sync, of four kinds: git (a repository's branch or tag), folder (a folder "
+    "of this machine), s3 (a bucket prefix) and web (pages, a sitemap or a site below a URL).",
+    short_help="Sources that stay in sync: git, folder, s3, web.",
+    no_args_is_help=True,
 )
 app.add_typer(connectors_app, name="connectors")
 
@@ -81,7 +90,7 @@ def add_cmd(
         entry = registry.ConnectorEntry(name, kind, config, registry.parse_every(every))
         if secret:
             entry.secret = SecretBox(open_home().root).seal(_secret(secret))
-        build(kind, config, {}, current(), ctx.root / "connectors" / "cache", any_folder=True)
+        build(kind, config, {}, current(), ctx.root / "connectors" / "cache", any_folder=True, adding=True)
     except ConnectorConfigError as exc:
         raise fail(str(exc), USAGE) from None
     except ConnectorError as exc:
@@ -99,11 +108,20 @@ def add_cmd(
 
 
 @connectors_app.command("list")
-def list_cmd(context: Annotated[str, typer.Argument(help="The context (slug or id).")]) -> None:
+def list_cmd(
+    context: Annotated[str, typer.Argument(help="The context (slug or id).")],
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the connectors as JSON (credentials never shown).")
+    ] = False,
+) -> None:
     """The context's connectors, with what their last sync did or why it failed."""
     ctx = find_context(open_home(), context)
+    entries = registry.load(ctx).values()
+    if json_out:
+        typer.echo(json.dumps([entry.public() for entry in entries], ensure_ascii=False, indent=2))
+        return
     table = Table("name", "kind", "every", "last sync", "result")
-    for entry in registry.load(ctx).values():
+    for entry in entries:
         last = entry.last_sync or {}
         result = entry.last_error or (
             f"{len(last.get('added', []))} added, {len(last.get('changed', []))} changed, "
@@ -116,8 +134,33 @@ def list_cmd(context: Annotated[str, typer.Argument(help="The context (slug or i
     console.print(table)
 
 
-def _sync_one(ctx: ContextDir, entry: registry.ConnectorEntry) -> bool:
-    """Sync `entry`; whether anything changed. The outcome is recorded with the connector."""
+@dataclass
+class Outcome:
+    """What one connector's sync did (`report`) or why it failed (`error`)."""
+
+    entry: registry.ConnectorEntry
+    report: SyncReport | None = None
+    error: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.report is not None and bool(
+            self.report.added or self.report.changed or self.report.deleted
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.entry.name,
+            "kind": self.entry.kind,
+            "ok": self.error is None,
+            "report": self.report.to_json() if self.report is not None else None,
+            "error": self.error,
+        }
+
+
+def _sync_one(ctx: ContextDir, entry: registry.ConnectorEntry) -> Outcome:
+    """Sync `entry` and record its outcome with the connector; a failure is returned, not raised, so
+    that one connector that fails leaves the others to sync."""
     settings = current()
     attempt = now_iso()
     try:
@@ -128,13 +171,26 @@ def _sync_one(ctx: ContextDir, entry: registry.ConnectorEntry) -> bool:
         with curate_lock(ctx.lock_file, ctx.info().id), ctx.editing():
             report = sync(ctx, entry.name, connector, Limits.of(settings))
     except (ConnectorError, ConnectorConfigError, SecretUnreadable, CurateInFlight) as exc:
-        registry.record(ctx, entry.name, attempt, None, str(exc))
-        raise fail(f"{entry.name}: {exc}", FAILED) from None
-    registry.record(ctx, entry.name, attempt, report.to_json(), None)
-    say(f"{entry.name}: {report.summary}" + (f" (commit {report.commit[:12]})" if report.commit else ""))
+        error = str(exc)
+    except Exception as exc:  # a client library's own error (boto3, httpx, the disk): this connector's
+        error = f"{type(exc).__name__}: {exc}"
+    else:
+        registry.record(ctx, entry.name, attempt, report.to_json(), None)
+        return Outcome(entry, report=report)
+    registry.record(ctx, entry.name, attempt, None, error)
+    return Outcome(entry, error=error)
+
+
+def _said(outcome: Outcome) -> None:
+    """One connector's outcome for people: what changed (and what was skipped), or why it failed."""
+    name = outcome.entry.name
+    if outcome.report is None:
+        say((f"{name}: failed", "red"), f" — {outcome.error}")
+        return
+    report = outcome.report
+    say(f"{name}: {report.summary}" + (f" (commit {report.commit[:12]})" if report.commit else ""))
     for item, why in report.skipped:
         say(f"  skipped {item}: {why}")
-    return bool(report.added or report.changed or report.deleted)
 
 
 @connectors_app.command("sync")
@@ -142,20 +198,75 @@ def sync_cmd(
     context: Annotated[str, typer.Argument(help="The context (slug or id).")],
     name: Annotated[str | None, typer.Argument(help="The connector (default: every one).")] = None,
     curate: Annotated[bool, typer.Option(help="Curate after a sync that changed anything.")] = True,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print each connector's outcome and the curate as JSON.")
+    ] = False,
 ) -> None:
-    """Fetch what is new or changed, delete what is gone, then curate incrementally."""
+    """Fetch what is new or changed, delete what is gone, then curate incrementally.
+
+    Every connector is synced even when one fails; each one's outcome is printed (progress on
+    stderr), and the command exits 1 when any failed."""
     home = open_home()
     ctx = find_context(home, context)
     entries = registry.load(ctx)
     chosen = [entries[name]] if name in entries else list(entries.values()) if name is None else []
     if not chosen:
         raise fail(
-            f"context {context!r} has no connector {name!r}" if name else "no connectors to sync", USAGE
+            f"context {context!r} has no connector {name!r}" if name else "no connectors to sync",
+            USAGE,
+            machine="invalid_request" if json_out else None,
         )
-    changed = [entry.name for entry in chosen if _sync_one(ctx, entry)]
-    if changed and curate:
-        report = compile_context(ctx.info().slug, home=home)
-        say(f"curated {context}: version {report.version} is live")
+    outcomes: list[Outcome] = []
+    for n, entry in enumerate(chosen, 1):
+        err.print(
+            styled((f"[{n}/{len(chosen)}]", "dim"), f" {entry.name} ({entry.kind}): syncing…"),
+            highlight=False,
+        )
+        began = time.monotonic()
+        outcome = _sync_one(ctx, entry)
+        took = f"{time.monotonic() - began:.1f} s"
+        err.print(
+            styled(
+                (f"[{n}/{len(chosen)}]", "dim"),
+                f" {entry.name}: ",
+                ("synced", "green") if outcome.error is None else ("failed", "red"),
+                f" in {took}",
+            ),
+            highlight=False,
+        )
+        outcomes.append(outcome)
+        if not json_out:
+            _said(outcome)
+    failed = [o.entry.name for o in outcomes if o.error is not None]
+    curated: str | None = None
+    if curate and any(o.changed for o in outcomes):
+        err.print(f"curating {context}…", highlight=False)
+        try:
+            report = compile_context(ctx.info().slug, home=home)
+        except (Invalid, Conflict, CompileError, EmbedderError) as exc:
+            raise failure(exc) from None
+        curated = report.version or report.parent
+        if not json_out:
+            say(f"curated {context}: version {curated} is live")
+    if json_out:
+        typer.echo(
+            json.dumps(
+                {
+                    "context": ctx.info().slug,
+                    "connectors": [o.to_json() for o in outcomes],
+                    "curated": curated,
+                },
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
+    if failed:
+        synced = len(outcomes) - len(failed)
+        raise fail(
+            f"{len(failed)} of {len(outcomes)} connectors failed to sync ({', '.join(failed)})"
+            + (f"; the other {synced} synced" if synced else ""),
+            FAILED,
+        )
 
 
 @connectors_app.command("remove")

@@ -36,7 +36,7 @@ from sleuth.errors import Conflict, Invalid
 from sleuth.format.identity import DOC_TYPE_NAMES
 from sleuth.models.embedder import EmbedderError
 from sleuth.settings import TOOL_OUTPUT_CHARS, TURN_CAP_SECONDS
-from sleuth.store.home import ContextDir, Home
+from sleuth.store.home import ContextDir, ContextNotFound, Home
 from sleuth.store.lock import CurateInFlight, curate_lock
 from sleuth.store.replica import Replica, SlugTaken, open_home
 from sleuth.store.search import VersionReader
@@ -71,8 +71,14 @@ class RichProgress:
 
 @app.command("compile")
 def compile_cmd(
-    sources: Annotated[list[Path], typer.Argument(help="Files, directories or archives to add.")],
     context: Annotated[str, typer.Option("--context", "-c", help="Context slug (created if new).")],
+    sources: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Files, directories or archives to add; none: curate what the context holds again "
+            "(with --manifest, under the new manifest)."
+        ),
+    ] = None,
     manifest: Annotated[Path | None, typer.Option(help="Manifest JSON; replaces the pinned one.")] = None,
     force: Annotated[bool, typer.Option(help="Discard the ledger and rebuild from scratch.")] = False,
     model: Annotated[
@@ -92,14 +98,29 @@ def compile_cmd(
         ),
     ] = False,
 ) -> None:
-    """Create or update a context from SOURCES and curate it incrementally.
+    """Create or update a context from SOURCES and curate it incrementally; with no SOURCES, curate
+    what the context already holds again (`--manifest M`: re-curate it under M).
 
     Exits 1 when a source could not be read (the others are compiled and live)."""
+    if not sources:
+        home = open_home()
+        try:
+            home.find(context)
+        except (ContextNotFound, ValueError):
+            known = [info.slug for _ctx, info in home.contexts()]
+            raise fail(
+                f"no sources to compile: name the files or folders to compile into {context!r} "
+                f"(sleuth compile DIR --context {context}); there is no context {context!r} in "
+                f"{home_where(home)} whose own sources could be curated again",
+                USAGE,
+                hint=did_you_mean(context, known),
+                machine="invalid_request" if json_out else None,
+            ) from None
     try:
         with Progress(*PHASE_COLUMNS, console=err, transient=json_out) as bars:
             report = compile_context(
                 context,
-                sources,
+                list(sources or []),
                 manifest,
                 force,
                 progress=RichProgress(bars),
@@ -122,15 +143,14 @@ def compile_cmd(
     if report.delta == "empty":
         say((report.context, "bold"), f": nothing changed; live version {report.parent} stays")
     else:
-        c = report.counts
-        total = c["sources_compiled"] + len(report.failures)
+        c, t = report.counts, report.tally()
         say(
             (report.context, "bold"),
-            f": version {report.version} is live — {c['sources_compiled']} of {total} sources compiled "
-            f"({len(report.new)} new, {len(report.changed)} changed, {len(report.deleted)} deleted), "
+            f": version {report.version} is live — {t['compiled']} of {t['total']} sources compiled "
+            f"({t['new']} new, {t['changed']} changed, {t['deleted']} deleted), "
             f"{c['pages']} pages, {c['chunks']} chunks, {c['artifacts']} artifacts, {c['edges']} edges; "
-            f"embedded {c['embedded']} ({c['embedded_from_cache']} from cache) in "
-            f"{report.timings['total']:.1f}s",
+            f"vectors: {c['embedded']} embedded, {c['embedded_from_cache']} from cache; "
+            f"in {report.timings['total']:.1f}s",
         )
     for path, item in sorted(report.failures.items()):
         say(("  " + item["status"], "yellow"), f" {path}: {item['reason']}")
@@ -409,7 +429,9 @@ def search_cmd(
     if json_out:
         typer.echo(json.dumps({"query": query, "mode": mode, "hits": [asdict(h) for h in hits]}, indent=2))
         return
-    for rank, hit in enumerate(hits, 1):
+    # The engine's order is its second stage's (boilerplate demoted, pages rescored), which a keyword
+    # or semantic score need not follow: people read the hits by the score printed beside them.
+    for rank, hit in enumerate(sorted(hits, key=lambda hit: -hit.score), 1):
         section = " > ".join(hit.section_path)
         console.print(
             styled(

@@ -131,7 +131,8 @@ class VersionBuild:
         self.chunk_windows: list[int] = []  # vectors per chunk, in `chunks()` order
         self._windows: dict[str, Window | None] = {}
         self.artifact_vectors: np.ndarray | None = None
-        self.computed = 0
+        self.computed = 0  # vectors embedded in this run (one per window of a chunk, one per artifact)
+        self.reused = 0  # vectors read from the embedding cache (or shared by a repeated text)
         self.embedder: Embedder = get_embedder(run.manifest.curate.chunks.embedding_model)
         self.sample_queries: list[str] = []
 
@@ -330,6 +331,7 @@ class VersionBuild:
             vecs, computed = embed_cached(self.embedder, cache, [texts[row] for row in rows])
             out[rows] = vecs
             self.computed += computed
+            self.reused += len(rows) - computed
         return out
 
     def _window_of(self, state: SourceState) -> Window | None:
@@ -452,12 +454,9 @@ class VersionBuild:
             "rows_by_table": {t.name: len(t.rows) for t in self.typed},
             "rows_screened": sum(t.screened for t in self.typed),
             "rosters": len(self.roster_files),
+            # Both in vectors: a chunk has one per embedder window, so chunks are not their unit.
             "embedded": self.computed,
-            "embedded_from_cache": (
-                self.chunk_count + len(self.artifacts) - self.computed
-                if self.run.manifest.curate.chunks.enabled
-                else 0
-            ),
+            "embedded_from_cache": self.reused,
         }
         for t in self.typed:
             self.run.warnings.extend(t.warnings)

@@ -53,3 +53,17 @@ class CompileReport:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def tally(self) -> dict[str, int]:
+        """The sources as a summary counts them: every source seen (`total`: those the snapshot listed
+        and those left out at import), those compiled (`compiled`: read without a failure), and of
+        those the new and changed ones; a source that failed or was skipped counts in none of these
+        but `total`, whatever it was before."""
+        listed = {*self.new, *self.changed, *self.unchanged}
+        return {
+            "total": len(listed | set(self.failures)),
+            "compiled": len(listed - set(self.failures)),
+            "new": sum(1 for path in self.new if path not in self.failures),
+            "changed": sum(1 for path in self.changed if path not in self.failures),
+            "deleted": len(self.deleted),
+        }

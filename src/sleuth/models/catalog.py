@@ -229,6 +229,7 @@ class Catalog:
     tiers: dict[str, str] = field(default_factory=dict)
     default: str = OFFLINE_ID
     env: Mapping[str, str] = field(default_factory=lambda: os.environ, repr=False)  # holds keys
+    where: str = "config.toml"  # the file it was read from, as errors and notes name it
 
     @classmethod
     def load(cls, home_root: Path, env: Mapping[str, str] | None = None) -> Catalog:
@@ -288,7 +289,9 @@ class Catalog:
             default = tiers["standard"]
         else:
             default = next((m for m in models if m != OFFLINE_ID), OFFLINE_ID)
-        return cls(models=models, tiers=tiers, default=default, env=os.environ if env is None else env)
+        return cls(
+            models=models, tiers=tiers, default=default, env=os.environ if env is None else env, where=where
+        )
 
     def tier(self, name: str) -> str:
         """The id a tier maps to; an unmapped tier maps to the default."""

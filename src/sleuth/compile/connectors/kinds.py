@@ -200,10 +200,13 @@ def build(
     workdir: Path,
     *,
     any_folder: bool = False,
+    adding: bool = False,
 ) -> Connector:
     """The connector `kind` with `config` (and its `secret`: credentials, never in `config`), checked
     against the operator's settings. `workdir` is where it may keep a cache (a git mirror);
-    `any_folder` lifts the folder allow list (the CLI, run by the machine's own user)."""
+    `any_folder` lifts the folder allow list (the CLI, run by the machine's own user). `adding`: the
+    connector is being added, so a folder must be there now (a sync of one that went away later
+    fails that sync, as an unmounted share does)."""
     allow = AllowList.parse(settings.connector_allow)
     include = _patterns(config)
     if kind == "folder":
@@ -211,6 +214,10 @@ def build(
         if not root.is_absolute():
             raise ConnectorConfigError("path: an absolute path")
         root = root.resolve()
+        if adding and not root.is_dir():
+            raise ConnectorConfigError(
+                f"path: {root} is not a folder" if root.exists() else f"path: there is no folder {root}"
+            )
         allowed = [Path(p.strip()).resolve() for p in settings.connector_folders.split(",") if p.strip()]
         if not any_folder and not any(root == a or a in root.parents for a in allowed):
             raise ConnectorError(

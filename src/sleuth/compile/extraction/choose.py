@@ -14,7 +14,7 @@ from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.compile.extraction.extractor import ModelExtractor
 from sleuth.compile.manifest import DETERMINISTIC_KINDS, ArtifactType, Manifest
 from sleuth.models.base import CompletionParams, Message, Model, ModelConfig, ModelError, Reply, ToolSpec
-from sleuth.models.catalog import TIERS, Catalog, CatalogError, build_model
+from sleuth.models.catalog import OFFLINE_ID, TIERS, Catalog, CatalogError, build_model
 from sleuth.store.home import ContextDir
 
 
@@ -51,9 +51,13 @@ def curation_model(
     wanted = model or manifest.curate.artifacts.artifact_model
     if model is None and wanted in TIERS and wanted not in catalog.tiers:
         # Spending is opted into: an unmapped tier does not fall back to the answering default.
+        configured = [m for m in catalog.models if m != OFFLINE_ID]
+        if not configured:
+            return None, None  # no model at all, as asked: the types that need one say so
         return None, (
-            f"artifact_model is the {wanted!r} tier, which config.toml does not map; map it "
-            f'([tiers] {wanted} = "<model id>") or pass a model to this curate'
+            f"artifact_model is the {wanted!r} tier, which {catalog.where} does not map: add "
+            f'`{wanted} = "<model id>"` under [tiers] there (models here: {", ".join(configured)}), or '
+            "name a model for this curate (sleuth compile --model)"
         )
     try:
         config = catalog.resolve(wanted, allow_specs=allow_specs and model is not None)

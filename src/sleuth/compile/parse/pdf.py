@@ -10,7 +10,12 @@ from __future__ import annotations
 
 import io
 import itertools
+import logging
 import re
+import threading
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pypdfium2 as pdfium
 
@@ -47,13 +52,19 @@ def parse(
     except pdfium.PdfiumError as exc:
         if "password" in str(exc).lower():
             raise ParseError("failed", "encrypted") from None
+        said: list[str] = []
         try:
-            texts, title, toc = _read_pypdf(data)
+            with pypdf_said(said):
+                texts, title, toc = _read_pypdf(data)
             texts = texts if max_pages is None else texts[:max_pages]
         except ParseError:
             raise
-        except Exception:
-            raise ParseError("failed", f"corrupt: {exc}") from None
+        except Exception as fallback:
+            said.append(str(fallback).strip() or type(fallback).__name__)
+            heard = "; ".join(dict.fromkeys(line for line in said if line))
+            raise ParseError("failed", f"corrupt: {exc}" + (f" (pypdf: {heard})" if heard else "")) from None
+        if said:  # read all the same: what pypdf noticed is no problem of the source's
+            log.debug("pypdf read a damaged PDF: %s", "; ".join(said))
     pages = [Page(i + 1, repair_dropped_ligatures(normalize_text(t))) for i, t in enumerate(texts)]
     if toc:
         _headings_from_toc(pages, toc)
@@ -120,6 +131,42 @@ def _read_pdfium_locked(data: bytes, fonts: bool, max_pages: int | None) -> Pdfi
         return texts, title, toc, styles
     finally:
         pdf.close()
+
+
+log = logging.getLogger("sleuth.compile.parse")
+_PYPDF = threading.Lock()  # pypdf's logger is the process's: one reading collects it at a time
+
+
+class _Collect(logging.Handler):
+    def __init__(self, into: list[str]) -> None:
+        super().__init__(logging.DEBUG)
+        self.into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.into.append(record.getMessage().strip())
+
+
+@contextmanager
+def pypdf_said(into: list[str]) -> Iterator[None]:
+    """What pypdf says of a damaged file (`EOF marker not found`) through its `pypdf` logger and
+    `warnings` goes into `into`, for the source's problem, instead of onto stderr (Python's last-resort
+    handler prints a warning nobody configured a handler for); other modules' warnings pass on."""
+    logger = logging.getLogger("pypdf")
+    handler = _Collect(into)
+    with _PYPDF, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        propagate, logger.propagate = logger.propagate, False
+        logger.addHandler(handler)
+        try:
+            yield
+        finally:
+            logger.removeHandler(handler)
+            logger.propagate = propagate
+    for warning in caught:
+        if "pypdf" in warning.filename.replace("\\", "/").split("/"):
+            into.append(str(warning.message).strip())
+        else:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
 
 
 def _read_pypdf(data: bytes) -> tuple[list[str], str | None, list[tuple[int, str, int]]]:
