@@ -18,7 +18,7 @@ from typing import Literal
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe  # type: ignore[import-untyped]
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, FloatRect, Page, sync_playwright
 
 from sleuth.compile.pipeline import CompileReport
 from sleuth.models.base import ModelConfig
@@ -26,7 +26,7 @@ from sleuth.sandbox import SandboxHost
 from sleuth.store.home import Home
 from sleuth.store.keys import KeyStore
 from tests.api.query_support import REMOTE_REPLIES, SCRIPTED, SLOW_STEP
-from tests.api.support import LiveServer, launch, upload, wait_task
+from tests.api.support import LiveServer, launch, make_zip, upload, wait_task
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SHOTS = Path(os.environ.get("SLEUTH_SCREENSHOTS", ".screenshots"))
@@ -93,7 +93,7 @@ def test_ask_watch_the_steps_and_open_a_citation_on_its_page(
     page.goto(server.url + "/#/ask?ctx=acme")
     page.fill("#ask", HOTEL)
     page.get_by_role("button", name="Ask").click()
-    page.locator(".step").first.wait_for()  # a step arrives while the turn runs
+    page.locator(".step").first.wait_for(state="attached")  # a step arrives (folded once answered)
     cite = page.locator("a.cite").first
     cite.wait_for(timeout=60_000)
     assert page.locator(".step.completed").count() >= 1
@@ -690,6 +690,7 @@ def test_a_priced_turn_shows_its_cost_and_a_running_turn_can_be_cancelled(
             page.get_by_role("button", name="Ask").click()
             page.locator("footer.turn").wait_for(timeout=60_000)
             assert "three days" in page.locator(".answer").inner_text()
+            page.locator("details.steps-done > summary").click()  # the answered turn's steps, folded
             assert "search_source(" in page.locator(".step .call").first.inner_text()  # call, result, ms
             assert " ms" in page.locator(".step .call").first.inner_text()
             first = page.locator("footer.turn a", has_text="trace").get_attribute("href") or ""
@@ -903,15 +904,16 @@ def test_an_uploaded_page_opened_from_its_source_url_runs_nothing(
     server.client.post("/api/contexts", json={"slug": "raw-read-test", "name": "Raw reads"})
     sent: list[str] = []
     try:
-        for name, data in files.items():
-            uploaded = server.client.post(
-                "/api/contexts/raw-read-test/import/upload", files={"file": (name, data)}
-            )
-            assert uploaded.status_code == 200, uploaded.text
+        # In an archive, as a git or web connector would bring them: a plain upload of a kind Sleuth
+        # cannot read (.svg) is refused (415), an archive's members are stored as they are.
+        uploaded = upload(server.client, "raw-read-test", "raw.zip", make_zip(files))
+        assert uploaded.status_code == 200, uploaded.text
+        assert wait_task(server.client, uploaded.json()["task_id"])["state"] == "completed"
+        for name in files:
             page, _errors = _page(browser, "laptop")
             sent.clear()
             page.on("request", lambda r: sent.append(r.url))
-            page.goto(f"{server.url}/api/contexts/raw-read-test/source/read/uploads/{name}")
+            page.goto(f"{server.url}/api/contexts/raw-read-test/source/read/uploads/raw/{name}")
             page.wait_for_load_state("networkidle")
             assert not [u for u in sent if u.endswith("/api/contexts")], name  # the script never ran
             assert not page.title().startswith("RAN") and "<script>" in page.inner_text("body"), name
@@ -1198,3 +1200,310 @@ def test_add_and_sync_a_connector_from_the_context_view(
         page.close()
     finally:
         server.client.delete(f"/api/contexts/{slug}")
+
+
+# Issue 39: frictions a new user hit in the console.
+
+
+def _boxes(page: Page, selector: str) -> list[dict[str, float]]:
+    """The rendered boxes of the elements a selector finds (those shown: a size above zero)."""
+    found: list[dict[str, float]] = page.locator(selector).evaluate_all(
+        """els => els.map(e => e.getBoundingClientRect())
+            .filter(r => r.width > 0 && r.height > 0)
+            .map(r => ({x: r.x, y: r.y, width: r.width, height: r.height}))"""
+    )
+    return found
+
+
+def _in_view(box: FloatRect | None, width: int, height: int) -> bool:
+    return (
+        box is not None
+        and box["x"] >= 0
+        and box["y"] >= 0
+        and box["x"] + box["width"] <= width
+        and box["y"] + box["height"] <= height
+    )
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_the_answer_comes_first_and_its_steps_fold_to_one_line(
+    server: LiveServer, browser: Browser, size: str
+) -> None:
+    """Issue 39, item 1: every answer sat under its step lines, below the fold at 1280×800, and opening a
+    citation re-flowed the thread so the clicked marker left the screen. The answer now comes first,
+    its finished steps fold into one line under it ("2 steps · 5 SDK calls", a <details> opened to see
+    them), and the marker clicked stays where it was while the source opens beside the answer."""
+    width, height = SIZES[size]
+    page, errors = _page(browser, size)
+    page.goto(server.url + "/#/ask?ctx=acme")
+    page.fill("#ask", HOTEL)
+    page.get_by_role("button", name="Ask").click()
+    page.locator("footer.turn").wait_for(timeout=60_000)
+    trace = page.locator("footer.turn a", has_text="trace").get_attribute("href") or ""
+    rollup = server.client.get(f"/api/queries/{trace.split('q=')[1]}").json()["rollup"]
+    summary = page.locator("section.steps details.steps-done > summary")
+    expected = f"{rollup['n_steps']} steps · {rollup['n_tool_calls']} SDK calls"
+    assert rollup["n_steps"] > 1 and summary.inner_text() == expected
+    assert page.locator("section.steps details.steps-done").get_attribute("open") is None  # folded
+    assert page.locator(".step").count() == rollup["n_steps"] and page.locator(".step").first.is_hidden()
+    order = "(a, b) => document.querySelector(a).compareDocumentPosition(document.querySelector(b))"
+    following = page.evaluate(f"({order})('.answer', 'section.steps') & Node.DOCUMENT_POSITION_FOLLOWING")
+    assert following  # the answer, then its steps
+    answer = page.locator(".answer").bounding_box()
+    folded = summary.bounding_box()
+    assert answer is not None and folded is not None and answer["y"] < folded["y"]
+    if size == "laptop":
+        assert answer["y"] + 48 <= height  # its first lines on the first screen, no scrolling
+    summary.click()  # the steps are one click away
+    assert page.locator(".step").first.is_visible() and page.locator(".step").count() == rollup["n_steps"]
+    summary.click()
+    _shot(page, "answer-first", size)
+    if size == "laptop":  # beside the answer: the thread narrows and re-flows as the source opens
+        cite = page.locator(".answer a.cite").first
+        cite.evaluate("a => a.scrollIntoView({ block: 'end' })")  # near the bottom of the screen
+        before = cite.bounding_box()
+        assert _in_view(before, width, height)
+        cite.click()
+        page.locator(".source-panel mark#span").wait_for()
+        after = cite.bounding_box()
+        assert _in_view(after, width, height), (before, after)
+        assert before is not None and after is not None and abs(after["y"] - before["y"]) <= 2
+    assert errors == [], errors
+    page.close()
+
+
+def test_each_view_titles_its_tab_and_history_entry(server: LiveServer, browser: Browser) -> None:
+    """Issue 39, item 2: every tab and history entry was titled "Sleuth"; each view now says what it
+    shows, then where ("Tables · acme · Sleuth"), and Back brings the earlier title back."""
+    answer = server.client.post("/api/query", json={"ask": HOTEL, "scope": ["acme"]}).json()
+    titles = {
+        "#/": "Contexts · Sleuth",
+        "#/context?ctx=acme": "acme · Sleuth",  # the context's name (acme's is its slug)
+        "#/ask?ctx=acme": "acme · Ask · Sleuth",
+        "#/ask": "Ask · Sleuth",
+        "#/tables?ctx=acme": "Tables · acme · Sleuth",
+        "#/tables?ctx=acme&t=product": "product · Tables · acme · Sleuth",
+        "#/design?ctx=acme": "Design · acme · Sleuth",
+        "#/knowledge?ctx=acme": "Knowledge · acme · Sleuth",
+        "#/sessions": "Sessions · Sleuth",
+        f"#/sessions?s={answer['session_id']}": f"Session {answer['session_id']} · Sleuth",
+        f"#/trace?q={answer['id']}": f"Trace {answer['id']} · Sleuth",
+        f"#/page?ctx=acme&path={REPORT}&page=2": "annual-report-2025.pdf p. 2 · acme · Sleuth",
+    }
+    page, errors = _page(browser, "laptop")
+    for route, title in titles.items():
+        page.goto(f"{server.url}/{route}")
+        page.locator("main h1").wait_for()
+        page.wait_for_load_state("networkidle")
+        assert page.title() == title, route
+    page.goto(server.url + "/#/")
+    page.get_by_role("link", name="acme").first.wait_for()
+    page.locator("tr[data-slug=acme] a.name").click()
+    _until(page, "document.title === 'acme · Sleuth'")
+    page.go_back()
+    _until(page, "document.title === 'Contexts · Sleuth'")
+    assert errors == [], errors
+    page.close()
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_a_new_context_takes_its_slug_from_its_name_and_shows_its_name(
+    server: LiveServer, browser: Browser, size: str
+) -> None:
+    """Issue 39, item 3: creating a context needed a hand-typed slug, and its page was headed by the
+    slug. The slug now follows the name as it is typed (lowercase, hyphens; editable, and then kept),
+    the server still checks it, and the context's page is headed by its name, the slug beside it."""
+    name = "Employee Handbook 2025"
+    slug = f"handbook-{size}"
+    page, errors = _page(browser, size)
+    page.goto(server.url + "/")
+    page.locator("#new-name").wait_for()
+    page.locator("#new-name").press_sequentially(name)
+    assert page.input_value("#new-slug") == "employee-handbook-2025"  # derived while typing
+    page.fill("#new-slug", "ab-")  # edited by hand: what the browser lets through, the server refuses
+    page.locator("#new-name").press_sequentially("!")
+    assert page.input_value("#new-slug") == "ab-"  # the person's slug is kept
+    page.get_by_role("button", name="Create").click()
+    refusal = page.locator("main p.error[role=alert]")
+    _until(page, "document.querySelector('main p.error[role=alert]').innerText.length > 0")
+    assert "invalid context name 'ab-'" in refusal.inner_text()  # the server's sentence
+    page.fill("#new-name", name)
+    page.fill("#new-slug", slug)
+    page.get_by_role("button", name="Create").click()
+    try:
+        heading = page.locator("main h1")
+        _until(page, f"document.querySelector('main h1 .name')?.innerText === {json.dumps(name)}")
+        assert heading.locator(".slug").is_visible() and heading.locator(".slug").inner_text() == slug
+        assert page.title() == f"{name} · Sleuth"
+        assert server.client.get(f"/api/contexts/{slug}").json()["name"] == name
+        box = heading.bounding_box()
+        assert box is not None and box["x"] + box["width"] <= SIZES[size][0]
+        _shot(page, "context-named", size)
+        assert [e for e in errors if "400" not in e] == [], errors  # the refused create's 400 only
+        page.close()
+    finally:
+        server.client.delete(f"/api/contexts/{slug}")
+
+
+def test_fork_a_context_from_its_view(server: LiveServer, browser: Browser) -> None:
+    """Issue 39, item 4: the API could fork a context and the console could not. A context's view
+    forks it under a slug the person gives (derived from the fork's name as it is typed), lands on the
+    fork, and a taken (409) or refused (400) slug shows the API's sentence."""
+    source = "fork-source"
+    server.client.post("/api/contexts", json={"slug": source, "name": "Fork source"}).raise_for_status()
+    server.client.post(
+        f"/api/contexts/{source}/import/upload", files={"file": ("note.md", b"# Note\n\nBay 7.\n")}
+    ).raise_for_status()
+    try:
+        page, errors = _page(browser, "laptop")
+        page.goto(f"{server.url}/#/context?ctx={source}")
+        form = page.get_by_role("form", name="Fork this context")
+        form.wait_for()
+        alert = page.locator(".fork-problem [role=alert]")
+        page.fill("#fork-slug", source)  # taken: 409
+        form.get_by_role("button", name="Fork").click()
+        alert.wait_for()
+        assert alert.get_attribute("data-code") == "slug_exists"
+        assert alert.inner_text() == f"a context named '{source}' exists"
+        page.fill("#fork-slug", "ab-")  # refused by the server's rule: 400
+        form.get_by_role("button", name="Fork").click()
+        _until(page, "document.querySelector('.fork-problem')?.innerText.includes(\"'ab-'\")")
+        assert alert.get_attribute("data-code") == "invalid_request"
+        assert alert.inner_text().startswith("invalid context name 'ab-'")
+        page.fill("#fork-slug", "")  # emptied: the slug follows the name again
+        page.locator("#fork-name").press_sequentially("Fork copy")
+        assert page.input_value("#fork-slug") == "fork-copy"
+        form.get_by_role("button", name="Fork").click()
+        _until(page, "location.hash === '#/context?ctx=fork-copy'")
+        _until(page, "document.querySelector('main h1 .name')?.innerText === 'Fork copy'")
+        page.get_by_role("cell", name="uploads/note.md", exact=True).wait_for()  # its sources came along
+        forked = server.client.get("/api/contexts/fork-copy").json()
+        assert forked["name"] == "Fork copy"
+        expected = [e for e in errors if "409" not in e and "400" not in e]
+        assert expected == [], errors
+        page.close()
+    finally:
+        server.client.delete("/api/contexts/fork-copy")
+        server.client.delete(f"/api/contexts/{source}")
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_the_connectors_table_fits_a_phone(
+    server: LiveServer, browser: Browser, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: str
+) -> None:
+    """Issue 39, item 5: at 390 px the connectors table was 579 px wide, Sync now and Remove off
+    screen. On a phone each connector is now a card, its buttons within reach."""
+    share = tmp_path / "share"
+    share.mkdir()
+    (share / "canteen.md").write_text("# Canteen\n\nThe canteen opens at eight.\n")
+    monkeypatch.setenv("SLEUTH_CONNECTOR_FOLDERS", str(tmp_path))
+    slug = f"connector-fit-{size}"
+    server.client.post("/api/contexts", json={"slug": slug, "name": "Connectors"}).raise_for_status()
+    try:
+        server.client.post(
+            f"/api/contexts/{slug}/connectors",
+            json={"name": "team-share", "kind": "folder", "config": {"path": str(share)}, "every": "1h"},
+        ).raise_for_status()
+        width, _ = SIZES[size]
+        page, errors = _page(browser, size)
+        page.goto(f"{server.url}/#/context?ctx={slug}")
+        sync = page.get_by_role("button", name="sync team-share now")
+        remove = page.get_by_role("button", name="remove team-share")
+        sync.wait_for()
+        page.wait_for_load_state("networkidle")
+        assert page.evaluate("document.scrollingElement.scrollWidth <= innerWidth")
+        for button in (sync, remove):  # on the screen as laid out (not scrolled to inside the table)
+            box = button.bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, box
+        table = page.locator("table.connectors").bounding_box()
+        assert table is not None and table["x"] + table["width"] <= width
+        page.locator("section.connectors-section").screenshot(path=str(SHOTS / f"connectors-fit-{size}.png"))
+        assert errors == [], errors
+        page.close()
+    finally:
+        server.client.delete(f"/api/contexts/{slug}")
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_the_ask_options_have_room(server: LiveServer, browser: Browser, size: str) -> None:
+    """Issue 39, item 6: the options row ran its labels and controls together ("Model" against its
+    choice, "Max steps" against both). Each option now has its label above it and room around it:
+    no two labels or controls touch or overlap, and none leaves the screen."""
+    width, _ = SIZES[size]
+    page, errors = _page(browser, size)
+    page.goto(server.url + "/#/ask?ctx=acme")
+    page.locator("details.options summary").click()
+    page.locator("#model option").first.wait_for(state="attached")
+    page.wait_for_load_state("networkidle")
+    selector = ", ".join(
+        f"details.options {tag}" for tag in ("label", "select", "input", "textarea", "button", "small")
+    )
+    boxes = _boxes(page, selector)
+    assert len(boxes) >= 12
+    gap = 2.0  # each box grown by 2 px on every side: at least 4 px between any two
+    touching = [
+        (a, b)
+        for i, a in enumerate(boxes)
+        for b in boxes[i + 1 :]
+        if a["x"] - gap < b["x"] + b["width"]
+        and b["x"] - gap < a["x"] + a["width"]
+        and a["y"] - gap < b["y"] + b["height"]
+        and b["y"] - gap < a["y"] + a["height"]
+    ]
+    assert not touching, touching
+    assert all(b["x"] >= 0 and b["x"] + b["width"] <= width for b in boxes)
+    for control in ("#model", "#max-steps", "#output-limit"):  # each label above its control
+        label = page.locator(f"label[for={control[1:]}]").bounding_box()
+        field = page.locator(control).bounding_box()
+        assert label is not None and field is not None and label["y"] + label["height"] <= field["y"]
+    page.locator("form.ask").screenshot(path=str(SHOTS / f"ask-options-{size}.png"))
+    assert errors == [], errors
+    page.close()
+
+
+def test_asking_over_no_context_says_so_in_words(server: LiveServer, browser: Browser) -> None:
+    """Issue 39, item 7: with no context ticked the console showed the API's field check. It now says
+    "Choose at least one context to ask." before sending anything, for Ask and for Compare, and puts
+    the keyboard on the first context."""
+    page, errors = _page(browser, "laptop")
+    sent: list[str] = []
+    page.on("request", lambda r: sent.append(r.url) if r.method == "POST" else None)
+    page.goto(server.url + "/#/ask?ctx=acme")
+    page.locator("#ctx-acme").wait_for()
+    page.uncheck("#ctx-acme")
+    page.fill("#ask", HOTEL)
+    page.get_by_role("button", name="Ask").click()
+    alert = page.locator("section.result [role=alert]")
+    alert.wait_for()
+    assert alert.inner_text() == "Choose at least one context to ask."
+    assert page.evaluate("document.activeElement.id") == "ctx-acme"
+    page.locator("details.options summary").click()
+    page.get_by_role("button", name="Compare side by side").click()
+    _until(page, "document.querySelector('section.result [role=alert]')?.isConnected")
+    assert alert.inner_text() == "Choose at least one context to ask."
+    assert not [u for u in sent if "/api/query" in u]  # nothing was sent
+    assert not page.get_by_role("button", name="Ask").is_disabled()  # still usable
+    page.check("#ctx-acme")
+    page.get_by_role("button", name="Ask").click()
+    page.locator("footer.turn").wait_for(timeout=60_000)
+    assert errors == [], errors
+    page.close()
+
+
+def test_a_cell_citation_reads_as_its_row_and_period(server: LiveServer, browser: Browser) -> None:
+    """Issue 39, item 5: the hover card and the citation list of a figure read "Revenue, 2025: 48.2",
+    not "48.2" alone."""
+    turn = server.client.post(
+        "/api/query", json={"ask": "What was revenue in 2025?", "scope": ["acme"]}
+    ).json()
+    [cell] = [c for c in turn["citations"] if c.get("cell")][:1]
+    assert cell["cell"] == "Revenue, 2025: 48.2"
+    page, errors = _page(browser, "laptop")
+    page.goto(f"{server.url}/#/ask?ctx=acme&a={turn['id']}")
+    page.locator("ol.citations li").first.wait_for()
+    assert "Revenue, 2025: 48.2" in page.locator("ol.citations").inner_text()
+    page.locator("a.cite").first.hover()
+    _until(page, "!document.getElementById('popover').hidden")
+    assert "Revenue, 2025: 48.2" in page.locator("#popover").inner_text()
+    assert errors == [], errors
+    page.close()

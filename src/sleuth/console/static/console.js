@@ -9,7 +9,7 @@
 
 import { hideCitation } from "./lib/answer.js";
 import { showWho } from "./lib/who.js";
-import { followedInPlace, newRoute, view } from "./lib/dom.js";
+import { followedInPlace, newRoute, params, titled, view } from "./lib/dom.js";
 import { askView } from "./views/ask.js";
 import { compareView } from "./views/compare.js";
 import { contextView } from "./views/context.js";
@@ -22,12 +22,34 @@ import { signInView } from "./views/signin.js";
 import { tablesView } from "./views/tables.js";
 import { traceView } from "./views/trace.js";
 
+// Each view's tab and history-entry title, from its route: what it shows first, then the context
+// it is in ("Tables · acme · Sleuth", "acme · Ask · Sleuth"). A view may name it more precisely once
+// it has loaded (a context's view shows the context's name).
+function titleOf(name) {
+  const q = params();
+  const ctx = q.get("ctx") || "";
+  const last = (path) => (path || "").split("/").filter(Boolean).pop() || "";
+  switch (name) {
+    case "#/ask": return [ctx.split(",").filter(Boolean).join(", "), "Ask"];
+    case "#/page": return [`${last(q.get("path"))} p. ${q.get("page") || 1}`, ctx];
+    case "#/trace": return [`Trace ${q.get("q") || ""}`.trim()];
+    case "#/compare": return ["Comparison"];
+    case "#/context": return [ctx];
+    case "#/knowledge": return [last(q.get("path")), "Knowledge", ctx];
+    case "#/design": return ["Design", ctx];
+    case "#/sessions": return [q.get("s") ? `Session ${q.get("s")}` : "Sessions"];
+    case "#/tables": return [q.get("t"), "Tables", ctx];
+    default: return ["Contexts"];
+  }
+}
+
 function route() {
   if (followedInPlace()) return;  // the view shown took the change itself (a side panel)
   newRoute();
   hideCitation();
   view.focus({ preventScroll: true });  // a new view: keyboard and screen-reader focus start at its top
   const name = location.hash.split("?")[0];
+  titled(...titleOf(name));
   if (name === "#/ask") return askView();
   if (name === "#/page") return pageView();
   if (name === "#/trace") return traceView();

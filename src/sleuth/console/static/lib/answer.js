@@ -16,14 +16,15 @@ export function renderJson(target, query) {
 }
 
 // A plain click on a citation (no modifier key: those still open the page viewer in a new tab) calls
-// `open(n)` when the view shows sources beside the answer.
+// `open(n, link)` when the view shows sources beside the answer (the link clicked: the view keeps it
+// in view).
 function opener(open, n) {
   if (!open) return undefined;
   return (event) => {
     if (event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return;
     event.preventDefault();
     hideCitation();
-    open(n);
+    open(n, event.currentTarget);
   };
 }
 
@@ -55,14 +56,18 @@ export function renderAnswer(target, query, { open = null } = {}) {
     el("li", {}, many && c.context ? el("span", { class: "badge" }, c.context) : null, many ? " " : null,
       el("a", { href: citationHref(c), dataset: { n: i + 1 }, onclick: opener(open, i + 1) },
         `${c.source}, p. ${c.pages.join(", ")}`), " ",
-      el("q", {}, c.grounding))));
+      said(c))));
   target.replaceChildren(el("h2", {}, "Answer"), answer, ...(citations.length ? [list] : []));
+}
+
+// A table cell's citation reads as its row, period and figure ("Revenue, 2025: 48.2"); prose as its quote.
+function said(citation) {
+  return citation.cell ? el("span", { class: "cell" }, citation.cell) : el("q", {}, citation.grounding);
 }
 
 export function showCitation(anchor, citation) {
   const where = `${citation.context ? `${citation.context} · ` : ""}${citation.source} · page ${citation.pages.join(", ")}`;
-  popover.replaceChildren(el("div", { class: "where" }, where),
-    el("q", {}, citation.grounding));
+  popover.replaceChildren(el("div", { class: "where" }, where), said(citation));
   const box = anchor.getBoundingClientRect();
   popover.style.left = `${Math.max(8, Math.min(box.left, innerWidth - 360))}px`;
   popover.style.top = `${box.bottom + scrollY + 6}px`;

@@ -27,11 +27,22 @@ export function newRoute() {
 
 export function screen() {
   const mine = generation;
-  return (...nodes) => {
+  const show = (...nodes) => {
     if (mine !== generation) return false;
     view.replaceChildren(...nodes);
     return true;
   };
+  // A view names its tab and history entry more precisely once it knows more (a context's name).
+  show.title = (...parts) => {
+    if (mine === generation) titled(...parts);
+  };
+  return show;
+}
+
+// The tab's and the history entry's title: the most specific part first, then where it is, then
+// Sleuth ("Tables · acme · Sleuth"). Empty parts are left out.
+export function titled(...parts) {
+  document.title = [...parts.filter(Boolean), "Sleuth"].join(" · ");
 }
 
 export function el(tag, attrs = {}, ...children) {
@@ -103,3 +114,24 @@ export function bytes(n) {
   while (value >= 1000 && unit < units.length - 1) { value /= 1000; unit += 1; }
   return `${unit ? value.toFixed(value < 10 ? 1 : 0) : value} ${units[unit]}`;
 }
+
+// A context's slug as derived from the name a person types: lowercase ASCII, hyphens between words,
+// starting with a letter, at most 64 characters ("Employee Handbook 2025" → employee-handbook-2025).
+// The server still checks it (POST /contexts, /fork).
+export function slugOf(name) {
+  return name.normalize("NFKD").replace(/[\u0300-\u036f]/g, "").toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-").replace(/^[^a-z]+/, "").slice(0, 64).replace(/-+$/, "");
+}
+
+// A slug field that follows a name field as the person types, until they edit the slug themselves
+// (emptying it hands it back to the name).
+export function slugFollows(name, slug) {
+  let edited = false;
+  slug.addEventListener("input", () => { edited = slug.value !== ""; });
+  name.addEventListener("input", () => { if (!edited) slug.value = slugOf(name.value); });
+}
+
+// What a context's slug looks like, for the browser to say before sending (the server has the last
+// word: it also refuses a slug ending in a hyphen, with its own sentence).
+export const SLUG_PATTERN = "[a-z][a-z0-9\\-]{2,63}";
+export const SLUG_RULE = "lowercase letters, digits and hyphens, starting with a letter (3 to 64)";

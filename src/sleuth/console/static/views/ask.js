@@ -133,7 +133,9 @@ export async function askView() {
   const history = el("section", { class: "history", "aria-label": "This session's turns" });
   let shown = null;  // the Query whose answer is shown
   let pushed = false;  // the panel's history entry is ours: closing it goes Back
-  const openCitation = (n) => {
+  let kept = null;  // the citation link clicked, and where it was on the screen
+  const openCitation = (n, link = null) => {
+    kept = link ? { link, top: link.getBoundingClientRect().top } : null;
     const q = new URLSearchParams(location.hash.split("?")[1] || "");
     const open = q.has("cite");
     q.set("cite", String(n));
@@ -158,11 +160,20 @@ export async function askView() {
   };
   const panel = sourcePanel(closePanel);
   const layout = el("div", { class: "ask-layout" });
+  // Opening a source narrows the thread beside it and its text flows again, which would carry the
+  // clicked citation down the page, out of view: the page scrolls by as much, so it stays put.
+  const holdClicked = () => {
+    if (!kept) return;
+    const { link, top } = kept;
+    kept = null;
+    if (link.isConnected) window.scrollBy(0, link.getBoundingClientRect().top - top);
+  };
   const syncPanel = () => {
     const n = Number(params().get("cite"));
     const citation = shown?.citations?.[n - 1];
     if (!citation) pushed = false;
     layout.classList.toggle("with-source", Boolean(citation));
+    holdClicked();
     if (citation) panel.show(citation, n); else panel.hide();
   };
   let key = threadKey();
@@ -174,6 +185,7 @@ export async function askView() {
   const answered = (query) => {  // a turn's end shown: its citations open in the panel
     shown = query;
     finish(result, query, openCitation);
+    foldSteps(steps, query);
     return query;
   };
   const button = el("button", { type: "submit" }, "Ask");
@@ -252,6 +264,10 @@ export async function askView() {
     }
     const group = `cmp_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
     const scope = scopeOf();
+    if (!scope.length) {
+      noScope();
+      return;
+    }
     compare.disabled = true;
     try {
       const turns = runs.map((run) => {
@@ -272,17 +288,26 @@ export async function askView() {
       compare.disabled = false;
     }
   });
+  // A turn over no context is refused before it is sent, in words (not the API's field check).
+  const noScope = () => {
+    showError(result, new Error("Choose at least one context to ask."));
+    contexts.querySelector("input:not(:disabled)")?.focus();
+  };
   const form = el("form", { class: "ask", onsubmit: async (event) => {
     event.preventDefault();
+    const turn = sessionId && follow.checked
+      ? { ask: question.value, session_id: sessionId }
+      : { ask: question.value, scope: scopeOf(),
+          system_prompt: instructions.value || undefined };
+    if (turn.scope && !turn.scope.length) {
+      noScope();
+      return;
+    }
     button.disabled = true;
     steps.replaceChildren();
     result.replaceChildren(el("p", { class: "muted" }, "Working…"));
     shown = null;
     syncPanel();
-    const turn = sessionId && follow.checked
-      ? { ask: question.value, session_id: sessionId }
-      : { ask: question.value, scope: scopeOf(),
-          system_prompt: instructions.value || undefined };
     if (model.value && !turn.session_id) turn.model = model.value;  // a session keeps its first model
     if (!perTurnOptions(turn, result)) {
       button.disabled = false;
@@ -309,11 +334,14 @@ export async function askView() {
   contexts,
   el("label", { for: "ask" }, "Question"), question, followRow,
   el("details", { class: "options" }, el("summary", {}, "options"),
-    el("label", { for: "model" }, "Model"), model, el("label", { for: "max-steps" }, "Max steps"), maxSteps,
-    el("label", { for: "instructions" }, "Instructions"), instructions,
-    el("label", { for: "shape" }, "Shape"), shape,
-    el("label", { for: "output-limit" }, "Output limit"), outputLimit,
-    el("small", { id: "output-limit-help", class: "muted" }, "characters of each step's result the model sees (1–100,000)"),
+    // Each option its label above it; the short ones side by side where there is room.
+    el("div", { class: "option-fields" },
+      el("div", { class: "option" }, el("label", { for: "model" }, "Model"), model),
+      el("div", { class: "option short" }, el("label", { for: "max-steps" }, "Max steps"), maxSteps),
+      el("div", { class: "option short" }, el("label", { for: "output-limit" }, "Output limit"), outputLimit,
+        el("small", { id: "output-limit-help", class: "muted" }, "characters of each step's result the model sees (1–100,000)")),
+      el("div", { class: "option wide" }, el("label", { for: "instructions" }, "Instructions"), instructions),
+      el("div", { class: "option wide" }, el("label", { for: "shape" }, "Shape"), shape)),
     el("fieldset", { class: "compare", "aria-describedby": "workflow-help" },
       el("legend", {}, "Compare: the same question as 2–3 runs, side by side"),
       workflowHelp, offlineNote, variants, compare)),
@@ -333,7 +361,8 @@ export async function askView() {
     history.replaceChildren(el("h2", {}, "This session"), turnsTable(session.queries));
     pin();
   }
-  layout.append(el("div", { class: "thread" }, form, steps, result, history), panel.node);
+  // The answer first, then the steps that led to it (folded into one line once it is in).
+  layout.append(el("div", { class: "thread" }, form, result, steps, history), panel.node);
   if (!show(el("h1", {}, "Ask"), layout)) return;
   question.focus();
   const earlier = params().get("a");  // Back from the page viewer, a reload, a link: that answer again
@@ -357,6 +386,19 @@ function remember(query) {
   q.set("s", query.session_id);
   q.set("a", query.id);
   history.replaceState(history.state, "", `#/ask?${q}`);
+}
+
+const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+
+// Once a turn has answered, its finished steps fold into one line below the answer ("2 steps · 5 SDK
+// calls"), opened to see them; a turn that did not answer keeps them open, they say why.
+function foldSteps(steps, query) {
+  const cards = [...steps.querySelectorAll(":scope > .step")];
+  if (query.status !== "completed" || !cards.length) return;
+  const n = query.rollup?.n_steps ?? cards.length;
+  const calls = query.rollup?.n_tool_calls ?? steps.querySelectorAll(".call").length;
+  steps.replaceChildren(el("details", { class: "steps-done" },
+    el("summary", {}, `${plural(n, "step")} · ${plural(calls, "SDK call")}`), cards));
 }
 
 // The output limit is an extension the API accepts only under its `unstable` version.

@@ -2,7 +2,7 @@
 // the error), Sync now and Remove; and a form to add one, its fields from GET /connectors.
 
 import { api, showError } from "../lib/api.js";
-import { el, when } from "../lib/dom.js";
+import { el, stacked, when } from "../lib/dom.js";
 import { waitTask } from "../lib/tasks.js";
 
 const LISTS = new Set(["include", "urls"]);  // one per line
@@ -64,6 +64,7 @@ export function connectorsSection(slug, onSynced) {
           }
           await refresh();
         } }, "Remove")))));
+    stacked(table);  // one card per connector on a phone, Sync now and Remove in reach
   }
 
   // The add form: a kind, a name, and that kind's fields (its credentials as password fields).

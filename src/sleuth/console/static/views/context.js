@@ -1,5 +1,5 @@
 import { api, apiUrl, authHeaders, failure, showError } from "../lib/api.js";
-import { bytes, el, encodePath, pageHref, params, screen, stacked } from "../lib/dom.js";
+import { bytes, el, encodePath, pageHref, params, screen, slugFollows, SLUG_PATTERN, SLUG_RULE, stacked } from "../lib/dom.js";
 import { waitTask } from "../lib/tasks.js";
 import { connectorsSection } from "./connectors.js";
 
@@ -188,18 +188,55 @@ export async function contextView() {
       showError(packState, error);
     }
   }
+  // Fork: a new context that starts as this one is now; the person names it (the slug follows the
+  // name as it is typed) and lands on it. A taken or refused slug shows the API's sentence.
+  const forkName = el("input", { id: "fork-name", placeholder: "name (optional)" });
+  const forkSlug = el("input", { id: "fork-slug", required: true, pattern: SLUG_PATTERN, title: SLUG_RULE,
+    placeholder: `${slug}-copy`, autocapitalize: "off", spellcheck: "false" });
+  slugFollows(forkName, forkSlug);
+  const forkProblem = el("div", { class: "fork-problem" });
+  const forkButton = el("button", { type: "submit" }, "Fork");
+  const fork = el("form", { class: "inline fork", "aria-label": "Fork this context", onsubmit: async (event) => {
+    event.preventDefault();
+    forkButton.disabled = true;
+    forkProblem.replaceChildren();
+    const body = { slug: forkSlug.value };
+    if (forkName.value.trim()) body.name = forkName.value.trim();
+    try {
+      const made = await (await api(`${base}/fork`, { method: "POST", body })).json();
+      location.hash = `#/context?ctx=${encodeURIComponent(made.slug)}`;
+    } catch (error) {
+      showError(forkProblem, error);
+    } finally {
+      forkButton.disabled = false;
+    }
+  } }, el("span", { class: "pair" }, el("label", { for: "fork-name" }, "Fork's name"), forkName),
+  el("span", { class: "pair" }, el("label", { for: "fork-slug" }, "slug"), forkSlug), forkButton);
+
+  // The heading is the context's name (its slug until it is known), the slug beside it.
+  const name = el("span", { class: "name" }, slug);
+  const slugNote = el("span", { class: "muted slug", hidden: true }, slug);
+  const named = (ctx) => {
+    name.textContent = ctx.name || slug;
+    slugNote.hidden = !ctx.name || ctx.name === slug;
+    show.title(ctx.name || slug);
+  };
   const link = (route, text) => el("a", { href: `#/${route}?ctx=${encodeURIComponent(slug)}` }, text);
-  show(el("h1", {}, slug),
+  show(el("h1", {}, name, " ", slugNote),
     el("nav", { class: "context-nav", "aria-label": "This context" }, link("ask", "Ask"), link("knowledge", "Knowledge"),
       link("design", "Design"), link("tables", "Tables")),
     about, el("h2", {}, "Sources"), drop, uploads, sourceProblem,
     sourcesTable,
     connectorsSection(slug, () => { refresh(); describe(slug, base, about); }),
     el("h2", {}, "Curate"), curate, curateState,
-    el("h2", {}, "Pack and restore"), pack, " ", el("label", { for: "restore-file" }, "restore a pack into this (empty) context "), restoreFile, packState);
+    el("h2", {}, "Pack and restore"), pack, " ", el("label", { for: "restore-file" }, "restore a pack into this (empty) context "), restoreFile, packState,
+    el("h2", {}, "Fork"),
+    el("p", { class: "help" }, "A new context that starts as this one is now (its sources, manifest and live version); the two change apart from then on."),
+    fork, forkProblem);
   try {
     await refresh();
     const ctx = await describe(slug, base, about);
+    named(ctx);
     // A task started earlier (in another tab, or before a reload) is watched again; otherwise the
     // last curate's failed and skipped sources are shown with their reasons.
     if (ctx.is_curating && ctx.curate_task_id) watchCurate(ctx.curate_task_id);

@@ -1,5 +1,5 @@
 import { api, showError } from "../lib/api.js";
-import { el, screen, stacked, when } from "../lib/dom.js";
+import { el, screen, slugFollows, SLUG_PATTERN, SLUG_RULE, stacked, when } from "../lib/dom.js";
 
 // What a context is doing now, from its live task flags, else whether a version is live.
 function stateOf(c) {
@@ -52,8 +52,11 @@ export async function contextsView() {
           c.queryable ? el("a", { href: `#/ask?ctx=${encodeURIComponent(c.slug)}`, class: "button" }, "Ask") : null,
           el("button", { type: "button", class: "secondary small", "aria-label": `Delete ${c.slug}`,
             onclick: () => remove(c) }, "Delete"))));
-    const slug = el("input", { id: "new-slug", required: true, pattern: "[a-z][a-z0-9\\-]{2,63}", placeholder: "handbook" });
+    // The slug follows the name as it is typed (editable); the server checks it again.
+    const slug = el("input", { id: "new-slug", required: true, pattern: SLUG_PATTERN, title: SLUG_RULE,
+      placeholder: "employee-handbook", autocapitalize: "off", spellcheck: "false" });
     const name = el("input", { id: "new-name", required: true, placeholder: "Employee handbook" });
+    slugFollows(name, slug);
     const create = el("form", { class: "inline", onsubmit: async (event) => {
       event.preventDefault();
       try {
@@ -62,7 +65,8 @@ export async function contextsView() {
       } catch (error) {
         problem.textContent = error.message;
       }
-    } }, el("label", { for: "new-name" }, "New context"), name, el("label", { for: "new-slug" }, "slug"), slug,
+    } }, el("span", { class: "pair" }, el("label", { for: "new-name" }, "New context"), name),
+      el("span", { class: "pair" }, el("label", { for: "new-slug" }, "slug"), slug),
       el("button", { type: "submit" }, "Create"));
     const list = data.length
       ? stacked(el("table", { class: "grid contexts" },

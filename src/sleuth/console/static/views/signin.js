@@ -1,5 +1,5 @@
 import { api, TOKEN } from "../lib/api.js";
-import { el, view } from "../lib/dom.js";
+import { el, titled, view } from "../lib/dom.js";
 
 // With `sleuth serve --auth` the key typed in is sent once; only the login token it returns is kept.
 export function signInView(signedIn) {
@@ -19,5 +19,6 @@ export function signInView(signedIn) {
     }
   } }, el("label", { for: "key" }, "API key"), key, el("button", { type: "submit" }, "Sign in"), message);
   view.replaceChildren(el("h1", {}, "Sign in"), form);
+  titled("Sign in");
   key.focus();
 }
