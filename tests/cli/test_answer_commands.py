@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -76,6 +77,33 @@ def test_ask_json_trace_and_replay(runner: CliRunner) -> None:
     follow = runner.invoke(app, ["ask", "--session", query["session_id"], "List all products", "--json"])
     assert follow.exit_code == 0, follow.output
     assert json.loads(follow.stdout)["previous_query_id"] == query["id"]
+
+
+def test_a_replay_embeds_nothing_so_it_agrees_on_any_cpu(
+    runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 39, item 2: scores differ between instruction sets, so a replay must not recompute them. A
+    search turn embeds its question; its replay embeds nothing (the recorded host results answer it,
+    whatever this CPU would score) and is "identical"."""
+    from sleuth.models.embedder import MiniLMEmbedder
+
+    embedded: list[str] = []
+    original = MiniLMEmbedder.embed
+
+    def counting(self: MiniLMEmbedder, texts: list[str]) -> Any:
+        embedded.extend(texts)
+        return original(self, texts)
+
+    monkeypatch.setattr(MiniLMEmbedder, "embed", counting)
+    ask = "How many days a week can employees work remotely?"
+    result = runner.invoke(app, ["ask", "-c", "acme", ask, "--json"])
+    assert result.exit_code == 0, result.output
+    query = json.loads(result.stdout)
+    assert query["status"] == "completed" and ask in embedded  # the precondition: the turn embedded
+    embedded.clear()
+    replayed = runner.invoke(app, ["replay", query["id"]])
+    assert replayed.exit_code == 0, replayed.output
+    assert "identical" in replayed.output and embedded == []
 
 
 def test_ask_errors_are_clear(runner: CliRunner) -> None:

@@ -21,7 +21,7 @@ from sleuth.store.server_db import Holder, ServerDB, worker_alive, worker_name
 REMOTE = "How many days a week can employees work remotely?"
 
 
-def _ask(home: Home) -> subprocess.Popen[str]:
+def _ask(home: Home, group: bool = False) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLEUTH_")}
     env["SLEUTH_HOME"] = str(home.root)
     return subprocess.Popen(
@@ -30,6 +30,7 @@ def _ask(home: Home) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        start_new_session=group,  # its own process group, as a terminal's foreground job is
     )
 
 
@@ -62,10 +63,10 @@ def test_a_reader_that_leaves_cancels_the_turn(sample_home: tuple[Home, CompileR
 
 def test_ctrl_c_cancels_the_turn(sample_home: tuple[Home, CompileReport]) -> None:
     home, _ = sample_home
-    ask = _ask(home)
+    ask = _ask(home, group=True)
     assert ask.stdout is not None and ask.stderr is not None
     assert ask.stdout.readline().startswith("▶ step_1")
-    ask.send_signal(signal.SIGINT)
+    os.killpg(ask.pid, signal.SIGINT)  # Ctrl-C reaches the whole foreground group, sandbox included
     out, err = ask.communicate(timeout=120)
     assert ask.returncode == 130, (out, err)
     assert "interrupted: cancelling the turn" in err

@@ -95,6 +95,7 @@ app = typer.Typer(
     epilog="Exit status: 0 done, 1 the command failed, 2 the command line is wrong.",
 )
 
+
 def _completion_init() -> None:
     """Register the shells' completion classes, as `add_completion` would have. Typer keeps this in a
     private module: a Typer that moved it loses `--show-completion`, never the CLI."""

@@ -23,6 +23,7 @@ from sleuth.compile.documents import (
     chunk_windows,
     embed_header,
     identified,
+    index_title,
     sample_queries,
     source_row,
     window_text,
@@ -368,7 +369,7 @@ class VersionBuild:
                             c.id,
                             c.source_path,
                             c.page,
-                            self.states[c.source_path].title,
+                            index_title(self.states[c.source_path]),
                             " > ".join(c.section_path),
                             c.text,
                         )

@@ -18,11 +18,33 @@ from sleuth.compile.version_files import SourceState
 from sleuth.format.chunks import Chunk
 
 
+def identity_title(state: SourceState) -> str | None:
+    """A title from what the document is, for one whose pages name no title (issue 39, item 10):
+    `Netflix, Inc. — Annual report FY2017` rather than `NETFLIX_2017_10K`. None unless both its issuer
+    and its type are known."""
+    if not state.issuer or not state.doc_type:
+        return None
+    when = state.period or (str(state.year) if state.year else "")
+    kind = state.doc_type[:1].upper() + state.doc_type[1:]
+    return f"{state.issuer} — {kind}{f' {when}' if when else ''}"
+
+
+def index_title(state: SourceState) -> str:
+    """The title the keyword index and the dense header read: the file name where the title was made
+    from the identity, so that naming a document for people re-ranks nothing (and re-embeds nothing)."""
+    if state.title == identity_title(state):
+        return Path(state.path).stem
+    return state.title
+
+
 def context_header(state: SourceState) -> str:
     """The document's title, plus its file name when the title does not already say it: filings
     often carry a title such as `0001410636-21-000101`, while the file is
     `AMERICANWATERWORKS_2020_10K.pdf`."""
     stem = re.sub(r"[_\-.]+", " ", Path(state.path).stem).strip()
+    shown = index_title(state)
+    if shown != state.title:
+        state = replace(state, title=shown)
     title = " ".join(re.sub(r"[_\-.]+", " ", state.title).casefold().split())
     if stem and title == " ".join(stem.casefold().split()):
         return stem if "_" in state.title else state.title  # said once, in words
@@ -34,8 +56,9 @@ def context_header(state: SourceState) -> str:
 def identified(state: SourceState, pages: list[Page]) -> SourceState:
     """`state` with what `identify` reads from its pages: for a fresh parse, and for a carried-over
     source after a newer `identify`."""
-    who = identify(state.path, state.title, pages)
-    return replace(
+    named_by_file = state.title == Path(state.path).stem  # its pages named no title
+    who = identify(state.path, index_title(state), pages)
+    known = replace(
         state,
         issuer=who.issuer,
         doc_type=who.doc_type,
@@ -47,6 +70,9 @@ def identified(state: SourceState, pages: list[Page]) -> SourceState:
         fiscal_quarter=who.fiscal_quarter,
         fiscal_differs=who.fiscal_differs,
     )
+    if named_by_file or state.title == identity_title(state):  # named by us: follow the identity
+        return replace(known, title=identity_title(known) or Path(state.path).stem)
+    return known
 
 
 def embed_header(state: SourceState, section_path: list[str]) -> str:
