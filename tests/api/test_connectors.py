@@ -204,6 +204,18 @@ def test_a_folder_connector_polls_its_folder(make_server: ServerFactory, tmp_pat
             json={"name": "share", "kind": "folder", "config": {"path": str(share)}, "every": "1h"},
         )
         assert made.status_code == 200 and made.json()["every_s"] == 3600.0, made.text
+        # a folder that is not there is refused when added (issue 39, item 7), inside the allowed folders
+        missing = client.post(
+            f"/api/contexts/{slug}/connectors",
+            json={"name": "gone", "kind": "folder", "config": {"path": str(tmp_path / "nowhere")}},
+        )
+        assert missing.status_code == 400 and "there is no folder" in missing.json()["message"], missing.text
+        # outside them the same answer as for any refused folder: whether it exists is not said
+        outside = client.post(
+            f"/api/contexts/{slug}/connectors",
+            json={"name": "gone", "kind": "folder", "config": {"path": "/nowhere-at-all"}},
+        )
+        assert outside.json()["code"] == "connector_refused" and "no folder" not in outside.json()["message"]
         assert sorted(sync(client, slug, "share")["added"]) == ["hr/leave.md", "notes.txt"]
         (share / "notes.txt").unlink()
         (share / "hr" / "leave.md").write_text("# Leave\n\nParental leave is 26 weeks.\n")

@@ -50,7 +50,9 @@ def test_install_completion_prints_the_line_and_changes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setattr(importlib.import_module("sleuth.cli.app"), "_get_shell_name", lambda: "bash")
+    monkeypatch.setenv("SHELL", "/bin/bash")
+    for module in ("typer._completion_shared", "typer.completion"):  # where Typer guesses the shell
+        monkeypatch.setattr(importlib.import_module(module), "_get_shell_name", lambda: "bash", raising=False)
     runner = CliRunner()
     shown = runner.invoke(app, ["--install-completion"], prog_name="sleuth")
     assert shown.exit_code == 0, shown.output

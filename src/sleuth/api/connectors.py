@@ -176,9 +176,11 @@ def _workdir(ctx: ContextDir) -> Path:
     return ctx.root / "connectors" / "cache"
 
 
-def _connector(state: ApiState, ctx: ContextDir, entry: registry.ConnectorEntry) -> Connector:
+def _connector(
+    state: ApiState, ctx: ContextDir, entry: registry.ConnectorEntry, *, adding: bool = False
+) -> Connector:
     secret = SecretBox(state.home.root).open(entry.secret)
-    return build(entry.kind, entry.config, secret, state.settings, _workdir(ctx))
+    return build(entry.kind, entry.config, secret, state.settings, _workdir(ctx), adding=adding)
 
 
 def _checked(
@@ -190,7 +192,7 @@ def _checked(
         every = registry.parse_every(body.every)
         sealed = SecretBox(state.home.root).seal(body.secret) if body.secret else (old.secret if old else "")
         entry = registry.ConnectorEntry(body.name, body.kind, body.config, every, sealed)
-        _connector(state, ctx, entry)
+        _connector(state, ctx, entry, adding=True)  # a folder must be there when it is added
     except ConnectorConfigError as exc:
         raise ApiError(400, "invalid_request", str(exc), field="config") from None
     except ConnectorError as exc:

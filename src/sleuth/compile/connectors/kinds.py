@@ -214,15 +214,16 @@ def build(
         if not root.is_absolute():
             raise ConnectorConfigError("path: an absolute path")
         root = root.resolve()
-        if adding and not root.is_dir():
-            raise ConnectorConfigError(
-                f"path: {root} is not a folder" if root.exists() else f"path: there is no folder {root}"
-            )
         allowed = [Path(p.strip()).resolve() for p in settings.connector_folders.split(",") if p.strip()]
         if not any_folder and not any(root == a or a in root.parents for a in allowed):
             raise ConnectorError(
                 f"{root} is not below a folder SLEUTH_CONNECTOR_FOLDERS allows (the operator lists the "
                 "folders the server may read)"
+            )
+        # only after the allow list: what exists outside the allowed folders is not for a client to learn
+        if adding and not root.is_dir():
+            raise ConnectorConfigError(
+                f"path: {root} is not a folder" if root.exists() else f"path: there is no folder {root}"
             )
         return FolderConnector(root, include)
     if kind == "git":
