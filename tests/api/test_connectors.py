@@ -153,6 +153,12 @@ def test_a_git_connector_syncs_adds_changes_and_deletions(
         "https://10.1.2.3/repo.git",  # a private network
         "https://[::1]/repo.git",
         "https://localhost.localdomain.invalid/x",  # does not resolve
+        # IPv6 forms that carry the metadata service's IPv4 address (issue 40, item 10), and multicast
+        "http://[64:ff9b::a9fe:a9fe]/",  # NAT64
+        "http://[2002:a9fe:a9fe::1]/",  # 6to4
+        "http://[::a9fe:a9fe]/",  # IPv4-compatible
+        "http://[::ffff:a9fe:a9fe]/",  # IPv4-mapped
+        "http://224.0.0.1/",
     ],
 )
 def test_private_addresses_are_refused(context: tuple[httpx.Client, str], url: str) -> None:

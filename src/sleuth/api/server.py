@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import uvicorn
 from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse
 
 from sleuth.agent.turn import Runtime
 from sleuth.api.app import create_app
@@ -196,6 +197,42 @@ def _probe_in_background(state: ApiState) -> None:
     threading.Thread(target=probe, name="sandbox-probe", daemon=True).start()
 
 
+def host_name(header: str) -> str:
+    """The name of a `Host` header, without its port: `[::1]:8088` → `::1`, `localhost:8088` → `localhost`."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1 : header.find("]")] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+def own_names_only(app: FastAPI, host: str) -> None:
+    """Without keys on loopback, answer only requests addressed to this machine's own names. A web page
+    elsewhere can point a name it controls at 127.0.0.1 (DNS rebinding) and then drive the admin API from
+    the person's browser; its requests carry that name in `Host`, so they are refused here."""
+    names = {"localhost", "127.0.0.1", "::1", host_name(host)}
+
+    @app.middleware("http")
+    async def check_host(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        name = host_name(request.headers.get("host", ""))
+        if name in names or name.endswith(".localhost") or _is_loopback_address(name):
+            return await call_next(request)
+        return JSONResponse(
+            {
+                "message": f"this server answers to its own names only, not {name[:100]!r}: without API keys "
+                "it trusts no other name (a page elsewhere could point one at this machine)",
+                "code": "invalid_host",
+            },
+            status_code=400,
+        )
+
+
+def _is_loopback_address(name: str) -> bool:
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
 def _warn_remote_every(app: FastAPI, host: str) -> None:
     count = 0
     lock = threading.Lock()
@@ -227,6 +264,8 @@ def serve(home: Home, options: ServeOptions, *, log_level: str = "info") -> None
     state = build_state(home, overrides, auth=auth)
     try:
         app = create_app(state)
+        if not auth and is_loopback(options.host):
+            own_names_only(app, options.host)
         if not auth and not is_loopback(options.host):
             log.warning(
                 "serving %s without API keys (--allow-remote): anyone who can reach it is admin", options.host

@@ -83,12 +83,41 @@ def check_url(url: str, allow: AllowList, schemes: tuple[str, ...] = ("https", "
     port = parts.port or (443 if scheme == "https" else 80)
     addresses = resolve(host, port)
     for address in addresses:
-        if not address.is_global and not allow.allows(host, address):
-            raise ConnectorError(
-                f"{host} resolves to {address}, a {_kind(address)} address: refused (SLEUTH_CONNECTOR_ALLOW "
-                "names the hosts and networks connectors may reach beyond the public internet)"
-            )
+        for inner in (address, *embedded_ipv4(address)):
+            if not public(inner) and not allow.allows(host, inner):
+                shown = f"{address}" if inner == address else f"{address} (that is {inner})"
+                raise ConnectorError(
+                    f"{host} resolves to {shown}, a {_kind(inner)} address: refused (SLEUTH_CONNECTOR_ALLOW "
+                    "names the hosts and networks connectors may reach beyond the public internet)"
+                )
     return addresses[0]
+
+
+_NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
+
+
+def public(address: Address) -> bool:
+    """On the public internet, and one machine: multicast counts as `is_global` to Python, not here."""
+    return address.is_global and not address.is_multicast
+
+
+def embedded_ipv4(address: Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries, which the network may deliver to: mapped
+    (`::ffff:a.b.c.d`), IPv4-compatible (`::a.b.c.d`), 6to4 (`2002:AABB:CCDD::`), Teredo, and NAT64
+    (`64:ff9b::a.b.c.d`, whose gateway connects to the IPv4 address inside)."""
+    if not isinstance(address, ipaddress.IPv6Address):
+        return []
+    found: list[ipaddress.IPv4Address] = []
+    if address.ipv4_mapped is not None:
+        found.append(address.ipv4_mapped)
+    if address.sixtofour is not None:
+        found.append(address.sixtofour)
+    if address.teredo is not None:
+        found += list(address.teredo)
+    packed = int(address)
+    if any(address in net for net in _NAT64) or (packed >> 32 == 0 and packed > 1):
+        found.append(ipaddress.IPv4Address(packed & 0xFFFFFFFF))
+    return found
 
 
 def _kind(address: Address) -> str:

@@ -20,6 +20,7 @@ import hashlib
 import re
 import time
 import urllib.robotparser
+import zlib
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -34,6 +35,11 @@ from sleuth.compile.connectors.base import ConnectorError, Item
 
 USER_AGENT = "SleuthBot/1 (+https://github.com/sleuth)"
 MAX_REDIRECTS = 5
+PAGE_BYTES = 20 * 1024 * 1024  # one page, downloaded or decoded, whatever the file limit allows
+MAX_CRAWL_DELAY_S = 30.0  # a site's Crawl-delay beyond this is read as this (100,000 s stalled a sync)
+#: The encodings asked for and decoded here, one at most, by a decoder that stops at the page cap:
+#: httpx's own decoding undoes `gzip, gzip, gzip` in full before any cap is checked (a 275-byte bomb).
+ACCEPT_ENCODING = "gzip, deflate"
 _LOC = re.compile(r"<loc>\s*([^<\s]+)\s*</loc>", re.IGNORECASE)
 _KEEP = {"text/html": ".html", "application/pdf": ".pdf", "text/plain": ".txt", "text/markdown": ".md"}
 
@@ -47,7 +53,7 @@ class WebConnector:
     max_pages: int = 200
     delay_s: float = 1.0
     max_bytes: int = 10 * 1024 * 1024
-    timeout_s: float = 30.0
+    timeout_s: float = 30.0  # a whole response, not each read: a page that drips a byte at a time ends too
     kind: str = "web"
     _pages: dict[str, bytes] = field(default_factory=dict, init=False, repr=False)
     _robots: dict[str, urllib.robotparser.RobotFileParser | None] = field(default_factory=dict, init=False)
@@ -65,7 +71,7 @@ class WebConnector:
                 time.sleep(wait)
             self._last[host] = time.monotonic()
             pinned = url if address is None else _pinned(url, str(address))
-            headers = {"user-agent": USER_AGENT, "host": parts.netloc}
+            headers = {"user-agent": USER_AGENT, "host": parts.netloc, "accept-encoding": ACCEPT_ENCODING}
             extensions: dict[str, Any] = {"sni_hostname": parts.hostname} if parts.scheme == "https" else {}
             with httpx.Client(timeout=self.timeout_s, follow_redirects=False, verify=True) as client:
                 request = client.build_request("GET", pinned, headers=headers, extensions=extensions)
@@ -74,20 +80,39 @@ class WebConnector:
                     if response.is_redirect and "location" in response.headers:
                         url = urljoin(url, response.headers["location"])
                         continue
-                    body = bytearray()
-                    for chunk in response.iter_bytes():
-                        body += chunk
-                        if len(body) > self.max_bytes:
-                            raise ConnectorError(f"{url}: over {self.max_bytes} bytes")
+                    body = self._body(url, response)
                 finally:
                     response.close()
-            return url, httpx.Response(response.status_code, headers=response.headers, content=bytes(body))
+            plain = httpx.Headers([(k, v) for k, v in response.headers.items() if k != "content-encoding"])
+            return url, httpx.Response(response.status_code, headers=plain, content=body)
         raise ConnectorError(f"{url}: more than {MAX_REDIRECTS} redirects")
+
+    def _body(self, url: str, response: httpx.Response) -> bytes:
+        """The response's bytes, raw ones counted as they arrive (never decoded by httpx), within the
+        page cap and `timeout_s` for the whole body; one gzip or deflate layer decoded here, within the
+        cap too; any other encoding, or more than one, refused."""
+        cap = min(self.max_bytes, PAGE_BYTES)
+        encodings = [e.strip().casefold() for e in response.headers.get("content-encoding", "").split(",")]
+        encodings = [e for e in encodings if e and e != "identity"]
+        if len(encodings) > 1 or (encodings and encodings[0] not in ("gzip", "x-gzip", "deflate")):
+            named = ", ".join(encodings)
+            raise ConnectorError(f"{url}: content encoding {named!r} refused (one gzip or deflate at most)")
+        deadline = time.monotonic() + self.timeout_s
+        decoder = _Decoder(encodings[0] if encodings else None, cap, url)
+        raw = 0
+        for chunk in response.iter_raw():
+            raw += len(chunk)
+            if raw > cap:
+                raise ConnectorError(f"{url}: over {cap} bytes")
+            decoder.feed(chunk)
+            if time.monotonic() > deadline:
+                raise ConnectorError(f"{url}: not read within {self.timeout_s:g} s")
+        return decoder.done()
 
     def _delay(self, url: str) -> float:
         robots = self._robots.get(urlsplit(url).netloc.casefold())
         crawl_delay = robots.crawl_delay(USER_AGENT) if robots is not None else None
-        return max(self.delay_s, float(crawl_delay or 0))
+        return max(self.delay_s, min(float(crawl_delay or 0), MAX_CRAWL_DELAY_S))
 
     def _allowed(self, url: str) -> bool:
         parts = urlsplit(url)
@@ -146,6 +171,44 @@ class WebConnector:
         if len(body) > max_bytes:
             raise ConnectorError(f"{item.origin}: over {max_bytes} bytes")
         return body
+
+
+class _Decoder:
+    """Decodes one gzip or deflate layer (or none) into at most `cap` bytes: zlib is asked for no more
+    than the room left, so a bomb stops at the cap instead of filling memory."""
+
+    def __init__(self, encoding: str | None, cap: int, url: str) -> None:
+        self.cap, self.url = cap, url
+        self.out = bytearray()
+        self._zlib: Any = None
+        if encoding in ("gzip", "x-gzip"):
+            self._zlib = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif encoding == "deflate":
+            self._zlib = zlib.decompressobj()  # zlib-wrapped, as RFC 9110 says; raw deflate is refused
+
+    def feed(self, data: bytes) -> None:
+        if self._zlib is None:
+            self.out += data
+            return
+        try:
+            while data:
+                room = self.cap - len(self.out)
+                self.out += self._zlib.decompress(data, room + 1)
+                if len(self.out) > self.cap:
+                    raise ConnectorError(f"{self.url}: over {self.cap} bytes once decoded")
+                data = self._zlib.unconsumed_tail
+        except zlib.error as exc:
+            raise ConnectorError(f"{self.url}: a damaged compressed body ({exc})") from None
+
+    def done(self) -> bytes:
+        if self._zlib is not None:
+            try:
+                self.out += self._zlib.flush(self.cap - len(self.out) + 1)
+            except zlib.error as exc:
+                raise ConnectorError(f"{self.url}: a damaged compressed body ({exc})") from None
+            if len(self.out) > self.cap:
+                raise ConnectorError(f"{self.url}: over {self.cap} bytes once decoded")
+        return bytes(self.out)
 
 
 def _pinned(url: str, address: str) -> str:
