@@ -180,7 +180,9 @@ def _connector(
     state: ApiState, ctx: ContextDir, entry: registry.ConnectorEntry, *, adding: bool = False
 ) -> Connector:
     secret = SecretBox(state.home.root).open(entry.secret)
-    return build(entry.kind, entry.config, secret, state.settings, _workdir(ctx), adding=adding)
+    return build(
+        entry.kind, entry.config, secret, state.settings, _workdir(ctx), adding=adding, home=state.home.root
+    )
 
 
 def _checked(

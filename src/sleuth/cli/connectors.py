@@ -90,7 +90,10 @@ def add_cmd(
         entry = registry.ConnectorEntry(name, kind, config, registry.parse_every(every))
         if secret:
             entry.secret = SecretBox(open_home().root).seal(_secret(secret))
-        build(kind, config, {}, current(), ctx.root / "connectors" / "cache", any_folder=True, adding=True)
+        build(
+            kind, config, {}, current(), ctx.root / "connectors" / "cache",
+            any_folder=True, adding=True, home=open_home().root,
+        )  # fmt: skip
     except ConnectorConfigError as exc:
         raise fail(str(exc), USAGE) from None
     except ConnectorError as exc:
@@ -166,7 +169,7 @@ def _sync_one(ctx: ContextDir, entry: registry.ConnectorEntry) -> Outcome:
     try:
         connector = build(
             entry.kind, entry.config, SecretBox(open_home().root).open(entry.secret), settings,
-            ctx.root / "connectors" / "cache", any_folder=True,
+            ctx.root / "connectors" / "cache", any_folder=True, home=open_home().root,
         )  # fmt: skip
         with curate_lock(ctx.lock_file, ctx.info().id), ctx.editing():
             report = sync(ctx, entry.name, connector, Limits.of(settings))

@@ -12,6 +12,7 @@ import fnmatch
 import hashlib
 import os
 import shutil
+import stat
 import subprocess
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -42,31 +43,87 @@ def _patterns(config: Mapping[str, Any]) -> tuple[str, ...]:
 @dataclass
 class FolderConnector:
     """Files below a folder of this machine (a mounted share included), polled: a file's size and
-    modification time are its version, so an unchanged file is never read again."""
+    modification time are its version, so an unchanged file is never read again.
+
+    People may write to the folder while it is read, so every item is opened from the root one name at a
+    time, relative to its parent, never following a link (`O_NOFOLLOW` at every level): a directory
+    swapped for a link mid-sync leads nowhere. Sleuth's own home is never read, even from a folder above it
+    (its `secret.key` opens every connector's credentials)."""
 
     root: Path
     include: tuple[str, ...] = ()
+    home: Path | None = None
     kind: str = "folder"
 
+    def _open_root(self) -> int:
+        try:
+            return os.open(self.root, _DIR_FLAGS)
+        except OSError:
+            raise ConnectorError(f"{self.root} is not a folder (unmounted, moved or removed?)") from None
+
+    def _home_id(self) -> tuple[int, int] | None:
+        try:
+            found = os.stat(self.home) if self.home is not None else None
+        except OSError:
+            return None
+        return None if found is None else (found.st_dev, found.st_ino)
+
     def items(self) -> Iterator[Item]:
-        if not self.root.is_dir():
-            raise ConnectorError(f"{self.root} is not a folder (unmounted, moved or removed?)")
-        for path in sorted(self.root.rglob("*")):
-            if path.is_symlink() or not path.is_file():
-                continue  # a link could point anywhere on the machine
-            rel = path.relative_to(self.root).as_posix()
-            if any(part.startswith(".") for part in PurePosixPath(rel).parts) or not _included(
-                rel, self.include
-            ):
+        top = self._open_root()
+        try:
+            yield from self._walk(top, "", self._home_id())
+        finally:
+            os.close(top)
+
+    def _walk(self, fd: int, prefix: str, home: tuple[int, int] | None) -> Iterator[Item]:
+        with os.scandir(fd) as listing:
+            names = sorted(entry.name for entry in listing)
+        for name in names:
+            if name.startswith("."):
                 continue
-            stat = path.stat()
-            yield Item(rel, f"{stat.st_size}:{stat.st_mtime_ns}", stat.st_size, str(path))
+            rel = f"{prefix}{name}"
+            try:
+                found = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                continue  # gone meanwhile
+            if stat.S_ISDIR(found.st_mode):
+                if (found.st_dev, found.st_ino) == home:
+                    continue
+                try:
+                    child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                except OSError:
+                    continue  # swapped for a link (or removed) since it was listed
+                try:
+                    yield from self._walk(child, rel + "/", home)
+                finally:
+                    os.close(child)
+            elif stat.S_ISREG(found.st_mode) and _included(rel, self.include):
+                yield Item(rel, f"{found.st_size}:{found.st_mtime_ns}", found.st_size, str(self.root / rel))
 
     def fetch(self, item: Item, max_bytes: int) -> bytes:
-        path = self.root / item.id
-        if path.is_symlink() or path.stat().st_size > max_bytes:
-            raise ConnectorError(f"{item.id}: over {max_bytes} bytes, or no longer a plain file")
-        return path.read_bytes()
+        parts = PurePosixPath(item.id).parts
+        fd = self._open_root()
+        try:
+            for part in parts[:-1]:
+                below = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                os.close(fd)
+                fd = below
+            handle = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+        except OSError:
+            raise ConnectorError(f"{item.id}: no longer a plain file below {self.root}") from None
+        finally:
+            os.close(fd)
+        with os.fdopen(handle, "rb") as file:
+            found = os.fstat(file.fileno())
+            if not stat.S_ISREG(found.st_mode):
+                raise ConnectorError(f"{item.id}: no longer a plain file below {self.root}")
+            data = file.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise ConnectorError(f"{item.id}: over {max_bytes} bytes")
+        return data
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 
 
 # -------------------------------------------------------------------------------------------- git
@@ -201,12 +258,13 @@ def build(
     *,
     any_folder: bool = False,
     adding: bool = False,
+    home: Path | None = None,
 ) -> Connector:
     """The connector `kind` with `config` (and its `secret`: credentials, never in `config`), checked
     against the operator's settings. `workdir` is where it may keep a cache (a git mirror);
     `any_folder` lifts the folder allow list (the CLI, run by the machine's own user). `adding`: the
     connector is being added, so a folder must be there now (a sync of one that went away later
-    fails that sync, as an unmounted share does)."""
+    fails that sync, as an unmounted share does). `home`: Sleuth's home, which a folder never reads."""
     allow = AllowList.parse(settings.connector_allow)
     include = _patterns(config)
     if kind == "folder":
@@ -225,7 +283,9 @@ def build(
             raise ConnectorConfigError(
                 f"path: {root} is not a folder" if root.exists() else f"path: there is no folder {root}"
             )
-        return FolderConnector(root, include)
+        if home is not None and (root == home.resolve() or home.resolve() in root.parents):
+            raise ConnectorError(f"{root} is inside Sleuth's home: its files are not a source")
+        return FolderConnector(root, include, home)
     if kind == "git":
         url = _text(config, "url")
         check_url(url, allow, schemes=("https", "http", "file"))
