@@ -93,16 +93,24 @@ def test_a_server_that_loses_its_database_is_not_ready_until_it_is_back(
                 "notifications": "ok",
             }
             assert samples(client.get("/metrics").text)[("sleuth_queue_depth", (("queue", "turns"),))] == 0
+            # a NUL PostgreSQL cannot store is the request's fault: 400, never 500 (issue 40, item 11)
+            nul = client.post("/api/query", json={"ask": "hotel\u0000limit", "scope": ["acme"]})
+            assert nul.status_code == 400 and nul.json()["code"] == "invalid_request", nul.text
             own_postgres.stop()
             down = client.get("/readyz")
             assert down.status_code == 503 and down.json()["database"].startswith("unreachable")
             assert client.get("/healthz").status_code == 200  # alive: not restarted for it
             assert client.get("/metrics").status_code == 503
+            # every route says so as a 503 with Retry-After, not a 500 `OperationalError` (issue 40, item 10)
+            away = client.get("/api/sessions")
+            assert away.status_code == 503 and away.json()["code"] == "database_unavailable", away.text
+            assert away.headers["retry-after"] == "5"
             own_postgres.start()
             deadline = time.monotonic() + 60
             while client.get("/readyz").status_code != 200:  # the pool and the listener reconnect
                 assert time.monotonic() < deadline, client.get("/readyz").json()
                 time.sleep(0.2)
+            assert client.get("/api/sessions").status_code == 200
     finally:
         server.should_exit = True
         thread.join(timeout=10)

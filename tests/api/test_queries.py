@@ -243,6 +243,19 @@ def test_validation_order_and_nothing_is_stored(make_server: ServerFactory) -> N
     assert server.client.get("/api/sessions").json() == {"sessions": []}
 
 
+def test_a_nul_in_a_path_or_a_query_is_a_400(make_server: ServerFactory) -> None:
+    """Issue 40, item 11: refused before any route, on every database."""
+    client = make_server().client
+    for path in (
+        "/api/queries/qry_%00x",
+        "/api/contexts/acme/source/read/a%00b.md",
+        "/api/sessions?limit=1%00",
+    ):
+        response = client.get(path)
+        assert response.status_code == 400 and response.json()["code"] == "invalid_request", path
+        assert "NUL" in response.json()["message"]
+
+
 def test_an_empty_scope_is_said_for_people(make_server: ServerFactory) -> None:
     response = make_server().client.post("/api/query", json={"ask": "q", "scope": []})
     assert response.status_code == 400

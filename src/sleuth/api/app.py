@@ -10,6 +10,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, PlainTextResponse
+from sqlalchemy.exc import DataError, OperationalError
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -22,6 +23,7 @@ from sleuth.api.uploads import UPLOAD_ROUTE
 from sleuth.api.versioning import DEFAULT_VERSION, HEADER, VERSIONS
 from sleuth.format.problems import sentence
 
+DATABASE_RETRY_S = 5  # `Retry-After` of a 503 while the database is away (a restart takes seconds)
 log = logging.getLogger("sleuth.api")
 MAX_JSON_BODY = 1 << 20
 ROUTERS = (system.router, contexts.router, queries.router, sessions.router)
@@ -98,6 +100,12 @@ class VersionAndLimits:
             return
         version = requested or DEFAULT_VERSION
         scope.setdefault("state", {})["api_version"] = version  # what `request.state.api_version` reads
+        query = bytes(scope.get("query_string") or b"").lower()
+        if "\x00" in scope["path"] or b"%00" in query or b"\x00" in query:
+            # no name, path or value of Sleuth's holds one, and PostgreSQL cannot store it: refused here
+            nul = ApiError(400, "invalid_request", "a NUL character is not accepted in a path or a query")
+            await _envelope(nul, version)(scope, receive, send)
+            return
         is_upload = headers.get("content-type", "").lower().startswith("multipart/form-data") and bool(
             UPLOAD_ROUTE.fullmatch(scope["path"])
         )
@@ -211,8 +219,22 @@ def create_app(state: ApiState) -> FastAPI:
 
     @app.exception_handler(Exception)
     async def on_bug(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("internal error on %s %s", request.method, request.url.path)
-        error = ApiError(500, "internal_error", f"internal error: {type(exc).__name__}")
+        if isinstance(exc, DataError):  # a value the database cannot store (a NUL in a JSON string)
+            log.warning("refused by the database on %s %s: %s", request.method, request.url.path, exc.orig)
+            error = ApiError(
+                400, "invalid_request", "a value of the request cannot be stored (a NUL character?)"
+            )
+        elif isinstance(exc, OperationalError):  # the database is away or busy: not a bug, and it passes
+            log.warning("database unavailable on %s %s: %s", request.method, request.url.path, exc.orig)
+            error = ApiError(
+                503,
+                "database_unavailable",
+                "the database is not answering; try again in a few seconds",
+                headers={"Retry-After": str(DATABASE_RETRY_S)},
+            )
+        else:
+            log.exception("internal error on %s %s", request.method, request.url.path)
+            error = ApiError(500, "internal_error", f"internal error: {type(exc).__name__}")
         return _envelope(error, getattr(request.state, "api_version", DEFAULT_VERSION))
 
     @app.get("/healthz", include_in_schema=False)

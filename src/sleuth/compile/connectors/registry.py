@@ -9,6 +9,7 @@ storage); the credentials stay unusable without the key.
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 from dataclasses import asdict, dataclass, field
@@ -20,6 +21,7 @@ from sleuth.store.home import ContextDir, now_iso, write_json_atomic
 
 NAME_RULE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 MIN_EVERY_S = 60.0
+MAX_EVERY_S = 366 * 86400.0  # a year: beyond it a schedule is a mistake (and `inf` is not a period)
 MAX_CONNECTORS = 32
 
 
@@ -64,8 +66,11 @@ def parse_every(value: str | float | int | None) -> float | None:
         if not match:
             raise ConnectorConfigError(f"every {value!r}: a duration such as 30m, 1h or 1d")
         seconds = float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
-    if seconds < MIN_EVERY_S:
-        raise ConnectorConfigError(f"every: at least {MIN_EVERY_S:.0f} seconds")
+    if not math.isfinite(seconds) or seconds < MIN_EVERY_S or seconds > MAX_EVERY_S:
+        # NaN compares false with everything: it was stored, and due at every tick
+        raise ConnectorConfigError(
+            f"every: at least {MIN_EVERY_S:.0f} seconds, at most {MAX_EVERY_S / 86400:.0f} days"
+        )
     return seconds
 
 
@@ -78,7 +83,11 @@ def load(ctx: ContextDir) -> dict[str, ConnectorEntry]:
         data = json.loads(_file(ctx).read_text(encoding="utf-8"))
     except FileNotFoundError:
         return {}
-    return {name: ConnectorEntry(**entry) for name, entry in data.items()}
+    entries = {name: ConnectorEntry(**entry) for name, entry in data.items()}
+    for entry in entries.values():  # stored before `every` was checked: NaN was due at every tick
+        if entry.every_s is not None and not (MIN_EVERY_S <= entry.every_s <= MAX_EVERY_S):
+            entry.every_s = None
+    return entries
 
 
 def save(ctx: ContextDir, entries: dict[str, ConnectorEntry]) -> None:
