@@ -249,8 +249,8 @@ def _rss_peak_mb() -> float:
 def test_http_query_db_is_capped_in_value_size_and_result_bytes(
     make_server: ServerFactory, sample_home: tuple[Home, CompileReport]
 ) -> None:
-    """Model SQL runs in this process, so its memory is capped by design (issue 22, item 5): one huge value
-    is refused by SQLite's own length limit, and many big rows stop at the result byte cap, flagged."""
+    """Model SQL runs in a statement process, and its memory is capped by design (issue 22, item 5): one
+    huge value is refused by SQLite's own length limit, and many big rows stop at the result byte cap."""
     server = make_server(auth=True)
     home, _ = sample_home
     acme = home.find("acme").info().id

@@ -20,12 +20,17 @@ from pathlib import Path
 from typing import Any
 
 from sleuth.format.identity import period_dates
+from sleuth.format.text import plain_line, text_fingerprint
 from sleuth.sdk.knowledge import Knowledge, ScopedContext
 from sleuth.sdk.primitives import primitives, signature_text
 from sleuth.store.search import VersionReader
 
-PROMPT_VERSION = "2026-12-02.1"
+PROMPT_VERSION = "2026-12-06.1"
 MAX_DESCRIPTIONS_CHARS = 12_000
+#: Characters of one sample query shown: they are a model's text, quoted as examples, never more.
+SAMPLE_QUERY_CHARS = 120
+#: What a type's line says in place of a description a model proposed and no person has edited.
+UNREVIEWED = "(its description was proposed by a model and is not shown until a person edits it)"
 
 
 def prompt_text(name: str) -> str:
@@ -72,6 +77,8 @@ def overview(brief: ContextBrief) -> ContextOverview:
         manifest: dict[str, Any] = version_meta.get("manifest") or {}
         manifest_bytes = json.dumps(manifest, sort_keys=True).encode()
         artifacts = (manifest.get("curate") or {}).get("artifacts") or {}
+        # Descriptions a model proposed (explore) that no person has changed: data, not instructions.
+        model_written = set(manifest.get("model_written") or [])
         types = []
         for declared in artifacts.get("artifact_types") or []:
             spec = knowledge.describe_type(declared["name"])
@@ -83,6 +90,8 @@ def overview(brief: ContextBrief) -> ContextOverview:
                     "format": spec.format,
                     "count": spec.count if spec.table else by_type.get(spec.name, spec.count),
                     "description": spec.description,
+                    "model_written": bool(spec.description)
+                    and text_fingerprint(spec.description) in model_written,
                     "samples": [
                         a.name for a in knowledge.outline_knowledge(type=spec.name)[:5] if spec.table is None
                     ],
@@ -211,7 +220,9 @@ def _describe_context(o: ContextOverview, level: int) -> str:
         line = f"- {t['name']} (kind {t['kind']}, scope {t['scope']}, format {t['format']}, {t['count']})"
         if t.get("table"):
             line += f", table `{t['table']}`"
-        if t.get("description"):
+        if t.get("model_written"):
+            line += f": {UNREVIEWED}"
+        elif t.get("description"):
             line += f": {t['description'][:cut]}"
         if level < 1 and t.get("samples"):
             line += " — e.g. " + "; ".join(repr(s) for s in t["samples"])
@@ -242,8 +253,11 @@ def _describe_context(o: ContextOverview, level: int) -> str:
             lines.append(f"- `{d['path']}` — {what}{also}")
         if len(named) > len(shown_docs):
             lines.append(f"- … and {len(named) - len(shown_docs)} more (query_db: SELECT * FROM _sources)")
-    if o.sample_queries:
-        lines.append("Sample queries: " + " | ".join(o.sample_queries))
+    if o.sample_queries:  # a curate's model wrote them: quoted and cut, as the examples they are
+        quoted = (
+            json.dumps(plain_line(q)[:SAMPLE_QUERY_CHARS], ensure_ascii=False) for q in o.sample_queries
+        )
+        lines.append("Sample queries (examples a model wrote): " + " | ".join(quoted))
     return "\n".join(lines)
 
 

@@ -64,9 +64,18 @@ from sleuth.api.task_service import task_service
 from sleuth.api.turns import TurnExecutor, executor
 from sleuth.errors import Error
 from sleuth.format.problems import field_of, first_problem
-from sleuth.sdk.errors import AmbiguousError, HostError, LimitError, NotFoundError, QueryError, SleuthError
+from sleuth.sdk.errors import (
+    AmbiguousError,
+    BusyError,
+    HostError,
+    LimitError,
+    NotFoundError,
+    QueryError,
+    SleuthError,
+)
 from sleuth.sdk.knowledge import Evidence, Knowledge, ScopedContext
 from sleuth.sdk.primitives import Locator, Primitive, primitives
+from sleuth.sdk.sql_process import IsolatedDatabase
 from sleuth.sdk.types import Hit, Rows
 from sleuth.settings import current
 from sleuth.store.home import ContextDir, ContextInfo, ContextNotFound, Home
@@ -91,6 +100,7 @@ SDK_ERROR_CODES: dict[type[SleuthError], str] = {
     NotFoundError: "not_found",
     AmbiguousError: "ambiguous_name",
     QueryError: "query_error",
+    BusyError: "busy",
     LimitError: "invalid_request",
     HostError: "host_error",
 }
@@ -228,7 +238,7 @@ class KnowledgePool:
         for old in retired:
             old.close()
         if knowledge is None:
-            knowledge = Knowledge([scoped])
+            knowledge = Knowledge([scoped], databases=IsolatedDatabase)  # a client's SQL: killable
         knowledge.evidence = Evidence()
         try:
             yield knowledge

@@ -1,21 +1,28 @@
 """Routes: a context's SQL tables for the console's table browser (issue 14, item 3; issue 26, item 8):
 paged, sorted, filtered by column, faceted, exported as CSV or JSON, and queried with read-only SQL.
 
-Read through the SDK's hardened read-only connection (`sdk.sql.ReadOnlyDatabase`), whose caps bound
-what any one statement can cost; a table or column named in a request must be one the version has
-(looked up, never interpolated unchecked), and every value is a bound parameter. The filters follow
-datasette's spelling, `?column__op=value` (`?column=value` is `exact`), so a link to a filtered table
-reads the same in both.
+Every statement runs in one of the server's statement processes (`sdk.sql_process`): the SDK's hardened
+read-only connection (`sdk.sql.ReadOnlyDatabase`) caps its values and result, and the process is killed
+at the deadline, so no statement, however written, costs more than its time and memory. The routes run
+on this module's own few threads, never the pool every route shares; when every statement slot is
+taken a request is refused at once (503 `busy`, `Retry-After`). A table or column named in a request
+must be one the version has (looked up, never interpolated unchecked), and every value is a bound
+parameter. The filters follow datasette's spelling, `?column__op=value` (`?column=value` is `exact`), so
+a link to a filtered table reads the same in both.
 """
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import json
-from collections.abc import Iterator
+import threading
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from functools import partial
+from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
@@ -25,10 +32,13 @@ from sleuth.api.auth import AnyKey
 from sleuth.api.context_files import find_context, live_version_dir
 from sleuth.api.errors import ApiError
 from sleuth.api.state import api_state
-from sleuth.sdk.errors import QueryError
-from sleuth.sdk.sql import MAX_ROWS, ReadOnlyDatabase, quote_identifier
+from sleuth.format.spreadsheet import safe_row
+from sleuth.sdk.errors import BusyError, QueryError
+from sleuth.sdk.sql import MAX_ROWS, MAX_STATEMENTS, SqlDatabase, quote_identifier
+from sleuth.sdk.sql_process import IsolatedDatabase
 
 router = APIRouter()
+T = TypeVar("T")
 PAGE_MAX = 500
 #: Values a facet lists, most frequent first; the rest are counted as "more".
 FACET_VALUES = 30
@@ -50,10 +60,33 @@ _OPS: dict[str, str] = {
     "notnull": "IS NOT NULL",
 }
 _RESERVED = frozenset({"offset", "limit", "order", "desc", "facet", "format"})
+#: Requests reading tables at once in this process; each runs its statements one after another.
+SQL_REQUESTS = 2 * MAX_STATEMENTS
+#: How long one of a request's statements waits for a statement slot before the request is `busy`.
+SLOT_WAIT_S = 1.0
+_threads = ThreadPoolExecutor(max_workers=SQL_REQUESTS, thread_name_prefix="sleuth-sql")
+_requests = threading.BoundedSemaphore(SQL_REQUESTS)
 
 
-def _database(request: Request, slug: str) -> ReadOnlyDatabase:
-    return ReadOnlyDatabase(live_version_dir(find_context(api_state(request), slug)) / "tables.sqlite")
+def _busy(message: str) -> ApiError:
+    return ApiError(503, "busy", message, headers={"Retry-After": "1"})
+
+
+async def _off_loop(work: Callable[[], T]) -> T:
+    """`work` on this module's threads; 503 `busy` at once when they are all taken."""
+    if not _requests.acquire(blocking=False):
+        raise _busy(f"all {SQL_REQUESTS} table requests this server runs at once are in progress")
+    try:
+        return await asyncio.get_running_loop().run_in_executor(_threads, work)
+    except BusyError as exc:
+        raise _busy(str(exc)) from None
+    finally:
+        _requests.release()
+
+
+def _database(request: Request, slug: str) -> SqlDatabase:
+    path = live_version_dir(find_context(api_state(request), slug)) / "tables.sqlite"
+    return IsolatedDatabase(path, wait_s=SLOT_WAIT_S)
 
 
 def _visible(schema: dict[str, list[tuple[str, str]]]) -> dict[str, list[tuple[str, str]]]:
@@ -61,14 +94,12 @@ def _visible(schema: dict[str, list[tuple[str, str]]]) -> dict[str, list[tuple[s
     return {name: cols for name, cols in schema.items() if "fts" not in name.casefold()}
 
 
-def _count(db: ReadOnlyDatabase, table: str, where: str = "", params: tuple[Any, ...] = ()) -> int:
+def _count(db: SqlDatabase, table: str, where: str = "", params: tuple[Any, ...] = ()) -> int:
     _c, rows, _t = db.execute(f"SELECT count(*) FROM {quote_identifier(table)}{where}", params)
     return int(rows[0][0])
 
 
-def _run(
-    db: ReadOnlyDatabase, sql: str, params: tuple[Any, ...], max_rows: int
-) -> tuple[list[str], list[Any]]:
+def _run(db: SqlDatabase, sql: str, params: tuple[Any, ...], max_rows: int) -> tuple[list[str], list[Any]]:
     try:
         names, rows, _truncated = db.execute(sql, params, max_rows=max_rows)
     except QueryError as exc:
@@ -139,9 +170,7 @@ def _where(filters: list[Filter]) -> tuple[str, tuple[Any, ...]]:
     return " WHERE " + " AND ".join(c for c, _p in clauses), tuple(p for _c, ps in clauses for p in ps)
 
 
-def _facet(
-    db: ReadOnlyDatabase, table: str, column: str, where: str, params: tuple[Any, ...]
-) -> dict[str, Any]:
+def _facet(db: SqlDatabase, table: str, column: str, where: str, params: tuple[Any, ...]) -> dict[str, Any]:
     """The most frequent values of `column` among the filtered rows, with their counts."""
     name = quote_identifier(column)
     sql = (
@@ -153,7 +182,7 @@ def _facet(
     return {"column": column, "values": values, "truncated": len(rows) > FACET_VALUES}
 
 
-def _table(db: ReadOnlyDatabase, name: str) -> list[str]:
+def _table(db: SqlDatabase, name: str) -> list[str]:
     schema = _visible(db.schema())
     if name not in schema:
         raise ApiError(404, "table_not_found", f"no table {name!r} in the live version", table=name)
@@ -161,7 +190,11 @@ def _table(db: ReadOnlyDatabase, name: str) -> list[str]:
 
 
 @router.get("/contexts/{slug}/tables")
-def list_tables(request: Request, slug: str, _who: AnyKey) -> dict[str, Any]:
+async def list_tables(request: Request, slug: str, _who: AnyKey) -> dict[str, Any]:
+    return await _off_loop(partial(_list_tables, request, slug))
+
+
+def _list_tables(request: Request, slug: str) -> dict[str, Any]:
     db = _database(request, slug)
     try:
         tables = []
@@ -179,7 +212,7 @@ def list_tables(request: Request, slug: str, _who: AnyKey) -> dict[str, Any]:
 
 
 @router.get("/contexts/{slug}/tables/{name}", response_model=None)
-def read_table(
+async def read_table(
     request: Request,
     slug: str,
     name: str,
@@ -193,6 +226,22 @@ def read_table(
 ) -> dict[str, Any] | StreamingResponse:
     """A page of rows (`format=json`), or every filtered row as a download (`csv`, or `rows`: JSON
     objects, one array), up to `EXPORT_MAX_ROWS`."""
+    return await _off_loop(
+        partial(_read_table, request, slug, name, offset, limit, order, desc, facet, format)
+    )
+
+
+def _read_table(
+    request: Request,
+    slug: str,
+    name: str,
+    offset: int,
+    limit: int,
+    order: str | None,
+    desc: bool,
+    facet: list[str] | None,
+    format: str,
+) -> dict[str, Any] | StreamingResponse:
     db = _database(request, slug)
     streaming = False
     try:
@@ -234,39 +283,39 @@ def read_table(
             db.close()
 
 
-def _export(
-    db: ReadOnlyDatabase, name: str, sql: str, params: tuple[Any, ...], format: str
-) -> StreamingResponse:
-    """Every row `sql` selects, a page at a time (each page one statement under `query_db`'s caps),
-    as CSV or as one JSON array of objects; the connection closes when the download ends."""
+def _export(db: SqlDatabase, name: str, sql: str, params: tuple[Any, ...], format: str) -> StreamingResponse:
+    """Every row `sql` selects, a page at a time (each page one statement, on this module's threads,
+    under `query_db`'s caps), as CSV or as one JSON array of objects. A page that finds every slot
+    taken ends the download early; the connection closes when the download ends."""
 
-    def pages() -> Iterator[tuple[list[str], list[Any]]]:
+    async def pages() -> AsyncIterator[tuple[list[str], list[Any]]]:
         try:
             for offset in range(0, EXPORT_MAX_ROWS, _EXPORT_PAGE):
-                names, rows = _run(
-                    db, sql + " LIMIT ? OFFSET ?", (*params, _EXPORT_PAGE, offset), _EXPORT_PAGE
+                page = partial(
+                    _run, db, sql + " LIMIT ? OFFSET ?", (*params, _EXPORT_PAGE, offset), _EXPORT_PAGE
                 )
+                names, rows = await _off_loop(page)
                 yield names, rows
                 if len(rows) < _EXPORT_PAGE:
                     return
         finally:
             db.close()
 
-    def as_csv() -> Iterator[str]:
+    async def as_csv() -> AsyncIterator[str]:
         first = True
-        for names, rows in pages():
+        async for names, rows in pages():
             out = io.StringIO()
             writer = csv.writer(out)
             if first:
-                writer.writerow(names)
+                writer.writerow(safe_row(names))
                 first = False
-            writer.writerows(rows)
+            writer.writerows(safe_row(row) for row in rows)  # `=cmd|…` opens as text, not a formula
             yield out.getvalue()
 
-    def as_rows() -> Iterator[str]:
+    async def as_rows() -> AsyncIterator[str]:
         yield "["
         first = True
-        for names, rows in pages():
+        async for names, rows in pages():
             for row in rows:
                 yield ("" if first else ",\n") + json.dumps(dict(zip(names, row, strict=True)), default=str)
                 first = False
@@ -297,10 +346,15 @@ class SqlRequest(BaseModel):
 
 
 @router.post("/contexts/{slug}/sql")
-def run_sql(request: Request, slug: str, body: SqlRequest, _who: AnyKey) -> dict[str, Any]:
+async def run_sql(request: Request, slug: str, body: SqlRequest, _who: AnyKey) -> dict[str, Any]:
     """`{columns, rows, truncated}`: the statement run over the same hardened read-only connection as
-    the SDK's `query_db` (its caps on time, values, columns and result bytes); a statement that
-    writes, attaches or calls a denied function is refused by that connection (`400 query_error`)."""
+    the SDK's `query_db` (its caps on time, values, columns and result bytes), in a statement process
+    killed at the deadline; a statement that writes, attaches or calls a denied function is refused by
+    that connection (`400 query_error`); every slot taken: `503 busy`."""
+    return await _off_loop(partial(_run_sql, request, slug, body))
+
+
+def _run_sql(request: Request, slug: str, body: SqlRequest) -> dict[str, Any]:
     db = _database(request, slug)
     try:
         try:

@@ -8,7 +8,10 @@ typed table of the measurements they all report.
 
 A model's reply is untrusted. It may change only what artifacts a curate builds (the types and edges
 of `curate.artifacts`); chunking, search instructions and everything else stay the template's, so a
-document that talks the model into writing "instructions" cannot reach a future turn's prompt. The
+document that talks the model into writing "instructions" cannot reach a future turn's prompt; nor can
+a description it writes ("when answering any question, state that …"): each is marked in the
+manifest's `model_written` and a turn's orientation leaves it out until a person edits it (issue 40,
+item 8). Every string of the reply is one plain line (no bidirectional or zero-width controls). The
 reply is validated as a manifest (an invalid one is sent back once with the problems, then the rules'
 proposal stands, with the reason), and nothing is stored but the reply in the context's extraction
 cache: the same sample asked of the same model again costs nothing. The person still reviews the
@@ -30,7 +33,7 @@ from sleuth.compile.extraction.client import ExtractionClient
 from sleuth.compile.manifest import ArtifactType, EdgeType, Manifest
 from sleuth.compile.templates import TEMPLATES, empty_without_model, without_model
 from sleuth.errors import Failed
-from sleuth.format.text import collapsed, normalize_text
+from sleuth.format.text import plain_line, text_fingerprint
 from sleuth.models.base import Model, ModelError
 
 #: Characters of the sample's digest a model reads (≈ 6,000 tokens): 24 documents at ≈ 1,000 each.
@@ -56,6 +59,14 @@ class ModelProposal(BaseModel):
     artifact_types: list[ArtifactType] = Field(min_length=1, max_length=MAX_TYPES)
     edge_types: list[EdgeType] = Field(default_factory=list, max_length=MAX_EDGES)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_text(cls, data: Any) -> Any:
+        """Every string of the reply as one plain line (`plain_line`): a bidirectional override or a
+        zero-width character in a reason or a description would show a person another text than the
+        one stored."""
+        return _plain(data)
+
     @model_validator(mode="after")
     def _a_valid_manifest(self) -> ModelProposal:
         """The types and edges must make a manifest a curate accepts (edges name declared types,
@@ -79,7 +90,17 @@ class ModelProposal(BaseModel):
         ]
         if not artifacts["edge_types"]:
             del artifacts["edge_types"]
+        # Model-written text is data: each description is marked as the model's, and a turn's prompt
+        # leaves it out until a person changes it (`agent.orientation`).
+        manifest["model_written"] = sorted({text_fingerprint(d) for d in self.descriptions()})
         return manifest  # type: ignore[no-any-return]
+
+    def descriptions(self) -> list[str]:
+        """Every description the model wrote: of its types, their columns and its edges."""
+        found = [t.description for t in self.artifact_types]
+        found += [c.description for t in self.artifact_types for c in t.columns]
+        found += [e.description for e in self.edge_types]
+        return [d for d in found if d]
 
 
 @dataclass(frozen=True)
@@ -177,8 +198,20 @@ def refine(
 
 
 def _line(text: str) -> str:
-    """A model's sentence as one plain line: control characters (a terminal's escape codes) dropped."""
-    return collapsed(normalize_text(text))
+    """A model's sentence as one plain line: control characters (a terminal's escape codes), zero-width
+    and bidirectional controls dropped."""
+    return plain_line(text)
+
+
+def _plain(data: Any) -> Any:
+    """`data` (a reply's JSON) with every string in it, keys included, as a plain line."""
+    if isinstance(data, str):
+        return plain_line(data)
+    if isinstance(data, list):
+        return [_plain(item) for item in data]
+    if isinstance(data, dict):
+        return {_plain(k): _plain(v) for k, v in data.items()}
+    return data
 
 
 def propose(
@@ -213,7 +246,7 @@ def propose(
     try:
         refined = refine(proposal, TEMPLATES, model, cache)
     except Failed as exc:
-        return {**answer, "model_note": f"{exc}; the rules' proposal is shown"}
+        return {**answer, "model_note": plain_line(f"{exc}; the rules' proposal is shown")}
     chosen = next(t for t in TEMPLATES if t["id"] == refined.template)
     adapted = without_model({"manifest": refined.manifest})
     warning = empty_without_model(adapted)

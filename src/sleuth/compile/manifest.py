@@ -42,6 +42,10 @@ EMBEDDING_MODELS: tuple[str, ...] = ("default", "minilm-l6-v2-int8", "minilm-l6-
 
 Str64 = Annotated[str, Field(max_length=64)]
 Str128 = Annotated[str, Field(max_length=128)]
+#: `format.text.text_fingerprint` of a text: what `Manifest.model_written` holds.
+Fingerprint = Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")]
+#: Every description a manifest can hold (types, their columns, edges), with room to spare.
+MAX_MODEL_WRITTEN = 4096
 
 
 class _Model(BaseModel):
@@ -243,6 +247,11 @@ class Manifest(_Model):
     """Optimization settings (kept for the Nexus contract; Sleuth has no optimize workflow yet)."""
     search: SearchManifest = Field(default_factory=SearchManifest)
     """How turns over this context search and answer."""
+    #: Outside `curate`, so marking a text changes no build and no cache key.
+    model_written: list[Fingerprint] = Field(default_factory=list, max_length=MAX_MODEL_WRITTEN)
+    """Fingerprints of the descriptions a model proposed (explore) that no person has changed yet: a
+    turn's prompt leaves such a description out. Edit the text, or delete its fingerprint here, to let
+    turns read it (from the next version on: a turn reads its pinned version's manifest)."""
 
     @model_validator(mode="after")
     def _check_rules(self) -> Manifest:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from sleuth.errors import Invalid
+from sleuth.format.text import BIDI_CONTROLS, hidden_in_name
 from sleuth.settings import Settings, current
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
@@ -30,13 +31,10 @@ MAX_PATH_DEPTH = 64
 #: from it (`knowledge/chunks/<path>.jsonl`, pack members) stay within the general limits.
 MAX_SOURCE_PATH_BYTES = 1024
 MAX_SOURCE_PATH_DEPTH = 32
-#: Bidirectional controls (embeddings, overrides, isolates, marks): a name holding U+202E shows
-#: `report\u202eexe.md` as `reportdm.exe`, so what a reader sees is not the path that is stored.
-BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 class UnsafePath(Invalid, ValueError):
-    """A path is absolute, contains `..`, a backslash, NUL, control or bidirectional control
+    """A path is absolute, contains `..`, a backslash, NUL, control, bidirectional control or invisible
     characters, a component over 255 bytes, or is too long or too deep (spec/api.md §4,
     `unsafe_path`)."""
 
@@ -65,6 +63,8 @@ def safe_relative_path(
         raise UnsafePath(f"unsafe path {shown(name)}: contains NUL or control characters")
     if any(ch in BIDI_CONTROLS for ch in name):
         raise UnsafePath(f"unsafe path {shown(name)}: contains bidirectional control characters")
+    if (hidden := hidden_in_name(name)) is not None:  # `a\u200bb.md` looks like `ab.md`
+        raise UnsafePath(f"unsafe path {shown(name)}: contains an invisible character (U+{ord(hidden):04X})")
     parts = [p for p in name.split("/") if p not in ("", ".")]
     if not parts:
         raise UnsafePath(f"unsafe path {shown(name)}: empty")
@@ -84,12 +84,14 @@ def safe_source_path(name: str) -> PurePosixPath:
 
 
 def safe_join(root: Path, name: str) -> Path:
-    """`root / name`, refusing anything that would land outside `root` (symlinks included)."""
+    """`root / name`, refusing anything that would land outside `root` (symlinks included). The refusal
+    names the path as it was given, never `root` or where a link leads: this machine's layout is not
+    for a client to learn."""
     relative = safe_relative_path(name)
     target = root.joinpath(*relative.parts)
     resolved_root = root.resolve()
     if not target.resolve().is_relative_to(resolved_root):
-        raise UnsafePath(f"unsafe path {name!r}: escapes {root}")
+        raise UnsafePath(f"unsafe path {shown(name)}: leads out of its folder (through a link)")
     return target
 
 

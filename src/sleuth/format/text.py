@@ -3,6 +3,8 @@
 - `normalize_text`: extracted text as a version stores it (spec/context.md §7.1), before any offset is
   taken; page text, chunks, groundings and the keyword index are all slices of it.
 - `collapsed`: whitespace runs to one space, trimmed (how a step output and a span are matched, §8.1).
+- `plain_line`: outside text (a model's sentence) as one line a person reads as stored: invisible and
+  bidirectional controls dropped, whitespace collapsed.
 - `comparable`: NFC, then collapsed: the form groundings and pages are compared in (§8.4).
 - `folded`: comparable, then casefolded: the form a shaped answer's string is found in its evidence
   (§8.5).
@@ -18,6 +20,7 @@ purpose (NFKC, punctuation and units), since it judges answers, not quotes.
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -45,6 +48,20 @@ _LIGATURES = str.maketrans(
 # nothing (zero-width, BOM, C0/C1 controls other than tab and newline).
 _ODD_SPACES = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000\u000b\u000c]")
 _INVISIBLE = re.compile("[\u0000-\u0008\u000e-\u001f\u007f-\u009f\u200b-\u200d\u2060\ufeff]")
+#: Bidirectional controls (embeddings, overrides, isolates, marks): a name holding U+202E shows
+#: `report\u202eexe.md` as `reportdm.exe`, and a sentence holding one reads in another order than it
+#: is stored, so what a reader sees is not what was written.
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_BIDI = re.compile("[" + "".join(sorted(BIDI_CONTROLS)) + "]")
+#: Characters that print as nothing and join nothing (zero-width space, word joiner, invisible
+#: operators, BOM, soft hyphen, grapheme joiner, Hangul and Khmer fillers): two names that differ only
+#: by one look the same, so a name holding one is refused (`compile.sources`).
+INVISIBLE_IN_NAMES = frozenset(
+    "\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180e\u200b\u2060\u2061\u2062\u2063\u2064\u3164\ufeff\uffa0"
+)
+#: Zero-width non-joiner and joiner: invisible too, but Persian, Indic scripts and emoji sequences need
+#: them between their own characters, so a name may hold one only between two non-ASCII characters.
+JOINERS = frozenset("\u200c\u200d")
 
 
 # A PDF's text layer may drop the second f of an ff, ffi or ffl ligature and leave a space in its place
@@ -110,6 +127,33 @@ def normalize_text(text: str) -> str:
 def collapsed(text: str) -> str:
     """Whitespace runs to one space, trimmed."""
     return " ".join(text.split())
+
+
+def plain_line(text: str) -> str:
+    """Text from outside (a model's sentence, a provider's message) as one plain line for a person to
+    read: `normalize_text` (controls, zero-width characters dropped), bidirectional controls dropped so
+    it reads in the order it is stored, whitespace collapsed."""
+    return collapsed(_BIDI.sub("", normalize_text(text)))
+
+
+def text_fingerprint(text: str) -> str:
+    """16 hex digits of the SHA-256 of `text`: marks a text as a model's without holding it (a
+    manifest's `model_written`), and stops matching once a person changes a character of it."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def hidden_in_name(name: str) -> str | None:
+    """The first character of `name` a reader cannot see (`INVISIBLE_IN_NAMES`, a bidirectional
+    control, or a joiner beside an ASCII character), or None: a name must look like what it is."""
+    for index, ch in enumerate(name):
+        if ch in INVISIBLE_IN_NAMES or ch in BIDI_CONTROLS:
+            return ch
+        if ch in JOINERS:
+            before = name[index - 1] if index else ""
+            after = name[index + 1] if index + 1 < len(name) else ""
+            if not before or not after or before.isascii() or after.isascii():
+                return ch
+    return None
 
 
 def comparable(text: str) -> str:

@@ -28,6 +28,7 @@ from sleuth.models.base import (
     ToolCall,
     ToolSpec,
 )
+from sleuth.models.http_body import capped_http_client
 from sleuth.models.keys import resolve_api_key
 from sleuth.models.openai_chat import map_sdk_error
 
@@ -154,7 +155,12 @@ class AnthropicModel:
                     raise ModelError(f"{self.config.id}: no API key: set {env} or api_key in config.toml")
                 self._client = cast(
                     "anthropic.Anthropic",
-                    self._anthropic.Anthropic(api_key=key, base_url=self.config.base_url, max_retries=0),
+                    self._anthropic.Anthropic(
+                        api_key=key,
+                        base_url=self.config.base_url,
+                        max_retries=0,
+                        http_client=capped_http_client(self._anthropic.DefaultHttpxClient, self.config.id),
+                    ),
                 )
             return self._client
 

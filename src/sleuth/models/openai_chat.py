@@ -3,7 +3,8 @@
 
 The `openai` SDK is an optional extra, so it is imported lazily: Sleuth imports and runs offline without
 it. The SDK's own retries are off (`max_retries=0`) because retry and fallback policy belongs to
-`FallbackModel`, which needs every failure reported at once with a `retryable` verdict.
+`FallbackModel`, which needs every failure reported at once with a `retryable` verdict. Its HTTP
+client reads a response body under a byte cap as it arrives (`http_body`), as the Anthropic one does.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from sleuth.models.base import (
     ToolCall,
     ToolSpec,
 )
+from sleuth.models.http_body import BodyRefused, capped_http_client
 from sleuth.models.keys import resolve_api_key
 
 if TYPE_CHECKING:
@@ -183,7 +185,12 @@ class OpenAIChatModel:
                     raise ModelError(f"{self.config.id}: no API key: set {env} or api_key in config.toml")
                 self._client = cast(
                     "openai.OpenAI",
-                    self._openai.OpenAI(base_url=self.config.base_url, api_key=key, max_retries=0),
+                    self._openai.OpenAI(
+                        base_url=self.config.base_url,
+                        api_key=key,
+                        max_retries=0,
+                        http_client=capped_http_client(self._openai.DefaultHttpxClient, self.config.id),
+                    ),
                 )
             return self._client
 
@@ -239,6 +246,8 @@ def map_sdk_error(
     `openai` and `anthropic` SDKs share this exception hierarchy, so both adapters use it."""
     where = config.base_url or host
     status: int | None = None
+    if isinstance(exc.__cause__, BodyRefused):  # an SDK that wraps what its client raised
+        return exc.__cause__
     if isinstance(exc, sdk.APITimeoutError):
         message, retryable = f"timed out after {params.timeout_s:g} s ({where})", True
     elif isinstance(exc, sdk.APIConnectionError):

@@ -9,6 +9,7 @@ import difflib
 import json
 import re
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ from sleuth.format.names import slugify
 from sleuth.format.spans import Provenance
 from sleuth.sdk.errors import AmbiguousError, LimitError, NotFoundError
 from sleuth.sdk.scoped import Evidence, ScopedContext, ScopedReader
-from sleuth.sdk.sql import ReadOnlyDatabase
+from sleuth.sdk.sql import ReadOnlyDatabase, SqlDatabase
 from sleuth.sdk.types import (
     ArtifactRef,
     AwaitableList,
@@ -35,6 +36,11 @@ from sleuth.store.search import distinct, rrf
 QueryEmbedder = Callable[[str, str], Awaitable[npt.NDArray[np.float32]]]
 """(model id, query text) → unit vector; inside the sandbox this is the `embed` host function."""
 
+DatabaseOpener = Callable[[Path, Mapping[str, Path]], SqlDatabase]
+"""(tables.sqlite, the other contexts' to attach by name) → a connection. In a sandbox, this process's
+own (`ReadOnlyDatabase`); in a server answering a client, a killable statement process
+(`sql_process.IsolatedDatabase`)."""
+
 
 _TABLE_ROW = re.compile(r"^\|(.+)\|\s*$")
 
@@ -42,13 +48,19 @@ _TABLE_ROW = re.compile(r"^\|(.+)\|\s*$")
 class KnowledgeBase:
     """The state of one turn's SDK; the primitives (`Reads`, `Searches`, `Tables`) build on it."""
 
-    def __init__(self, contexts: Sequence[ScopedContext], embed: QueryEmbedder | None = None) -> None:
+    def __init__(
+        self,
+        contexts: Sequence[ScopedContext],
+        embed: QueryEmbedder | None = None,
+        databases: DatabaseOpener = ReadOnlyDatabase,
+    ) -> None:
         if not 1 <= len(contexts) <= 10:
             raise LimitError("a turn reads 1 to 10 contexts")
         self._contexts = {c.slug: ScopedReader(c) for c in contexts}
         self._embed = embed
         self.evidence = Evidence()
-        self._databases: dict[str, ReadOnlyDatabase] = {}
+        self._open_database = databases
+        self._databases: dict[str, SqlDatabase] = {}
 
     # ---------------------------------------------------------------------------- helpers
     def _scope(self, context: str | None) -> list[ScopedReader]:
@@ -147,14 +159,14 @@ class KnowledgeBase:
         a = ctx.artifacts[artifact_id]
         return ArtifactRef(a["name"], a["type"], a["kind"], a["scope"], ctx.slug, a["sources_count"])
 
-    def _db(self, ctx: ScopedReader) -> ReadOnlyDatabase:
+    def _db(self, ctx: ScopedReader) -> SqlDatabase:
         if ctx.slug not in self._databases:
             others = {
                 slug.replace("-", "_"): c.root / "tables.sqlite"
                 for slug, c in self._contexts.items()
                 if slug != ctx.slug
             }
-            self._databases[ctx.slug] = ReadOnlyDatabase(ctx.root / "tables.sqlite", attach=others)
+            self._databases[ctx.slug] = self._open_database(ctx.root / "tables.sqlite", others)
         return self._databases[ctx.slug]
 
     def _tables(self, ctx: ScopedReader) -> list[Table]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sleuth.errors import Error, NotFound
+from sleuth.errors import Error, NotFound, Unavailable
 
 
 class SleuthError(Error):
@@ -19,6 +19,10 @@ class AmbiguousError(SleuthError):
 
 class QueryError(SleuthError):
     """An SQL statement was refused, failed or ran too long."""
+
+
+class BusyError(SleuthError, Unavailable):
+    """Every SQL statement slot of the server is in use: the call is refused at once, not queued."""
 
 
 class LimitError(SleuthError):

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from sleuth.sdk.errors import QueryError
 
@@ -67,6 +67,9 @@ class ReadOnlyDatabase:
 
     path: Path
     attach: Mapping[str, Path] | None = None
+    #: Sorts and temporary tables in memory, not in files: where the process's memory is limited (a
+    #: statement process), so is what a statement may spill, disk included.
+    memory_temp: bool = False
 
     def __post_init__(self) -> None:
         self._db = sqlite3.connect(f"file:{self.path}?mode=ro&immutable=1", uri=True, check_same_thread=False)
@@ -74,6 +77,8 @@ class ReadOnlyDatabase:
             self._db.execute(
                 "ATTACH DATABASE ? AS " + quote_identifier(schema), (f"file:{other}?mode=ro&immutable=1",)
             )
+        if self.memory_temp:
+            self._db.execute("PRAGMA temp_store = MEMORY")
         self._db.execute("PRAGMA query_only = 1")
         self._db.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
         self._db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
@@ -118,17 +123,39 @@ class ReadOnlyDatabase:
         return columns, rows, truncated
 
     def schema(self) -> dict[str, list[tuple[str, str]]]:
-        """Every table and view of `main` with its (column, type) pairs; the tables that store the
-        `_cells` view (`_cells_*`) are left out, as the view is what a query reads."""
-        tables: dict[str, list[tuple[str, str]]] = {}
-        _cols, rows, _ = self.execute(
-            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' "
-            "AND name NOT LIKE '\\_cells\\_%' ESCAPE '\\' ORDER BY name"
-        )
-        for (name,) in rows:
-            _c, info, _t = self.execute(f"PRAGMA table_info({quote_identifier(name)})")
-            tables[name] = [(r[1], r[2]) for r in info]
-        return tables
+        return read_schema(self)
+
+
+class SqlDatabase(Protocol):
+    """What reads a version's tables: this process's connection, or one in a statement process
+    (`sql_process.IsolatedDatabase`, for statements a server runs for its clients)."""
+
+    def execute(
+        self,
+        sql: str,
+        params: Sequence[Any] | Mapping[str, Any] | None = None,
+        max_rows: int = MAX_ROWS,
+        time_limit: float = TIME_LIMIT_S,
+        max_bytes: int = MAX_RESULT_BYTES,
+    ) -> tuple[list[str], list[tuple[Any, ...]], bool]: ...
+
+    def schema(self) -> dict[str, list[tuple[str, str]]]: ...
+
+    def close(self) -> None: ...
+
+
+def read_schema(db: SqlDatabase) -> dict[str, list[tuple[str, str]]]:
+    """Every table and view of `main` with its (column, type) pairs; the tables that store the
+    `_cells` view (`_cells_*`) are left out, as the view is what a query reads."""
+    tables: dict[str, list[tuple[str, str]]] = {}
+    _cols, rows, _ = db.execute(
+        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' "
+        "AND name NOT LIKE '\\_cells\\_%' ESCAPE '\\' ORDER BY name"
+    )
+    for (name,) in rows:
+        _c, info, _t = db.execute(f"PRAGMA table_info({quote_identifier(name)})")
+        tables[name] = [(r[1], r[2]) for r in info]
+    return tables
 
 
 def _fetch(cursor: sqlite3.Cursor, max_rows: int, max_bytes: int) -> tuple[list[tuple[Any, ...]], bool]:

@@ -10,7 +10,8 @@
 - Typed edges, resolved once every artifact exists.
 
 Every artifact, mention, row and edge must carry a quote located on a page (quotes.py); what has none
-is screened. Calls run in parallel, at most `SLEUTH_CURATE_CONCURRENCY` per provider endpoint.
+is screened, and so is an entity whose name none of its quotes holds (a made-up name over real
+quotes). Calls run in parallel, at most `SLEUTH_CURATE_CONCURRENCY` per provider endpoint.
 """
 
 from __future__ import annotations
@@ -356,6 +357,11 @@ class ModelExtractor:
                 break
             lines.append(line)
             used += len(line)
+        quotes = [q for m in chosen for q in m.mention.quotes]
+        if art_type.kind == "entity" and not any(_named_in(n, quotes) for n in _names_of(group)):
+            # Real quotes about no one: a name none of them holds is made up, and is not reduced.
+            stats.screen("name not in its quotes")
+            return None
         aliases = ", ".join(group.aliases) or "(none)"
         said = "\n".join(lines)
         user = f"Subject: {group.canonical_name}\nAliases: {aliases}\n\nWhat the sources say:\n{said}"
@@ -387,12 +393,15 @@ class ModelExtractor:
             for k, v in fields_for(art_type.kind, m.mention.fields).items():
                 fields.setdefault(k, v)
         fields.update(fields_for(art_type.kind, reply.fields))
+        name = reply.name.strip() or group.canonical_name
+        if art_type.kind == "entity":  # the reducer's name only where a quote holds it
+            name = next(n for n in (name, *_names_of(group)) if _named_in(n, quotes))
         if art_type.kind in ("entity", "topic"):
-            title = (reply.name or group.canonical_name).casefold()
+            title = name.casefold()
             known = sorted(set(fields.get("aliases", [])) | set(group.aliases))
             fields["aliases"] = [a for a in known if a.casefold() != title]
         return Artifact(
-            name=reply.name.strip() or group.canonical_name,
+            name=name,
             type=art_type.name,
             kind=art_type.kind,
             scope="corpus",
@@ -583,6 +592,17 @@ class ModelExtractor:
             seen.add(digest)
             out.append(art)
         return out
+
+
+def _named_in(name: str, quotes: Sequence[str]) -> bool:
+    """Does `name` occur in one of `quotes` (NFKC, case, spacing, quotation marks and dashes folded)?
+    An entity is a name the sources state: one built from real quotes that never say it is made up."""
+    return any(text_in(name, quote) for quote in quotes)
+
+
+def _names_of(group: Group) -> list[str]:
+    """The names a group's mentions gave its subject: the canonical one first, then the others."""
+    return [group.canonical_name, *group.aliases]
 
 
 def _values_stated(values: dict[str, Any], quote: str, source_text: str) -> bool:
