@@ -31,6 +31,7 @@ __all__ = [
     "TOOL_OUTPUT_CHARS",
     "TURN_CAP_SECONDS",
     "Settings",
+    "admin_only",
     "current",
     "declared_limits",
     "described",
@@ -45,6 +46,9 @@ TURN_CAP_SECONDS = 900
 TOOL_OUTPUT_CHARS = 10_000
 
 _MIB = 1024 * 1024
+#: A setting `GET /version` shows only to an admin (`admin_only`): a path or an allow list tells a caller
+#: without a key how the server is laid out and what it may reach.
+_ADMIN_ONLY: dict[str, Any] = {"admin_only": True}
 
 
 class Settings(BaseSettings):
@@ -130,11 +134,21 @@ class Settings(BaseSettings):
         description="Hosts or networks (comma-separated: `git.internal`, `10.0.0.0/8`) connectors may reach "
         "although they are loopback, link-local or private; `file` lets git connectors read file:// URLs. "
         "Unset: only public addresses.",
+        json_schema_extra=_ADMIN_ONLY,
     )
     connector_folders: str = Field(
         "",
         description="Folders (comma-separated absolute paths) a folder connector made through the API may "
         "read, with what is below them. Unset: none (the CLI may name any folder its user can read).",
+        json_schema_extra=_ADMIN_ONLY,
+    )
+    connector_s3_instance_credentials: bool = Field(
+        False,
+        description="Lets an s3 connector without its own access key sign with this machine's AWS "
+        "credentials (boto3's chain: the environment, ~/.aws, the instance role). Unset: such a connector "
+        "reads public buckets only, unsigned, since the machine's credentials may open every context's "
+        "shared storage.",
+        json_schema_extra=_ADMIN_ONLY,
     )
     connector_max_items: int = Field(10_000, ge=1, description="Items one connector sync lists at most.")
     connector_max_bytes: int = Field(
@@ -181,6 +195,15 @@ def current() -> Settings:
     """The settings as the environment says now (a bad value raises pydantic's `ValidationError`,
     which names the variable's field)."""
     return Settings()
+
+
+def admin_only() -> frozenset[str]:
+    """The settings only an admin sees in `GET /version` (declared with `_ADMIN_ONLY`)."""
+    return frozenset(
+        name
+        for name, info in Settings.model_fields.items()
+        if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get("admin_only")
+    )
 
 
 def described() -> list[tuple[str, str, str]]:

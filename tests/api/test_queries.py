@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -254,6 +255,26 @@ def test_a_nul_in_a_path_or_a_query_is_a_400(make_server: ServerFactory) -> None
         response = client.get(path)
         assert response.status_code == 400 and response.json()["code"] == "invalid_request", path
         assert "NUL" in response.json()["message"]
+    # ... and in a JSON string, escaped or split across the body's chunks, on SQLite as on PostgreSQL
+    for body in (
+        b'{"ask": "hotel\\u0000limit", "scope": ["acme"]}',
+        b'{"name": "x\\u0000", "slug": "nul-name"}',
+    ):
+        response = client.post("/api/query" if b"ask" in body else "/api/contexts", content=body,
+                               headers={"content-type": "application/json"})  # fmt: skip
+        assert response.status_code == 400 and "NUL" in response.json()["message"], response.text
+    assert client.get("/api/contexts/nul-name").status_code == 404
+
+    def chunks() -> Iterator[bytes]:
+        yield b'{"ask": "hotel\\u00'
+        yield b'00limit", "scope": ["acme"]}'
+
+    split = client.post("/api/query", content=chunks(), headers={"content-type": "application/json"})
+    assert split.status_code == 400 and "NUL" in split.json()["message"], split.text
+    # the text backslash-u-0000 is not a NUL
+    text = client.post("/api/contexts", json={"name": "what is \\u0000?", "slug": "text-not-nul"})
+    assert text.status_code == 200 and text.json()["name"] == "what is \\u0000?", text.text
+    client.delete("/api/contexts/text-not-nul")
 
 
 def test_an_empty_scope_is_said_for_people(make_server: ServerFactory) -> None:

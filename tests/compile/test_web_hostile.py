@@ -1,6 +1,7 @@
-"""A web server that attacks the web connector (issue 40, items 2 and 3), on loopback: stacked gzip (a
+"""A web server that attacks the web connector (issue 40, items 2, 3 and 9), on loopback: stacked gzip (a
 bomb that decodes to gigabytes), one gzip layer past the page cap, a page that drips a byte at a time,
-and a Crawl-delay of a day. Each ends within its bound; an honest gzip page is read as before."""
+a Crawl-delay of a day or longer than the sync has left, a fat page with a thin article, and a stop
+request mid-wait. Each ends within its bound; an honest gzip page is read as before."""
 
 from __future__ import annotations
 
@@ -9,12 +10,15 @@ import http.server
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from sleuth.compile.connectors.addresses import AllowList
-from sleuth.compile.connectors.base import ConnectorError
+from sleuth.compile.connectors.base import ConnectorError, Limits
+from sleuth.compile.connectors.sync import sync
 from sleuth.compile.connectors.web import MAX_CRAWL_DELAY_S, WebConnector
+from sleuth.store.home import ContextDir
 
 Respond = Callable[[http.server.BaseHTTPRequestHandler], None]
 PAGE = b"<html><head><title>Backups</title></head><body><p>Backups are kept 35 days.</p></body></html>"
@@ -130,3 +134,60 @@ def test_embedded_ipv4_forms_are_unwrapped() -> None:
     assert embedded_ipv4(ipaddress.ip_address("2606:4700::1111")) == []  # a public IPv6 carries none
     assert embedded_ipv4(ipaddress.ip_address("::1")) == []
     assert not public(ipaddress.ip_address("224.0.0.1")) and public(ipaddress.ip_address("1.1.1.1"))
+
+
+# ------------------------------------------------------------- one budget and one deadline per sync
+def _limits(timeout_s: float = 300, max_total_bytes: int = 100 * 1024 * 1024) -> Limits:
+    return Limits(
+        max_items=100, max_file_bytes=50 * 1024 * 1024, max_total_bytes=max_total_bytes, timeout_s=timeout_s
+    )
+
+
+def test_a_wait_past_the_sync_deadline_fails_at_once(
+    site: tuple[str, dict[str, Respond]], tmp_path: Path
+) -> None:
+    """A Crawl-delay (30 s, capped) longer than what is left of the sync is not slept first."""
+    base, routes = site
+    routes["/robots.txt"] = _send(b"User-agent: *\nCrawl-delay: 30\n", kind="text/plain")
+    routes["/a.html"] = _send(PAGE)
+    routes["/b.html"] = _send(PAGE)
+    connector = WebConnector([f"{base}/a.html", f"{base}/b.html"], AllowList.parse("127.0.0.1"), delay_s=0)
+    began = time.monotonic()
+    with pytest.raises(ConnectorError, match="would pass the sync's 5 s"):
+        sync(ContextDir(tmp_path), "site", connector, _limits(timeout_s=5))
+    assert time.monotonic() - began < 25  # not the 30 s wait (loose: a loaded machine)
+
+
+def test_the_budget_counts_downloads_not_extracted_text(
+    site: tuple[str, dict[str, Respond]], tmp_path: Path
+) -> None:
+    """A 3 MB page whose article is one sentence costs 3 MB of the sync's budget, not 60 bytes."""
+    base, routes = site
+    padding = b"<!-- " + b"x" * (3 * 1024 * 1024) + b" -->"
+    routes["/fat.html"] = _send(PAGE.replace(b"</body>", padding + b"</body>"))
+    connector = WebConnector([f"{base}/fat.html"], AllowList.parse("127.0.0.1"), delay_s=0)
+    with pytest.raises(ConnectorError, match="downloaded over 1048576 bytes"):
+        sync(ContextDir(tmp_path), "site", connector, _limits(max_total_bytes=1024 * 1024))
+
+
+def test_a_stop_request_ends_a_wait(site: tuple[str, dict[str, Respond]], tmp_path: Path) -> None:
+    """The stop check runs during the Crawl-delay wait, so a cancel ends the sync within a slice."""
+    base, routes = site
+    routes["/robots.txt"] = _send(b"User-agent: *\nCrawl-delay: 30\n", kind="text/plain")
+    routes["/a.html"] = _send(PAGE)
+    routes["/b.html"] = _send(PAGE)
+    connector = WebConnector([f"{base}/a.html", f"{base}/b.html"], AllowList.parse("127.0.0.1"), delay_s=0)
+    asked = threading.Event()
+
+    class Stopped(ConnectorError):
+        pass
+
+    def stop() -> None:
+        if asked.is_set():
+            raise Stopped("stopped")
+
+    threading.Timer(1.0, asked.set).start()
+    began = time.monotonic()
+    with pytest.raises(Stopped):
+        sync(ContextDir(tmp_path), "site", connector, _limits(), stop=stop)
+    assert time.monotonic() - began < 25  # not the 30 s wait

@@ -4,6 +4,7 @@ legacy alias `/api/v0`), `/healthz` and the OpenAPI document at `/api/openapi.js
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -65,6 +66,10 @@ ERROR_SCHEMA: dict[str, Any] = {
 }
 
 
+#: A NUL in a JSON body, raw or escaped (`\u0000`, not `\\u0000`, the text backslash-u).
+_JSON_NUL = re.compile(rb"\x00|(?<!\\)(?:\\\\)*\\u0000", re.IGNORECASE)
+
+
 class _BodyTooLarge(Exception):
     """Raised from `receive` once a request body passes its limit."""
 
@@ -111,6 +116,11 @@ class VersionAndLimits:
         )
         limit = None if is_upload else MAX_JSON_BODY
         too_large = ApiError(413, "payload_too_large", "request bodies are limited to 1 MiB")
+        nul_in_body = ApiError(
+            400, "invalid_request", "a NUL character (\\u0000) is not accepted in a request"
+        )
+        refusal = too_large
+        tail = b""
         length = headers.get("content-length")
         if limit is not None and length is not None and length.isdigit() and int(length) > limit:
             await _envelope(too_large, version)(scope, receive, send)
@@ -119,13 +129,20 @@ class VersionAndLimits:
         refused = started = False
 
         async def counted_receive() -> Message:
-            nonlocal received, refused
+            nonlocal received, refused, refusal, tail
             message = await receive()
             if limit is not None and message["type"] == "http.request":
-                received += len(message.get("body", b""))
+                body = message.get("body", b"")
+                received += len(body)
                 if received > limit:
                     refused = True
                     raise _BodyTooLarge(f"the body passed {limit} bytes")
+                # A JSON body: refused on SQLite as on PostgreSQL (which cannot store a NUL), whatever field
+                # holds it; the window keeps a chunk's end, so an escape split across chunks is seen.
+                window, tail = tail + body, (tail + body)[-64:]
+                if _JSON_NUL.search(window):
+                    refused, refusal = True, nul_in_body
+                    raise _BodyTooLarge("a NUL in the body")
             return message
 
         async def send_with_version(message: Message) -> None:
@@ -143,7 +160,7 @@ class VersionAndLimits:
             if not refused:
                 raise
         if refused and not started:
-            await _envelope(too_large, version)(scope, receive, send)
+            await _envelope(refusal, version)(scope, receive, send)
 
 
 def _routes(app: FastAPI) -> None:

@@ -2,12 +2,14 @@
 
 - `GET /connectors` → the kinds this server has, with their configuration fields;
 - `GET /contexts/{slug}/connectors` → the context's connectors, each with its last sync's counts or error
-  (never its credentials: `has_secret` only);
+  (never its credentials: `has_secret` only); a query key gets each one's name, kind and status only
+  (`visible_to`): a URL, a folder, a bucket or an error message is the operator's, not an agent's;
 - `POST /contexts/{slug}/connectors` `{name, kind, config, secret?, every?}` → add one (checked at once:
   the folder allow list, the address guard), `PUT …/{name}` replaces it, `DELETE …/{name}` removes it and
   the files it brought (the next curate drops them);
 - a connector with `every` is synced on that schedule by `ConnectorSchedule` (each server ticks every
-  30 s; the first scheduled sync comes one period after it was added);
+  30 s; the first scheduled sync comes one period after it was added, each next one a period after the
+  last attempt, whether it succeeded or failed, however it failed);
 - `POST /contexts/{slug}/import` `{connector, curate?: true}` → an `import` task that syncs it: new and
   changed items fetched, items gone deleted; then, when anything changed, a curate (incremental).
 
@@ -28,7 +30,7 @@ from typing import Any
 from fastapi import APIRouter, FastAPI, Request
 from pydantic import Field
 
-from sleuth.api.auth import AdminKey, AnyKey
+from sleuth.api.auth import AdminKey, AnyKey, Principal
 from sleuth.api.context_files import (
     EXCLUSIVE_WORKFLOWS,
     StrictBody,
@@ -45,8 +47,9 @@ from sleuth.compile.connectors import registry
 from sleuth.compile.connectors.base import Connector, ConnectorConfigError, ConnectorError, Limits
 from sleuth.compile.connectors.kinds import KINDS, build
 from sleuth.compile.connectors.sync import sync
+from sleuth.errors import Error
 from sleuth.store.home import ContextDir, now_iso
-from sleuth.store.secrets import SecretBox, SecretUnreadable
+from sleuth.store.secrets import SecretBox
 
 log = logging.getLogger(__name__)
 SCHEDULE_TICK_S = 30.0
@@ -78,11 +81,18 @@ class ConnectorSchedule:
                 log.exception("connector schedule: a tick failed")
 
     def run_once(self, now: float | None = None) -> list[str]:
-        """Start the syncs that are due; the ids of the tasks started."""
+        """Start the syncs that are due; the ids of the tasks started. A connector that cannot even be
+        started (anything but a busy context) has that recorded as its attempt, so it waits a period
+        like a failed sync, and the connectors after it still get their turn."""
         moment = time.time() if now is None else now
         started = []
         for ctx, info in self.state.home.contexts():
-            for entry in registry.load(ctx).values():
+            try:
+                entries = list(registry.load(ctx).values())
+            except Exception:  # an unreadable connectors.json: the other contexts still sync
+                log.exception("connector schedule: the connectors of %s cannot be read", info.slug)
+                continue
+            for entry in entries:
                 since = entry.last_attempt_at or entry.created_at
                 if entry.every_s is None or moment - _epoch(since) < entry.every_s:
                     continue
@@ -91,12 +101,35 @@ class ConnectorSchedule:
                 except ApiError as exc:  # busy (a curate, another import): the next tick tries again
                     log.info("connector %s/%s: not synced now: %s", info.slug, entry.name, exc.message)
                     continue
+                except Exception as exc:
+                    log.exception("connector %s/%s: the sync could not start", info.slug, entry.name)
+                    _record_failure(ctx, entry.name, now_iso(), exc)
+                    continue
                 started.append(str(task["id"]))
         return started
 
 
 def _epoch(iso: str) -> float:
     return datetime.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+#: The most of a failure's message kept in `last_error`.
+ERROR_CHARS = 1000
+
+
+def failure_text(exc: BaseException) -> str:
+    """What a failed sync keeps in `last_error`: Sleuth's own errors in their words, anything else (a
+    client library's, the disk's, a bug) with its type, so a person can tell them apart."""
+    text = str(exc) if isinstance(exc, Error) else f"{type(exc).__name__}: {exc}"
+    return text[:ERROR_CHARS] or type(exc).__name__
+
+
+def _record_failure(ctx: ContextDir, name: str, attempt: str, exc: BaseException) -> None:
+    """Record a failed attempt; a failure to record it is logged (the schedule must go on)."""
+    try:
+        registry.record(ctx, name, attempt, None, failure_text(exc))
+    except Exception:
+        log.exception("connector %s: its failure could not be recorded", name)
 
 
 @asynccontextmanager
@@ -152,7 +185,12 @@ KIND_FIELDS: dict[str, dict[str, Any]] = {
             "endpoint_url": "for non-AWS",
             "region": "region",
         },
-        "secret": {"access_key_id": "", "secret_access_key": ""},
+        "secret": {
+            "access_key_id": "without keys: public buckets only, unsigned (unless the operator allows "
+            "this machine's AWS credentials: SLEUTH_CONNECTOR_S3_INSTANCE_CREDENTIALS)",
+            "secret_access_key": "",
+            "session_token": "optional",
+        },
     },
 }
 
@@ -216,10 +254,27 @@ def list_kinds(_who: AnyKey) -> dict[str, Any]:
     return {"kinds": [{"kind": k, **KIND_FIELDS[k]} for k in KINDS]}
 
 
+def visible_to(who: Principal, entry: registry.ConnectorEntry) -> dict[str, Any]:
+    """A connector as `who` may see it. An admin: all but its credentials (`public`). A query key: its
+    name, kind, schedule and status (`never`, `ok`, `failed`) and when it last ran, since an agent may
+    want to know how fresh a folder of sources is; not its configuration (a URL, a folder, a bucket),
+    its last sync's details or its error, which name what only the operator should know."""
+    if who.is_admin:
+        return entry.public()
+    status = "never" if entry.last_attempt_at is None else "failed" if entry.last_error else "ok"
+    return {
+        "name": entry.name,
+        "kind": entry.kind,
+        "every_s": entry.every_s,
+        "status": status,
+        "last_attempt_at": entry.last_attempt_at,
+    }
+
+
 @router.get("/contexts/{slug}/connectors")
-def list_connectors(request: Request, slug: str, _who: AnyKey) -> dict[str, Any]:
+def list_connectors(request: Request, slug: str, who: AnyKey) -> dict[str, Any]:
     ctx = find_context(api_state(request), slug)
-    return {"connectors": [e.public() for e in registry.load(ctx).values()]}
+    return {"connectors": [visible_to(who, e) for e in registry.load(ctx).values()]}
 
 
 @router.post("/contexts/{slug}/connectors")
@@ -291,9 +346,10 @@ def start_sync(
         try:
             connector = _connector(state, ctx, entry)
             with ctx.editing():
-                report = sync(ctx, name, connector, Limits.of(state.settings))
-        except (ConnectorError, ConnectorConfigError, SecretUnreadable) as exc:
-            registry.record(ctx, name, attempt, None, str(exc))
+                report = sync(ctx, name, connector, Limits.of(state.settings), stop=handle.check)
+        except Exception as exc:  # any failure, not only the connector's own: recorded, so it is seen
+            # and the schedule waits a period before the next attempt instead of retrying every tick
+            _record_failure(ctx, name, attempt, exc)
             raise
         registry.record(ctx, name, attempt, report.to_json(), None)
         update_extra(ctx, last_source_import_at=now_iso())

@@ -34,6 +34,7 @@ from sleuth.api.uploads import (
     single_file,
     staging_dir,
 )
+from sleuth.compile.connectors import registry
 from sleuth.compile.parse import PARSERS
 from sleuth.compile.sources import UnsafePath, archive_stem, is_archive, safe_join
 from sleuth.store.home import ContextDir, now_iso, prune_empty_dirs
@@ -90,12 +91,29 @@ def _place(ctx: ContextDir, rel: PurePosixPath, src: IO[bytes], limits: SourceLi
         tmp.unlink(missing_ok=True)
 
 
+def refuse_connector_folder(ctx: ContextDir, rel: PurePosixPath) -> None:
+    """`409 connector_folder` when `rel` lies in a connector's folder (`sources/<connector>/…`): only
+    that connector's syncs write there. An upload there would be replaced by the next sync, or deleted
+    with the connector, and a client could pass its own file off as the connector's."""
+    top = rel.parts[0] if rel.parts else ""
+    if top and top in registry.load(ctx):
+        raise ApiError(
+            409,
+            "connector_folder",
+            f"{top}/ is the folder of connector {top!r}: only its syncs write there; upload to another "
+            "folder (uploads/ by default)",
+            field="path",
+            connector=top,
+        )
+
+
 def _store_plain(
     state: ApiState, service: TaskService, ctx: ContextDir, rel: PurePosixPath, upload: UploadFile, who: str
 ) -> dict[str, Any]:
     limits = SourceLimits.of(state)
     upload.file.seek(0)
     with ctx.editing():
+        refuse_connector_folder(ctx, rel)  # again under the lock: a connector added meanwhile
         try:
             placed = _place(ctx, rel, upload.file, limits)
         except _LimitHit as hit:
@@ -160,6 +178,7 @@ def _stage_archive(
     def job(handle: TaskHandle) -> dict[str, Any]:
         try:
             with ctx.editing():
+                refuse_connector_folder(ctx, target)  # again under the lock: a connector added meanwhile
                 return expand_archive(ctx, staged, target, limits, handle)
         finally:
             shutil.rmtree(staged_dir, ignore_errors=True)
@@ -185,11 +204,13 @@ async def upload_source(
         rel = safe_rel(f"{folder}/{filename}", source=True)
         size = upload.size or 0
         if is_archive(Path(filename)):
+            await run_in_threadpool(refuse_connector_folder, ctx, rel.parent / archive_stem(Path(filename)))
             if size > limits.max_upload_bytes:
                 raise ApiError(413, "file_too_large", f"the archive is over {limits.max_upload_bytes} bytes")
             return await run_in_threadpool(_stage_archive, state, service, ctx, rel.parent, upload, who.name)
         if PurePosixPath(filename).suffix.lower() not in PARSERS:
             raise ApiError(415, "unsupported_format", unsupported(filename), field="file")
+        await run_in_threadpool(refuse_connector_folder, ctx, rel)
         if size > limits.max_file_bytes:
             raise ApiError(413, "file_too_large", f"the file is over {limits.max_file_bytes} bytes")
         return await run_in_threadpool(_store_plain, state, service, ctx, rel, upload, who.name)

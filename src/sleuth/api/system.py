@@ -19,10 +19,12 @@ from fastapi import APIRouter, Body, Request, Response
 from pydantic import BaseModel, ConfigDict
 
 import sleuth
-from sleuth.api.auth import LOCAL, AnyKey, presented_credential, unauthenticated
+from sleuth.api.auth import LOCAL, AnyKey, presented_credential, principal, unauthenticated
+from sleuth.api.errors import ApiError
 from sleuth.api.state import ApiState, api_state
 from sleuth.api.versioning import DEFAULT_VERSION, VERSIONS
 from sleuth.sandbox.host import SandboxHost
+from sleuth.settings import admin_only
 from sleuth.store.keys import TOKEN_PREFIX, KeyStore, new_secret
 
 log = logging.getLogger("sleuth.api")
@@ -35,10 +37,15 @@ _probes: weakref.WeakKeyDictionary[SandboxHost, tuple[float, dict[str, Any]]] = 
 _probe_lock = threading.Lock()
 
 
-def public_settings(state: ApiState) -> dict[str, Any]:
+def public_settings(state: ApiState, admin: bool = True) -> dict[str, Any]:
     """The settings as served (`/version` needs no key): of the database URL only its kind, since a URL
-    can carry a password in places that redaction misses (`?password=`), and names hosts besides."""
+    can carry a password in places that redaction misses (`?password=`), and names hosts besides. A
+    caller without an admin key (`admin` false) gets no setting declared admin-only (folders, allow
+    lists: they tell how the server is laid out and what it may reach)."""
     settings = state.settings.model_dump()
+    if not admin:
+        for name in admin_only():
+            settings.pop(name, None)
     if settings.get("database_url"):
         settings["database_url"] = state.db.database.dialect
     if settings.get("storage_url"):
@@ -91,16 +98,35 @@ def sandbox_report(state: ApiState) -> dict[str, Any]:
         return dict(report)
 
 
+def _is_admin(request: Request) -> bool:
+    """Whether the caller of a route that needs no key presented an admin key (in no-auth mode every
+    caller is the admin `local`); a missing or invalid key is simply no admin, never a 401."""
+    if not api_state(request).auth:
+        return True
+    if presented_credential(request) is None:
+        return False
+    try:
+        return principal(request).is_admin
+    except ApiError:
+        return False
+
+
 @router.get("/version", summary="Server, API and sandbox versions (no auth) [ext]")
 def get_version(request: Request) -> dict[str, Any]:
+    """Without an admin key, no admin-only settings and no sandbox failure detail (an exception's text
+    can name this machine's paths)."""
     state = api_state(request)
+    admin = _is_admin(request)
+    sandbox = sandbox_report(state)
+    if not admin and sandbox.get("missing"):
+        sandbox.pop("detail", None)
     return {
         "sleuth_version": sleuth.__version__,
         "api_versions": list(VERSIONS),
         "default_api_version": DEFAULT_VERSION,
         "auth": "api_key" if state.auth else "none",
-        "sandbox": sandbox_report(state),
-        "settings": public_settings(state),
+        "sandbox": sandbox,
+        "settings": public_settings(state, admin),
     }
 
 

@@ -18,7 +18,7 @@ from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import FileResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from sleuth.api.auth import AdminKey, AnyKey
+from sleuth.api.auth import AdminKey, AnyKey, Principal
 from sleuth.api.errors import ApiError
 from sleuth.api.file_trees import (
     dir_listing,
@@ -86,11 +86,30 @@ def task_json(state: ApiState, task: dict[str, Any], with_steps: bool = False) -
     return body
 
 
+def shown_to(who: Principal, body: dict[str, Any]) -> dict[str, Any]:
+    """The Task object as `who` may see it. A query key sees every task of its contexts (what runs,
+    its state and progress: a console shows a curate under way) but the input, output, error and steps
+    only of its own: an admin's import names a connector's URL or folder, its error the server's words,
+    a pack's output where the archive lies. An admin sees all."""
+    if who.owns(str(body.get("created_by") or "")):
+        return body
+    hidden = {"input": None, "output": None, "error": None}
+    return body | hidden | ({"steps": []} if "steps" in body else {})
+
+
 def _require_task(service: TaskService, task_id: str) -> dict[str, Any]:
     try:
         return service.store.require(task_id)
     except TaskNotFound:
         raise ApiError(404, "task_not_found", f"no task {task_id!r}", task_id=task_id) from None
+
+
+def _own_task(service: TaskService, who: Principal, task_id: str) -> dict[str, Any]:
+    """The task, when `who` may see what it holds (its files); another's answers `404`, as if absent."""
+    task = _require_task(service, task_id)
+    if not who.owns(str(task.get("created_by") or "")):
+        raise ApiError(404, "task_not_found", f"no task {task_id!r}", task_id=task_id)
+    return task
 
 
 # --- routes ---------------------------------------------------------------------------------------
@@ -147,7 +166,8 @@ def list_tasks(
     )
     return {
         "items": [
-            task_json(api, t) | {"output": bound_output(t["output"], LIST_OUTPUT_BYTES)} for t in items
+            shown_to(who, task_json(api, t) | {"output": bound_output(t["output"], LIST_OUTPUT_BYTES)})
+            for t in items
         ],
         "total": total,
         "limit": limit,
@@ -158,8 +178,9 @@ def list_tasks(
 
 
 @router.get("/tasks/{task_id}")
-def get_task(request: Request, task_id: str, _who: AnyKey) -> dict[str, Any]:
-    return task_json(api_state(request), _require_task(task_service(request), task_id), with_steps=True)
+def get_task(request: Request, task_id: str, who: AnyKey) -> dict[str, Any]:
+    task = _require_task(task_service(request), task_id)
+    return shown_to(who, task_json(api_state(request), task, with_steps=True))
 
 
 @router.get("/tasks/{task_id}/stats")
@@ -193,30 +214,30 @@ def cancel_task(
 
 
 @router.get("/tasks/{task_id}/files/list")
-def list_task_files_root(request: Request, task_id: str, _who: AnyKey) -> dict[str, Any]:
-    return list_task_files(request, task_id, "", _who)
+def list_task_files_root(request: Request, task_id: str, who: AnyKey) -> dict[str, Any]:
+    return list_task_files(request, task_id, "", who)
 
 
 @router.get("/tasks/{task_id}/files/list/{path:path}")
-def list_task_files(request: Request, task_id: str, path: str, _who: AnyKey) -> dict[str, Any]:
+def list_task_files(request: Request, task_id: str, path: str, who: AnyKey) -> dict[str, Any]:
     service = task_service(request)
-    _require_task(service, task_id)
+    _own_task(service, who, task_id)
     return dir_listing(service.readable_files(task_id), path, missing_root_is_empty=True)
 
 
 @router.get("/tasks/{task_id}/files/read/{path:path}")
-def read_task_file(request: Request, task_id: str, path: str, _who: AnyKey) -> FileResponse:
+def read_task_file(request: Request, task_id: str, path: str, who: AnyKey) -> FileResponse:
     service = task_service(request)
-    _require_task(service, task_id)
+    _own_task(service, who, task_id)
     target = resolve_file(service.readable_files(task_id), path)
     size = target.stat().st_size
     return file_response(target, {"x-nexus-file-size": str(size), "x-nexus-stale": "false"})
 
 
 @router.get("/tasks/{task_id}/files/metadata/{path:path}")
-def task_file_metadata(request: Request, task_id: str, path: str, _who: AnyKey) -> dict[str, Any]:
+def task_file_metadata(request: Request, task_id: str, path: str, who: AnyKey) -> dict[str, Any]:
     service = task_service(request)
-    _require_task(service, task_id)
+    _own_task(service, who, task_id)
     target = resolve_file(service.readable_files(task_id), path)
     st = target.stat()
     return {

@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import math
 import re
-import shutil
 from dataclasses import asdict, dataclass, field
+from pathlib import PurePosixPath
 from typing import Any
 
 from sleuth.compile.connectors.base import ConnectorConfigError
 from sleuth.compile.connectors.sync import state_file
-from sleuth.store.home import ContextDir, now_iso, write_json_atomic
+from sleuth.compile.sources import UnsafePath, safe_join, safe_source_path
+from sleuth.store.home import ContextDir, now_iso, prune_empty_dirs, write_json_atomic
 
 NAME_RULE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 MIN_EVERY_S = 60.0
@@ -112,11 +113,40 @@ def record(
 
 def remove(ctx: ContextDir, name: str) -> bool:
     """Forget connector `name`, the files it brought and what it last listed; False if there is none.
-    The caller holds `ctx.editing()`."""
+    The caller holds `ctx.editing()`.
+
+    Only the files its last sync listed (its state) are deleted, each by its own path, never the whole
+    `sources/<name>/`: a file someone else put there (an upload made before uploads were kept out of a
+    connector's folder, a file copied in by hand) is not the connector's to delete."""
     entries = load(ctx)
     if entries.pop(name, None) is None:
         return False
     save(ctx, entries)
-    shutil.rmtree(ctx.sources / name, ignore_errors=True)
+    folder = ctx.sources / name
+    for rel in _brought(ctx, name):
+        try:
+            target = safe_join(folder, rel.as_posix())  # never through a link out of the folder
+        except UnsafePath:
+            continue
+        for path in (target, target.with_name(f".{target.name}.partial")):  # a sync cut short left one
+            if path.is_file() or path.is_symlink():
+                path.unlink(missing_ok=True)
+        prune_empty_dirs(target.parent, ctx.sources)
     state_file(ctx, name).unlink(missing_ok=True)
     return True
+
+
+def _brought(ctx: ContextDir, name: str) -> list[PurePosixPath]:
+    """The paths (below the connector's folder) of the items its state lists; a path that is not a
+    plain relative path (a state file edited by hand) is not followed."""
+    try:
+        listed = json.loads(state_file(ctx, name).read_text(encoding="utf-8")).get("items") or {}
+    except (OSError, ValueError, AttributeError):
+        return []
+    paths = []
+    for key in listed if isinstance(listed, dict) else ():
+        try:
+            paths.append(safe_source_path(str(key)))
+        except UnsafePath:
+            continue
+    return paths

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sleuth.compile.connectors.base import Connector, ConnectorError, Limits
+from sleuth.compile.connectors.base import Budget, Budgeted, Connector, ConnectorError, Limits
 from sleuth.compile.sources import UnsafePath, safe_source_path, shown
 from sleuth.store.home import ContextDir, now_iso, prune_empty_dirs, write_json_atomic
 
@@ -68,9 +68,36 @@ def _write(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def sync(ctx: ContextDir, name: str, connector: Connector, limits: Limits) -> SyncReport:
-    """Bring `sources/<name>/` to what `connector` lists now; `ConnectorError` when it cannot."""
-    deadline = limits.deadline()
+def _make_room(folder: Path, key: str, before: dict[str, Any], after: dict[str, Any]) -> None:
+    """Where an item now needs a folder, a file listed last time (`guide` → `guide/intro.md`), or where
+    it needs a file, a folder of items listed last time (the reverse): those items are gone, so they
+    are removed before the write instead of failing it (the rest are removed after the listing)."""
+    parts = key.split("/")
+    for depth in range(1, len(parts)):
+        above = "/".join(parts[:depth])
+        if above in before and above not in after and (folder / above).is_file():
+            (folder / above).unlink()
+            return
+    target = folder / key
+    if target.is_dir() and not target.is_symlink():
+        for gone in [k for k in before if k.startswith(key + "/") and k not in after]:
+            (folder / gone).unlink(missing_ok=True)
+            prune_empty_dirs((folder / gone).parent, folder)
+
+
+def sync(
+    ctx: ContextDir,
+    name: str,
+    connector: Connector,
+    limits: Limits,
+    stop: Callable[[], None] | None = None,
+) -> SyncReport:
+    """Bring `sources/<name>/` to what `connector` lists now; `ConnectorError` when it cannot. `stop`
+    raises when the sync should end now (its task was cancelled): checked between items and, by a
+    connector that downloads or waits, between chunks and during waits."""
+    budget = Budget.of(limits, stop)
+    if isinstance(connector, Budgeted):
+        connector.budget = budget
     folder = ctx.sources / name
     before = _load_state(ctx, name)
     after: dict[str, dict[str, str]] = {}
@@ -78,16 +105,16 @@ def sync(ctx: ContextDir, name: str, connector: Connector, limits: Limits) -> Sy
     for count, item in enumerate(connector.items(), 1):
         if count > limits.max_items:
             raise ConnectorError(f"{name}: over {limits.max_items} items (SLEUTH_CONNECTOR_MAX_ITEMS)")
-        if time.monotonic() > deadline:
-            raise ConnectorError(
-                f"{name}: the sync took over {limits.timeout_s:.0f} s (SLEUTH_CONNECTOR_TIMEOUT_S)"
-            )
+        budget.check()
         try:
             rel = safe_source_path(item.id)
         except UnsafePath as exc:
             report.skipped.append((shown(item.id), str(exc)))
             continue
         key = rel.as_posix()
+        if key in after:  # `a//b.md` and `a/b.md` are one path: the first listed keeps it
+            report.skipped.append((shown(item.id), f"lands on {key!r} as another item does"))
+            continue
         target = folder.joinpath(*rel.parts)
         known = before.get(key)
         if known is not None and known.get("version") == item.version and target.is_file():
@@ -106,6 +133,7 @@ def sync(ctx: ContextDir, name: str, connector: Connector, limits: Limits) -> Sy
             )
         data = connector.fetch(item, room)
         report.fetched_bytes += len(data)
+        _make_room(folder, key, before, after)
         _write(target, data)
         (report.changed if known is not None else report.added).append(key)
         after[key] = {"version": item.version, "origin": item.origin}

@@ -31,12 +31,15 @@ import httpx
 from selectolax.lexbor import LexborHTMLParser
 
 from sleuth.compile.connectors.addresses import AllowList, check_url
-from sleuth.compile.connectors.base import ConnectorError, Item
+from sleuth.compile.connectors.base import Budget, ConnectorError, Item
 
 USER_AGENT = "SleuthBot/1 (+https://github.com/sleuth)"
 MAX_REDIRECTS = 5
 PAGE_BYTES = 20 * 1024 * 1024  # one page, downloaded or decoded, whatever the file limit allows
 MAX_CRAWL_DELAY_S = 30.0  # a site's Crawl-delay beyond this is read as this (100,000 s stalled a sync)
+#: The longest one network read (or connect) may block: how late a stop request or the sync's deadline
+#: can be noticed while a server sends nothing.
+READ_WAIT_S = 10.0
 #: The encodings asked for and decoded here, one at most, by a decoder that stops at the page cap:
 #: httpx's own decoding undoes `gzip, gzip, gzip` in full before any cap is checked (a 275-byte bomb).
 ACCEPT_ENCODING = "gzip, deflate"
@@ -55,6 +58,8 @@ class WebConnector:
     max_bytes: int = 10 * 1024 * 1024
     timeout_s: float = 30.0  # a whole response, not each read: a page that drips a byte at a time ends too
     kind: str = "web"
+    #: The sync's deadline, download bytes and stop request (`sync` sets it; a lone crawl gets its own).
+    budget: Budget | None = None
     _pages: dict[str, bytes] = field(default_factory=dict, init=False, repr=False)
     _robots: dict[str, urllib.robotparser.RobotFileParser | None] = field(default_factory=dict, init=False)
     _last: dict[str, float] = field(default_factory=dict, init=False)
@@ -62,18 +67,21 @@ class WebConnector:
     # ------------------------------------------------------------------ fetching, guarded and polite
     def _get(self, url: str) -> tuple[str, httpx.Response]:
         """GET `url`, following redirects by hand (each one checked), spaced per host."""
+        budget = self._budget()
         for _hop in range(MAX_REDIRECTS + 1):
             address = check_url(url, self.allow)
             parts = urlsplit(url)
             host = parts.netloc.casefold()
             wait = self._last.get(host, 0.0) + self._delay(url) - time.monotonic()
             if wait > 0:
-                time.sleep(wait)
+                budget.sleep(wait)  # a stop request ends the wait; a wait past the deadline is not begun
             self._last[host] = time.monotonic()
             pinned = url if address is None else _pinned(url, str(address))
             headers = {"user-agent": USER_AGENT, "host": parts.netloc, "accept-encoding": ACCEPT_ENCODING}
             extensions: dict[str, Any] = {"sni_hostname": parts.hostname} if parts.scheme == "https" else {}
-            with httpx.Client(timeout=self.timeout_s, follow_redirects=False, verify=True) as client:
+            budget.check()
+            wait_s = max(0.1, min(READ_WAIT_S, self.timeout_s, budget.left_s()))
+            with httpx.Client(timeout=wait_s, follow_redirects=False, verify=True) as client:
                 request = client.build_request("GET", pinned, headers=headers, extensions=extensions)
                 response = client.send(request, stream=True)
                 try:
@@ -97,17 +105,25 @@ class WebConnector:
         if len(encodings) > 1 or (encodings and encodings[0] not in ("gzip", "x-gzip", "deflate")):
             named = ", ".join(encodings)
             raise ConnectorError(f"{url}: content encoding {named!r} refused (one gzip or deflate at most)")
+        budget = self._budget()
         deadline = time.monotonic() + self.timeout_s
         decoder = _Decoder(encodings[0] if encodings else None, cap, url)
         raw = 0
         for chunk in response.iter_raw():
             raw += len(chunk)
+            budget.spend(len(chunk), url)  # downloads count, whatever the page turns into
             if raw > cap:
                 raise ConnectorError(f"{url}: over {cap} bytes")
             decoder.feed(chunk)
             if time.monotonic() > deadline:
                 raise ConnectorError(f"{url}: not read within {self.timeout_s:g} s")
+            budget.check()
         return decoder.done()
+
+    def _budget(self) -> Budget:
+        if self.budget is None:  # a crawl outside a sync: bounded by its own page count and deadline
+            self.budget = Budget(time.monotonic() + 3600, 3600, self.max_pages * PAGE_BYTES)
+        return self.budget
 
     def _delay(self, url: str) -> float:
         robots = self._robots.get(urlsplit(url).netloc.casefold())

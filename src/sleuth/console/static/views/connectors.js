@@ -11,7 +11,9 @@ const NUMBERS = new Set(["max_pages", "delay_s"]);
 function result(entry) {
   if (entry.last_error) return el("span", { class: "error" }, entry.last_error);
   const s = entry.last_sync;
-  if (!s) return el("span", { class: "muted" }, "never synced");
+  // a query key sees only a status (spec/api.md §3.1): no counts, no error
+  if (!s) return el("span", { class: entry.status === "failed" ? "error" : "muted" },
+    { ok: "synced", failed: "failed" }[entry.status] || "never synced");
   return `${s.added.length} added, ${s.changed.length} changed, ${s.deleted.length} deleted, ${s.unchanged} unchanged` +
     (s.commit ? ` · commit ${s.commit.slice(0, 10)}` : "");
 }
