@@ -30,6 +30,7 @@ lint: install-dev
 	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/ruff format --check src tests benchmarks scripts
 	$(BIN)/lint-imports
+	$(BIN)/python scripts/module_sizes.py
 	@if grep -rnE --include='*.py' '(from [.a-z_]*conftest import|import [.a-z_]*conftest)' tests; then \
 		echo 'tests must not import a conftest module: shared helpers go in a support.py'; exit 1; fi
 

@@ -17,6 +17,9 @@
     │                                                         ReplayError, TurnFailed, ShapeInvalid,
     │                                                         OfflineShapeError, TaskCancelled,
     │                                                         TaskStopTimeout, BudgetExhausted
+    ├── Told          a request refused with the `code` and fields a client reads (spec/api.md §4),
+    │                 raised below the API; each is also one of the kinds above (`ToldNotFound`,
+    │                 `ToldInvalid`, `ToldConflict`, `ToldUnavailable`), which alone picks its status
     ├── TurnError     a turn refused before it starts, with spec/api.md §4's `code` (agent.turn)
     ├── SleuthError   what the SDK raises into the model's code (sdk.errors; its own small tree)
     └── ApiError      an HTTP error with its status and envelope (api.errors): the only errors
@@ -32,6 +35,7 @@ model's own `except Exception` cannot swallow it; and a module's private signals
 from __future__ import annotations
 
 import importlib.util
+from typing import Any
 
 __all__ = [
     "Conflict",
@@ -40,6 +44,12 @@ __all__ = [
     "Invalid",
     "MissingExtra",
     "NotFound",
+    "Told",
+    "ToldConflict",
+    "ToldInvalid",
+    "ToldNotFound",
+    "ToldTooMany",
+    "ToldUnavailable",
     "Unavailable",
     "require_extra",
 ]
@@ -67,6 +77,40 @@ class Unavailable(Error):
 
 class Failed(Error):
     """The work started and broke."""
+
+
+class Told(Error):
+    """A refusal a client is told as it is: a `code` (spec/api.md §4), a sentence, and fields such as
+    `field` or `slug`. Raised by the server's services, which know no HTTP; the API's one handler picks
+    the status from the kind (`ToldNotFound` 404, `ToldInvalid` 400, `ToldConflict` 409,
+    `ToldTooMany` 429, `ToldUnavailable` 503)."""
+
+    def __init__(self, code: str, message: str, *, retry_after_s: int | None = None, **extra: Any) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.retry_after_s = retry_after_s  # when asking again may pass (`Retry-After`)
+        self.extra = extra
+
+
+class ToldNotFound(Told, NotFound):
+    """What a request names does not exist (404)."""
+
+
+class ToldInvalid(Told, Invalid):
+    """The request is wrong as sent (400)."""
+
+
+class ToldConflict(Told, Conflict):
+    """The state forbids the request now (409)."""
+
+
+class ToldTooMany(Told, Conflict):
+    """A limit on what runs at once is reached; asking again later may pass (429)."""
+
+
+class ToldUnavailable(Told, Unavailable):
+    """A part the request needs is down (503)."""
 
 
 class MissingExtra(Unavailable, ImportError):

@@ -5,8 +5,8 @@ deployments change a limit without a code change. `sleuth serve --help` lists th
 `GET /version` reports the values a server runs with.
 
 Who reads when:
-- The server reads them once, when it starts (`api.server.serve`), applies its command-line flags on
-  top, and holds the result in `ApiState.settings`: what `/version` shows is what the server uses.
+- The server reads them once, when it starts (`server.build.open_server`), applies its command-line flags on
+  top, and holds the result in `Server.settings`: what `/version` shows is what the server uses.
 - Everything else (a CLI compile, a sandbox host, the embedder) calls `current()`, which reads the
   environment at that moment.
 

@@ -28,7 +28,9 @@ from sleuth.agent.extractive import (
     normalize_word,
     pointer_words,
 )
-from sleuth.agent.planner import OfflinePlanner, classify, figure_sentence, read_plan
+from sleuth.agent.planner import OfflinePlanner, classify
+from sleuth.agent.planner_figures import figure_sentence
+from sleuth.agent.planner_plans import read_plan
 from sleuth.agent.planner_scope import PlannerScope, planner_scope
 from sleuth.agent.spans import EvidenceSpan, SpanResolver
 from sleuth.models.base import CompletionParams, Message, ToolCall

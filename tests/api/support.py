@@ -20,10 +20,10 @@ from fastapi import FastAPI
 
 from sleuth.agent.turn import Runtime
 from sleuth.api import create_app
-from sleuth.api.state import ApiState
 from sleuth.models.base import ModelConfig
 from sleuth.models.scripted import ScriptedModel, ScriptItem
 from sleuth.sandbox import SandboxHost
+from sleuth.server.state import Server
 from sleuth.store.home import Home
 from sleuth.store.server_db import ServerDB
 
@@ -31,7 +31,7 @@ from sleuth.store.server_db import ServerDB
 @dataclass
 class LiveServer:
     url: str
-    state: ApiState
+    state: Server
     client: httpx.Client
     scripted: ScriptedModel
     app: FastAPI
@@ -64,7 +64,7 @@ def launch(
     db = ServerDB(scratch / "server.sqlite", replay_root=scratch)
     runtime = Runtime(home, db=db, sandbox_host=host, model_factory=build)
     auth = bool(settings.pop("auth", False))
-    state = ApiState(home=home, db=db, runtime=runtime, overrides=settings, auth=auth)
+    state = Server(home=home, db=db, runtime=runtime, overrides=settings, auth=auth)
     port = _free_port()
     app = create_app(state)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))

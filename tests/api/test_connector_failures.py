@@ -13,10 +13,9 @@ from typing import Any
 
 import pytest
 
-from sleuth.api import connectors as connector_routes
-from sleuth.api.connectors import ConnectorSchedule
-from sleuth.api.task_service import service_for_app
 from sleuth.compile.connectors import registry
+from sleuth.server import connectors as connector_service
+from sleuth.server.connectors import ConnectorSchedule
 from tests.api.support import LiveServer, ServerFactory, unique_slug, wait_task
 from tests.s3 import S3Server
 
@@ -79,9 +78,9 @@ def test_any_failure_is_recorded_and_the_schedule_waits_a_period(
     def disk_full(*args: object, **kwargs: object) -> Any:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(connector_routes, "sync", disk_full)
+    monkeypatch.setattr(connector_service, "sync", disk_full)
     added_hours_ago(server, slug, 2)  # every 1h: due now
-    schedule = ConnectorSchedule(server.state, service_for_app(server.app))
+    schedule = ConnectorSchedule(server.state, server.state.task_service())
     [task_id] = schedule.run_once()
     task = wait_task(server.client, task_id)
     assert task["state"] == "failed" and "No space left" in task["error"], task

@@ -16,8 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from sleuth.api.connectors import ConnectorSchedule
-from sleuth.api.task_service import service_for_app
+from sleuth.server.connectors import ConnectorSchedule
 from tests.api.support import ServerFactory, error, unique_slug, wait_task
 from tests.s3 import S3Server
 
@@ -232,7 +231,7 @@ def test_a_folder_connector_polls_its_folder(make_server: ServerFactory, tmp_pat
 
         # `every: 1h`: not due a minute after the last sync, due an hour after it; the schedule then starts
         # the same import task a person would, which syncs and curates.
-        schedule = ConnectorSchedule(server.state, service_for_app(server.app))
+        schedule = ConnectorSchedule(server.state, server.state.task_service())
         assert schedule.run_once(time.time() + 60) == []
         (share / "hr" / "pay.md").write_text("# Pay\n\nSalaries are paid on the 25th.\n")
         [task_id] = schedule.run_once(time.time() + 3601)

@@ -10,7 +10,8 @@ real process signals:
 - a curate started on A whose worker is killed completes on the other worker;
 - admission limits (places, busy session) hold across the two servers;
 - a context made and curated through one server is read, asked and packed through the other, each
-  node with its own home.
+  node with its own home;
+- a connector's sync, asked of a server, runs on a worker, as every named job does (issue 41).
 
 The model is the one double: an OpenAI-compatible HTTP server on 127.0.0.1 (`tests/models/wire.py`) whose
 every step sleeps, so turns last long enough to be streamed, cancelled and killed.
@@ -103,7 +104,9 @@ def cluster(
         "SLEUTH_MAX_QUEUED_TURNS": "1",
         "SLEUTH_WORKER_CONCURRENCY": "2",
         "SLEUTH_TASK_STOP_TIMEOUT_S": "3",
+        "SLEUTH_CONNECTOR_FOLDERS": str(root / "shares"),
     }
+    (root / "shares").mkdir()
     env.pop("SLEUTH_MODEL", None)
     shared = subprocess.run(
         [sys.executable, "-m", "sleuth", "share"], env=env, capture_output=True, text=True, timeout=120
@@ -411,3 +414,34 @@ def test_nodes_with_homes_of_their_own_share_contexts_through_the_storage(cluste
     assert (shared / "blobs").is_dir()
     for home in cluster.homes:  # no home holds a server database: the state is in PostgreSQL
         assert not (home / "server.sqlite").exists()
+
+
+def test_a_connector_sync_runs_on_a_worker(cluster: Cluster) -> None:
+    """The import task is a named job (`sync` with JSON arguments): a worker takes it from the queue,
+    syncs the folder into the shared context and starts the curate, which a worker runs too."""
+    a, b = cluster.servers[0], cluster.servers[-1]
+    folder = cluster.home.parent / "shares" / unique_slug()
+    folder.mkdir()
+    (folder / "leave.md").write_text("# Leave\n\nEvery employee has 31 days of parental leave.\n")
+    slug = unique_slug()
+    with httpx.Client(base_url=a, timeout=60) as on_a:
+        on_a.post("/api/contexts", json={"slug": slug, "name": "Synced on a worker"}).raise_for_status()
+        made = on_a.post(
+            f"/api/contexts/{slug}/connectors",
+            json={"name": "share", "kind": "folder", "config": {"path": str(folder)}},
+        )
+        assert made.status_code == 200, made.text
+        task_id = on_a.post(f"/api/contexts/{slug}/import", json={"connector": "share"}).json()["task_id"]
+        done = wait_task(on_a, task_id, timeout=120)
+        assert done["state"] == "completed", done
+        assert done["output"]["added"] == ["leave.md"]
+        curated = wait_task(on_a, done["output"]["curate_task_id"], timeout=180)
+        assert curated["state"] == "completed", curated
+    with TaskStore(cluster.database_url) as tasks:
+        for held in (tasks.get(task_id), tasks.get(curated["id"])):
+            assert held is not None and str(held["worker"]).startswith("worker:"), held
+    with httpx.Client(base_url=b, timeout=60) as on_b:
+        sources = on_b.post(f"/api/contexts/{slug}/sql", json={"sql": "SELECT path FROM _sources"})
+        assert sources.status_code == 200 and sources.json()["rows"] == [["share/leave.md"]], sources.text
+        stored = on_b.get(f"/api/contexts/{slug}/source/read/share/leave.md")
+        assert stored.status_code == 200 and "31 days" in stored.text, stored.text

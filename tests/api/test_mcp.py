@@ -288,3 +288,14 @@ def test_http_query_db_is_capped_in_value_size_and_result_bytes(
             assert _rss_peak_mb() - before < 400
 
     run(main)
+
+
+def test_a_service_refusal_is_a_tool_error_with_its_code() -> None:
+    """A refusal raised below the API (a full server: `ToldTooMany`) reaches an MCP client as the tool
+    error it is, with its code and fields, as HTTP gives it its status (issue 41, domain errors)."""
+    from sleuth.api.mcp import _failure_of
+    from sleuth.errors import ToldTooMany
+
+    failure = _failure_of(ToldTooMany("key_turn_limit", "this key holds its share", retry_after_s=3, limit=1))
+    assert failure is not None
+    assert failure.envelope() == {"message": "this key holds its share", "code": "key_turn_limit", "limit": 1}

@@ -16,8 +16,8 @@ import uvicorn
 from prometheus_client.parser import text_string_to_metric_families
 
 from sleuth.api.app import create_app
-from sleuth.api.server import build_state
 from sleuth.compile.pipeline import CompileReport
+from sleuth.server.build import open_server
 from sleuth.store.home import Home
 from tests.api.support import ServerFactory, _free_port
 from tests.cluster import Cluster
@@ -69,7 +69,7 @@ def test_a_server_that_loses_its_database_is_not_ready_until_it_is_back(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("SLEUTH_DATABASE_URL", own_postgres.create_database())
-    state = build_state(sample_home[0])
+    state = open_server(sample_home[0])
     port = _free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(state), host="127.0.0.1", port=port, log_level="error"))
     thread = threading.Thread(target=server.run, daemon=True)

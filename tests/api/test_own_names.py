@@ -6,12 +6,13 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 
 from sleuth.api.app import create_app
-from sleuth.api.server import build_state, host_name, own_names_only
+from sleuth.api.server import host_name, own_names_only
+from sleuth.server.build import open_server
 from sleuth.store.home import Home
 
 
 def test_a_foreign_host_name_is_refused_without_keys(home: Home) -> None:
-    state = build_state(home)
+    state = open_server(home)
     try:
         app = create_app(state)
         own_names_only(app, "127.0.0.1")

@@ -9,9 +9,9 @@ import pytest
 
 import sleuth
 from sleuth.agent.turn import Runtime
-from sleuth.api.state import ApiState
 from sleuth.api.system import sandbox_report
 from sleuth.sandbox import SandboxHost
+from sleuth.server.state import Server
 from sleuth.settings import Settings
 from sleuth.store.home import Home
 from sleuth.store.server_db import ServerDB
@@ -76,7 +76,7 @@ def test_probe_without_a_curated_context_says_so(tmp_path: Path) -> None:
     """Nothing to mount means nothing to probe: reported, not cached, and no zygote is started."""
     home = Home(tmp_path / "empty")
     with ServerDB.for_home(home) as db, SandboxHost() as host:
-        state = ApiState(home=home, db=db, runtime=Runtime(home, db=db, sandbox_host=host))
+        state = Server(home=home, db=db, runtime=Runtime(home, db=db, sandbox_host=host))
         report = sandbox_report(state)
         assert report["ok"] is False and report["mode"] is None and report["layers"] == []
         assert "curated context" in report["detail"]

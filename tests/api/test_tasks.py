@@ -14,8 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from sleuth.api import curation, packs
+from sleuth.api import packs
 from sleuth.compile.pipeline import CompileReport, Progress
+from sleuth.server import curation
 from sleuth.store.tasks import TaskStore
 from tests.api.support import ServerFactory, error, unique_slug, upload, wait_task
 

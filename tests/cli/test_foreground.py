@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sleuth.api.server import build_state
 from sleuth.compile.pipeline import CompileReport
+from sleuth.server.build import open_server
 from sleuth.store.database import new_id
 from sleuth.store.home import Home
 from sleuth.store.server_db import Holder, ServerDB, worker_alive, worker_name
@@ -102,7 +102,7 @@ def test_a_server_fails_only_the_turns_no_live_process_holds(home: Home) -> None
         of_dead = _in_progress(db, "held by a process that died", dead)
         lapsed = _in_progress(db, "lease ran out", Holder("server:another-host:1:abcdefgh", -1.0))
 
-    state = build_state(home)
+    state = open_server(home)
     try:
         status = {q: (state.db.get_query(q) or {}).get("status") for q in (running, orphan, of_dead, lapsed)}
         assert status == {
@@ -122,7 +122,7 @@ def test_a_server_fails_only_the_turns_no_live_process_holds(home: Home) -> None
 def test_the_heartbeat_fails_a_dead_processs_turns_without_a_restart(home: Home) -> None:
     """Two servers share a home: when one dies, the other's heartbeat fails its turns once their lease
     has run out, so a client polling them sees them end without waiting for a restart."""
-    state = build_state(home)
+    state = open_server(home)
     try:
         # held by a server on another host whose lease has just run out
         lapsed = _in_progress(state.db, "lease ran out", Holder("server:elsewhere:1:abcdefgh", -1.0))

@@ -9,8 +9,9 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from sleuth.api.server import ServeError, ServeOptions, build_state, is_loopback, resolve_auth
+from sleuth.api.server import ServeOptions, is_loopback, resolve_auth
 from sleuth.cli import app
+from sleuth.server.build import ServeError, open_server
 from sleuth.store.database import new_id
 from sleuth.store.home import Home
 from sleuth.store.keys import KeyStore
@@ -117,7 +118,7 @@ def test_start_up_fails_interrupted_turns_and_seeds_the_env_key(home: Home) -> N
         db.insert_query({"id": query_id, "session_id": session["id"], "status": "in_progress", "created": 1})
         assert db.claim_session(session["id"], query_id)
 
-    state = build_state(home, auth=True, environ={"SLEUTH_API_KEY": "slk_" + "s" * 40})
+    state = open_server(home, auth=True, environ={"SLEUTH_API_KEY": "slk_" + "s" * 40})
     try:
         failed = state.db.get_query(query_id)
         assert failed is not None and (failed["status"], failed["error"]) == ("failed", "server restarted")
@@ -131,7 +132,7 @@ def test_start_up_fails_interrupted_turns_and_seeds_the_env_key(home: Home) -> N
 
     # Idempotent; a changed value replaces the old seeded key; a revoked value stays revoked.
     for value in ("slk_" + "s" * 40, "slk_" + "t" * 40):
-        state = build_state(home, environ={"SLEUTH_API_KEY": value})
+        state = open_server(home, environ={"SLEUTH_API_KEY": value})
         state.runtime.close()
         state.db.close()
     with ServerDB.for_home(home) as db:

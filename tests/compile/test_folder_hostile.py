@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from sleuth.compile.connectors.base import ConnectorError
-from sleuth.compile.connectors.kinds import FolderConnector, build
+from sleuth.compile.connectors.folder import FolderConnector
+from sleuth.compile.connectors.kinds import build
 from sleuth.settings import current
 
 

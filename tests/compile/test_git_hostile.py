@@ -21,7 +21,8 @@ import pytest
 
 from sleuth.compile.connectors import addresses
 from sleuth.compile.connectors.base import ConnectorError, Item, Limits
-from sleuth.compile.connectors.kinds import GitConnector, build
+from sleuth.compile.connectors.git import GitConnector
+from sleuth.compile.connectors.kinds import build
 from sleuth.compile.connectors.sync import sync
 from sleuth.settings import Settings, current
 from sleuth.store.home import ContextDir, Home

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sleuth.compile.connectors.base import Limits
-from sleuth.compile.connectors.kinds import FolderConnector
+from sleuth.compile.connectors.folder import FolderConnector
 from sleuth.compile.connectors.sync import sync
 from sleuth.store.home import ContextDir
 

@@ -109,7 +109,7 @@ def test_reads_around_refuse_what_they_cannot_place(kb: Knowledge) -> None:
 def test_search_results_leave_out_chunks_that_repeat_one_above() -> None:
     """`distinct`: the same page and a span overlapping by half of the shorter one repeats it; an
     exact match is kept whatever it overlaps."""
-    from sleuth.store.search import distinct
+    from sleuth.store.fusion import distinct
 
     spans = {"a": ("p1", 0, 1000), "b": ("p1", 100, 900), "c": ("p1", 900, 1300), "d": ("p2", 0, 1000)}
 
@@ -218,7 +218,7 @@ def test_read_section_before_the_first_heading_is_that_text_only(tmp_path: Path,
 
 
 def test_latest_keeps_what_it_cannot_order() -> None:
-    from sleuth.store.search import latest_of
+    from sleuth.store.documents import latest_of
 
     docs: dict[str, dict[str, object]] = {
         "a": {"issuer": "X", "doc_type": "annual report", "year": 2023},

@@ -24,11 +24,10 @@ from sleuth.store.replay_log import delete_replay_log, read_replay_log, write_re
 from sleuth.store.replica import (
     Replica,
     SlugTaken,
-    VersionConflict,
     heads_t,
     open_home,
-    version_key,
 )
+from sleuth.store.shared_trees import VersionConflict, version_key
 from sleuth.store.storage import DirectoryStorage, S3Storage, Storage
 from tests.s3 import S3Server
 

@@ -10,9 +10,10 @@ import pytest
 
 from sleuth.compile.pipeline import CompileReport, compile_context
 from sleuth.models.embedder import MiniLMEmbedder, StaticEmbedder, get_embedder
+from sleuth.store.fusion import keep_exact, rrf
 from sleuth.store.home import Home
 from sleuth.store.keyword import match_expression, open_index
-from sleuth.store.search import VersionReader, keep_exact, rrf
+from sleuth.store.search import VersionReader
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +118,7 @@ def test_lite_static_embedder_compiles_and_searches(home: Home, corpus: Path, tm
     manifest.write_text(json.dumps({"curate": {"chunks": {"embedding_model": "minilm-l6-v2-static"}}}))
     compile_context("lite", [corpus], manifest, home=home)
     reader = VersionReader.live(home.find("lite"))
-    assert reader.meta["embedder"]["id"] == "minilm-l6-v2-static"
+    assert reader.info.embedder.id == "minilm-l6-v2-static"
     assert np.load(reader.root / "index" / "dense" / "chunks.npy").shape[1] == 256
     hits = reader.search("when are refunds paid", top_k=2, mode="semantic")
     assert hits[0].source_path.endswith("web.html")

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from sleuth.agent.spans import EvidenceSpan
 from sleuth.format.text import collapsed
 from sleuth.models.base import ModelConfig
+from sleuth.store.stop_words import OVERLAP_STOP_WORDS
 
 __all__ = [
     "COMPUTED_FNS",
@@ -46,17 +47,10 @@ _WORD = re.compile(r"\w+")
 _TOKEN = re.compile(r"\S+")
 _LABEL_NUM = re.compile(r"(\d+)$")
 
-# Small and fixed on purpose: overlap scores must not change with the environment.
-_STOP_WORDS = """a an and are as at be been but by can could did do does for from had has have how i if
-    in into is it its may might must no nor not of on or our shall should so than that the their them
-    then there these they this those to too us was we were what when where which who whom whose why
-    will with would you your about any all also each other such only own same some very s t"""
-_STOP = frozenset(_STOP_WORDS.split())
-
 
 def content_words(text: str) -> set[str]:
     """Lower-cased word tokens minus stop words: the vocabulary that overlap scores compare."""
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
+    return {w for w in _WORD.findall(text.lower()) if w not in OVERLAP_STOP_WORDS}
 
 
 def _label_number(ref: str) -> int:

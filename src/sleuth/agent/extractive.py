@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from sleuth.agent.spans import EvidenceSpan
 from sleuth.store.search import asks_for_boilerplate
-from sleuth.store.text import STOP_WORDS, stem, words
+from sleuth.store.stop_words import STOP_WORDS
+from sleuth.store.text import stem, words
 
 PRONOUNS = frozenset({"it", "they", "this", "that", "those", "he", "she"})
 

@@ -24,34 +24,18 @@ from sleuth.models.base import CompletionParams, Message, Model, ModelError, Rep
 from sleuth.sandbox.host import Sandbox, SandboxDied, StepResult
 from sleuth.sandbox.limits import BudgetExceeded, BudgetMeter
 from sleuth.sandbox.messages import SpanReport
+from sleuth.sdk.knowledge import Knowledge  # noqa: F401  (declaring it registers the primitives)
+from sleuth.sdk.primitives import primitives
 from sleuth.settings import TOOL_OUTPUT_CHARS
 from sleuth.store.text import clean
 
 MAX_CODE_CHARS = 20_000
 MODEL_CALL_TIMEOUT_S = 300.0  # local CPU servers prefill a few thousand tokens in minutes
 MAX_TRACE_CALLS = 200
-CATEGORIES = {
-    "outline_knowledge": "read",
-    "read_artifact": "read",
-    "read_rosters": "read",
-    "describe_type": "read",
-    "search_knowledge": "search",
-    "search_source": "search",
-    "search_source_by_keyword": "search",
-    "search_in_sources": "search",
-    "cite_from_artifact": "search",
-    "query_db": "structured",
-    "list_tables": "structured",
-    "walk_graph": "graph",
-    "get_fact": "facts",
-}
-SCORE_SPACES = {
-    "search_knowledge": "hybrid_rrf",
-    "search_source": "hybrid_rrf",
-    "search_in_sources": "hybrid_rrf",
-    "cite_from_artifact": "hybrid_rrf",
-    "search_source_by_keyword": "bm25",
-}
+#: Each primitive's trace category and score space, as its declaration says (`sdk.primitives`); a call
+#: that is no primitive (`embed`, `llm_query`) is the host's.
+CATEGORIES: dict[str, str] = {p.name: p.category for p in primitives()}
+SCORE_SPACES: dict[str, str] = {p.name: p.score_space for p in primitives() if p.score_space is not None}
 _CALL = re.compile(r"\b(" + "|".join(SDK_NAMES) + r")\s*\(")
 
 

@@ -24,6 +24,7 @@ from sleuth.format.text import plain_line, text_fingerprint
 from sleuth.sdk.knowledge import Knowledge, ScopedContext
 from sleuth.sdk.primitives import primitives, signature_text
 from sleuth.store.search import VersionReader
+from sleuth.store.version_info import read_version_info
 
 PROMPT_VERSION = "2026-12-06.1"
 MAX_DESCRIPTIONS_CHARS = 12_000
@@ -73,8 +74,7 @@ def overview(brief: ContextBrief) -> ContextOverview:
     knowledge = Knowledge([ScopedContext(brief.slug, brief.version_dir)])
     try:
         by_type: dict[str, int] = dict(knowledge.get_fact("artifacts_by_type"))
-        version_meta = json.loads((brief.version_dir / "version.json").read_text("utf-8"))
-        manifest: dict[str, Any] = version_meta.get("manifest") or {}
+        manifest = read_version_info(brief.version_dir).manifest
         manifest_bytes = json.dumps(manifest, sort_keys=True).encode()
         artifacts = (manifest.get("curate") or {}).get("artifacts") or {}
         # Descriptions a model proposed (explore) that no person has changed: data, not instructions.

@@ -11,14 +11,14 @@ Question classes (§10.1, checked in order): `count` (SQL count over a matching 
 table, or a roster), `list` (a roster, `SELECT DISTINCT` over a table, or the sources), `exact_id`
 (keyword searches for the identifiers plus one hybrid search) and `general` (search, drill into the
 top artifact and sources, then `final` with the eight best spans). Everything is deterministic: the
-same ask over the same version gives byte-identical code, drafts and evidence lists.
+same ask over the same version gives byte-identical code, drafts and evidence lists. The code it writes
+is `planner_code`'s, reading a step's `#PLAN` line back is `planner_plans`', and stating a table cell's
+figure is `planner_figures`'.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -34,16 +34,27 @@ from sleuth.agent.extractive import (
     quoted_phrases,
     raw_words,
 )
-from sleuth.agent.planner_code import PLAN_PREFIX, FigureAsk, StepCode
+from sleuth.agent.planner_code import FigureAsk, StepCode
+from sleuth.agent.planner_figures import stated
+from sleuth.agent.planner_plans import (
+    FINAL_EVIDENCE,
+    artifact_hits,
+    fuse,
+    keyword_groups,
+    plan_hits,
+    read_plan,
+    step_budget,
+    tabled_first,
+    top_labels,
+)
 from sleuth.agent.planner_scope import (
     PlannerScope,
     TableInfo,
     Target,
     quote_ident,
 )
-from sleuth.format.figures import cell_caption
 from sleuth.models.base import CompletionParams, Message, ModelConfig, Reply, TokenUsage, ToolCall, ToolSpec
-from sleuth.store.text import STOP_WORDS
+from sleuth.store.stop_words import STOP_WORDS
 
 QuestionClass = Literal["count", "list", "exact_id", "general"]
 
@@ -52,8 +63,6 @@ OFFLINE_MODEL = ModelConfig(
 )
 MAX_ASK_CHARS = 2000  # the SDK's `query` limit (§5.1)
 MAX_CARRIED = 5  # documents a follow-up carries from the previous turn
-RRF_K = 60
-FINAL_EVIDENCE = 8
 LIST_SHOWN = 50
 MAX_STEPS_GUARD = 6  # the planner needs at most four; this only stops a confused conversation
 
@@ -64,7 +73,6 @@ _LIST = re.compile(
 _YEAR = re.compile(r"(?<!\d)(19\d\d|20\d\d)(?!\d)")
 _TIME_COLUMN = ("date", "year", "period", "created", "time")
 _DOC_NOUNS = frozenset({"document", "doc", "file", "source", "page"})
-_STEPS_LEFT = re.compile(r"at most (\d+) steps?", re.IGNORECASE)
 _ERROR_LINE = re.compile(r"^(?:Traceback \(most recent call last\)|[A-Za-z_.]*(?:Error|Exception): )", re.M)
 
 
@@ -89,21 +97,6 @@ def _head(ask: str, trigger: re.Pattern[str]) -> str | None:
             if word not in STOP_WORDS and not word.isdigit():
                 return word
     return None
-
-
-@dataclass(frozen=True)
-class _Hit:
-    """One entry of a `#PLAN` list: a span (with a label) or an artifact."""
-
-    key: str
-    ref: str | None
-    score: float
-    path: str  # source path; for an artifact its first source (or its name)
-    page: int
-    start: int
-    artifact: str | None = None
-    context: str | None = None
-    source: str | None = None
 
 
 @dataclass
@@ -158,7 +151,7 @@ class OfflinePlanner:
             return self._first_step()
         last = next(m for m in reversed(messages) if m.role == "tool")
         plan = read_plan(last.content)
-        budget = _step_budget(messages)
+        budget = step_budget(messages)
         if plan is None:
             failed = _ERROR_LINE.search(last.content) is not None
             if done == 1 and failed and self.question_class in ("count", "list"):
@@ -170,7 +163,7 @@ class OfflinePlanner:
         if step == "list" and not plan.get("total") and done == 1:
             return self._general_search(done)  # nothing listed: refine once, as a search
         if step == "search" and kind == "exact_id":
-            if not _hits(plan, "keyword") and done == 1 and (budget is None or done < budget):
+            if not plan_hits(plan, "keyword") and done == 1 and (budget is None or done < budget):
                 return self._general_search(done)  # keyword search found nothing: fall back
             return self._finish(done, self._final_from(plan))
         if step == "search" and (figure := self._figure_final(plan)) is not None:
@@ -329,12 +322,12 @@ class OfflinePlanner:
     # ------------------------------------------------------------------------ decisions
     def _drill(self, done: int, plan: dict[str, Any], budget: int | None) -> Reply:
         """Step 2 of `general`: cite from the top artifact only if it ranks first after fusion."""
-        chunks = _hits(plan, "chunks")
-        named = _hits(plan, "named")
-        artifacts = _artifact_hits(plan)
-        fused = _fuse([named, chunks, artifacts])
+        chunks = plan_hits(plan, "chunks")
+        named = plan_hits(plan, "named")
+        artifacts = artifact_hits(plan)
+        fused = fuse([named, chunks, artifacts])
         if not fused or (budget is not None and done >= budget):
-            return self._finish(done, _Finish(None, _tabled_first(plan, _top_labels([named, chunks]))))
+            return self._finish(done, _Finish(None, tabled_first(plan, top_labels([named, chunks]))))
         top = fused[0] if fused[0].artifact is not None else None
         sources: list[str] = []
         # A document the question names was searched inside already (step 1): drilling into it
@@ -346,7 +339,7 @@ class OfflinePlanner:
             if len(sources) == 3:
                 break
         if top is None and not sources:
-            return self._finish(done, _Finish(None, _tabled_first(plan, _top_labels([named, chunks]))))
+            return self._finish(done, _Finish(None, tabled_first(plan, top_labels([named, chunks]))))
         return self._run(
             done,
             self.code.drill(None if top is None else (str(top.artifact), top.context), sources),
@@ -359,19 +352,19 @@ class OfflinePlanner:
             return self._count_final(plan)
         if plan.get("step") == "list":
             return self._list_final(plan)
-        lists = [*_group_keyword(plan)] + [_hits(plan, k) for k in ("named", "chunks", "cited", "inside")]
-        return _Finish(None, _tabled_first(plan, _top_labels(lists)))
+        lists = [*keyword_groups(plan)] + [plan_hits(plan, k) for k in ("named", "chunks", "cited", "inside")]
+        return _Finish(None, tabled_first(plan, top_labels(lists)))
 
     def _figure_final(self, plan: dict[str, Any]) -> _Finish | None:
         """One sentence that states the asked figure from its table cell, cited to the cell: the
         first of the plan's `figures` (see `StepCode._figure_lines` for their order)."""
-        searched = [*_group_keyword(plan)] + [_hits(plan, k) for k in ("named", "chunks")]
-        figures = [f for f in map(_stated, plan.get("figures") or []) if f is not None]
+        searched = [*keyword_groups(plan)] + [plan_hits(plan, k) for k in ("named", "chunks")]
+        figures = [f for f in map(stated, plan.get("figures") or []) if f is not None]
         if figures:
             ref, sentence = figures[0]
-            rest = [r for r in _top_labels(searched) if r != ref]
+            rest = [r for r in top_labels(searched) if r != ref]
             return _Finish(sentence, [ref, *rest][:FINAL_EVIDENCE])
-        rows = [f for f in map(_stated, plan.get("rows") or []) if f is not None]
+        rows = [f for f in map(stated, plan.get("rows") or []) if f is not None]
         if rows and self._figure is not None and self._figure.exact:
             # A computed quantity the planner cannot work out: the figures the question names
             lines = [
@@ -380,7 +373,7 @@ class OfflinePlanner:
             ]
             lines += [f"- {sentence}" for _ref, sentence in rows]
             refs = [ref for ref, _sentence in rows]
-            rest = [r for r in _top_labels(searched) if r not in refs]
+            rest = [r for r in top_labels(searched) if r not in refs]
             return _Finish("\n".join(lines), [*refs, *rest][:FINAL_EVIDENCE])
         return None
 
@@ -453,152 +446,3 @@ class OfflinePlanner:
             self.config.id,
             "tool_calls",
         )
-
-
-_SCALES = {"thousands": 1e3, "millions": 1e6, "billions": 1e9}
-#: Rows a table's `(in millions)` does not scale: per-share amounts, share and head counts, ratios.
-_UNSCALED = re.compile(r"\bper\b|\bshares?\b|\bemployees?\b|\bheadcount\b|\bratio\b|\bdays?\b|%", re.I)
-
-
-def _stated(entry: Any) -> tuple[str, str] | None:
-    """(evidence label, sentence) of a plan's cell entry: `[ref, label, header, text, unit, path,
-    page, value, section]`, as `StepCode._figure_lines` prints it."""
-    if not (isinstance(entry, list) and len(entry) >= 7 and all(isinstance(v, str) for v in entry[:4])):
-        return None
-    ref, label, header, text, unit, path, page = entry[:7]
-    value = entry[7] if len(entry) > 7 and isinstance(entry[7], int | float) else None
-    section = entry[8] if len(entry) > 8 and isinstance(entry[8], str) else None
-    sentence = figure_sentence(label, header, text, unit if isinstance(unit, str) else None, value, section)
-    where = f"According to {path} (p. {page}), " if isinstance(path, str) else ""
-    return ref, f"{where}{sentence} [{ref}]."
-
-
-def figure_sentence(
-    label: str, header: str, text: str, unit: str | None, value: float | None, section: str | None = None
-) -> str:
-    """`Revenues, year ended Dec 31, 2015: $6,779,511 thousand ($6.78 billion)`: the cell as its row,
-    period and printed figure say it (`format.figures`), its unit, and the amount in words when the unit
-    scales it past a million. A figure in parentheses is an outflow or a deduction: its amount in words
-    says so rather than carrying a minus sign a person did not read."""
-    said = cell_caption(label, section, header, text)
-    if unit not in _SCALES or text.rstrip().endswith("%") or _UNSCALED.search(f"{section or ''} {label}"):
-        return said
-    stated = f"{said} {unit.removesuffix('s')}"
-    amount = (value or 0.0) * _SCALES[unit]
-    word, scale = ("billion", 1e9) if abs(amount) >= 1e9 else ("million", 1e6)
-    if value is None or abs(amount) < 1e6 or scale <= _SCALES[unit]:
-        return stated  # `6.9 million` says it already
-    currency = next((c for c in "$€£¥" if c in text), "")
-    words = f"{currency}{abs(amount) / scale:,.2f} {word}"
-    if amount < 0 and "(" in text:
-        return f"{stated} ({words}, in parentheses: an outflow or a deduction)"
-    return f"{stated} ({'-' if amount < 0 else ''}{words})"
-
-
-# ---------------------------------------------------------------------------------- plan reading
-def read_plan(observation: str) -> dict[str, Any] | None:
-    """The JSON of the first `#PLAN ` line of an observation; None when missing or cut."""
-    for line in observation.splitlines():
-        if line.startswith(PLAN_PREFIX):
-            try:
-                data = json.loads(line[len(PLAN_PREFIX) :])
-            except json.JSONDecodeError:
-                return None
-            return data if isinstance(data, dict) else None
-    return None
-
-
-def _step_budget(messages: list[Message]) -> int | None:
-    """`max_steps` as the orientation states it ("You have at most N steps"), when it does."""
-    for message in reversed(messages):
-        if message.role in ("user", "system"):
-            found = _STEPS_LEFT.findall(message.content)
-            if found:
-                return int(found[-1])
-    return None
-
-
-def _path(plan: dict[str, Any], index: Any) -> str:
-    paths = plan.get("paths") or []
-    if isinstance(index, int) and 0 <= index < len(paths) and isinstance(paths[index], str):
-        return str(paths[index])
-    return ""
-
-
-def _span_hit(plan: dict[str, Any], entry: Any) -> _Hit | None:
-    if not (isinstance(entry, list) and len(entry) >= 5 and isinstance(entry[0], str)):
-        return None
-    ref, score, path, page, start = entry[:5]
-    if not isinstance(score, int | float) or not isinstance(page, int) or not isinstance(start, int):
-        return None
-    return _Hit(ref, ref, float(score), _path(plan, path), page, start)
-
-
-def _hits(plan: dict[str, Any], key: str) -> list[_Hit]:
-    entries = plan.get(key)
-    if key == "keyword":
-        entries = [e[1:] for e in entries or [] if isinstance(e, list) and e]
-    hits = [_span_hit(plan, e) for e in entries or []] if isinstance(entries, list) else []
-    return [h for h in hits if h is not None]
-
-
-def _group_keyword(plan: dict[str, Any]) -> list[list[_Hit]]:
-    """The keyword entries of an exact_id plan, one list per token (each fused as its own ranking)."""
-    groups: dict[int, list[_Hit]] = {}
-    for entry in plan.get("keyword") or []:
-        if isinstance(entry, list) and entry and isinstance(entry[0], int):
-            hit = _span_hit(plan, entry[1:])
-            if hit is not None:
-                groups.setdefault(entry[0], []).append(hit)
-    return [groups[k] for k in sorted(groups)]
-
-
-def _artifact_hits(plan: dict[str, Any]) -> list[_Hit]:
-    out: list[_Hit] = []
-    for entry in plan.get("artifacts") or []:
-        if not (isinstance(entry, list) and len(entry) >= 4 and isinstance(entry[0], str)):
-            continue
-        name, context, score, source = entry[:4]
-        if not isinstance(score, int | float):
-            continue
-        path = _path(plan, source)
-        out.append(
-            _Hit(
-                f"artifact\x1f{context}\x1f{name}",
-                None,
-                float(score),
-                path or name,
-                0,
-                0,
-                name,
-                context if isinstance(context, str) else None,
-                path or None,
-            )
-        )
-    return out
-
-
-def _fuse(lists: Sequence[Sequence[_Hit]]) -> list[_Hit]:
-    """Reciprocal-rank fusion (k = 60); ties by score desc, source path, page, start (§10.3)."""
-    fused: dict[str, float] = {}
-    best: dict[str, _Hit] = {}
-    for hits in lists:
-        for rank, hit in enumerate(hits, 1):
-            fused[hit.key] = fused.get(hit.key, 0.0) + 1.0 / (RRF_K + rank)
-            if hit.key not in best or hit.score > best[hit.key].score:
-                best[hit.key] = hit
-    return sorted(
-        best.values(),
-        key=lambda h: (-round(fused[h.key], 12), -h.score, h.path, h.page, h.start, h.key),
-    )
-
-
-def _top_labels(lists: Sequence[Sequence[_Hit]]) -> list[str]:
-    return [h.ref for h in _fuse(lists) if h.ref is not None][:FINAL_EVIDENCE]
-
-
-def _tabled_first(plan: dict[str, Any], labels: list[str]) -> list[str]:
-    """The chunks of the tables the question names (`tabled`) before the searches' best: a person
-    who says "in the balance sheet" means that page, wherever a search ranked it."""
-    tabled = [h.ref for h in _hits(plan, "tabled") if h.ref is not None][: FINAL_EVIDENCE // 2]
-    return list(dict.fromkeys([*tabled, *labels]))[:FINAL_EVIDENCE]  # half left for the searches

@@ -26,6 +26,7 @@ from sleuth.settings import TURN_CAP_SECONDS
 from sleuth.store.home import ContextNotFound, Home
 from sleuth.store.replay_log import read_replay_log
 from sleuth.store.server_db import ServerDB
+from sleuth.store.version_info import has_version_info
 
 
 class ReplayError(Failed):
@@ -180,7 +181,7 @@ def _pinned_briefs(home: Home, contexts: Mapping[str, str]) -> list[ContextBrief
         except (ContextNotFound, ValueError):
             raise ReplayError(f"context {slug!r} no longer exists", "version_unavailable") from None
         directory = context.version_dir(version)
-        if not (directory / "version.json").is_file():
+        if not has_version_info(directory):
             raise ReplayError(
                 f"version {version} of context {slug!r} was collected; replay refuses other data",
                 "version_unavailable",

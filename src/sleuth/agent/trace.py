@@ -20,6 +20,7 @@ from sleuth.models.base import ModelConfig
 from sleuth.store.database import dumps
 from sleuth.store.replay_log import write_replay_log
 from sleuth.store.server_db import ServerDB
+from sleuth.store.version_info import version_file
 
 log = logging.getLogger("sleuth.agent")
 
@@ -146,7 +147,7 @@ def versions(briefs: Sequence[ContextBrief]) -> dict[str, Any]:
 
 
 def _manifest_hash(brief: ContextBrief) -> str:
-    path = brief.version_dir / "version.json"
+    path = version_file(brief.version_dir)
     try:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:

@@ -18,10 +18,10 @@ from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
 from sleuth.api.auth import AnyKey, Principal
-from sleuth.api.context_files import find_context
 from sleuth.api.errors import ApiError
-from sleuth.api.state import ApiState, api_state
-from sleuth.api.task_service import task_service
+from sleuth.api.state import api_state, task_service
+from sleuth.server.context_files import find_context
+from sleuth.server.state import Server
 from sleuth.store.home import ContextDir, ContextNotFound
 from sleuth.store.server_db import LOCAL_PRINCIPAL
 
@@ -38,7 +38,7 @@ def context_not_found(name: str, **extra: Any) -> ApiError:
     return ApiError(404, "context_not_found", f"no context {name!r}", **extra)
 
 
-def context_id(state: ApiState, entry: str) -> str | None:
+def context_id(state: Server, entry: str) -> str | None:
     """The id of the context a slug or id names now; None when there is none."""
     try:
         return state.home.find(entry).info().id
@@ -47,7 +47,7 @@ def context_id(state: ApiState, entry: str) -> str | None:
 
 
 # ---------------------------------------------------------------------------------- contexts
-def visible_context(state: ApiState, who: Principal, slug: str) -> ContextDir:
+def visible_context(state: Server, who: Principal, slug: str) -> ContextDir:
     """The context by slug or id, or the `404 context_not_found` of a context that does not exist."""
     ctx = find_context(state, slug)
     if who.limited:
@@ -60,7 +60,7 @@ def visible_context(state: ApiState, who: Principal, slug: str) -> ContextDir:
     return ctx
 
 
-def check_scope(state: ApiState, who: Principal, scope: list[str]) -> None:
+def check_scope(state: Server, who: Principal, scope: list[str]) -> None:
     """A turn's scope names only contexts the principal sees, else the turn's own `404`
     (`Runtime.prepare` words it the same way for a context that does not exist)."""
     if not who.limited:
@@ -91,7 +91,7 @@ async def context_guard(request: Request, who: AnyKey) -> None:
 
 
 # ---------------------------------------------------------------------------------- sessions and queries
-def sees_session(state: ApiState, who: Principal, stored: dict[str, Any]) -> bool:
+def sees_session(state: Server, who: Principal, stored: dict[str, Any]) -> bool:
     """The principal opened the session (or is an admin), and sees every context of its scope."""
     if not who.owns(str(stored.get("created_by") or LOCAL_PRINCIPAL)):
         return False
@@ -100,7 +100,7 @@ def sees_session(state: ApiState, who: Principal, stored: dict[str, Any]) -> boo
     return all(who.sees_context(context_id(state, str(entry))) for entry in stored.get("scope") or [])
 
 
-def visible_session(state: ApiState, who: Principal, session_id: str) -> dict[str, Any]:
+def visible_session(state: Server, who: Principal, session_id: str) -> dict[str, Any]:
     """The stored session, or `404 session_not_found`."""
     stored = state.db.get_session(session_id)
     if stored is None or not sees_session(state, who, stored):
@@ -108,7 +108,7 @@ def visible_session(state: ApiState, who: Principal, session_id: str) -> dict[st
     return stored
 
 
-def visible_query(state: ApiState, who: Principal, query_id: str) -> dict[str, Any]:
+def visible_query(state: Server, who: Principal, query_id: str) -> dict[str, Any]:
     """The stored Query, or `404 query_not_found`: a query is visible with its session."""
     document = state.db.get_query(query_id)
     if document is None:
@@ -121,7 +121,7 @@ def visible_query(state: ApiState, who: Principal, query_id: str) -> dict[str, A
     return document
 
 
-def visible_sessions(state: ApiState, who: Principal, limit: int) -> list[dict[str, Any]]:
+def visible_sessions(state: Server, who: Principal, limit: int) -> list[dict[str, Any]]:
     """Up to `limit` sessions the principal sees, newest first. The database filters by creator; a key
     limited to contexts also drops the sessions whose scope left its list, reading on past them."""
     owner = None if who.is_admin else who.name

@@ -18,14 +18,14 @@ from sleuth.api.query_request import (
     QueryRequest,
     _invalid,
 )
-from sleuth.api.state import ApiState
 from sleuth.api.system import sandbox_report
-from sleuth.api.turns import TurnExecutor
 from sleuth.models.catalog import CatalogError
+from sleuth.server.state import Server
+from sleuth.server.turns import TurnExecutor
 from sleuth.store.server_db import COMPARISON_GROUP_SIZE, TurnPlacesFull
 
 
-def present(state: ApiState, document: dict[str, Any]) -> dict[str, Any]:
+def present(state: Server, document: dict[str, Any]) -> dict[str, Any]:
     """A stored Query as served: `comparison` lists the other turns of its group as they are now. A turn
     in a group is stored with `comparison: []`, so ungrouped ones (nearly all) cost no second read."""
     if document.get("comparison") is None:
@@ -35,7 +35,7 @@ def present(state: ApiState, document: dict[str, Any]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------- admission
-def _session_of(state: ApiState, body: QueryRequest, who: Principal) -> str | None:
+def _session_of(state: Server, body: QueryRequest, who: Principal) -> str | None:
     """Session resolution: `previous_query_id` names a turn whose session is continued. Only a session
     the caller may see can be continued; then (for a new session) the scope it may see."""
     if body.previous_query_id is None:
@@ -56,7 +56,7 @@ def _session_of(state: ApiState, body: QueryRequest, who: Principal) -> str | No
 
 
 def admit_turn(
-    state: ApiState, turns: TurnExecutor, body: QueryRequest, who: Principal
+    state: Server, turns: TurnExecutor, body: QueryRequest, who: Principal
 ) -> tuple[dict[str, Any], Future[Query] | None]:
     """Prepare, store and submit one turn (on an admission thread: it reads files and writes the
     database).
@@ -110,7 +110,7 @@ def share_key(who: Principal) -> str | None:
     return who.key_id if who.key_id is not None and not who.is_admin else None
 
 
-def _check_sandbox(state: ApiState) -> None:
+def _check_sandbox(state: Server) -> None:
     report = sandbox_report(state)
     if not report.get("ok"):
         missing = ", ".join(report.get("missing") or []) or "unknown"
@@ -119,7 +119,7 @@ def _check_sandbox(state: ApiState) -> None:
         )
 
 
-def _check_models_available(state: ApiState, body: QueryRequest) -> None:
+def _check_models_available(state: Server, body: QueryRequest) -> None:
     catalog = state.runtime.catalog
     names: list[str | None] = list(body.models or []) or [body.model]
     for name in names:

@@ -18,11 +18,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sleuth import console
 from sleuth.api import contexts, mcp, operations, queries, sessions, system
-from sleuth.api.errors import ApiError
-from sleuth.api.state import ApiState
+from sleuth.api.errors import ApiError, from_told
+from sleuth.api.state import serving
 from sleuth.api.uploads import UPLOAD_ROUTE
 from sleuth.api.versioning import DEFAULT_VERSION, HEADER, VERSIONS
+from sleuth.errors import Told
 from sleuth.format.problems import sentence
+from sleuth.server.state import Server
 
 DATABASE_RETRY_S = 5  # `Retry-After` of a 503 while the database is away (a restart takes seconds)
 log = logging.getLogger("sleuth.api")
@@ -169,8 +171,9 @@ def _routes(app: FastAPI) -> None:
         app.include_router(router, prefix="/api/v0", include_in_schema=False)
 
 
-def _bare_app() -> FastAPI:
+def _bare_app(lifespan: Any = None) -> FastAPI:
     app = FastAPI(
+        lifespan=lifespan,
         title="Sleuth",
         version="2026-07",
         openapi_url="/api/openapi.json",
@@ -212,8 +215,8 @@ def openapi_document() -> dict[str, Any]:
     return app.openapi()
 
 
-def create_app(state: ApiState) -> FastAPI:
-    app = _bare_app()
+def create_app(state: Server) -> FastAPI:
+    app = _bare_app(serving)
     app.state.sleuth = state
 
     app.add_middleware(VersionAndLimits)
@@ -221,6 +224,10 @@ def create_app(state: ApiState) -> FastAPI:
     @app.exception_handler(ApiError)
     async def on_api_error(request: Request, exc: ApiError) -> JSONResponse:
         return _envelope(exc, getattr(request.state, "api_version", DEFAULT_VERSION))
+
+    @app.exception_handler(Told)
+    async def on_told(request: Request, exc: Told) -> JSONResponse:
+        return _envelope(from_told(exc), getattr(request.state, "api_version", DEFAULT_VERSION))
 
     @app.exception_handler(RequestValidationError)
     async def on_invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -46,13 +46,13 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, cast
 
-from sleuth.api.context_files import tree_lock, update_extra
-from sleuth.api.file_trees import walk_files
-from sleuth.api.task_service import TaskHandle
 from sleuth.api.uploads import SourceLimits, copy_capped
 from sleuth.compile.sources import MAX_SOURCE_PATH_BYTES, UnsafePath, safe_join, safe_source_path
 from sleuth.errors import Invalid
+from sleuth.server.context_files import tree_lock, update_extra
+from sleuth.server.task_service import TaskHandle
 from sleuth.store.home import ContextDir, now_iso
+from sleuth.store.trees import walk_files
 
 #: Largest tar extended header (the PAX records or GNU long name of one member) read into memory.
 MAX_TAR_HEADER_BYTES = 64 * 1024

@@ -18,135 +18,29 @@ A connector's credentials are sealed (`store.secrets`); every sync is bounded (`
 
 from __future__ import annotations
 
-import datetime
-import logging
-import threading
-import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, Request
 from pydantic import Field
 
 from sleuth.api.auth import AdminKey, AnyKey, Principal
-from sleuth.api.context_files import (
+from sleuth.api.errors import ApiError
+from sleuth.api.state import api_state, task_service
+from sleuth.compile.connectors import registry
+from sleuth.compile.connectors.base import ConnectorConfigError, ConnectorError
+from sleuth.compile.connectors.kinds import KINDS
+from sleuth.server.connectors import connector_of, entry_of, start_sync
+from sleuth.server.context_files import (
     EXCLUSIVE_WORKFLOWS,
     StrictBody,
     conflict_check,
     find_context,
-    has_sources,
-    update_extra,
 )
-from sleuth.api.curation import _start_curate
-from sleuth.api.errors import ApiError
-from sleuth.api.state import ApiState, api_state
-from sleuth.api.task_service import TaskHandle, TaskService, service_for_app, task_service
-from sleuth.compile.connectors import registry
-from sleuth.compile.connectors.base import Connector, ConnectorConfigError, ConnectorError, Limits
-from sleuth.compile.connectors.kinds import KINDS, build
-from sleuth.compile.connectors.sync import sync
-from sleuth.errors import Error
-from sleuth.store.home import ContextDir, now_iso
+from sleuth.server.state import Server
+from sleuth.store.home import ContextDir
 from sleuth.store.secrets import SecretBox
 
-log = logging.getLogger(__name__)
-SCHEDULE_TICK_S = 30.0
-
-
-class ConnectorSchedule:
-    """Syncs on a schedule (`every`): each tick, every connector whose period has passed since its last
-    attempt (or since it was added) gets a sync task, as `POST /contexts/{slug}/import` would start it.
-    On many machines each server ticks; the task claim lets one of them start a given sync and the
-    others see it running (409) and skip it."""
-
-    def __init__(self, state: ApiState, service: TaskService, tick_s: float = SCHEDULE_TICK_S) -> None:
-        self.state, self.service, self.tick_s = state, service, tick_s
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="sleuth-connector-schedule", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.tick_s):
-            try:
-                self.run_once()
-            except Exception:  # a tick that failed is logged; the next one tries again
-                log.exception("connector schedule: a tick failed")
-
-    def run_once(self, now: float | None = None) -> list[str]:
-        """Start the syncs that are due; the ids of the tasks started. A connector that cannot even be
-        started (anything but a busy context) has that recorded as its attempt, so it waits a period
-        like a failed sync, and the connectors after it still get their turn."""
-        moment = time.time() if now is None else now
-        started = []
-        for ctx, info in self.state.home.contexts():
-            try:
-                entries = list(registry.load(ctx).values())
-            except Exception:  # an unreadable connectors.json: the other contexts still sync
-                log.exception("connector schedule: the connectors of %s cannot be read", info.slug)
-                continue
-            for entry in entries:
-                since = entry.last_attempt_at or entry.created_at
-                if entry.every_s is None or moment - _epoch(since) < entry.every_s:
-                    continue
-                try:
-                    task = start_sync(self.state, self.service, ctx, entry.name, "schedule", True, "schedule")
-                except ApiError as exc:  # busy (a curate, another import): the next tick tries again
-                    log.info("connector %s/%s: not synced now: %s", info.slug, entry.name, exc.message)
-                    continue
-                except Exception as exc:
-                    log.exception("connector %s/%s: the sync could not start", info.slug, entry.name)
-                    _record_failure(ctx, entry.name, now_iso(), exc)
-                    continue
-                started.append(str(task["id"]))
-        return started
-
-
-def _epoch(iso: str) -> float:
-    return datetime.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
-
-
-#: The most of a failure's message kept in `last_error`.
-ERROR_CHARS = 1000
-
-
-def failure_text(exc: BaseException) -> str:
-    """What a failed sync keeps in `last_error`: Sleuth's own errors in their words, anything else (a
-    client library's, the disk's, a bug) with its type, so a person can tell them apart."""
-    text = str(exc) if isinstance(exc, Error) else f"{type(exc).__name__}: {exc}"
-    return text[:ERROR_CHARS] or type(exc).__name__
-
-
-def _record_failure(ctx: ContextDir, name: str, attempt: str, exc: BaseException) -> None:
-    """Record a failed attempt; a failure to record it is logged (the schedule must go on)."""
-    try:
-        registry.record(ctx, name, attempt, None, failure_text(exc))
-    except Exception:
-        log.exception("connector %s: its failure could not be recorded", name)
-
-
-@asynccontextmanager
-async def schedule_lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """One schedule per server (the router is mounted twice: the second start finds it running)."""
-    schedule: ConnectorSchedule | None = getattr(app.state, "connector_schedule", None)
-    if schedule is None:
-        schedule = ConnectorSchedule(app.state.sleuth, service_for_app(app))
-        app.state.connector_schedule = schedule
-        schedule.start()
-    try:
-        yield
-    finally:
-        schedule.stop()
-
-
-router = APIRouter(lifespan=schedule_lifespan)
+router = APIRouter()
 
 KIND_FIELDS: dict[str, dict[str, Any]] = {
     "folder": {
@@ -210,21 +104,8 @@ class ImportBody(StrictBody):
     curate: bool = True
 
 
-def _workdir(ctx: ContextDir) -> Path:
-    return ctx.root / "connectors" / "cache"
-
-
-def _connector(
-    state: ApiState, ctx: ContextDir, entry: registry.ConnectorEntry, *, adding: bool = False
-) -> Connector:
-    secret = SecretBox(state.home.root).open(entry.secret)
-    return build(
-        entry.kind, entry.config, secret, state.settings, _workdir(ctx), adding=adding, home=state.home.root
-    )
-
-
 def _checked(
-    state: ApiState, ctx: ContextDir, body: ConnectorBody, old: registry.ConnectorEntry | None
+    state: Server, ctx: ContextDir, body: ConnectorBody, old: registry.ConnectorEntry | None
 ) -> registry.ConnectorEntry:
     """The entry `body` describes, its configuration built once to check it; 400 with the reason."""
     try:
@@ -232,20 +113,15 @@ def _checked(
         every = registry.parse_every(body.every)
         sealed = SecretBox(state.home.root).seal(body.secret) if body.secret else (old.secret if old else "")
         entry = registry.ConnectorEntry(body.name, body.kind, body.config, every, sealed)
-        _connector(state, ctx, entry, adding=True)  # a folder must be there when it is added
+        connector_of(
+            state.home, ctx, entry, state.settings, adding=True
+        )  # a folder must be there when it is added
     except ConnectorConfigError as exc:
         raise ApiError(400, "invalid_request", str(exc), field="config") from None
     except ConnectorError as exc:
         raise ApiError(400, "connector_refused", str(exc), field="config") from None
     if old is not None:
         entry.created_at, entry.last_sync, entry.last_error = old.created_at, old.last_sync, old.last_error
-    return entry
-
-
-def _entry(ctx: ContextDir, name: str) -> registry.ConnectorEntry:
-    entry = registry.load(ctx).get(name)
-    if entry is None:
-        raise ApiError(404, "connector_not_found", f"no connector {name!r} in this context", connector=name)
     return entry
 
 
@@ -306,7 +182,7 @@ def replace_connector(
         raise ApiError(400, "invalid_request", "a connector's name cannot change", field="name")
     with ctx.editing():
         entries = registry.load(ctx)
-        entries[name] = _checked(state, ctx, body, _entry(ctx, name))
+        entries[name] = _checked(state, ctx, body, entry_of(ctx, name))
         registry.save(ctx, entries)
     return entries[name].public()
 
@@ -319,49 +195,9 @@ def delete_connector(request: Request, slug: str, name: str, _who: AdminKey) -> 
     with service.claiming():
         conflict_check(service, ctx, EXCLUSIVE_WORKFLOWS)
         with ctx.editing():
-            _entry(ctx, name)
+            entry_of(ctx, name)
             registry.remove(ctx, name)
     return {"deleted": True, "connector": name}
-
-
-def start_sync(
-    state: ApiState, service: TaskService, ctx: ContextDir, name: str, who: str, curate: bool, trigger: str
-) -> dict[str, Any]:
-    """An `import` task that syncs connector `name`, then curates when anything changed. Refused
-    (409) while a curate, restore, pack or another import of the context runs."""
-    entry = _entry(ctx, name)
-    info = ctx.info()
-    with service.claiming():
-        conflict_check(service, ctx, (*EXCLUSIVE_WORKFLOWS, "import"))
-        task = service.store.create(
-            "import",
-            context_id=info.id,
-            context_slug=info.slug,
-            created_by=who,
-            input={"connector": name, "kind": entry.kind, "curate": curate, "trigger": trigger},
-        )
-
-    def job(handle: TaskHandle) -> dict[str, Any]:
-        attempt = now_iso()
-        try:
-            connector = _connector(state, ctx, entry)
-            with ctx.editing():
-                report = sync(ctx, name, connector, Limits.of(state.settings), stop=handle.check)
-        except Exception as exc:  # any failure, not only the connector's own: recorded, so it is seen
-            # and the schedule waits a period before the next attempt instead of retrying every tick
-            _record_failure(ctx, name, attempt, exc)
-            raise
-        registry.record(ctx, name, attempt, report.to_json(), None)
-        update_extra(ctx, last_source_import_at=now_iso())
-        output: dict[str, Any] = {"connector": name, "summary": report.summary, **report.to_json()}
-        changed = report.added or report.changed or report.deleted
-        if curate and changed and has_sources(ctx):
-            curate_task = _start_curate(state, service, ctx, who, {"trigger": "connector", "connector": name})
-            output["curate_task_id"] = curate_task["id"]
-        return output
-
-    service.submit(task, job, phases=("sync",))
-    return task
 
 
 @router.post("/contexts/{slug}/import")

@@ -29,7 +29,10 @@ from pydantic import Field
 from sleuth.api import connectors, curation, knowledge, packs, page_viewer, sources, tables, tasks, templates
 from sleuth.api.access import context_guard
 from sleuth.api.auth import AdminKey, AnyKey
-from sleuth.api.context_files import (
+from sleuth.api.errors import ApiError
+from sleuth.api.state import api_state, task_service
+from sleuth.compile.version_files import version_counts
+from sleuth.server.context_files import (
     StrictBody,
     find_context,
     has_sources,
@@ -38,10 +41,8 @@ from sleuth.api.context_files import (
     tree_lock,
     update_extra,
 )
-from sleuth.api.errors import ApiError
-from sleuth.api.state import ApiState, api_state
-from sleuth.api.task_service import TaskService, TaskStopTimeout, task_service
-from sleuth.compile.version_files import version_counts
+from sleuth.server.state import Server
+from sleuth.server.task_service import TaskService, TaskStopTimeout
 from sleuth.store.home import ContextDir, ContextNotFound, InvalidSlug, check_slug, now_iso, write_json_atomic
 from sleuth.store.lock import CurateInFlight, curate_lock
 from sleuth.store.replica import SlugTaken
@@ -95,7 +96,7 @@ def _index_name(vdir: Path | None, version: str | None, rel: str) -> str | None:
 
 
 def context_json(
-    state: ApiState, service: TaskService, ctx: ContextDir, with_stats: bool = False
+    state: Server, service: TaskService, ctx: ContextDir, with_stats: bool = False
 ) -> dict[str, Any]:
     """The Context object of spec/api.md §6.1."""
     info = ctx.info()
@@ -165,7 +166,7 @@ def list_contexts(request: Request, who: AnyKey) -> list[dict[str, Any]]:
     return sorted(found, key=lambda c: (c["created_at"], c["id"]), reverse=True)
 
 
-def _context_dirs(state: ApiState) -> list[ContextDir]:
+def _context_dirs(state: Server) -> list[ContextDir]:
     """Every context directory; a scan that raced a delete is retried once."""
     for attempt in range(2):
         try:
@@ -185,7 +186,7 @@ def _slug_exists_as_409(slug: str | None) -> Iterator[None]:
         raise ApiError(409, "slug_exists", f"a context named {slug!r} exists", slug=slug) from None
 
 
-def _claim_slug(state: ApiState, slug: str, make: Callable[[], ContextDir]) -> ContextDir:
+def _claim_slug(state: Server, slug: str, make: Callable[[], ContextDir]) -> ContextDir:
     """`make()` the context that takes `slug` (the caller holds `_identity_lock`): `409 slug_exists`
     when a context has it already, or another machine's create took it first (`FileExistsError`)."""
     try:

@@ -5,19 +5,23 @@ deletion-only curate. A curate is `CompileRun` under `curate_lock`, run as a bac
 
 from __future__ import annotations
 
-import hashlib
-import json
-import sqlite3
-from collections.abc import Callable
-from functools import partial
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Request
 from pydantic import Field
 
 from sleuth.api.auth import AdminKey, AnyKey
-from sleuth.api.context_files import (
+from sleuth.api.errors import ApiError
+from sleuth.api.file_trees import resolve_in
+from sleuth.api.state import api_state, task_service
+from sleuth.compile.extraction.cache import ExtractionCache
+from sleuth.compile.extraction.choose import curation_model, needs_model
+from sleuth.compile.extraction.profile import current_pages, profile_curate
+from sleuth.compile.manifest import parse_manifest
+from sleuth.compile.preview import preview_curate
+from sleuth.models.base import ModelConfig
+from sleuth.models.catalog import CatalogError
+from sleuth.server.context_files import (
     EXCLUSIVE_WORKFLOWS,
     StrictBody,
     conflict_check,
@@ -27,31 +31,12 @@ from sleuth.api.context_files import (
     safe_rel,
     tree_lock,
 )
-from sleuth.api.errors import ApiError
-from sleuth.api.file_trees import resolve_in
-from sleuth.api.state import ApiState, api_state
-from sleuth.api.task_service import Job, TaskHandle, TaskService, task_service
-from sleuth.compile.extraction.cache import ExtractionCache
-from sleuth.compile.extraction.choose import choose_extractor, curation_model, needs_model
-from sleuth.compile.extraction.profile import current_pages, profile_curate
-from sleuth.compile.manifest import Manifest, parse_manifest
-from sleuth.compile.pipeline import CompileReport, CompileRun
-from sleuth.compile.preview import preview_curate
-from sleuth.compile.sources import list_source_files
-from sleuth.compile.warm import pack_vectors, take_vectors, warm_source
-from sleuth.models.base import ModelConfig
-from sleuth.models.catalog import CatalogError
-from sleuth.store.home import ContextDir, prune_empty_dirs, write_json_atomic
+from sleuth.server.curation import start_curate_task
+from sleuth.server.state import Server
+from sleuth.store.home import prune_empty_dirs
 from sleuth.store.ledger import Ledger
-from sleuth.store.lock import CurateInFlight, curate_lock
-from sleuth.store.replica import shared_storage
-from sleuth.store.storage import Storage
 
 router = APIRouter()
-
-
-CURATE_PHASES = ("snapshot", "parse", "embed", "index")  # `extract` joins when a model is used
-FAN_OUT = 16  # the most other workers one curate asks for help
 
 
 class CurateRequest(StrictBody):
@@ -71,219 +56,7 @@ class DeleteSourcesRequest(StrictBody):
     sources: list[str] = Field(min_length=1, max_length=10_000)
 
 
-def _ids(vdir: Path | None, table: str) -> set[str]:
-    if vdir is None or not (vdir / "tables.sqlite").is_file():
-        return set()
-    db = sqlite3.connect(f"file:{vdir / 'tables.sqlite'}?mode=ro&immutable=1", uri=True)
-    try:
-        return {row[0] for row in db.execute(f'SELECT id FROM "{table}"')}
-    except sqlite3.Error:
-        return set()
-    finally:
-        db.close()
-
-
-def curate_output(ctx: ContextDir, report: CompileReport, force: bool) -> dict[str, Any]:
-    """The contract's `CurateRunOutput` (spec/api.md §6.3) from the compiler's report, plus [ext] fields.
-    Usage counts the extraction model's tokens (none without a model) and the embeddings."""
-    mode = "full" if force else "incremental"
-    if report.delta == "empty":
-        return {
-            "status": "completed",
-            "flipped": False,
-            "versioned": False,
-            "mode": mode,
-            "delta": "empty",
-            "live_version": report.parent,
-            "warnings": report.warnings,
-        }
-    live = report.version
-    vdir = ctx.version_dir(live) if live else None
-    pdir = ctx.version_dir(report.parent) if report.parent else None
-    new_chunks, old_chunks = _ids(vdir, "_chunks"), _ids(pdir, "_chunks")
-    new_arts, old_arts = _ids(vdir, "_artifacts"), _ids(pdir, "_artifacts")
-    counts = report.counts
-    embedder = "unknown"
-    if vdir is not None and (vdir / "version.json").is_file():
-        embedder = json.loads((vdir / "version.json").read_text("utf-8"))["embedder"]["id"]
-    failed = sorted(p for p, f in report.failures.items() if f.get("status") == "failed")
-    extraction: dict[str, Any] = counts.get("extraction") or {}
-    types: dict[str, dict[str, Any]] = extraction.get("types", {})
-    prompt_tokens, completion_tokens = extraction.get("input_tokens", 0), extraction.get("output_tokens", 0)
-    by_model = (
-        {extraction["model"]: {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}}
-        if extraction.get("calls")
-        else {}
-    )
-    scopes = extraction.get("scopes", {})
-
-    def screened(scope: str) -> int:
-        return sum(types.get(name, {}).get("screened", 0) for name, s in scopes.items() if s == scope)
-
-    return {
-        "status": "completed",
-        "flipped": report.flipped,
-        "versioned": report.version is not None,
-        "mode": mode,
-        "scope": "all",
-        "images_skipped_no_vision": counts.get("images_skipped_no_vision", 0),
-        "sources_skipped_unreadable": counts.get("sources_skipped_unreadable", 0),
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-            "by_model": by_model,
-            "embed_by_model": {embedder: counts.get("embedded", 0)},
-        },
-        "extraction": extraction or None,
-        "sample_queries": ctx.info().sample_queries,
-        "delta": {
-            "new": len(report.new),
-            "changed": len(report.changed),
-            "deleted": len(report.deleted),
-            "processed": counts.get("sources_parsed", 0),
-            "failed": len(failed),
-            "failed_sources": failed,
-            "corpus_artifacts": counts.get("artifacts", 0),
-            "corpus_edges": counts.get("edges", 0),
-            "corpus_artifacts_screened": screened("corpus"),
-            "screened": screened("corpus") + screened("document") + screened("sqlite"),
-            "chunks_created": len(new_chunks - old_chunks),
-            "chunks_updated": 0,
-            "artifacts_created": len(new_arts - old_arts),
-            "artifacts_updated": len(new_arts & old_arts),
-            "chunks_screened": 0,
-            "artifacts_screened": screened("document"),
-            "artifacts_errored": sum(t.get("errored", 0) for t in types.values()),
-            "sources_content_truncated": len(extraction.get("sources_truncated", [])),
-        },
-        "live_version": live if report.flipped else report.parent,
-        "artifacts_skipped_no_model": report.artifacts_skipped_no_model,
-        "warnings": report.warnings,
-        "failures": report.failures,
-        "counts": counts,
-    }
-
-
-def _curate_job(
-    state: ApiState,
-    ctx: ContextDir,
-    force: bool,
-    chunks_only: bool,
-    model: str | None = None,
-    token_budget: int | None = None,
-) -> Job:
-    """A compile of the context as it is now, under its `curate.lock`. The handle is the compiler's
-    progress sink, so a cancel stops the run at its next step (or its next model call), always before
-    the flip. The extractor is the one `choose_extractor` picks for the request's model and the
-    manifest's."""
-
-    def job(handle: TaskHandle) -> dict[str, Any]:
-        try:
-            with curate_lock(ctx.lock_file, ctx.info().id, state.db.database):
-                data = ctx.manifest_data()
-                if chunks_only:
-                    data.setdefault("curate", {}).setdefault("artifacts", {})["enabled"] = False
-                manifest = parse_manifest(data)
-                catalog = state.runtime.catalog
-                choice = choose_extractor(
-                    ctx, manifest, catalog, model=model, token_budget=token_budget, env=catalog.env
-                )
-                if handle.shared:  # from the queue: other workers embed sources beside this one
-                    # Biggest first, so the last part to finish is a small one.
-                    sources = sorted(
-                        list_source_files(ctx.sources), key=lambda rel: -(ctx.sources / rel).stat().st_size
-                    )
-                    warm = partial(warm_source, ctx, state.home, manifest)
-                    stale_s = 3 * state.settings.worker_heartbeat_s  # three missed renewals: that worker died
-                    handle.share("warm", sources, warm, FAN_OUT, stale_after_s=stale_s)
-                    storage = shared_storage(state.home)
-                    if storage is not None:
-                        _take_handed_over(storage, state, manifest, handle.task_id)
-                run = CompileRun(ctx, state.home, manifest, force, handle, choice.extractor)
-                if choice.note:
-                    run.warnings.append(f"no model for curation: {choice.note}")
-                report = run.execute()
-        except CurateInFlight:
-            raise RuntimeError("another compile of this context is running") from None
-        handle.files_dir.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(handle.files_dir / "curate-report.json", report.to_json())
-        return curate_output(ctx, report, force)
-
-    return job
-
-
-def _start_curate(
-    state: ApiState,
-    service: TaskService,
-    ctx: ContextDir,
-    who: str,
-    task_input: dict[str, Any],
-    force: bool = False,
-    chunks_only: bool = False,
-) -> dict[str, Any]:
-    info = ctx.info()
-    task = service.store.create(
-        "curate", context_id=info.id, context_slug=info.slug, created_by=who, input=task_input
-    )
-    args = {
-        "task": task["id"],  # a shared curate's helpers hand their vectors over under it
-        "context": info.id,
-        "force": force,
-        "chunks_only": chunks_only,
-        "model": task_input.get("model"),
-        "max_tokens": task_input.get("max_tokens"),
-    }
-    job = curate_job(state, args)
-    service.submit(task, job, phases=CURATE_PHASES, kind="curate", args=args)
-    return task
-
-
-def curate_part(state: ApiState, args: dict[str, Any]) -> Callable[[str], object]:
-    """One part of a shared curate (`TaskHandle.share`): warm one source, as another worker asks.
-    With shared storage each machine has an embedding cache of its own, so the part's vectors are
-    handed over through the storage to the worker that compiles (`_take_handed_over`)."""
-    ctx = state.home.find(str(args["context"]))
-    manifest = parse_manifest(ctx.manifest_data())
-    storage, task_id = shared_storage(state.home), args.get("task")
-    if storage is None or not task_id:
-        return partial(warm_source, ctx, state.home, manifest)
-
-    def part(rel: str) -> int:
-        def hand_over(items: dict[str, Any]) -> None:
-            storage.put_bytes(_handed_over_key(str(task_id), rel), pack_vectors(items))
-
-        return warm_source(ctx, state.home, manifest, rel, hand_over)
-
-    return part
-
-
-def _handed_over_key(task_id: str, rel: str) -> str:
-    return f"tasks/{task_id}/vectors/{hashlib.sha256(rel.encode()).hexdigest()}.npz"
-
-
-def _take_handed_over(storage: Storage, state: ApiState, manifest: Manifest, task_id: str) -> None:
-    """Vectors other workers computed for this curate, into this node's cache; then removed."""
-    keys = list(storage.keys(f"tasks/{task_id}/vectors"))
-    for key in keys:
-        take_vectors(state.home, manifest, storage.get_bytes(key))
-    storage.delete(keys)
-
-
-def curate_job(state: ApiState, args: dict[str, Any]) -> Job:
-    """A curate from its JSON arguments, as a worker rebuilds it from the task row (`TaskService.kinds`)."""
-    ctx = state.home.find(str(args["context"]))
-    return _curate_job(
-        state,
-        ctx,
-        bool(args.get("force")),
-        bool(args.get("chunks_only")),
-        args.get("model"),
-        args.get("max_tokens"),
-    )
-
-
-def model_or_400(state: ApiState, name: str) -> ModelConfig:
+def model_or_400(state: Server, name: str) -> ModelConfig:
     """The catalog entry a request's `model` names (an id or a tier), or `400 model_unavailable`
     saying why it cannot run on this server."""
     try:
@@ -320,7 +93,7 @@ def start_curate(
     with service.claiming():
         conflict_check(service, ctx, EXCLUSIVE_WORKFLOWS)
         chunks_only = body.legs is not None and "artifacts" not in body.legs
-        task = _start_curate(state, service, ctx, who.name, task_input, body.force, chunks_only)
+        task = start_curate_task(state, service, ctx, who.name, task_input, body.force, chunks_only)
     return {"task_id": task["id"], "state": "curating"}
 
 
@@ -394,5 +167,5 @@ def delete_sources(request: Request, slug: str, body: DeleteSourcesRequest, who:
                 else:
                     not_found.append(rel)
         task_input = {"sources": wanted, "trigger": "delete-sources", "deletion_only": True}
-        task = _start_curate(state, service, ctx, who.name, task_input)
+        task = start_curate_task(state, service, ctx, who.name, task_input)
     return {"task_id": task["id"], "state": "curating", "deleted": deleted, "not_found": not_found}

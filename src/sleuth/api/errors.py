@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sleuth.errors import Error
+from sleuth.errors import Error, Told, ToldConflict, ToldInvalid, ToldNotFound, ToldTooMany, ToldUnavailable
 
 #: The status of each `agent.turn.TurnError` code that is not a plain 400 (spec/api.md §4).
 TURN_ERROR_STATUS: dict[str, int] = {
@@ -42,3 +42,20 @@ def error_responses(*pairs: tuple[int, str]) -> dict[int | str, dict[str, Any]]:
         }
         for status, code in pairs
     }
+
+
+#: The status of each kind of refusal the services below the API raise (`sleuth.errors.Told`).
+TOLD_STATUS: tuple[tuple[type[Told], int], ...] = (
+    (ToldNotFound, 404),
+    (ToldInvalid, 400),
+    (ToldTooMany, 429),
+    (ToldConflict, 409),
+    (ToldUnavailable, 503),
+)
+
+
+def from_told(told: Told) -> ApiError:
+    """The HTTP error a service's refusal is: its kind picks the status, its code and fields stay."""
+    status = next((s for kind, s in TOLD_STATUS if isinstance(told, kind)), 500)
+    headers = {"Retry-After": str(told.retry_after_s)} if told.retry_after_s is not None else None
+    return ApiError(status, told.code, told.message, headers, **told.extra)

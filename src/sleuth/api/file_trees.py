@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import mimetypes
 import os
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from fastapi.responses import FileResponse
 
 from sleuth.api.errors import ApiError
 from sleuth.compile.sources import UnsafePath, safe_join
+from sleuth.store.trees import hidden as _hidden
 
 
 def iso(epoch: float | None) -> str | None:
@@ -96,11 +96,6 @@ def file_response(target: Path, headers: dict[str, str] | None = None) -> FileRe
 EMPTY_LISTING: dict[str, Any] = {"entries": [], "total": 0, "offset": 0, "limit": 0, "next_offset": None}
 
 
-def _hidden(name: str) -> bool:
-    """Files a listing never shows: partial writes of an upload in progress."""
-    return name.endswith(".partial")
-
-
 def dir_listing(root: Path, path: str, missing_root_is_empty: bool = False) -> dict[str, Any]:
     """`DirListing` of one directory (spec/api.md §6.2): the whole directory in one page."""
     if path.strip("/") == "":
@@ -133,20 +128,6 @@ def dir_listing(root: Path, path: str, missing_root_is_empty: bool = False) -> d
         "limit": len(entries),
         "next_offset": None,
     }
-
-
-def walk_files(root: Path) -> Iterator[tuple[str, os.stat_result]]:
-    """Every regular file under `root` (no symlinks, no partial writes) as (POSIX path, stat)."""
-    if not root.is_dir():
-        return
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        base = Path(dirpath)
-        for name in sorted(filenames):
-            full = base / name
-            if _hidden(name) or full.is_symlink():
-                continue
-            yield full.relative_to(root).as_posix(), full.stat()
 
 
 def tree_stats(root: Path) -> dict[str, int]:

@@ -11,11 +11,11 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.responses import FileResponse
 
 from sleuth.api.auth import AnyKey
-from sleuth.api.context_files import find_context, safe_rel
 from sleuth.api.errors import ApiError
 from sleuth.api.file_trees import EMPTY_LISTING, dir_listing, file_response, resolve_file, tree_stats
 from sleuth.api.state import api_state
 from sleuth.format.front_matter import split_front_matter
+from sleuth.server.context_files import find_context, safe_rel
 from sleuth.store.home import ContextDir
 
 router = APIRouter()

@@ -53,16 +53,14 @@ from starlette.types import Receive, Scope, Send
 import sleuth
 from sleuth.agent.records import Query
 from sleuth.agent.request import Ask
-from sleuth.agent.turn import Runtime, TurnError
+from sleuth.agent.turn import TurnError
 from sleuth.api.access import visible_query
 from sleuth.api.admission import admit_turn
 from sleuth.api.auth import LOCAL, Principal, principal
 from sleuth.api.errors import ApiError
 from sleuth.api.query_request import QueryRequest, validated_body
-from sleuth.api.state import ApiState, api_state
-from sleuth.api.task_service import task_service
-from sleuth.api.turns import TurnExecutor, executor
-from sleuth.errors import Error
+from sleuth.api.state import api_state, executor, task_service
+from sleuth.errors import Error, Told
 from sleuth.format.problems import field_of, first_problem
 from sleuth.sdk.errors import (
     AmbiguousError,
@@ -77,9 +75,10 @@ from sleuth.sdk.knowledge import Evidence, Knowledge, ScopedContext
 from sleuth.sdk.primitives import Locator, Primitive, primitives
 from sleuth.sdk.sql_process import IsolatedDatabase
 from sleuth.sdk.types import Hit, Rows
-from sleuth.settings import current
+from sleuth.server.build import open_server
+from sleuth.server.state import Server
+from sleuth.server.turns import TurnExecutor
 from sleuth.store.home import ContextDir, ContextInfo, ContextNotFound, Home
-from sleuth.store.server_db import ServerDB
 from sleuth.store.tasks import TaskStore
 
 MCP_PATH = "/mcp"
@@ -135,7 +134,7 @@ class Engine:
     """What one tool call runs on: the server's state, turn executor, task table and the caller.
     Over HTTP it comes from the app (shared with the routes); `sleuth mcp` builds its own."""
 
-    state: ApiState
+    state: Server
     turns: TurnExecutor
     tasks: TaskStore
     who: Principal
@@ -213,6 +212,8 @@ def _failure_of(exc: Exception) -> ToolFailure | None:
         return exc
     if isinstance(exc, TurnError | ApiError):
         return ToolFailure(exc.code, str(exc))
+    if isinstance(exc, Told):  # a service's refusal (a full server, a busy context): its code and fields
+        return ToolFailure(exc.code, exc.message, **exc.extra)
     if isinstance(exc, SleuthError):
         code = next((c for kind, c in SDK_ERROR_CODES.items() if isinstance(exc, kind)), "sdk_error")
         return ToolFailure(code, str(exc), error=type(exc).__name__)
@@ -576,21 +577,11 @@ def serve_stdio(home: Home, only: str | None = None) -> None:
     still running at exit are cancelled and given a few seconds to record it."""
     if only is not None:
         only = home.find(only).info().slug  # ContextNotFound: the caller reports it before anything starts
-    db = ServerDB.for_home(home)
-    runtime = Runtime(home, db=db)
-    settings = current()
-    turns = TurnExecutor(
-        runtime, settings.max_concurrent_turns, settings.max_queued_turns, settings.max_turns_per_key
-    )
-    task_store = TaskStore(db.database)
+    state = open_server(home, role="mcp")
+    turns = state.turn_executor()
+    task_store = TaskStore(state.db.database)
     pending: set[Future[Query]] = set()
-    engine = Engine(
-        ApiState(home=home, db=db, runtime=runtime),
-        turns,
-        task_store,
-        LOCAL_ADMIN,
-        pending,
-    )
+    engine = Engine(state, turns, task_store, LOCAL_ADMIN, pending)
     server, tools = build_server(lambda _ctx: engine, only)
     try:
         anyio.run(server.run_stdio_async)
@@ -599,5 +590,4 @@ def serve_stdio(home: Home, only: str | None = None) -> None:
         wait_futures(list(pending), timeout=STOP_WAIT_S)
         tools.pool.close()
         task_store.close()
-        runtime.close()
-        db.close()
+        state.close()

@@ -17,20 +17,8 @@ from starlette.datastructures import UploadFile
 import sleuth
 from sleuth.api.archives import ZIP_ENTRY_BYTES, ArchiveRefused, zip_directory
 from sleuth.api.auth import AdminKey
-from sleuth.api.context_files import (
-    EXCLUSIVE_WORKFLOWS,
-    StrictBody,
-    conflict_check,
-    find_context,
-    has_sources,
-    read_extra,
-    update_extra,
-)
-from sleuth.api.curation import CURATE_PHASES, curate_output
 from sleuth.api.errors import ApiError
-from sleuth.api.file_trees import walk_files
-from sleuth.api.state import ApiState, api_state
-from sleuth.api.task_service import Job, TaskHandle, TaskService, task_service
+from sleuth.api.state import api_state, task_service
 from sleuth.api.uploads import (
     MULTIPART_OVERHEAD,
     UPLOAD_SCHEMA,
@@ -46,9 +34,22 @@ from sleuth.compile.manifest import ManifestError, parse_manifest
 from sleuth.compile.pipeline import CompileRun
 from sleuth.compile.report import Progress
 from sleuth.compile.sources import UnsafePath, safe_join, safe_relative_path
+from sleuth.server.context_files import (
+    EXCLUSIVE_WORKFLOWS,
+    StrictBody,
+    conflict_check,
+    find_context,
+    has_sources,
+    read_extra,
+    update_extra,
+)
+from sleuth.server.curation import CURATE_PHASES, curate_output
+from sleuth.server.state import Server
+from sleuth.server.task_service import Job, TaskHandle, TaskService
 from sleuth.store.home import ContextDir, Home, now_iso
 from sleuth.store.ledger import Ledger
 from sleuth.store.lock import CurateInFlight, curate_lock
+from sleuth.store.trees import walk_files
 
 router = APIRouter()
 
@@ -330,7 +331,7 @@ def restore_pack(
 
 
 def _restore_job(
-    state: ApiState, ctx: ContextDir, staged: Path, pack: dict[str, Any], limits: SourceLimits
+    state: Server, ctx: ContextDir, staged: Path, pack: dict[str, Any], limits: SourceLimits
 ) -> Job:
     """`restore_pack` as a task; the staged upload is removed when it ends."""
 
@@ -362,7 +363,7 @@ async def restore_context(request: Request, slug: str, who: AdminKey) -> dict[st
 
 
 def _start_restore(
-    state: ApiState, service: TaskService, ctx: ContextDir, upload: UploadFile, limits: SourceLimits, who: str
+    state: Server, service: TaskService, ctx: ContextDir, upload: UploadFile, limits: SourceLimits, who: str
 ) -> dict[str, Any]:
     staged_dir = staging_dir(ctx, f"restore-{os.urandom(8).hex()}")
     staged = staged_dir / "pack.zip"

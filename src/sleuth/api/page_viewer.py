@@ -22,10 +22,10 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
 from sleuth.api.auth import AnyKey
-from sleuth.api.context_files import find_context, live_version_dir
 from sleuth.api.errors import ApiError
 from sleuth.api.file_trees import resolve_file
 from sleuth.api.state import api_state
+from sleuth.server.context_files import find_context, live_version_dir
 from sleuth.store.page_images import MAX_IMAGE_WIDTH, NotAPdf, PageNotFound, render_png, span_boxes
 from sleuth.store.page_marks import page_marks
 from sleuth.store.search import VersionReader

@@ -38,11 +38,12 @@ from sleuth.api.query_request import (
     validated_body,
 )
 from sleuth.api.sse import follow, stream_response
-from sleuth.api.state import ApiState, api_state
-from sleuth.api.turns import executor, settled, wait_until
+from sleuth.api.state import api_state, executor
 from sleuth.api.versioning import require_unstable
 from sleuth.compile.manifest import EMBEDDING_MODELS
 from sleuth.models import embedder
+from sleuth.server.state import Server
+from sleuth.server.turns import settled, wait_until
 from sleuth.settings import TURN_CAP_SECONDS
 from sleuth.store.server_db import TERMINAL_STATUSES, QueryNotFound
 
@@ -108,7 +109,7 @@ async def post_query(request: Request, who: AnyKey) -> Response:
     return JSONResponse(document)
 
 
-def _stored(state: ApiState, query_id: str, who: Principal) -> dict[str, Any]:
+def _stored(state: Server, query_id: str, who: Principal) -> dict[str, Any]:
     """The turn as served, or `404 query_not_found` when it does not exist for `who`."""
     return present(state, visible_query(state, who, query_id))
 

@@ -11,45 +11,31 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-import os
 import threading
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from functools import partial
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import uvicorn
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
-from sleuth.agent.turn import Runtime
 from sleuth.api.app import create_app
-from sleuth.api.state import ApiState
 from sleuth.api.system import sandbox_report
-from sleuth.api.task_service import TaskService
-from sleuth.api.turns import TurnExecutor
-from sleuth.errors import Invalid
-from sleuth.settings import Settings, current
+from sleuth.server.build import ServeError, open_server, worker_options
+from sleuth.server.state import Server
+from sleuth.server.turns import TurnExecutor
+from sleuth.settings import current
 from sleuth.store.home import Home
-from sleuth.store.keys import KeyStore
-from sleuth.store.replica import Replica
-from sleuth.store.server_db import ServerDB, worker_alive, worker_name
-from sleuth.store.tasks import TaskStore
 
 if TYPE_CHECKING:
-    from sleuth.api.queue import JobsHere, WorkerThread
+    from sleuth.server.queue import WorkerThread
 
 log = logging.getLogger("sleuth.server")
-RESTART_ERROR = "server restarted"  # spec/api.md §9.2
 GRACEFUL_SHUTDOWN_S = 30  # then uvicorn cuts what is still open
-API_KEY_ENV = "SLEUTH_API_KEY"
 REMOTE_WARNING_EVERY = 1000  # spec/api.md §3.3: no-auth on a public address warns every 1,000th request
 LOOPBACK_NAMES = ("localhost",)
-
-
-class ServeError(Invalid, ValueError):
-    """The options cannot be served safely (no-auth on a public address without --allow-remote)."""
 
 
 @dataclass(frozen=True)
@@ -89,97 +75,7 @@ def resolve_auth(options: ServeOptions) -> bool:
     return auth
 
 
-def build_state(
-    home: Home,
-    overrides: dict[str, Any] | None = None,
-    *,
-    auth: bool = False,
-    environ: Mapping[str, str] | None = None,
-    role: str = "server",
-) -> ApiState:
-    """The process's state over `home`, built once: the settings (environment, then `overrides`), the
-    server database, the runtime, the env's admin key seeded, and the services that run turns and tasks.
-
-    On SQLite (one machine) turns and tasks a previous process left running are failed here: this
-    process owns them all. On PostgreSQL nothing is failed at start: another server or worker may be
-    running them; the turns and tasks of a process that died are found by their leases instead
-    (`TurnExecutor.beat`, `TaskService.beat`), and turns and curates go through the job queue.
-    """
-    env: Mapping[str, str] = os.environ if environ is None else environ
-    settings = current().model_copy(update=dict(overrides or {}))
-    db = ServerDB.for_home(home, settings.database_url)
-    shared = db.database.is_postgres
-    try:
-        if not shared:
-            # Only the turns no live process holds: another server or `sleuth ask` may share the home.
-            failed = db.recover_orphans(worker_alive, error=RESTART_ERROR)
-            if failed:
-                log.warning("%d turn(s) were left in flight by a process that stopped; marked failed", failed)
-        secret = env.get(API_KEY_ENV, "").strip()
-        if secret and KeyStore.for_db(db).seed(secret) is None:
-            log.warning("%s holds a revoked key; it was not restored", API_KEY_ENV)
-        if auth and not KeyStore.for_db(db).list_keys(include_revoked=False):
-            log.warning("API keys are required but none exist: create one with `sleuth keys create`")
-        runtime = Runtime(home, db=db)  # recovery is done above, with the restart reason
-    except BaseException:
-        db.close()
-        raise
-    state = ApiState(
-        home=home, db=db, runtime=runtime, overrides=dict(overrides or {}), auth=auth, frozen=settings
-    )
-    if shared:
-        _shared_services(state, settings, role)
-    else:
-        turns = state.turns = TurnExecutor(
-            runtime, settings.max_concurrent_turns, settings.max_queued_turns, settings.max_turns_per_key
-        )
-        turns.start_heartbeat()  # each beat also fails the turns of a process on the home that died
-    return state
-
-
-def _shared_services(state: ApiState, settings: Settings, role: str) -> None:
-    """PostgreSQL: the job queue, this process's executor and task service on it, and its listener."""
-    from sleuth.api.curation import curate_job, curate_part
-    from sleuth.api.notices import Listener
-    from sleuth.api.queue import JobQueue
-
-    name = worker_name(role)
-    queue = JobQueue(state.db.database)
-    state.queue = queue
-    turns = state.turns = TurnExecutor(
-        state.runtime,
-        settings.max_concurrent_turns,
-        settings.max_queued_turns,
-        settings.max_turns_per_key,
-        queue=queue,
-        worker=name,
-        heartbeat_s=settings.worker_heartbeat_s,
-        max_wait_s=settings.max_queue_wait_s,
-    )
-    state.tasks = TaskService(
-        TaskStore(state.db.database),
-        state.home.root / "tasks",
-        workers=settings.task_workers,
-        stop_timeout_s=settings.task_stop_timeout_s,
-        queue=queue,
-        worker=name,
-        heartbeat_s=settings.worker_heartbeat_s,
-        kinds={"curate": partial(curate_job, state)},
-        part_kinds={"curate": partial(curate_part, state)},
-        max_wait_s=settings.max_queue_wait_s,
-        shared=state.home.shared if isinstance(state.home.shared, Replica) else None,
-    )
-    listener = state.listener = Listener(
-        state.db.database.url,
-        on_event=turns.hub.notify,
-        on_control=state.runtime.cancel,
-        on_reconnect=turns.hub.notify_all,
-    )
-    listener.start()
-    turns.start_heartbeat()
-
-
-def _probe_in_background(state: ApiState) -> None:
+def _probe_in_background(state: Server) -> None:
     def probe() -> None:
         report = sandbox_report(state)
         if report.get("ok"):
@@ -261,7 +157,7 @@ def serve(home: Home, options: ServeOptions, *, log_level: str = "info") -> None
     }
     overrides = {name: value for name, value in flags.items() if value is not None}
     current()  # a bad `SLEUTH_*` value stops the server here, before anything starts
-    state = build_state(home, overrides, auth=auth)
+    state = open_server(home, overrides, auth=auth)
     try:
         app = create_app(state)
         if not auth and is_loopback(options.host):
@@ -293,7 +189,7 @@ class _DrainingServer(uvicorn.Server):
     """uvicorn that, on SIGTERM/SIGINT, first ends its event streams cleanly (clients resume on another
     server with `Last-Event-ID`), then stops as uvicorn does: no new connections, requests finished."""
 
-    def __init__(self, config: uvicorn.Config, state: ApiState) -> None:
+    def __init__(self, config: uvicorn.Config, state: Server) -> None:
         super().__init__(config)
         self.state = state
 
@@ -304,27 +200,9 @@ class _DrainingServer(uvicorn.Server):
         super().handle_exit(sig, frame)
 
 
-def worker_options(state: ApiState) -> tuple[JobsHere, dict[str, Any]]:
-    """What a worker in this process runs jobs with (`sleuth worker`, `--with-worker`): this process's
-    executor and task service, and the queue worker's options from the settings. `ServeError` without
-    PostgreSQL, where there is no queue to take jobs from."""
-    from sleuth.api.queue import JobsHere
-
-    turns, tasks = state.turns, state.tasks
-    if not isinstance(turns, TurnExecutor) or not isinstance(tasks, TaskService) or state.queue is None:
-        raise ServeError("a worker needs SLEUTH_DATABASE_URL=postgresql://… (the job queue)")
-    settings = state.settings
-    return JobsHere(turns, tasks), {
-        "concurrency": settings.worker_concurrency,
-        "heartbeat_s": settings.worker_heartbeat_s,
-        "name": turns.worker,
-        "shutdown_grace_s": settings.task_stop_timeout_s,
-    }
-
-
-def _worker_thread(state: ApiState) -> WorkerThread:
+def _worker_thread(state: Server) -> WorkerThread:
     """`--with-worker`: this process also takes jobs from the queue."""
-    from sleuth.api.queue import WorkerThread
+    from sleuth.server.queue import WorkerThread
 
     runner, options = worker_options(state)
     worker = WorkerThread(state.db.database, runner, **options)

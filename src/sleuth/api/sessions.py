@@ -17,7 +17,8 @@ from sleuth.api.access import session_not_found, visible_session, visible_sessio
 from sleuth.api.admission import present
 from sleuth.api.auth import AnyKey
 from sleuth.api.errors import ApiError, error_responses
-from sleuth.api.state import ApiState, api_state
+from sleuth.api.state import api_state
+from sleuth.server.state import Server
 from sleuth.store.home import ContextNotFound
 from sleuth.store.server_db import SessionBusy
 
@@ -31,7 +32,7 @@ def rfc3339(stamp: float | None) -> str | None:
     return datetime.fromtimestamp(stamp, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _context_ids(state: ApiState, scope: list[str], cache: dict[str, str]) -> list[str]:
+def _context_ids(state: Server, scope: list[str], cache: dict[str, str]) -> list[str]:
     """Slugs → context ids; an entry whose context is gone stays as it was stored."""
     ids = []
     for entry in scope:
@@ -45,7 +46,7 @@ def _context_ids(state: ApiState, scope: list[str], cache: dict[str, str]) -> li
 
 
 def session_object(
-    state: ApiState, stored: dict[str, Any], cache: dict[str, str] | None = None
+    state: Server, stored: dict[str, Any], cache: dict[str, str] | None = None
 ) -> dict[str, Any]:
     """A stored session as the Session object of spec/api.md §10.1."""
     return {

@@ -20,11 +20,9 @@ from starlette.datastructures import UploadFile
 
 from sleuth.api.archives import SourceUsage, expand_archive
 from sleuth.api.auth import AdminKey, AnyKey
-from sleuth.api.context_files import find_context, safe_rel, tree_lock, update_extra
 from sleuth.api.errors import ApiError
-from sleuth.api.file_trees import dir_listing, file_response, iso, resolve_file, tree_stats, walk_files
-from sleuth.api.state import ApiState, api_state
-from sleuth.api.task_service import TaskHandle, TaskService, task_service
+from sleuth.api.file_trees import dir_listing, file_response, iso, resolve_file, tree_stats
+from sleuth.api.state import api_state, task_service
 from sleuth.api.uploads import (
     MULTIPART_OVERHEAD,
     UPLOAD_SCHEMA,
@@ -37,7 +35,11 @@ from sleuth.api.uploads import (
 from sleuth.compile.connectors import registry
 from sleuth.compile.parse import PARSERS
 from sleuth.compile.sources import UnsafePath, archive_stem, is_archive, safe_join
+from sleuth.server.context_files import find_context, safe_rel, tree_lock, update_extra
+from sleuth.server.state import Server
+from sleuth.server.task_service import TaskHandle, TaskService
 from sleuth.store.home import ContextDir, now_iso, prune_empty_dirs
+from sleuth.store.trees import walk_files
 
 router = APIRouter()
 
@@ -108,7 +110,7 @@ def refuse_connector_folder(ctx: ContextDir, rel: PurePosixPath) -> None:
 
 
 def _store_plain(
-    state: ApiState, service: TaskService, ctx: ContextDir, rel: PurePosixPath, upload: UploadFile, who: str
+    state: Server, service: TaskService, ctx: ContextDir, rel: PurePosixPath, upload: UploadFile, who: str
 ) -> dict[str, Any]:
     limits = SourceLimits.of(state)
     upload.file.seek(0)
@@ -138,7 +140,7 @@ def _store_plain(
 
 
 def _stage_archive(
-    state: ApiState,
+    state: Server,
     service: TaskService,
     ctx: ContextDir,
     folder: PurePosixPath,

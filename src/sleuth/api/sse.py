@@ -20,7 +20,7 @@ from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from sleuth.api.errors import ApiError
-from sleuth.api.turns import EventHub
+from sleuth.server.turns import EventHub
 from sleuth.store.server_db import ServerDB
 
 KEEPALIVE_S = 15.0  # spec/api.md §9.3; tests lower it

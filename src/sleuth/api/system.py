@@ -21,9 +21,10 @@ from pydantic import BaseModel, ConfigDict
 import sleuth
 from sleuth.api.auth import LOCAL, AnyKey, presented_credential, principal, unauthenticated
 from sleuth.api.errors import ApiError
-from sleuth.api.state import ApiState, api_state
+from sleuth.api.state import api_state
 from sleuth.api.versioning import DEFAULT_VERSION, VERSIONS
 from sleuth.sandbox.host import SandboxHost
+from sleuth.server.state import Server
 from sleuth.settings import admin_only
 from sleuth.store.keys import TOKEN_PREFIX, KeyStore, new_secret
 
@@ -37,7 +38,7 @@ _probes: weakref.WeakKeyDictionary[SandboxHost, tuple[float, dict[str, Any]]] = 
 _probe_lock = threading.Lock()
 
 
-def public_settings(state: ApiState, admin: bool = True) -> dict[str, Any]:
+def public_settings(state: Server, admin: bool = True) -> dict[str, Any]:
     """The settings as served (`/version` needs no key): of the database URL only its kind, since a URL
     can carry a password in places that redaction misses (`?password=`), and names hosts besides. A
     caller without an admin key (`admin` false) gets no setting declared admin-only (folders, allow
@@ -53,7 +54,7 @@ def public_settings(state: ApiState, admin: bool = True) -> dict[str, Any]:
     return settings
 
 
-def _probe(state: ApiState, host: SandboxHost) -> tuple[bool, dict[str, Any]]:
+def _probe(state: Server, host: SandboxHost) -> tuple[bool, dict[str, Any]]:
     """(cacheable, report). Not cacheable when nothing could be probed or the probe itself failed."""
     from sleuth.sandbox.zygote import meets_floor  # the zygote module is heavy; only probes need it
 
@@ -85,7 +86,7 @@ def _probe(state: ApiState, host: SandboxHost) -> tuple[bool, dict[str, Any]]:
     return True, report
 
 
-def sandbox_report(state: ApiState) -> dict[str, Any]:
+def sandbox_report(state: Server) -> dict[str, Any]:
     """`GET /version`'s `sandbox` object, probed once per host (a failed probe is retried after 30 s)."""
     host = state.runtime.sandbox_host
     with _probe_lock:

@@ -29,13 +29,13 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from sleuth.api.auth import AnyKey
-from sleuth.api.context_files import find_context, live_version_dir
 from sleuth.api.errors import ApiError
 from sleuth.api.state import api_state
 from sleuth.format.spreadsheet import safe_row
 from sleuth.sdk.errors import BusyError, QueryError
 from sleuth.sdk.sql import MAX_ROWS, MAX_STATEMENTS, SqlDatabase, quote_identifier
 from sleuth.sdk.sql_process import IsolatedDatabase
+from sleuth.server.context_files import find_context, live_version_dir
 
 router = APIRouter()
 T = TypeVar("T")

@@ -27,13 +27,9 @@ from sleuth.api.file_trees import (
     iso,
     resolve_file,
 )
-from sleuth.api.state import ApiState, api_state
-from sleuth.api.task_service import (
-    TaskService,
-    TaskStopTimeout,
-    lifespan,
-    task_service,
-)
+from sleuth.api.state import api_state, task_service
+from sleuth.server.state import Server
+from sleuth.server.task_service import TaskService, TaskStopTimeout
 from sleuth.store.home import ContextNotFound
 from sleuth.store.tasks import (
     STATES,
@@ -55,7 +51,7 @@ LIST_OUTPUT_BYTES = 16 * 1024
 # --- the Task object ------------------------------------------------------------------------------
 
 
-def task_json(state: ApiState, task: dict[str, Any], with_steps: bool = False) -> dict[str, Any]:
+def task_json(state: Server, task: dict[str, Any], with_steps: bool = False) -> dict[str, Any]:
     """The Task object of spec/api.md §7.1 (`steps` on `GET /tasks/{id}` only)."""
     timeout = task["timeout_seconds"]
     body: dict[str, Any] = {
@@ -114,7 +110,7 @@ def _own_task(service: TaskService, who: Principal, task_id: str) -> dict[str, A
 
 # --- routes ---------------------------------------------------------------------------------------
 
-router = APIRouter(tags=["tasks"], lifespan=lifespan)
+router = APIRouter(tags=["tasks"])
 
 
 class TaskCancelRequest(BaseModel):

@@ -8,15 +8,16 @@ from fastapi import APIRouter, Body, Request
 from pydantic import Field
 
 from sleuth.api.auth import AnyKey
-from sleuth.api.context_files import StrictBody, find_context
 from sleuth.api.curation import model_or_400
 from sleuth.api.errors import ApiError
-from sleuth.api.state import ApiState, api_state
+from sleuth.api.state import api_state
 from sleuth.compile.explore_model import propose
 from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.compile.manifest import Manifest
 from sleuth.compile.templates import TEMPLATES, without_model
 from sleuth.models.base import Model
+from sleuth.server.context_files import StrictBody, find_context
+from sleuth.server.state import Server
 
 router = APIRouter()
 
@@ -43,7 +44,7 @@ class ExploreRequest(StrictBody):
     model: str | None = Field(None, min_length=1, max_length=256)
 
 
-def _explore_model(state: ApiState, name: str, admin: bool) -> tuple[str, Model]:
+def _explore_model(state: Server, name: str, admin: bool) -> tuple[str, Model]:
     """The provider model a request names; 400 when it cannot run here, 403 for a query key (a model
     spends the operator's tokens, as a curate does)."""
     if not admin:

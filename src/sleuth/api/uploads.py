@@ -17,7 +17,7 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 
 from sleuth.api.errors import ApiError
-from sleuth.api.state import ApiState
+from sleuth.server.state import Server
 from sleuth.settings import Settings
 from sleuth.store.home import ContextDir
 
@@ -42,7 +42,7 @@ class SourceLimits:
     max_expansion_ratio: int  # decompressed bytes per compressed byte, past `EXPANSION_ALLOWANCE_BYTES`
 
     @classmethod
-    def of(cls, state: ApiState) -> SourceLimits:
+    def of(cls, state: Server) -> SourceLimits:
         return cls.of_settings(state.settings)
 
     @classmethod

@@ -15,18 +15,18 @@ from rich.table import Table
 
 from sleuth.cli.app import FAILED, USAGE, app, console, err, fail, failure, find_context, say, styled
 from sleuth.compile.connectors import registry
-from sleuth.compile.connectors.base import ConnectorConfigError, ConnectorError, Limits
+from sleuth.compile.connectors.base import ConnectorConfigError, ConnectorError
 from sleuth.compile.connectors.kinds import KINDS, build
-from sleuth.compile.connectors.sync import SyncReport, sync
+from sleuth.compile.connectors.sync import SyncReport
 from sleuth.compile.errors import CompileError
 from sleuth.compile.pipeline import compile_context
 from sleuth.errors import Conflict, Invalid
 from sleuth.models.embedder import EmbedderError
+from sleuth.server.connectors import failure_text, sync_connector
 from sleuth.settings import current
-from sleuth.store.home import ContextDir, now_iso
-from sleuth.store.lock import CurateInFlight, curate_lock
+from sleuth.store.home import ContextDir
 from sleuth.store.replica import open_home
-from sleuth.store.secrets import SecretBox, SecretUnreadable
+from sleuth.store.secrets import SecretBox
 
 connectors_app = typer.Typer(
     help="Sources that stay in sync, of four kinds: git (a repository's branch or tag), folder (a folder "
@@ -162,26 +162,14 @@ class Outcome:
 
 
 def _sync_one(ctx: ContextDir, entry: registry.ConnectorEntry) -> Outcome:
-    """Sync `entry` and record its outcome with the connector; a failure is returned, not raised, so
-    that one connector that fails leaves the others to sync."""
-    settings = current()
-    attempt = now_iso()
+    """Sync `entry` as the server does (`server.connectors.sync_connector`: under the curate lock, the
+    outcome recorded); a failure is returned, not raised, so that one connector that fails leaves the
+    others to sync."""
     try:
-        connector = build(
-            entry.kind, entry.config, SecretBox(open_home().root).open(entry.secret), settings,
-            ctx.root / "connectors" / "cache", any_folder=True, home=open_home().root,
-        )  # fmt: skip
-        with curate_lock(ctx.lock_file, ctx.info().id), ctx.editing():
-            report = sync(ctx, entry.name, connector, Limits.of(settings))
-    except (ConnectorError, ConnectorConfigError, SecretUnreadable, CurateInFlight) as exc:
-        error = str(exc)
-    except Exception as exc:  # a client library's own error (boto3, httpx, the disk): this connector's
-        error = f"{type(exc).__name__}: {exc}"
-    else:
-        registry.record(ctx, entry.name, attempt, report.to_json(), None)
-        return Outcome(entry, report=report)
-    registry.record(ctx, entry.name, attempt, None, error)
-    return Outcome(entry, error=error)
+        report = sync_connector(open_home(), ctx, entry, current(), machine_user=True)
+    except Exception as exc:  # recorded with the connector already; said here, in the same words
+        return Outcome(entry, error=failure_text(exc))
+    return Outcome(entry, report=report)
 
 
 def _said(outcome: Outcome) -> None:

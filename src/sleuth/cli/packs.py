@@ -55,10 +55,10 @@ def restore_cmd(
 ) -> None:
     """Restore a .context.zip into a new or empty context and curate it (no model is called: the packed
     extraction cache answers)."""
-    from sleuth.api.context_files import has_sources
     from sleuth.api.errors import ApiError
     from sleuth.api.packs import check_pack, restore_pack
     from sleuth.api.uploads import SourceLimits
+    from sleuth.server.context_files import has_sources
 
     if not pack_file.is_file():
         raise fail(f"no such file: {pack_file}", USAGE)

@@ -78,9 +78,10 @@ def serve_cmd(
     ] = False,
 ) -> None:
     """Serve the HTTP API (OpenAPI at /api/openapi.json) over $SLEUTH_HOME until interrupted."""
-    from sleuth.api.server import ServeError, ServeOptions, resolve_auth, serve
+    from sleuth.api.server import ServeOptions, resolve_auth, serve
     from sleuth.errors import MissingExtra
     from sleuth.models.catalog import CatalogError
+    from sleuth.server.build import ServeError
     from sleuth.store.database import DatabaseUrlError
 
     options = ServeOptions(
@@ -140,10 +141,10 @@ def worker_cmd(
 ) -> None:
     """Run the turns and curates API servers queue (needs SLEUTH_DATABASE_URL=postgresql://…) until
     SIGTERM, which drains: no new jobs, running ones finish or go back to the queue."""
-    from sleuth.api.queue import QUEUES
-    from sleuth.api.server import ServeError
-    from sleuth.api.worker import work
     from sleuth.errors import MissingExtra
+    from sleuth.server.build import ServeError
+    from sleuth.server.queue import QUEUES
+    from sleuth.server.worker import work
     from sleuth.settings import current
 
     wanted = tuple(queue or QUEUES)

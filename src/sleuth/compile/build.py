@@ -44,6 +44,7 @@ from sleuth.store import ann, dense, keyword
 from sleuth.store.home import ContextDir, Home, now_iso, write_json_atomic
 from sleuth.store.ledger import Failure, Ledger, SourceEntry
 from sleuth.store.rescore import TitleIndex, chunks_by_page, page_words
+from sleuth.store.version_info import version_file
 
 EMBED_BATCH = 256
 #: Windows embedded together: sorting them by length keeps batches' padding low, and a buffer this
@@ -489,7 +490,7 @@ class VersionBuild:
             {s.path: asdict(s) for s in sorted(self.states.values(), key=lambda s: s.path)},
         )
         write_json_atomic(
-            self.plan.out / "version.json",
+            version_file(self.plan.out),
             {
                 "version": self.plan.version,
                 "parent": self.plan.parent_dir.name if self.plan.parent_dir else None,

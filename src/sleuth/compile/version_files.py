@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from sleuth.compile.pages import Page
 from sleuth.format.chunks import Chunk
 from sleuth.store.home import link_file
+from sleuth.store.version_info import read_version_info
 
 
 @dataclass
@@ -124,15 +124,14 @@ def version_counts(version_dir: Path) -> dict[str, Any]:
     """The `counts` a version records in `version.json` (sources compiled, pages, chunks, artifacts,
     …); empty when the file is missing or unreadable."""
     try:
-        counts = json.loads((version_dir / "version.json").read_text(encoding="utf-8")).get("counts")
-    except (OSError, ValueError, AttributeError):
+        return read_version_info(version_dir).counts
+    except (OSError, ValueError):
         return {}
-    return counts if isinstance(counts, dict) else {}
 
 
 def flipped_epoch(version_dir: Path) -> float | None:
+    """When the version went live (`version.json`'s `flipped_at`), as a Unix time; None when unknown."""
     try:
-        data = json.loads((version_dir / "version.json").read_text(encoding="utf-8"))
-        return datetime.fromisoformat(data["flipped_at"].replace("Z", "+00:00")).timestamp()
-    except (FileNotFoundError, KeyError, ValueError):
+        return read_version_info(version_dir).flipped_epoch
+    except (FileNotFoundError, ValueError):
         return None

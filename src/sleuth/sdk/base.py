@@ -31,7 +31,7 @@ from sleuth.sdk.types import (
     Span,
     Table,
 )
-from sleuth.store.search import distinct, rrf
+from sleuth.store.fusion import distinct, rrf
 
 QueryEmbedder = Callable[[str, str], Awaitable[npt.NDArray[np.float32]]]
 """(model id, query text) → unit vector; inside the sandbox this is the `embed` host function."""
@@ -75,11 +75,13 @@ class KnowledgeBase:
         return [self._contexts[context]]
 
     async def _vector(self, ctx: ScopedReader, query: str) -> npt.NDArray[np.float32] | None:
-        if not ctx.reader.meta["embedder"].get("enabled", True):
+        embedder = ctx.reader.info.embedder
+        if not embedder.enabled:
             return None
-        model = ctx.reader.meta["embedder"]["id"]
+        if embedder.id is None:
+            raise LookupError(f"context {ctx.slug!r}: its version names no embedder")
         if self._embed is not None:
-            return await self._embed(model, query)
+            return await self._embed(embedder.id, query)
         return await asyncio.to_thread(ctx.reader.embed_query, query)
 
     def _chunk_hit(

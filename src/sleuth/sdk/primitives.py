@@ -121,6 +121,10 @@ Section = Annotated[
 ]
 
 Kind = Literal["read", "search"]
+#: What a call is in a turn's trace (spec/runtime.md §7): the step's category is its calls'.
+Category = Literal["read", "search", "structured", "graph", "facts"]
+#: The space a primitive's scores live in, where it returns scored hits.
+ScoreSpace = Literal["hybrid_rrf", "bm25"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -131,6 +135,8 @@ class Primitive:
     name: str
     kind: Kind
     method: Callable[..., Any]
+    category: Category = "read"
+    score_space: ScoreSpace | None = None
 
     @property
     def doc(self) -> str:
@@ -163,8 +169,12 @@ def primitives() -> list[Primitive]:
     return sorted(_REGISTRY.values(), key=rank)
 
 
-def primitive(kind: Kind) -> Callable[[F], F]:
-    """Mark a `Knowledge` method as a primitive, and check its declared bounds on every call."""
+def primitive(
+    kind: Kind, category: Category | None = None, score_space: ScoreSpace | None = None
+) -> Callable[[F], F]:
+    """Mark a `Knowledge` method as a primitive, and check its declared bounds on every call.
+    `category` is what its calls are in a trace (default: its kind); `score_space` where its hits'
+    scores come from, for a primitive that ranks."""
 
     def mark(method: F) -> F:
         if inspect.iscoroutinefunction(method):
@@ -184,7 +194,7 @@ def primitive(kind: Kind) -> Callable[[F], F]:
                 return method(*args, **kwargs)
 
             wrapper = checked_read
-        _REGISTRY[method.__name__] = Primitive(method.__name__, kind, wrapper)
+        _REGISTRY[method.__name__] = Primitive(method.__name__, kind, wrapper, category or kind, score_space)
         return typing.cast(F, wrapper)
 
     return mark

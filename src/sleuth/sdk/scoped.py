@@ -123,8 +123,7 @@ class ScopedReader:
 
     @cached_property
     def manifest(self) -> dict[str, Any]:
-        manifest: dict[str, Any] = self.reader.meta["manifest"]
-        return manifest
+        return self.reader.info.manifest
 
     @cached_property
     def artifacts(self) -> dict[str, dict[str, Any]]:

@@ -37,8 +37,9 @@ from sleuth.sdk.types import (
     AwaitableList,
     Hit,
 )
+from sleuth.store.documents import latest_of
 from sleuth.store.keyword import index_phrase, quoted
-from sleuth.store.search import latest_of, whole_words
+from sleuth.store.search import whole_words
 
 #: The most searches one `search_in_sources` call with `per_source` runs (sources x queries): each is
 #: a hybrid search of its own, run one after the other so that evidence labels stay in order.
@@ -52,7 +53,7 @@ class Searches(KnowledgeBase):
     """Hybrid search over artifacts and chunks, keyword search, search within sources, citable spans."""
 
     # ---------------------------------------------------------------------------- searches
-    @primitive("search")
+    @primitive("search", score_space="hybrid_rrf")
     async def search_knowledge(
         self,
         query: Query,
@@ -108,7 +109,7 @@ class Searches(KnowledgeBase):
                 keep = matching if keep is None else [s for s in keep if s in matching]
             if keep is not None and not keep:
                 continue
-            if must_contain and not ctx.reader.meta.get("keyword", True):
+            if must_contain and not ctx.reader.info.keyword:
                 raise QueryError(
                     f"context {ctx.slug!r} was compiled without a keyword index, which must_contain "
                     "reads (curate.chunks.keyword.enabled = false)"
@@ -133,7 +134,7 @@ class Searches(KnowledgeBase):
             per_context.append([self._chunk_hit(ctx, h.id, h.score) for h in hits])
         return self._fuse(per_context, top_k) if per_context else []
 
-    @primitive("search")
+    @primitive("search", score_space="hybrid_rrf")
     async def search_source(
         self,
         query: Query,
@@ -156,7 +157,7 @@ class Searches(KnowledgeBase):
         must = _must(must_contain)
         return AwaitableList(await self._search_chunks(query, top_k, "hybrid", context, sources, where, must))
 
-    @primitive("search")
+    @primitive("search", score_space="bm25")
     async def search_source_by_keyword(
         self,
         query: Query,
@@ -174,7 +175,7 @@ class Searches(KnowledgeBase):
         quotes ('"operating margin"') must appear word for word, as `must_contain` does: only the
         chunks that hold it come back. Filters as in `search_source`."""
         for ctx in self._scope(context):
-            if not ctx.reader.meta.get("keyword", True):
+            if not ctx.reader.info.keyword:
                 raise QueryError(
                     f"context {ctx.slug!r} was compiled without a keyword index "
                     "(curate.chunks.keyword.enabled = false); use search_source"
@@ -185,7 +186,7 @@ class Searches(KnowledgeBase):
             await self._search_chunks(query, top_k, "keyword", context, sources, where, must)
         )
 
-    @primitive("search")
+    @primitive("search", score_space="hybrid_rrf")
     async def search_in_sources(
         self,
         sources: SourcePaths,
@@ -226,7 +227,7 @@ class Searches(KnowledgeBase):
                 lists.append(await self._search_chunks(q, each, "hybrid", context, group, None, must))
         return AwaitableList(self._fuse(lists, max_total))
 
-    @primitive("search")
+    @primitive("search", score_space="hybrid_rrf")
     async def cite_from_artifact(
         self,
         name: ArtifactName,

@@ -36,7 +36,7 @@ class Tables(KnowledgeBase):
     """Read-only SQL, the tables, the graph of typed edges and cheap statistics."""
 
     # ---------------------------------------------------------------------------- structured
-    @primitive("read")
+    @primitive("read", "structured")
     def query_db(
         self, sql: Sql, params: Sequence[Any] | Mapping[str, Any] | None = None, context: str | None = None
     ) -> Rows:
@@ -68,7 +68,7 @@ class Tables(KnowledgeBase):
             out.append(record)
         return Rows(out, columns, truncated, sql, (time.perf_counter() - began) * 1000)
 
-    @primitive("read")
+    @primitive("read", "structured")
     def list_tables(self, context: str | None = None) -> list[Table]:
         """Tables with their columns, types and row counts."""
         out: AwaitableList[Table] = AwaitableList()
@@ -76,7 +76,7 @@ class Tables(KnowledgeBase):
             out.extend(self._tables(ctx))
         return out
 
-    @primitive("read")
+    @primitive("read", "graph")
     def walk_graph(
         self,
         name: ArtifactName,
@@ -131,7 +131,7 @@ class Tables(KnowledgeBase):
             truncated,
         )
 
-    @primitive("read")
+    @primitive("read", "facts")
     def get_fact(self, key: FactKey, context: str | None = None) -> Any:
         """Cheap statistics: artifact_count, source_count, page_count, chunk_count, artifacts_by_type,
         rows_by_table, curated_at, live_version, sample_queries. With several contexts in scope and
@@ -155,8 +155,8 @@ class Tables(KnowledgeBase):
         return AwaitableDict(values)
 
     def _fact(self, ctx: ScopedReader, key: str) -> Any:
-        meta = ctx.reader.meta
-        counts = meta["counts"]
+        info = ctx.reader.info
+        counts = info.counts
         facts: dict[str, Any] = {
             "artifact_count": counts["artifacts"],
             "source_count": counts["sources_compiled"],
@@ -164,9 +164,9 @@ class Tables(KnowledgeBase):
             "chunk_count": counts["chunks"],
             "artifacts_by_type": dict(counts["artifacts_by_type"]),
             "rows_by_table": dict(counts["rows_by_table"]),
-            "curated_at": meta["flipped_at"],
-            "live_version": meta["version"],
-            "sample_queries": list(meta.get("sample_queries", [])),
+            "curated_at": info.flipped_at,
+            "live_version": info.version,
+            "sample_queries": list(info.sample_queries),
         }
         return facts[key]
 

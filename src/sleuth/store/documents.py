@@ -1,17 +1,18 @@
 """Which documents a question names: "3M's FY2018 10-K", "Acme's Q3 2024 quarterly report", "the
 2023 handbook". Searches rank a named document's pages first (`VersionReader.search`), and the offline
-planner searches inside it, as an agent reading the orientation's document list would."""
+planner searches inside it, as an agent reading the orientation's document list would. `latest_of`
+keeps the newest document of each issuer and type, by the same identity fields."""
 
 from __future__ import annotations
 
 import itertools
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sleuth.format.identity import DOC_TYPES, DocumentIdentity, issuer_terms, letters, period_terms
-from sleuth.store.text import STOP_WORDS
+from sleuth.store.stop_words import STOP_WORDS
 
 #: The idf-weighted words a question must share with a document's identity to name it.
 MIN_DOCUMENT_SCORE = 2.0
@@ -160,3 +161,35 @@ def _period_words(words: set[str]) -> tuple[set[str], set[str]]:
 
 
 _QUARTERS = frozenset({"q1", "q2", "q3", "q4", "1q", "2q", "3q", "4q"})
+
+
+def latest_of(paths: Sequence[str], documents: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Of `paths`, the newest document of each (issuer, type): the one whose fiscal year, then
+    stated period end, is last. A document that names no issuer and no type, or carries no date,
+    is kept: nothing says what it is the latest of."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    kept: set[str] = set()
+    for path in paths:
+        entry = documents.get(path, {})
+        key = (str(entry.get("issuer") or "").casefold(), str(entry.get("doc_type") or "").casefold())
+        if key == ("", "") or _recency(entry) is None:
+            kept.add(path)
+        else:
+            groups.setdefault(key, []).append(path)
+    for members in groups.values():
+        dated = {path: _recency(documents[path]) or (0, "") for path in members}
+        year = max(y for y, _end in dated.values())
+        last = max((end for y, end in dated.values() if y == year), default="")
+        # Of the last year's documents, the one whose stated period ends last, and any that states
+        # no end (a year alone cannot be ordered against a date of the same year).
+        kept.update(path for path, (y, end) in dated.items() if y == year and end in (last, ""))
+    return [path for path in paths if path in kept]
+
+
+def _recency(entry: Mapping[str, Any]) -> tuple[int, str] | None:
+    """(fiscal year, stated period end or "")."""
+    end = str(entry.get("period_end") or "")
+    year = entry.get("year")
+    if not isinstance(year, int) or isinstance(year, bool):
+        year = int(end[:4]) if end[:4].isdigit() else None
+    return None if year is None else (year, end)

@@ -29,6 +29,8 @@ import numpy as np
 import numpy.typing as npt
 import tantivy
 
+from sleuth.store.stop_words import SEARCH_STOP_WORDS
+
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 #: Column weights for bm25(): a title or section match counts more than one in the body.
 CHUNK_WEIGHTS = (2.0, 1.5, 1.0)
@@ -37,58 +39,6 @@ ARTIFACT_WEIGHTS = (3.0, 1.0)
 _WORD = re.compile(r"[\w][\w\-./:#@+']*[\w]|[\w]", re.UNICODE)
 _PARTS = re.compile(r"[^\W_]+", re.UNICODE)
 _YEAR = re.compile(r"(?<![0-9])(?:19|20)[0-9]{2}(?![0-9])")
-_STOP = frozenset(
-    (
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "how",
-        "i",
-        "in",
-        "is",
-        "it",
-        "its",
-        "of",
-        "on",
-        "or",
-        "that",
-        "the",
-        "their",
-        "there",
-        "these",
-        "this",
-        "to",
-        "was",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "will",
-        "with",
-        "give",
-        "provide",
-        "show",
-        "tell",
-        "me",
-        "please",
-    )
-)
 
 
 @dataclass(frozen=True)
@@ -123,7 +73,7 @@ def query_terms(query: str) -> tuple[list[str], list[str]]:
     quoted = [index_phrase(q) for q in _QUOTED.findall(query)]
     phrases = list(dict.fromkeys(p for p in quoted if p))
     free = _terms(_QUOTED.sub(" ", query))
-    content = [t for t in free if t not in _STOP] or ([] if phrases else free)
+    content = [t for t in free if t not in SEARCH_STOP_WORDS] or ([] if phrases else free)
     return phrases, list(dict.fromkeys(content))
 
 

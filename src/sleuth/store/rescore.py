@@ -26,7 +26,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cached_property
 
 from sleuth.format.chunks import Chunk
-from sleuth.store.text import STOP_WORDS, stem, words
+from sleuth.store.fusion import RRF_K
+from sleuth.store.stop_words import STOP_WORDS
+from sleuth.store.text import stem, words
 
 PageKey = tuple[str, int]
 
@@ -43,7 +45,6 @@ TITLE_CANDIDATES = 10
 FIRST_STAGE_WEIGHT = 1.0
 TITLE_WEIGHT = 1.0
 COVERAGE_WEIGHT = 0.5
-RRF_K = 60
 
 
 class PageWords:

@@ -1,50 +1,38 @@
 """Search over one compiled version: dense, keyword (BM25) and hybrid (reciprocal-rank fusion).
 
 This is the read side of the indexes that the compiler writes; the retrieval SDK builds its
-primitives on it. Everything is opened read-only, as the sandbox will mount it.
+primitives on it. Everything is opened read-only, as the sandbox will mount it. What the version
+holds besides its indexes (chunks, pages, documents) is read by `store.version_content`, which
+`VersionReader` extends; how ranked lists are fused is `store.fusion`.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import re
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeVar
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from sleuth.format import boilerplate, titles
-from sleuth.format.chunks import Chunk
+from sleuth.format import titles
 from sleuth.format.spans import PageSpan
 from sleuth.format.text import folded
 from sleuth.models.embedder import Embedder, get_embedder
 from sleuth.settings import current
 from sleuth.store import rescore as second_stage
 from sleuth.store.dense import DenseIndex
-from sleuth.store.documents import DocumentResolver
-from sleuth.store.home import ContextDir
+from sleuth.store.fusion import RRF_K, distinct, keep_exact, merge, rrf
 from sleuth.store.keyword import KeywordIndex, exact_phrases, index_phrase, is_identifier, open_index
-from sleuth.store.page_marks import cell_at
-from sleuth.store.rescore import (
-    PageKey,
-    PageWords,
-    TitleIndex,
-    chunks_by_page,
-    idf_from,
-    page_words,
-    rescore,
-    title_pages,
-)
+from sleuth.store.recent import Recent
+from sleuth.store.rescore import PageKey, TitleIndex, idf_from, rescore, title_pages
+from sleuth.store.version_content import CACHED_SOURCES, VersionContent
 
-RRF_K = 60
 Mode = Literal["semantic", "keyword", "hybrid"]
 
 
@@ -68,18 +56,6 @@ _TOKEN = re.compile(r"[A-Za-z0-9]+(?:[-_./][A-Za-z0-9]+)+")
 #: How many chunks that hold the query word for word (`keyword.exact_phrases`) a hybrid search keeps
 #: in its `top_k` however the other signals rank them: at most a third of the results.
 EXACT_KEPT = 3
-
-
-def rrf(
-    rankings: Sequence[Sequence[str]], k: int = RRF_K, weights: Sequence[float] | None = None
-) -> list[tuple[str, float]]:
-    """Reciprocal-rank fusion: each list contributes weight / (k + rank) per id."""
-    scores: dict[str, float] = {}
-    for index, ranking in enumerate(rankings):
-        weight = 1.0 if weights is None else weights[index]
-        for rank, item in enumerate(ranking, 1):
-            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
-    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 def hybrid_weights(query: str) -> tuple[float, float]:
@@ -115,39 +91,6 @@ def asks_for_boilerplate(query: str) -> bool:
     return bool(_ASKS_FOR_BOILERPLATE.search(query))
 
 
-def _merge(*lists: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
-    """Scored candidate lists of one kind as one, best score per id, best first."""
-    best: dict[str, float] = {}
-    for ranked in lists:
-        for cid, score in ranked:
-            if cid not in best or score > best[cid]:
-                best[cid] = score
-    return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
-
-
-def keep_exact(ranked: list[tuple[str, float]], exact: Sequence[str], top_k: int) -> list[tuple[str, float]]:
-    """`ranked` with every chunk of `exact` inside its first `top_k`: one that fell below takes the
-    place of the last chunk above it that is not in `exact`, and each place keeps its score (scores
-    never rise down the list)."""
-    head = [cid for cid, _ in ranked[:top_k]]
-    missing = [cid for cid in dict.fromkeys(exact) if cid not in head]
-    sure = set(exact)
-    movable = [cid for cid in head if cid not in sure]
-    dropped = set(movable[len(movable) - min(len(missing), len(movable)) :]) if missing else set()
-    missing = missing[: len(dropped)]
-    if not missing:
-        return ranked
-    order = [cid for cid in head if cid not in dropped] + missing
-    order += [cid for cid, _ in ranked if cid not in set(order)]
-    scores = [score for _, score in ranked]
-    out: list[tuple[str, float]] = []
-    for position, cid in enumerate(order):
-        score = scores[position] if position < len(scores) else 0.0
-        out.append((cid, min(score, out[-1][1]) if out else score))
-    return out
-
-
-T = TypeVar("T")
 #: `containing` looks at no more than this many chunks; a `must_contain` search ranks its matches
 #: among this many results of the plain search first.
 CONTAINING_LIMIT = 2000
@@ -160,75 +103,11 @@ def whole_words(text: str) -> re.Pattern[str]:
     return re.compile(rf"(?<!\w){re.escape(folded(text))}(?!\w)")
 
 
-#: A chunk that shares at least this share of the shorter of the two with one ranked above it, on the
-#: same page, repeats it: it is left out of the results (issue 25, item 6).
-OVERLAP_SHARE = 0.5
-
-
-def distinct(
-    ranked: Sequence[T],
-    span_of: Callable[[T], tuple[Hashable, int, int]],
-    limit: int | None = None,
-    keep: Callable[[T], bool] | None = None,
-) -> list[T]:
-    """`ranked` (best first) without the items that mostly repeat one ranked above them: the same
-    page (`span_of`'s key) and a span overlapping it by `OVERLAP_SHARE` of the shorter one. Chunks
-    that overlap (a page's chunks cut with overlap, several lists fused) would otherwise print the
-    same text twice. Items `keep` says to keep (exact matches) never are; stops at `limit` items."""
-    kept: dict[Hashable, list[tuple[int, int]]] = {}
-    out: list[T] = []
-    for item in ranked:
-        key, start, end = span_of(item)
-        spans = kept.setdefault(key, [])
-        repeats = any(
-            min(end, e) - max(start, s) >= OVERLAP_SHARE * max(1, min(end - start, e - s)) for s, e in spans
-        )
-        if repeats and (keep is None or not keep(item)):
-            continue
-        spans.append((start, end))
-        out.append(item)
-        if limit is not None and len(out) >= limit:
-            break
-    return out
-
-
-def latest_of(paths: Sequence[str], documents: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """Of `paths`, the newest document of each (issuer, type): the one whose fiscal year, then
-    stated period end, is last. A document that names no issuer and no type, or carries no date,
-    is kept: nothing says what it is the latest of."""
-    groups: dict[tuple[str, str], list[str]] = {}
-    kept: set[str] = set()
-    for path in paths:
-        entry = documents.get(path, {})
-        key = (str(entry.get("issuer") or "").casefold(), str(entry.get("doc_type") or "").casefold())
-        if key == ("", "") or _recency(entry) is None:
-            kept.add(path)
-        else:
-            groups.setdefault(key, []).append(path)
-    for members in groups.values():
-        dated = {path: _recency(documents[path]) or (0, "") for path in members}
-        year = max(y for y, _end in dated.values())
-        last = max((end for y, end in dated.values() if y == year), default="")
-        # Of the last year's documents, the one whose stated period ends last, and any that states
-        # no end (a year alone cannot be ordered against a date of the same year).
-        kept.update(path for path, (y, end) in dated.items() if y == year and end in (last, ""))
-    return [path for path in paths if path in kept]
-
-
-def _recency(entry: Mapping[str, Any]) -> tuple[int, str] | None:
-    """(fiscal year, stated period end or "")."""
-    end = str(entry.get("period_end") or "")
-    year = entry.get("year")
-    if not isinstance(year, int) or isinstance(year, bool):
-        year = int(end[:4]) if end[:4].isdigit() else None
-    return None if year is None else (year, end)
-
-
 def hybrid_ceiling(weights: Sequence[float]) -> float:
     """The score of a chunk ranked first by every signal: hybrid scores are divided by it (0..1)."""
     if RESCORE_PAGES:
         best = second_stage.FIRST_STAGE_WEIGHT + second_stage.TITLE_WEIGHT + second_stage.COVERAGE_WEIGHT
-        return best / (second_stage.RRF_K + 1)
+        return best / (RRF_K + 1)
     return sum(weights) / (RRF_K + 1)
 
 
@@ -272,77 +151,26 @@ class KeywordCandidates(Candidates):
     exact: list[tuple[str, float]]  # (`keyword.exact_phrases`)
 
 
-#: Sources whose pages (and chunk spans) a reader keeps read; pages whose lower-cased text it keeps
-#: for the second stage (a few MB: enough for a named document's title scan and a search's rescoring).
-CACHED_SOURCES = 64
-CACHED_PAGES = 5_000
 #: Queries whose named documents a reader remembers (`_named`).
 CACHED_QUERIES = 64
 
-K = TypeVar("K")
-V = TypeVar("V")
 
-
-class Recent(Generic[K, V]):
-    """A map that keeps only its `size` most recently used entries (safe to share between threads)."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._items: OrderedDict[K, V] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: K) -> V | None:
-        with self._lock:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
-            return value
-
-    def put(self, key: K, value: V) -> V:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
-        return value
-
-
-class VersionReader:
-    """One version of one context, read-only."""
+class VersionReader(VersionContent):
+    """One version of one context, read-only, and its searches."""
 
     def __init__(self, version_dir: Path, embedder: Embedder | None = None) -> None:
-        self.root = version_dir
-        self.meta: dict[str, Any] = json.loads((version_dir / "version.json").read_text("utf-8"))
+        super().__init__(version_dir)
         self._embedder = embedder
-        # Bounded: a server holds a version for many turns, and these would otherwise end up holding
-        # the whole corpus's pages and chunks a second time (issue 24, item 5).
-        self._page_cache: Recent[str, dict[int, str]] = Recent(CACHED_SOURCES)
-        self._label_cache: Recent[str, dict[int, str]] = Recent(CACHED_SOURCES)
-        self._spans_of: Recent[str, dict[tuple[int, int, int], Chunk]] = Recent(CACHED_SOURCES)
-        self._page_words_cache: Recent[PageKey, PageWords] = Recent(CACHED_PAGES)
         self._title_indexes: Recent[str, TitleIndex] = Recent(CACHED_SOURCES)
         self._named_by_query: Recent[str, tuple[str, ...]] = Recent(CACHED_QUERIES)
 
-    @classmethod
-    def live(cls, ctx: ContextDir) -> VersionReader:
-        version = ctx.live_version()
-        if version is None:
-            raise LookupError("context has no live version yet: compile it first")
-        return cls(ctx.version_dir(version))
-
     @cached_property
     def embedder(self) -> Embedder:
-        return self._embedder or get_embedder(self.meta["embedder"]["id"])
-
-    @cached_property
-    def chunks(self) -> dict[str, Chunk]:
-        out: dict[str, Chunk] = {}
-        for path in sorted((self.root / "knowledge" / "chunks").rglob("*.jsonl")):
-            with path.open(encoding="utf-8") as fh:
-                for line in fh:
-                    chunk = Chunk.from_json(json.loads(line))
-                    out[chunk.id] = chunk
-        return out
+        if self._embedder is not None:
+            return self._embedder
+        if self.info.embedder.id is None:
+            raise LookupError(f"{self.root}: version.json names no embedder")
+        return get_embedder(self.info.embedder.id)
 
     @cached_property
     def _dense(self) -> DenseIndex | None:
@@ -354,25 +182,6 @@ class VersionReader:
     @cached_property
     def _keyword(self) -> KeywordIndex | None:
         return open_index(self.root / "index")
-
-    @cached_property
-    def _chunks_by_source(self) -> dict[str, list[str]]:
-        by_source: dict[str, list[str]] = {}
-        for cid, chunk in self.chunks.items():
-            by_source.setdefault(chunk.source_path, []).append(cid)
-        return by_source
-
-    def source_chunks(self, source_path: str) -> list[Chunk]:
-        """A source's chunks in reading order (its chunk file's: page by page, top down)."""
-        return [self.chunks[cid] for cid in self._chunks_by_source.get(source_path, [])]
-
-    def chunk_position(self, chunk_id: str) -> int:
-        """Where a chunk is in `source_chunks` of its source."""
-        return self._positions[chunk_id]
-
-    @cached_property
-    def _positions(self) -> dict[str, int]:
-        return {cid: i for ids in self._chunks_by_source.values() for i, cid in enumerate(ids)}
 
     def _allowed(self, sources: Sequence[str] | None) -> list[str] | None:
         if sources is None:
@@ -543,10 +352,10 @@ class VersionReader:
         weights: list[float] = []
         if mode == "semantic":
             assert dense is not None
-            ranked = _merge(dense.in_scope, dense.in_named)
+            ranked = merge(dense.in_scope, dense.in_named)
         elif mode == "keyword":
             assert keyword is not None
-            ranked = _merge(keyword.in_scope, keyword.in_named)
+            ranked = merge(keyword.in_scope, keyword.in_named)
         else:
             assert keyword is not None and dense is not None
             lists = [[i for i, _ in dense.in_scope], [i for i, _ in keyword.in_scope]]
@@ -602,47 +411,11 @@ class VersionReader:
             return self._title_indexes.put(source, TitleIndex([(source, p) for p in stored[0]], stored[1]))
         return self._title_indexes.put(source, TitleIndex.build(pages, self._page_words))
 
-    def _first_chunk(self, key: PageKey) -> list[str]:
-        chunks = self._chunks_by_page.get(key, [])
-        return [chunks[0].id] if chunks else []
-
-    def _span_of(self, ranked: tuple[str, float]) -> tuple[PageKey, int, int]:
-        chunk = self.chunks[ranked[0]]
-        return (chunk.source_path, chunk.page), chunk.start, chunk.end
-
-    def _page_of(self, cid: str) -> PageKey:
-        chunk = self.chunks[cid]
-        return chunk.source_path, chunk.page
-
-    @cached_property
-    def _chunks_by_page(self) -> dict[PageKey, list[Chunk]]:
-        return chunks_by_page(self.chunks.values())
-
-    def _page_words(self, key: PageKey) -> PageWords:
-        """A page's words, read from its chunks (in memory already; the page file may be large)."""
-        known = self._page_words_cache.get(key)
-        if known is not None:
-            return known
-        chunks = self._chunks_by_page.get(key, [])
-        return self._page_words_cache.put(key, page_words(chunks, len(self._pages_of_source[key[0]])))
-
-    @cached_property
-    def _pages_of_source(self) -> dict[str, list[PageKey]]:
-        by_source: dict[str, list[PageKey]] = {}
-        for key in self._chunks_by_page:
-            by_source.setdefault(key[0], []).append(key)
-        return by_source
-
     @cached_property
     def _idf(self) -> Callable[[str], float]:
         """idf of a word over this version's chunks, each word looked up in the index once."""
         count = self._keyword.document_frequency if self._keyword is not None else (lambda _w: 0)
         return functools.cache(idf_from(count, len(self.chunks)))
-
-    @cached_property
-    def boilerplate(self) -> dict[str, float]:
-        """Chunk id → its share of boilerplate (`compile.boilerplate`); empty for older versions."""
-        return boilerplate.read(self.root / "index")
 
     def rank_candidates(
         self,
@@ -661,16 +434,6 @@ class VersionReader:
             factor = 1.0 - BOILERPLATE_PENALTY * share if share >= DEMOTE_FROM_SHARE else 1.0
             scores[cid] = score * factor if score >= 0 else score / factor  # factor ≥ 1 − PENALTY
         return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
-
-    # ------------------------------------------------------------------ artifacts and pages
-    @cached_property
-    def outline(self) -> list[dict[str, Any]]:
-        """Every artifact of the version (`knowledge/outline.json`)."""
-        path = self.root / "knowledge" / "outline.json"
-        if not path.exists():
-            return []
-        data: list[dict[str, Any]] = json.loads(path.read_text("utf-8"))["artifacts"]
-        return data
 
     @cached_property
     def _dense_artifacts(self) -> DenseIndex | None:
@@ -706,119 +469,6 @@ class VersionReader:
         ranked = [r for r in lists if r]
         best = len(ranked) / (RRF_K + 1)  # first in every list: hybrid scores over 0..1, as for chunks
         return [(aid, min(1.0, score / best)) for aid, score in rrf(ranked)[:top_k]]
-
-    @cached_property
-    def page_files(self) -> dict[str, Path]:
-        """Source path → its page file, listed from this version's own `knowledge/pages/`.
-
-        A source path someone hands in (a request, the sandbox) is only ever looked up here, never
-        joined onto a directory: `/etc/shadow` or `../../x` is simply not a key."""
-        directory = self.root / "knowledge" / "pages"
-        if not directory.is_dir():
-            return {}
-        return {
-            path.relative_to(directory).as_posix().removesuffix(".jsonl"): path
-            for path in directory.rglob("*.jsonl")
-            if path.is_file() and not path.is_symlink()
-        }
-
-    def chunk_at(self, source_path: str, page: int, start: int, end: int) -> Chunk | None:
-        """The chunk with exactly this span, reading only its source's chunk file (a turn resolves a
-        few spans; loading every chunk of a large corpus on the host would cost it far more)."""
-        found = self._spans_of.get(source_path)
-        if found is None:
-            found = {}
-            path = self.root / "knowledge" / "chunks" / f"{source_path}.jsonl"
-            if source_path in self.page_files and path.is_file():  # a key of the version, never a path
-                with path.open(encoding="utf-8") as fh:
-                    for line in fh:
-                        chunk = Chunk.from_json(json.loads(line))
-                        found[(chunk.page, chunk.start, chunk.end)] = chunk
-            self._spans_of.put(source_path, found)
-        return found.get((page, start, end))
-
-    @cached_property
-    def artifact_names(self) -> frozenset[str]:
-        return frozenset(str(a.get(key)) for a in self.outline for key in ("name", "id"))
-
-    @cached_property
-    def documents(self) -> dict[str, dict[str, Any]]:
-        """Source path → its `knowledge/sources.json` entry (title, issuer, type, period, …)."""
-        path = self.root / "knowledge" / "sources.json"
-        data: dict[str, dict[str, Any]] = json.loads(path.read_text("utf-8")) if path.exists() else {}
-        return data
-
-    @cached_property
-    def resolver(self) -> DocumentResolver:
-        return DocumentResolver(self.documents)
-
-    def sources_where(
-        self,
-        issuer: str | None = None,
-        doc_type: str | None = None,
-        year: int | None = None,
-        latest: bool = False,
-    ) -> list[str]:
-        """The sources whose identity matches: `issuer` as a case-insensitive substring, `doc_type`
-        and `year` exactly; with `latest`, of those only the newest of each issuer and type
-        (`latest_of`)."""
-        out = self._sources_where(issuer, doc_type, year)
-        return latest_of(out, self.documents) if latest else out
-
-    def _sources_where(self, issuer: str | None, doc_type: str | None, year: int | None) -> list[str]:
-        out = []
-        for path, entry in self.documents.items():
-            if issuer is not None and issuer.casefold() not in str(entry.get("issuer") or "").casefold():
-                continue
-            if doc_type is not None and doc_type.casefold() != str(entry.get("doc_type") or "").casefold():
-                continue
-            if year is not None and entry.get("year") != year:
-                continue
-            out.append(path)
-        return out
-
-    def resolve_documents(self, query: str) -> list[str]:
-        """The documents a question names (`store.documents.DocumentResolver`)."""
-        return self.resolver.resolve(query)
-
-    def page_text(self, source_path: str, page: int) -> str | None:
-        """The stored text of one page: what every citation is checked against."""
-        return self._pages(source_path).get(page)
-
-    def page_count(self, source_path: str) -> int:
-        """How many pages the version stored for this source (0 when it is not one of its sources)."""
-        return len(self._pages(source_path))
-
-    def cell_caption(self, source_path: str, page: int, start: int, end: int) -> str | None:
-        """The table cell at exactly that span as its row, period and figure; None for prose."""
-        return cell_at(self.root, source_path, page, start, end)
-
-    def page_label(self, source_path: str, page: int) -> str | None:
-        """The number printed on a page ("38" on a PDF's 40th page), when the parse found one."""
-        labels = self._label_cache.get(source_path)
-        if labels is None:
-            self._read_pages(source_path)
-            labels = self._label_cache.get(source_path) or {}
-        return labels.get(page)
-
-    def _pages(self, source_path: str) -> dict[int, str]:
-        pages = self._page_cache.get(source_path)
-        return pages if pages is not None else self._read_pages(source_path)
-
-    def _read_pages(self, source_path: str) -> dict[int, str]:
-        path = self.page_files.get(source_path)
-        if path is None:  # not a source of this version: nothing to read, nothing to cache
-            return {}
-        pages: dict[int, str] = {}
-        labels: dict[int, str] = {}
-        with path.open(encoding="utf-8") as fh:
-            for line in fh:
-                row = json.loads(line)
-                pages[int(row["page"])] = row["text"]
-                if row.get("label") is not None:
-                    labels[int(row["page"])] = str(row["label"])
-        self._label_cache.put(source_path, labels)
-        return self._page_cache.put(source_path, pages)
 
     def _hit(self, cid: str, score: float) -> SearchHit:
         c = self.chunks[cid]

@@ -2,18 +2,14 @@
 restore) with their state, progress, output and errors, so a client can poll them and they survive a
 restart of the server.
 
-It follows `server_db.py`: SQLAlchemy Core (no ORM) on the same file, the same engine set-up (WAL,
+It follows `server_db`: SQLAlchemy Core (no ORM) on the same file, the same engine set-up (WAL,
 busy timeout, `BEGIN IMMEDIATE` for writes), one short transaction per method, so a `TaskStore` may be
-used from the worker threads and the request threads at once. The table lives in its own `MetaData`
-so the query store and the task store evolve separately; `create_all` only adds what is missing.
+used from the worker threads and the request threads at once. The tables are in `store.task_schema`;
+a task split for many workers keeps its parts through `store.task_parts`.
 
 State changes are conditional UPDATEs (`WHERE state IN (...)`), so a cancel racing a worker that
-finishes can never move a terminal task back to a live state.
-
-What a task stores is bounded whatever its job returns (`bound_output`): every string is cut to
-`MAX_OUTPUT_CHARS`, every list and mapping below the top level to `MAX_OUTPUT_ITEMS` entries, and the
-whole JSON to `MAX_OUTPUT_BYTES` (lists are cut further until it fits); a cut output says
-`truncated: true`. The error is cut to `MAX_OUTPUT_CHARS` too.
+finishes can never move a terminal task back to a live state. What a task stores is bounded whatever
+its job returns (`store.task_output`).
 """
 
 from __future__ import annotations
@@ -23,27 +19,27 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import (
-    Column,
-    Float,
-    Index,
-    Integer,
-    MetaData,
-    String,
-    Table,
-    Text,
-    case,
-    delete,
-    func,
-    insert,
-    or_,
-    select,
-    update,
-)
+from sqlalchemy import case, delete, func, insert, or_, select, update
 from sqlalchemy.engine import Connection, Row
 
 from sleuth.errors import NotFound
-from sleuth.store.database import Database, SqlStore, add_missing_columns, dumps, loads, new_id
+from sleuth.store.database import Database, add_missing_columns, dumps, loads, new_id
+from sleuth.store.task_output import bound_error, bound_output
+from sleuth.store.task_parts import TaskParts
+from sleuth.store.task_schema import metadata, tasks_t
+
+__all__ = [
+    "ACTIVE_STATES",
+    "LOST_ERROR",
+    "NOT_STARTED_ERROR",
+    "RESTARTED_ERROR",
+    "STATES",
+    "TERMINAL_STATES",
+    "TaskNotFound",
+    "TaskStore",
+    "bound_output",  # a listing bounds outputs further with the same rule (`store.task_output`)
+    "runtime_seconds",
+]
 
 #: Every state a task can be in; the contract's `starting` and `provisioning` are never used.
 STATES = ("scheduled", "running", "stopping", "completed", "failed", "cancelled")
@@ -52,115 +48,10 @@ TERMINAL_STATES = ("completed", "failed", "cancelled")
 RESTARTED_ERROR = "server restarted"
 LOST_ERROR = "worker lost: the process running this task stopped answering"
 NOT_STARTED_ERROR = "not started: no worker took this task in time"
-MAX_OUTPUT_CHARS = 2000
-MAX_OUTPUT_ITEMS = 1000
-MAX_OUTPUT_BYTES = 256 * 1024
-_MIN_ITEMS, _MIN_CHARS = 1, 64
-_MIN_MAPPING = 32  # a mapping keeps this many entries while lists are cut further (`counts` stay whole)
-
-metadata = MetaData()
-
-tasks_t = Table(
-    "tasks",
-    metadata,
-    Column("id", String(80), primary_key=True),
-    Column("context_id", String(80)),
-    Column("context_slug", String(80)),  # the slug when the task was made, for `GET /tasks?q=`
-    Column("workflow", String(32), nullable=False),
-    Column("state", String(32), nullable=False),
-    Column("created_by", String(128)),
-    Column("error", Text),
-    Column("input", Text, nullable=False),  # JSON
-    Column("output", Text),  # JSON or null
-    Column("steps", Text, nullable=False),  # JSON list
-    Column("progress", Text, nullable=False),  # JSON object
-    Column("tokens_prompt", Integer, nullable=False, default=0),
-    Column("tokens_completion", Integer, nullable=False, default=0),
-    Column("timeout_seconds", Integer),
-    Column("created_at", Float, nullable=False),
-    Column("running_from", Float),
-    Column("finished_at", Float),
-    Column("last_activity_at", Float, nullable=False),
-    # Many servers and workers: the worker running it and until when (its heartbeat renews), the job
-    # kind and arguments a worker runs it from, and how many times a worker began it.
-    Column("worker", String(200)),
-    Column("lease_until", Float),
-    Column("job", Text),  # JSON {"kind": ..., "args": {...}}, or null for a job run in-process
-    Column("attempts", Integer),
-    Index("ix_tasks_context_state", "context_id", "state"),
-    Index("ix_tasks_state", "state"),
-)
-
-
-parts_t = Table(
-    "task_parts",
-    metadata,
-    # A task split for many workers (a curate's sources): each part is taken by one worker at a time.
-    Column("task_id", String(80), primary_key=True),
-    Column("part", Text, primary_key=True),
-    Column("position", Integer, nullable=False),  # taken in this order (the splitter puts big ones first)
-    Column("state", String(16), nullable=False),  # todo | taken | done
-    Column("worker", String(200)),
-    Column("updated_at", Float, nullable=False),
-)
 
 
 class TaskNotFound(NotFound, LookupError):
     """No such task (`404 task_not_found` over HTTP)."""
-
-
-def _cut(value: Any, items: int, chars: int, top: bool = True) -> tuple[Any, bool]:
-    """`value` with strings cut to `chars`, lists to `items` entries and mappings below the top to
-    `items` (at least `_MIN_MAPPING`); and whether anything was cut."""
-    if isinstance(value, str):
-        return (value, False) if len(value) <= chars else (value[:chars] + "…", True)
-    if isinstance(value, dict):
-        entries = list(value.items())
-        keep = len(entries) if top else max(items, _MIN_MAPPING)
-        cut = len(entries) > keep
-        out: dict[str, Any] = {}
-        for key, item in entries[:keep]:
-            name, cut_key = _cut(str(key), items, chars, top=False)
-            out[name], cut_item = _cut(item, items, chars, top=False)
-            cut = cut or cut_key or cut_item
-        return out, cut
-    if isinstance(value, list | tuple):
-        cut = len(value) > items
-        kept = []
-        for item in value[:items]:
-            bounded, cut_item = _cut(item, items, chars, top=False)
-            kept.append(bounded)
-            cut = cut or cut_item
-        return kept, cut
-    return value, False
-
-
-def bound_output(value: Any, max_bytes: int = MAX_OUTPUT_BYTES) -> Any:
-    """A task output that fits in `max_bytes` of JSON: cut as the module says, then with ever fewer
-    list entries and shorter strings until it fits; past that, only a few of its scalar top-level
-    fields (None for a list). A cut mapping gets `truncated: true`."""
-    if value is None:
-        return None
-    items, chars = MAX_OUTPUT_ITEMS, MAX_OUTPUT_CHARS
-    while True:
-        bounded, cut = _cut(value, items, chars)
-        if len(dumps(bounded).encode("utf-8")) <= max_bytes:
-            break
-        cut = True
-        if items == _MIN_ITEMS and chars == _MIN_CHARS:  # still too big: a few scalar fields only
-            if not isinstance(bounded, dict):
-                return None
-            scalars = [(k, v) for k, v in bounded.items() if not isinstance(v, dict | list)]
-            bounded = {k[:_MIN_CHARS]: v for k, v in scalars[:_MIN_MAPPING]}
-            break
-        items, chars = max(_MIN_ITEMS, items // 4), max(_MIN_CHARS, chars // 2)
-    if cut and isinstance(bounded, dict):
-        bounded["truncated"] = True
-    return bounded
-
-
-def _bound_error(error: str | None) -> str | None:
-    return error if error is None or len(error) <= MAX_OUTPUT_CHARS else error[:MAX_OUTPUT_CHARS] + "…"
 
 
 def _task_dict(row: Row[Any]) -> dict[str, Any]:
@@ -203,7 +94,7 @@ def _upgrade(conn: Connection) -> None:
     add_missing_columns(conn, metadata)
 
 
-class TaskStore(SqlStore):
+class TaskStore(TaskParts):
     """The tasks of the server database. Close with `close()` (or `with`)."""
 
     def __init__(self, target: Path | str | Database) -> None:
@@ -377,96 +268,6 @@ class TaskStore(SqlStore):
             found = {str(row[0]): int(row[1]) for row in conn.execute(stmt)}
         return {state: found.get(state, 0) for state in ACTIVE_STATES}
 
-    # --- parts: one task's work shared by many workers ----------------------------------------------
-
-    def add_parts(self, task_id: str, parts: Sequence[str]) -> None:
-        """Split the task into `parts` (again after a restart: parts done stay done, parts taken by a
-        worker that may be gone are open again)."""
-        with self.writing() as conn:
-            now = self.database.clock(conn)
-            have = {
-                row.part: row.state
-                for row in conn.execute(
-                    select(parts_t.c.part, parts_t.c.state).where(parts_t.c.task_id == task_id)
-                )
-            }
-            for position, part in enumerate(dict.fromkeys(parts)):
-                if part not in have:
-                    conn.execute(
-                        insert(parts_t).values(
-                            task_id=task_id, part=part, position=position, state="todo", updated_at=now
-                        )
-                    )
-            conn.execute(
-                update(parts_t)
-                .where(parts_t.c.task_id == task_id, parts_t.c.state == "taken")
-                .values(state="todo", worker=None, updated_at=now)
-            )
-
-    def take_part(self, task_id: str, worker: str) -> str | None:
-        """The next open part of the task, now taken by `worker`; None when none is open."""
-        with self.writing() as conn:
-            part = conn.execute(
-                select(parts_t.c.part)
-                .where(parts_t.c.task_id == task_id, parts_t.c.state == "todo")
-                .order_by(parts_t.c.position)
-                .limit(1)
-            ).scalar()
-            if part is None:
-                return None
-            conn.execute(
-                update(parts_t)
-                .where(parts_t.c.task_id == task_id, parts_t.c.part == part)
-                .values(state="taken", worker=worker, updated_at=self.database.clock(conn))
-            )
-            return str(part)
-
-    def renew_parts(self, worker: str) -> None:
-        """A worker's heartbeat: the parts it is doing are still being done."""
-        with self.writing() as conn:
-            conn.execute(
-                update(parts_t)
-                .where(parts_t.c.worker == worker, parts_t.c.state == "taken")
-                .values(updated_at=self.database.clock(conn))
-            )
-
-    def reopen_stale_parts(self, task_id: str, older_than_s: float) -> int:
-        """Open again the parts whose worker stopped renewing them (it died); returns how many."""
-        with self.writing() as conn:
-            result = conn.execute(
-                update(parts_t)
-                .where(
-                    parts_t.c.task_id == task_id,
-                    parts_t.c.state == "taken",
-                    parts_t.c.updated_at < self.database.clock(conn) - older_than_s,
-                )
-                .values(state="todo", worker=None)
-            )
-            return int(result.rowcount)
-
-    def finish_part(self, task_id: str, part: str) -> None:
-        with self.writing() as conn:
-            conn.execute(
-                update(parts_t)
-                .where(parts_t.c.task_id == task_id, parts_t.c.part == part)
-                .values(state="done", updated_at=self.database.clock(conn))
-            )
-
-    def parts(self, task_id: str) -> list[dict[str, Any]]:
-        """The task's parts: `part`, `state` and the `worker` that took each last."""
-        stmt = select(parts_t).where(parts_t.c.task_id == task_id).order_by(parts_t.c.part)
-        with self.reading() as conn:
-            return [{"part": r.part, "state": r.state, "worker": r.worker} for r in conn.execute(stmt)]
-
-    def part_counts(self, task_id: str) -> dict[str, int]:
-        stmt = (
-            select(parts_t.c.state, func.count())
-            .where(parts_t.c.task_id == task_id)
-            .group_by(parts_t.c.state)
-        )
-        with self.reading() as conn:
-            return {str(row[0]): int(row[1]) for row in conn.execute(stmt)}
-
     def set_job(self, task_id: str, job: dict[str, Any]) -> None:
         """What a worker runs the task from: `{"kind", "args", "phases"}` (before it is queued)."""
         with self.writing() as conn:
@@ -611,7 +412,7 @@ class TaskStore(SqlStore):
         now = time.time()
         values: dict[str, Any] = {
             "state": state,
-            "error": _bound_error(error),
+            "error": bound_error(error),
             "finished_at": now,
             "last_activity_at": now,
         }
@@ -632,7 +433,7 @@ class TaskStore(SqlStore):
         """A cancel: a scheduled task is cancelled at once, a running one becomes `stopping` (its
         worker ends it); a terminal one is returned unchanged."""
         now = time.time()
-        message = _bound_error(f"cancelled: {reason}" if reason else "cancelled")
+        message = bound_error(f"cancelled: {reason}" if reason else "cancelled")
         with self.writing() as conn:
             row = conn.execute(select(tasks_t.c.state).where(tasks_t.c.id == task_id)).first()
             if row is None:

@@ -27,19 +27,6 @@ def clean(value: Any) -> Any:
 
 
 _WORD = re.compile(r"[a-z0-9]+")
-_STOP_TEXT = """
-    a about above across after again against all also am an and any are as at be been before being below
-    between both but by can cannot could did do does doing done down during each either else enumerate
-    ever every few for from further get gets give given had has have having he her here hers him his how
-    i if in into is it its itself just know let list many may me mean means might more most much must my
-    name named names need neither no nor not number of off often on once one only or other our ours out
-    over own per please same say says shall she should show so some such tell than that the their theirs
-    them then there these they this those through to too total under until up upon us very was we were
-    what whats when where whether which while who whom whose why will with within without would yes yet
-    you your yours
-"""
-#: Words that say what kind of question it is, not what it is about.
-STOP_WORDS = frozenset(_STOP_TEXT.split())
 
 
 def stem(word: str) -> str:

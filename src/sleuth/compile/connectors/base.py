@@ -11,6 +11,7 @@ any decoding), and the stop request of the task running it, checked between chun
 
 from __future__ import annotations
 
+import fnmatch
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -46,6 +47,11 @@ class Connector(Protocol):
     def fetch(self, item: Item, max_bytes: int) -> bytes:
         """The item's content; `ConnectorError` past `max_bytes`."""
         ...
+
+
+def included(path: str, include: tuple[str, ...]) -> bool:
+    """Whether an item's path matches one of a connector's `include` globs (no globs: every item)."""
+    return not include or any(fnmatch.fnmatch(path, pattern) for pattern in include)
 
 
 @dataclass(frozen=True)

@@ -6,40 +6,34 @@
   sources give a field different values, a "Conflicts" section quotes each side (added by Sleuth when
   the model did not write one, so a disagreement is never lost in a fluent summary).
 - A corpus `summary` is reduced from the per-source summaries, twenty at a time.
-- Rows found in prose for `format: sqlite` types, coerced to the column types.
+- Rows found in prose for `format: sqlite` types, coerced to the column types (`prose_rows`).
 - Typed edges, resolved once every artifact exists.
 
 Every artifact, mention, row and edge must carry a quote located on a page (quotes.py); what has none
 is screened, and so is an entity whose name none of its quotes holds (a made-up name over real
-quotes). Calls run in parallel, at most `SLEUTH_CURATE_CONCURRENCY` per provider endpoint.
+quotes). Calls run in parallel, at most `SLEUTH_CURATE_CONCURRENCY` per provider endpoint; how they
+are made, counted and recorded is `calls.ExtractionCalls`'.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-import threading
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from dataclasses import asdict
-from typing import Any, TypeVar
+from typing import Any
 
 from sleuth.compile.artifacts import Artifact
 from sleuth.compile.extraction import prompts
-from sleuth.compile.extraction.cache import ExtractionCache, cache_key
-from sleuth.compile.extraction.client import BudgetExhausted, ExtractionClient, TypeUsage
+from sleuth.compile.extraction.cache import cache_key
+from sleuth.compile.extraction.calls import transient
+from sleuth.compile.extraction.client import BudgetExhausted, TypeUsage
 from sleuth.compile.extraction.edges import edges_of, resolve_claims
 from sleuth.compile.extraction.fields import conflicts, fields_for
 from sleuth.compile.extraction.grouping import Group, SourcedMention, group_mentions
-from sleuth.compile.extraction.inputs import (
-    Step,
-    call_key_parts,
-    fingerprint_of,
-    per_source_system,
-    type_hash,
-    windows,
-)
+from sleuth.compile.extraction.inputs import type_hash
 from sleuth.compile.extraction.outcomes import SourceError, TypeStats
+from sleuth.compile.extraction.prose_rows import ProseRowExtraction
 from sleuth.compile.extraction.quotes import QuoteLocator
 from sleuth.compile.extraction.schemas import (
     DocumentReply,
@@ -48,56 +42,21 @@ from sleuth.compile.extraction.schemas import (
     Mention,
     QueriesReply,
     ReduceReply,
-    RowsReply,
 )
-from sleuth.compile.extraction.values import date_in, number_in, text_in
-from sleuth.compile.manifest import DETERMINISTIC_KINDS, ArtifactType, Manifest
+from sleuth.compile.extraction.values import date_in, text_in
+from sleuth.compile.manifest import DETERMINISTIC_KINDS, ArtifactType
 from sleuth.compile.pages import Page
-from sleuth.compile.report import NullProgress, Progress
-from sleuth.compile.typed_tables import ProseRows, Row, coerce, resolve_columns
+from sleuth.compile.report import Progress
 from sleuth.format.spans import Provenance
-from sleuth.models.base import Model, ModelError
-from sleuth.settings import current
+from sleuth.models.base import ModelError
 
-T = TypeVar("T")
 MAX_PROVENANCE = 40  # spans kept per artifact
 SUMMARY_GROUP = 20  # per-source summaries reduced at once into a corpus summary
 _CONFLICTS_HEADING = re.compile(r"^#+\s*conflicts?\b", re.IGNORECASE | re.MULTILINE)
 
 
-def transient(exc: ModelError) -> bool:
-    """A failure a later run may not meet again: a timeout, a 429 or a 5xx (a 4xx would repeat)."""
-    return exc.status is None or exc.status == 429 or exc.status >= 500
-
-
-class ModelExtractor:
+class ModelExtractor(ProseRowExtraction):
     """The `Extractor` that calls a model. One per compile run."""
-
-    def __init__(
-        self,
-        model: Model,
-        manifest: Manifest,
-        cache: ExtractionCache | None,
-        *,
-        token_budget: int | None = None,
-        fingerprint: str | None = None,
-    ) -> None:
-        self.name = model.config.id
-        #: What the replies depend on besides the prompts: the id and what it resolves to. It keys the
-        #: cache and the ledger's extractor leg, so pointing an id at another model redoes the work.
-        self.fingerprint = fingerprint or fingerprint_of(model.config)
-        self.manifest = manifest
-        self.config = manifest.curate.artifacts
-        self.client = ExtractionClient(model, cache, token_budget=token_budget)
-        self.stats: dict[str, TypeStats] = {}
-        self.errors: list[SourceError] = []
-        self._claims: list[tuple[str, EdgeClaim]] = []  # (source, claim) from every corpus map
-        self._truncated: set[str] = set()  # sources some type read only the head of
-        self._groups: list[dict[str, Any]] = []  # the corpus groups kept, for the ledger (§5.4)
-        self._pointers: dict[str, list[dict[str, Any]]] = {}  # source → the subjects it mentions (§6)
-        self._progress: Progress = NullProgress()
-        self._report_lock = threading.Lock()
-        self._workers = current().curate_concurrency
 
     # ------------------------------------------------------------------------------ the protocol
     def available(self) -> bool:
@@ -217,19 +176,6 @@ class ModelExtractor:
         out = [a for a in reduced if a is not None]
         stats.count("built", len(out))
         return self._drop_duplicates(out, stats)
-
-    def prose_rows(self, art_type: ArtifactType, pages_by_source: dict[str, list[Page]]) -> ProseRows:
-        """Rows of a `format: sqlite` type stated in running text, one quote each."""
-        found = self._each(
-            art_type, sorted(pages_by_source), lambda s: self._rows(art_type, s, pages_by_source[s])
-        )
-        prose = ProseRows()
-        for part in found:
-            if part is not None:
-                prose.rows.extend(part.rows)
-                prose.screened += part.screened
-        self._stats(art_type.name).count("built", len(prose.rows))
-        return prose
 
     def resolve_edges(self, artifacts: list[Artifact], pages_by_source: dict[str, list[Page]]) -> int:
         """Attach the edges the maps found whose two ends are artifacts; returns how many were made."""
@@ -471,128 +417,6 @@ class ModelExtractor:
             model=self.name,
         )
 
-    def _rows(self, art_type: ArtifactType, source: str, pages: list[Page]) -> ProseRows:
-        stats = self._stats(art_type.name)
-        columns, _warnings = resolve_columns(art_type)
-        texts, system, base = self._inputs("rows", art_type, source, pages)
-        locator = QuoteLocator(source, pages)
-        source_text = "\n".join(page.text for page in pages)
-        out = ProseRows()
-        for index, text in enumerate(texts):
-            key = cache_key("rows", *base, str(index))
-            reply = self._ask(RowsReply, system, prompts.source_text(source, text), art_type.name, key)
-            for claim in reply.rows if reply else []:
-                at = locator.locate(claim.quote)
-                if at is None:
-                    stats.count("quotes_rejected", 1)
-                    stats.screen("no verifiable quote")
-                    out.screened += 1
-                    continue
-                stats.count("quotes_verified", 1)
-                given = {k.casefold(): v for k, v in claim.values.items()}
-                values: dict[str, Any] = {}
-                for col in columns:
-                    raw = given.get(col.name.casefold())
-                    value, ok = coerce("" if raw is None else str(raw), col.type)
-                    if not ok:
-                        stats.screen("value did not coerce")
-                        out.screened += 1
-                    values[col.name] = value
-                if all(v is None for v in values.values()):
-                    stats.screen("empty row")
-                    out.screened += 1
-                    continue
-                if not _values_stated(values, at.quote, source_text):
-                    stats.screen("value not in its quote")
-                    stats.count("values_rejected", 1)
-                    out.screened += 1
-                    continue
-                out.rows.append(Row(values, [source], [at]))
-        return out
-
-    # ------------------------------------------------------------------------------ plumbing
-    def _inputs(
-        self, step: Step, art_type: ArtifactType, source: str, pages: list[Page]
-    ) -> tuple[list[str], str, tuple[str, ...]]:
-        """What a per-source call reads (its text windows, counting a source read only in part), its
-        system prompt and its cache key parts."""
-        texts, truncated = windows(pages, self.config.max_doc_chars, self.config.extraction_window_chars)
-        if truncated:
-            self._stats(art_type.name).count("truncated_sources", 1)
-            with self._report_lock:
-                self._truncated.add(source)
-        system = per_source_system(step, art_type, self.manifest)
-        return texts, system, call_key_parts(self.fingerprint, art_type, self.manifest, source, pages)
-
-    def _ask(
-        self, reply_type: type[Any], system: str, user: str, type_name: str, key: str, max_tokens: int = 0
-    ) -> Any:
-        """One call; the output cap is the manifest's `max_tokens` plus room for the JSON around it."""
-        cap = max_tokens or self.config.max_tokens + 512
-        self._progress.advance("extract", 0)  # a checkpoint: a cancel stops here, before a paid call
-        reply = self.client.ask(reply_type, system, user, type_name=type_name, key=key, max_tokens=cap)
-        with self._report_lock:  # one writer at a time, so a slower thread never writes an older total
-            self._progress.advance("extract")
-            self._progress.tokens(*self.client.totals())
-        return reply
-
-    def _each(
-        self,
-        art_type: ArtifactType,
-        sources: Sequence[str],
-        one: Callable[[str], T] | None,
-        *,
-        items: Sequence[Any] | None = None,
-        work: Callable[[Any], T] | None = None,
-    ) -> list[T | None]:
-        """`one(source)` for every source (or `work(item)`), in parallel; a failed call is recorded for
-        its source and gives None; once the budget is spent the rest give None."""
-        targets: Sequence[Any] = items if items is not None else sources
-        call: Callable[[Any], T] = work if work is not None else one  # type: ignore[assignment]
-
-        def guarded(index: int) -> T | None:
-            # No short cut once the budget is spent: replies already in the cache still cost nothing,
-            # and only a call that would be paid raises `BudgetExhausted`.
-            try:
-                return call(targets[index])
-            except BudgetExhausted:
-                self._stats(art_type.name).screen("not extracted: the token budget was spent")
-                return None
-            except ModelError as exc:
-                self.client.count_error(art_type.name)
-                with self._report_lock:
-                    self.errors.append(
-                        SourceError(str(sources[index]), art_type.name, str(exc)[:500], transient(exc))
-                    )
-                return None
-
-        with ThreadPoolExecutor(max_workers=max(1, min(self._workers, len(targets) or 1))) as pool:
-            return list(pool.map(guarded, range(len(targets))))
-
-    def _locate(self, stats: TypeStats, locator: QuoteLocator, quotes: Iterable[str]) -> list[Provenance]:
-        found, missed = locator.locate_all(list(quotes))
-        stats.count("quotes_verified", len(found))
-        stats.count("quotes_rejected", missed)
-        return found
-
-    def _stats(self, name: str) -> TypeStats:
-        return self.stats.setdefault(name, TypeStats())
-
-    @staticmethod
-    def _drop_duplicates(artifacts: list[Artifact], stats: TypeStats) -> list[Artifact]:
-        """The quality screen's exact-duplicate rule: a body already seen in this type is dropped."""
-        seen: set[str] = set()
-        out: list[Artifact] = []
-        for art in artifacts:
-            digest = art.content_sha()
-            if digest in seen:
-                stats.screen("duplicate body")
-                stats.count("built", -1)
-                continue
-            seen.add(digest)
-            out.append(art)
-        return out
-
 
 def _named_in(name: str, quotes: Sequence[str]) -> bool:
     """Does `name` occur in one of `quotes` (NFKC, case, spacing, quotation marks and dashes folded)?
@@ -603,24 +427,3 @@ def _named_in(name: str, quotes: Sequence[str]) -> bool:
 def _names_of(group: Group) -> list[str]:
     """The names a group's mentions gave its subject: the canonical one first, then the others."""
     return [group.canonical_name, *group.aliases]
-
-
-def _values_stated(values: dict[str, Any], quote: str, source_text: str) -> bool:
-    """Is every value of a model-made row stated where it must be? Numbers and dates in the row's own
-    quote (a made-up figure beside a real sentence is what this catches); text in the quote or, since
-    a row's subject is often named in a heading rather than in the sentence, in its source."""
-    for value in values.values():
-        if value is None or isinstance(value, bool):
-            continue
-        if isinstance(value, int | float):
-            if not number_in(float(value), quote):
-                return False
-        elif _ISO_DATE.match(str(value)):
-            if not date_in(str(value), quote):
-                return False
-        elif not text_in(str(value), quote) and not text_in(str(value), source_text):
-            return False
-    return True
-
-
-_ISO_DATE = re.compile(r"^\d{4}-\d{2}(?:-\d{2})?$")

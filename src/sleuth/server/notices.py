@@ -15,8 +15,8 @@ import logging
 import threading
 from collections.abc import Callable
 
-from sleuth.api.queue import conninfo
 from sleuth.errors import require_extra
+from sleuth.server.queue import conninfo
 from sleuth.store.server_db import CONTROL_CHANNEL, EVENTS_CHANNEL
 
 log = logging.getLogger("sleuth.notices")

@@ -1,6 +1,6 @@
 """`sleuth worker`: runs the turns and curates that API servers put on the PostgreSQL job queue.
 
-A worker is the same engine as a server without the HTTP side: `server.build_state` gives it the
+A worker is the same engine as a server without the HTTP side: `server.build.open_server` gives it the
 database, the runtime, the executor and the task service; `queue.run_worker` feeds it jobs, at most
 `worker_concurrency` at once. While a job runs, the worker's heartbeat renews its hold in the database
 (`ServerDB.renew_holds`, `TaskStore.renew`) and picks up stops asked on any server; a worker that dies
@@ -25,12 +25,12 @@ from typing import Any
 from prometheus_client import start_http_server
 from sqlalchemy.exc import SQLAlchemyError
 
-from sleuth.api.operations import registry_of
-from sleuth.api.queue import QUEUES, run_worker
-from sleuth.api.server import build_state, worker_options
-from sleuth.api.task_service import TaskService
 from sleuth.errors import require_extra
 from sleuth.models.embedder import get_embedder
+from sleuth.server.build import open_server, worker_options
+from sleuth.server.metrics import registry_of
+from sleuth.server.queue import QUEUES, run_worker
+from sleuth.server.task_service import TaskService
 from sleuth.store.home import Home
 
 log = logging.getLogger("sleuth.worker")
@@ -58,7 +58,7 @@ def work(
     import psycopg
     from procrastinate.exceptions import ConnectorException
 
-    state = build_state(home, overrides, role="worker")
+    state = open_server(home, overrides, role="worker")
     try:
         if metrics_port is not None:
             start_http_server(metrics_port, addr=metrics_addr, registry=registry_of(state))

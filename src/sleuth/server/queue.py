@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, make_url
 
-from sleuth.api.task_service import TaskService
-from sleuth.api.turns import TurnExecutor
 from sleuth.errors import require_extra
+from sleuth.server.task_service import TaskService
+from sleuth.server.turns import TurnExecutor
 from sleuth.store.database import Database
 
 if TYPE_CHECKING:  # the postgres extra: imported where a queue is opened, so the core install starts

@@ -9,16 +9,12 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from fastapi import FastAPI, Request
-
-from sleuth.api.state import ApiState
 from sleuth.errors import Failed
 from sleuth.store.lock import claims_lock
 from sleuth.store.replica import Replica
@@ -27,12 +23,10 @@ from sleuth.store.tasks import (
     TaskStore,
 )
 
-log = logging.getLogger("sleuth.api.tasks")
+log = logging.getLogger("sleuth.server.tasks")
 DEFAULT_WORKERS = 2
 DEFAULT_STOP_TIMEOUT_S = 30.0
 PROGRESS_WRITE_INTERVAL_S = 0.5  # a compile advances per source and per batch: write at most this often
-_SERVICE_KEY = "sleuth_tasks"
-_service_lock = threading.Lock()
 
 
 class TaskCancelled(Failed):
@@ -592,51 +586,3 @@ class TaskService:
             if task is not None and task["state"] == "scheduled":
                 self.store.finish(task_id, "cancelled", error="cancelled: server stopping")
         self.store.close()
-
-
-def service_for_app(app: FastAPI) -> TaskService:
-    """The app's `TaskService`, made on first use: it opens the task table next to the server
-    database and fails the tasks a previous process left live (spec/api.md §7.1)."""
-    built = app.state.sleuth.tasks
-    if isinstance(built, TaskService):
-        return built
-    service: TaskService | None = getattr(app.state, _SERVICE_KEY, None)
-    if service is not None:
-        return service
-    with _service_lock:
-        service = getattr(app.state, _SERVICE_KEY, None)
-        if service is None:
-            state: ApiState = app.state.sleuth
-            store = TaskStore(state.db.database)
-            recovered = store.recover_interrupted()
-            if recovered:
-                log.warning("marked %d interrupted task(s) failed: server restarted", recovered)
-            settings = state.settings
-            service = TaskService(
-                store,
-                state.home.root / "tasks",
-                workers=settings.task_workers,
-                stop_timeout_s=settings.task_stop_timeout_s,
-            )
-            setattr(app.state, _SERVICE_KEY, service)
-    return service
-
-
-def task_service(request: Request) -> TaskService:
-    return service_for_app(request.app)
-
-
-@asynccontextmanager
-async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """Start the task service with the server (recovering interrupted tasks) and stop it with it.
-    The router is mounted twice (`/api`, `/api/v0`), so both steps are idempotent."""
-    service_for_app(app)
-    try:
-        yield
-    finally:
-        with _service_lock:
-            service: TaskService | None = getattr(app.state, _SERVICE_KEY, None)
-            if service is not None:
-                delattr(app.state, _SERVICE_KEY)
-        if service is not None:
-            service.close()

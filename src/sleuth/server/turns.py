@@ -32,13 +32,11 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
-from fastapi import Request
 from prometheus_client import Histogram
 
 from sleuth.agent.records import Query
 from sleuth.agent.turn import PreparedTurn, Runtime
-from sleuth.api.errors import ApiError
-from sleuth.api.state import api_state
+from sleuth.errors import ToldTooMany
 from sleuth.store.server_db import (
     TERMINAL_STATUSES,
     Holder,
@@ -169,9 +167,9 @@ class TurnExecutor:
         except TurnPlacesFull as exc:
             raise self.refusal(exc) from None
 
-    def refusal(self, full: TurnPlacesFull) -> ApiError:
+    def refusal(self, full: TurnPlacesFull) -> ToldTooMany:
         extra: dict[str, Any] = {"limit": full.limit} if full.code == "key_turn_limit" else {}
-        return ApiError(429, full.code, str(full), headers={"Retry-After": str(self.retry_after())}, **extra)
+        return ToldTooMany(full.code, str(full), retry_after_s=self.retry_after(), **extra)
 
     async def admit(self, fn: Callable[[], T]) -> T:
         """Run an admission step on an admission thread. It runs to its end even if the request is
@@ -263,7 +261,7 @@ class TurnExecutor:
 
     # ------------------------------------------------------------------------------ heartbeat
     def start_heartbeat(self) -> None:
-        """Beat from now on (idempotent). A turn run here starts it; with a queue, `build_state` starts
+        """Beat from now on (idempotent). A turn run here starts it; with a queue, `open_server` starts
         it at once, since each beat also fails the turns of dead workers (any process may, and an API
         server without workers still should)."""
         with self._lock:
@@ -347,33 +345,6 @@ class TurnExecutor:
             self.runtime.cancel(query_id)
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._admission.shutdown(wait=False)
-
-
-_executor_lock = threading.Lock()
-
-
-def executor(request: Request) -> TurnExecutor:
-    """The app's executor (`server.build_state` builds it; a bare state gets one on first use)."""
-    built = api_state(request).turns
-    if isinstance(built, TurnExecutor):
-        return built
-    app_state: Any = request.app.state
-    found: TurnExecutor | None = getattr(app_state, "sleuth_turns", None)
-    if found is not None:
-        return found
-    with _executor_lock:
-        found = getattr(app_state, "sleuth_turns", None)
-        if found is None:
-            state = api_state(request)
-            settings = state.settings
-            found = TurnExecutor(
-                state.runtime,
-                settings.max_concurrent_turns,
-                settings.max_queued_turns,
-                settings.max_turns_per_key,
-            )
-            app_state.sleuth_turns = found
-        return found
 
 
 def settled(db: ServerDB, query_id: str) -> bool:

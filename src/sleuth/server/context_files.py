@@ -1,4 +1,4 @@
-"""What the context route modules share: finding a context, `context.extra.json`, the per-context
+"""What the services and the context routes share: finding a context, `context.extra.json`, the per-context
 source-tree lock, the `task_in_flight` check and safe request paths.
 
 The API's own context fields (`kind`, `guide`, `created_by`, `last_source_import_at`) live beside
@@ -16,14 +16,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from sleuth.api.errors import ApiError
-from sleuth.api.file_trees import walk_files
-from sleuth.api.state import ApiState
-from sleuth.api.task_service import TaskService
 from sleuth.compile.manifest import ManifestError, parse_manifest
 from sleuth.compile.sources import UnsafePath, safe_relative_path, safe_source_path
+from sleuth.errors import ToldConflict, ToldInvalid, ToldNotFound
+from sleuth.server.state import Server
+from sleuth.server.task_service import TaskService
 from sleuth.store.home import ContextDir, ContextNotFound, write_json_atomic
 from sleuth.store.lock import CurateInFlight, curate_lock
+from sleuth.store.trees import walk_files
 
 EXTRA_FILE = "context.extra.json"
 #: Workflows that write the knowledge tree: one at a time per context (`409 task_in_flight`).
@@ -47,7 +47,7 @@ class StrictBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-def find_context(state: ApiState, slug: str) -> ContextDir:
+def find_context(state: Server, slug: str) -> ContextDir:
     """The context by slug or id, or `404 context_not_found`."""
     for attempt in range(2):
         try:
@@ -57,14 +57,14 @@ def find_context(state: ApiState, slug: str) -> ContextDir:
         except FileNotFoundError:  # another context was deleted while the home was scanned
             if attempt:
                 raise
-    raise ApiError(404, "context_not_found", f"no context {slug!r}", slug=slug)
+    raise ToldNotFound("context_not_found", f"no context {slug!r}", slug=slug)
 
 
 def live_version_dir(ctx: ContextDir) -> Path:
     """The directory of the context's live version, or `409 context_not_curated` before the first flip."""
     live = ctx.live_version()
     if live is None:
-        raise ApiError(409, "context_not_curated", f"context {ctx.info().slug!r} has no compiled version yet")
+        raise ToldConflict("context_not_curated", f"context {ctx.info().slug!r} has no compiled version yet")
     return ctx.version_dir(live)
 
 
@@ -92,15 +92,15 @@ def conflict_check(service: TaskService, ctx: ContextDir, workflows: tuple[str, 
     busy = service.store.active(ctx.info().id, workflows)
     if busy:
         task_id = busy[0]["id"]
-        raise ApiError(
-            409, "task_in_flight", f"task {task_id} ({busy[0]['workflow']}) is active", task_id=task_id
+        raise ToldConflict(
+            "task_in_flight", f"task {task_id} ({busy[0]['workflow']}) is active", task_id=task_id
         )
     try:
         with curate_lock(ctx.lock_file, ctx.info().id):
             pass
     except CurateInFlight:
-        raise ApiError(
-            409, "task_in_flight", "a compile started outside this server is running", task_id=None
+        raise ToldConflict(
+            "task_in_flight", "a compile started outside this server is running", task_id=None
         ) from None
 
 
@@ -110,7 +110,7 @@ def safe_rel(name: str, source: bool = False, field: str = "path") -> PurePosixP
     try:
         return safe_source_path(name) if source else safe_relative_path(name)
     except UnsafePath as exc:
-        raise ApiError(400, "unsafe_path", str(exc), field=field) from None
+        raise ToldInvalid("unsafe_path", str(exc), field=field) from None
 
 
 def manifest_or_400(data: Any) -> dict[str, Any]:
@@ -122,7 +122,7 @@ def manifest_or_400(data: Any) -> dict[str, Any]:
         for problem in exc.problems:
             path, _, message = problem.partition(": ")
             errors.append({"path": "" if path == "(root)" else path, "message": message or problem})
-        raise ApiError(
-            400, "invalid_manifest", f"invalid manifest: {len(errors)} problem(s)", errors=errors
+        raise ToldInvalid(
+            "invalid_manifest", f"invalid manifest: {len(errors)} problem(s)", errors=errors
         ) from None
     return dict(data)

@@ -1,0 +1,196 @@
+"""Trees of files kept in the shared storage: every file a content-addressed blob (`blobs/<sha>`,
+written once and shared by every tree that holds the same bytes), and each tree an index of its
+files (path → sha, size) stored after its blobs, so an index never names a blob that is not there.
+
+A context's versions are such trees (`versions/<context id>/<version>.json`): published once, never
+changed, fetched whole the first time a node reads one. A task's files travel the same way
+(`put_tree`, `get_tree`). `store.replica.Replica` adds the heads, the part of a context that changes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sleuth.errors import Conflict
+from sleuth.models.embedder import file_sha256
+from sleuth.settings import TURN_CAP_SECONDS
+from sleuth.store.storage import ObjectMissing, Storage
+
+TRANSFERS = 8  # objects moved at once: object storage is latency-bound
+
+
+class VersionConflict(Conflict, RuntimeError):
+    """A version name already published with other content (it must never be reused)."""
+
+
+def blob_key(sha: str) -> str:
+    return f"blobs/{sha[:2]}/{sha}"
+
+
+def version_key(ctx_id: str, version: str) -> str:
+    return f"versions/{ctx_id}/{version}.json"
+
+
+def _raise(error: OSError) -> None:
+    raise error
+
+
+def _index(directory: Path) -> tuple[dict[str, list[Any]], list[tuple[Path, str]]]:
+    """(path → [sha, size], (file, sha) to upload) of every regular file under `directory`; an error
+    reading it raises, so a missing or half-removed directory never becomes a short index."""
+    if not directory.is_dir():
+        raise FileNotFoundError(f"no directory {directory}")
+    index: dict[str, list[Any]] = {}
+    items = []
+    for dirpath, _dirs, names in os.walk(directory, onerror=_raise):
+        for name in names:
+            full = Path(dirpath) / name
+            if full.is_symlink() or not full.is_file():
+                continue
+            sha = file_sha256(full)
+            index[full.relative_to(directory).as_posix()] = [sha, full.stat().st_size]
+            items.append((full, sha))
+    return index, items
+
+
+class SharedTrees:
+    """The trees of one deployment's shared storage."""
+
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+        self._guard = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+
+    @contextmanager
+    def _syncing(self, ctx_id: str) -> Iterator[None]:
+        """One pull or push of a context at a time in this process."""
+        with self._guard:
+            lock = self._locks.setdefault(ctx_id, threading.Lock())
+        with lock:
+            yield
+
+    # -------------------------------------------------------------------------------- versions
+    def versions(self, ctx_id: str) -> list[str]:
+        """The names of the context's published versions (a curate numbers its own past all of them, so
+        a version that was published but never made live is not named twice)."""
+        prefix = f"versions/{ctx_id}/"
+        return [key[len(prefix) :].removesuffix(".json") for key in self.storage.keys(prefix.rstrip("/"))]
+
+    def publish_version(self, ctx_id: str, directory: Path) -> None:
+        """Upload a finished version once: its blobs, then its index (the index is what makes it exist).
+        An index already there under the name must be this version's, or the publish is refused."""
+        key = version_key(ctx_id, directory.name)
+        index, items = _index(directory)
+        try:
+            stored = json.loads(self.storage.get_bytes(key))
+        except ObjectMissing:
+            self._upload(items)
+            self.storage.put_bytes(key, json.dumps(index, sort_keys=True).encode())
+            return
+        if stored != index:
+            raise VersionConflict(f"context {ctx_id}: another {directory.name} was published")
+
+    def fetch_version(self, ctx_id: str, directory: Path) -> None:
+        """Make the version at `directory` local if the storage has it: fetched once (other readers here
+        wait for it) into a hidden temporary directory, renamed into place whole. Fetched versions of
+        the context not read for longer than a turn may last are dropped (never the live one), so the
+        cache holds what is in use."""
+        if directory.is_dir():
+            os.utime(directory)  # read now: kept by the eviction below
+            return
+        with self._syncing(f"{ctx_id}/{directory.name}"):
+            if directory.is_dir():
+                return
+            try:
+                index = json.loads(self.storage.get_bytes(version_key(ctx_id, directory.name)))
+            except ObjectMissing:
+                return
+            self._evict(directory)
+            self._place(index, directory)
+            (directory.parent / f".{directory.name}.fetched").touch()
+
+    def _evict(self, keep: Path) -> None:
+        """Drop fetched versions (marked `.<name>.fetched`) not read for `TURN_CAP_SECONDS`, except the
+        live one: what this node built itself, the curate that built it collects."""
+        versions = keep.parent
+        if not versions.is_dir():
+            return
+        try:
+            live = (versions.parent / "LIVE").read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            live = ""
+        cutoff = time.time() - TURN_CAP_SECONDS
+        for mark in versions.glob(".*.fetched"):
+            entry = versions / mark.name[1:].removesuffix(".fetched")
+            if entry in (keep, versions / live):
+                continue
+            if not entry.is_dir():
+                mark.unlink(missing_ok=True)
+            elif entry.stat().st_mtime < cutoff:
+                shutil.rmtree(entry, ignore_errors=True)
+                mark.unlink(missing_ok=True)
+
+    # ---------------------------------------------------------------------------------- trees
+    def put_tree(self, key: str, directory: Path) -> None:
+        """Upload every file under `directory` as blobs, then `key`: an index of path → [sha, size]."""
+        index, items = _index(directory)
+        self._upload(items)
+        self.storage.put_bytes(key, json.dumps(index, sort_keys=True).encode())
+
+    def get_tree(self, key: str, directory: Path) -> bool:
+        """Fetch the tree `key` indexes into `directory` (`_place`); False when there is no such tree."""
+        try:
+            index = json.loads(self.storage.get_bytes(key))
+        except ObjectMissing:
+            return False
+        self._place(index, directory)
+        return True
+
+    def _place(self, index: dict[str, list[Any]], directory: Path) -> None:
+        """The files `index` names, fetched into a hidden directory beside `directory` and renamed into
+        place whole, so a reader never sees half of them; a directory placed first by another thread
+        or process wins."""
+        temporary = directory.parent / f".{directory.name}.fetch-{secrets.token_hex(4)}"
+        try:
+            self._get_index(index, temporary)
+            try:
+                os.rename(temporary, directory)
+            except OSError:
+                if not directory.is_dir():
+                    raise
+        finally:
+            shutil.rmtree(temporary, ignore_errors=True)
+
+    def _get_index(self, index: dict[str, list[Any]], directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        targets = []
+        for rel, (sha, _size) in index.items():
+            target = (directory / rel).resolve()
+            if not target.is_relative_to(directory.resolve()):
+                raise ValueError(f"unsafe path {rel!r} in a stored tree")
+            targets.append((blob_key(sha), target))
+        self._download(targets)
+
+    def _upload(self, items: list[tuple[Path, str]]) -> None:
+        def one(item: tuple[Path, str]) -> None:
+            path, sha = item
+            if not self.storage.exists(blob_key(sha)):
+                self.storage.put_file(blob_key(sha), path)
+
+        unique = list({sha: (path, sha) for path, sha in items}.values())
+        with ThreadPoolExecutor(TRANSFERS) as pool:
+            list(pool.map(one, unique))
+
+    def _download(self, items: list[tuple[str, Path]]) -> None:
+        with ThreadPoolExecutor(TRANSFERS) as pool:
+            list(pool.map(lambda item: self.storage.get_file(*item), items))
