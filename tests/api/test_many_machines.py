@@ -44,6 +44,9 @@ from tests.cluster import Cluster
 from tests.models.wire import Canned, WireServer, openai_completion, wire_server
 from tests.postgres import Postgres
 
+#: One cluster for the module: its tests run on one xdist worker (`--dist loadgroup`), not one cluster each.
+pytestmark = pytest.mark.xdist_group("many_machines")
+
 MODEL = "test/slow"
 STEP_S = 1.0
 #: A hold lasts three beats: 4.5 s, so a loaded test machine (the whole suite on 2 cores) that starves a
@@ -284,13 +287,13 @@ def test_a_curate_fans_out_over_the_workers(cluster: Cluster) -> None:
     a = cluster.servers[0]
     slug = unique_slug()
     with httpx.Client(base_url=a, timeout=60) as on_a:
-        _fresh_corpus(on_a, slug, files=16, seed=11)
+        _fresh_corpus(on_a, slug, files=8, seed=11)
         task_id = on_a.post(f"/api/contexts/{slug}/curate", json={}).json()["task_id"]
         done = wait_task(on_a, task_id, timeout=180)
     assert done["state"] == "completed", done
     with TaskStore(cluster.database_url) as tasks:
         parts = tasks.parts(task_id)
-    assert len(parts) == 16 and {p["state"] for p in parts} == {"done"}
+    assert len(parts) == 8 and {p["state"] for p in parts} == {"done"}
     assert len({p["worker"] for p in parts}) == 2, parts  # both workers took sources
     usage = done["output"]["counts"]
     assert usage["embedded"] == 0 and usage["embedded_from_cache"] > 0, usage  # all warmed before
@@ -349,7 +352,7 @@ def test_a_worker_stopped_mid_curate_hands_it_back_and_it_completes(cluster: Clu
     a, b = cluster.servers[0], cluster.servers[-1]
     slug = unique_slug()
     with httpx.Client(base_url=a, timeout=60) as on_a, httpx.Client(base_url=b, timeout=120) as on_b:
-        _fresh_corpus(on_a, slug, files=24, seed=7)
+        _fresh_corpus(on_a, slug, files=12, seed=7)
         task_id = on_a.post(f"/api/contexts/{slug}/curate", json={}).json()["task_id"]
         with TaskStore(cluster.database_url) as tasks:
             holder = _until(
