@@ -40,7 +40,7 @@ typecheck: install-dev
 # On every core (pytest-xdist: a serial run took 16 minutes on a 2-core machine, over CI's 15), with
 # the slowest tests listed so that the next one to cut is in plain sight.
 test: install-dev lint typecheck core-check chromium postgres
-	$(BIN)/pytest -n auto --dist loadgroup --durations=10
+	$(BIN)/pytest -n auto --durations=10
 
 # The README's first hour as a user installs Sleuth (`pip install -e .`, no extras), in its own venv:
 # the suite runs with every extra, so it cannot see a command that crashes without one.
@@ -65,7 +65,7 @@ postgres:
 # The suite on every core (pytest-xdist), without the API fuzz run: for the edit-test loop. `make test`
 # is what CI runs and what must pass before anything lands.
 test-fast: install-dev chromium postgres
-	$(BIN)/pytest -n auto --dist loadgroup --ignore=tests/api/test_fuzz.py
+	$(BIN)/pytest -n auto --ignore=tests/api/test_fuzz.py
 
 # Apply every fix ruff can make, then format.
 fix: install-dev

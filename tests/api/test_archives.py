@@ -16,7 +16,7 @@ import zipfile
 import httpx
 import pytest
 
-from sleuth.api.archives import EXPANSION_ALLOWANCE_BYTES, STREAM_STEP_BYTES
+from sleuth.compile.archives import EXPANSION_ALLOWANCE_BYTES, STREAM_STEP_BYTES
 from tests.api.support import error, make_zip, upload, wait_task
 
 

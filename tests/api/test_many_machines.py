@@ -44,9 +44,6 @@ from tests.cluster import Cluster
 from tests.models.wire import Canned, WireServer, openai_completion, wire_server
 from tests.postgres import Postgres
 
-#: One cluster for the module: its tests run on one xdist worker (`--dist loadgroup`), not one cluster each.
-pytestmark = pytest.mark.xdist_group("many_machines")
-
 MODEL = "test/slow"
 STEP_S = 1.0
 #: A hold lasts three beats: 4.5 s, so a loaded test machine (the whole suite on 2 cores) that starves a

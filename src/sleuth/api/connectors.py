@@ -28,7 +28,7 @@ from sleuth.api.errors import ApiError
 from sleuth.api.state import api_state, task_service
 from sleuth.compile.connectors import registry
 from sleuth.compile.connectors.base import ConnectorConfigError, ConnectorError
-from sleuth.compile.connectors.kinds import KINDS
+from sleuth.compile.connectors.configs import KIND_SPECS
 from sleuth.server.connectors import connector_of, entry_of, start_sync
 from sleuth.server.context_files import (
     EXCLUSIVE_WORKFLOWS,
@@ -41,52 +41,6 @@ from sleuth.store.home import ContextDir
 from sleuth.store.secrets import SecretBox
 
 router = APIRouter()
-
-KIND_FIELDS: dict[str, dict[str, Any]] = {
-    "folder": {
-        "description": "Files below a folder of the server (a mounted share included), polled.",
-        "config": {
-            "path": "absolute path, below a folder SLEUTH_CONNECTOR_FOLDERS allows",
-            "include": "globs",
-        },
-        "secret": {},
-    },
-    "git": {
-        "description": "A branch or tag of a git repository; only changed files are fetched again.",
-        "config": {
-            "url": "https:// (or file:// where allowed)",
-            "ref": "branch or tag (main)",
-            "include": "globs",
-        },
-        "secret": {},
-    },
-    "web": {
-        "description": "Web pages: URLs, a sitemap, or the links below a prefix; robots.txt honoured.",
-        "config": {
-            "urls": "page URLs",
-            "sitemap": "a sitemap URL",
-            "prefix": "follow links below it",
-            "max_pages": "200",
-            "delay_s": "1.0 between requests to one host",
-        },
-        "secret": {},
-    },
-    "s3": {
-        "description": "Objects below a prefix of an S3-compatible bucket; etags say what changed.",
-        "config": {
-            "bucket": "name",
-            "prefix": "key prefix",
-            "endpoint_url": "for non-AWS",
-            "region": "region",
-        },
-        "secret": {
-            "access_key_id": "without keys: public buckets only, unsigned (unless the operator allows "
-            "this machine's AWS credentials: SLEUTH_CONNECTOR_S3_INSTANCE_CREDENTIALS)",
-            "secret_access_key": "",
-            "session_token": "optional",
-        },
-    },
-}
 
 
 class ConnectorBody(StrictBody):
@@ -127,7 +81,9 @@ def _checked(
 
 @router.get("/connectors")
 def list_kinds(_who: AnyKey) -> dict[str, Any]:
-    return {"kinds": [{"kind": k, **KIND_FIELDS[k]} for k in KINDS]}
+    """Each kind, its configuration's fields (with what each means and its type for a form) and its
+    credentials, from the one declaration of each kind (`compile/connectors/configs.py`)."""
+    return {"kinds": [{"kind": kind, **spec.describe()} for kind, spec in KIND_SPECS.items()]}
 
 
 def visible_to(who: Principal, entry: registry.ConnectorEntry) -> dict[str, Any]:

@@ -15,19 +15,17 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 import sleuth
-from sleuth.api.archives import ZIP_ENTRY_BYTES, ArchiveRefused, zip_directory
 from sleuth.api.auth import AdminKey
 from sleuth.api.errors import ApiError
 from sleuth.api.state import api_state, task_service
 from sleuth.api.uploads import (
     MULTIPART_OVERHEAD,
     UPLOAD_SCHEMA,
-    SourceLimits,
-    copy_capped,
     parse_upload,
     single_file,
     staging_dir,
 )
+from sleuth.compile.archives import ZIP_ENTRY_BYTES, ArchiveRefused, SourceLimits, copy_capped, zip_directory
 from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.compile.extraction.choose import restore_extractor
 from sleuth.compile.manifest import ManifestError, parse_manifest
@@ -353,7 +351,7 @@ async def restore_context(request: Request, slug: str, who: AdminKey) -> dict[st
     ctx = await run_in_threadpool(find_context, state, slug)
     if await run_in_threadpool(has_sources, ctx):
         raise ApiError(409, "context_not_empty", "restore needs a context without sources")
-    limits = SourceLimits.of(state)
+    limits = SourceLimits.of_settings(state.settings)
     form = await parse_upload(request, limits.max_upload_bytes + MULTIPART_OVERHEAD)
     try:
         upload, _filename = single_file(form)

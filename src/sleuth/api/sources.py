@@ -18,7 +18,6 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse
 from starlette.datastructures import UploadFile
 
-from sleuth.api.archives import SourceUsage, expand_archive
 from sleuth.api.auth import AdminKey, AnyKey
 from sleuth.api.errors import ApiError
 from sleuth.api.file_trees import dir_listing, file_response, iso, resolve_file, tree_stats
@@ -26,15 +25,15 @@ from sleuth.api.state import api_state, task_service
 from sleuth.api.uploads import (
     MULTIPART_OVERHEAD,
     UPLOAD_SCHEMA,
-    SourceLimits,
-    copy_capped,
     parse_upload,
     single_file,
     staging_dir,
 )
+from sleuth.compile.archives import SourceLimits, copy_capped
 from sleuth.compile.connectors import registry
 from sleuth.compile.parse import PARSERS
 from sleuth.compile.sources import UnsafePath, archive_stem, is_archive, safe_join
+from sleuth.server.archives import SourceUsage, expand_archive
 from sleuth.server.context_files import find_context, safe_rel, tree_lock, update_extra
 from sleuth.server.state import Server
 from sleuth.server.task_service import TaskHandle, TaskService
@@ -112,7 +111,7 @@ def refuse_connector_folder(ctx: ContextDir, rel: PurePosixPath) -> None:
 def _store_plain(
     state: Server, service: TaskService, ctx: ContextDir, rel: PurePosixPath, upload: UploadFile, who: str
 ) -> dict[str, Any]:
-    limits = SourceLimits.of(state)
+    limits = SourceLimits.of_settings(state.settings)
     upload.file.seek(0)
     with ctx.editing():
         refuse_connector_folder(ctx, rel)  # again under the lock: a connector added meanwhile
@@ -148,7 +147,7 @@ def _stage_archive(
     who: str,
 ) -> dict[str, Any]:
     """Stage the archive and start an `import` task that expands it."""
-    limits = SourceLimits.of(state)
+    limits = SourceLimits.of_settings(state.settings)
     name = str(upload.filename)
     info = ctx.info()
     task = service.store.create(
@@ -198,7 +197,7 @@ async def upload_source(
     state, service = api_state(request), task_service(request)
     ctx = await run_in_threadpool(find_context, state, slug)
     folder = safe_rel(path)
-    limits = SourceLimits.of(state)
+    limits = SourceLimits.of_settings(state.settings)
     form = await parse_upload(request, limits.max_upload_bytes + MULTIPART_OVERHEAD)
     try:
         upload, filename = single_file(form)
@@ -246,7 +245,7 @@ def list_sources(request: Request, slug: str, path: str, _who: AnyKey) -> dict[s
 def source_stats(request: Request, slug: str, _who: AnyKey) -> dict[str, Any]:
     state = api_state(request)
     stats = tree_stats(find_context(state, slug).sources)
-    limits = SourceLimits.of(state)
+    limits = SourceLimits.of_settings(state.settings)
     return {
         **stats,
         "max_files_per_context": limits.max_files_per_context,

@@ -4,21 +4,16 @@ and capped body parse, and staging files in a context's `staging/` before they a
 
 from __future__ import annotations
 
-import hashlib
-import os
 import re
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from fastapi import Request
 from starlette.datastructures import FormData, UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 
 from sleuth.api.errors import ApiError
-from sleuth.server.state import Server
-from sleuth.settings import Settings
 from sleuth.store.home import ContextDir
 
 MAX_CONTEXT_BYTES = 10 * 1024**3
@@ -27,28 +22,6 @@ COPY_CHUNK = 1 << 20
 #: The routes that take a multipart body and cap it themselves while streaming (`parse_upload`); every
 #: other body, whatever its content type, is held to the JSON limit by the app's middleware.
 UPLOAD_ROUTE = re.compile(r"/api(?:/v0)?/contexts/[^/]+/(?:import/upload|restore)")
-
-
-@dataclass(frozen=True)
-class SourceLimits:
-    """spec/api.md §12, each a setting (`sleuth.settings`, `$SLEUTH_<NAME>`), read per request."""
-
-    max_file_bytes: int
-    max_upload_bytes: int
-    max_context_bytes: int
-    max_files_per_context: int
-    max_expanded_bytes: int  # what one archive may expand to, all members together
-    max_archive_members: int  # entries of one archive, directories included
-    max_expansion_ratio: int  # decompressed bytes per compressed byte, past `EXPANSION_ALLOWANCE_BYTES`
-
-    @classmethod
-    def of(cls, state: Server) -> SourceLimits:
-        return cls.of_settings(state.settings)
-
-    @classmethod
-    def of_settings(cls, settings: Settings) -> SourceLimits:
-        """The limits of these settings (the CLI's: `sleuth.settings.current()`)."""
-        return cls(**{item.name: getattr(settings, item.name) for item in fields(cls)})
 
 
 UPLOAD_SCHEMA: dict[str, Any] = {
@@ -121,19 +94,3 @@ def staging_dir(ctx: ContextDir, name: str | None = None) -> Path:
         return folder
     except FileNotFoundError:
         raise ApiError(404, "context_not_found", "the context was deleted") from None
-
-
-def copy_capped(src: IO[bytes], dest: Path, cap: int) -> tuple[int, str]:
-    """Copy at most `cap` bytes into `dest`; returns (size, sha256). `OverflowError` past the cap."""
-    digest = hashlib.sha256()
-    size = 0
-    with dest.open("wb") as out:
-        while chunk := src.read(COPY_CHUNK):
-            size += len(chunk)
-            if size > cap:
-                raise OverflowError(f"more than {cap} bytes")
-            digest.update(chunk)
-            out.write(chunk)
-        out.flush()
-        os.fsync(out.fileno())
-    return size, digest.hexdigest()

@@ -16,7 +16,8 @@ from rich.table import Table
 from sleuth.cli.app import FAILED, USAGE, app, console, err, fail, failure, find_context, say, styled
 from sleuth.compile.connectors import registry
 from sleuth.compile.connectors.base import ConnectorConfigError, ConnectorError
-from sleuth.compile.connectors.kinds import KINDS, build
+from sleuth.compile.connectors.configs import KIND_SPECS, KINDS
+from sleuth.compile.connectors.kinds import build
 from sleuth.compile.connectors.sync import SyncReport
 from sleuth.compile.errors import CompileError
 from sleuth.compile.pipeline import compile_context
@@ -78,13 +79,21 @@ def add_cmd(
     ] = None,
 ) -> None:
     """Add a connector to CONTEXT; `sleuth connectors sync` then brings its items in."""
-    ctx = find_context(open_home(), context)
     config: dict[str, Any] = {"include": list(include or [])}
     urls = list(url or [])
-    given = {"url": urls[0] if kind == "git" and urls else None, "urls": urls if kind == "web" else None,
-             "sitemap": sitemap, "ref": ref if kind == "git" else None, "path": path, "bucket": bucket,
+    git = kind == "git"
+    given = {"url": urls[0] if git and urls else None, "urls": urls if not git and urls else None,
+             "sitemap": sitemap, "ref": ref if git else None, "path": path, "bucket": bucket,
              "prefix": prefix or None, "endpoint_url": endpoint_url}  # fmt: skip
-    config.update({k: v for k, v in given.items() if v is not None})
+    spec = KIND_SPECS.get(kind)
+    for key, value in given.items():
+        if value is None:
+            continue
+        if spec is not None and key not in spec.config.model_fields:  # a flag this kind has no field for
+            flag = "--url" if key == "urls" else f"--{key.replace('_', '-')}"
+            raise fail(f"{flag} is not an option of a {kind} connector", USAGE)
+        config[key] = value
+    ctx = find_context(open_home(), context)
     try:
         registry.check_name(name)
         entry = registry.ConnectorEntry(name, kind, config, registry.parse_every(every))

@@ -57,7 +57,7 @@ def restore_cmd(
     extraction cache answers)."""
     from sleuth.api.errors import ApiError
     from sleuth.api.packs import check_pack, restore_pack
-    from sleuth.api.uploads import SourceLimits
+    from sleuth.compile.archives import SourceLimits
     from sleuth.server.context_files import has_sources
 
     if not pack_file.is_file():

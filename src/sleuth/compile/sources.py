@@ -9,90 +9,41 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tarfile
-import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from sleuth.errors import Invalid
-from sleuth.format.text import BIDI_CONTROLS, hidden_in_name
+from sleuth.compile.archives import ArchiveRefused, SourceLimits, member_label, members
+from sleuth.compile.source_paths import (
+    MAX_COMPONENT_BYTES,
+    MAX_PATH_BYTES,
+    MAX_PATH_DEPTH,
+    MAX_SOURCE_PATH_BYTES,
+    MAX_SOURCE_PATH_DEPTH,
+    UnsafePath,
+    safe_join,
+    safe_relative_path,
+    safe_source_path,
+    shown,
+)
 from sleuth.settings import Settings, current
 
+__all__ = [  # the names' checks live in `source_paths`; most importers know them from here
+    "MAX_COMPONENT_BYTES",
+    "MAX_PATH_BYTES",
+    "MAX_PATH_DEPTH",
+    "MAX_SOURCE_PATH_BYTES",
+    "MAX_SOURCE_PATH_DEPTH",
+    "ImportReport",
+    "UnsafePath",
+    "import_sources",
+    "safe_join",
+    "safe_relative_path",
+    "safe_source_path",
+    "shown",
+]
+
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
-
-#: Any relative path a request or an archive names: a component is at most 255 bytes (spec/api.md §4), the
-#: whole path at most `MAX_PATH_BYTES` bytes and `MAX_PATH_DEPTH` components, so a path always fits
-#: the operating system's limits below a context's directory and a `mkdir(parents=True)` is shallow.
-MAX_COMPONENT_BYTES = 255
-MAX_PATH_BYTES = 2048
-MAX_PATH_DEPTH = 64
-#: A source's own path (an upload, an archive member) is held tighter, so the knowledge paths derived
-#: from it (`knowledge/chunks/<path>.jsonl`, pack members) stay within the general limits.
-MAX_SOURCE_PATH_BYTES = 1024
-MAX_SOURCE_PATH_DEPTH = 32
-
-
-class UnsafePath(Invalid, ValueError):
-    """A path is absolute, contains `..`, a backslash, NUL, control, bidirectional control or invisible
-    characters, a component over 255 bytes, or is too long or too deep (spec/api.md §4,
-    `unsafe_path`)."""
-
-
-def shown(name: str, limit: int = 80) -> str:
-    """`name` quoted for a message, cut to `limit` characters: a message never carries a whole
-    hostile name."""
-    if len(name) <= limit:
-        return repr(name)
-    return f"{name[:limit]!r}… ({len(name)} characters)"
-
-
-def safe_relative_path(
-    name: str, *, max_bytes: int = MAX_PATH_BYTES, max_depth: int = MAX_PATH_DEPTH
-) -> PurePosixPath:
-    """`name` as a relative POSIX path, or `UnsafePath`. The one check every outside name passes."""
-    try:
-        size = len(name.encode("utf-8"))
-    except UnicodeEncodeError:  # a name that was not UTF-8 (tar keeps its bytes as surrogates)
-        raise UnsafePath(f"unsafe path {shown(name)}: not valid UTF-8") from None
-    if size > max_bytes:
-        raise UnsafePath(f"unsafe path {shown(name)}: over {max_bytes} bytes")
-    if not name or name.startswith("/") or "\\" in name:
-        raise UnsafePath(f"unsafe path {shown(name)}: absolute or contains a backslash")
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in name):
-        raise UnsafePath(f"unsafe path {shown(name)}: contains NUL or control characters")
-    if any(ch in BIDI_CONTROLS for ch in name):
-        raise UnsafePath(f"unsafe path {shown(name)}: contains bidirectional control characters")
-    if (hidden := hidden_in_name(name)) is not None:  # `a\u200bb.md` looks like `ab.md`
-        raise UnsafePath(f"unsafe path {shown(name)}: contains an invisible character (U+{ord(hidden):04X})")
-    parts = [p for p in name.split("/") if p not in ("", ".")]
-    if not parts:
-        raise UnsafePath(f"unsafe path {shown(name)}: empty")
-    if len(parts) > max_depth:
-        raise UnsafePath(f"unsafe path {shown(name)}: deeper than {max_depth} components")
-    for part in parts:
-        if part == "..":
-            raise UnsafePath(f"unsafe path {shown(name)}: contains '..'")
-        if len(part.encode("utf-8")) > MAX_COMPONENT_BYTES:
-            raise UnsafePath(f"unsafe path {shown(name)}: a component is over {MAX_COMPONENT_BYTES} bytes")
-    return PurePosixPath(*parts)
-
-
-def safe_source_path(name: str) -> PurePosixPath:
-    """A source's path: `safe_relative_path` with the tighter source limits."""
-    return safe_relative_path(name, max_bytes=MAX_SOURCE_PATH_BYTES, max_depth=MAX_SOURCE_PATH_DEPTH)
-
-
-def safe_join(root: Path, name: str) -> Path:
-    """`root / name`, refusing anything that would land outside `root` (symlinks included). The refusal
-    names the path as it was given, never `root` or where a link leads: this machine's layout is not
-    for a client to learn."""
-    relative = safe_relative_path(name)
-    target = root.joinpath(*relative.parts)
-    resolved_root = root.resolve()
-    if not target.resolve().is_relative_to(resolved_root):
-        raise UnsafePath(f"unsafe path {shown(name)}: leads out of its folder (through a link)")
-    return target
 
 
 @dataclass
@@ -249,62 +200,44 @@ def _sha(data: bytes) -> str:
 
 
 def _archive_members(path: Path, report: ImportReport, limits: Settings) -> dict[str, _Source]:
-    """Regular members with safe names; links, devices and unsafe names are skipped and reported."""
+    """Regular members with safe names, read as the API's archive import reads them (`compile/archives`:
+    the entry count, a tar's headers and its compression ratio bounded before or while reading); each
+    member's bytes are counted as they are read, never taken from what the archive declares. Links,
+    devices, unsafe names and members over the file limit are skipped and reported; an archive that
+    expands past `max_expanded_bytes` is refused."""
     if path.stat().st_size > limits.max_upload_bytes:
         raise ValueError(f"archive too large: {path}")
-    members: dict[str, _Source] = {}
+    found: dict[str, _Source] = {}
     total = 0
-    if path.name.lower().endswith(".zip"):
-        with zipfile.ZipFile(path) as archive:
-            for info in archive.infolist():
-                if info.is_dir():
-                    continue
-                mode = (info.external_attr >> 16) & 0o170000
-                if mode and mode != 0o100000:
-                    report.skipped.append((info.filename, "not a regular file (link or device)"))
-                    continue
-                if _check_member(info.filename, info.file_size, total, report, limits):
-                    total += info.file_size
-                    mtime = _zip_mtime(info)
-                    members[str(safe_relative_path(info.filename))] = _BytesSource(archive.read(info), mtime)
-    else:
-        with tarfile.open(path) as archive:
-            for member in archive.getmembers():
-                if member.isdir():
-                    continue
-                if not member.isfile():
-                    report.skipped.append((member.name, "not a regular file (link or device)"))
-                    continue
-                if _check_member(member.name, member.size, total, report, limits):
-                    total += member.size
-                    handle = archive.extractfile(member)
-                    data = handle.read() if handle else b""
-                    members[str(safe_relative_path(member.name))] = _BytesSource(data, float(member.mtime))
-    return members
+    for member in members(path, SourceLimits.of_settings(limits), _never_stopped):
+        label = member_label(member.name)
+        if member.kind == "dir":
+            continue
+        if member.kind != "file":
+            report.skipped.append((label, "not a regular file (link or device)"))
+            continue
+        try:
+            rel = safe_relative_path(member.name)
+        except UnsafePath as exc:
+            report.skipped.append((label, str(exc)))
+            continue
+        if member.size > limits.max_file_bytes:
+            report.skipped.append((label, f"file too large ({member.size} bytes > {limits.max_file_bytes})"))
+            continue
+        with member.open() as opened:
+            data = opened.read(limits.max_file_bytes + 1)
+        if len(data) > limits.max_file_bytes:
+            report.skipped.append((label, f"file too large (over {limits.max_file_bytes} bytes)"))
+            continue
+        total += len(data)
+        if total > limits.max_expanded_bytes:
+            raise ArchiveRefused(f"{path.name} expands past {limits.max_expanded_bytes} bytes")
+        found[str(rel)] = _BytesSource(data, member.mtime)
+    return found
 
 
-def _check_member(name: str, size: int, total: int, report: ImportReport, limits: Settings) -> bool:
-    try:
-        safe_relative_path(name)
-    except UnsafePath as exc:
-        report.skipped.append((name, str(exc)))
-        return False
-    if size > limits.max_file_bytes:
-        report.skipped.append((name, f"file too large ({size} bytes > {limits.max_file_bytes})"))
-        return False
-    if total + size > limits.max_upload_bytes:
-        report.skipped.append((name, "archive expands beyond the upload limit"))
-        return False
-    return True
-
-
-def _zip_mtime(info: zipfile.ZipInfo) -> float | None:
-    import datetime as dt
-
-    try:
-        return dt.datetime(*info.date_time).timestamp()
-    except ValueError:
-        return None
+def _never_stopped() -> None:
+    return None
 
 
 def list_source_files(source_root: Path) -> list[str]:

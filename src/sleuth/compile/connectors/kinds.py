@@ -15,27 +15,18 @@ from typing import Any
 
 from sleuth.compile.connectors.addresses import AllowList, check_url
 from sleuth.compile.connectors.base import Connector, ConnectorConfigError, ConnectorError
+from sleuth.compile.connectors.configs import (
+    FolderConfig,
+    GitConfig,
+    S3Config,
+    WebConfig,
+    parse_config,
+)
 from sleuth.compile.connectors.folder import FolderConnector
 from sleuth.compile.connectors.git import GitConnector, check_ref
 from sleuth.compile.connectors.s3 import S3Connector, s3_client
 from sleuth.compile.sources import shown
 from sleuth.settings import Settings
-
-KINDS = ("folder", "git", "s3", "web")
-
-
-def _patterns(config: Mapping[str, Any]) -> tuple[str, ...]:
-    include = config.get("include") or []
-    if not isinstance(include, list) or not all(isinstance(p, str) and p for p in include):
-        raise ConnectorConfigError("include: a list of glob patterns (`docs/**/*.md`)")
-    return tuple(include)
-
-
-def _text(config: Mapping[str, Any], key: str, default: str | None = None) -> str:
-    value = config.get(key, default)
-    if not isinstance(value, str) or not value.strip():
-        raise ConnectorConfigError(f"{key}: required, a non-empty string")
-    return value.strip()
 
 
 def build(
@@ -56,11 +47,12 @@ def build(
     connector is being added, so a folder must be there now (a sync of one that went away later
     fails that sync, as an unmounted share does). `home`: Sleuth's home, which a folder never reads."""
     allow = AllowList.parse(settings.connector_allow)
-    include = _patterns(config)
-    if kind == "folder":
+    parsed = parse_config(kind, config)
+    include = tuple(parsed.include)
+    if isinstance(parsed, FolderConfig):
         # Every message names the folder as the client gave it: the resolved path (links followed, `~`
         # expanded) would tell the client how this machine is laid out.
-        given = _text(config, "path")
+        given = parsed.path
         said = given if given.isprintable() and len(given) <= 400 else shown(given, 400)
         root = Path(given).expanduser()
         if not root.is_absolute():
@@ -80,10 +72,10 @@ def build(
         if home is not None and (root == home.resolve() or home.resolve() in root.parents):
             raise ConnectorError(f"{said} is inside Sleuth's home: its files are not a source")
         return FolderConnector(root, include, home, named=said)
-    if kind == "git":
-        url = _text(config, "url")
+    if isinstance(parsed, GitConfig):
+        url = parsed.url
         address = check_url(url, allow, schemes=("https", "http", "file"))
-        ref = check_ref(_text(config, "ref", "main"))
+        ref = check_ref(parsed.ref)
         # One mirror per URL: a mirror an older Sleuth made (full history) is replaced at its next sync.
         mirror = workdir / hashlib.sha256(url.encode()).hexdigest()[:16]
         return GitConnector(
@@ -95,38 +87,29 @@ def build(
             max_bytes=settings.connector_max_bytes,
             max_file_bytes=settings.max_file_bytes,
         )
-    if kind == "s3":
-        bucket = _text(config, "bucket")
-        prefix = str(config.get("prefix") or "").lstrip("/")
-        endpoint = config.get("endpoint_url")
+    if isinstance(parsed, S3Config):
+        endpoint = parsed.endpoint_url
         if endpoint is not None:
-            check_url(_text(config, "endpoint_url"), allow)
+            check_url(endpoint, allow)
         chain = settings.connector_s3_instance_credentials or any_folder  # the CLI: the user's own keys
-        return S3Connector(bucket, prefix, s3_client(config, secret, endpoint, chain), include)
-    if kind == "web":
-        return _web(config, allow, settings)
-    raise ConnectorConfigError(f"kind: {kind!r} is not a connector here; one of {', '.join(KINDS)}")
+        client = s3_client(parsed.model_dump(), secret, endpoint, chain)
+        return S3Connector(parsed.bucket, parsed.prefix.lstrip("/"), client, include)
+    assert isinstance(parsed, WebConfig)
+    return _web(parsed, allow, settings)
 
 
-def _web(config: Mapping[str, Any], allow: AllowList, settings: Settings) -> Connector:
+def _web(config: WebConfig, allow: AllowList, settings: Settings) -> Connector:
     from sleuth.compile.connectors.web import WebConnector
 
-    urls = config.get("urls") or []
-    sitemap = config.get("sitemap")
-    if not isinstance(urls, list) or not all(isinstance(u, str) for u in urls) or len(urls) > 1000:
-        raise ConnectorConfigError("urls: a list of up to 1,000 page URLs")
-    if not urls and not sitemap:
-        raise ConnectorConfigError("urls or sitemap: where the pages are")
-    prefix = config.get("prefix")
-    for url in [*urls, *([sitemap] if sitemap else []), *([prefix] if prefix else [])]:
-        check_url(str(url), allow)
-    max_pages = config.get("max_pages", 200)
-    delay = config.get("delay_s", 1.0)
-    if not isinstance(max_pages, int) or not 1 <= max_pages <= settings.connector_max_items:
+    for url in [
+        *config.urls,
+        *([config.sitemap] if config.sitemap else []),
+        *([config.prefix] if config.prefix else []),
+    ]:
+        check_url(url, allow)
+    if config.max_pages > settings.connector_max_items:
         raise ConnectorConfigError(f"max_pages: 1 to {settings.connector_max_items}")
-    if not isinstance(delay, int | float) or not 0 <= delay <= 60:
-        raise ConnectorConfigError("delay_s: 0 to 60 seconds between requests to one host")
     return WebConnector(
-        list(urls), allow, str(sitemap) if sitemap else None, str(prefix) if prefix else None, max_pages,
-        float(delay), settings.max_file_bytes,
+        list(config.urls), allow, config.sitemap, config.prefix, config.max_pages, config.delay_s,
+        settings.max_file_bytes,
     )  # fmt: skip

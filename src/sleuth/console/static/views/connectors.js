@@ -5,8 +5,8 @@ import { api, showError } from "../lib/api.js";
 import { el, stacked, when } from "../lib/dom.js";
 import { waitTask } from "../lib/tasks.js";
 
-const LISTS = new Set(["include", "urls"]);  // one per line
-const NUMBERS = new Set(["max_pages", "delay_s"]);
+// A field's form type comes with its kind (`GET /api/connectors`: `types`): "list" (one a line), "number" or "text".
+const typeOf = (chosen, key) => (chosen.types || {})[key] || "text";
 
 function result(entry) {
   if (entry.last_error) return el("span", { class: "error" }, entry.last_error);
@@ -82,8 +82,8 @@ export function connectorsSection(slug, onSynced) {
     if (!chosen) return;
     fields.replaceChildren(el("p", { class: "help" }, chosen.description),
       ...Object.entries(chosen.config).map(([key, hint]) => el("label", { class: "field" }, el("span", {}, key),
-        LISTS.has(key) ? el("textarea", { rows: 2, dataset: { key }, placeholder: `${hint} (one a line)` })
-          : el("input", { dataset: { key }, placeholder: hint, type: NUMBERS.has(key) ? "number" : "text", step: "any" }))),
+        typeOf(chosen, key) === "list" ? el("textarea", { rows: 2, dataset: { key }, placeholder: `${hint} (one a line)` })
+          : el("input", { dataset: { key }, placeholder: hint, type: typeOf(chosen, key) === "number" ? "number" : "text", step: "any" }))),
       ...Object.keys(chosen.secret).map((key) => el("label", { class: "field" }, el("span", {}, key),
         el("input", { dataset: { secret: key }, type: "password", autocomplete: "off" }))));
   };
@@ -91,12 +91,14 @@ export function connectorsSection(slug, onSynced) {
   const form = el("form", { class: "connector-add", "aria-label": "Add a connector", onsubmit: async (event) => {
     event.preventDefault();
     const config = {}, secret = {};
+    const chosen = kinds.find((k) => k.kind === kind.value) || {};
     for (const input of fields.querySelectorAll("[data-key]")) {
       const value = input.value.trim();
       if (!value) continue;
       const key = input.dataset.key;
-      config[key] = LISTS.has(key) ? value.split(/[\n,]+/).map((v) => v.trim()).filter(Boolean)
-        : NUMBERS.has(key) ? Number(value) : value;
+      const type = typeOf(chosen, key);
+      config[key] = type === "list" ? value.split(/[\n,]+/).map((v) => v.trim()).filter(Boolean)
+        : type === "number" ? Number(value) : value;
     }
     for (const input of fields.querySelectorAll("[data-secret]")) if (input.value) secret[input.dataset.secret] = input.value;
     const body = { name: name.value, kind: kind.value, config };
