@@ -202,7 +202,7 @@ ORDER_CASES: list[tuple[str, Any, dict[str, str] | None, int, str, str | None]] 
         None,
         400,
         "model_unavailable",
-        None,
+        "model",
     ),
     (
         "no model specs over HTTP",
@@ -210,7 +210,7 @@ ORDER_CASES: list[tuple[str, Any, dict[str, str] | None, int, str, str | None]] 
         None,
         400,
         "model_unavailable",
-        None,
+        "model",
     ),
     (
         "unsupported shape",

@@ -46,9 +46,10 @@ class TurnError(Error):
     """A request rejected before the turn starts; `code` is spec/api.md §4's. The HTTP status it maps to
     is the API layer's business (`api.errors.TURN_ERROR_STATUS`): the CLI and MCP have none."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, field: str | None = None) -> None:
         super().__init__(message)
         self.code = code
+        self.field = field  # the request field at fault, where one is
 
 
 def default_max_steps(workflow: str) -> int:
@@ -163,18 +164,18 @@ class Runtime:
             try:
                 model_ids = [self.catalog.resolve(name, allow_specs=caller.model_specs).id for name in wanted]
             except CatalogError as exc:
-                raise TurnError("model_unavailable", str(exc)) from None
+                raise TurnError("model_unavailable", str(exc), "model") from None
         configs = []
         for model_id in model_ids:
             try:
                 configs.append(self.catalog.resolve(model_id, allow_specs=caller.model_specs))
             except CatalogError as exc:
-                raise TurnError("model_unavailable", str(exc)) from None
+                raise TurnError("model_unavailable", str(exc), "model") from None
             # A model the default factory cannot build here (its SDK extra or key missing) is refused
             # before a session is stored, not failed inside the turn as an internal error
             missing = self.catalog.missing(configs[-1]) if self.model_factory is build_model else None
             if missing is not None:
-                raise TurnError("model_unavailable", missing)
+                raise TurnError("model_unavailable", missing, "model")
         if request.shape is not None:
             try:
                 check_shape(request.shape)

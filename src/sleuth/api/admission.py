@@ -19,7 +19,6 @@ from sleuth.api.query_request import (
     _invalid,
 )
 from sleuth.api.system import sandbox_report
-from sleuth.models.catalog import CatalogError
 from sleuth.server.state import Server
 from sleuth.server.turns import TurnExecutor
 from sleuth.store.server_db import COMPARISON_GROUP_SIZE, TurnPlacesFull
@@ -123,9 +122,4 @@ def _check_models_available(state: Server, body: QueryRequest) -> None:
     catalog = state.runtime.catalog
     names: list[str | None] = list(body.models or []) or [body.model]
     for name in names:
-        try:
-            config = catalog.resolve(name, allow_specs=False)
-        except CatalogError as exc:
-            raise TurnError("model_unavailable", str(exc)) from None
-        if not catalog.available(config):
-            raise TurnError("model_unavailable", f"model {config.id!r} is not available on this server")
+        catalog.usable(name)

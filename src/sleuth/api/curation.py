@@ -58,14 +58,8 @@ class DeleteSourcesRequest(StrictBody):
 
 def model_or_400(state: Server, name: str) -> ModelConfig:
     """The catalog entry a request's `model` names (an id or a tier), or `400 model_unavailable`
-    saying why it cannot run on this server."""
-    try:
-        config = state.runtime.catalog.resolve(name, allow_specs=False)
-    except CatalogError as exc:
-        raise ApiError(400, "model_unavailable", str(exc), field="model") from None
-    if not state.runtime.catalog.available(config):
-        raise ApiError(400, "model_unavailable", f"model {config.id!r} is not available", field="model")
-    return config
+    saying why it cannot run on this server (`Catalog.usable`)."""
+    return state.runtime.catalog.usable(name)
 
 
 @router.post("/contexts/{slug}/curate")

@@ -54,7 +54,8 @@ SYNC_WAIT_MARGIN_S = 60.0  # a sync request waits this long past the turn's cap
 
 
 def _error_of(exc: TurnError) -> ApiError:
-    return ApiError(TURN_ERROR_STATUS.get(exc.code, 400), exc.code, str(exc))
+    extra: dict[str, Any] = {"field": exc.field} if exc.field is not None else {}
+    return ApiError(TURN_ERROR_STATUS.get(exc.code, 400), exc.code, str(exc), **extra)
 
 
 # ---------------------------------------------------------------------------------- routes

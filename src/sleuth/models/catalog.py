@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast, get_args
 
-from sleuth.errors import Invalid
+from sleuth.errors import Invalid, ToldInvalid
 from sleuth.models.base import Model, ModelConfig, PromptProfile, Provider, ToolProtocol
 from sleuth.models.keys import DEFAULT_KEY_ENV, resolve_api_key
 from sleuth.settings import TOOL_OUTPUT_CHARS
@@ -75,6 +75,14 @@ OFFLINE = ModelConfig(
     tool_protocol="native",
     label="Sleuth offline planner (no model)",
 )
+
+
+class ModelUnavailable(ToldInvalid, ValueError):
+    """A model a request names cannot run on this server: unknown, or missing its key or its SDK
+    (`400 model_unavailable`, `field: model`)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("model_unavailable", message, field="model")
 
 
 class CatalogError(Invalid, ValueError):
@@ -318,6 +326,18 @@ class Catalog:
         raise CatalogError(
             f"unknown model {name!r}; available: {', '.join(self.models)} (or a tier: {', '.join(TIERS)})"
         )
+
+    def usable(self, name: str | None) -> ModelConfig:
+        """The entry a request names (an id or a tier, never a spec; None: the default), checked that it
+        can run here now; `ModelUnavailable` saying why not. The one check of a client's `model`, for
+        a turn, a curate and a template's design."""
+        try:
+            config = self.resolve(name, allow_specs=False)
+        except CatalogError as exc:
+            raise ModelUnavailable(str(exc)) from None
+        if not self.available(config):
+            raise ModelUnavailable(f"model {config.id!r} is not available on this server")
+        return config
 
     def available(self, config: ModelConfig) -> bool:
         """Usable now: the offline planner always; others need their key (or none) and their SDK."""
