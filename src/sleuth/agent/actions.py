@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -138,11 +139,18 @@ def _text_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
+#: CPython keeps the AST constructor's recursion depth per interpreter, not per thread: turns parsing
+#: their code at once on a server's threads failed with `SystemError: AST constructor recursion depth
+#: mismatch` (python/cpython#106905). Parsing a step is quick; one at a time costs nothing.
+_PARSING = threading.Lock()
+
+
 def reserved_binding(code: str) -> str | None:
     """The first reserved name the code would bind, or None. Syntax errors are left to the REPL,
     which reports them with the model's own line numbers."""
     try:
-        tree = ast.parse(code)
+        with _PARSING:
+            tree = ast.parse(code)
     except SyntaxError:
         return None
     for node in ast.walk(tree):
