@@ -307,9 +307,10 @@ def _tar_member(tf: tarfile.TarFile, member: tarfile.TarInfo) -> Member:
     return Member(member.name, member.size, kind, opener, mtime=float(member.mtime))
 
 
-def members(archive: Path, limits: SourceLimits, check: Callable[[], None]) -> Iterator[Member]:
+def members(archive: Path, limits: SourceLimits, check: Callable[[], None] | None = None) -> Iterator[Member]:
     """Every entry of a zip or tar, directories included, with a lazy opener; `check` (the task's
     cancel check) runs at every step of reading a tar's stream."""
+    check = check or _keep_going
     if archive.name.lower().endswith(".zip"):
         return _zip_members(archive, limits)
     return _tar_members(archive, limits, check)
@@ -341,3 +342,7 @@ def _zip_mtime(info: zipfile.ZipInfo) -> float | None:
         return datetime.datetime(*info.date_time).timestamp()
     except ValueError:
         return None
+
+
+def _keep_going() -> None:
+    """A reader nobody can stop (`sleuth compile`): its check never raises."""

@@ -209,7 +209,7 @@ def _archive_members(path: Path, report: ImportReport, limits: Settings) -> dict
         raise ValueError(f"archive too large: {path}")
     found: dict[str, _Source] = {}
     total = 0
-    for member in members(path, SourceLimits.of_settings(limits), _never_stopped):
+    for member in members(path, SourceLimits.of_settings(limits)):
         label = member_label(member.name)
         if member.kind == "dir":
             continue
@@ -234,10 +234,6 @@ def _archive_members(path: Path, report: ImportReport, limits: Settings) -> dict
             raise ArchiveRefused(f"{path.name} expands past {limits.max_expanded_bytes} bytes")
         found[str(rel)] = _BytesSource(data, member.mtime)
     return found
-
-
-def _never_stopped() -> None:
-    return None
 
 
 def list_source_files(source_root: Path) -> list[str]:
