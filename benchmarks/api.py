@@ -204,11 +204,16 @@ def main() -> None:
     args = parser.parse_args()
 
     from sleuth.compile.pipeline import compile_context
+    from sleuth.settings import current
     from sleuth.store.home import Home
 
     home = Path(tempfile.mkdtemp(prefix="sleuth-bench-api-"))
     compile_context(
-        "acme", [REPO / "examples" / "acme-corpus"], REPO / "examples" / "acme-manifest.json", home=Home(home)
+        "acme",
+        [REPO / "examples" / "acme-corpus"],
+        REPO / "examples" / "acme-manifest.json",
+        home=Home(home),
+        settings=current(),
     )
 
     runs = {

@@ -39,7 +39,7 @@ def dir_mb(path: Path) -> float:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6 if path.exists() else 0.0
 
 
-def embed_limit(corpus: Path, embedder: Any) -> tuple[float, int]:
+def embed_limit(corpus: Path, embedder: Any, max_text_bytes: int) -> tuple[float, int]:
     """Seconds to parse every file and embed each page's text once, cut into the embedder's windows
     (no chunking, no header line, no cache), and how many windows that was."""
     from sleuth.compile.parse import parse_source
@@ -47,7 +47,7 @@ def embed_limit(corpus: Path, embedder: Any) -> tuple[float, int]:
     began = time.perf_counter()
     texts: list[str] = []
     for path in sorted(corpus.iterdir()):
-        for page in parse_source(path).pages:
+        for page in parse_source(path, max_text_bytes=max_text_bytes).pages:
             if embedder.window is None:
                 texts.append(page.text)
                 continue
@@ -97,12 +97,14 @@ def main() -> None:
 
     from sleuth.compile.pipeline import compile_context
     from sleuth.models.embedder import get_embedder
+    from sleuth.settings import current
     from sleuth.store.home import ContextNotFound, Home
 
+    settings = current()  # read once, at the benchmark's start, as a command does
     home = Home(args.home)
     with contextlib.suppress(ContextNotFound):
         shutil.rmtree(home.find(args.context).root)
-    embedder = get_embedder(args.embedding_model)
+    embedder = get_embedder(args.embedding_model, threads=settings.embed_threads)
     if not args.keep_cache:
         (home.embedding_cache_dir / f"{embedder.id}.sqlite").unlink(missing_ok=True)
     manifest = args.home.parent / f"{args.context}.manifest.json"
@@ -118,11 +120,11 @@ def main() -> None:
         pdf.close()
     parse_only = time.perf_counter() - began
 
-    limit, windows = (0.0, 0) if args.no_limit else embed_limit(corpus, embedder)
+    limit, windows = (0.0, 0) if args.no_limit else embed_limit(corpus, embedder, settings.max_text_bytes)
     rows: list[tuple[str, float, dict[str, float], dict[str, int | float]]] = []
     for label, force in (("cold compile", False), ("unchanged re-compile", False), ("--force compile", True)):
         began = time.perf_counter()
-        report = compile_context(args.context, [corpus], manifest, home=home, force=force)
+        report = compile_context(args.context, [corpus], manifest, home=home, force=force, settings=settings)
         rows.append((label, time.perf_counter() - began, report.timings, report.counts))
 
     version = home.find(args.context).live_version()

@@ -82,6 +82,7 @@ def main() -> None:
         shutil.copy(args.config, home_dir / "config.toml")
     os.environ["SLEUTH_HOME"] = str(home_dir)
 
+    from sleuth.compile.archives import SourceLimits
     from sleuth.compile.extract import NoModelExtractor
     from sleuth.compile.extraction.cache import ExtractionCache
     from sleuth.compile.extraction.choose import choose_extractor, curation_model
@@ -90,26 +91,36 @@ def main() -> None:
     from sleuth.compile.pipeline import compile_context
     from sleuth.compile.sources import import_sources
     from sleuth.models.catalog import Catalog
+    from sleuth.settings import current
     from sleuth.store.home import Home
 
+    settings = current()  # read once, at the benchmark's start, as a command does
     home = Home(home_dir)
     folder = corpus(home_dir / "input")
     manifest_file = HERE / "manifest.json"
     began = time.perf_counter()
-    plain = compile_context("plain", [folder], manifest_file, home=home, extractor=NoModelExtractor())
+    plain = compile_context(
+        "plain", [folder], manifest_file, home=home, extractor=NoModelExtractor(), settings=settings
+    )
     plain_s = time.perf_counter() - began
 
     catalog = Catalog.load(home.root)
     ctx, _ = home.find_or_create("curated")
     ctx.manifest_file.write_text(manifest_file.read_text())
-    import_sources(ctx.sources, [folder])
+    import_sources(ctx.sources, [folder], SourceLimits.of_settings(settings))
     manifest = parse_manifest(json.loads(manifest_file.read_text()))
     config, note = curation_model(manifest, catalog, args.model)
     assert config is not None, note
-    estimate = profile_curate(manifest, current_pages(ctx), config, ExtractionCache(ctx.extraction_cache))
-    choice = choose_extractor(ctx, manifest, catalog, model=args.model)
+    estimate = profile_curate(
+        manifest,
+        current_pages(ctx, max_text_bytes=settings.max_text_bytes),
+        config,
+        ExtractionCache(ctx.extraction_cache),
+        concurrency=settings.curate_concurrency,
+    )
+    choice = choose_extractor(ctx, manifest, catalog, settings=settings, model=args.model)
     began = time.perf_counter()
-    report = compile_context("curated", home=home, extractor=choice.extractor)
+    report = compile_context("curated", home=home, extractor=choice.extractor, settings=settings)
     curated_s = time.perf_counter() - began
     extraction = report.counts["extraction"]
 

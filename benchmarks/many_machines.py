@@ -54,6 +54,7 @@ from tests.cluster import Cluster  # noqa: E402
 from tests.postgres import Postgres, throwaway_postgres  # noqa: E402
 
 from sleuth.compile.pipeline import compile_context  # noqa: E402
+from sleuth.settings import current  # noqa: E402
 from sleuth.store.home import Home  # noqa: E402
 from sleuth.store.server_db import ServerDB  # noqa: E402
 from sleuth.store.tasks import TaskStore  # noqa: E402
@@ -211,6 +212,7 @@ def sample_home(root: Path) -> Path:
         [REPO / "examples" / "acme-corpus"],
         manifest_file=REPO / "examples" / "acme-manifest.json",
         home=Home(home),
+        settings=current(),
     )
     return home
 

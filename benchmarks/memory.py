@@ -101,6 +101,7 @@ def write_corpus(directory: Path, chunks: int) -> None:
 
 def probe_compile(corpus: Path, home: Path, baseline: bool) -> None:
     from sleuth.compile.pipeline import compile_context
+    from sleuth.settings import current
     from sleuth.store.home import Home
 
     if baseline:
@@ -110,7 +111,7 @@ def probe_compile(corpus: Path, home: Path, baseline: bool) -> None:
     home.mkdir(parents=True, exist_ok=True)
     manifest.write_text(json.dumps({"curate": {"chunks": {"embedding_model": "minilm-l6-v2-static"}}}))
     began = time.perf_counter()
-    report = compile_context("mem", [corpus], manifest, home=Home(home))
+    report = compile_context("mem", [corpus], manifest, home=Home(home), settings=current())
     print(
         json.dumps(
             {"peak_mb": peak_mb(), "s": time.perf_counter() - began, "chunks": report.counts.get("chunks", 0)}

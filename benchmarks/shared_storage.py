@@ -32,6 +32,7 @@ from many_machines import DEFAULT_PDFS, FILINGS  # noqa: E402  (beside this file
 from tests.s3 import moto_s3  # noqa: E402
 
 from sleuth.compile.pipeline import compile_context  # noqa: E402
+from sleuth.settings import current  # noqa: E402
 from sleuth.store.database import open_database  # noqa: E402
 from sleuth.store.home import Home  # noqa: E402
 from sleuth.store.replica import Replica  # noqa: E402
@@ -76,8 +77,9 @@ def run(name: str, root: Path, storage: Storage | None, files: list[Path], extra
         database = open_database(root / "server.sqlite")
         a = Home(root / "node-a", Replica(database, storage))
         b = Home(root / "node-b", Replica(database, storage))
+    settings = current()  # read once, as a command does at its start
     began = time.perf_counter()
-    report = compile_context("filings", [corpus], home=a)
+    report = compile_context("filings", [corpus], home=a, settings=settings)
     compile_s = time.perf_counter() - began
     pages = int(report.counts.get("pages") or 0)
     version = a.find("filings").version_dir(report.version or "")
@@ -89,7 +91,7 @@ def run(name: str, root: Path, storage: Storage | None, files: list[Path], extra
     extra_dir.mkdir()
     shutil.copy(extra, extra_dir / ("copy-" + extra.name))
     began = time.perf_counter()
-    again = compile_context("filings", [extra_dir], home=a)
+    again = compile_context("filings", [extra_dir], home=a, settings=settings)
     incremental_s = time.perf_counter() - began
     uploaded = stored_bytes(storage, root) - before - (extra.stat().st_size if storage is not None else 0)
     new_version = a.find("filings").version_dir(again.version or "")

@@ -39,8 +39,11 @@ def main() -> None:
     args = parser.parse_args()
 
     from sleuth.compile.pipeline import compile_context
+    from sleuth.settings import current
     from sleuth.store.home import Home
     from sleuth.store.search import VersionReader
+
+    settings = current()  # read once, at the benchmark's start, as a command does
 
     files = sorted(args.pdfs.glob("*.pdf"))[: args.limit]
     shutil.rmtree(args.workdir, ignore_errors=True)
@@ -58,7 +61,7 @@ def main() -> None:
         manifest.write_text(json.dumps({"curate": {"chunks": {"chunking": {"fit_embedder": fit}}}}))
         home = Home(home_dir)
         began = time.perf_counter()
-        report = compile_context("fb", [corpus], manifest, home=home)
+        report = compile_context("fb", [corpus], manifest, home=home, settings=settings)
         wall = time.perf_counter() - began
         readers[fit] = VersionReader.live(home.find("fb"))
         pages = len({(c.source_path, c.page) for c in readers[fit].chunks.values()})

@@ -3,6 +3,9 @@ bundled sample corpus compiled once per session."""
 
 from __future__ import annotations
 
+import fcntl
+import os
+import pickle
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from sleuth.compile.pipeline import CompileReport, compile_context
+from sleuth.settings import current
 from sleuth.store.home import Home
 from tests.postgres import Postgres, throwaway_postgres
 from tests.s3 import S3Server, moto_s3
@@ -79,15 +83,36 @@ def corpus(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def sample_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Home, CompileReport]]:
-    """The bundled sample corpus compiled once with its manifest."""
+    """The bundled sample corpus compiled once with its manifest: once for the whole run, under a file
+    lock that the xdist workers share, and copied into each worker's own home (a compiled home holds no
+    absolute path), so no worker's tests see another's changes."""
+    run = tmp_path_factory.getbasetemp()  # under xdist, each worker's folder in the run's
+    compiled = _compiled_sample(run.parent if os.environ.get("PYTEST_XDIST_WORKER") else run)
     root = tmp_path_factory.mktemp("sample") / "home"
+    shutil.copytree(compiled / "home", root)
+    report = pickle.loads((compiled / "report.pickle").read_bytes())
     mp = pytest.MonkeyPatch()
     mp.setenv("SLEUTH_HOME", str(root))
-    home = Home(root)
-    report = compile_context("acme", [SAMPLE_CORPUS], SAMPLE_MANIFEST, home=home)
-    yield home, report
+    yield Home(root), report
     mp.undo()
     shutil.rmtree(root, ignore_errors=True)
+
+
+def _compiled_sample(shared: Path) -> Path:
+    """`shared/sample-compiled`, compiled by whichever worker comes first."""
+    folder = shared / "sample-compiled"
+    with open(shared / "sample-compiled.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / "report.pickle").is_file():
+            shutil.rmtree(folder, ignore_errors=True)
+            home = Home(folder / "home")
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setenv("SLEUTH_HOME", str(home.root))
+                report = compile_context(
+                    "acme", [SAMPLE_CORPUS], SAMPLE_MANIFEST, home=home, settings=current()
+                )
+            (folder / "report.pickle").write_bytes(pickle.dumps(report))
+    return folder
 
 
 @pytest.fixture(scope="session")

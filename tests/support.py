@@ -8,6 +8,7 @@ from pathlib import Path
 from fpdf import FPDF
 
 from sleuth.compile.pipeline import compile_context
+from sleuth.settings import current
 from sleuth.store.home import Home
 
 REPO = Path(__file__).resolve().parents[1]
@@ -126,6 +127,6 @@ def contents_page(path: Path, lines: int = LEADER_LINES) -> Path:
 
 def compiled_version(slug: str, inputs: list[Path], home: Home) -> Path:
     """Compile `inputs` into context `slug` of `home` and return its live version's directory."""
-    compile_context(slug, inputs, home=home)
+    compile_context(slug, inputs, home=home, settings=current())
     ctx = home.find(slug)
     return ctx.version_dir(ctx.live_version() or "")

@@ -9,7 +9,9 @@ from typer.testing import CliRunner
 
 from sleuth.cli import app
 from sleuth.sandbox.limits import HostBudget
+from sleuth.server.build import open_server
 from sleuth.settings import Settings, current, described, int_range
+from sleuth.store.home import Home
 
 
 def test_defaults_and_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -46,6 +48,24 @@ def test_every_setting_has_help_and_is_listed_by_serve_help() -> None:
 def test_the_host_budget_is_read_from_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SLEUTH_BUDGET_SPANS", "7")
     monkeypatch.setenv("SLEUTH_BUDGET_HOST_CPU_S", "1.5")
-    budget = HostBudget.from_settings()
+    budget = HostBudget.from_settings(current())  # read where the process starts, then handed in
     assert budget.spans == 7 and budget.host_cpu_s == 1.5
+    assert HostBudget.from_settings() == HostBudget()  # left out: the declared defaults, not the env's
     assert budget.rpc_calls == HostBudget().rpc_calls == Settings.model_fields["budget_rpc_calls"].default
+
+
+def test_a_server_reads_its_settings_once_and_hands_them_down(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 41 (5): what `/version` shows is what the server's engines run with: its sandbox host's
+    embedder threads and its turns' host budget come from the settings read at its start."""
+    monkeypatch.setenv("SLEUTH_EMBED_THREADS", "3")
+    monkeypatch.setenv("SLEUTH_BUDGET_SPANS", "7")
+    state = open_server(home)
+    try:
+        monkeypatch.setenv("SLEUTH_BUDGET_SPANS", "8")  # too late: read once, at the start
+        assert state.settings.embed_threads == 3 and state.settings.budget_spans == 7
+        assert state.runtime.sandbox_host.fan_out == {"embed": 3}
+        assert state.runtime.budget == HostBudget.from_settings(state.settings)
+    finally:
+        state.close()

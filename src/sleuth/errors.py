@@ -48,6 +48,7 @@ __all__ = [
     "ToldConflict",
     "ToldInvalid",
     "ToldNotFound",
+    "ToldTooLarge",
     "ToldTooMany",
     "ToldUnavailable",
     "Unavailable",
@@ -82,7 +83,7 @@ class Failed(Error):
 class Told(Error):
     """A refusal a client is told as it is: a `code` (spec/api.md §4), a sentence, and fields such as
     `field` or `slug`. Raised by the server's services, which know no HTTP; the API's one handler picks
-    the status from the kind (`ToldNotFound` 404, `ToldInvalid` 400, `ToldConflict` 409,
+    the status from the kind (`ToldNotFound` 404, `ToldInvalid` 400, `ToldTooLarge` 413, `ToldConflict` 409,
     `ToldTooMany` 429, `ToldUnavailable` 503)."""
 
     def __init__(self, code: str, message: str, *, retry_after_s: int | None = None, **extra: Any) -> None:
@@ -103,6 +104,10 @@ class ToldInvalid(Told, Invalid):
 
 class ToldConflict(Told, Conflict):
     """The state forbids the request now (409)."""
+
+
+class ToldTooLarge(Told, Invalid):
+    """What the request carries or would make is over a size limit (413)."""
 
 
 class ToldTooMany(Told, Conflict):

@@ -4,11 +4,19 @@ Each setting is read from the environment as `SLEUTH_<NAME>` (pydantic-settings)
 deployments change a limit without a code change. `sleuth serve --help` lists them all, and
 `GET /version` reports the values a server runs with.
 
-Who reads when:
-- The server reads them once, when it starts (`server.build.open_server`), applies its command-line flags on
-  top, and holds the result in `Server.settings`: what `/version` shows is what the server uses.
-- Everything else (a CLI compile, a sandbox host, the embedder) calls `current()`, which reads the
-  environment at that moment.
+Who reads when: a process's entry points call `current()`, once, and hand the `Settings` (or the few
+values an engine needs) down as typed parameters; compile, store, sandbox and models do not read the
+environment themselves.
+- A server, worker or MCP server reads them once, when it starts (`server.build.open_server`), applies
+  its command-line flags on top, and holds the result in `Server.settings`: what `/version` shows is
+  what the server uses, in its turns, curates, imports and syncs alike. (A `Server` built bare, as tests
+  do, reads the environment at each use of `Server.settings` instead.)
+- Each CLI command reads them once, at its start (`cli.app.opened`), and passes them to what it runs;
+  so does a benchmark script.
+- A parameter an engine leaves optional defaults to the declared value (`DEFAULTS`), never the
+  environment's: `VersionReader` in the sandbox, which has no settings, runs on them.
+- One read is left below the entry points: `store.lock.curate_lock` without a database, for the API's
+  context delete, which does not pass its own yet.
 
 Three variables are read by their own modules and are not settings: `SLEUTH_HOME` (`store.home`),
 `SLEUTH_MODEL` (`models.catalog`, beside the model config it picks from) and `SLEUTH_API_KEY`
@@ -27,6 +35,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = [
+    "DEFAULTS",
     "ENV_PREFIX",
     "TOOL_OUTPUT_CHARS",
     "TURN_CAP_SECONDS",
@@ -193,8 +202,12 @@ class Settings(BaseSettings):
 
 def current() -> Settings:
     """The settings as the environment says now (a bad value raises pydantic's `ValidationError`,
-    which names the variable's field)."""
+    which names the variable's field). Only a process's entry points call it, once (see above)."""
     return Settings()
+
+
+#: The declared defaults, read from no environment: what a parameter left out means.
+DEFAULTS = Settings.model_construct()
 
 
 def admin_only() -> frozenset[str]:

@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from sleuth.agent.request import INT_BOUNDS, TurnRequest
 from sleuth.agent.retrieval import RetrievalOptions
-from sleuth.api.query_request import QueryRequest
 from sleuth.cli import app
+from sleuth.server.admission import QueryRequest
 
 
 def test_the_http_body_adds_only_what_is_https() -> None:

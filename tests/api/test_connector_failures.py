@@ -16,6 +16,7 @@ import pytest
 from sleuth.compile.connectors import registry
 from sleuth.server import connectors as connector_service
 from sleuth.server.connectors import ConnectorSchedule
+from sleuth.server.jobs import task_service
 from tests.api.support import LiveServer, ServerFactory, unique_slug, wait_task
 from tests.s3 import S3Server
 
@@ -80,7 +81,7 @@ def test_any_failure_is_recorded_and_the_schedule_waits_a_period(
 
     monkeypatch.setattr(connector_service, "sync", disk_full)
     added_hours_ago(server, slug, 2)  # every 1h: due now
-    schedule = ConnectorSchedule(server.state, server.state.task_service())
+    schedule = ConnectorSchedule(server.state, task_service(server.state))
     [task_id] = schedule.run_once()
     task = wait_task(server.client, task_id)
     assert task["state"] == "failed" and "No space left" in task["error"], task

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from sleuth.server.connectors import ConnectorSchedule
+from sleuth.server.jobs import task_service
 from tests.api.support import ServerFactory, error, unique_slug, wait_task
 from tests.s3 import S3Server
 
@@ -231,7 +232,7 @@ def test_a_folder_connector_polls_its_folder(make_server: ServerFactory, tmp_pat
 
         # `every: 1h`: not due a minute after the last sync, due an hour after it; the schedule then starts
         # the same import task a person would, which syncs and curates.
-        schedule = ConnectorSchedule(server.state, server.state.task_service())
+        schedule = ConnectorSchedule(server.state, task_service(server.state))
         assert schedule.run_once(time.time() + 60) == []
         (share / "hr" / "pay.md").write_text("# Pay\n\nSalaries are paid on the 25th.\n")
         [task_id] = schedule.run_once(time.time() + 3601)

@@ -19,6 +19,7 @@ from sleuth.compile.pipeline import compile_context
 from sleuth.models.catalog import Catalog
 from sleuth.sandbox import SandboxHost
 from sleuth.sdk.knowledge import Knowledge, ScopedContext
+from sleuth.settings import current
 from sleuth.store.home import Home
 from tests.api.support import launch, upload, wait_task
 from tests.api.test_mcp import value
@@ -83,7 +84,12 @@ def test_anthropic_wire_format_curates_every_kind(tmp_path: Path, monkeypatch: p
         )
         folder = write_corpus(tmp_path)
         report = compile_context(
-            "deals", [folder], tmp_path / "manifest.json", home=home, model="claude/curator"
+            "deals",
+            [folder],
+            tmp_path / "manifest.json",
+            home=home,
+            model="claude/curator",
+            settings=current(),
         )
         extraction = report.counts["extraction"]
         assert extraction["model"] == "claude/curator" and extraction["calls"] == len(wire.requests)

@@ -11,7 +11,8 @@ real process signals:
 - admission limits (places, busy session) hold across the two servers;
 - a context made and curated through one server is read, asked and packed through the other, each
   node with its own home;
-- a connector's sync, asked of a server, runs on a worker, as every named job does (issue 41).
+- a connector's sync, an archive import, a pack and a restore, asked of a server, run on workers, as
+  every named job does (issue 41); an upload reaches the worker through the storage.
 
 The model is the one double: an OpenAI-compatible HTTP server on 127.0.0.1 (`tests/models/wire.py`) whose
 every step sleeps, so turns last long enough to be streamed, cancelled and killed.
@@ -28,7 +29,9 @@ import subprocess
 import sys
 import threading
 import time
+import zipfile
 from collections.abc import Callable, Iterator
+from io import BytesIO
 from pathlib import Path
 from typing import Any
 
@@ -446,3 +449,45 @@ def test_a_connector_sync_runs_on_a_worker(cluster: Cluster) -> None:
         assert sources.status_code == 200 and sources.json()["rows"] == [["share/leave.md"]], sources.text
         stored = on_b.get(f"/api/contexts/{slug}/source/read/share/leave.md")
         assert stored.status_code == 200 and "31 days" in stored.text, stored.text
+
+
+def test_an_archive_import_a_pack_and_a_restore_run_on_workers(cluster: Cluster) -> None:
+    """Uploaded to A, an archive is expanded by a worker (the upload reaches it through the storage); the
+    context is packed by a worker, and the pack, uploaded to B, is restored and curated by workers."""
+    a, b = cluster.servers[0], cluster.servers[-1]
+    slug, copy = unique_slug(), unique_slug()
+    archive = BytesIO()
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("leave.md", "# Leave\n\nEvery employee has 31 days of parental leave.\n")
+        zf.writestr("travel/rules.md", "# Travel\n\nTrains under four hours; flights above.\n")
+    with httpx.Client(base_url=a, timeout=60) as on_a, httpx.Client(base_url=b, timeout=60) as on_b:
+        on_a.post("/api/contexts", json={"slug": slug, "name": "Imported"}).raise_for_status()
+        imported = upload(on_a, slug, "policies.zip", archive.getvalue())
+        assert imported.status_code == 200 and imported.json()["state"] == "importing", imported.text
+        import_task = imported.json()["task_id"]
+        done = wait_task(on_b, import_task, timeout=120)
+        assert done["state"] == "completed" and done["output"]["counts"]["extracted"] == 2, done
+        listed = on_b.get(f"/api/contexts/{slug}/source/list/uploads/policies/travel").json()
+        assert [e["name"] for e in listed["entries"]] == ["rules.md"], listed
+        pack_task = on_a.post(f"/api/contexts/{slug}/pack", json={}).json()["task_id"]
+        assert wait_task(on_a, pack_task, timeout=120)["state"] == "completed"
+        packed = on_b.get(f"/api/tasks/{pack_task}/files/read/{slug}.context.zip")
+        assert packed.status_code == 200 and packed.content[:2] == b"PK"
+        on_b.post("/api/contexts", json={"slug": copy, "name": "Restored"}).raise_for_status()
+        restored = on_b.post(
+            f"/api/contexts/{copy}/restore", files={"file": (f"{slug}.context.zip", packed.content)}
+        )
+        assert restored.status_code == 200, restored.text
+        restore_task = restored.json()["task_id"]
+        done = wait_task(on_a, restore_task, timeout=180)
+        assert done["state"] == "completed" and done["output"]["sources_files"] == 2, done
+        assert on_a.get(f"/api/contexts/{copy}").json()["live_version"] == done["output"]["live_version"]
+        read = on_a.get(f"/api/contexts/{copy}/source/read/uploads/policies/leave.md")
+        assert read.status_code == 200 and "31 days" in read.text, read.text
+    with TaskStore(cluster.database_url) as tasks:
+        for task_id in (import_task, pack_task, restore_task):
+            held = tasks.get(task_id)
+            assert held is not None and str(held["worker"]).startswith("worker:"), held
+            assert held["job"]["kind"] in ("import", "pack", "restore"), held
+    shared = Path(cluster.env["SLEUTH_STORAGE_URL"].removeprefix("file://"))
+    assert not list((shared / "uploads").rglob("*.*")), "an upload outlived its task in the storage"

@@ -9,8 +9,8 @@ import pytest
 
 import sleuth
 from sleuth.agent.turn import Runtime
-from sleuth.api.system import sandbox_report
 from sleuth.sandbox import SandboxHost
+from sleuth.server.sandbox_probe import sandbox_report
 from sleuth.server.state import Server
 from sleuth.settings import Settings
 from sleuth.store.home import Home

@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from sleuth.api import packs
 from sleuth.compile.pipeline import CompileReport, Progress
-from sleuth.server import curation
+from sleuth.server import curation, packs
+from sleuth.settings import Settings
 from sleuth.store.tasks import TaskStore
 from tests.api.support import ServerFactory, error, unique_slug, upload, wait_task
 
@@ -28,7 +28,17 @@ class SlowRun:
     release = threading.Event()
     ignore_cancel = False
 
-    def __init__(self, ctx: Any, home: Any, manifest: Any, force: bool, progress: Progress, extractor: Any):
+    def __init__(
+        self,
+        ctx: Any,
+        home: Any,
+        manifest: Any,
+        force: bool,
+        progress: Progress,
+        extractor: Any,
+        *,
+        settings: Settings,
+    ):
         self.progress = progress
         self.ctx = ctx
 

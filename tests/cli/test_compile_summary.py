@@ -17,6 +17,7 @@ from sleuth.compile.manifest import parse_manifest
 from sleuth.compile.pages import ParseError
 from sleuth.compile.parse import parse_source
 from sleuth.models.catalog import Catalog
+from sleuth.settings import DEFAULTS
 from sleuth.store.home import Home
 
 LONG = " ".join(
@@ -79,7 +80,7 @@ def test_pypdf_complaints_become_the_sources_problem(
     broken = tmp_path / "broken.pdf"
     broken.write_bytes(b"%PDF-1.4\n1 0 obj\n<<>>\nendobj\ngarbage")
     with pytest.raises(ParseError) as caught:
-        parse_source(broken)
+        parse_source(broken, max_text_bytes=DEFAULTS.max_text_bytes)
     assert caught.value.status == "failed" and "pypdf: EOF marker not found" in caught.value.reason
     assert capfd.readouterr().err == ""
 

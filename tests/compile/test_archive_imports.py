@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from sleuth.compile.archives import ArchiveRefused
+from sleuth.compile.archives import ArchiveRefused, SourceLimits
 from sleuth.compile.sources import import_sources
+from sleuth.settings import DEFAULTS
+
+LIMITS = SourceLimits.of_settings(DEFAULTS)
 
 
 def test_a_tar_bomb_is_refused_while_it_is_read(tmp_path: Path) -> None:
@@ -24,7 +27,7 @@ def test_a_tar_bomb_is_refused_while_it_is_read(tmp_path: Path) -> None:
         tar.addfile(info, io.BytesIO(bytes(zeros)))
     assert bomb.stat().st_size < 200_000
     with pytest.raises(ArchiveRefused, match="compression bomb"):
-        import_sources(tmp_path / "sources", [bomb])
+        import_sources(tmp_path / "sources", [bomb], LIMITS)
     assert not list((tmp_path / "sources").rglob("zeros.txt"))
 
 
@@ -34,7 +37,7 @@ def test_an_honest_zip_lands_and_unsafe_members_are_skipped(tmp_path: Path) -> N
         zf.writestr("guide/intro.md", "# Intro\n\nHello.\n")
         zf.writestr("../escape.md", "# Out\n")
         zf.writestr("hid\u200bden.md", "# Hidden\n")
-    report = import_sources(tmp_path / "sources", [bundle])
+    report = import_sources(tmp_path / "sources", [bundle], LIMITS)
     assert report.copied == ["uploads/bundle/guide/intro.md"]
     assert {reason.split(":")[0] for _name, reason in report.skipped} == {
         "unsafe path '../escape.md'",

@@ -12,6 +12,7 @@ from sleuth.compile.chunking import chunk_pages
 from sleuth.compile.manifest import Chunking
 from sleuth.compile.pages import Page
 from sleuth.compile.pipeline import compile_context
+from sleuth.settings import current
 from sleuth.store.home import Home
 from sleuth.store.search import VersionReader, asks_for_boilerplate
 from tests.support import make_pdf
@@ -49,7 +50,7 @@ def reports(tmp_path: Path) -> Path:
 
 
 def test_running_lines_shared_text_and_contents_pages_are_scored(reports: Path, home: Home) -> None:
-    compile_context("reports", [reports], home=home)
+    compile_context("reports", [reports], home=home, settings=current())
     ctx = home.find("reports")
     reader = VersionReader(ctx.version_dir(ctx.live_version() or ""))
     scores = reader.boilerplate
@@ -68,7 +69,7 @@ def test_running_lines_shared_text_and_contents_pages_are_scored(reports: Path, 
 
 
 def test_search_demotes_boilerplate_unless_asked_for_it(reports: Path, home: Home) -> None:
-    compile_context("reports", [reports], home=home)
+    compile_context("reports", [reports], home=home, settings=current())
     ctx = home.find("reports")
     reader = VersionReader(ctx.version_dir(ctx.live_version() or ""))
     hits = reader.search("Birch annual report financial condition of the company", top_k=3)
@@ -108,7 +109,7 @@ def test_a_table_of_figures_is_not_a_contents_page() -> None:
 def test_only_a_chunk_mostly_boilerplate_is_demoted(reports: Path, home: Home) -> None:
     """A page's first chunk that carries its running header is content: fused scores are flat, so
     scaling it by its small share would drop it tens of places."""
-    compile_context("reports", [reports], home=home)
+    compile_context("reports", [reports], home=home, settings=current())
     ctx = home.find("reports")
     reader = VersionReader(ctx.version_dir(ctx.live_version() or ""))
     first, second = sorted(reader.chunks)[:2]

@@ -13,6 +13,7 @@ from sleuth.compile.manifest import Chunking
 from sleuth.compile.pages import Heading, Page
 from sleuth.compile.pipeline import compile_context
 from sleuth.models.embedder import get_embedder
+from sleuth.settings import current
 from sleuth.store.home import Home
 from sleuth.store.search import VersionReader
 
@@ -134,7 +135,7 @@ def test_whitespace_only_page_gives_no_chunks() -> None:
 
 
 def _minilm_window(header: str) -> Window:
-    embedder = get_embedder("default")
+    embedder = get_embedder("default", threads=None)
     assert embedder.window is not None
     return Window(embedder.window, embedder.piece_starts, lambda _path: header)
 
@@ -143,7 +144,7 @@ def test_chunks_fit_the_embedders_window_with_their_header() -> None:
     """The default MiniLM reads 256 word pieces; a 512-token chunk of numbers is about 450. With
     the window given, every chunk and its header fit (within a piece or two where a cut splits a
     word), and the chunks are still exact slices that cover the page."""
-    embedder = get_embedder("default")
+    embedder = get_embedder("default", threads=None)
     rng = random.Random(7)
     rows = [
         f"{rng.choice(WORDS)} {rng.choice(WORDS)} {rng.randint(100, 99999):,} ({rng.randint(1, 999)}) "
@@ -170,7 +171,7 @@ def test_a_short_text_or_a_windowless_embedder_cuts_as_before() -> None:
     assert chunk_pages("a.md", [page], Chunking()) == chunk_pages(
         "a.md", [page], Chunking(), _minilm_window("A short header")
     )
-    lite = get_embedder("lite")
+    lite = get_embedder("lite", threads=None)
     assert lite.window is None and lite.piece_starts("any text") == []
 
 
@@ -193,9 +194,9 @@ def test_a_compile_fits_chunks_to_the_window_unless_the_manifest_says_not(
     corpus = _ledger(tmp_path)
     manifest = tmp_path / "manifest.json"
     manifest.write_text(json.dumps({"curate": {"chunks": {"chunking": {"fit_embedder": fit}}}}))
-    compile_context("notes", [corpus], manifest, home=home)
+    compile_context("notes", [corpus], manifest, home=home, settings=current())
     reader = VersionReader.live(home.find("notes"))
-    embedder = get_embedder("default")
+    embedder = get_embedder("default", threads=None)
     longest = max(len(embedder.piece_starts(c.text)) for c in reader.chunks.values())
     assert (longest <= 256) is fit
 
@@ -219,9 +220,9 @@ def test_a_compile_reads_each_chunk_in_windows_and_a_chunk_scores_its_best(
 ) -> None:
     """The default layout: evidence-sized chunks (up to `target_size`), one vector per window."""
     corpus = _ledger(tmp_path)
-    compile_context("notes", [corpus], None, home=home)
+    compile_context("notes", [corpus], None, home=home, settings=current())
     reader = VersionReader.live(home.find("notes"))
-    embedder = get_embedder("default")
+    embedder = get_embedder("default", threads=None)
     chunks = list(reader.chunks.values())
     longest = max(len(embedder.piece_starts(c.text)) for c in chunks)
     assert 256 < longest <= 2 * 256  # two windows' worth: longer than one, never a short third

@@ -9,6 +9,7 @@ from pathlib import Path
 from sleuth.compile.explore import CONFIDENCE_FLOOR, explore
 from sleuth.compile.explore_model import propose
 from sleuth.compile.templates import TEMPLATES
+from sleuth.settings import DEFAULTS
 from tests.support import make_pdf
 
 MINUTES = """# Board Meeting Minutes — 2026-0{n}-12
@@ -29,7 +30,7 @@ The board approved the budget. Actions: Ben to post the roles by Friday.
 def test_minutes_with_tables_are_not_filings(tmp_path: Path) -> None:
     for n in range(1, 5):
         (tmp_path / f"board-minutes-2026-0{n}.md").write_text(MINUTES.format(n=n), encoding="utf-8")
-    proposal = explore(tmp_path)
+    proposal = explore(tmp_path, max_text_bytes=DEFAULTS.max_text_bytes)
     assert proposal.template == "knowledge-base", proposal
     assert proposal.scores["financial-filings"] == 0  # 4 tables, no filing among them
     assert (
@@ -41,7 +42,7 @@ def test_minutes_with_tables_are_not_filings(tmp_path: Path) -> None:
 def test_a_weak_fit_falls_back_to_general_documents(tmp_path: Path) -> None:
     make_pdf(tmp_path / "long.pdf", [f"Section {n}\nSome text on page {n}." for n in range(1, 12)])
     (tmp_path / "note.txt").write_text("A short note about nothing in particular.\n" * 3, encoding="utf-8")
-    proposal = explore(tmp_path)
+    proposal = explore(tmp_path, max_text_bytes=DEFAULTS.max_text_bytes)
     assert proposal.template == "general", proposal
     closest = [r for r in proposal.reasons if r.startswith("no template fits clearly")]
     assert closest and "paged-documents" in closest[0], proposal.reasons
@@ -56,7 +57,7 @@ def test_a_filings_legal_words_do_not_make_it_an_agreement(filings: Path) -> Non
         filings / "alder-2023.pdf",
         ["FORM 10-K\nAnnual report for the fiscal year ended December 31, 2023\nAlder Pumps, Inc.", legal],
     )
-    proposal = explore(filings)
+    proposal = explore(filings, max_text_bytes=DEFAULTS.max_text_bytes)
     assert not any("like an agreement" in r or "like agreements" in r for r in proposal.reasons), (
         proposal.reasons
     )

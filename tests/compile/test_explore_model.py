@@ -12,6 +12,7 @@ from sleuth.compile.explore_model import MAX_DIGEST_CHARS, refine, user_prompt
 from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.compile.templates import TEMPLATES
 from sleuth.models.scripted import ScriptedModel
+from sleuth.settings import DEFAULTS
 
 REPLY = {
     "template": "general",
@@ -28,15 +29,17 @@ def test_a_file_name_that_is_not_utf8_reaches_the_model_as_text(tmp_path: Path) 
     sources.mkdir()
     (sources / os.fsdecode(b"caf\xe9.md")).write_text("# Menu\n\nCoffee and cake.\n", encoding="utf-8")
     (sources / "tea.md").write_text("# Tea\n\nGreen and black.\n", encoding="utf-8")
-    proposal = explore(sources)
+    proposal = explore(sources, max_text_bytes=DEFAULTS.max_text_bytes)
     model = ScriptedModel([json.dumps(REPLY)])
     cache = ExtractionCache(tmp_path / "cache")
-    refined = refine(proposal, TEMPLATES, model, cache)
+    refined = refine(proposal, TEMPLATES, model, cache, concurrency=DEFAULTS.curate_concurrency)
     assert refined.template == "general" and refined.reasons == ["notes about cafés"]
     prompt = model.calls[0].messages[1].content
     json.dumps(prompt).encode("utf-8")  # what a provider sends: no lone surrogate left in it
     assert "## caf?.md (markdown, 1 page read" in prompt
-    again = refine(proposal, TEMPLATES, ScriptedModel([]), cache)  # cached: no call is made
+    again = refine(
+        proposal, TEMPLATES, ScriptedModel([]), cache, concurrency=DEFAULTS.curate_concurrency
+    )  # cached: no call is made
     assert again == refined
 
 
@@ -45,7 +48,7 @@ def test_the_digest_keeps_whole_documents_within_its_budget(tmp_path: Path) -> N
     sources.mkdir()
     for n in range(24):
         (sources / f"note-{n:02}.md").write_text(f"# Note {n}\n\n" + "word " * 2000, encoding="utf-8")
-    prompt = user_prompt(explore(sources), TEMPLATES)
+    prompt = user_prompt(explore(sources, max_text_bytes=DEFAULTS.max_text_bytes), TEMPLATES)
     digest = prompt.split("sources.\n\n", 1)[1]
     assert len(digest) <= MAX_DIGEST_CHARS + 24 * 2  # the separators between documents
     assert digest.count("## note-") == 24  # 700 characters of lead each: all fit

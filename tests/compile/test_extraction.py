@@ -25,6 +25,7 @@ from sleuth.compile.pipeline import CompileReport, compile_context
 from sleuth.compile.report import NullProgress
 from sleuth.format.front_matter import read_front_matter
 from sleuth.models.catalog import CatalogError
+from sleuth.settings import current
 from sleuth.store.home import ContextDir, Home
 from sleuth.store.ledger import Ledger
 from sleuth.store.search import VersionReader
@@ -38,11 +39,16 @@ def _compile(tmp_path: Path, model: CuratorModel, **kw: Any) -> tuple[ContextDir
         write_corpus(tmp_path)
     ctx, _ = home.find_or_create("deals")
     manifest = parse_manifest(json.loads((tmp_path / "manifest.json").read_text()))
+    settings = current()  # read once, as `sleuth compile` does at its start
     extractor = ModelExtractor(
-        model, manifest, ExtractionCache(ctx.extraction_cache), token_budget=kw.pop("budget", None)
+        model,
+        manifest,
+        ExtractionCache(ctx.extraction_cache),
+        token_budget=kw.pop("budget", None),
+        settings=settings,
     )
     report = compile_context(
-        "deals", [folder], tmp_path / "manifest.json", home=home, extractor=extractor, **kw
+        "deals", [folder], tmp_path / "manifest.json", home=home, extractor=extractor, settings=settings, **kw
     )
     return ctx, report
 
@@ -333,8 +339,9 @@ def test_the_profile_estimates_before_and_counts_the_cache_after(tmp_path: Path)
     assert company.calls.low < company.calls.high  # the reduces are a band: subjects are not known yet
     assert before.total.cached_calls == 0 and before.total.seconds.high > before.total.seconds.low > 0
 
-    extractor = ModelExtractor(model, manifest, ExtractionCache(ctx.extraction_cache))
-    report = compile_context("deals", home=home, extractor=extractor)
+    settings = current()  # read once, as `sleuth compile` does at its start
+    extractor = ModelExtractor(model, manifest, ExtractionCache(ctx.extraction_cache), settings=settings)
+    report = compile_context("deals", home=home, extractor=extractor, settings=settings)
     actual = report.counts["extraction"]["types"]
     # the per-source input tokens are the prompts the extractor sent: the estimate is within 5 %
     assert (
@@ -374,7 +381,7 @@ def test_the_rag_baseline_reads_model_made_artifacts_first(tmp_path: Path) -> No
 def test_without_model_artifacts_the_rag_baseline_is_chunks_only(tmp_path: Path) -> None:
     write_corpus(tmp_path)
     home = Home(tmp_path / "home")
-    compile_context("plain", [tmp_path / "corpus"], home=home)
+    compile_context("plain", [tmp_path / "corpus"], home=home, settings=current())
     ctx = home.find("plain")
     reader = VersionReader(ctx.version_dir(ctx.live_version() or ""))
     rag = RagBaseline(None, {"plain": reader}, top_k=3)
@@ -388,7 +395,12 @@ def test_a_model_that_does_not_resolve_leaves_no_trace(tmp_path: Path) -> None:
     home = Home(tmp_path / "home")
     with pytest.raises(CatalogError, match="unknown model"):
         compile_context(
-            "deals", [tmp_path / "corpus"], tmp_path / "manifest.json", home=home, model="no-such-model"
+            "deals",
+            [tmp_path / "corpus"],
+            tmp_path / "manifest.json",
+            home=home,
+            model="no-such-model",
+            settings=current(),
         )
     assert home.contexts() == []
 

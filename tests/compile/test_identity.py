@@ -16,6 +16,7 @@ from sleuth.compile.pipeline import compile_context
 from sleuth.format.identity import DocumentIdentity
 from sleuth.sdk.errors import QueryError
 from sleuth.sdk.knowledge import Knowledge, ScopedContext
+from sleuth.settings import current
 from sleuth.store.home import Home
 from sleuth.store.search import VersionReader
 from tests.support import compiled_version
@@ -117,7 +118,7 @@ def test_short_names_are_recorded_and_older_versions_are_identified_again(tmp_pa
         "# Alder Pumps, Inc. annual report 2023\n\nAlder Pumps, Inc. (NYSE: ALDP) makes pumps.\n"
     )
     (corpus / "birch.md").write_text("# Birch Valves Corporation\n\nBirch Valves Corporation makes valves.\n")
-    compile_context("notes", [corpus], home=home)
+    compile_context("notes", [corpus], home=home, settings=current())
     ctx = home.find("notes")
 
     def aliases() -> tuple[str, str | None]:
@@ -139,10 +140,10 @@ def test_short_names_are_recorded_and_older_versions_are_identified_again(tmp_pa
     assert ledger.leg_hashes["identity"] == IDENTITY_VERSION
     ledger.leg_hashes["identity"] = IDENTITY_VERSION - 1  # as an older Sleuth left it
     ledger.save(ctx.ledger_file)
-    report = compile_context("notes", [corpus], home=home)
+    report = compile_context("notes", [corpus], home=home, settings=current())
     assert report.flipped and sorted(report.unchanged) == sorted(ledger.manifest)  # nothing re-parsed
     assert aliases() == ("ALDP", "ALDP")
-    assert compile_context("notes", [corpus], home=home).delta == "empty"
+    assert compile_context("notes", [corpus], home=home, settings=current()).delta == "empty"
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ from pathlib import Path
 from sleuth.compile.documents import context_header, index_title
 from sleuth.compile.pipeline import compile_context
 from sleuth.compile.version_files import SourceState
+from sleuth.settings import current
 from sleuth.store.home import Home
 from tests.support import make_pdf
 
@@ -30,7 +31,7 @@ def test_a_filing_without_a_title_is_named_by_its_identity(tmp_path: Path, home:
         ],
     )
     (root / "notes.md").write_text("# Board notes\n\nNothing to report.\n", encoding="utf-8")
-    compile_context("nf", [root], None, home=home)
+    compile_context("nf", [root], None, home=home, settings=current())
     states = _states(home, "nf")
     filing = next(s for p, s in states.items() if p.endswith("NETFLIX_2017_10K.pdf"))
     assert filing.title == "Netflix, Inc. — Annual report FY2017"
@@ -39,5 +40,6 @@ def test_a_filing_without_a_title_is_named_by_its_identity(tmp_path: Path, home:
     notes = next(s for p, s in states.items() if p.endswith("notes.md"))
     assert notes.title == "Board notes" and index_title(notes) == "Board notes"  # its own title stays
 
-    compile_context("nf", [root], None, home=home)  # carried over: the same title, not a title of a title
+    # carried over: the same title, not a title of a title
+    compile_context("nf", [root], None, home=home, settings=current())
     assert next(s for p, s in _states(home, "nf").items() if p.endswith(".pdf")).title == filing.title

@@ -15,6 +15,7 @@ from sleuth.compile.parse.layout_tables import find_tables
 from sleuth.compile.table_cells import cells_of, figure_value
 from sleuth.format.chunks import Chunk
 from sleuth.sdk.types import Hit, Span
+from sleuth.settings import DEFAULTS
 from tests.support import statement_pdf
 
 STATEMENT: list[str | tuple[str, ...]] = [
@@ -38,7 +39,9 @@ FINANCEBENCH = Path(__file__).resolve().parents[3] / "shared" / "data" / "financ
 
 
 def test_a_statement_page_becomes_a_table_whose_cells_are_page_spans(tmp_path: Path) -> None:
-    page = parse_source(statement_pdf(tmp_path / "cash.pdf", STATEMENT)).pages[0]
+    page = parse_source(
+        statement_pdf(tmp_path / "cash.pdf", STATEMENT), max_text_bytes=DEFAULTS.max_text_bytes
+    ).pages[0]
     [table] = page.tables
     assert table.unit == "millions" and table.title == "Consolidated Statements of Cash Flows"
     header, *rows = table.rows
@@ -63,7 +66,9 @@ def test_a_statement_page_becomes_a_table_whose_cells_are_page_spans(tmp_path: P
 
 
 def test_cells_carry_row_column_period_unit_and_value(tmp_path: Path) -> None:
-    page = parse_source(statement_pdf(tmp_path / "cash.pdf", STATEMENT)).pages[0]
+    page = parse_source(
+        statement_pdf(tmp_path / "cash.pdf", STATEMENT), max_text_bytes=DEFAULTS.max_text_bytes
+    ).pages[0]
     cells = list(cells_of("cash.pdf", page))
     capex = [c for c in cells if c.label.startswith("Purchases of property")]
     assert [(c.header, c.year, c.period_end, c.value, c.unit) for c in capex] == [
@@ -165,7 +170,9 @@ def test_column_groups_split_the_periods() -> None:
 
 def test_chunks_of_a_tables_rows_carry_its_header(tmp_path: Path) -> None:
     rows: list[str | tuple[str, ...]] = [(f"Line item {n}", f"{n},001", f"{n},002") for n in range(1, 41)]
-    page = parse_source(statement_pdf(tmp_path / "long.pdf", STATEMENT[:5] + rows)).pages[0]
+    page = parse_source(
+        statement_pdf(tmp_path / "long.pdf", STATEMENT[:5] + rows), max_text_bytes=DEFAULTS.max_text_bytes
+    ).pages[0]
     chunks = chunk_pages("long.pdf", [page], Chunking(target_size=64, overlap=0))
     assert len(chunks) >= 3
     header = (
@@ -300,7 +307,7 @@ def test_page_json_keeps_spans_unit_and_title_and_reads_the_old_form() -> None:
 )
 def test_a_financebench_cash_flow_statement() -> None:
     """3M's 2018 cash flow statement (page 60): every row whole, periods and unit read."""
-    page = parse_source(FINANCEBENCH / "3M_2018_10K.pdf").pages[59]
+    page = parse_source(FINANCEBENCH / "3M_2018_10K.pdf", max_text_bytes=DEFAULTS.max_text_bytes).pages[59]
     [table] = page.tables
     assert table.title == "Consolidated Statement of Cash Flows" and table.unit == "millions"
     assert table.rows[0].cells[1:] == [f"Years ended December 31 {y}" for y in (2018, 2017, 2016)]

@@ -25,6 +25,7 @@ from sleuth.format.front_matter import read_front_matter
 from sleuth.format.text import text_fingerprint
 from sleuth.models.base import CompletionParams, Message, Reply, TokenUsage, ToolSpec
 from sleuth.models.scripted import ScriptedModel
+from sleuth.settings import current
 from sleuth.store.home import ContextDir, Home
 from tests.compile.curator import CuratorModel, write_corpus
 
@@ -71,7 +72,7 @@ def _sources(root: Path) -> Path:
 def _curate(home: Home, folder: Path, manifest: dict[str, Any], tmp_path: Path) -> ContextDir:
     path = tmp_path / "manifest.json"
     path.write_text(json.dumps(manifest), encoding="utf-8")
-    report = compile_context("policies", [folder], path, home=home)
+    report = compile_context("policies", [folder], path, home=home, settings=current())
     assert report.flipped, report.warnings
     ctx, _ = home.find_or_create("policies")
     return ctx
@@ -165,8 +166,11 @@ def _curate_corpus(tmp_path: Path, model: CuratorModel) -> tuple[ContextDir, Com
     folder = write_corpus(tmp_path)
     ctx, _ = home.find_or_create("deals")
     manifest = parse_manifest(json.loads((tmp_path / "manifest.json").read_text()))
-    extractor = ModelExtractor(model, manifest, ExtractionCache(ctx.extraction_cache))
-    return ctx, compile_context("deals", [folder], tmp_path / "manifest.json", home=home, extractor=extractor)
+    settings = current()  # read once, as `sleuth compile` does at its start
+    extractor = ModelExtractor(model, manifest, ExtractionCache(ctx.extraction_cache), settings=settings)
+    return ctx, compile_context(
+        "deals", [folder], tmp_path / "manifest.json", home=home, extractor=extractor, settings=settings
+    )
 
 
 def test_an_entity_is_built_only_under_a_name_its_quotes_hold(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from sleuth.compile.pages import Heading, Page
 from sleuth.compile.parse import parse_source
 from sleuth.format.chunks import Chunk
 from sleuth.sdk.knowledge import Knowledge, ScopedContext
+from sleuth.settings import DEFAULTS
 from sleuth.store.home import Home
 from tests.support import compiled_version, make_pdf
 
@@ -40,7 +41,7 @@ def annual_report(tmp_path: Path) -> Path:
 
 
 def test_the_outline_skips_contents_and_reads_split_headings(tmp_path: Path) -> None:
-    pages = parse_source(annual_report(tmp_path)).pages
+    pages = parse_source(annual_report(tmp_path), max_text_bytes=DEFAULTS.max_text_bytes).pages
     assert [h.text for h in pages[0].headings][-1] == "Item 15. Exhibits 40"  # cut as before
     assert pages[0].outline == []  # a contents page heads nothing
     assert pages[2].headings == [] and pages[2].outline is not None
@@ -82,7 +83,7 @@ def test_split_headings_mid_page_and_headings_a_chunk_opens_with(tmp_path: Path)
     middle = "\n".join(["Item 6. Selected Data", "Five years.", *split, body, body, *closing])
     part = "PART II\nItem 5. Market for Common Equity\nOur shares trade on the exchange under ALDR."
     pdf = make_pdf(tmp_path / "r.pdf", [CONTENTS, middle, part])
-    pages = parse_source(pdf).pages
+    pages = parse_source(pdf, max_text_bytes=DEFAULTS.max_text_bytes).pages
     assert [h.text for h in pages[1].outline or []] == [
         "Item 6. Selected Data",
         "Item 7. MANAGEMENT'S DISCUSSION",  # the title ends where the capitals do

@@ -8,10 +8,16 @@ from pathlib import Path
 import docx
 import pytest
 
-from sleuth.compile.pages import ParseError
+from sleuth.compile.pages import ParsedSource, ParseError
 from sleuth.compile.parse import parse_source
 from sleuth.format.text import normalize_text
+from sleuth.settings import DEFAULTS
 from tests.support import make_pdf
+
+
+def parse(path: Path) -> ParsedSource:
+    """A source parsed under the declared text limit (`max_text_bytes`)."""
+    return parse_source(path, max_text_bytes=DEFAULTS.max_text_bytes)
 
 
 def write(tmp_path: Path, name: str, data: str | bytes) -> Path:
@@ -22,7 +28,7 @@ def write(tmp_path: Path, name: str, data: str | bytes) -> Path:
 
 def test_markdown_keeps_file_text_and_heading_offsets(tmp_path: Path) -> None:
     text = "# Title\n\nIntro line.   \r\n\n## Part A\n\nBody A.\n\n### Sub\n\nDeep.\n"
-    parsed = parse_source(write(tmp_path, "a.md", text))
+    parsed = parse(write(tmp_path, "a.md", text))
     page = parsed.pages[0]
     assert parsed.format == "markdown" and len(parsed.pages) == 1 and page.page == 1
     assert "Intro line.\n" in page.text  # CRLF and trailing spaces normalized
@@ -33,7 +39,7 @@ def test_markdown_keeps_file_text_and_heading_offsets(tmp_path: Path) -> None:
 
 def test_markdown_pipe_table_rows_are_page_slices(tmp_path: Path) -> None:
     text = "# T\n\n| Code | Meaning |\n|---|---|\n| E-1 | Broken |\n| E-2 | Fine |\n"
-    page = parse_source(write(tmp_path, "t.md", text)).pages[0]
+    page = parse(write(tmp_path, "t.md", text)).pages[0]
     rows = page.tables[0].rows
     assert [r.cells for r in rows] == [["Code", "Meaning"], ["E-1", "Broken"], ["E-2", "Fine"]]
     assert page.text[rows[1].start : rows[1].end] == "| E-1 | Broken |"
@@ -47,7 +53,7 @@ def test_html_drops_chrome_and_keeps_headings_and_tables(tmp_path: Path) -> None
         "</th></tr><tr><td>Range</td><td>0-100 C</td></tr></table></article>"
         "<script>alert('x')</script><footer>Footer text</footer></body></html>"
     )
-    parsed = parse_source(write(tmp_path, "p.html", html))
+    parsed = parse(write(tmp_path, "p.html", html))
     page = parsed.pages[0]
     assert parsed.title == "Doc T"
     for junk in ("Menu Home", "Site header", "alert", "Footer text"):
@@ -71,7 +77,7 @@ def test_docx_paragraphs_headings_and_table_rows(tmp_path: Path) -> None:
     document.add_paragraph("Core hours are 10 to 4.")
     buffer = io.BytesIO()
     document.save(buffer)
-    parsed = parse_source(write(tmp_path, "h.docx", buffer.getvalue()))
+    parsed = parse(write(tmp_path, "h.docx", buffer.getvalue()))
     page = parsed.pages[0]
     assert parsed.title == "Handbook"
     assert [(h.level, h.text) for h in page.headings] == [(1, "Welcome"), (2, "Hours")]
@@ -91,7 +97,7 @@ def test_pdf_pages_are_physical_and_one_based(tmp_path: Path) -> None:
         ],
         title="Report X",
     )
-    parsed = parse_source(path)
+    parsed = parse(path)
     assert parsed.format == "pdf" and parsed.title == "Report X"
     assert [p.page for p in parsed.pages] == [1, 2, 3]
     assert all(f"PAGE-{w}" in p.text for p, w in zip(parsed.pages, ["ONE", "TWO", "THREE"], strict=True))
@@ -108,22 +114,22 @@ def test_pdf_bookmarks_win_over_heuristics(tmp_path: Path) -> None:
         ["Timeline\nAt 09:00 units failed.", "Root Cause\nA bad config."],
         bookmarks=[(1, "Timeline"), (2, "Root Cause")],
     )
-    parsed = parse_source(path)
+    parsed = parse(path)
     assert [h.text for p in parsed.pages for h in p.headings] == ["Timeline", "Root Cause"]
 
 
 def test_text_encodings(tmp_path: Path) -> None:
-    bom8 = parse_source(write(tmp_path, "a.txt", codecs.BOM_UTF8 + "héllo".encode()))
+    bom8 = parse(write(tmp_path, "a.txt", codecs.BOM_UTF8 + "héllo".encode()))
     assert bom8.pages[0].text == "héllo"
-    utf16 = parse_source(write(tmp_path, "b.txt", "zürich".encode("utf-16")))
+    utf16 = parse(write(tmp_path, "b.txt", "zürich".encode("utf-16")))
     assert utf16.pages[0].text == "zürich"
-    nfc = parse_source(write(tmp_path, "c.txt", "cafe\u0301"))
+    nfc = parse(write(tmp_path, "c.txt", "cafe\u0301"))
     assert nfc.pages[0].text == "caf\u00e9"
 
 
 def test_csv_rows_have_exact_spans_even_with_quoted_newlines(tmp_path: Path) -> None:
     text = 'sku,name,price\nA-1,"Widget, large",10.5\nB-2,"Two\nlines",3\n'
-    page = parse_source(write(tmp_path, "p.csv", text)).pages[0]
+    page = parse(write(tmp_path, "p.csv", text)).pages[0]
     rows = page.tables[0].rows
     assert [r.cells for r in rows] == [
         ["sku", "name", "price"],
@@ -135,8 +141,8 @@ def test_csv_rows_have_exact_spans_even_with_quoted_newlines(tmp_path: Path) -> 
 
 def test_json_is_kept_as_written(tmp_path: Path) -> None:
     text = '{\n  "b": 1,\n  "a": [1, 2]\n}\n'
-    assert parse_source(write(tmp_path, "c.json", text)).pages[0].text == text
-    lines = parse_source(write(tmp_path, "c.jsonl", '{"a": 1}\n{"a": 2}\n'))
+    assert parse(write(tmp_path, "c.json", text)).pages[0].text == text
+    lines = parse(write(tmp_path, "c.jsonl", '{"a": 1}\n{"a": 2}\n'))
     assert lines.format == "json"
 
 
@@ -158,7 +164,7 @@ def test_unreadable_files_get_a_status_and_reason(
     tmp_path: Path, name: str, data: bytes, status: str, reason: str
 ) -> None:
     with pytest.raises(ParseError) as info:
-        parse_source(write(tmp_path, name, data))
+        parse(write(tmp_path, name, data))
     assert info.value.status == status
     assert info.value.reason.startswith(reason)
 
@@ -166,14 +172,14 @@ def test_unreadable_files_get_a_status_and_reason(
 def test_encrypted_pdf_is_reported_as_encrypted(tmp_path: Path) -> None:
     path = make_pdf(tmp_path / "locked.pdf", ["secret text"], password="s3cret")
     with pytest.raises(ParseError) as info:
-        parse_source(path)
+        parse(path)
     assert (info.value.status, info.value.reason) == ("failed", "encrypted")
 
 
 def test_pdf_without_text_layer_is_empty(tmp_path: Path) -> None:
     path = make_pdf(tmp_path / "blank.pdf", ["", ""])
     with pytest.raises(ParseError) as info:
-        parse_source(path)
+        parse(path)
     assert info.value.reason == "empty"
 
 
@@ -182,7 +188,7 @@ def test_docx_that_is_a_zip_of_something_else(tmp_path: Path) -> None:
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("hello.txt", "not a document")
     with pytest.raises(ParseError) as info:
-        parse_source(write(tmp_path, "odd.docx", buffer.getvalue()))
+        parse(write(tmp_path, "odd.docx", buffer.getvalue()))
     assert info.value.status == "failed" and info.value.reason.startswith("corrupt: ")
 
 
@@ -210,7 +216,7 @@ def test_every_parser_stores_normalized_text(tmp_path: Path) -> None:
     )
     (tmp_path / "b.md").write_text("# Title\n\nThe open\u00admarket \ufb01gures.\n")
     (tmp_path / "c.html").write_text("<html><body><p>open\u00admarket\u200b \ufb02ows</p></body></html>")
-    texts = [parse_source(tmp_path / name).pages[0].text for name in ("a.txt", "b.md", "c.html")]
+    texts = [parse(tmp_path / name).pages[0].text for name in ("a.txt", "b.md", "c.html")]
     assert "open-market purchases of efficient scale." in texts[0]
     assert "The open-market figures." in texts[1]
     assert "open-market flows" in texts[2]
@@ -224,12 +230,12 @@ def test_pdf_text_gets_back_the_ff_its_ligatures_dropped(tmp_path: Path) -> None
 
     text = "Risks that could af ect results.\nOur Chief Financial Of icer has suf icient data.\nA lot of ice."
     pdf = make_pdf(tmp_path / "ligatures.pdf", [text])
-    page = parse_source(pdf).pages[0].text
+    page = parse(pdf).pages[0].text
     assert "could affect results" in page and "Financial Officer has sufficient" in page
     assert "lot of ice" in page
     markdown = tmp_path / "notes.md"
     markdown.write_text("It may af ect us.\n", encoding="utf-8")
-    assert "af ect" in parse_source(markdown).pages[0].text
+    assert "af ect" in parse(markdown).pages[0].text
     for broken, repaired in [
         ("Af ected by", "Affected by"),
         ("ef orts and ef iciency", "efforts and efficiency"),

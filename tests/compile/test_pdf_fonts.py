@@ -11,6 +11,7 @@ from sleuth.compile.manifest import Chunking
 from sleuth.compile.parse import parse_source
 from sleuth.compile.parse.pdf_fonts import font_headings
 from sleuth.sdk.knowledge import Knowledge, ScopedContext
+from sleuth.settings import DEFAULTS
 from sleuth.store.home import Home
 from tests.support import StyledLine, compiled_version, make_styled_pdf
 
@@ -70,7 +71,7 @@ def policy(tmp_path: Path) -> Path:
 
 
 def test_headings_set_apart_by_type_join_the_outline(tmp_path: Path) -> None:
-    pages = parse_source(policy(tmp_path)).pages
+    pages = parse_source(policy(tmp_path), max_text_bytes=DEFAULTS.max_text_bytes).pages
     outline = [[(h.level, h.text) for h in page.outline or page.headings] for page in pages]
     # `1 Booking travel` is also numbered: numbering's reading (level 1) stands
     assert outline == [
@@ -96,7 +97,9 @@ def test_headings_set_apart_by_type_join_the_outline(tmp_path: Path) -> None:
 def test_a_document_in_one_type_has_no_type_headings(tmp_path: Path) -> None:
     lines = [body("Short line"), body("Another line of the body text of this memo, set in one type.")]
     pdf = make_styled_pdf(tmp_path / "memo.pdf", [lines, lines])
-    assert all(page.outline is None for page in parse_source(pdf).pages)
+    assert all(
+        page.outline is None for page in parse_source(pdf, max_text_bytes=DEFAULTS.max_text_bytes).pages
+    )
     assert font_headings([], [], 3) == []
 
 

@@ -19,6 +19,7 @@ import pytest
 from sleuth.compile import pipeline
 from sleuth.compile.manifest import ManifestError
 from sleuth.compile.pipeline import compile_context
+from sleuth.settings import current
 from sleuth.store import keyword
 from sleuth.store.home import Home
 from sleuth.store.keyword import TantivyIndex
@@ -54,7 +55,7 @@ def indexed_sources(version_dir: Path) -> set[str]:
 
 
 def test_first_compile_writes_the_documented_layout(home: Home, corpus: Path) -> None:
-    report = compile_context("docs", [corpus], home=home)
+    report = compile_context("docs", [corpus], home=home, settings=current())
     assert report.flipped and report.version == "v000001" and report.delta == "changed"
     ctx = home.find("docs")
     assert ctx.live_version() == "v000001"
@@ -103,8 +104,8 @@ def test_first_compile_writes_the_documented_layout(home: Home, corpus: Path) ->
 
 
 def test_second_compile_of_unchanged_corpus_does_no_work(home: Home, corpus: Path) -> None:
-    compile_context("docs", [corpus], home=home)
-    report = compile_context("docs", [corpus], home=home)
+    compile_context("docs", [corpus], home=home, settings=current())
+    report = compile_context("docs", [corpus], home=home, settings=current())
     assert report.delta == "empty" and not report.flipped and report.version is None
     assert home.find("docs").live_version() == "v000001"
     assert sorted(p.name for p in home.find("docs").versions.iterdir()) == ["v000001"]
@@ -112,9 +113,9 @@ def test_second_compile_of_unchanged_corpus_does_no_work(home: Home, corpus: Pat
 
 
 def test_changed_file_is_reprocessed_alone(home: Home, corpus: Path) -> None:
-    first = compile_context("docs", [corpus], home=home)
+    first = compile_context("docs", [corpus], home=home, settings=current())
     (corpus / "notes" / "beta.txt").write_text("Beta release notes.\nVersion 2.5 adds ZETA-9 export.\n")
-    report = compile_context("docs", [corpus], home=home)
+    report = compile_context("docs", [corpus], home=home, settings=current())
     assert report.changed == ["uploads/corpus/notes/beta.txt"] and report.version == "v000002"
     assert report.counts["sources_parsed"] == 1
     assert 0 < report.counts["embedded"] < first.counts["embedded"]
@@ -130,10 +131,10 @@ def test_changed_file_is_reprocessed_alone(home: Home, corpus: Path) -> None:
 
 
 def test_deleted_file_leaves_every_index_and_table(home: Home, corpus: Path) -> None:
-    compile_context("docs", [corpus], home=home)
+    compile_context("docs", [corpus], home=home, settings=current())
     assert "uploads/corpus/web.html" in indexed_sources(live_dir(home, "docs"))
     (corpus / "web.html").unlink()
-    report = compile_context("docs", [corpus], home=home)
+    report = compile_context("docs", [corpus], home=home, settings=current())
     assert report.deleted == ["uploads/corpus/web.html"]
     root = live_dir(home, "docs")
     assert "uploads/corpus/web.html" not in indexed_sources(root)
@@ -151,7 +152,7 @@ def test_bad_files_are_recorded_and_the_rest_compiles(home: Home, corpus: Path) 
     (corpus / "photo.jpg").write_bytes(b"\xff\xd8\xff\xe0 jpeg")
     (corpus / "legacy.txt").write_bytes("na\u00efve".encode("latin-1"))
     make_pdf(corpus / "locked.pdf", ["top secret"], password="pw")
-    report = compile_context("docs", [corpus], home=home)
+    report = compile_context("docs", [corpus], home=home, settings=current())
     assert report.flipped
     got = {p.rsplit("/", 1)[-1]: (f["status"], f["reason"].split(":")[0]) for p, f in report.failures.items()}
     assert got == {
@@ -166,15 +167,15 @@ def test_bad_files_are_recorded_and_the_rest_compiles(home: Home, corpus: Path) 
     assert ledger["failures"]["uploads/corpus/locked.pdf"]["reason"] == "encrypted"
     # Fixing a file lets it compile next time; its failure entry goes away.
     (corpus / "legacy.txt").write_text("now in utf-8: naïve")
-    again = compile_context("docs", [corpus], home=home)
+    again = compile_context("docs", [corpus], home=home, settings=current())
     assert "uploads/corpus/legacy.txt" not in again.failures
     assert "uploads/corpus/legacy.txt" in indexed_sources(live_dir(home, "docs"))
 
 
 def test_a_changed_file_that_breaks_keeps_its_previous_outputs(home: Home, corpus: Path) -> None:
-    compile_context("docs", [corpus], home=home)
+    compile_context("docs", [corpus], home=home, settings=current())
     (corpus / "report.pdf").write_bytes(b"%PDF-1.7 truncated")
-    report = compile_context("docs", [corpus], home=home)
+    report = compile_context("docs", [corpus], home=home, settings=current())
     assert report.failures["uploads/corpus/report.pdf"]["status"] == "failed"
     assert "uploads/corpus/report.pdf" in indexed_sources(live_dir(home, "docs"))
 
@@ -182,7 +183,7 @@ def test_a_changed_file_that_breaks_keeps_its_previous_outputs(home: Home, corpu
 def test_crash_mid_compile_leaves_previous_version_live(
     home: Home, corpus: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    compile_context("docs", [corpus], home=home)
+    compile_context("docs", [corpus], home=home, settings=current())
     (corpus / "notes" / "alpha.md").write_text("# Alpha\n\nRewritten: laptops ship by courier.\n")
 
     def boom(*args: object, **kwargs: object) -> None:
@@ -190,21 +191,21 @@ def test_crash_mid_compile_leaves_previous_version_live(
 
     monkeypatch.setattr(keyword, "build", boom)
     with pytest.raises(OSError, match="disk full"):
-        compile_context("docs", [corpus], home=home)
+        compile_context("docs", [corpus], home=home, settings=current())
     ctx = home.find("docs")
     assert ctx.live_version() == "v000001"
     assert (ctx.versions / "v000002.building").is_dir()
     hits = VersionReader.live(ctx).search("laptop on day one", mode="keyword")
     assert hits and hits[0].source_path.endswith("alpha.md")
     monkeypatch.undo()
-    report = compile_context("docs", [corpus], home=home)
+    report = compile_context("docs", [corpus], home=home, settings=current())
     assert report.flipped and report.changed == ["uploads/corpus/notes/alpha.md"]
     assert not any(p.name.endswith(".building") for p in ctx.versions.iterdir())
     assert VersionReader.live(ctx).search("courier", mode="keyword")
 
 
 def test_killed_compile_process_leaves_previous_version_live(home: Home, corpus: Path) -> None:
-    compile_context("docs", [corpus], home=home)
+    compile_context("docs", [corpus], home=home, settings=current())
     for i in range(16):  # enough new text that embedding takes seconds
         (corpus / f"extra-{i}.md").write_text(
             f"# Extra {i}\n\n" + " ".join(f"token{i}x{j} sentence about item {j}." for j in range(300))
@@ -226,14 +227,14 @@ def test_killed_compile_process_leaves_previous_version_live(home: Home, corpus:
     proc.wait()
     assert ctx.live_version() == "v000001"
     assert VersionReader.live(ctx).search("laptop", mode="keyword")
-    report = compile_context("docs", [corpus], home=home)
+    report = compile_context("docs", [corpus], home=home, settings=current())
     assert report.flipped and len(report.new) == 16
     assert ctx.live_version() == report.version
 
 
 def test_force_rebuilds_everything_but_reuses_vectors(home: Home, corpus: Path) -> None:
-    compile_context("docs", [corpus], home=home)
-    report = compile_context("docs", [corpus], home=home, force=True)
+    compile_context("docs", [corpus], home=home, settings=current())
+    report = compile_context("docs", [corpus], home=home, force=True, settings=current())
     assert report.flipped and report.counts["sources_parsed"] == 4
     assert report.counts["embedded"] == 0 and report.counts["embedded_from_cache"] > 0
 
@@ -241,13 +242,13 @@ def test_force_rebuilds_everything_but_reuses_vectors(home: Home, corpus: Path) 
 def test_manifest_change_rechunks_without_reembedding_unchanged_text(
     home: Home, corpus: Path, tmp_path: Path
 ) -> None:
-    compile_context("docs", [corpus], home=home)
+    compile_context("docs", [corpus], home=home, settings=current())
     manifest = tmp_path / "m.json"
     manifest.write_text(json.dumps({"search": {"instructions": "Be terse."}}))
-    report = compile_context("docs", [corpus], manifest, home=home)
+    report = compile_context("docs", [corpus], manifest, home=home, settings=current())
     assert report.delta == "empty"  # search-only changes trigger no work
     manifest.write_text(json.dumps({"curate": {"chunks": {"chunking": {"target_size": 64, "overlap": 0}}}}))
-    report = compile_context("docs", [corpus], manifest, home=home)
+    report = compile_context("docs", [corpus], manifest, home=home, settings=current())
     assert report.flipped and report.counts["sources_parsed"] == 0
     chunks = VersionReader(live_dir(home, "docs")).chunks.values()
     assert max(c.tokens for c in chunks) <= 64
@@ -259,7 +260,7 @@ def test_invalid_manifest_is_rejected_before_anything_is_written(
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"curate": {"chunks": {"chunking": {"overlap": 9999}}}}))
     with pytest.raises(ManifestError, match=r"curate\.chunks\.chunking\.overlap"):
-        compile_context("docs", [corpus], bad, home=home)
+        compile_context("docs", [corpus], bad, home=home, settings=current())
     assert home.contexts() == []
 
 
@@ -277,7 +278,7 @@ def test_sources_are_mirrored_and_archives_checked(home: Home, tmp_path: Path) -
         info = tarfile.TarInfo("evil-link")
         info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
         t.addfile(info)
-    report = compile_context("bundle", [archive, tarball], home=home)
+    report = compile_context("bundle", [archive, tarball], home=home, settings=current())
     ctx = home.find("bundle")
     stored = sorted(p.relative_to(ctx.sources).as_posix() for p in ctx.sources.rglob("*") if p.is_file())
     assert stored == ["uploads/bundle/good/readme.md", "uploads/more/plain.txt"]
@@ -301,7 +302,7 @@ def test_oversized_sources_are_counted_as_skipped(
     with zipfile.ZipFile(bundle, "w") as z:
         z.writestr("note.md", "# Note\n\nA second note.\n")
         z.writestr("huge.md", "x" * 5000)
-    report = compile_context("drop", [drop, bundle], home=home)
+    report = compile_context("drop", [drop, bundle], home=home, settings=current())
     assert report.failures["uploads/drop/big.txt"] == {
         "version": report.version,
         "status": "skipped",
@@ -313,9 +314,27 @@ def test_oversized_sources_are_counted_as_skipped(
     stored = sorted(p.name for p in home.find("drop").sources.rglob("*") if p.is_file())
     assert stored == ["empty.txt", "note.md", "small.md"]
 
-    again = compile_context("drop", [drop], home=home)  # nothing changed: the skip is still reported
+    # nothing changed: the skip is still reported
+    again = compile_context("drop", [drop], home=home, settings=current())
     assert again.delta == "empty" and again.counts["sources_skipped"] == 2  # big.txt and empty.txt
     assert again.failures["uploads/drop/big.txt"]["status"] == "skipped"
+
+
+def test_a_compile_runs_on_the_settings_handed_in_not_the_environment(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 41 (5): the settings are read once, where the command or server starts; a compile never
+    reads the environment again, so a variable changed later does not change what it does."""
+    monkeypatch.setenv("SLEUTH_MAX_FILE_BYTES", "1000")
+    settings = current()
+    monkeypatch.setenv("SLEUTH_MAX_FILE_BYTES", "10")  # too late for this compile
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    (drop / "note.md").write_text("# Note\n\nA short note about laptops.\n")
+    (drop / "big.txt").write_text("laptop " * 300)  # 2,100 bytes
+    report = compile_context("drop", [drop], home=home, settings=settings)
+    assert report.failures["uploads/drop/big.txt"]["reason"] == "file too large (2100 bytes > 1000)"
+    assert report.counts["sources_compiled"] == 1  # note.md: under 1,000 bytes, over 10
 
 
 def test_collect_keeps_live_and_predecessor(
@@ -324,7 +343,7 @@ def test_collect_keeps_live_and_predecessor(
     monkeypatch.setattr(pipeline, "TURN_CAP_SECONDS", -1)
     for i in range(4):
         (corpus / "notes" / "beta.txt").write_text(f"Beta notes revision {i}.\n")
-        compile_context("docs", [corpus], home=home)
+        compile_context("docs", [corpus], home=home, settings=current())
     names = sorted(p.name for p in home.find("docs").versions.iterdir())
     assert names == ["v000003", "v000004"]
 
@@ -356,11 +375,11 @@ def test_cli_compile_inspect_contexts_and_search(home: Home, corpus: Path) -> No
 def test_one_compile_per_context_at_a_time(home: Home, corpus: Path) -> None:
     from sleuth.store.lock import CurateInFlight, curate_lock
 
-    compile_context("docs", [corpus], home=home)
+    compile_context("docs", [corpus], home=home, settings=current())
     ctx = home.find("docs")
     with curate_lock(ctx.lock_file), pytest.raises(CurateInFlight):
-        compile_context("docs", [corpus], home=home)
-    assert compile_context("docs", [corpus], home=home).delta == "empty"
+        compile_context("docs", [corpus], home=home, settings=current())
+    assert compile_context("docs", [corpus], home=home, settings=current()).delta == "empty"
 
 
 def test_a_new_text_normaliser_reparses_every_source(home: Home, corpus: Path) -> None:
@@ -369,12 +388,12 @@ def test_a_new_text_normaliser_reparses_every_source(home: Home, corpus: Path) -
     from sleuth.compile.pages import TEXT_VERSION
     from sleuth.store.ledger import Ledger
 
-    compile_context("docs", [corpus], home=home)
+    compile_context("docs", [corpus], home=home, settings=current())
     ledger_file = home.find("docs").ledger_file
     ledger = Ledger.load(ledger_file)
     assert ledger.leg_hashes["text"] == TEXT_VERSION
     ledger.leg_hashes["text"] = TEXT_VERSION - 1  # as an older Sleuth left it
     ledger.save(ledger_file)
-    report = compile_context("docs", [corpus], home=home)
+    report = compile_context("docs", [corpus], home=home, settings=current())
     assert report.flipped and not report.unchanged and sorted(report.changed) == sorted(ledger.manifest)
-    assert compile_context("docs", [corpus], home=home).delta == "empty"
+    assert compile_context("docs", [corpus], home=home, settings=current()).delta == "empty"

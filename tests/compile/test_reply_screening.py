@@ -19,6 +19,7 @@ from sleuth.compile.manifest import parse_manifest
 from sleuth.compile.pipeline import CompileReport, compile_context
 from sleuth.format.front_matter import read_front_matter
 from sleuth.models.base import CompletionParams, Message, Reply, TokenUsage, ToolSpec
+from sleuth.settings import current
 from sleuth.store.home import ContextDir, Home
 from tests.compile.curator import CuratorModel, write_corpus
 
@@ -65,8 +66,11 @@ def _curate(tmp_path: Path, model: CuratorModel) -> tuple[ContextDir, CompileRep
     folder = write_corpus(tmp_path)
     ctx, _ = home.find_or_create("deals")
     manifest = parse_manifest(json.loads((tmp_path / "manifest.json").read_text()))
-    extractor = ModelExtractor(model, manifest, ExtractionCache(ctx.extraction_cache))
-    return ctx, compile_context("deals", [folder], tmp_path / "manifest.json", home=home, extractor=extractor)
+    settings = current()  # read once, as `sleuth compile` does at its start
+    extractor = ModelExtractor(model, manifest, ExtractionCache(ctx.extraction_cache), settings=settings)
+    return ctx, compile_context(
+        "deals", [folder], tmp_path / "manifest.json", home=home, extractor=extractor, settings=settings
+    )
 
 
 def _artifact_files(ctx: ContextDir) -> list[Path]:

@@ -13,6 +13,7 @@ import pytest
 
 from sleuth.compile import build
 from sleuth.compile.pipeline import compile_context
+from sleuth.settings import current
 from sleuth.store.home import Home
 from sleuth.store.search import VersionReader
 
@@ -56,10 +57,10 @@ def test_the_version_is_the_same_whatever_the_embedding_buffer(
     chunk order (several windows per chunk with the default embedder), whatever the buffer holds."""
     write_corpus(corpus / "long", files=2, sections=4, chars=1900)  # chunks of two windows
     whole = Home(tmp_path / "whole")
-    compile_context("docs", [corpus], home=whole)
+    compile_context("docs", [corpus], home=whole, settings=current())
     monkeypatch.setattr(build, "EMBED_BUFFER", 2)
     small = Home(tmp_path / "small")
-    compile_context("docs", [corpus], home=small)
+    compile_context("docs", [corpus], home=small, settings=current())
     a, b = live_dir(whole, "docs") / "index" / "dense", live_dir(small, "docs") / "index" / "dense"
     assert json.loads((a / "chunks.ids.json").read_text()) == json.loads((b / "chunks.ids.json").read_text())
     rows = np.load(a / "chunks.rows.npy")
@@ -91,7 +92,7 @@ def test_a_compile_does_not_hold_the_corpus(tmp_path: Path, monkeypatch: pytest.
         home = Home(tmp_path / f"home-{files}-{len(sizes)}")
         tracemalloc.start()
         try:
-            report = compile_context("mem", [corpus], manifest, home=home)
+            report = compile_context("mem", [corpus], manifest, home=home, settings=current())
             _current, peak = tracemalloc.get_traced_memory()
         finally:
             tracemalloc.stop()

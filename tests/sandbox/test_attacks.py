@@ -21,6 +21,7 @@ import pytest
 from sleuth.sandbox import Limits, Sandbox, SandboxDied, SandboxHost
 from sleuth.sandbox.host import HostFunction
 from sleuth.sandbox.limits import BudgetExceeded, BudgetMeter, HostBudget
+from sleuth.settings import current
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the full sandbox needs root (CI runs as root)")
 
@@ -576,7 +577,7 @@ def test_reading_rejected_calls_is_charged(host: SandboxHost, acme_version: Path
 
 
 def test_a_function_that_fans_out_is_charged_for_every_thread(
-    host: SandboxHost, acme_version: Path, monkeypatch: pytest.MonkeyPatch
+    acme_version: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The embed budget counted one thread while onnxruntime's pool ran on every core."""
     monkeypatch.setenv("SLEUTH_EMBED_THREADS", "4")
@@ -586,7 +587,11 @@ def test_a_function_that_fans_out_is_charged_for_every_thread(
         return [[1.0]]
 
     meter = BudgetMeter()
-    with host.start_turn({"acme": acme_version}, registry={"embed": embed}, meter=meter) as sb:
+    threads = current().embed_threads  # read where a process builds its host, and handed to it
+    with (
+        SandboxHost(Limits(step_timeout_s=5, hard_kill_grace_s=2), embed_threads=threads) as host,
+        host.start_turn({"acme": acme_version}, registry={"embed": embed}, meter=meter) as sb,
+    ):
         out = sb.exec(CHANNEL + "print(await ch.call('embed', {'texts': ['a']}))").output
     assert out.strip() == "[[1.0]]"
     assert meter.used["host_cpu_s"] >= 4 * 0.2

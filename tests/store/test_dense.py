@@ -10,6 +10,7 @@ import numpy.typing as npt
 import pytest
 
 from sleuth.compile.pipeline import compile_context
+from sleuth.settings import current
 from sleuth.store import ann, dense
 from sleuth.store.dense import DenseIndex
 from sleuth.store.home import Home
@@ -145,13 +146,17 @@ def test_a_compile_builds_the_graph_only_from_the_threshold(
     corpus.mkdir()
     for i in range(6):
         (corpus / f"note-{i}.md").write_text(f"# Note {i}\n\nSensor {i} drifts {i * 3} percent a year.\n")
-    compile_context("small", [corpus], None, home=home)
+    compile_context("small", [corpus], None, home=home, settings=current())
     below = VersionReader.live(home.find("small"))
     assert not (below.root / "index" / "dense" / "chunks.hnsw").exists()
 
     monkeypatch.setenv("SLEUTH_ANN_MIN_VECTORS", "1")
-    compile_context("large", [corpus], None, home=home)
-    above = VersionReader.live(home.find("large"))
+    settings = current()  # read once, as a command does at its start, for the compile and the reader
+    compile_context("large", [corpus], None, home=home, settings=settings)
+    large = home.find("large")
+    above = VersionReader(
+        large.version_dir(large.live_version() or ""), ann_min_vectors=settings.ann_min_vectors
+    )
     dense_index = above._dense
     assert dense_index is not None and dense_index.graph is not None
     query = "How much does sensor 4 drift?"

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from sleuth.compile.pipeline import compile_context
+from sleuth.settings import current
 from sleuth.store.home import Home
 from sleuth.store.keyword import (
     Fts5Index,
@@ -146,12 +147,12 @@ def test_each_version_has_its_own_index(tmp_path: Path, home: Home) -> None:
     corpus.mkdir()
     (corpus / "keep.md").write_text("# Keep\n\nThe calibration drift stays under 0.2 percent.\n")
     (corpus / "gone.md").write_text("# Gone\n\nThe zephyr turbine is decommissioned.\n")
-    compile_context("kw", [corpus], None, home=home)
+    compile_context("kw", [corpus], None, home=home, settings=current())
     ctx = home.find("kw")
     first = ctx.live_version()
     (corpus / "gone.md").unlink()
     (corpus / "new.md").write_text("# New\n\nThe quokka sensor replaces the turbine.\n")
-    compile_context("kw", [corpus], None, home=home)
+    compile_context("kw", [corpus], None, home=home, settings=current())
     second = ctx.live_version()
     assert first is not None and second is not None and first != second
     old, now = (open_index(ctx.version_dir(v) / "index") for v in (first, second))

@@ -17,7 +17,7 @@ import pytest
 from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.compile.pipeline import compile_context
 from sleuth.errors import Invalid
-from sleuth.settings import TURN_CAP_SECONDS
+from sleuth.settings import TURN_CAP_SECONDS, current
 from sleuth.store.database import forget_database, open_database
 from sleuth.store.home import ContextNotFound, Home
 from sleuth.store.replay_log import delete_replay_log, read_replay_log, write_replay_log
@@ -132,7 +132,7 @@ def test_deletes_travel_and_an_edit_not_yet_pushed_survives_a_pull(nodes: Nodes)
 
 
 def test_a_curate_on_one_node_is_read_whole_on_the_other(nodes: Nodes, corpus: Path) -> None:
-    report = compile_context("c", [corpus], home=nodes.a)
+    report = compile_context("c", [corpus], home=nodes.a, settings=current())
     assert report.flipped and report.version == "v000001"
     assert nodes.storage.exists(version_key(nodes.a.find("c").root.name, "v000001"))
     ctx_b = nodes.b.find("c")
@@ -143,13 +143,13 @@ def test_a_curate_on_one_node_is_read_whole_on_the_other(nodes: Nodes, corpus: P
     # the next curate runs on B, from A's ledger: only the new source is parsed
     with ctx_b.editing():
         (ctx_b.sources / "hours.md").write_text("# Hours\n\nThe office opens at 9.\n")
-    again = compile_context("c", home=nodes.b)
+    again = compile_context("c", home=nodes.b, settings=current())
     assert again.version == "v000002" and again.new == ["hours.md"] and again.unchanged
     assert nodes.a.find("c").live_version() == "v000002"
 
 
 def test_the_live_pointer_moves_only_once_the_version_is_whole(nodes: Nodes, corpus: Path) -> None:
-    compile_context("c", [corpus], home=nodes.a)
+    compile_context("c", [corpus], home=nodes.a, settings=current())
     ctx_a = nodes.a.find("c")
     (ctx_a.sources / "new.md").write_text("# New\n\nA new rule.\n")
     put_bytes = nodes.storage.put_bytes
@@ -161,7 +161,7 @@ def test_the_live_pointer_moves_only_once_the_version_is_whole(nodes: Nodes, cor
 
     nodes.storage.put_bytes = no_index  # type: ignore[method-assign]
     with pytest.raises(OSError, match="storage full"):
-        compile_context("c", home=nodes.a)
+        compile_context("c", home=nodes.a, settings=current())
     nodes.storage.put_bytes = put_bytes  # type: ignore[method-assign]
     ctx_b = nodes.b.find("c")
     assert ctx_b.live_version() == "v000001"  # B never sees a pointer to the version with no index
@@ -171,7 +171,7 @@ def test_the_live_pointer_moves_only_once_the_version_is_whole(nodes: Nodes, cor
 
 
 def test_concurrent_readers_fetch_one_whole_version(nodes: Nodes, corpus: Path) -> None:
-    compile_context("c", [corpus], home=nodes.a)
+    compile_context("c", [corpus], home=nodes.a, settings=current())
     expected = _files(nodes.a.find("c").version_dir("v000001"))
     ctx_b = nodes.b.find("c")
     seen: list[dict[str, bytes]] = []
@@ -238,7 +238,7 @@ def test_caches_and_logs_a_node_made_are_read_on_the_other(nodes: Nodes) -> None
 def test_s3_storage_carries_a_curate_between_nodes(s3_server: S3Server, tmp_path: Path, corpus: Path) -> None:
     storage = S3Storage(s3_server.new_bucket(), "sleuth", client=s3_server.client())
     two = Nodes(tmp_path, str(tmp_path / "server.sqlite"), storage)
-    compile_context("c", [corpus], home=two.a)
+    compile_context("c", [corpus], home=two.a, settings=current())
     ctx_b = two.b.find("c")
     assert _files(ctx_b.version_dir(ctx_b.live_version() or "")) == _files(
         two.a.find("c").version_dir("v000001")
@@ -250,12 +250,12 @@ def test_a_storage_url_needs_a_database(monkeypatch: pytest.MonkeyPatch, tmp_pat
     monkeypatch.setenv("SLEUTH_STORAGE_URL", (tmp_path / "shared").as_uri())
     monkeypatch.delenv("SLEUTH_DATABASE_URL", raising=False)
     with pytest.raises(Invalid, match="needs SLEUTH_DATABASE_URL"):
-        open_home(tmp_path / "home")
+        open_home(tmp_path / "home", current())
     monkeypatch.setenv("SLEUTH_DATABASE_URL", f"sqlite:///{tmp_path / 'db.sqlite'}")
     with pytest.raises(Invalid, match="postgresql"):  # a SQLite file is one machine's
-        open_home(tmp_path / "home")
+        open_home(tmp_path / "home", current())
     monkeypatch.delenv("SLEUTH_STORAGE_URL")
-    assert open_home(tmp_path / "home").shared is None  # the single-machine default is unchanged
+    assert open_home(tmp_path / "home", current()).shared is None  # the single-machine default is unchanged
 
 
 def test_a_curate_saving_context_json_keeps_a_rename_made_meanwhile(nodes: Nodes) -> None:
@@ -300,7 +300,7 @@ def test_a_changed_file_not_yet_pushed_survives_a_pull_and_its_push_wins(nodes: 
 
 
 def test_a_version_published_but_never_made_live_is_never_named_again(nodes: Nodes, corpus: Path) -> None:
-    compile_context("c", [corpus], home=nodes.a)
+    compile_context("c", [corpus], home=nodes.a, settings=current())
     ctx_a = nodes.a.find("c")
     (ctx_a.sources / "new.md").write_text("# New\n\nA new rule.\n")
     replica = nodes.a.shared
@@ -312,14 +312,14 @@ def test_a_version_published_but_never_made_live_is_never_named_again(nodes: Nod
 
     replica._move_head = database_gone  # type: ignore[method-assign]
     with pytest.raises(ConnectionError):
-        compile_context("c", home=nodes.a)  # v000002 is published, the head never moves
+        compile_context("c", home=nodes.a, settings=current())  # v000002 is published, the head never moves
     replica._move_head = move  # type: ignore[method-assign]
     ctx_id = ctx_a.root.name
     assert nodes.storage.exists(version_key(ctx_id, "v000002"))
     ctx_b = nodes.b.find("c")
     assert ctx_b.live_version() == "v000001"
     (ctx_b.sources / "newer.md").write_text("# Newer\n\nAnother rule.\n")
-    report = compile_context("c", home=nodes.b)
+    report = compile_context("c", home=nodes.b, settings=current())
     assert report.version == "v000003"  # past the orphan, whose index no one points at
     assert nodes.a.find("c").live_version() == "v000003"
     impostor = ctx_b.root.parent / "elsewhere" / "v000001"  # other files under a published name
@@ -333,14 +333,14 @@ def test_a_version_published_but_never_made_live_is_never_named_again(nodes: Nod
 def test_fetched_versions_not_read_for_a_turn_cap_are_evicted_but_never_the_live_one(
     nodes: Nodes, corpus: Path
 ) -> None:
-    compile_context("c", [corpus], home=nodes.a)
+    compile_context("c", [corpus], home=nodes.a, settings=current())
     ctx_b = nodes.b.find("c")
     first = ctx_b.version_dir("v000001")
     old = time.time() - 2 * TURN_CAP_SECONDS
     os.utime(first, (old, old))
     ctx_a = nodes.a.find("c")
     (ctx_a.sources / "new.md").write_text("# New\n\nA new rule.\n")
-    compile_context("c", home=nodes.a)
+    compile_context("c", home=nodes.a, settings=current())
     ctx_b = nodes.b.find("c")
     assert ctx_b.live_version() == "v000002"
     ctx_b.version_dir("v000002")  # fetching it drops v000001: fetched, unread for long, not live

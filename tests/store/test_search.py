@@ -10,6 +10,7 @@ import pytest
 
 from sleuth.compile.pipeline import CompileReport, compile_context
 from sleuth.models.embedder import MiniLMEmbedder, StaticEmbedder, get_embedder
+from sleuth.settings import current
 from sleuth.store.fusion import keep_exact, rrf
 from sleuth.store.home import Home
 from sleuth.store.keyword import match_expression, open_index
@@ -103,7 +104,7 @@ def test_rrf_rewards_agreement() -> None:
 
 
 def test_embedder_is_offline_pinned_and_normalized() -> None:
-    embedder = get_embedder("default")
+    embedder = get_embedder("default", threads=None)
     assert isinstance(embedder, MiniLMEmbedder)
     vectors = embedder.embed(["remote work three days", "work from home up to three days", "pressure sensor"])
     assert vectors.shape == (3, 384)
@@ -116,7 +117,7 @@ def test_embedder_is_offline_pinned_and_normalized() -> None:
 def test_lite_static_embedder_compiles_and_searches(home: Home, corpus: Path, tmp_path: Path) -> None:
     manifest = tmp_path / "lite.json"
     manifest.write_text(json.dumps({"curate": {"chunks": {"embedding_model": "minilm-l6-v2-static"}}}))
-    compile_context("lite", [corpus], manifest, home=home)
+    compile_context("lite", [corpus], manifest, home=home, settings=current())
     reader = VersionReader.live(home.find("lite"))
     assert reader.info.embedder.id == "minilm-l6-v2-static"
     assert np.load(reader.root / "index" / "dense" / "chunks.npy").shape[1] == 256

@@ -1,6 +1,7 @@
-"""A turn that passed admission (`turn.Runtime.prepare`), as `run.TurnRun` runs it, and what a run
-needs of the engine that admitted it (`Engine`). Kept apart from `turn` so that the run and its trace
-do not import the runtime that imports them."""
+"""A turn resolved for admission (`TurnPlan`, `turn.Runtime.resolve`), a turn that passed it
+(`PreparedTurn`, `turn.Runtime.admit`) as `run.TurnRun` runs it, and what a run needs of the engine
+that admitted it (`Engine`). Kept apart from `turn` so that the run and its trace do not import the
+runtime that imports them."""
 
 from __future__ import annotations
 
@@ -11,13 +12,29 @@ from typing import Any, Protocol
 
 from sleuth.agent.orientation import ContextBrief
 from sleuth.agent.records import Query
-from sleuth.agent.request import TurnRequest
+from sleuth.agent.request import Caller, TurnRequest
 from sleuth.models.base import Model, ModelConfig
 from sleuth.sandbox.host import HostFunction, SandboxHost
 from sleuth.sandbox.limits import HostBudget, Limits
 from sleuth.store.server_db import ServerDB
 
-__all__ = ["Engine", "PreparedTurn"]
+__all__ = ["Engine", "PreparedTurn", "TurnPlan"]
+
+
+@dataclass(frozen=True)
+class TurnPlan:
+    """A turn the runtime resolved and checked, nothing stored yet: the server holds it to its own
+    limits (spec/api.md §8.1) before `Runtime.admit` stores it."""
+
+    request: TurnRequest
+    caller: Caller
+    session: dict[str, Any] | None  # the stored session the turn continues; None: it opens one
+    scope: tuple[str, ...]
+    briefs: tuple[ContextBrief, ...]  # each context with the version pinned for the turn
+    model_ids: tuple[str, ...]  # the session's models (a new session stores them)
+    configs: tuple[ModelConfig, ...]
+    workflow: str | None  # None: the session's own
+    ignored: tuple[str, ...]  # the pinned fields a continued session ignores
 
 
 @dataclass

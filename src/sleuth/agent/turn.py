@@ -21,7 +21,7 @@ from typing import Any
 
 from sleuth.agent.actions import SDK_NAMES
 from sleuth.agent.orientation import ContextBrief
-from sleuth.agent.prepared import PreparedTurn
+from sleuth.agent.prepared import PreparedTurn, TurnPlan
 from sleuth.agent.records import Query
 from sleuth.agent.request import LOCAL, Caller, TurnRequest
 from sleuth.agent.run import Emit, TurnRun
@@ -34,9 +34,18 @@ from sleuth.sandbox.host import SandboxHost
 from sleuth.sandbox.limits import HostBudget, Limits
 from sleuth.store.database import new_id
 from sleuth.store.home import ContextNotFound, Home
-from sleuth.store.server_db import ComparisonGroupFull, Holder, ServerDB, SessionBusy, TurnPlaces
+from sleuth.store.server_db import Holder, ServerDB, SessionBusy, TurnPlaces
 
-__all__ = ["Caller", "PreparedTurn", "Runtime", "TurnError", "TurnRequest", "new_query_id", "sleuth_version"]
+__all__ = [
+    "Caller",
+    "PreparedTurn",
+    "Runtime",
+    "TurnError",
+    "TurnPlan",
+    "TurnRequest",
+    "new_query_id",
+    "sleuth_version",
+]
 
 log = logging.getLogger("sleuth.turn")
 PINNED_FIELDS = ("scope", "system_prompt", "guardrails", "model", "models", "tools")
@@ -118,27 +127,21 @@ class Runtime:
     def prepare(
         self,
         request: TurnRequest,
-        admit: Callable[[dict[str, Any] | None], None] | None = None,
         caller: Caller = LOCAL,
         places: TurnPlaces | None = None,
         holder: Holder | None = None,
     ) -> PreparedTurn:
-        """Check what the request's declaration cannot, resolve the session, scope and models, and
-        store the Query `in_progress`. `caller` says who asks (`request.Caller`).
+        """`resolve` then `admit`, for a caller with no checks of its own between them (the CLI)."""
+        return self.admit(self.resolve(request, caller), places=places, holder=holder)
 
-        `admit(session or None)` runs after every check and before anything is stored: the server's own
-        checks (busy session, comparison group, capacity) go there, in spec/api.md §8.1's order, and
-        may raise. Then one transaction admits (`ServerDB.admit_turn`): it re-checks the busy session,
-        the comparison group and `places` where no other request, on any server, can race it, and
-        stores the session, the claim and the Query `in_progress` together, with what a worker
-        needs to run it (`restore`), held by `holder` when this process runs it.
-        """
-        ask = request.ask
+    def resolve(self, request: TurnRequest, caller: Caller = LOCAL) -> TurnPlan:
+        """Check what the request's declaration cannot, and resolve the session, scope and models into a
+        plan; nothing is stored. `caller` says who asks (`request.Caller`). Each context's live version is
+        pinned here, so a curate that flips mid-turn changes nothing, on any worker."""
         checks = (("invalid_request", request.value_problem()), ("conflicting_options", request.conflict()))
         for code, problem in checks:
             if problem is not None:
                 raise TurnError(code, problem[1])
-        workflow = request.canonical_workflow
         for tool in request.tools or []:
             if tool not in SDK_NAMES:
                 raise TurnError("unknown_tool", f"unknown tool {tool!r}; known: {', '.join(SDK_NAMES)}")
@@ -181,21 +184,40 @@ class Runtime:
                 check_shape(request.shape)
             except ValueError as exc:
                 raise TurnError("invalid_shape", str(exc)) from None
-        if admit is not None:
-            admit(session)
+        return TurnPlan(
+            request,
+            caller,
+            session,
+            tuple(scope),
+            tuple(briefs),
+            tuple(model_ids),
+            tuple(configs),
+            request.canonical_workflow,
+            tuple(ignored),
+        )
+
+    def admit(
+        self, plan: TurnPlan, *, places: TurnPlaces | None = None, holder: Holder | None = None
+    ) -> PreparedTurn:
+        """Store a resolved turn: one transaction (`ServerDB.admit_turn`) re-checks the busy session,
+        the comparison group and `places` where no other request, on any server, can race it, and
+        stores the session, the claim and the Query `in_progress` together, with what a worker needs to
+        run it (`restore`), held by `holder` when this process runs it. A full group or full places
+        are the store's errors (`ComparisonGroupFull`, `TurnPlacesFull`): the server words them."""
+        request, session, configs = plan.request, plan.session, list(plan.configs)
         new_session = session is None
         if session is None:
             session = self.db.new_session(
-                scope=scope,
-                title=ask.strip()[:80],
+                scope=list(plan.scope),
+                title=request.ask.strip()[:80],
                 system_prompt=request.system_prompt,
                 guardrails=request.guardrails,
-                models=model_ids,
+                models=list(plan.model_ids),
                 tools=request.tools,
-                workflow=workflow or "search",
-                created_by=caller.name,
+                workflow=plan.workflow or "search",
+                created_by=plan.caller.name,
             )
-        workflow = workflow or session.get("workflow") or "search"
+        workflow = plan.workflow or session.get("workflow") or "search"
         previous = session.get("last_query_id")
         query = Query(
             id=new_query_id(),
@@ -205,13 +227,14 @@ class Runtime:
             model=configs[0].id if configs and request.retrieval is None else None,
             created=int(time.time()),
             previous_query_id=previous,
-            input=[{"role": "user", "content": ask}],
+            input=[{"role": "user", "content": request.ask}],
             max_steps=1
             if request.retrieval is not None
             else request.max_steps or default_max_steps(workflow),
             max_tool_output_chars=request.tool_output_chars,
             comparison=None if request.comparison_group is None else [],  # filled in when read
         )
+        briefs, ignored = list(plan.briefs), list(plan.ignored)
         record = {
             "request": request.model_dump(mode="json"),
             "contexts": [[brief.slug, brief.version] for brief in briefs],
@@ -232,8 +255,6 @@ class Runtime:
             )
         except SessionBusy:
             raise TurnError("session_busy", "a turn of this session is still running") from None
-        except ComparisonGroupFull as exc:
-            raise TurnError("comparison_group_full", str(exc)) from None
         if new_session:
             session = {**session, "active_query_id": query.id}
         prepared = PreparedTurn(request, query, session, briefs, configs, workflow, ignored)
@@ -242,7 +263,7 @@ class Runtime:
         return prepared
 
     def restore(self, query_id: str) -> PreparedTurn | None:
-        """The admitted turn `query_id` as `prepare` left it, rebuilt from the database by whichever
+        """The admitted turn `query_id` as `admit` left it, rebuilt from the database by whichever
         process runs it (a worker); None when it is not waiting to run (ended, or stored without a
         request record). A context version the turn pinned is read as pinned, not as live now."""
         record = self.db.turn_request(query_id)

@@ -1,53 +1,23 @@
 """Authentication (spec/api.md §3): API keys in one of three headers, roles `admin` and `query`, and the
 no-auth local mode in which every request is the admin `local`. What a principal may see once it is
-known (its own sessions, its contexts) is decided in `api/access.py`."""
+known (its own sessions, its contexts) is decided in `server/access.py`, with `Principal`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Request
 
 from sleuth.api.errors import ApiError
 from sleuth.api.state import api_state
-from sleuth.store.keys import ApiKey, KeyStore
+from sleuth.server.access import Principal
+from sleuth.store.keys import KeyStore
 from sleuth.store.server_db import LOCAL_PRINCIPAL
 
 LOCAL = LOCAL_PRINCIPAL
 # Checked in this order; the first one present decides (spec/api.md §3.1): no fall-through, so a stale
 # bearer token is reported as such instead of being masked by another header.
 KEY_HEADERS = ("X-Pinecone-Api-Key", "Api-Key")
-
-
-@dataclass(frozen=True)
-class Principal:
-    name: str
-    role: str  # "admin" | "query"
-    key_id: str | None = None  # None in no-auth mode
-    contexts: frozenset[str] | None = None  # the context ids a limited key sees; None: every context
-
-    @classmethod
-    def of(cls, key: ApiKey) -> Principal:
-        contexts = None if key.contexts is None else frozenset(key.contexts)
-        return cls(key.name, key.role, key.id, contexts)
-
-    @property
-    def is_admin(self) -> bool:
-        return self.role == "admin"
-
-    @property
-    def limited(self) -> bool:
-        """Limited to a list of contexts (`sleuth keys create --context`)."""
-        return self.contexts is not None
-
-    def sees_context(self, context_id: str | None) -> bool:
-        """Whether the context with this id exists for this principal (None: one that is gone)."""
-        return self.contexts is None or (context_id is not None and context_id in self.contexts)
-
-    def owns(self, created_by: str) -> bool:
-        """Whether a session opened by `created_by` is this principal's to see: an admin sees all."""
-        return self.is_admin or created_by == self.name
 
 
 def unauthenticated(message: str) -> ApiError:

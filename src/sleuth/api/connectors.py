@@ -23,12 +23,13 @@ from typing import Any
 from fastapi import APIRouter, Request
 from pydantic import Field
 
-from sleuth.api.auth import AdminKey, AnyKey, Principal
+from sleuth.api.auth import AdminKey, AnyKey
 from sleuth.api.errors import ApiError
 from sleuth.api.state import api_state, task_service
 from sleuth.compile.connectors import registry
 from sleuth.compile.connectors.base import ConnectorConfigError, ConnectorError
 from sleuth.compile.connectors.configs import KIND_SPECS
+from sleuth.server.access import Principal
 from sleuth.server.connectors import connector_of, entry_of, start_sync
 from sleuth.server.context_files import (
     EXCLUSIVE_WORKFLOWS,

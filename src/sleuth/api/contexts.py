@@ -298,7 +298,7 @@ def delete_context(request: Request, slug: str, _who: AdminKey) -> dict[str, Any
         with service.claiming():
             if not service.store.active(info.id):
                 try:
-                    with tree_lock(ctx), curate_lock(ctx.lock_file, ctx.info().id):
+                    with tree_lock(ctx), curate_lock(ctx.lock_file, ctx.info().id, service.store.database):
                         state.home.delete(ctx)
                     break
                 except CurateInFlight:

@@ -124,12 +124,14 @@ def profile_curation(
     plan = preview_curate(manifest, ctx, config.id if config is not None else None).to_json()
     if config is None:
         return {"model": None, "reason": reason, "preview": plan}
+    settings = state.settings
     estimate = profile_curate(
         manifest,
-        current_pages(ctx),
+        current_pages(ctx, max_text_bytes=settings.max_text_bytes),
         config,
         ExtractionCache.of(ctx),
         Ledger.load(ctx.ledger_file).extraction,
+        concurrency=settings.curate_concurrency,
     )
     return {**estimate.to_json(), "preview": plan}
 

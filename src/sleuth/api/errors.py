@@ -4,14 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from sleuth.errors import Error, Told, ToldConflict, ToldInvalid, ToldNotFound, ToldTooMany, ToldUnavailable
+from sleuth.errors import (
+    Error,
+    Told,
+    ToldConflict,
+    ToldInvalid,
+    ToldNotFound,
+    ToldTooLarge,
+    ToldTooMany,
+    ToldUnavailable,
+)
 
 #: The status of each `agent.turn.TurnError` code that is not a plain 400 (spec/api.md §4).
 TURN_ERROR_STATUS: dict[str, int] = {
     "session_not_found": 404,
     "context_not_found": 404,
     "session_busy": 409,
-    "comparison_group_full": 409,
     "context_not_curated": 409,
 }
 
@@ -47,6 +55,7 @@ def error_responses(*pairs: tuple[int, str]) -> dict[int | str, dict[str, Any]]:
 #: The status of each kind of refusal the services below the API raise (`sleuth.errors.Told`).
 TOLD_STATUS: tuple[tuple[type[Told], int], ...] = (
     (ToldNotFound, 404),
+    (ToldTooLarge, 413),
     (ToldInvalid, 400),
     (ToldTooMany, 429),
     (ToldConflict, 409),

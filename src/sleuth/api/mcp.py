@@ -8,7 +8,7 @@ primitive of the SDK (spec/runtime.md §5.2) against one context named by the re
   authenticates like every other route (`auth.principal`; in no-auth mode everyone is the admin `local`);
   a refusal is the usual `401 unauthenticated` envelope. So is every refusal made before a JSON-RPC
   message is read (method, `Accept`, `Content-Type`): those are checked here, after the credentials.
-- Each tool sees what its principal sees (`api/access.py`): a key limited to contexts lists and reads
+- Each tool sees what its principal sees (`server/access.py`): a key limited to contexts lists and reads
   only those, and `get_query` answers only for the caller's own turns (an admin's: every turn).
 - Over stdio (`sleuth mcp`) the tools run as the local admin, with this process's own turn executor.
 - `query_context` admits a turn exactly like `POST /query` with `background: true` (`admission.admit_turn`):
@@ -54,11 +54,9 @@ import sleuth
 from sleuth.agent.records import Query
 from sleuth.agent.request import Ask
 from sleuth.agent.turn import TurnError
-from sleuth.api.access import visible_query
-from sleuth.api.admission import admit_turn
-from sleuth.api.auth import LOCAL, Principal, principal
+from sleuth.api.auth import LOCAL, principal
 from sleuth.api.errors import ApiError
-from sleuth.api.query_request import QueryRequest, validated_body
+from sleuth.api.query_request import validated_body
 from sleuth.api.state import api_state, executor, task_service
 from sleuth.errors import Error, Told
 from sleuth.format.problems import field_of, first_problem
@@ -75,9 +73,12 @@ from sleuth.sdk.knowledge import Evidence, Knowledge, ScopedContext
 from sleuth.sdk.primitives import Locator, Primitive, primitives
 from sleuth.sdk.sql_process import IsolatedDatabase
 from sleuth.sdk.types import Hit, Rows
+from sleuth.server.access import Principal, visible_query
+from sleuth.server.admission import QueryRequest, admit_turn
 from sleuth.server.build import open_server
 from sleuth.server.state import Server
 from sleuth.server.turns import TurnExecutor
+from sleuth.settings import Settings
 from sleuth.store.home import ContextDir, ContextInfo, ContextNotFound, Home
 from sleuth.store.tasks import TaskStore
 
@@ -572,12 +573,12 @@ def mount(app: FastAPI) -> None:
 
 
 # ------------------------------------------------------------------------------------------ stdio
-def serve_stdio(home: Home, only: str | None = None) -> None:
+def serve_stdio(home: Home, settings: Settings, only: str | None = None) -> None:
     """`sleuth mcp`: serve over stdin/stdout until the client closes them, as the local admin. Turns
     still running at exit are cancelled and given a few seconds to record it."""
     if only is not None:
         only = home.find(only).info().slug  # ContextNotFound: the caller reports it before anything starts
-    state = open_server(home, role="mcp")
+    state = open_server(home, role="mcp", settings=settings)
     turns = state.turn_executor()
     task_store = TaskStore(state.db.database)
     pending: set[Future[Query]] = set()

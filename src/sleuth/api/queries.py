@@ -3,13 +3,14 @@ Query, its cancel, trace, events, feedback and replay, and `GET /models`.
 
 `POST /query` reads its body itself instead of letting FastAPI bind it, so the checks run in the
 documented order (§8.1 "Validation order"): credentials (the dependency) → JSON syntax → unknown fields
-→ extensions under `2026-07` → types and ranges → option conflicts → session → (in `Runtime.prepare`)
-scope, models, shape → (in its `admit` hook) busy session, comparison group, sandbox, capacity. Nothing
-is stored until every check passed. The turn then runs on the bounded executor (turns.py), never on the
+→ extensions under `2026-07` → types and ranges → option conflicts → then `server/admission.py`
+`admit_turn`: session → (in `Runtime.resolve`) scope, models, shape → (the server's own) models
+available, busy session, comparison group, sandbox, capacity. Nothing is stored until every check
+passed. The turn then runs on the bounded executor (turns.py), never on the
 request: a client that goes away leaves it running.
 
 Every route that names a turn (`_stored`) or a session answers only for what the caller may see
-(`api/access.py`): another principal's turn is `404 query_not_found`, as if it did not exist.
+(`server/access.py`): another principal's turn is `404 query_not_found`, as if it did not exist.
 """
 
 from __future__ import annotations
@@ -23,13 +24,10 @@ from starlette.concurrency import run_in_threadpool
 
 from sleuth.agent.replay import ReplayError, replay
 from sleuth.agent.turn import TurnError
-from sleuth.api.access import query_not_found, visible_query
-from sleuth.api.admission import admit_turn, present
-from sleuth.api.auth import AdminKey, AnyKey, Principal
+from sleuth.api.auth import AdminKey, AnyKey
 from sleuth.api.errors import TURN_ERROR_STATUS, ApiError, error_responses
 from sleuth.api.query_request import (
     FeedbackRequest,
-    QueryRequest,
     _body_schema,
     _invalid,
     _json_object,
@@ -42,6 +40,8 @@ from sleuth.api.state import api_state, executor
 from sleuth.api.versioning import require_unstable
 from sleuth.compile.manifest import EMBEDDING_MODELS
 from sleuth.models import embedder
+from sleuth.server.access import Principal, query_not_found, visible_query
+from sleuth.server.admission import QueryRequest, admit_turn, present
 from sleuth.server.state import Server
 from sleuth.server.turns import settled, wait_until
 from sleuth.settings import TURN_CAP_SECONDS

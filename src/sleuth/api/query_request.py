@@ -1,6 +1,6 @@
-"""The body of `POST /query` (spec/api.md §8.1) and how it is read: the turn contract (`agent.request`) plus
-what is HTTP's, parsed in the documented order (unknown fields, extensions, types and ranges, values,
-option conflicts), each problem a `400` naming its field.
+"""How the body of `POST /query` (spec/api.md §8.1, `server/admission.py` `QueryRequest`) is read: parsed
+in the documented order (unknown fields, extensions, types and ranges, values, option conflicts), each
+problem a `400` naming its field.
 """
 
 from __future__ import annotations
@@ -11,28 +11,13 @@ from typing import Any, Literal, TypeVar
 from fastapi import Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sleuth.agent.request import INT_BOUNDS, TurnRequest
+from sleuth.agent.request import INT_BOUNDS
 from sleuth.api.errors import ApiError
 from sleuth.api.versioning import require_unstable
 from sleuth.format.problems import sentence
+from sleuth.server.admission import QueryRequest
 
 EXTENSION_FIELDS = ("max_tool_output_chars",)  # request fields accepted only under `unstable`
-
-
-class QueryRequest(TurnRequest):
-    """The body of `POST /query` (spec/api.md §8.1): the turn contract plus what is HTTP's. Validated
-    strictly: `"100"` is not an integer, `1` not a bool."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    previous_query_id: str | None = Field(None, max_length=200)
-    stream: bool = False
-    background: bool = False
-
-    def turn(self, session_id: str | None) -> TurnRequest:
-        """The turn this body asks for, in the session that `previous_query_id` resolved to."""
-        fields = {name: getattr(self, name) for name in TurnRequest.model_fields}
-        return TurnRequest.model_construct(**{**fields, "session_id": session_id})
 
 
 class FeedbackRequest(BaseModel):

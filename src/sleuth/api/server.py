@@ -22,11 +22,11 @@ from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
 from sleuth.api.app import create_app
-from sleuth.api.system import sandbox_report
 from sleuth.server.build import ServeError, open_server, worker_options
+from sleuth.server.sandbox_probe import sandbox_report
 from sleuth.server.state import Server
 from sleuth.server.turns import TurnExecutor
-from sleuth.settings import current
+from sleuth.settings import Settings
 from sleuth.store.home import Home
 
 if TYPE_CHECKING:
@@ -146,7 +146,7 @@ def _warn_remote_every(app: FastAPI, host: str) -> None:
         return await call_next(request)
 
 
-def serve(home: Home, options: ServeOptions, *, log_level: str = "info") -> None:
+def serve(home: Home, options: ServeOptions, settings: Settings, *, log_level: str = "info") -> None:
     """Run the server until interrupted; `ServeError` before anything starts if the options are unsafe."""
     auth = resolve_auth(options)
     flags = {
@@ -156,8 +156,7 @@ def serve(home: Home, options: ServeOptions, *, log_level: str = "info") -> None
         "project_name": options.project_name,
     }
     overrides = {name: value for name, value in flags.items() if value is not None}
-    current()  # a bad `SLEUTH_*` value stops the server here, before anything starts
-    state = open_server(home, overrides, auth=auth)
+    state = open_server(home, overrides, auth=auth, settings=settings)
     try:
         app = create_app(state)
         if not auth and is_loopback(options.host):

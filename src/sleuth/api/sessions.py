@@ -1,5 +1,5 @@
 """Routes: sessions (spec/api.md §10.1): list, read (with the session's turns, oldest first), delete.
-A principal lists, reads and deletes only the sessions it may see (`api/access.py`).
+A principal lists, reads and deletes only the sessions it may see (`server/access.py`).
 
 The server database keeps a session with the scope as the caller wrote it (slugs or ids) and Unix
 times; the Session object serves context ids and RFC 3339 times, and adds the project and creator.
@@ -13,11 +13,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
-from sleuth.api.access import session_not_found, visible_session, visible_sessions
-from sleuth.api.admission import present
 from sleuth.api.auth import AnyKey
 from sleuth.api.errors import ApiError, error_responses
 from sleuth.api.state import api_state
+from sleuth.server.access import session_not_found, visible_session, visible_sessions
+from sleuth.server.admission import present
 from sleuth.server.state import Server
 from sleuth.store.home import ContextNotFound
 from sleuth.store.server_db import SessionBusy

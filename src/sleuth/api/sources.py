@@ -9,7 +9,6 @@ work to `run_in_threadpool`.
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path, PurePosixPath
 from typing import IO, Annotated, Any
 
@@ -30,13 +29,13 @@ from sleuth.api.uploads import (
     staging_dir,
 )
 from sleuth.compile.archives import SourceLimits, copy_capped
-from sleuth.compile.connectors import registry
 from sleuth.compile.parse import PARSERS
 from sleuth.compile.sources import UnsafePath, archive_stem, is_archive, safe_join
-from sleuth.server.archives import SourceUsage, expand_archive
+from sleuth.server.archives import SourceUsage, refuse_connector_folder, start_import
 from sleuth.server.context_files import find_context, safe_rel, tree_lock, update_extra
 from sleuth.server.state import Server
-from sleuth.server.task_service import TaskHandle, TaskService
+from sleuth.server.task_inputs import TaskInput
+from sleuth.server.task_service import TaskService
 from sleuth.store.home import ContextDir, now_iso, prune_empty_dirs
 from sleuth.store.trees import walk_files
 
@@ -92,22 +91,6 @@ def _place(ctx: ContextDir, rel: PurePosixPath, src: IO[bytes], limits: SourceLi
         tmp.unlink(missing_ok=True)
 
 
-def refuse_connector_folder(ctx: ContextDir, rel: PurePosixPath) -> None:
-    """`409 connector_folder` when `rel` lies in a connector's folder (`sources/<connector>/…`): only
-    that connector's syncs write there. An upload there would be replaced by the next sync, or deleted
-    with the connector, and a client could pass its own file off as the connector's."""
-    top = rel.parts[0] if rel.parts else ""
-    if top and top in registry.load(ctx):
-        raise ApiError(
-            409,
-            "connector_folder",
-            f"{top}/ is the folder of connector {top!r}: only its syncs write there; upload to another "
-            "folder (uploads/ by default)",
-            field="path",
-            connector=top,
-        )
-
-
 def _store_plain(
     state: Server, service: TaskService, ctx: ContextDir, rel: PurePosixPath, upload: UploadFile, who: str
 ) -> dict[str, Any]:
@@ -148,43 +131,30 @@ def _stage_archive(
 ) -> dict[str, Any]:
     """Stage the archive and start an `import` task that expands it."""
     limits = SourceLimits.of_settings(state.settings)
-    name = str(upload.filename)
+    name = PurePosixPath(str(upload.filename)).name
     info = ctx.info()
     task = service.store.create(
         "import",
         context_id=info.id,
         context_slug=info.slug,
         created_by=who,
-        input={"path": str(folder), "filename": name, "archive": True},
+        input={"path": str(folder), "filename": str(upload.filename), "archive": True},
     )
+    staged = TaskInput(task["id"], name)
     try:
-        staged_dir = staging_dir(ctx, task["id"])
-    except ApiError as exc:
-        service.store.finish(task["id"], "failed", error=exc.message)
-        raise
-    staged = staged_dir / PurePosixPath(name).name
-    upload.file.seek(0)
-    try:
-        copy_capped(upload.file, staged, limits.max_upload_bytes)
+        staging_dir(ctx, staged.folder_name)
+        upload.file.seek(0)
+        copy_capped(upload.file, staged.staged(ctx), limits.max_upload_bytes)
+        start_import(service, ctx, task, staged)
     except BaseException as exc:
-        shutil.rmtree(staged_dir, ignore_errors=True)
-        service.store.finish(task["id"], "failed", error=f"staging the archive failed: {exc}")
+        staged.discard(ctx, None)
+        reason = exc.message if isinstance(exc, ApiError) else str(exc)
+        service.store.finish(task["id"], "failed", error=f"staging the archive failed: {reason}")
         if isinstance(exc, OverflowError):
             raise ApiError(
                 413, "file_too_large", f"the archive is over {limits.max_upload_bytes} bytes"
             ) from None
         raise
-    target = folder / archive_stem(Path(name))
-
-    def job(handle: TaskHandle) -> dict[str, Any]:
-        try:
-            with ctx.editing():
-                refuse_connector_folder(ctx, target)  # again under the lock: a connector added meanwhile
-                return expand_archive(ctx, staged, target, limits, handle)
-        finally:
-            shutil.rmtree(staged_dir, ignore_errors=True)
-
-    service.submit(task, job, phases=("extract",))
     return {"task_id": task["id"], "state": "importing", "files": []}
 
 

@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 
+from sleuth.server import jobs
 from sleuth.server.connectors import ConnectorSchedule
 from sleuth.server.state import Server
 from sleuth.server.task_service import TaskService
@@ -20,7 +21,7 @@ def api_state(request: Request) -> Server:
 
 
 def task_service(request: Request) -> TaskService:
-    return api_state(request).task_service()
+    return jobs.task_service(api_state(request))
 
 
 def executor(request: Request) -> TurnExecutor:
@@ -33,7 +34,7 @@ async def serving(app: FastAPI) -> AsyncIterator[None]:
     the connector schedule; both stop with it. The app's own, not a router's: routers are mounted
     twice (`/api`, `/api/v0`)."""
     server: Server = app.state.sleuth
-    schedule = ConnectorSchedule(server, server.task_service())
+    schedule = ConnectorSchedule(server, jobs.task_service(server))
     schedule.start()
     try:
         yield

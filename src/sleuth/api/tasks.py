@@ -18,7 +18,7 @@ from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import FileResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from sleuth.api.auth import AdminKey, AnyKey, Principal
+from sleuth.api.auth import AdminKey, AnyKey
 from sleuth.api.errors import ApiError
 from sleuth.api.file_trees import (
     dir_listing,
@@ -28,6 +28,7 @@ from sleuth.api.file_trees import (
     resolve_file,
 )
 from sleuth.api.state import api_state, task_service
+from sleuth.server.access import Principal
 from sleuth.server.state import Server
 from sleuth.server.task_service import TaskService, TaskStopTimeout
 from sleuth.store.home import ContextNotFound

@@ -72,7 +72,7 @@ def explore_context(
     asked = None
     if body and body.model:  # the context's extraction cache keeps the reply: asking again is free
         asked = (*_explore_model(state, body.model, who.is_admin), ExtractionCache.of(ctx))
-    answer = propose(ctx.sources, asked)
+    answer = propose(ctx.sources, asked, settings=state.settings)
     if answer is None:
         raise ApiError(409, "no_sources", "the context has no sources to explore: upload files first")
     return answer

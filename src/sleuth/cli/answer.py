@@ -27,17 +27,18 @@ from sleuth.cli.app import (
     context_missing,
     err,
     fail,
+    opened,
     quiet_exit,
     styled,
 )
 from sleuth.errors import Invalid
 from sleuth.format.problems import first_problem
-from sleuth.settings import TOOL_OUTPUT_CHARS, TURN_CAP_SECONDS
+from sleuth.settings import TOOL_OUTPUT_CHARS, TURN_CAP_SECONDS, Settings
 from sleuth.store.home import Home
-from sleuth.store.replica import open_home
 
 if TYPE_CHECKING:
-    from sleuth.agent.turn import TurnError
+    from sleuth.agent.turn import Runtime, TurnError
+    from sleuth.models.catalog import Catalog
 
 LOW = {name: low for name, (low, _) in INT_BOUNDS.items()}  # the turn contract's ranges
 HIGH = {name: high for name, (_, high) in INT_BOUNDS.items()}
@@ -378,7 +379,7 @@ def ask_cmd(
         question = sys.stdin.read().strip()
         if not question:
             raise fail("no question on standard input", USAGE)
-    from sleuth.agent.turn import Runtime, TurnError, TurnRequest
+    from sleuth.agent.turn import TurnError, TurnRequest
     from sleuth.models.catalog import CatalogError
 
     shape_doc = None
@@ -406,14 +407,14 @@ def ask_cmd(
         )
     except ValidationError as exc:
         raise fail(first_problem(exc), USAGE, machine="invalid_request" if json_out else None) from None
-    home = open_home()
+    home, settings = opened()
     try:
-        runtime = Runtime(home)
+        runtime = command_runtime(home, settings)
     except CatalogError as exc:
         raise fail(str(exc), USAGE, machine="model_unavailable" if json_out else None) from None
     from sleuth.cli.foreground import HOLDER, Foreground, Interrupted, output_closed
 
-    with runtime:
+    with runtime, runtime.sandbox_host:
         try:
             prepared = runtime.prepare(request, holder=HOLDER)
         except TurnError as exc:
@@ -449,6 +450,24 @@ def ask_cmd(
         raise quiet_exit() from None
     if query["status"] != "completed":
         raise typer.Exit(130 if foreground.cancel_reason == "interrupted" else 1)
+
+
+def command_runtime(home: Home, settings: Settings, catalog: Catalog | None = None) -> Runtime:
+    """A runtime for this command alone, on the settings it read at its start: their server database,
+    host budget and embedder threads. Its sandbox host is the command's to close, after the runtime
+    (`with runtime, runtime.sandbox_host:`)."""
+    from sleuth.agent.turn import Runtime
+    from sleuth.sandbox.host import SandboxHost
+    from sleuth.sandbox.limits import HostBudget
+    from sleuth.store.server_db import ServerDB
+
+    return Runtime(
+        home,
+        catalog=catalog,
+        db=ServerDB.for_home(home, settings.database_url),
+        sandbox_host=SandboxHost(embed_threads=settings.embed_threads),
+        budget=HostBudget.from_settings(settings),
+    )
 
 
 def turn_refused(exc: TurnError, home: Home, scope: list[str], json_out: bool) -> typer.Exit:
@@ -488,7 +507,8 @@ def trace_cmd(
     """Show the stored trace of a turn: steps, calls, evidence, citations dropped, versions."""
     from sleuth.store.server_db import ServerDB
 
-    db = ServerDB.for_home(open_home())
+    home, settings = opened()
+    db = ServerDB.for_home(home, settings.database_url)
     trace = db.get_trace(query_id)
     query = db.get_query(query_id)
     if trace is None or query is None:
@@ -530,9 +550,11 @@ def replay_cmd(
 ) -> None:
     """Re-execute a stored turn from its replay log against the same context version."""
     from sleuth.agent.replay import ReplayError, replay
+    from sleuth.store.server_db import ServerDB
 
+    home, settings = opened()
     try:
-        report = replay(open_home(), query_id)
+        report = replay(home, query_id, ServerDB.for_home(home, settings.database_url))
     except ReplayError as exc:
         raise fail(str(exc), FAILED) from None
     if json_out:

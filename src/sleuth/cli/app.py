@@ -30,6 +30,7 @@ from typer.completion import show_callback
 from typer.core import TyperArgument, TyperOption
 
 from sleuth.errors import Invalid
+from sleuth.settings import Settings, current
 from sleuth.store.home import ContextDir, ContextNotFound, Home, resolve_home
 
 FAILED = 1
@@ -246,6 +247,15 @@ def home_where(home: Home) -> str:
     """The home's path, and why it is this one when it is the one the rule found (`resolve_home`)."""
     choice = resolve_home()
     return choice.describe() if home.root == choice.path.resolve() else str(home.root)
+
+
+def opened() -> tuple[Home, Settings]:
+    """The command's settings (`SLEUTH_*`), read once at its start, and the home they open: a command
+    calls this first and hands both down to whatever it runs, which reads no environment itself."""
+    from sleuth.store.replica import open_home  # the database and storage layers load only here
+
+    settings = current()
+    return open_home(None, settings), settings
 
 
 def find_context(home: Home, name: str) -> ContextDir:

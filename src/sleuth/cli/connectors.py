@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from sleuth.cli.app import FAILED, USAGE, app, console, err, fail, failure, find_context, say, styled
+from sleuth.cli.app import FAILED, USAGE, app, console, err, fail, failure, find_context, opened, say, styled
 from sleuth.compile.connectors import registry
 from sleuth.compile.connectors.base import ConnectorConfigError, ConnectorError
 from sleuth.compile.connectors.configs import KIND_SPECS, KINDS
@@ -24,9 +24,9 @@ from sleuth.compile.pipeline import compile_context
 from sleuth.errors import Conflict, Invalid
 from sleuth.models.embedder import EmbedderError
 from sleuth.server.connectors import failure_text, sync_connector
-from sleuth.settings import current
-from sleuth.store.home import ContextDir
-from sleuth.store.replica import open_home
+from sleuth.settings import Settings
+from sleuth.store.home import ContextDir, Home
+from sleuth.store.lock import lock_database
 from sleuth.store.secrets import SecretBox
 
 connectors_app = typer.Typer(
@@ -93,15 +93,16 @@ def add_cmd(
             flag = "--url" if key == "urls" else f"--{key.replace('_', '-')}"
             raise fail(f"{flag} is not an option of a {kind} connector", USAGE)
         config[key] = value
-    ctx = find_context(open_home(), context)
+    home, settings = opened()
+    ctx = find_context(home, context)
     try:
         registry.check_name(name)
         entry = registry.ConnectorEntry(name, kind, config, registry.parse_every(every))
         if secret:
-            entry.secret = SecretBox(open_home().root).seal(_secret(secret))
+            entry.secret = SecretBox(home.root).seal(_secret(secret))
         build(
-            kind, config, {}, current(), ctx.root / "connectors" / "cache",
-            any_folder=True, adding=True, home=open_home().root,
+            kind, config, {}, settings, ctx.root / "connectors" / "cache",
+            any_folder=True, adding=True, home=home.root,
         )  # fmt: skip
     except ConnectorConfigError as exc:
         raise fail(str(exc), USAGE) from None
@@ -127,7 +128,7 @@ def list_cmd(
     ] = False,
 ) -> None:
     """The context's connectors, with what their last sync did or why it failed."""
-    ctx = find_context(open_home(), context)
+    ctx = find_context(opened()[0], context)
     entries = registry.load(ctx).values()
     if json_out:
         typer.echo(json.dumps([entry.public() for entry in entries], ensure_ascii=False, indent=2))
@@ -170,12 +171,13 @@ class Outcome:
         }
 
 
-def _sync_one(ctx: ContextDir, entry: registry.ConnectorEntry) -> Outcome:
+def _sync_one(home: Home, settings: Settings, ctx: ContextDir, entry: registry.ConnectorEntry) -> Outcome:
     """Sync `entry` as the server does (`server.connectors.sync_connector`: under the curate lock, the
     outcome recorded); a failure is returned, not raised, so that one connector that fails leaves the
     others to sync."""
     try:
-        report = sync_connector(open_home(), ctx, entry, current(), machine_user=True)
+        database = lock_database(settings.database_url)
+        report = sync_connector(home, ctx, entry, settings, machine_user=True, database=database)
     except Exception as exc:  # recorded with the connector already; said here, in the same words
         return Outcome(entry, error=failure_text(exc))
     return Outcome(entry, report=report)
@@ -206,7 +208,7 @@ def sync_cmd(
 
     Every connector is synced even when one fails; each one's outcome is printed (progress on
     stderr), and the command exits 1 when any failed."""
-    home = open_home()
+    home, settings = opened()
     ctx = find_context(home, context)
     entries = registry.load(ctx)
     chosen = [entries[name]] if name in entries else list(entries.values()) if name is None else []
@@ -223,7 +225,7 @@ def sync_cmd(
             highlight=False,
         )
         began = time.monotonic()
-        outcome = _sync_one(ctx, entry)
+        outcome = _sync_one(home, settings, ctx, entry)
         took = f"{time.monotonic() - began:.1f} s"
         err.print(
             styled(
@@ -242,7 +244,7 @@ def sync_cmd(
     if curate and any(o.changed for o in outcomes):
         err.print(f"curating {context}…", highlight=False)
         try:
-            report = compile_context(ctx.info().slug, home=home)
+            report = compile_context(ctx.info().slug, home=home, settings=settings)
         except (Invalid, Conflict, CompileError, EmbedderError) as exc:
             raise failure(exc) from None
         curated = report.version or report.parent
@@ -275,7 +277,7 @@ def remove_cmd(
     name: Annotated[str, typer.Argument(help="The connector to remove, with the files it brought.")],
 ) -> None:
     """Remove a connector and the files it brought (the next curate drops them)."""
-    ctx = find_context(open_home(), context)
+    ctx = find_context(opened()[0], context)
     with ctx.editing():
         if not registry.remove(ctx, name):
             raise fail(f"context {context!r} has no connector {name!r}", USAGE)

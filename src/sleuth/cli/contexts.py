@@ -25,6 +25,7 @@ from sleuth.cli.app import (
     failure,
     find_context,
     home_where,
+    opened,
     say,
     styled,
 )
@@ -37,8 +38,8 @@ from sleuth.format.identity import DOC_TYPE_NAMES
 from sleuth.models.embedder import EmbedderError
 from sleuth.settings import TOOL_OUTPUT_CHARS, TURN_CAP_SECONDS
 from sleuth.store.home import ContextDir, ContextNotFound, Home
-from sleuth.store.lock import CurateInFlight, curate_lock
-from sleuth.store.replica import Replica, SlugTaken, open_home
+from sleuth.store.lock import CurateInFlight, curate_lock, lock_database
+from sleuth.store.replica import Replica, SlugTaken
 from sleuth.store.search import VersionReader
 
 #: A progress bar per phase: its name, the bar, done of total, time so far (compile, pack, restore).
@@ -102,8 +103,8 @@ def compile_cmd(
     what the context already holds again (`--manifest M`: re-curate it under M).
 
     Exits 1 when a source could not be read (the others are compiled and live)."""
+    home, settings = opened()
     if not sources:
-        home = open_home()
         try:
             home.find(context)
         except (ContextNotFound, ValueError):
@@ -123,7 +124,9 @@ def compile_cmd(
                 list(sources or []),
                 manifest,
                 force,
+                home,
                 progress=RichProgress(bars),
+                settings=settings,
                 model=model,
                 token_budget=max_tokens,
                 replace=replace,
@@ -205,7 +208,7 @@ def contexts_cmd(
 ) -> None:
     """List the contexts of this home with their stats; the first line says which home and why."""
     rows = []
-    home = open_home()
+    home, _settings = opened()
     for ctx, info in home.contexts():
         rows.append(
             {"slug": info.slug, "id": info.id, "last_curated_at": info.last_curated_at, **_stats(ctx)}
@@ -243,7 +246,7 @@ def inspect_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="Print everything as one JSON document.")] = False,
 ) -> None:
     """Show a context's manifest, sources, artifacts per type, tables and index sizes."""
-    ctx = find_context(open_home(), name)
+    ctx = find_context(opened()[0], name)
     info = ctx.info()
     version = ctx.live_version()
     data: dict[str, Any] = {
@@ -313,12 +316,12 @@ def delete_cmd(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
     """Delete a context and everything compiled from it."""
-    home = open_home()
+    home, settings = opened()
     ctx = find_context(home, name)
     if not yes and not typer.confirm(f"Delete context {name!r} and all its versions?"):
         raise typer.Exit(1)
     try:
-        with curate_lock(ctx.lock_file, ctx.info().id):
+        with curate_lock(ctx.lock_file, ctx.info().id, lock_database(settings.database_url)):
             home.delete(ctx)
     except CurateInFlight as exc:
         raise failure(exc) from None
@@ -335,7 +338,7 @@ def fork_cmd(
 ) -> None:
     """Make a new context that starts as NAME is now (sources, manifest, live version, caches):
     it answers at once, shares NAME's files until either changes them, then goes its own way."""
-    home = open_home()
+    home, _settings = opened()
     ctx = find_context(home, name)
     try:
         fork = home.fork(ctx, new_slug, title)
@@ -354,7 +357,7 @@ def share_cmd(
 ) -> None:
     """Copy this home's contexts into the storage and database every machine shares
     (SLEUTH_STORAGE_URL, SLEUTH_DATABASE_URL): the step from one machine to many."""
-    home = open_home()
+    home, settings = opened()
     if home.shared is None:
         raise fail("sleuth share needs SLEUTH_STORAGE_URL and SLEUTH_DATABASE_URL: where to share to", USAGE)
     local = Home(home.root)  # this disk's own contexts, as a single machine sees them
@@ -368,7 +371,7 @@ def share_cmd(
     assert isinstance(replica, Replica)
     for ctx, info in found:
         try:
-            with curate_lock(ctx.lock_file, info.id):
+            with curate_lock(ctx.lock_file, info.id, lock_database(settings.database_url)):
                 shared = replica.adopt(ctx)
                 ExtractionCache.of(ContextDir(ctx.root, replica)).publish()  # replies paid for here
         except (CurateInFlight, SlugTaken) as exc:
@@ -403,10 +406,14 @@ def search_cmd(
     One hit per line pair, never wrapped, so the output greps and pipes; `--json` for scripts."""
     if mode not in ("hybrid", "semantic", "keyword"):
         raise fail(f"unknown mode {mode!r}: use hybrid, semantic or keyword", USAGE)
-    try:
-        reader = VersionReader.live(find_context(open_home(), context))
-    except LookupError as exc:
-        raise fail(str(exc), FAILED) from None
+    home, settings = opened()
+    ctx = find_context(home, context)
+    live = ctx.live_version()
+    if live is None:
+        raise fail("context has no live version yet: compile it first", FAILED)
+    reader = VersionReader(
+        ctx.version_dir(live), ann_min_vectors=settings.ann_min_vectors, embed_threads=settings.embed_threads
+    )
     unknown = [s for s in source or [] if s not in reader.page_files]
     if unknown:
         raise fail(
@@ -474,7 +481,7 @@ def exec_cmd(
         code = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise fail(f"cannot read {file}: {exc}", USAGE) from None
-    home = open_home()
+    home, settings = opened()
     versions: dict[str, Path] = {}
     for slug in context:
         ctx = find_context(home, slug)
@@ -484,7 +491,10 @@ def exec_cmd(
         versions[ctx.info().slug] = ctx.version_dir(live)
     limits = Limits(step_timeout_s=timeout, max_output=max_tool_output_chars)
     try:
-        with SandboxHost(limits) as host, host.start_turn(versions) as sandbox:
+        with (
+            SandboxHost(limits, embed_threads=settings.embed_threads) as host,
+            host.start_turn(versions) as sandbox,
+        ):
             result = sandbox.exec(code)
     except (SandboxUnavailable, SandboxDied, BudgetExceeded) as exc:
         raise fail(str(exc), FAILED) from None

@@ -13,18 +13,18 @@ from typing import Annotated, Any
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from sleuth.cli.answer import HIGH, LOW
-from sleuth.cli.app import FAILED, USAGE, app, console, err, fail, failure, find_context, say, styled
+from sleuth.cli.answer import HIGH, LOW, command_runtime
+from sleuth.cli.app import FAILED, USAGE, app, console, err, fail, failure, find_context, opened, say, styled
 from sleuth.settings import TURN_CAP_SECONDS
-from sleuth.store.replica import open_home
+from sleuth.store.home import Home
 
 BASELINES = ("rag",)
 
 
-def _default_out() -> Path:
+def _default_out(home: Home) -> Path:
     """`$SLEUTH_HOME/eval/<timestamp>/`: a report belongs with the data it measured, never in
     whatever directory the command happened to run in."""
-    return open_home().root / "eval" / datetime.now().strftime("%Y%m%d-%H%M%S")
+    return home.root / "eval" / datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
 @app.command("eval")
@@ -102,7 +102,7 @@ def eval_cmd(
     if not questions:
         raise fail("no questions selected", USAGE)
 
-    home = open_home()
+    home, settings = opened()
     scope = list(dict.fromkeys(context))
     readers: dict[str, VersionReader] = {}
     for slug in scope:
@@ -110,7 +110,11 @@ def eval_cmd(
         live = ctx.live_version()
         if live is None:
             raise fail(f"context {slug!r} has no compiled version yet", FAILED)
-        readers[slug] = VersionReader(ctx.version_dir(live))
+        readers[slug] = VersionReader(
+            ctx.version_dir(live),
+            ann_min_vectors=settings.ann_min_vectors,
+            embed_threads=settings.embed_threads,
+        )
 
     try:
         catalog = Catalog.load(home.root)
@@ -131,7 +135,7 @@ def eval_cmd(
     judge_llm: Model | None = None
     if judge:
         judge_llm = provider(judge_model)[1] if judge_model else llm
-    out_dir = out or _default_out()
+    out_dir = out or _default_out(home)
     out_dir.mkdir(parents=True, exist_ok=True)
     records_path = out_dir / "records.jsonl"
     records_path.write_text("", encoding="utf-8")
@@ -167,9 +171,9 @@ def eval_cmd(
         with contextlib.ExitStack() as stack:
             systems: list[tuple[str, AnswerFn]] = []
             if not skip_sleuth:
-                from sleuth.agent.turn import Runtime
-
-                runtime = stack.enter_context(Runtime(home, catalog=catalog))
+                runtime = command_runtime(home, settings, catalog)
+                stack.enter_context(runtime.sandbox_host)
+                stack.enter_context(runtime)
                 systems.append(("sleuth", sleuth_answer_fn(runtime, scope, model, max_steps, timeout)))
             if "rag" in (baseline or []):
                 systems.append(("rag", RagBaseline(llm, readers, top_k=top_k, max_searches=max_searches)))

@@ -8,12 +8,11 @@ from typing import Annotated
 
 import typer
 
-from sleuth.cli.app import USAGE, app, console, fail, failure, find_context, say
+from sleuth.cli.app import USAGE, app, console, fail, failure, find_context, opened, say
 from sleuth.compile.explore_model import propose
 from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.format.text import collapsed, normalize_text
 from sleuth.models.catalog import Catalog, CatalogError, build_model
-from sleuth.store.replica import open_home
 
 
 def _plain(text: str) -> str:
@@ -39,7 +38,7 @@ def explore_cmd(
     """Propose the manifest that fits CONTEXT's sources: a template, its confidence and the reasons,
     read from a sample of the sources with no model; with --model, that model adapts the template's
     artifact types to the corpus."""
-    home = open_home()
+    home, settings = opened()
     ctx = find_context(home, context)
     asked = None
     if model is not None:
@@ -53,7 +52,7 @@ def explore_cmd(
         if not catalog.available(config):
             raise fail(catalog.missing(config) or f"model {config.id!r} is not available here")
         asked = (config.id, build_model(config, catalog.env), ExtractionCache.of(ctx))
-    found = propose(ctx.sources, asked)
+    found = propose(ctx.sources, asked, settings=settings)
     if found is None:
         raise fail(f"{context} has no sources to explore: add files with sleuth compile DIR -c {context}")
     if out is not None:

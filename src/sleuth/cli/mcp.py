@@ -6,9 +6,8 @@ from typing import Annotated
 
 import typer
 
-from sleuth.cli.app import app, context_missing
+from sleuth.cli.app import app, context_missing, opened
 from sleuth.store.home import ContextNotFound
-from sleuth.store.replica import open_home
 
 
 @app.command("mcp")
@@ -23,8 +22,8 @@ def mcp_cmd(
     # Imported here: the MCP SDK is only needed by this command, not by every CLI start.
     from sleuth.api.mcp import serve_stdio
 
-    home = open_home()
+    home, settings = opened()
     try:
-        serve_stdio(home, only=context)
+        serve_stdio(home, settings, only=context)
     except ContextNotFound:
         raise context_missing(context or "", home) from None

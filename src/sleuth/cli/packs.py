@@ -1,5 +1,5 @@
 """`sleuth pack` and `sleuth restore`: a context as one `.context.zip` and back (spec/context.md §8),
-the same work the API's pack and restore tasks run (`api.packs.write_pack`, `restore_pack`)."""
+the same work the API's pack and restore tasks run (`server.packs.write_pack`, `restore_pack`)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,11 @@ from typing import Annotated
 import typer
 from rich.progress import Progress
 
-from sleuth.cli.app import FAILED, USAGE, app, err, fail, failure, find_context, say
+from sleuth.cli.app import FAILED, USAGE, app, err, fail, failure, find_context, opened, say
 from sleuth.cli.contexts import PHASE_COLUMNS, RichProgress
-from sleuth.errors import Conflict, Invalid
-from sleuth.settings import current
+from sleuth.errors import Conflict, Invalid, Told
 from sleuth.store.home import ContextNotFound
-from sleuth.store.replica import open_home
+from sleuth.store.lock import lock_database
 
 
 @app.command("pack")
@@ -26,15 +25,17 @@ def pack_cmd(
 ) -> None:
     """Write a context as one .context.zip: its sources, manifest and extraction cache, to restore on
     another machine or home without calling a model again."""
-    from sleuth.api.packs import write_pack  # the API's own work, imported only by this command
+    from sleuth.server.packs import write_pack
 
-    ctx = find_context(open_home(), context)
+    home, settings = opened()
+    ctx = find_context(home, context)
     target = (out or Path(f"{ctx.info().slug}.context.zip")).resolve()
     if target.is_dir():
         raise fail(f"{target} is a folder: give the file to write", USAGE)
     try:
         with Progress(*PHASE_COLUMNS, console=err, transient=True) as bars:
-            result = write_pack(ctx, target, False, RichProgress(bars))
+            database = lock_database(settings.database_url)
+            result = write_pack(ctx, target, False, RichProgress(bars), database=database)
     except Conflict as exc:
         raise failure(exc) from None
     except OSError as exc:
@@ -55,19 +56,17 @@ def restore_cmd(
 ) -> None:
     """Restore a .context.zip into a new or empty context and curate it (no model is called: the packed
     extraction cache answers)."""
-    from sleuth.api.errors import ApiError
-    from sleuth.api.packs import check_pack, restore_pack
     from sleuth.compile.archives import SourceLimits
     from sleuth.server.context_files import has_sources
+    from sleuth.server.packs import check_pack, restore_pack
 
     if not pack_file.is_file():
         raise fail(f"no such file: {pack_file}", USAGE)
-    limits = SourceLimits.of_settings(current())
+    home, settings = opened()
     try:
-        pack = check_pack(pack_file, limits)
-    except ApiError as exc:
+        pack = check_pack(pack_file, SourceLimits.of_settings(settings))
+    except Told as exc:
         raise fail(exc.message, USAGE) from None
-    home = open_home()
     slug = context or str(pack.get("slug") or "")
     try:
         ctx = home.find(slug)
@@ -85,7 +84,10 @@ def restore_cmd(
             )
     try:
         with Progress(*PHASE_COLUMNS, console=err, transient=True) as bars:
-            result = restore_pack(home, ctx, pack_file, pack, limits, RichProgress(bars))
+            database = lock_database(settings.database_url)
+            result = restore_pack(
+                home, ctx, pack_file, pack, RichProgress(bars), settings=settings, database=database
+            )
     except Conflict as exc:
         raise failure(exc) from None
     say(

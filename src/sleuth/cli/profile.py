@@ -8,14 +8,13 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from sleuth.cli.app import app, console, failure, find_context, say
+from sleuth.cli.app import app, console, failure, find_context, opened, say
 from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.compile.extraction.choose import curation_model, needs_model
 from sleuth.compile.extraction.profile import Band, current_pages, profile_curate
 from sleuth.compile.manifest import ManifestError, parse_manifest
 from sleuth.models.catalog import TIERS, Catalog, CatalogError
 from sleuth.store.ledger import Ledger
-from sleuth.store.replica import open_home
 
 
 def _band(band: Band, unit: str = "") -> str:
@@ -33,7 +32,7 @@ def profile_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="Print the estimate as JSON.")] = False,
 ) -> None:
     """Estimate the calls, tokens, time and cost of curating CONTEXT with a model, per type."""
-    home = open_home()
+    home, settings = opened()
     ctx = find_context(home, context)
     try:
         manifest = parse_manifest(ctx.manifest_data())
@@ -50,10 +49,11 @@ def profile_cmd(
         return
     estimate = profile_curate(
         manifest,
-        current_pages(ctx),
+        current_pages(ctx, max_text_bytes=settings.max_text_bytes),
         config,
         ExtractionCache.of(ctx),
         Ledger.load(ctx.ledger_file).extraction,
+        concurrency=settings.curate_concurrency,
     )
     if json_out:
         console.print_json(json.dumps(estimate.to_json()))
@@ -91,7 +91,7 @@ def models_cmd(
 ) -> None:
     """List the models this home can use (its config.toml and the built-in offline planner), whether each
     can run here and, if not, what it lacks; `--model` takes an id, a tier or openai:NAME."""
-    home = open_home()
+    home, _settings = opened()
     try:
         catalog = Catalog.load(home.root)
     except CatalogError as exc:

@@ -10,10 +10,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from sleuth.cli.app import FAILED, USAGE, app, console, err, fail, failure, find_context, styled
+from sleuth.cli.app import FAILED, USAGE, app, console, err, fail, failure, find_context, opened, styled
 from sleuth.settings import int_range
 from sleuth.store.home import Home
-from sleuth.store.replica import open_home
 
 if TYPE_CHECKING:
     from sleuth.store.keys import ApiKey
@@ -102,7 +101,7 @@ def serve_cmd(
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s")
     shown = f"[{host}]" if ":" in host else host
     base = f"http://{shown}:{port}"
-    home = open_home()
+    home, settings = opened()  # a bad `SLEUTH_*` value stops here, before anything starts
     err.print(
         styled(
             ("Sleuth", "bold"),
@@ -112,7 +111,7 @@ def serve_cmd(
         highlight=False,
     )
     try:
-        serve(home, options, log_level=log_level.lower())
+        serve(home, options, settings, log_level=log_level.lower())
     # config.toml or SLEUTH_MODEL names a model that does not resolve; the database URL is not one, or
     # needs the postgres extra
     except (CatalogError, DatabaseUrlError, MissingExtra) as exc:
@@ -146,12 +145,14 @@ def worker_cmd(
     from sleuth.server.queue import QUEUES
     from sleuth.server.worker import work
     from sleuth.settings import current
+    from sleuth.store.replica import open_home
 
     wanted = tuple(queue or QUEUES)
     unknown = [name for name in wanted if name not in QUEUES]
     if unknown:
         raise fail(f"unknown queue {unknown[0]!r}; use {' or '.join(QUEUES)}", USAGE)
-    url = current().database_url
+    settings = current()  # read once, here: the worker runs on these (`open_server`)
+    url = settings.database_url
     if not url or not url.startswith(("postgresql", "postgres:")):
         raise fail(
             "sleuth worker needs SLEUTH_DATABASE_URL=postgresql://… (the job queue lives there)", USAGE
@@ -159,7 +160,14 @@ def worker_cmd(
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s")
     overrides = {} if concurrency is None else {"worker_concurrency": concurrency}
     try:
-        work(open_home(), overrides, queues=wanted, metrics_port=metrics_port, metrics_addr=metrics_addr)
+        work(
+            open_home(None, settings),
+            settings,
+            overrides,
+            queues=wanted,
+            metrics_port=metrics_port,
+            metrics_addr=metrics_addr,
+        )
     except (ServeError, MissingExtra) as exc:
         raise failure(exc) from None
 
@@ -186,13 +194,13 @@ def keys_create(
     from sleuth.store.keys import KeyStore, KeyStoreError
     from sleuth.store.server_db import ServerDB
 
-    home = open_home()
+    home, settings = opened()
     context_ids: list[str] | None = None
     if contexts:
         context_ids = []
         for slug in contexts:
             context_ids.append(find_context(home, slug).info().id)
-    with ServerDB.for_home(home) as db:
+    with ServerDB.for_home(home, settings.database_url) as db:
         try:
             key, secret = KeyStore(db).create(name, role.value, contexts=context_ids)
         except KeyStoreError as exc:
@@ -228,8 +236,8 @@ def keys_list(
     from sleuth.store.keys import KeyStore
     from sleuth.store.server_db import ServerDB
 
-    home = open_home()
-    with ServerDB.for_home(home) as db:
+    home, settings = opened()
+    with ServerDB.for_home(home, settings.database_url) as db:
         keys = KeyStore(db).list_keys(include_revoked=all_keys)
     if json_out:
         typer.echo(json.dumps([_key_json(home, k) for k in keys], indent=2))
@@ -253,7 +261,8 @@ def keys_revoke(key: Annotated[str, typer.Argument(help="Key id, or the name of 
     from sleuth.store.keys import KeyStore, KeyStoreError
     from sleuth.store.server_db import ServerDB
 
-    with ServerDB.for_home(open_home()) as db:
+    home, settings = opened()
+    with ServerDB.for_home(home, settings.database_url) as db:
         try:
             revoked = KeyStore(db).revoke(key)
         except KeyStoreError as exc:

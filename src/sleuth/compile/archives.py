@@ -42,7 +42,8 @@ COPY_CHUNK = 1024 * 1024
 
 @dataclass(frozen=True)
 class SourceLimits:
-    """spec/api.md §12, each a setting (`sleuth.settings`, `$SLEUTH_<NAME>`), read per request."""
+    """spec/api.md §12, each a setting (`sleuth.settings`, `$SLEUTH_<NAME>`), from the settings the
+    process read at its start."""
 
     max_file_bytes: int
     max_upload_bytes: int
@@ -54,7 +55,7 @@ class SourceLimits:
 
     @classmethod
     def of_settings(cls, settings: Settings) -> SourceLimits:
-        """The limits of these settings (the CLI's: `sleuth.settings.current()`)."""
+        """The limits of these settings (a server's `Server.settings`, a CLI command's own)."""
         return cls(**{item.name: getattr(settings, item.name) for item in fields(cls)})
 
 

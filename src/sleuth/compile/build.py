@@ -39,7 +39,7 @@ from sleuth.format import boilerplate as boilerplate_file
 from sleuth.format import titles
 from sleuth.format.chunks import Chunk
 from sleuth.models.embedder import Embedder, EmbeddingCache, embed_cached, get_embedder
-from sleuth.settings import current
+from sleuth.settings import Settings
 from sleuth.store import ann, dense, keyword
 from sleuth.store.home import ContextDir, Home, now_iso, write_json_atomic
 from sleuth.store.ledger import Failure, Ledger, SourceEntry
@@ -53,12 +53,13 @@ EMBED_BUFFER = 16 * EMBED_BATCH
 ANN_BLOCK = 65_536  # rows read at a time from the matrix into the graph
 
 
-def embedder_window(manifest: Manifest, state: SourceState) -> Window | None:
-    """The embedder's window for `state`'s chunks; none when chunks are not embedded, are read by
-    their head alone (`vectors: head`), or the embedder reads all of a text."""
+def embedder_window(manifest: Manifest, state: SourceState, *, embed_threads: int | None) -> Window | None:
+    """The embedder's window for `state`'s chunks (the embedder run on `embed_threads`); none when chunks
+    are not embedded, are read by their head alone (`vectors: head`), or the embedder reads all of a
+    text."""
     if not manifest.curate.chunks.enabled or manifest.curate.chunks.chunking.vectors == "head":
         return None
-    embedder = get_embedder(manifest.curate.chunks.embedding_model)
+    embedder = get_embedder(manifest.curate.chunks.embedding_model, threads=embed_threads)
     if embedder.window is None:
         return None
     return Window(embedder.window, embedder.piece_starts, lambda path: embed_header(state, path))
@@ -100,6 +101,7 @@ class Compiler(Protocol):
     ctx: ContextDir
     home: Home
     manifest: Manifest
+    settings: Settings  # the process's, read at its start
     force: bool
     progress: Progress
     extractor: Extractor
@@ -135,7 +137,9 @@ class VersionBuild:
         self.artifact_vectors: np.ndarray | None = None
         self.computed = 0  # vectors embedded in this run (one per window of a chunk, one per artifact)
         self.reused = 0  # vectors read from the embedding cache (or shared by a repeated text)
-        self.embedder: Embedder = get_embedder(run.manifest.curate.chunks.embedding_model)
+        self.embedder: Embedder = get_embedder(
+            run.manifest.curate.chunks.embedding_model, threads=run.settings.embed_threads
+        )
         self.sample_queries: list[str] = []
 
     def run_all(self) -> list[str]:
@@ -190,7 +194,9 @@ class VersionBuild:
                     self.run.progress.advance("parse")
                     continue  # unchanged and still unreadable: nothing new to learn
                 try:
-                    parsed = parse_source(self.run.ctx.sources / rel)
+                    parsed = parse_source(
+                        self.run.ctx.sources / rel, max_text_bytes=self.run.settings.max_text_bytes
+                    )
                 except ParseError as exc:
                     self.ledger.failures[rel] = Failure(
                         version=self.plan.version, status=exc.status, reason=exc.reason
@@ -394,12 +400,12 @@ class VersionBuild:
                     self.embedder.id,
                     self.embedder.dim,
                 )
-                if self.chunk_rows >= current().ann_min_vectors:
+                if self.chunk_rows >= self.run.settings.ann_min_vectors:
                     if ann.available():
                         ann.build_blocks(
                             ann.graph_path(dense_dir, "chunks"),
                             dense.read_blocks(dense.matrix_path(dense_dir, "chunks"), ANN_BLOCK),
-                            current().embed_threads or 0,
+                            self.run.settings.embed_threads or 0,
                         )
                     else:
                         self.run.warnings.append(

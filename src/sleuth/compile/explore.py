@@ -148,7 +148,9 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-def explore(sources: Path) -> Proposal:
+def explore(sources: Path, *, max_text_bytes: int) -> Proposal:
+    """The rules' proposal from a sample of `sources`, each parsed as a curate would (`max_text_bytes`:
+    the process's setting)."""
     files = list_source_files(sources)
     suffixes = Counter(Path(f).suffix.lower() for f in files)
     code = sum(n for s, n in suffixes.items() if s in _CODE)
@@ -162,7 +164,7 @@ def explore(sources: Path) -> Proposal:
             if path.suffix.lower() == ".pdf":
                 parsed = pdf.parse(path.read_bytes(), fonts=False, max_pages=SAMPLE_PAGES)
             else:
-                parsed = parse_source(path)
+                parsed = parse_source(path, max_text_bytes=max_text_bytes)
         except Exception:  # a file that cannot be read is no evidence either way
             continue
         read += 1

@@ -35,6 +35,7 @@ from sleuth.compile.templates import TEMPLATES, empty_without_model, without_mod
 from sleuth.errors import Failed
 from sleuth.format.text import plain_line, text_fingerprint
 from sleuth.models.base import Model, ModelError
+from sleuth.settings import DEFAULTS, Settings
 
 #: Characters of the sample's digest a model reads (≈ 6,000 tokens): 24 documents at ≈ 1,000 each.
 MAX_DIGEST_CHARS = 24_000
@@ -172,12 +173,15 @@ def refine(
     templates: list[dict[str, Any]],
     model: Model,
     cache: ExtractionCache | None = None,
+    *,
+    concurrency: int,
 ) -> Refined:
     """The model's proposal, or `Failed` saying why there is none (the call failed, or its reply never
-    made a valid manifest); the caller then keeps the rules' proposal."""
+    made a valid manifest); the caller then keeps the rules' proposal. `concurrency` is the process's
+    `curate_concurrency`: the call shares the endpoint with curates."""
     user = user_prompt(proposal, templates)
     key = cache_key("explore", model.config.id, SYSTEM, user)
-    client = ExtractionClient(model, cache, timeout_s=CALL_TIMEOUT_S)
+    client = ExtractionClient(model, cache, concurrency=concurrency, timeout_s=CALL_TIMEOUT_S)
     try:
         reply = client.ask(
             ModelProposal, SYSTEM, user, type_name="_explore", key=key, max_tokens=MAX_REPLY_TOKENS
@@ -215,13 +219,17 @@ def _plain(data: Any) -> Any:
 
 
 def propose(
-    sources: Path, asked: tuple[str, Model, ExtractionCache | None] | None = None
+    sources: Path,
+    asked: tuple[str, Model, ExtractionCache | None] | None = None,
+    *,
+    settings: Settings = DEFAULTS,
 ) -> dict[str, Any] | None:
     """Explore's answer for the API and the CLI: the rules' proposal as a document (template, label,
     manifest, confidence, reasons, what it builds without a model), or, with `asked` (the model's
     catalog id, the model, the cache), the model's proposal with the rules' choice beside it; a model
-    that fails leaves the rules' proposal with `model_note`. None when there are no sources."""
-    proposal = explore(sources)
+    that fails leaves the rules' proposal with `model_note`. None when there are no sources. `settings`
+    are the process's (`max_text_bytes`, `curate_concurrency`)."""
+    proposal = explore(sources, max_text_bytes=settings.max_text_bytes)
     if not proposal.total:
         return None
     template = next(t for t in TEMPLATES if t["id"] == proposal.template)
@@ -244,7 +252,7 @@ def propose(
         return answer
     model_id, model, cache = asked
     try:
-        refined = refine(proposal, TEMPLATES, model, cache)
+        refined = refine(proposal, TEMPLATES, model, cache, concurrency=settings.curate_concurrency)
     except Failed as exc:
         return {**answer, "model_note": plain_line(f"{exc}; the rules' proposal is shown")}
     chosen = next(t for t in TEMPLATES if t["id"] == refined.template)

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from sleuth.compile import version_files
+from sleuth.compile.archives import SourceLimits
 from sleuth.compile.build import BuildPlan, VersionBuild, embedder_window
 from sleuth.compile.chunking import CHUNKER_VERSION, Window
 from sleuth.compile.errors import NothingToCompile, SourceClash
@@ -36,10 +37,10 @@ from sleuth.compile.sources import ImportReport, holds_files, import_sources, li
 from sleuth.compile.version_files import SourceState
 from sleuth.models.catalog import Catalog
 from sleuth.models.embedder import file_sha256
-from sleuth.settings import TURN_CAP_SECONDS  # a version superseded less long ago may still be read
+from sleuth.settings import TURN_CAP_SECONDS, Settings  # a version superseded less long ago may still be read
 from sleuth.store.home import ContextDir, ContextNotFound, Home, now_iso, write_json_atomic, write_text_atomic
 from sleuth.store.ledger import Ledger, SourceEntry, Tombstone
-from sleuth.store.lock import curate_lock
+from sleuth.store.lock import curate_lock, lock_database
 from sleuth.store.replica import open_home
 
 __all__ = ["CompileReport", "CompileRun", "NullProgress", "Progress", "compile_context"]
@@ -55,17 +56,19 @@ def compile_context(
     progress: Progress | None = None,
     extractor: Extractor | None = None,
     *,
+    settings: Settings,
     model: str | None = None,
     token_budget: int | None = None,
     catalog: Catalog | None = None,
     replace: bool = False,
 ) -> CompileReport:
-    """Create the context if needed, import `inputs`, and curate it (the `sleuth compile` verb).
+    """Create the context if needed, import `inputs`, and curate it (the `sleuth compile` verb), under
+    the `settings` its caller read at its start (`home` by default: the one they open).
     `replace`: a folder may replace the sources another folder of its name put in the context.
 
     The extractor is `extractor` when given, else the one `choose_extractor` picks for `model`, the
     manifest and the catalog (by default the home's `config.toml`)."""
-    home = home or open_home()
+    home = home or open_home(None, settings)
     # Validate before touching anything: a bad manifest must leave no trace.
     manifest_data = read_manifest_file(manifest_file) if manifest_file is not None else None
     for given in inputs or []:
@@ -78,11 +81,12 @@ def compile_context(
         catalog = catalog or Catalog.load(home.root)
         curation_model(parse_manifest({}), catalog, model)
     ctx, _created = home.find_or_create(slug)
-    with curate_lock(ctx.lock_file, ctx.info().id):
+    with curate_lock(ctx.lock_file, ctx.info().id, lock_database(settings.database_url)):
         origins = _origins(ctx, list(inputs or []), replace)
         if manifest_data is not None:
             write_json_atomic(ctx.manifest_file, manifest_data)
-        imported = import_sources(ctx.sources, list(inputs)) if inputs else ImportReport()
+        limits = SourceLimits.of_settings(settings)
+        imported = import_sources(ctx.sources, list(inputs), limits) if inputs else ImportReport()
         write_json_atomic(ctx.root / ORIGINS_FILE, origins)
         manifest = parse_manifest(ctx.manifest_data())
         note = None
@@ -92,10 +96,15 @@ def compile_context(
                 note = f"{model!r} is not called: nothing in the manifest needs a model"
         elif extractor is None:
             choice = choose_extractor(
-                ctx, manifest, catalog or Catalog.load(home.root), model=model, token_budget=token_budget
+                ctx,
+                manifest,
+                catalog or Catalog.load(home.root),
+                settings=settings,
+                model=model,
+                token_budget=token_budget,
             )
             extractor, note = choice.extractor, choice.note
-        run = CompileRun(ctx, home, manifest, force, progress or NullProgress(), extractor)
+        run = CompileRun(ctx, home, manifest, force, progress or NullProgress(), extractor, settings=settings)
         if note:
             run.warnings.append(f"no model for curation: {note}")
         report = run.execute()
@@ -154,6 +163,9 @@ def _count_import_skips(report: CompileReport, imported: ImportReport) -> None:
 
 
 class CompileRun:
+    """One curate of `ctx`, under the `settings` of the process that runs it (read once, at its start:
+    a server's `Server.settings`, a CLI command's own)."""
+
     def __init__(
         self,
         ctx: ContextDir,
@@ -162,10 +174,13 @@ class CompileRun:
         force: bool,
         progress: Progress,
         extractor: Extractor,
+        *,
+        settings: Settings,
     ) -> None:
         self.ctx = ctx
         self.home = home
         self.manifest = manifest
+        self.settings = settings
         self.force = force
         self.progress = progress
         self.extractor = extractor
@@ -174,7 +189,7 @@ class CompileRun:
         self.sample_queries: list[str] = []
 
     def window(self, state: SourceState) -> Window | None:
-        return embedder_window(self.manifest, state)
+        return embedder_window(self.manifest, state, embed_threads=self.settings.embed_threads)
 
     @contextmanager
     def timed(self, phase: str) -> Iterator[None]:

@@ -26,7 +26,6 @@ from sleuth.compile.source_paths import (
     safe_source_path,
     shown,
 )
-from sleuth.settings import Settings, current
 
 __all__ = [  # the names' checks live in `source_paths`; most importers know them from here
     "MAX_COMPONENT_BYTES",
@@ -81,10 +80,9 @@ def holds_files(path: Path) -> bool:
     return not path.is_dir() or next(_walk_dir(path), None) is not None
 
 
-def import_sources(source_root: Path, inputs: list[Path]) -> ImportReport:
-    """Copy or mirror each input into `source_root/uploads/…`, within the settings' file and upload
-    limits (`max_file_bytes`, `max_upload_bytes`)."""
-    limits = current()
+def import_sources(source_root: Path, inputs: list[Path], limits: SourceLimits) -> ImportReport:
+    """Copy or mirror each input into `source_root/uploads/…`, within the settings' file, upload and
+    archive limits (`max_file_bytes`, `max_upload_bytes`, …)."""
     report = ImportReport()
     uploads = source_root / "uploads"
     uploads.mkdir(parents=True, exist_ok=True)
@@ -148,7 +146,7 @@ def _walk_dir(root: Path) -> Iterator[tuple[str, _Source]]:
 
 
 def _mirror(
-    files: dict[str, _Source], target_dir: Path, prefix: str, report: ImportReport, limits: Settings
+    files: dict[str, _Source], target_dir: Path, prefix: str, report: ImportReport, limits: SourceLimits
 ) -> None:
     target_dir.mkdir(parents=True, exist_ok=True)
     wanted: set[Path] = set()
@@ -176,7 +174,7 @@ def _remove_empty_dirs(root: Path) -> None:
             path.rmdir()
 
 
-def _copy_if_changed(src: _Source, dest: Path, name: str, report: ImportReport, limits: Settings) -> None:
+def _copy_if_changed(src: _Source, dest: Path, name: str, report: ImportReport, limits: SourceLimits) -> None:
     size = src.size()
     if size > limits.max_file_bytes:
         report.skipped.append((name, f"file too large ({size} bytes > {limits.max_file_bytes})"))
@@ -199,7 +197,7 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _archive_members(path: Path, report: ImportReport, limits: Settings) -> dict[str, _Source]:
+def _archive_members(path: Path, report: ImportReport, limits: SourceLimits) -> dict[str, _Source]:
     """Regular members with safe names, read as the API's archive import reads them (`compile/archives`:
     the entry count, a tar's headers and its compression ratio bounded before or while reading); each
     member's bytes are counted as they are read, never taken from what the archive declares. Links,
@@ -209,7 +207,7 @@ def _archive_members(path: Path, report: ImportReport, limits: Settings) -> dict
         raise ValueError(f"archive too large: {path}")
     found: dict[str, _Source] = {}
     total = 0
-    for member in members(path, SourceLimits.of_settings(limits)):
+    for member in members(path, limits):
         label = member_label(member.name)
         if member.kind == "dir":
             continue

@@ -23,6 +23,7 @@ from sleuth.compile.pages import ParseError
 from sleuth.compile.parse import parse_source
 from sleuth.compile.version_files import SourceState
 from sleuth.models.embedder import EmbeddingCache, Vectors, embed_cached, get_embedder, text_sha
+from sleuth.settings import Settings
 from sleuth.store.home import ContextDir, Home
 
 
@@ -32,15 +33,18 @@ def warm_source(
     manifest: Manifest,
     rel: str,
     hand_over: Callable[[dict[str, Vectors]], None] | None = None,
+    *,
+    settings: Settings,
 ) -> int:
-    """Embed `rel`'s chunks into the cache as the compile will; returns how many texts were computed
-    (0 when all were cached, chunks are not embedded, or the source cannot be read). `hand_over` gets
-    the source's vectors when the compile runs on another machine, with a cache of its own."""
+    """Embed `rel`'s chunks into the cache as the compile will, under the process's `settings`; returns
+    how many texts were computed (0 when all were cached, chunks are not embedded, or the source cannot
+    be read). `hand_over` gets the source's vectors when the compile runs on another machine, with a
+    cache of its own."""
     chunks_config = manifest.curate.chunks
     if not chunks_config.enabled:
         return 0
     try:
-        parsed = parse_source(ctx.sources / rel)
+        parsed = parse_source(ctx.sources / rel, max_text_bytes=settings.max_text_bytes)
     except ParseError:
         return 0  # the compile reports it
     state = identified(
@@ -58,12 +62,12 @@ def warm_source(
         ),
         parsed.pages,
     )
-    window = embedder_window(manifest, state)
+    window = embedder_window(manifest, state, embed_threads=settings.embed_threads)
     chunking = chunks_config.chunking
     chunks = chunk_pages(rel, parsed.pages, chunking, chunk_window(chunking, window))
     read_in = read_window(chunking, window)
     texts = [text for chunk in chunks for text in chunk_embed_texts(chunk, state, read_in)]
-    embedder = get_embedder(chunks_config.embedding_model)
+    embedder = get_embedder(chunks_config.embedding_model, threads=settings.embed_threads)
     cache = EmbeddingCache.for_embedder(home.embedding_cache_dir, embedder)
     computed = 0
     try:
@@ -85,12 +89,13 @@ def pack_vectors(items: dict[str, Vectors]) -> bytes:
     return buffer.getvalue()
 
 
-def take_vectors(home: Home, manifest: Manifest, packed: bytes) -> int:
+def take_vectors(home: Home, manifest: Manifest, packed: bytes, *, embed_threads: int | None) -> int:
     """Put vectors another worker computed (`pack_vectors`) into this node's cache; returns how many.
-    Vectors of another dimension (another model) are ignored."""
+    Vectors of another dimension (another model) are ignored. `embed_threads`: the process's setting,
+    which names its embedder."""
     with np.load(io.BytesIO(packed), allow_pickle=False) as data:
         shas, vectors = [str(s) for s in data["shas"]], data["vectors"]
-    embedder = get_embedder(manifest.curate.chunks.embedding_model)
+    embedder = get_embedder(manifest.curate.chunks.embedding_model, threads=embed_threads)
     if not shas or vectors.shape != (len(shas), embedder.dim):
         return 0
     cache = EmbeddingCache.for_embedder(home.embedding_cache_dir, embedder)

@@ -18,7 +18,6 @@ import numpy as np
 import numpy.typing as npt
 
 from sleuth.errors import Unavailable
-from sleuth.settings import current
 
 Vectors = npt.NDArray[np.float32]
 
@@ -77,9 +76,12 @@ class MiniLMEmbedder:
     fingerprint = f"{MODEL_SHA256}+u8u8"  # the weights and how they are multiplied (`_load`)
     window: int | None = MAX_WORD_PIECES
 
-    def __init__(self, data_dir: Path = DATA_DIR, batch_size: int = 32) -> None:
+    def __init__(self, data_dir: Path = DATA_DIR, batch_size: int = 32, threads: int | None = None) -> None:
+        """`threads`: onnxruntime's intra-op threads (the `embed_threads` setting; None: its own choice,
+        every core)."""
         self._data_dir = data_dir
         self._batch_size = batch_size
+        self._threads = threads
         self._lock = threading.Lock()
         self._session: object | None = None
         self._counter: object | None = None
@@ -102,9 +104,8 @@ class MiniLMEmbedder:
         # near-tie ranked differently. u8u8 on those CPUs is exact (about 10% slower): queries embed
         # bit-identically to an AVX-512 VNNI machine, passages within 0.02 (docs/spec/stack.md).
         options.add_session_config_entry("session.x64quantprecision", "1")
-        threads = current().embed_threads
-        if threads:
-            options.intra_op_num_threads = threads
+        if self._threads:
+            options.intra_op_num_threads = self._threads
         session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
         return session, tokenizer
 
@@ -204,20 +205,26 @@ class StaticEmbedder:
 _embedders_lock = threading.Lock()
 
 
-def get_embedder(name: str = "default") -> Embedder:
-    """Resolve a manifest's `embedding_model` id; one loaded model per process, even when threads ask
-    at once (a worker's jobs and its start-up warm-up)."""
+def get_embedder(name: str, *, threads: int | None) -> Embedder:
+    """Resolve a manifest's `embedding_model` id, run on `threads` (the process's `embed_threads`
+    setting); one loaded model per process, even when threads ask at once (a worker's jobs and its
+    start-up warm-up)."""
     with _embedders_lock:
-        return _embedder(name)
+        return _embedder(name, threads)
 
 
 @cache
-def _embedder(name: str) -> Embedder:
+def _embedder(name: str, threads: int | None) -> Embedder:
     if name in ("default", MiniLMEmbedder.id):
-        return MiniLMEmbedder()
+        return MiniLMEmbedder(threads=threads)
     if name in ("lite", StaticEmbedder.id):
-        return StaticEmbedder()
+        return _static()  # NumPy on the calling thread: no pool to size
     raise EmbedderError(f"unknown embedding model {name!r}")
+
+
+@cache
+def _static() -> StaticEmbedder:
+    return StaticEmbedder()
 
 
 _opening = threading.Lock()

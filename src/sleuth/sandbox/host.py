@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,6 @@ from sleuth.sandbox import messages
 from sleuth.sandbox.limits import BudgetExceeded, BudgetMeter, Limits
 from sleuth.sandbox.messages import FinalReport, SpanReport, Spawn, Spawned, ZygoteReady
 from sleuth.sandbox.protocol import Frame, LineReader, ProtocolError, encode, send
-from sleuth.settings import current
 
 
 class SandboxUnavailable(Unavailable, RuntimeError):
@@ -43,8 +43,9 @@ class SandboxDied(Failed, RuntimeError):
 HostFunction = Callable[[dict[str, Any]], Any]
 
 
-def embed_function(args: dict[str, Any]) -> list[list[float]]:
-    """`embed`: ≤ 96 texts of ≤ 8,000 chars with a served model id → unit vectors."""
+def embed_function(args: dict[str, Any], *, threads: int | None) -> list[list[float]]:
+    """`embed`: ≤ 96 texts of ≤ 8,000 chars with a served model id → unit vectors, on the embedder's
+    `threads`."""
     from sleuth.models.embedder import EmbedderError, get_embedder
 
     texts, model = args.get("texts"), args.get("model", "default")
@@ -55,20 +56,22 @@ def embed_function(args: dict[str, Any]) -> list[list[float]]:
     if not isinstance(model, str):
         raise ValueError("model must be a string")
     try:
-        embedder = get_embedder(model)
+        embedder = get_embedder(model, threads=threads)
     except EmbedderError as exc:
         raise ValueError(str(exc)) from None
     vectors: list[list[float]] = embedder.embed(texts).tolist()
     return vectors
 
 
-DEFAULT_REGISTRY: dict[str, HostFunction] = {"embed": embed_function}
+def default_registry(embed_threads: int | None) -> dict[str, HostFunction]:
+    """The host functions every turn gets, `embed` on `embed_threads` (the `embed_threads` setting)."""
+    return {"embed": partial(embed_function, threads=embed_threads)}
 
 
-def fan_out() -> dict[str, int]:
+def fan_out(embed_threads: int | None) -> dict[str, int]:
     """How many threads each host function that fans out may keep busy at once: `embed` runs on the
-    embedder's onnxruntime pool (`SLEUTH_EMBED_THREADS`, else every core). Read once per sandbox."""
-    return {"embed": current().embed_threads or os.cpu_count() or 1}
+    embedder's onnxruntime pool (`embed_threads`, else every core)."""
+    return {"embed": embed_threads or os.cpu_count() or 1}
 
 
 MAX_RESULT_BYTES = 1 << 20
@@ -96,7 +99,8 @@ class Sandbox:
     """One turn's sandbox. Use as a context manager, or call `close()`; it is killed either way.
 
     `meter` charges the host's work for this sandbox (host function calls, their bytes and time) to
-    the turn's `HostBudget`; a turn that restarts its sandbox passes the same meter on.
+    the turn's `HostBudget`, each fanning function's time times its threads (`fan_out`, the host's);
+    a turn that restarts its sandbox passes the same meter on.
     """
 
     def __init__(
@@ -105,6 +109,7 @@ class Sandbox:
         pid: int,
         limits: Limits,
         registry: dict[str, HostFunction],
+        fan_out: dict[str, int],
         meter: BudgetMeter | None = None,
     ) -> None:
         self._sock = sock
@@ -116,7 +121,7 @@ class Sandbox:
         self.limits = limits
         self._registry = registry
         self.meter = meter or BudgetMeter()
-        self._fan_out = fan_out()
+        self._fan_out = fan_out
         self._reader = LineReader()
         self._pending: list[Frame] = []
         self._step = 0
@@ -290,11 +295,21 @@ class SandboxHost:
     awaited outside it, so starts overlap. The zygote itself is started on a thread the host owns,
     because it dies with the *thread* that started it (PR_SET_PDEATHSIG): a short-lived worker thread
     must never be the one to start it.
+
+    `embed_threads` is the process's `embed_threads` setting: the `embed` function runs on that many
+    threads and each sandbox's budget is charged for them (None, the setting's default: every core).
     """
 
-    def __init__(self, limits: Limits | None = None, registry: dict[str, HostFunction] | None = None) -> None:
+    def __init__(
+        self,
+        limits: Limits | None = None,
+        registry: dict[str, HostFunction] | None = None,
+        *,
+        embed_threads: int | None = None,
+    ) -> None:
         self.limits = limits or Limits()
-        self.registry = dict(DEFAULT_REGISTRY if registry is None else registry)
+        self.registry = dict(default_registry(embed_threads) if registry is None else registry)
+        self.fan_out = fan_out(embed_threads)
         self._control: socket.socket | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
@@ -383,7 +398,7 @@ class SandboxHost:
         if reply.turn != message.turn or reply.pid <= 0:
             ours.close()
             raise SandboxUnavailable("the zygote could not fork a sandbox")
-        sandbox = Sandbox(ours, reply.pid, limits, registry, meter)
+        sandbox = Sandbox(ours, reply.pid, limits, registry, self.fan_out, meter)
         sandbox.wait_ready()
         return sandbox
 

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from sleuth.errors import Failed
-from sleuth.settings import TOOL_OUTPUT_CHARS, Settings, current
+from sleuth.settings import DEFAULTS, TOOL_OUTPUT_CHARS, Settings
 
 
 @dataclass(frozen=True)
@@ -30,30 +30,26 @@ class Limits:
         return cls(**data)
 
 
-_DEFAULTS = Settings.model_construct()  # the declared defaults, without reading the environment
-
-
 @dataclass(frozen=True)
 class HostBudget:
     """What one turn may cost the host (the sandbox's own limits are `Limits`).
 
     None of this work counts against the sandbox's cgroup or RLIMIT_CPU: parsing and answering host
     function calls, keeping the evidence spans it reports, and recording the turn. Each is capped per
-    turn; a turn that passes a cap is stopped and marked `failed` with the cap's name. Every field can
-    be set from the environment as `SLEUTH_BUDGET_<FIELD>` (for example `SLEUTH_BUDGET_RPC_CALLS`);
-    the defaults are the settings' own (`sleuth.settings`).
+    turn; a turn that passes a cap is stopped and marked `failed` with the cap's name. Every field is a
+    setting, `SLEUTH_BUDGET_<FIELD>` (for example `SLEUTH_BUDGET_RPC_CALLS`), which the process reads
+    at its start and hands in through `from_settings`; the defaults are the settings' own.
     """
 
-    rpc_calls: int = _DEFAULTS.budget_rpc_calls  # host function calls, rejected ones included
-    rpc_bytes: int = _DEFAULTS.budget_rpc_bytes  # bytes of host function requests and replies
-    host_cpu_s: float = _DEFAULTS.budget_host_cpu_s  # seconds in host functions (CPU or wall, the larger)
-    spans: int = _DEFAULTS.budget_spans  # evidence spans the sandbox reports
-    recorded_bytes: int = _DEFAULTS.budget_recorded_bytes  # step events, host results, trace, replay log
+    rpc_calls: int = DEFAULTS.budget_rpc_calls  # host function calls, rejected ones included
+    rpc_bytes: int = DEFAULTS.budget_rpc_bytes  # bytes of host function requests and replies
+    host_cpu_s: float = DEFAULTS.budget_host_cpu_s  # seconds in host functions (CPU or wall, the larger)
+    spans: int = DEFAULTS.budget_spans  # evidence spans the sandbox reports
+    recorded_bytes: int = DEFAULTS.budget_recorded_bytes  # step events, host results, trace, replay log
 
     @classmethod
-    def from_settings(cls, settings: Settings | None = None) -> HostBudget:
-        """The budget the settings give (`SLEUTH_BUDGET_<FIELD>`; default: as the environment says now)."""
-        settings = settings or current()
+    def from_settings(cls, settings: Settings = DEFAULTS) -> HostBudget:
+        """The budget `settings` give (`SLEUTH_BUDGET_<FIELD>`; left out: the declared defaults)."""
         return cls(**{item.name: getattr(settings, f"budget_{item.name}") for item in fields(cls)})
 
 

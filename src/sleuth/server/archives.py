@@ -37,10 +37,16 @@ from sleuth.compile.archives import (
     members,
     zip_directory,
 )
-from sleuth.compile.sources import UnsafePath, safe_join, safe_source_path
+from sleuth.compile.connectors import registry
+from sleuth.compile.sources import UnsafePath, archive_stem, safe_join, safe_source_path
+from sleuth.errors import ToldConflict
 from sleuth.server.context_files import tree_lock, update_extra
-from sleuth.server.task_service import TaskHandle
+from sleuth.server.state import Server
+from sleuth.server.task_handle import Job, TaskHandle
+from sleuth.server.task_inputs import TaskInput
+from sleuth.server.task_service import TaskService
 from sleuth.store.home import ContextDir, now_iso
+from sleuth.store.replica import context_storage
 from sleuth.store.trees import walk_files
 
 #: Rows of the import report; the counts always cover every member.
@@ -297,3 +303,47 @@ def expand_archive(
         with suppress(FileNotFoundError):
             update_extra(ctx, last_source_import_at=now_iso())
     return report.output()
+
+
+def refuse_connector_folder(ctx: ContextDir, rel: PurePosixPath) -> None:
+    """`409 connector_folder` when `rel` lies in a connector's folder (`sources/<connector>/…`): only
+    that connector's syncs write there. An upload there would be replaced by the next sync, or deleted
+    with the connector, and a client could pass its own file off as the connector's."""
+    top = rel.parts[0] if rel.parts else ""
+    if top and top in registry.load(ctx):
+        raise ToldConflict(
+            "connector_folder",
+            f"{top}/ is the folder of connector {top!r}: only its syncs write there; upload to another "
+            "folder (uploads/ by default)",
+            field="path",
+            connector=top,
+        )
+
+
+def import_job(state: Server, args: dict[str, Any]) -> Job:
+    """`expand_archive` of the task's staged upload (`TaskInput`) into `args["target"]`, on whichever
+    machine runs it; the upload is discarded once the task has ended."""
+    ctx = state.home.find(str(args["context"]))
+    upload, storage = TaskInput.of_args(args), context_storage(ctx)
+    if upload is None:
+        raise ValueError("an import task names its upload")
+    target = PurePosixPath(str(args["target"]))
+
+    def job(handle: TaskHandle) -> dict[str, Any]:
+        handle.when_ended(lambda: upload.discard(ctx, storage))
+        archive = upload.fetch(ctx, storage)
+        with ctx.editing():
+            refuse_connector_folder(ctx, target)  # again under the lock: a connector added meanwhile
+            return expand_archive(ctx, archive, target, SourceLimits.of_settings(state.settings), handle)
+
+    return job
+
+
+def start_import(service: TaskService, ctx: ContextDir, task: dict[str, Any], upload: TaskInput) -> None:
+    """Submit the recorded `import` task of an archive staged for `upload`, to be expanded into the
+    folder named after the archive beside where it was uploaded (`task["input"]["path"]`)."""
+    folder = PurePosixPath(str(task["input"]["path"]))
+    upload.share(ctx, context_storage(ctx))
+    target = folder / archive_stem(Path(upload.name))
+    args = {"context": ctx.info().id, "target": str(target), **upload.args()}
+    service.submit(task, "import", args, phases=("extract",))

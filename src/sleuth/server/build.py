@@ -8,11 +8,12 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from sleuth.agent.turn import Runtime
 from sleuth.errors import Invalid
+from sleuth.sandbox.host import SandboxHost
+from sleuth.sandbox.limits import HostBudget
 from sleuth.server.state import Server
 from sleuth.server.task_service import TaskService
 from sleuth.server.turns import TurnExecutor
@@ -42,9 +43,12 @@ def open_server(
     auth: bool = False,
     environ: Mapping[str, str] | None = None,
     role: str = "server",
+    settings: Settings | None = None,
 ) -> Server:
-    """The process's state over `home`, built once: the settings (environment, then `overrides`), the
-    server database, the runtime, the env's admin key seeded, and the services that run turns and tasks.
+    """The process's state over `home`, built once: the settings (`settings`, those the process read at
+    its start, else the environment read here, once; then `overrides`), the server database, the
+    runtime and its sandbox host, the env's admin key seeded, and the services that run turns and tasks.
+    Everything below gets the settings from here (`Server.settings`), never from the environment.
 
     On SQLite (one machine) turns and tasks a previous process left running are failed here: this
     process owns them all. On PostgreSQL nothing is failed at start: another server or worker may be
@@ -52,7 +56,7 @@ def open_server(
     (`TurnExecutor.beat`, `TaskService.beat`), and turns and curates go through the job queue.
     """
     env: Mapping[str, str] = os.environ if environ is None else environ
-    settings = current().model_copy(update=dict(overrides or {}))
+    settings = (settings or current()).model_copy(update=dict(overrides or {}))
     db = ServerDB.for_home(home, settings.database_url)
     shared = db.database.is_postgres
     try:
@@ -66,12 +70,20 @@ def open_server(
             log.warning("%s holds a revoked key; it was not restored", API_KEY_ENV)
         if auth and not KeyStore.for_db(db).list_keys(include_revoked=False):
             log.warning("API keys are required but none exist: create one with `sleuth keys create`")
-        runtime = Runtime(home, db=db)  # recovery is done above, with the restart reason
+        host = SandboxHost(embed_threads=settings.embed_threads)  # starts its zygote on first use
+        budget = HostBudget.from_settings(settings)
+        runtime = Runtime(home, db=db, sandbox_host=host, budget=budget)  # recovery is done above
     except BaseException:
         db.close()
         raise
     state = Server(
-        home=home, db=db, runtime=runtime, overrides=dict(overrides or {}), auth=auth, frozen=settings
+        home=home,
+        db=db,
+        runtime=runtime,
+        overrides=dict(overrides or {}),
+        auth=auth,
+        frozen=settings,
+        sandbox_host=host,
     )
     if shared:
         _shared_services(state, settings, role)
@@ -85,8 +97,7 @@ def open_server(
 
 def _shared_services(state: Server, settings: Settings, role: str) -> None:
     """PostgreSQL: the job queue, this process's executor and task service on it, and its listener."""
-    from sleuth.server.connectors import sync_job
-    from sleuth.server.curation import curate_job, curate_part
+    from sleuth.server.jobs import job_kinds
     from sleuth.server.notices import Listener
     from sleuth.server.queue import JobQueue
 
@@ -103,6 +114,7 @@ def _shared_services(state: Server, settings: Settings, role: str) -> None:
         heartbeat_s=settings.worker_heartbeat_s,
         max_wait_s=settings.max_queue_wait_s,
     )
+    kinds, part_kinds = job_kinds(state)
     state.tasks = TaskService(
         TaskStore(state.db.database),
         state.home.root / "tasks",
@@ -111,8 +123,8 @@ def _shared_services(state: Server, settings: Settings, role: str) -> None:
         queue=queue,
         worker=name,
         heartbeat_s=settings.worker_heartbeat_s,
-        kinds={"curate": partial(curate_job, state), "sync": partial(sync_job, state)},
-        part_kinds={"curate": partial(curate_part, state)},
+        kinds=kinds,
+        part_kinds=part_kinds,
         max_wait_s=settings.max_queue_wait_s,
         shared=state.home.shared if isinstance(state.home.shared, Replica) else None,
     )

@@ -21,7 +21,8 @@ from sleuth.errors import Error, ToldConflict, ToldNotFound
 from sleuth.server.context_files import EXCLUSIVE_WORKFLOWS, conflict_check, has_sources, update_extra
 from sleuth.server.curation import start_curate_task
 from sleuth.server.state import Server
-from sleuth.server.task_service import Job, TaskHandle, TaskService
+from sleuth.server.task_handle import Job, TaskHandle
+from sleuth.server.task_service import TaskService
 from sleuth.settings import Settings
 from sleuth.store.database import Database
 from sleuth.store.home import ContextDir, Home, now_iso
@@ -184,7 +185,7 @@ def start_sync(
         )
 
     args = {"context": info.id, "connector": name, "who": who, "curate": curate}
-    service.submit(task, sync_job(state, args), phases=("sync",), kind="sync", args=args)
+    service.submit(task, "sync", args, phases=("sync",))
     return task
 
 
@@ -203,7 +204,9 @@ def sync_job(state: Server, args: dict[str, Any]) -> Job:
         changed = report.added or report.changed or report.deleted
         if curate and changed and has_sources(ctx):
             curate_input = {"trigger": "connector", "connector": name}
-            curate_task = start_curate_task(state, state.task_service(), ctx, who, curate_input)
+            service = state.tasks  # the service running this job
+            assert service is not None
+            curate_task = start_curate_task(state, service, ctx, who, curate_input)
             output["curate_task_id"] = curate_task["id"]
         return output
 

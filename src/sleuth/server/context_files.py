@@ -96,7 +96,7 @@ def conflict_check(service: TaskService, ctx: ContextDir, workflows: tuple[str, 
             "task_in_flight", f"task {task_id} ({busy[0]['workflow']}) is active", task_id=task_id
         )
     try:
-        with curate_lock(ctx.lock_file, ctx.info().id):
+        with curate_lock(ctx.lock_file, ctx.info().id, service.store.database):
             pass
     except CurateInFlight:
         raise ToldConflict(

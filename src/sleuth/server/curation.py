@@ -19,7 +19,8 @@ from sleuth.compile.pipeline import CompileReport, CompileRun
 from sleuth.compile.sources import list_source_files
 from sleuth.compile.warm import pack_vectors, take_vectors, warm_source
 from sleuth.server.state import Server
-from sleuth.server.task_service import Job, TaskHandle, TaskService
+from sleuth.server.task_handle import Job, TaskHandle
+from sleuth.server.task_service import TaskService
 from sleuth.store.home import ContextDir, write_json_atomic
 from sleuth.store.lock import CurateInFlight, curate_lock
 from sleuth.store.replica import shared_storage
@@ -137,6 +138,7 @@ def _curate_job(
     manifest's."""
 
     def job(handle: TaskHandle) -> dict[str, Any]:
+        settings = state.settings
         try:
             with curate_lock(ctx.lock_file, ctx.info().id, state.db.database):
                 data = ctx.manifest_data()
@@ -145,20 +147,28 @@ def _curate_job(
                 manifest = parse_manifest(data)
                 catalog = state.runtime.catalog
                 choice = choose_extractor(
-                    ctx, manifest, catalog, model=model, token_budget=token_budget, env=catalog.env
+                    ctx,
+                    manifest,
+                    catalog,
+                    settings=settings,
+                    model=model,
+                    token_budget=token_budget,
+                    env=catalog.env,
                 )
                 if handle.shared:  # from the queue: other workers embed sources beside this one
                     # Biggest first, so the last part to finish is a small one.
                     sources = sorted(
                         list_source_files(ctx.sources), key=lambda rel: -(ctx.sources / rel).stat().st_size
                     )
-                    warm = partial(warm_source, ctx, state.home, manifest)
-                    stale_s = 3 * state.settings.worker_heartbeat_s  # three missed renewals: that worker died
+                    warm = partial(warm_source, ctx, state.home, manifest, settings=settings)
+                    stale_s = 3 * settings.worker_heartbeat_s  # three missed renewals: that worker died
                     handle.share("warm", sources, warm, FAN_OUT, stale_after_s=stale_s)
                     storage = shared_storage(state.home)
                     if storage is not None:
                         _take_handed_over(storage, state, manifest, handle.task_id)
-                run = CompileRun(ctx, state.home, manifest, force, handle, choice.extractor)
+                run = CompileRun(
+                    ctx, state.home, manifest, force, handle, choice.extractor, settings=settings
+                )
                 if choice.note:
                     run.warnings.append(f"no model for curation: {choice.note}")
                 report = run.execute()
@@ -192,8 +202,7 @@ def start_curate_task(
         "model": task_input.get("model"),
         "max_tokens": task_input.get("max_tokens"),
     }
-    job = curate_job(state, args)
-    service.submit(task, job, phases=CURATE_PHASES, kind="curate", args=args)
+    service.submit(task, "curate", args, phases=CURATE_PHASES)
     return task
 
 
@@ -203,15 +212,16 @@ def curate_part(state: Server, args: dict[str, Any]) -> Callable[[str], object]:
     handed over through the storage to the worker that compiles (`_take_handed_over`)."""
     ctx = state.home.find(str(args["context"]))
     manifest = parse_manifest(ctx.manifest_data())
+    settings = state.settings
     storage, task_id = shared_storage(state.home), args.get("task")
     if storage is None or not task_id:
-        return partial(warm_source, ctx, state.home, manifest)
+        return partial(warm_source, ctx, state.home, manifest, settings=settings)
 
     def part(rel: str) -> int:
         def hand_over(items: dict[str, Any]) -> None:
             storage.put_bytes(_handed_over_key(str(task_id), rel), pack_vectors(items))
 
-        return warm_source(ctx, state.home, manifest, rel, hand_over)
+        return warm_source(ctx, state.home, manifest, rel, hand_over, settings=settings)
 
     return part
 
@@ -223,8 +233,9 @@ def _handed_over_key(task_id: str, rel: str) -> str:
 def _take_handed_over(storage: Storage, state: Server, manifest: Manifest, task_id: str) -> None:
     """Vectors other workers computed for this curate, into this node's cache; then removed."""
     keys = list(storage.keys(f"tasks/{task_id}/vectors"))
+    threads = state.settings.embed_threads
     for key in keys:
-        take_vectors(state.home, manifest, storage.get_bytes(key))
+        take_vectors(state.home, manifest, storage.get_bytes(key), embed_threads=threads)
     storage.delete(keys)
 
 

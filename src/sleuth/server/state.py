@@ -7,18 +7,19 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
 
 from sleuth.agent.turn import Runtime
+from sleuth.sandbox.host import SandboxHost
 from sleuth.server.task_service import TaskService
 from sleuth.server.turns import TurnExecutor
 from sleuth.settings import Settings, current
 from sleuth.store.home import Home
 from sleuth.store.server_db import ServerDB
-from sleuth.store.tasks import TaskStore
 
 if TYPE_CHECKING:  # their optional packages (procrastinate, psycopg) load only where they run
     from sleuth.server.notices import Listener
@@ -35,13 +36,14 @@ class Server:
     overrides: dict[str, Any] = field(default_factory=dict)  # the server's flags: they win over the env
     auth: bool = False  # API keys required (False: no-auth local mode, spec/api.md §3.3)
     # Built by `open_server` (PostgreSQL: the queue's); otherwise this process's own, made on first use
-    # by `turn_executor()` and `task_service()`.
+    # by `turn_executor()` and `own_tasks()`.
     turns: TurnExecutor | None = None
     tasks: TaskService | None = None
     queue: JobQueue | None = None  # PostgreSQL: turns and curates wait here for workers
     listener: Listener | None = None  # PostgreSQL: this process's one LISTEN connection
     registry: CollectorRegistry | None = None  # `/metrics` (server.metrics.registry_of)
     frozen: Settings | None = None  # `open_server`: the settings, read once at start
+    sandbox_host: SandboxHost | None = None  # `open_server`'s, on its settings: closed with the server
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _own_tasks: bool = field(default=False, init=False, repr=False)
 
@@ -51,6 +53,8 @@ class Server:
             if service is not None:
                 service.close()
         self.runtime.close()
+        if self.sandbox_host is not None:
+            self.sandbox_host.close()
         self.db.close()
 
     def turn_executor(self) -> TurnExecutor:
@@ -66,23 +70,13 @@ class Server:
                 )
             return self.turns
 
-    def task_service(self) -> TaskService:
-        """The task service (`open_server` builds the queue's; a local one made here otherwise): it opens
-        the task table next to the server database and fails the tasks a previous process left live
-        (spec/api.md §7.1)."""
+    def own_tasks(self, make: Callable[[], TaskService]) -> TaskService:
+        """The task service: `open_server`'s (PostgreSQL: the queue's), else one `make()` builds on first
+        use, which this process stops with `stop_tasks` (`server.jobs.task_service` gives it the job
+        kinds)."""
         with self._lock:
             if self.tasks is None:
-                store = TaskStore(self.db.database)
-                recovered = store.recover_interrupted()
-                if recovered:
-                    log.warning("marked %d interrupted task(s) failed: server restarted", recovered)
-                settings = self.settings
-                self.tasks = TaskService(
-                    store,
-                    self.home.root / "tasks",
-                    workers=settings.task_workers,
-                    stop_timeout_s=settings.task_stop_timeout_s,
-                )
+                self.tasks = make()
                 self._own_tasks = True
             return self.tasks
 

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sleuth.errors import Failed
+from sleuth.server.task_handle import Job, TaskCancelled, TaskHandle, do_part
+from sleuth.server.task_inputs import TaskInput
 from sleuth.store.lock import claims_lock
 from sleuth.store.replica import Replica
 from sleuth.store.tasks import (
@@ -26,200 +28,10 @@ from sleuth.store.tasks import (
 log = logging.getLogger("sleuth.server.tasks")
 DEFAULT_WORKERS = 2
 DEFAULT_STOP_TIMEOUT_S = 30.0
-PROGRESS_WRITE_INTERVAL_S = 0.5  # a compile advances per source and per batch: write at most this often
-
-
-class TaskCancelled(Failed):
-    """Raised inside a job at its next check once a stop was requested."""
-
-
-class TaskHandle:
-    """What a running job sees: cancellation, progress by phase, steps and a partial output.
-
-    It implements the compiler's `Progress` protocol (`start`, `advance`, `finish`); each call first
-    checks for a cancel, so a long compile stops at its next step. Progress is written to the store
-    at phase boundaries and at most every `PROGRESS_WRITE_INTERVAL_S` in between.
-    """
-
-    def __init__(
-        self,
-        store: TaskStore,
-        task_id: str,
-        phases: Sequence[str],
-        files_dir: Path,
-        helpers: Callable[[int], None] | None = None,
-    ) -> None:
-        self.store = store
-        self._helpers = helpers  # queue mode: asks that many other workers to take parts
-        self.holder: str | None = None  # the worker holding the task: its writes count only while it does
-        self.task_id = task_id
-        self.phases = list(phases)
-        self.files_dir = files_dir
-        self.output: Any = None  # kept when the job fails or is cancelled half-way
-        self.cancel_message = "cancelled"
-        self._cancel = threading.Event()
-        self._steps: list[dict[str, Any]] = []
-        self._phase: str | None = None
-        self._done_phases: set[str] = set()
-        self._total = 0
-        self._count = 0
-        self._began = time.monotonic()
-        self._last_write = 0.0
-
-    # cancellation
-    def request_cancel(self, message: str) -> None:
-        self.cancel_message = message
-        self._cancel.set()
-
-    @property
-    def cancelled(self) -> bool:
-        return self._cancel.is_set()
-
-    def check(self) -> None:
-        if self._cancel.is_set():
-            raise TaskCancelled(self.cancel_message)
-
-    # Progress protocol
-    def start(self, phase: str, total: int) -> None:
-        self.check()
-        if phase not in self.phases:
-            self.phases.append(phase)
-        self._close_step("completed")
-        self._phase, self._total, self._count = phase, max(0, total), 0
-        self._steps.append(
-            {
-                "step_id": str(len(self._steps) + 1),
-                "status": "running",
-                "type": phase,
-                "commentary": f"{phase}: 0/{total}",
-                "path": None,
-            }
-        )
-        self._write(force=True)
-
-    def advance(self, phase: str, amount: int = 1) -> None:
-        self.check()
-        if phase == self._phase:
-            self._count += amount
-            self._write()
-
-    def finish(self, phase: str) -> None:
-        self.check()
-        if phase == self._phase:
-            self._count = self._total
-        self._done_phases.add(phase)
-        self._close_step("completed")
-        self._write(force=True)
-
-    def tokens(self, prompt: int, completion: int) -> None:
-        """Model tokens spent so far: `GET /tasks/{id}/stats` sums them (they were always 0 before)."""
-        self.check()
-        self.store.report(
-            self.task_id, tokens_prompt=prompt, tokens_completion=completion, worker=self.holder
-        )
-
-    # sharing a job's work with other workers
-    @property
-    def shared(self) -> bool:
-        """Other workers can help with this task's parts (it runs from the queue, held by a worker)."""
-        return self._helpers is not None and self.holder is not None
-
-    def share(
-        self,
-        phase: str,
-        parts: Sequence[str],
-        do: Callable[[str], object],
-        helpers: int,
-        stale_after_s: float = 30.0,
-    ) -> None:
-        """Do `parts` (`do(part)` each, taken in the order given: put the biggest first), with up to
-        `helpers` other workers taking parts too. Returns when every part is done, or when the only
-        ones left are held by workers that stopped renewing them for `stale_after_s` (they died): those
-        are opened again and done here. A part must only save later work: whatever is left undone,
-        the rest of the job does itself."""
-        if self._helpers is None or self.holder is None:
-            return
-        self.store.add_parts(self.task_id, parts)
-        self.start(phase, len(parts))
-        self._helpers(max(0, min(helpers, len(parts) - 1)))
-        while True:
-            part = self.store.take_part(self.task_id, self.holder)
-            if part is not None:
-                self.check()
-                _do_part(do, part)
-                self.store.finish_part(self.task_id, part)
-                self.advance(phase)
-                continue
-            counts = self.store.part_counts(self.task_id)
-            if not counts.get("taken"):
-                break
-            if not self.store.reopen_stale_parts(self.task_id, stale_after_s):
-                self.check()
-                time.sleep(0.2)  # another worker is doing the last parts: doing them twice saves nothing
-        self.finish(phase)
-
-    # reporting
-    def progress(self, final_pct: float | None = None) -> dict[str, Any]:
-        phases = self.phases or ([self._phase] if self._phase else [])
-        if final_pct is not None:
-            pct = final_pct
-        elif not phases:
-            pct = 0.0
-        else:
-            done = sum(1 for p in phases if p in self._done_phases)
-            fraction = 0.0
-            if self._phase is not None and self._phase not in self._done_phases and self._total:
-                fraction = min(1.0, self._count / self._total)
-            pct = min(99.0, 100.0 * (done + fraction) / len(phases))
-        elapsed = time.monotonic() - self._began
-        eta = round(elapsed * (100 - pct) / pct, 1) if 0 < pct < 100 else (0.0 if pct >= 100 else None)
-        label = None
-        if self._phase is not None:
-            label = f"{self._phase} {self._count}/{self._total}" if self._total else self._phase
-        return {
-            "phase": self._phase,
-            "phases": phases,
-            "label": label,
-            "pct": round(pct, 1),
-            "eta_seconds": eta,
-        }
-
-    def steps(self, end_status: str | None = None) -> list[dict[str, Any]]:
-        if end_status is not None:
-            self._close_step(end_status)
-        return [dict(s) for s in self._steps]
-
-    def _close_step(self, status: str) -> None:
-        if self._steps and self._steps[-1]["status"] == "running":
-            step = self._steps[-1]
-            step["status"] = status
-            total = self._total
-            step["commentary"] = f"{step['type']}: {self._count}/{total}" if total else step["commentary"]
-
-    def _write(self, force: bool = False) -> None:
-        now = time.monotonic()
-        if not force and now - self._last_write < PROGRESS_WRITE_INTERVAL_S:
-            return
-        self._last_write = now
-        if self._steps and self._steps[-1]["status"] == "running" and self._total:
-            self._steps[-1]["commentary"] = f"{self._phase}: {self._count}/{self._total}"
-        self.store.report(self.task_id, progress=self.progress(), steps=self.steps(), worker=self.holder)
-
-
-Job = Callable[[TaskHandle], Any]
 
 
 def _files_key(task_id: str) -> str:
     return f"tasks/{task_id}/files.json"
-
-
-def _do_part(do: Callable[[str], object], part: str) -> None:
-    """A part only saves later work: one that fails is logged and counted done (the rest of the job
-    meets the same input and reports it properly)."""
-    try:
-        do(part)
-    except Exception:
-        log.warning("a part (%s) failed; the job will do it itself", part, exc_info=True)
 
 
 @dataclass
@@ -248,11 +60,11 @@ MAX_ATTEMPTS = 3  # a task whose worker died is begun again on another, at most 
 class TaskService:
     """The bounded worker pool and the registry of live tasks of one process.
 
-    With a `queue` (PostgreSQL), a task submitted with a `kind` that `kinds` can rebuild from JSON
-    arguments (a curate) is queued for whichever worker takes it (`run_queued`); the worker holds it
-    in the task table and renews the hold, and a task whose worker died is begun again elsewhere
-    (`MAX_ATTEMPTS`). Other tasks (imports, packs, restores: their inputs are files of this process)
-    run here as before."""
+    Every task is a job kind (`kinds`: curate, sync, import, pack, restore) and its JSON arguments, the
+    same on one machine and many. Without a queue the job runs on this process's pool; with one
+    (PostgreSQL) it is queued for whichever worker takes it (`run_queued`): the worker holds it in the
+    task table and renews the hold, and a task whose worker died is begun again elsewhere
+    (`MAX_ATTEMPTS`)."""
 
     def __init__(
         self,
@@ -317,24 +129,23 @@ class TaskService:
             yield
 
     def submit(
-        self,
-        task: dict[str, Any],
-        job: Job,
-        phases: Sequence[str] = (),
-        *,
-        kind: str | None = None,
-        args: dict[str, Any] | None = None,
+        self, task: dict[str, Any], kind: str, args: dict[str, Any], phases: Sequence[str] = ()
     ) -> None:
-        """Run `job` for the scheduled `task` on the pool, or, when a worker can rebuild it (`kind` with
-        its JSON `args`), queue it for one."""
+        """Run the scheduled `task`, a job of `kind` built from its JSON `args`: queued for a worker when
+        there is a queue, else on this process's pool. A job that cannot be built fails the task."""
         task_id = task["id"]
-        if self.queue is not None and kind is not None and kind in self.kinds:
-            self.store.set_job(task_id, {"kind": kind, "args": args or {}, "phases": list(phases)})
+        if self.queue is not None:
+            self.store.set_job(task_id, {"kind": kind, "args": args, "phases": list(phases)})
             try:
                 self.queue.defer_task(task_id)
             except Exception as exc:
                 log.exception("task %s could not be queued", task_id)
                 self.store.finish(task_id, "failed", error=f"could not be queued: {type(exc).__name__}")
+            return
+        try:
+            job = self.kinds[kind](args)
+        except Exception as exc:
+            self.store.finish(task_id, "failed", error=str(exc) or type(exc).__name__)
             return
         handle = TaskHandle(self.store, task_id, phases, self.files_dir(task_id))
         live = _Live(handle)
@@ -386,7 +197,7 @@ class TaskService:
             part = self.store.take_part(task_id, self.worker)
             if part is None:
                 return
-            _do_part(do, part)
+            do_part(do, part)
             self.store.finish_part(task_id, part)
 
     def _job_spec(self, task_id: str, state: str) -> dict[str, Any] | None:
@@ -426,9 +237,11 @@ class TaskService:
             if self.max_wait_s is not None:
                 for task_id in self.store.fail_unstarted(self.max_wait_s):
                     log.warning("task %s failed: no worker began it in time", task_id)
+                    self._drop_shared_input(task_id)
             requeued, ended = self.store.requeue_lost(MAX_ATTEMPTS)
             for task_id in ended:
                 log.warning("task %s ended: its worker stopped answering", task_id)
+                self._drop_shared_input(task_id)
             for task_id in requeued:
                 log.warning("task %s queued again: its worker stopped answering", task_id)
                 if self.queue is not None:
@@ -436,8 +249,17 @@ class TaskService:
         except Exception:  # the database is away: the next beat tries again
             log.warning("task heartbeat of %s failed", self.worker, exc_info=True)
 
+    def _drop_shared_input(self, task_id: str) -> None:
+        """A task ended here for a worker that never ran it to its end: its upload leaves the storage
+        (`TaskInput`; the copy staged where it arrived stays in that context's `staging/`)."""
+        spec = self._job_spec(task_id, "failed") or {}
+        upload = TaskInput.of_args(dict(spec.get("args") or {}))
+        if upload is not None and self.shared is not None:
+            self.shared.storage.delete([upload.key])
+
     def _run(self, task_id: str, job: Job, live: _Live, *, hold: bool = False) -> None:
         handle = live.handle
+        ended = False
         try:
             # With a queue every task is held, even one that runs where it was asked (an import): a
             # server that dies then has its tasks failed by the others, not left `running`.
@@ -456,6 +278,7 @@ class TaskService:
                 steps=handle.steps("completed"),
                 worker=handle.holder,
             )
+            ended = True
         except TaskCancelled:
             if (
                 hold
@@ -477,6 +300,7 @@ class TaskService:
                 steps=handle.steps("cancelled"),
                 worker=handle.holder,
             )
+            ended = True
         except Exception as exc:
             log.exception("task %s failed", task_id)
             self._publish_files(handle)
@@ -489,7 +313,13 @@ class TaskService:
                 steps=handle.steps("failed"),
                 worker=handle.holder,
             )
+            ended = True
         finally:
+            for fn in handle.at_end if ended else ():
+                try:
+                    fn()
+                except Exception:
+                    log.warning("task %s: a clean-up after it failed", task_id, exc_info=True)
             live.done.set()
             with self._lock:
                 self._live.pop(task_id, None)

@@ -1,8 +1,9 @@
 """Running admitted turns (spec/api.md §8.1 "Capacity"), on one machine or many.
 
-Admission (`admission.py`) stores a turn `in_progress` in one transaction that checks the turn places
-across every server: at most `max_concurrent_turns + max_queued_turns` turns run or wait, and one query
-key at most its share (`max_turns_per_key`). `TurnExecutor` then gets the turn run:
+Admission (`admission.py`, then `Runtime.admit`) stores a turn `in_progress` in one transaction that
+checks the turn places across every server: at most `max_concurrent_turns + max_queued_turns` turns run
+or wait, and one query key at most its share (`max_turns_per_key`). `TurnExecutor` then gets the turn
+run:
 
 - **in process** (SQLite, the default; or `sleuth serve --with-worker`): on this process's thread pool
   of `max_concurrent_turns` threads;

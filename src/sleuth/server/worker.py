@@ -31,41 +31,45 @@ from sleuth.server.build import open_server, worker_options
 from sleuth.server.metrics import registry_of
 from sleuth.server.queue import QUEUES, run_worker
 from sleuth.server.task_service import TaskService
+from sleuth.settings import Settings
 from sleuth.store.home import Home
 
 log = logging.getLogger("sleuth.worker")
 MAX_BACKOFF_S = 30.0
 
 
-def _load_embedder() -> None:
+def _load_embedder(threads: int | None) -> None:
     try:
-        get_embedder().embed(["warm up"])
+        get_embedder("default", threads=threads).embed(["warm up"])
     except Exception:  # the first job that needs it reports the failure
         log.warning("could not load the embedder at start", exc_info=True)
 
 
 def work(
     home: Home,
+    settings: Settings,
     overrides: dict[str, Any] | None = None,
     *,
     queues: Sequence[str] = QUEUES,
     metrics_port: int | None = None,
     metrics_addr: str = "127.0.0.1",
 ) -> None:
-    """Run a worker until SIGTERM/SIGINT; `ServeError` before anything starts without PostgreSQL.
-    With `metrics_port`, the worker serves `/metrics` there (Prometheus, no key: bind it privately)."""
+    """Run a worker until SIGTERM/SIGINT, on the `settings` `sleuth worker` read at its start (with
+    `overrides` on top); `ServeError` before anything starts without PostgreSQL. With `metrics_port`,
+    the worker serves `/metrics` there (Prometheus, no key: bind it privately)."""
     require_extra("sleuth worker", "postgres", "procrastinate", "psycopg")
     import psycopg
     from procrastinate.exceptions import ConnectorException
 
-    state = open_server(home, overrides, role="worker")
+    state = open_server(home, overrides, role="worker", settings=settings)
     try:
         if metrics_port is not None:
             start_http_server(metrics_port, addr=metrics_addr, registry=registry_of(state))
         runner, options = worker_options(state)
         # Load the default embedder now, beside the start-up: every turn's search and every curate's
         # parts need it, and loading it inside the first job delays that job by a second or two.
-        threading.Thread(target=_load_embedder, name="sleuth-embedder", daemon=True).start()
+        threads = state.settings.embed_threads
+        threading.Thread(target=_load_embedder, args=(threads,), name="sleuth-embedder", daemon=True).start()
         log.info("worker %s: %d job(s) at once from %s", options["name"], options["concurrency"], queues)
         backoff = 1.0
         while True:

@@ -17,7 +17,6 @@ from pathlib import Path
 from sqlalchemy import text
 
 from sleuth.errors import Conflict
-from sleuth.settings import current
 from sleuth.store.database import Database, open_database
 
 
@@ -28,16 +27,20 @@ class CurateInFlight(Conflict, RuntimeError):
 @contextmanager
 def curate_lock(path: Path, key: str | None = None, database: Database | None = None) -> Iterator[None]:
     """The context's lock: the database's (PostgreSQL, with the context's id as `key`), then the file's.
-    `database` defaults to the one `SLEUTH_DATABASE_URL` names, so the CLI takes the same lock."""
-    if database is None and key is not None:
-        url = current().database_url
-        database = open_database(url) if url else None
+    `database` is the process's server database (its `database_url` setting), so the CLI, a server and
+    a worker take the same lock; None on one machine."""
     if database is not None and database.is_postgres and key is not None:
         with _advisory_lock(database, f"curate:{key}"), _file_lock(path):
             yield
     else:
         with _file_lock(path):
             yield
+
+
+def lock_database(database_url: str | None) -> Database | None:
+    """The database a curate lock takes its advisory lock in, for the `database_url` setting (None
+    without one: one machine, the file lock alone)."""
+    return open_database(database_url) if database_url else None
 
 
 @contextmanager

@@ -48,7 +48,7 @@ from sqlalchemy.exc import IntegrityError
 
 from sleuth.errors import Conflict, Invalid
 from sleuth.models.embedder import file_sha256
-from sleuth.settings import current
+from sleuth.settings import Settings
 from sleuth.store.database import Database, dumps, loads, open_database
 from sleuth.store.home import (
     ContextDir,
@@ -402,10 +402,10 @@ def shared_storage(home: Home) -> Storage | None:
     return home.shared.storage if isinstance(home.shared, Replica) else None
 
 
-def open_home(root: Path | None = None) -> Home:
-    """The home this process runs with: with `SLEUTH_STORAGE_URL` (and a database) a working copy of
-    the contexts every machine shares, else the contexts on this disk alone."""
-    settings = current()
+def open_home(root: Path | None, settings: Settings) -> Home:
+    """The home this process runs with (`root`, else `$SLEUTH_HOME`'s): with the `storage_url` setting
+    (and a database) a working copy of the contexts every machine shares, else the contexts on this
+    disk alone."""
     home = Home(root)
     if settings.storage_url:
         if not settings.database_url or not settings.database_url.startswith(("postgresql", "postgres:")):

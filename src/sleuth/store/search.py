@@ -24,7 +24,7 @@ from sleuth.format import titles
 from sleuth.format.spans import PageSpan
 from sleuth.format.text import folded
 from sleuth.models.embedder import Embedder, get_embedder
-from sleuth.settings import current
+from sleuth.settings import DEFAULTS
 from sleuth.store import rescore as second_stage
 from sleuth.store.dense import DenseIndex
 from sleuth.store.fusion import RRF_K, distinct, keep_exact, merge, rrf
@@ -156,11 +156,25 @@ CACHED_QUERIES = 64
 
 
 class VersionReader(VersionContent):
-    """One version of one context, read-only, and its searches."""
+    """One version of one context, read-only, and its searches.
 
-    def __init__(self, version_dir: Path, embedder: Embedder | None = None) -> None:
+    `ann_min_vectors` and `embed_threads` are the settings of the process that searches: a filtered
+    search over fewer chunks scans them exactly, and the query is embedded on that many threads. A
+    reader left without them (one that reads pages, or the sandbox's, whose query vectors come from the
+    host) runs on the declared defaults."""
+
+    def __init__(
+        self,
+        version_dir: Path,
+        embedder: Embedder | None = None,
+        *,
+        ann_min_vectors: int = DEFAULTS.ann_min_vectors,
+        embed_threads: int | None = DEFAULTS.embed_threads,
+    ) -> None:
         super().__init__(version_dir)
         self._embedder = embedder
+        self._ann_min_vectors = ann_min_vectors
+        self._embed_threads = embed_threads
         self._title_indexes: Recent[str, TitleIndex] = Recent(CACHED_SOURCES)
         self._named_by_query: Recent[str, tuple[str, ...]] = Recent(CACHED_QUERIES)
 
@@ -170,14 +184,14 @@ class VersionReader(VersionContent):
             return self._embedder
         if self.info.embedder.id is None:
             raise LookupError(f"{self.root}: version.json names no embedder")
-        return get_embedder(self.info.embedder.id)
+        return get_embedder(self.info.embedder.id, threads=self._embed_threads)
 
     @cached_property
     def _dense(self) -> DenseIndex | None:
         directory = self.root / "index" / "dense"
         if not (directory / "chunks.npy").exists():
             return None
-        return DenseIndex(directory, "chunks", exact_below=current().ann_min_vectors)
+        return DenseIndex(directory, "chunks", exact_below=self._ann_min_vectors)
 
     @cached_property
     def _keyword(self) -> KeywordIndex | None:

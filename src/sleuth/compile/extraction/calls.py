@@ -30,7 +30,7 @@ from sleuth.compile.pages import Page
 from sleuth.compile.report import NullProgress, Progress
 from sleuth.format.spans import Provenance
 from sleuth.models.base import Model, ModelError
-from sleuth.settings import current
+from sleuth.settings import Settings
 
 T = TypeVar("T")
 
@@ -41,7 +41,8 @@ def transient(exc: ModelError) -> bool:
 
 
 class ExtractionCalls:
-    """The state of one compile run's extraction and how its model calls are made."""
+    """The state of one compile run's extraction and how its model calls are made: `settings` are the
+    process's, for how many calls run at once and how long each may take."""
 
     # ------------------------------------------------------------------------------ state
     def __init__(
@@ -50,6 +51,7 @@ class ExtractionCalls:
         manifest: Manifest,
         cache: ExtractionCache | None,
         *,
+        settings: Settings,
         token_budget: int | None = None,
         fingerprint: str | None = None,
     ) -> None:
@@ -59,7 +61,13 @@ class ExtractionCalls:
         self.fingerprint = fingerprint or fingerprint_of(model.config)
         self.manifest = manifest
         self.config = manifest.curate.artifacts
-        self.client = ExtractionClient(model, cache, token_budget=token_budget)
+        self.client = ExtractionClient(
+            model,
+            cache,
+            concurrency=settings.curate_concurrency,
+            timeout_s=settings.curate_timeout_s,
+            token_budget=token_budget,
+        )
         self.stats: dict[str, TypeStats] = {}
         self.errors: list[SourceError] = []
         self._claims: list[tuple[str, EdgeClaim]] = []  # (source, claim) from every corpus map
@@ -68,7 +76,7 @@ class ExtractionCalls:
         self._pointers: dict[str, list[dict[str, Any]]] = {}  # source → the subjects it mentions (§6)
         self._progress: Progress = NullProgress()
         self._report_lock = threading.Lock()
-        self._workers = current().curate_concurrency
+        self._workers = settings.curate_concurrency
 
     # ------------------------------------------------------------------------------ plumbing
     def _inputs(

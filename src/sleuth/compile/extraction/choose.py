@@ -15,6 +15,7 @@ from sleuth.compile.extraction.extractor import ModelExtractor
 from sleuth.compile.manifest import DETERMINISTIC_KINDS, ArtifactType, Manifest
 from sleuth.models.base import CompletionParams, Message, Model, ModelConfig, ModelError, Reply, ToolSpec
 from sleuth.models.catalog import OFFLINE_ID, TIERS, Catalog, CatalogError, build_model
+from sleuth.settings import Settings
 from sleuth.store.home import ContextDir
 
 
@@ -80,13 +81,15 @@ def choose_extractor(
     manifest: Manifest,
     catalog: Catalog,
     *,
+    settings: Settings,
     model: str | None = None,
     token_budget: int | None = None,
     env: Mapping[str, str] | None = None,
     built: Model | None = None,
 ) -> Choice:
-    """The extractor for one curate. `model` (the run's choice) must resolve, or `CatalogError`; the
-    manifest's choice falls back to no model with a note. `built` replaces the adapter (tests)."""
+    """The extractor for one curate, its calls paced by the process's `settings`. `model` (the run's
+    choice) must resolve, or `CatalogError`; the manifest's choice falls back to no model with a note.
+    `built` replaces the adapter (tests)."""
     if not needs_model(manifest):
         return Choice(NoModelExtractor())
     config, note = curation_model(manifest, catalog, model, check_available=built is None)
@@ -94,7 +97,9 @@ def choose_extractor(
         return Choice(NoModelExtractor(), note)
     budget = token_budget if token_budget is not None else manifest.curate.artifacts.token_budget
     adapter = built if built is not None else build_model(config, catalog.env if env is None else env)
-    return Choice(ModelExtractor(adapter, manifest, ExtractionCache.of(ctx), token_budget=budget))
+    return Choice(
+        ModelExtractor(adapter, manifest, ExtractionCache.of(ctx), settings=settings, token_budget=budget)
+    )
 
 
 class CacheOnlyModel:
@@ -109,12 +114,12 @@ class CacheOnlyModel:
         raise ModelError(f"{self.config.id}: not in the extraction cache, and a restore calls no model")
 
 
-def restore_extractor(ctx: ContextDir, manifest: Manifest, recorded: str) -> Extractor:
+def restore_extractor(ctx: ContextDir, manifest: Manifest, recorded: str, settings: Settings) -> Extractor:
     """The extractor of a restore: the packed cache under the model that filled it (`recorded`, the
-    pack ledger's extractor leg), else none."""
+    pack ledger's extractor leg), else none; `settings` are the process's."""
     recorded = recorded.removesuffix("+incomplete")
     if recorded == "none" or not needs_model(manifest):
         return NoModelExtractor()
     model_id = recorded.split("|", 1)[0]
     cache = ExtractionCache.of(ctx)
-    return ModelExtractor(CacheOnlyModel(model_id), manifest, cache, fingerprint=recorded)
+    return ModelExtractor(CacheOnlyModel(model_id), manifest, cache, settings=settings, fingerprint=recorded)

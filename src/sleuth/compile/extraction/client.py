@@ -33,7 +33,6 @@ from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.errors import Failed, Invalid
 from sleuth.models.base import CompletionParams, Message, Model, ModelConfig
 from sleuth.models.fallback import FallbackModel
-from sleuth.settings import current
 
 R = TypeVar("R", bound=BaseModel)
 #: The longest reply read, in UTF-8 bytes. A call's output cap is at most 8,192 + 512 tokens (the
@@ -184,23 +183,28 @@ def _head(text: str) -> str:
     return head + ("…" if len(text) > REFUSED_ECHO_CHARS else "")
 
 
-def _slot(config: ModelConfig) -> threading.BoundedSemaphore:
+def _slot(config: ModelConfig, concurrency: int) -> threading.BoundedSemaphore:
+    """The endpoint's calls in flight, `concurrency` at most (the process's `curate_concurrency`)."""
     endpoint = f"{config.provider}|{config.base_url or ''}"
     with _SLOTS_LOCK:
         if endpoint not in _SLOTS:
-            _SLOTS[endpoint] = threading.BoundedSemaphore(current().curate_concurrency)
+            _SLOTS[endpoint] = threading.BoundedSemaphore(concurrency)
         return _SLOTS[endpoint]
 
 
 class ExtractionClient:
+    """Calls of one run: `concurrency` in flight per endpoint and `timeout_s` each (the settings
+    `curate_concurrency` and `curate_timeout_s`)."""
+
     def __init__(
         self,
         model: Model,
         cache: ExtractionCache | None,
         *,
+        concurrency: int,
+        timeout_s: float,
         token_budget: int | None = None,
         clock: Callable[[], float] = time.monotonic,
-        timeout_s: float | None = None,
     ) -> None:
         self.model = model if isinstance(model, FallbackModel) else FallbackModel([model])
         self.model_id = model.config.id  # recorded with each cached reply
@@ -210,8 +214,8 @@ class ExtractionClient:
         self.budget_exhausted = False
         self._lock = threading.Lock()
         self._clock = clock
-        self._slot = _slot(model.config)
-        self._timeout = current().curate_timeout_s if timeout_s is None else timeout_s
+        self._slot = _slot(model.config, concurrency)
+        self._timeout = timeout_s
 
     def spent(self) -> int:
         return sum(self.totals())

@@ -39,7 +39,7 @@ from sleuth.compile.pages import Page, ParseError
 from sleuth.compile.parse import parse_source
 from sleuth.compile.sources import list_source_files
 from sleuth.models.base import ModelConfig
-from sleuth.settings import current
+from sleuth.settings import DEFAULTS
 from sleuth.store.home import ContextDir
 from sleuth.store.ledger import Ledger
 
@@ -97,14 +97,17 @@ def profile_curate(
     config: ModelConfig,
     cache: ExtractionCache | None,
     last_run: Mapping[str, Any] | None = None,
+    *,
+    concurrency: int = DEFAULTS.curate_concurrency,
 ) -> Profile:
-    """The estimate for curating `pages_by_source` under `manifest` with the model `config`."""
+    """The estimate for curating `pages_by_source` under `manifest` with the model `config`, a remote
+    one taking `concurrency` calls at once (the process's `curate_concurrency`)."""
     arts = manifest.curate.artifacts
     fingerprint = fingerprint_of(config)
     last = dict(last_run or {}) if (last_run or {}).get("fingerprint") == fingerprint else {}
     last_types: dict[str, Any] = last.get("types", {})
     prefill, generation = LOCAL_RATES if _local(config) else REMOTE_RATES
-    in_flight = 1 if _local(config) else current().curate_concurrency
+    in_flight = 1 if _local(config) else concurrency
     assumptions = [
         f"input tokens are ⌈characters / 4⌉ of the prompts the extractor sends; {config.id} "
         f"{'is a loopback endpoint' if _local(config) else 'is remote'}: {prefill:g} tokens/s prefill, "
@@ -206,9 +209,10 @@ def _timing(tp: TypeProfile, prefill: float, generation: float, in_flight: int, 
         )
 
 
-def current_pages(ctx: ContextDir) -> dict[str, list[Page]]:
+def current_pages(ctx: ContextDir, *, max_text_bytes: int = DEFAULTS.max_text_bytes) -> dict[str, list[Page]]:
     """The pages a curate would read now: the live version's for sources unchanged since it was
-    built (same size and mtime as the ledger says), a fresh parse for the rest (no model, no index)."""
+    built (same size and mtime as the ledger says), a fresh parse for the rest (no model, no index;
+    `max_text_bytes` is the process's setting)."""
     ledger = Ledger.load(ctx.ledger_file)
     live = ctx.live_version()
     knowledge = ctx.version_dir(live) / "knowledge" if live else None
@@ -227,7 +231,7 @@ def current_pages(ctx: ContextDir) -> dict[str, list[Page]]:
             out[rel] = version_files.load_pages(knowledge, rel)  # type: ignore[arg-type]
             continue
         try:
-            out[rel] = parse_source(path).pages
+            out[rel] = parse_source(path, max_text_bytes=max_text_bytes).pages
         except ParseError:
             continue  # what a curate would skip or fail costs no model call
     return out

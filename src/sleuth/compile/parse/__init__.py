@@ -1,9 +1,9 @@
 """Parsers: one module per source format, chosen by file extension (spec/context.md §5.3).
 
-`parse_source(path)` returns a `ParsedSource` or raises `ParseError` with the ledger's status and
-reason; it never lets a parser's own exception escape, so one bad file cannot stop a compile.
+`parse_source(path, max_text_bytes=…)` returns a `ParsedSource` or raises `ParseError` with the ledger's
+status and reason; it never lets a parser's own exception escape, so one bad file cannot stop a compile.
 
-A source may hold at most the setting `max_text_bytes` of text (`$SLEUTH_MAX_TEXT_BYTES`). A compile
+A source may hold at most `max_text_bytes` of text (the setting, `$SLEUTH_MAX_TEXT_BYTES`). A compile
 keeps a source's text, pages and chunks in memory, several times the text's size, so a larger one is
 `skipped` ("too large") instead: a text format is refused by its size before it is read, a PDF or
 DOCX once its text is extracted.
@@ -17,7 +17,6 @@ from pathlib import Path
 
 from sleuth.compile.pages import ParsedSource, ParseError
 from sleuth.compile.parse import docx, html, markdown, pdf, text
-from sleuth.settings import current
 
 log = logging.getLogger("sleuth.compile.parse")
 
@@ -63,12 +62,12 @@ PARSERS: dict[str, Parser] = {
 }
 
 
-def parse_source(path: Path) -> ParsedSource:
+def parse_source(path: Path, *, max_text_bytes: int) -> ParsedSource:
     suffix = path.suffix.lower()
     parser = PARSERS.get(suffix)
     if parser is None:
         raise ParseError("skipped", "unsupported format")
-    limit = current().max_text_bytes
+    limit = max_text_bytes
     size = path.stat().st_size
     if suffix not in _CONTAINERS and size > limit:
         raise ParseError("skipped", f"too large: {size} bytes of text, over the limit of {limit}")

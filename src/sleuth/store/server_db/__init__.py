@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING
 from sqlalchemy import insert, select, text, update
 from sqlalchemy.engine import Connection
 
-from sleuth.settings import current
 from sleuth.store.database import Database, add_missing_columns
 from sleuth.store.replica import shared_storage
 from sleuth.store.server_db.admission import TurnAdmission, TurnPlaces
@@ -118,10 +117,10 @@ class ServerDB(SessionRecords, QueryRecords, EventRecords, TurnAdmission, TurnLe
 
     @classmethod
     def for_home(cls, home: Home, database_url: str | None = None) -> ServerDB:
-        """The home's server database: `database_url`, else the `SLEUTH_DATABASE_URL` setting, else the
-        home's `server.sqlite`."""
-        url = database_url or current().database_url
-        return cls(url or home.root / "server.sqlite", replay_root=home.root, storage=shared_storage(home))
+        """The home's server database: `database_url` (the process's `database_url` setting), else the
+        home's own `server.sqlite`."""
+        target = database_url or home.root / "server.sqlite"
+        return cls(target, replay_root=home.root, storage=shared_storage(home))
 
     def _upgrade(self, conn: Connection) -> None:
         """Stamp a new database; upgrade an older one in place (in `prepare`'s one transaction, under
