@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
+from sleuth.compile import pipeline
 from sleuth.compile.pipeline import CompileReport, Progress
-from sleuth.server import curation, packs
 from sleuth.settings import Settings
 from sleuth.store.tasks import TaskStore
 from tests.api.support import ServerFactory, error, unique_slug, upload, wait_task
@@ -58,8 +58,7 @@ def slow(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[SlowRun]]:
     class Run(SlowRun):
         release = threading.Event()
 
-    monkeypatch.setattr(curation, "CompileRun", Run)
-    monkeypatch.setattr(packs, "CompileRun", Run)
+    monkeypatch.setattr(pipeline, "CompileRun", Run)
     yield Run
     Run.release.set()
 

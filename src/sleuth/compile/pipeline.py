@@ -18,7 +18,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -43,7 +43,7 @@ from sleuth.store.ledger import Ledger, SourceEntry, Tombstone
 from sleuth.store.lock import curate_lock, lock_database
 from sleuth.store.replica import open_home
 
-__all__ = ["CompileReport", "CompileRun", "NullProgress", "Progress", "compile_context"]
+__all__ = ["CompileReport", "CompileRun", "NullProgress", "Progress", "compile_context", "curate"]
 from sleuth.compile.report import CompileReport, NullProgress, Progress
 
 
@@ -89,25 +89,18 @@ def compile_context(
         imported = import_sources(ctx.sources, list(inputs), limits) if inputs else ImportReport()
         write_json_atomic(ctx.root / ORIGINS_FILE, origins)
         manifest = parse_manifest(ctx.manifest_data())
-        note = None
-        if extractor is None and not needs_model(manifest):
-            extractor = NoModelExtractor()  # nothing to call a model for: the catalog is not even read
-            if model is not None:
-                note = f"{model!r} is not called: nothing in the manifest needs a model"
-        elif extractor is None:
-            choice = choose_extractor(
-                ctx,
-                manifest,
-                catalog or Catalog.load(home.root),
-                settings=settings,
-                model=model,
-                token_budget=token_budget,
-            )
-            extractor, note = choice.extractor, choice.note
-        run = CompileRun(ctx, home, manifest, force, progress or NullProgress(), extractor, settings=settings)
-        if note:
-            run.warnings.append(f"no model for curation: {note}")
-        report = run.execute()
+        report = curate(
+            ctx,
+            home,
+            manifest,
+            progress or NullProgress(),
+            settings=settings,
+            force=force,
+            extractor=extractor,
+            catalog=catalog,
+            model=model,
+            token_budget=token_budget,
+        )
         report.imported = {
             "copied": len(imported.copied),
             "unchanged": len(imported.unchanged),
@@ -116,6 +109,46 @@ def compile_context(
         }
         _count_import_skips(report, imported)
         return report
+
+
+def curate(
+    ctx: ContextDir,
+    home: Home,
+    manifest: Manifest,
+    progress: Progress,
+    *,
+    settings: Settings,
+    force: bool = False,
+    extractor: Extractor | None = None,
+    catalog: Catalog | None = None,
+    model: str | None = None,
+    token_budget: int | None = None,
+    env: Mapping[str, str] | None = None,
+) -> CompileReport:
+    """One curate of `ctx` as it is now, under the lock its caller holds: `sleuth compile`, the `curate`
+    task and a restore all run this. The extractor is `extractor` when given, else the one
+    `choose_extractor` picks for `model`, the manifest and the catalog (read only when the manifest needs
+    a model: by default the home's `config.toml`)."""
+    note = None
+    if extractor is None and not needs_model(manifest):
+        extractor = NoModelExtractor()  # nothing to call a model for: the catalog is not even read
+        if model is not None:
+            note = f"{model!r} is not called: nothing in the manifest needs a model"
+    elif extractor is None:
+        choice = choose_extractor(
+            ctx,
+            manifest,
+            catalog or Catalog.load(home.root),
+            settings=settings,
+            model=model,
+            token_budget=token_budget,
+            env=env,
+        )
+        extractor, note = choice.extractor, choice.note
+    run = CompileRun(ctx, home, manifest, force, progress, extractor, settings=settings)
+    if note:
+        run.warnings.append(f"no model for curation: {note}")
+    return run.execute()
 
 
 #: Which folder or archive each `uploads/<name>` was mirrored from (absolute paths), per context.

@@ -13,9 +13,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from sleuth.compile.extraction.choose import choose_extractor
 from sleuth.compile.manifest import Manifest, parse_manifest
-from sleuth.compile.pipeline import CompileReport, CompileRun
+from sleuth.compile.pipeline import CompileReport, curate
 from sleuth.compile.sources import list_source_files
 from sleuth.compile.warm import pack_vectors, take_vectors, warm_source
 from sleuth.server.state import Server
@@ -134,8 +133,8 @@ def _curate_job(
 ) -> Job:
     """A compile of the context as it is now, under its `curate.lock`. The handle is the compiler's
     progress sink, so a cancel stops the run at its next step (or its next model call), always before
-    the flip. The extractor is the one `choose_extractor` picks for the request's model and the
-    manifest's."""
+    the flip. From the queue, other workers warm its sources first (`TaskHandle.share`); the curate
+    itself is `compile.pipeline.curate`, as `sleuth compile` runs it."""
 
     def job(handle: TaskHandle) -> dict[str, Any]:
         settings = state.settings
@@ -145,16 +144,6 @@ def _curate_job(
                 if chunks_only:
                     data.setdefault("curate", {}).setdefault("artifacts", {})["enabled"] = False
                 manifest = parse_manifest(data)
-                catalog = state.runtime.catalog
-                choice = choose_extractor(
-                    ctx,
-                    manifest,
-                    catalog,
-                    settings=settings,
-                    model=model,
-                    token_budget=token_budget,
-                    env=catalog.env,
-                )
                 if handle.shared:  # from the queue: other workers embed sources beside this one
                     # Biggest first, so the last part to finish is a small one.
                     sources = sorted(
@@ -166,12 +155,19 @@ def _curate_job(
                     storage = shared_storage(state.home)
                     if storage is not None:
                         _take_handed_over(storage, state, manifest, handle.task_id)
-                run = CompileRun(
-                    ctx, state.home, manifest, force, handle, choice.extractor, settings=settings
+                catalog = state.runtime.catalog
+                report = curate(
+                    ctx,
+                    state.home,
+                    manifest,
+                    handle,
+                    settings=settings,
+                    force=force,
+                    catalog=catalog,
+                    model=model,
+                    token_budget=token_budget,
+                    env=catalog.env,
                 )
-                if choice.note:
-                    run.warnings.append(f"no model for curation: {choice.note}")
-                report = run.execute()
         except CurateInFlight:
             raise RuntimeError("another compile of this context is running") from None
         handle.files_dir.mkdir(parents=True, exist_ok=True)

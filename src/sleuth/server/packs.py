@@ -15,7 +15,7 @@ from sleuth.compile.archives import ZIP_ENTRY_BYTES, ArchiveRefused, SourceLimit
 from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.compile.extraction.choose import restore_extractor
 from sleuth.compile.manifest import ManifestError, parse_manifest
-from sleuth.compile.pipeline import CompileRun
+from sleuth.compile.pipeline import curate
 from sleuth.compile.report import Progress
 from sleuth.compile.sources import UnsafePath, safe_join, safe_relative_path
 from sleuth.errors import ToldConflict, ToldInvalid, ToldTooLarge
@@ -296,7 +296,7 @@ def restore_pack(
         ExtractionCache.of(ctx).publish()  # the packed replies, for curates on other machines
         manifest = parse_manifest(ctx.manifest_data())
         extractor = restore_extractor(ctx, manifest, recorded, settings)
-        report = CompileRun(ctx, home, manifest, False, progress, extractor, settings=settings).execute()
+        report = curate(ctx, home, manifest, progress, settings=settings, extractor=extractor)
     return {
         "state": "completed",
         "slug": ctx.info().slug,
