@@ -90,6 +90,7 @@ def deployment(
     logs.mkdir(parents=True, exist_ok=True)
     env = base_env(home, url, **settings)
     if storage is not None:
+        storage.mkdir(parents=True, exist_ok=True)  # the storage, as a volume mounted there
         env["SLEUTH_STORAGE_URL"] = storage.as_uri()
         subprocess.run([sys.executable, "-m", "sleuth", "share"], env=env, check=True, capture_output=True)
     cluster = Cluster(url or "", home, env, logs=logs)

@@ -60,12 +60,12 @@ class Cluster:
         self.files.append(handle)
         return handle
 
-    def start_worker(self) -> subprocess.Popen[bytes]:
-        """Start `sleuth worker` and wait until it takes jobs (its log says so)."""
+    def start_worker(self, *args: str) -> subprocess.Popen[bytes]:
+        """Start `sleuth worker` (with `args`) and wait until it takes jobs (its log says so)."""
         log = self._log("worker")
         path = Path(log.name)
         proc = subprocess.Popen(
-            [sys.executable, "-m", "sleuth", "worker"], env=self._env(), stdout=log, stderr=log
+            [sys.executable, "-m", "sleuth", "worker", *args], env=self._env(), stdout=log, stderr=log
         )
         self.workers.append(proc)
         self.processes.append(proc)

@@ -52,8 +52,12 @@ class Postgres:
         self._start, self._stop = start, stop
         self._count = 0
 
-    def stop(self) -> None:
-        subprocess.run(self._stop, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    def stop(self, mode: str = "immediate") -> None:
+        """`immediate`: a crash (with this cluster's `synchronous_commit=off`, the last commits may be
+        lost); `fast`: a restart as an operator does one (`systemctl restart`), every commit kept."""
+        argv = list(self._stop)
+        argv[argv.index("-m") + 1] = mode
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
 
     def start(self) -> None:
         subprocess.run(self._start, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True)

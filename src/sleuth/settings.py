@@ -80,7 +80,12 @@ class Settings(BaseSettings):
     project_name: str = Field("local", description="Reported by /auth.")
     task_workers: int = Field(2, ge=1, le=64, description="Curate, import, pack and restore tasks at once.")
     task_stop_timeout_s: float = Field(
-        30.0, gt=0, description="How long a shutdown waits for running tasks before marking them failed."
+        30.0,
+        gt=0,
+        description="How long a stop waits for running jobs: a task's cancel or a context's delete waits "
+        "this long for its tasks (then 504 task_stop_timeout); a worker's drain (SIGTERM) lets its turns "
+        "and curates run this long, then stops them (turns end cancelled, curates go back to the queue) "
+        "and exits at most 10 s later.",
     )
 
     # --- many machines (docs/deploy.md): PostgreSQL state, a durable queue, workers
@@ -107,6 +112,20 @@ class Settings(BaseSettings):
     )
     max_queue_wait_s: float = Field(
         3600.0, gt=0, description="A queued turn no worker has taken by then is failed (never left waiting)."
+    )
+    startup_wait_s: float = Field(
+        60.0,
+        ge=0,
+        le=3600,
+        description="How long `serve`, `worker` and `share` wait at start for the database and the storage "
+        "to answer before they exit with one sentence saying why.",
+    )
+    database_wait_s: float = Field(
+        120.0,
+        ge=0,
+        le=3600,
+        description="How long a running turn or task waits for PostgreSQL to come back (a restart, a "
+        "failover) before its write fails; requests are answered 503 database_unavailable meanwhile.",
     )
 
     # --- sources and uploads (spec/api.md §12)

@@ -7,7 +7,8 @@ real process signals:
 - a question asked on server A, streamed from server B and cancelled from server B;
 - a stream broken on A and resumed on B without a gap or a duplicate;
 - a worker killed (SIGKILL) mid-turn leaves the turn `failed`, never `in_progress`;
-- a curate started on A whose worker is killed completes on the other worker;
+- a curate started on A whose worker is killed completes on the other worker; one whose worker is
+  frozen (SIGSTOP) completes once on the other, the frozen one publishing nothing when it wakes;
 - admission limits (places, busy session) hold across the two servers;
 - a context made and curated through one server is read, asked and packed through the other, each
   node with its own home;
@@ -98,6 +99,7 @@ def cluster(
         encoding="utf-8",
     )
     url = postgres.create_database("many")
+    (root / "shared").mkdir()  # the storage, as a volume mounted there
     env = {
         **os.environ,
         "SLEUTH_HOME": str(home),
@@ -107,7 +109,7 @@ def cluster(
         "SLEUTH_MAX_CONCURRENT_TURNS": "2",
         "SLEUTH_MAX_QUEUED_TURNS": "1",
         "SLEUTH_WORKER_CONCURRENCY": "2",
-        "SLEUTH_TASK_STOP_TIMEOUT_S": "3",
+        "SLEUTH_TASK_STOP_TIMEOUT_S": "1.5",
         "SLEUTH_CONNECTOR_FOLDERS": str(root / "shares"),
     }
     (root / "shares").mkdir()
@@ -347,13 +349,13 @@ def test_a_curate_whose_worker_is_killed_completes_on_the_other(cluster: Cluster
 
 
 def test_a_worker_stopped_mid_curate_hands_it_back_and_it_completes(cluster: Cluster) -> None:
-    """SIGTERM: the worker takes no new job and gives its curate the grace period (3 s here); a curate
+    """SIGTERM: the worker takes no new job and gives its curate the grace period (1.5 s here); a curate
     still running then is handed back to the queue, and another worker completes it, never `failed`.
     The corpus is new text, so its embeddings are not cached and the curate outlasts the grace."""
     a, b = cluster.servers[0], cluster.servers[-1]
     slug = unique_slug()
     with httpx.Client(base_url=a, timeout=60) as on_a, httpx.Client(base_url=b, timeout=120) as on_b:
-        _fresh_corpus(on_a, slug, files=12, seed=7)
+        _fresh_corpus(on_a, slug, files=6, seed=7)
         task_id = on_a.post(f"/api/contexts/{slug}/curate", json={}).json()["task_id"]
         with TaskStore(cluster.database_url) as tasks:
             holder = _until(
@@ -368,6 +370,39 @@ def test_a_worker_stopped_mid_curate_hands_it_back_and_it_completes(cluster: Clu
         assert done["state"] == "completed", done
         assert row["attempts"] == 2 and row["worker"] != holder, row  # handed back, begun again elsewhere
     cluster.start_worker()
+
+
+def test_a_curate_whose_worker_freezes_completes_once_on_the_other(cluster: Cluster) -> None:
+    """SIGSTOP (a paused VM, a stalled host): the frozen worker stops renewing its holds, so its curate
+    is begun again on the other worker, which waits for the frozen one's curate lock to lapse instead
+    of failing at once. Woken (SIGCONT), the first worker finds it lost the task and its lock, and
+    publishes nothing over its successor."""
+    a, b = cluster.servers[0], cluster.servers[-1]
+    slug = unique_slug()
+    with httpx.Client(base_url=a, timeout=60) as on_a, httpx.Client(base_url=b, timeout=120) as on_b:
+        _fresh_corpus(on_a, slug, files=4, seed=13)
+        task_id = on_a.post(f"/api/contexts/{slug}/curate", json={}).json()["task_id"]
+        with TaskStore(cluster.database_url) as tasks:
+            holder = _until(
+                lambda: (tasks.get(task_id) or {}).get("worker"), 60, "a worker to take the curate"
+            )
+            frozen = cluster.worker_pid(holder)
+            os.kill(frozen, signal.SIGSTOP)
+            try:
+                done = wait_task(on_b, task_id, timeout=300)
+            finally:
+                os.kill(frozen, signal.SIGCONT)
+            row = tasks.get(task_id) or {}
+        assert done["state"] == "completed", done
+        assert row["attempts"] == 2 and row["worker"] != holder, row
+        log = next(
+            p for p in cluster.logs.glob("worker-*.log") if f":{frozen}:" in p.read_text(errors="replace")
+        )
+        _until(lambda: "lost its hold" in log.read_text(errors="replace"), 60, "the woken worker to stop")
+        live = on_a.get(f"/api/contexts/{slug}").json()["live_version"]
+        assert live == done["output"]["live_version"], (live, done["output"])
+        answer = on_b.post("/api/query", json={"ask": "What is note 1 about?", "scope": [slug]}).json()
+        assert answer["status"] == "completed", answer
 
 
 def test_nodes_with_homes_of_their_own_share_contexts_through_the_storage(cluster: Cluster) -> None:

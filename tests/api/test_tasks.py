@@ -230,6 +230,28 @@ def test_interrupted_tasks_fail_at_start(make_server: ServerFactory, tmp_path: P
     assert client.get("/api/tasks", params={"context": "gone"}).json()["total"] == 2
 
 
+def test_a_task_counts_the_runs_begun(make_server: ServerFactory, tmp_path: Path) -> None:
+    """spec/api.md §7.1: `attempts` counts the runs of a task; a curate its worker handed back (it
+    stopped, or died) and another began again has 2, one never begun 0."""
+    with TaskStore(tmp_path / "server.sqlite") as store:
+        twice = store.create("curate", context_id="ctx_gone", context_slug="gone", created_by="local")
+        assert store.start(twice["id"], "worker:a", 30.0)
+        assert store.release(twice["id"], "worker:a")  # its worker stopped: back to the queue
+        assert store.start(twice["id"], "worker:b", 30.0)
+        never = store.create("import", context_id="ctx_gone", context_slug="gone", created_by="local")
+    client = make_server().client
+    assert client.get(f"/api/tasks/{twice['id']}").json()["attempts"] == 2
+    assert client.get(f"/api/tasks/{never['id']}").json()["attempts"] == 0
+    slug = new_context(client)
+    try:
+        task_id = client.post(f"/api/contexts/{slug}/curate").json()["task_id"]
+        assert wait_task(client, task_id)["attempts"] == 1
+        listed = client.get("/api/tasks", params={"workflow": "curate", "context": slug}).json()["items"]
+        assert [task["attempts"] for task in listed] == [1]
+    finally:
+        client.delete(f"/api/contexts/{slug}")
+
+
 def test_store_state_changes(tmp_path: Path) -> None:
     """A cancel never moves a terminal task, and a finished task cannot finish twice."""
     with TaskStore(tmp_path / "tasks.sqlite") as store:

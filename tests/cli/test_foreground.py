@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from sleuth.compile.pipeline import CompileReport
 from sleuth.server.build import open_server
 from sleuth.store.database import new_id
 from sleuth.store.home import Home
+from sleuth.store.outage import Reachability
 from sleuth.store.server_db import Holder, ServerDB, worker_alive, worker_name
 
 REMOTE = "How many days a week can employees work remotely?"
@@ -127,7 +127,7 @@ def test_the_heartbeat_fails_a_dead_processs_turns_without_a_restart(home: Home)
         # held by a server on another host whose lease has just run out
         lapsed = _in_progress(state.db, "lease ran out", Holder("server:elsewhere:1:abcdefgh", -1.0))
         turns: Any = state.turns
-        turns._connected_since = time.monotonic() - turns.lease_s  # connected for a whole lease already
+        turns._reach = Reachability(turns.lease_s, trusted=True)  # connected for a whole lease already
         turns.beat()
         assert (state.db.get_query(lapsed) or {}).get("status") == "failed"
     finally:

@@ -3,7 +3,9 @@ against moto's S3 server) passes the same tests."""
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -59,6 +61,37 @@ def test_keys_lists_a_prefix_and_delete_removes(storage: Storage) -> None:
     storage.delete(["t/1/a", "t/1/b/c", "never/was"])
     assert sorted(storage.keys("t")) == ["t/2/a"]
     assert list(storage.keys("empty")) == []
+
+
+def test_listing_gives_each_object_its_size_and_last_write(storage: Storage) -> None:
+    before = time.time()
+    for key, data in (("t/1/a", b"x"), ("t/1/b/c", b"yyy"), ("tx/a", b"zz")):
+        storage.put_bytes(key, data)
+    listed = sorted(storage.listing("t"))
+    assert [(item.key, item.size) for item in listed] == [("t/1/a", 1), ("t/1/b/c", 3)]
+    for item in listed:  # the storage's clock, which may be a little off ours (S3 keeps whole seconds)
+        assert before - 5 <= item.modified <= time.time() + 5
+    assert sorted(item.key for item in storage.listing("")) == ["t/1/a", "t/1/b/c", "tx/a"]
+    assert list(storage.listing("empty")) == []
+
+
+def test_freshen_says_whether_an_object_is_there_and_moves_an_old_ones_time(
+    storage: Storage, tmp_path: Path
+) -> None:
+    assert storage.freshen("blobs/none", 0) is False
+    storage.put_bytes("blobs/a", b"abc")
+    (first,) = storage.listing("blobs")
+    assert storage.freshen("blobs/a", 3600) is True  # young enough: left as it is
+    assert list(storage.listing("blobs")) == [first]
+    if isinstance(storage, DirectoryStorage):
+        os.utime(storage.root / "blobs/a", (first.modified - 86400, first.modified - 86400))
+    else:
+        time.sleep(1.1)  # S3 keeps whole seconds, and no call sets an object's time but a write
+    (old,) = storage.listing("blobs")
+    assert storage.freshen("blobs/a", 0.5) is True
+    (fresh,) = storage.listing("blobs")
+    assert fresh.modified > old.modified and fresh.size == 3
+    assert storage.get_bytes("blobs/a") == b"abc"
 
 
 def test_a_replaced_object_is_read_old_or_new_never_half(storage: Storage) -> None:

@@ -52,6 +52,7 @@ class PreparedTurn:
     request_replay: dict[str, Any] | None = None  # replay: recorded planner results
     registry_override: dict[str, HostFunction] | None = None  # replay: recorded host results
     cancel_event: threading.Event = field(default_factory=threading.Event)  # set: stop between steps
+    cancel_reason: str | None = None  # the error a cancel ends it with; None: `cancelled by client`
 
     @property
     def offline(self) -> bool:

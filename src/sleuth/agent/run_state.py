@@ -219,7 +219,8 @@ class RunState:
         self._finish("failed", error)
 
     def cancel(self) -> None:
-        """End the turn `cancelled` (spec/api.md §9.4): steps so far are kept and the trace is persisted."""
+        """End the turn `cancelled` (spec/api.md §9.4): steps so far are kept and the trace is persisted.
+        Its error is `cancelled by client`, or the reason the process that stopped it gave."""
         if self.terminal:
             return
         self._ending = True
@@ -227,7 +228,7 @@ class RunState:
         q.rollup = self._rollup("cancelled")
         q.usage = self._usage(None)
         self.emit({"type": "response.turn_rollup", **q.rollup.model_dump(mode="json")})
-        self._finish("cancelled", CANCELLED_ERROR)
+        self._finish("cancelled", self.turn.cancel_reason or CANCELLED_ERROR)
 
     def _finish(self, status: str, error: str | None) -> None:
         self._ending = True

@@ -325,15 +325,18 @@ class Runtime:
         return runner.query
 
     # ------------------------------------------------------------------------------ control
-    def cancel(self, query_id: str) -> bool:
+    def cancel(self, query_id: str, reason: str | None = None) -> bool:
         """Ask a turn admitted here to stop (spec/api.md §9.4): a queued turn ends as soon as it starts, a
-        running one between steps, its sandbox killed. False when this runtime does not hold the turn
-        (unknown, finished, or run by another process)."""
+        running one between steps, its sandbox killed. It ends `cancelled` with `reason` as its error
+        (None: `cancelled by client`), unless it was already stopping. False when this runtime does not
+        hold the turn (unknown, finished, or run by another process)."""
         with self._turns_lock:
             turn = self._turns.get(query_id)
             runner = self._runs.get(query_id)
         if turn is None:
             return False
+        if reason is not None and not turn.cancel_event.is_set():
+            turn.cancel_reason = reason
         if runner is not None:
             runner.interrupt("cancelled")
         else:

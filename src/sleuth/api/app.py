@@ -11,7 +11,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, PlainTextResponse
-from sqlalchemy.exc import DataError, OperationalError
+from sqlalchemy.exc import DataError
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -25,6 +25,7 @@ from sleuth.api.versioning import DEFAULT_VERSION, HEADER, VERSIONS
 from sleuth.errors import Told
 from sleuth.format.problems import sentence
 from sleuth.server.state import Server
+from sleuth.store.outage import connection_lost
 
 DATABASE_RETRY_S = 5  # `Retry-After` of a 503 while the database is away (a restart takes seconds)
 log = logging.getLogger("sleuth.api")
@@ -248,8 +249,8 @@ def create_app(state: Server) -> FastAPI:
             error = ApiError(
                 400, "invalid_request", "a value of the request cannot be stored (a NUL character?)"
             )
-        elif isinstance(exc, OperationalError):  # the database is away or busy: not a bug, and it passes
-            log.warning("database unavailable on %s %s: %s", request.method, request.url.path, exc.orig)
+        elif connection_lost(exc):  # the database is away or busy: not a bug, and it passes
+            log.warning("database unavailable on %s %s: %s", request.method, request.url.path, exc)
             error = ApiError(
                 503,
                 "database_unavailable",

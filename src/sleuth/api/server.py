@@ -15,7 +15,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 from fastapi import FastAPI, Request, Response
@@ -34,6 +34,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("sleuth.server")
 GRACEFUL_SHUTDOWN_S = 30  # then uvicorn cuts what is still open
+#: uvicorn's loggers write through the process's own handlers (`sleuth serve`'s: a timestamp on every
+#: line), not through the handlers and formats of uvicorn's default configuration.
+UVICORN_LOGGING: dict[str, Any] = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "loggers": {name: {"handlers": [], "propagate": True} for name in ("uvicorn", "uvicorn.access")},
+}
 REMOTE_WARNING_EVERY = 1000  # spec/api.md §3.3: no-auth on a public address warns every 1,000th request
 LOOPBACK_NAMES = ("localhost",)
 
@@ -173,6 +180,7 @@ def serve(home: Home, options: ServeOptions, settings: Settings, *, log_level: s
             host=options.host,
             port=options.port,
             log_level=log_level,
+            log_config=UVICORN_LOGGING,
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
         )
         try:

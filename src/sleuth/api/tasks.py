@@ -63,6 +63,7 @@ def task_json(state: Server, task: dict[str, Any], with_steps: bool = False) -> 
         "created_by": task["created_by"],
         "workflow": task["workflow"],
         "state": task["state"],
+        "attempts": task["attempts"],  # runs begun: a curate begun again on another worker has 2 (§7.1)
         "error": task["error"],
         "input": task["input"],
         "output": task["output"],

@@ -1,6 +1,6 @@
 """The `sleuth` command line. Each module registers its commands on the one Typer app."""
 
-from sleuth.cli import answer, connectors, contexts, evaluate, explore, mcp, packs, profile, serve
+from sleuth.cli import answer, connectors, contexts, evaluate, explore, mcp, operate, packs, profile, serve
 from sleuth.cli.app import app
 
 __all__ = [
@@ -12,6 +12,7 @@ __all__ = [
     "explore",
     "main",
     "mcp",
+    "operate",
     "packs",
     "profile",
     "serve",

@@ -258,6 +258,24 @@ def opened() -> tuple[Home, Settings]:
     return open_home(None, settings), settings
 
 
+def opened_when_ready() -> tuple[Home, Settings]:
+    """`opened()` for a process of a deployment (`serve`, `worker`, `share`): it first waits, up to
+    `startup_wait_s`, for the database and the storage it names to answer, then exits with one sentence
+    when they do not (`DependencyUnavailable`), never a traceback."""
+    from sleuth.server.startup import DependencyUnavailable, wait_for_dependencies
+    from sleuth.store.home import Home as LocalHome
+
+    settings = current()
+    if settings.database_url or settings.storage_url:
+        try:
+            wait_for_dependencies(settings, LocalHome(None).root)
+        except DependencyUnavailable as exc:
+            raise failure(exc) from None
+    from sleuth.store.replica import open_home
+
+    return open_home(None, settings), settings
+
+
 def find_context(home: Home, name: str) -> ContextDir:
     """The context `name` (slug or id), or the error every command gives for one that is missing."""
     try:

@@ -26,6 +26,7 @@ from sleuth.cli.app import (
     find_context,
     home_where,
     opened,
+    opened_when_ready,
     say,
     styled,
 )
@@ -357,7 +358,7 @@ def share_cmd(
 ) -> None:
     """Copy this home's contexts into the storage and database every machine shares
     (SLEUTH_STORAGE_URL, SLEUTH_DATABASE_URL): the step from one machine to many."""
-    home, settings = opened()
+    home, settings = opened_when_ready()
     if home.shared is None:
         raise fail("sleuth share needs SLEUTH_STORAGE_URL and SLEUTH_DATABASE_URL: where to share to", USAGE)
     local = Home(home.root)  # this disk's own contexts, as a single machine sees them

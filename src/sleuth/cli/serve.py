@@ -4,13 +4,26 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from sleuth.cli.app import FAILED, USAGE, app, console, err, fail, failure, find_context, opened, styled
+from sleuth.cli.app import (
+    FAILED,
+    USAGE,
+    app,
+    console,
+    err,
+    fail,
+    failure,
+    find_context,
+    opened,
+    opened_when_ready,
+    styled,
+)
 from sleuth.settings import int_range
 from sleuth.store.home import Home
 
@@ -24,6 +37,19 @@ app.add_typer(keys_app, name="keys")
 class Role(StrEnum):
     admin = "admin"
     query = "query"
+
+
+def log_to_stderr(level: str) -> None:
+    """The logging of `sleuth serve` and `sleuth worker` (uvicorn's lines too: `api/server.py` sends them
+    here): each line starts with its time, ISO 8601 in UTC to the millisecond,
+    `2026-07-01T09:30:12.345Z INFO:     sleuth.worker: …`."""
+    formatter = logging.Formatter(
+        "%(asctime)s.%(msecs)03dZ %(levelname)s:     %(name)s: %(message)s", "%Y-%m-%dT%H:%M:%S"
+    )
+    formatter.converter = time.gmtime
+    handler = logging.StreamHandler()
+    handler.setFormatter(formatter)
+    logging.basicConfig(level=level.upper(), handlers=[handler])
 
 
 def _settings_help() -> str:
@@ -98,10 +124,10 @@ def serve_cmd(
         required = resolve_auth(options)
     except ServeError as exc:
         raise failure(exc) from None
-    logging.basicConfig(level=log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s")
+    log_to_stderr(log_level)
     shown = f"[{host}]" if ":" in host else host
     base = f"http://{shown}:{port}"
-    home, settings = opened()  # a bad `SLEUTH_*` value stops here, before anything starts
+    home, settings = opened_when_ready()  # a bad `SLEUTH_*` value stops here, before anything starts
     err.print(
         styled(
             ("Sleuth", "bold"),
@@ -130,7 +156,10 @@ def worker_cmd(
     metrics_port: Annotated[
         int | None,
         typer.Option(
-            min=1, max=65535, help="Serve Prometheus /metrics on this port (no key: keep it private)"
+            min=1,
+            max=65535,
+            help="Serve Prometheus /metrics and /healthz (liveness, for a probe) on this port (no key: keep "
+            "it private).",
         ),
     ] = None,
     metrics_addr: Annotated[
@@ -139,13 +168,13 @@ def worker_cmd(
     log_level: Annotated[str, typer.Option(help="debug | info | warning | error")] = "info",
 ) -> None:
     """Run the turns and curates API servers queue (needs SLEUTH_DATABASE_URL=postgresql://…) until
-    SIGTERM, which drains: no new jobs, running ones finish or go back to the queue."""
+    SIGTERM, which drains it: no new jobs; running ones get SLEUTH_TASK_STOP_TIMEOUT_S, then turns are
+    cancelled and curates go back to the queue, and it exits at most 10 s later."""
     from sleuth.errors import MissingExtra
     from sleuth.server.build import ServeError
     from sleuth.server.queue import QUEUES
     from sleuth.server.worker import work
     from sleuth.settings import current
-    from sleuth.store.replica import open_home
 
     wanted = tuple(queue or QUEUES)
     unknown = [name for name in wanted if name not in QUEUES]
@@ -157,11 +186,12 @@ def worker_cmd(
         raise fail(
             "sleuth worker needs SLEUTH_DATABASE_URL=postgresql://… (the job queue lives there)", USAGE
         )
-    logging.basicConfig(level=log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s")
+    log_to_stderr(log_level)
+    home, settings = opened_when_ready()
     overrides = {} if concurrency is None else {"worker_concurrency": concurrency}
     try:
         work(
-            open_home(None, settings),
+            home,
             settings,
             overrides,
             queues=wanted,

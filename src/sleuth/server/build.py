@@ -113,6 +113,7 @@ def _shared_services(state: Server, settings: Settings, role: str) -> None:
         worker=name,
         heartbeat_s=settings.worker_heartbeat_s,
         max_wait_s=settings.max_queue_wait_s,
+        database_wait_s=settings.database_wait_s,
     )
     kinds, part_kinds = job_kinds(state)
     state.tasks = TaskService(
@@ -127,6 +128,7 @@ def _shared_services(state: Server, settings: Settings, role: str) -> None:
         part_kinds=part_kinds,
         max_wait_s=settings.max_queue_wait_s,
         shared=state.home.shared if isinstance(state.home.shared, Replica) else None,
+        database_wait_s=settings.database_wait_s,
     )
     listener = state.listener = Listener(
         state.db.database.url,

@@ -139,7 +139,12 @@ def _curate_job(
     def job(handle: TaskHandle) -> dict[str, Any]:
         settings = state.settings
         try:
-            with curate_lock(ctx.lock_file, ctx.info().id, state.db.database):
+            database = state.db.database
+            lease_s = 3 * settings.worker_heartbeat_s
+            # Many machines: a curate begun again after its worker stopped answering waits for that
+            # worker's lock to lapse (a frozen holder), rather than failing at once.
+            wait_s = 2 * lease_s if database.is_postgres else 0.0
+            with curate_lock(ctx.lock_file, ctx.info().id, database, lease_s=lease_s, wait_s=wait_s):
                 data = ctx.manifest_data()
                 if chunks_only:
                     data.setdefault("curate", {}).setdefault("artifacts", {})["enabled"] = False

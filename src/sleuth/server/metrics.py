@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, runtime_checkable
 
 from prometheus_client import CollectorRegistry
@@ -27,17 +29,45 @@ class QueueGauges(Protocol):
 
     def depth(self) -> dict[str, int]: ...
 
-    def worker_heartbeats(self) -> dict[str, float]: ...
+    def worker_heartbeats(self) -> dict[str, float]:
+        """Seconds since each registered worker's last heartbeat, by the name its records carry."""
+        ...
+
+
+#: How long `/readyz` waits for each check: a hung dependency makes it fail fast, not hang the probe.
+READY_DEADLINE_S = 5.0
+_probes = ThreadPoolExecutor(max_workers=8, thread_name_prefix="sleuth-ready")
 
 
 def readiness(state: Server) -> dict[str, str]:
-    """Each check's outcome, `ok` or what failed."""
-    checks: dict[str, str] = {}
+    """Each check's outcome, `ok` or what failed, each within `READY_DEADLINE_S` (a check still running
+    then is left to end on its own thread, and reported as not answering)."""
+    checks = {"database": _database_check, "home": _home_check}
+    if shared_storage(state.home) is not None:
+        checks["storage"] = _storage_check
+    running = {name: _probes.submit(check, state) for name, check in checks.items()}
+    deadline = time.monotonic() + READY_DEADLINE_S
+    outcome: dict[str, str] = {}
+    for name, future in running.items():
+        try:
+            outcome[name] = future.result(timeout=max(0.0, deadline - time.monotonic()))
+        except TimeoutError:
+            outcome[name] = f"no answer within {READY_DEADLINE_S:.0f} s"
+    listener: Any = state.listener
+    if listener is not None:
+        outcome["notifications"] = "ok" if listener.connected.is_set() else "reconnecting"
+    return outcome
+
+
+def _database_check(state: Server) -> str:
     try:
         state.db.database.ping()
-        checks["database"] = "ok"
     except Exception as exc:
-        checks["database"] = f"unreachable: {type(exc).__name__}"
+        return f"unreachable: {type(exc).__name__}"
+    return "ok"
+
+
+def _home_check(state: Server) -> str:
     try:
         root = state.home.root
         root.mkdir(parents=True, exist_ok=True)
@@ -45,20 +75,19 @@ def readiness(state: Server) -> dict[str, str]:
             probe.write(b"ok")
             probe.flush()
             os.fsync(probe.fileno())
-        checks["home"] = "ok"
     except OSError as exc:
-        checks["home"] = f"not writable: {exc.strerror or type(exc).__name__}"
+        return f"not writable: {exc.strerror or type(exc).__name__}"
+    return "ok"
+
+
+def _storage_check(state: Server) -> str:
     storage = shared_storage(state.home)
-    if storage is not None:
-        try:
+    try:
+        if storage is not None:
             storage.ping()
-            checks["storage"] = "ok"
-        except Exception as exc:
-            checks["storage"] = f"unreachable: {type(exc).__name__}"
-    listener: Any = state.listener
-    if listener is not None:
-        checks["notifications"] = "ok" if listener.connected.is_set() else "reconnecting"
-    return checks
+    except Exception as exc:
+        return f"unreachable: {type(exc).__name__}"
+    return "ok"
 
 
 class _Deployment(Collector):
@@ -90,10 +119,15 @@ class _Deployment(Collector):
                 depth.add_metric([name], count)
             yield depth
             beats = queue.worker_heartbeats()
-            yield GaugeMetricFamily("sleuth_workers", "Workers registered with the queue.", value=len(beats))
+            fresh = 3 * state.settings.worker_heartbeat_s  # as a hold: silent for 3 beats is gone
+            yield GaugeMetricFamily(
+                "sleuth_workers",
+                "Workers whose heartbeat is at most three heartbeats old.",
+                value=sum(1 for seconds in beats.values() if seconds <= fresh),
+            )
             age = GaugeMetricFamily(
                 "sleuth_worker_heartbeat_age_seconds",
-                "Seconds since each worker's last heartbeat.",
+                "Seconds since each registered worker's last heartbeat, by the worker's name.",
                 labels=["worker"],
             )
             for worker, seconds in beats.items():

@@ -9,6 +9,15 @@ after its turn was cancelled, finds the record ended and does nothing.
 
 Two queues: `turns` (short, interactive) and `tasks` (curates: long). A worker serves both, with its
 `worker_concurrency` places; a deployment may run workers for one queue only (`--queue`).
+
+procrastinate numbers its workers; `sleuth_queue_workers` maps each number to the worker's name, the one
+Sleuth's records carry (`queries.worker`, `tasks.worker`), so `/metrics` can say which worker is late.
+
+A worker's drain is bounded: on SIGTERM it takes no new job and lets the running ones go on for the
+grace period (`task_stop_timeout_s`); then it stops them (a turn ends `cancelled` with
+`WORKER_STOPPING`, a curate goes back to the queue) and gives them `DRAIN_MARGIN_S` to record it. Past
+that, `sleuth worker` records the end of what still runs itself (`JobRunner.abandon`) and exits
+(`worker._Drain`, which `run_worker`'s `on_signal` starts).
 """
 
 from __future__ import annotations
@@ -16,9 +25,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import text
@@ -28,9 +37,12 @@ from sleuth.errors import require_extra
 from sleuth.server.task_service import TaskService
 from sleuth.server.turns import TurnExecutor
 from sleuth.store.database import Database
+from sleuth.store.server_schema import queries_t
+from sleuth.store.task_schema import tasks_t
 
 if TYPE_CHECKING:  # the postgres extra: imported where a queue is opened, so the core install starts
     import procrastinate
+    from procrastinate.worker import Worker
 
 log = logging.getLogger("sleuth.queue")
 TURNS = "turns"
@@ -39,6 +51,11 @@ QUEUES = (TURNS, TASKS)
 TURN_JOB = "sleuth.turn"
 TASK_JOB = "sleuth.task"
 PART_JOB = "sleuth.part"  # help with a split task's parts (a curate's sources)
+NAMES = "sleuth_queue_workers"  # procrastinate's worker id → the worker's name
+#: The error of a turn a worker's drain stopped (a client's cancel says `cancelled by client`).
+WORKER_STOPPING = "cancelled: the worker is stopping"
+#: After the grace period, how long a drain waits for the jobs it stopped to record it.
+DRAIN_MARGIN_S = 10.0
 
 
 Abort = Callable[[], bool]  # procrastinate's `should_abort`: the worker is stopping past its grace
@@ -53,24 +70,63 @@ class JobRunner(Protocol):
 
     def run_parts(self, task_id: str, abort: Abort) -> None: ...
 
+    def abandon(self) -> None: ...
 
-@dataclass(frozen=True)
+
 class JobsHere:
     """The jobs run by this process's executor and task service (`sleuth worker`, `--with-worker`)."""
 
-    turns: TurnExecutor
-    tasks: TaskService
+    def __init__(self, turns: TurnExecutor, tasks: TaskService) -> None:
+        self.turns = turns
+        self.tasks = tasks
+        self._lock = threading.Lock()
+        self._turns_here: set[str] = set()
+        self._tasks_here: set[str] = set()
 
     def run_turn(self, query_id: str, abort: Abort) -> None:
-        with _watching(abort, lambda: self.turns.runtime.cancel(query_id)):
+        with (
+            self._running(self._turns_here, query_id),
+            _watching(abort, lambda: self.turns.runtime.cancel(query_id, WORKER_STOPPING)),
+        ):
             self.turns.run_queued(query_id)
 
     def run_task(self, task_id: str, abort: Abort) -> None:
-        with _watching(abort, lambda: self.tasks.release_now(task_id)):
+        with (
+            self._running(self._tasks_here, task_id),
+            _watching(abort, lambda: self.tasks.release_now(task_id)),
+        ):
             self.tasks.run_queued(task_id)
 
     def run_parts(self, task_id: str, abort: Abort) -> None:
         self.tasks.run_parts(task_id, abort)
+
+    @contextlib.contextmanager
+    def _running(self, here: set[str], job_id: str) -> Iterator[None]:
+        with self._lock:
+            here.add(job_id)
+        try:
+            yield
+        finally:
+            with self._lock:
+                here.discard(job_id)
+
+    def abandon(self) -> None:
+        """The drain is over and these jobs did not stop in time (a turn waiting on a model call, a
+        curate deep in one step): record their end for them before the process exits. A turn ends
+        `cancelled` with `WORKER_STOPPING` (its thread's later writes are refused: the turn has ended);
+        a curate goes back to the queue, as a drained one does."""
+        with self._lock:
+            turns, tasks = sorted(self._turns_here), sorted(self._tasks_here)
+        for query_id in turns:
+            if self.turns.db.end_turn(query_id, "cancelled", WORKER_STOPPING):
+                log.warning("turn %s ended: it did not stop within the drain", query_id)
+                self.turns.hub.notify(query_id)
+        worker = self.tasks.worker
+        for task_id in tasks:
+            if worker is not None and self.tasks.store.release(task_id, worker):
+                log.warning("task %s handed back to the queue: it did not stop within the drain", task_id)
+                if self.tasks.queue is not None:
+                    self.tasks.queue.defer_task(task_id)
 
 
 def conninfo(url: str) -> str:
@@ -88,6 +144,12 @@ def install_schema(database: Database) -> None:
         if conn.execute(text("SELECT to_regclass('procrastinate_jobs')")).scalar() is None:
             # Run through the driver with parameters, so `%` is escaped as procrastinate's own installer does.
             conn.exec_driver_sql(SchemaManager.get_schema().replace("%", "%%"))
+        conn.execute(
+            text(
+                f"CREATE TABLE IF NOT EXISTS {NAMES} (worker_id bigint PRIMARY KEY "
+                "REFERENCES procrastinate_workers(id) ON DELETE CASCADE, name text NOT NULL)"
+            )
+        )
 
     database.prepare_with(install)
 
@@ -158,27 +220,44 @@ class JobQueue:
             self.app.configure_task(PART_JOB).defer(task_id=task_id)
 
     def depth(self) -> dict[str, int]:
-        """Jobs waiting per queue (`/metrics`)."""
+        """Jobs waiting per queue (`/metrics`): those whose record still waits for them. A turn cancelled
+        while queued, or a task stopped or taken over meanwhile, leaves its job behind; a worker that
+        takes it finds the record ended and does nothing, and it is not counted."""
         with self.database.reading() as conn:
-            rows = conn.execute(
-                text(
-                    "SELECT queue_name, count(*) FROM procrastinate_jobs "
-                    "WHERE status = 'todo' GROUP BY queue_name"
-                )
-            ).all()
+            rows = conn.execute(text(_WAITING), {"turn": TURN_JOB, "task": TASK_JOB, "part": PART_JOB}).all()
         found = {str(row[0]): int(row[1]) for row in rows}
         return {name: found.get(name, 0) for name in QUEUES}
 
     def worker_heartbeats(self) -> dict[str, float]:
-        """Seconds since each registered worker's last heartbeat, by procrastinate's worker id."""
+        """Seconds since each registered worker's last heartbeat, by the worker's name (procrastinate's
+        number, `procrastinate:<id>`, for a worker not named yet). A name registered twice (a worker
+        that took jobs again after an outage) counts its latest beat."""
         with self.database.reading() as conn:
             rows = conn.execute(
-                text("SELECT id, EXTRACT(EPOCH FROM (now() - last_heartbeat)) FROM procrastinate_workers")
+                text(
+                    "SELECT coalesce(n.name, 'procrastinate:' || w.id), "
+                    "min(EXTRACT(EPOCH FROM (now() - w.last_heartbeat))) FROM procrastinate_workers w "
+                    f"LEFT JOIN {NAMES} n ON n.worker_id = w.id GROUP BY 1"
+                )
             ).all()
-        return {str(row[0]): float(row[1]) for row in rows}
+        return {str(row[0]): max(0.0, float(row[1])) for row in rows}
 
     def close(self) -> None:
         self.app.close()
+
+
+_WAITING = f"""
+SELECT j.queue_name, count(*) FROM procrastinate_jobs j
+WHERE j.status = 'todo' AND CASE j.task_name
+    WHEN :turn THEN EXISTS (SELECT 1 FROM {queries_t.name} q
+        WHERE q.id = j.args->>'query_id' AND q.status = 'in_progress' AND q.worker IS NULL)
+    WHEN :task THEN EXISTS (SELECT 1 FROM {tasks_t.name} t
+        WHERE t.id = j.args->>'task_id' AND t.state = 'scheduled')
+    WHEN :part THEN EXISTS (SELECT 1 FROM {tasks_t.name} t
+        WHERE t.id = j.args->>'task_id' AND t.state = 'running')
+    ELSE true END
+GROUP BY j.queue_name
+"""
 
 
 def _require() -> None:
@@ -202,7 +281,6 @@ def _options(
     heartbeat_s: float,
     name: str,
     shutdown_grace_s: float,
-    signals: bool,
 ) -> dict[str, Any]:
     return {
         "queues": list(queues),
@@ -212,10 +290,69 @@ def _options(
         "update_heartbeat_interval": heartbeat_s,
         "stalled_worker_timeout": 3 * heartbeat_s,
         "shutdown_graceful_timeout": shutdown_grace_s,
-        "install_signal_handlers": signals,
+        "install_signal_handlers": False,  # `run_worker` handles them: it knows when a drain begins
         "fetch_job_polling_interval": 1.0,
         "delete_jobs": "successful",
     }
+
+
+async def _work(
+    app: procrastinate.App,
+    options: dict[str, Any],
+    *,
+    pulse: Callable[[], None] | None = None,
+    on_signal: Callable[[], None] | None = None,
+) -> None:
+    """Run a procrastinate worker on this event loop until it stops. While the loop runs, `pulse()` is
+    called every second or heartbeat (the worker's liveness: a loop that hangs stops calling it). With
+    `on_signal` (the main thread), SIGTERM or SIGINT begins the drain and calls it; a second signal
+    then acts as it would without Sleuth (it ends the process)."""
+    from procrastinate.worker import Worker
+
+    loop = asyncio.get_running_loop()
+    beats = [asyncio.create_task(_pulse(pulse, options["update_heartbeat_interval"]))] if pulse else []
+    signals = (signal.SIGTERM, signal.SIGINT) if on_signal is not None else ()
+    try:
+        async with app.open_async():
+            worker: Any = Worker(app=app, **options)  # procrastinate's methods are not annotated
+
+            def stop() -> None:
+                for sig in signals:
+                    loop.remove_signal_handler(sig)
+                assert on_signal is not None
+                on_signal()
+                worker.stop()
+
+            for sig in signals:
+                loop.add_signal_handler(sig, stop)
+            beats.append(asyncio.create_task(_name(app, worker, options["name"])))
+            await worker.run()
+    finally:
+        for sig in signals:
+            loop.remove_signal_handler(sig)
+        for task in beats:
+            task.cancel()
+
+
+async def _pulse(pulse: Callable[[], None], heartbeat_s: float) -> None:
+    while True:
+        pulse()
+        await asyncio.sleep(min(1.0, heartbeat_s))
+
+
+async def _name(app: procrastinate.App, worker: Worker, name: str) -> None:
+    """Record the worker's name beside the number procrastinate gives it at start."""
+    while worker.worker_id is None:
+        await asyncio.sleep(0.05)
+    try:
+        await app.connector.execute_query_async(
+            f"INSERT INTO {NAMES} (worker_id, name) VALUES (%(worker_id)s, %(name)s) "
+            "ON CONFLICT (worker_id) DO UPDATE SET name = EXCLUDED.name",
+            worker_id=worker.worker_id,
+            name=name,
+        )
+    except Exception as exc:  # the metrics show its number instead; the worker works on
+        log.warning("worker %s: its name could not be recorded (%s)", name, type(exc).__name__)
 
 
 def run_worker(
@@ -227,12 +364,16 @@ def run_worker(
     heartbeat_s: float,
     name: str,
     shutdown_grace_s: float,
+    pulse: Callable[[], None] | None = None,
+    on_signal: Callable[[], None] | None = None,
 ) -> None:
-    """Run a procrastinate worker on this (main) thread until SIGTERM/SIGINT. procrastinate drains on a
-    signal: it stops taking jobs and waits `shutdown_grace_s` for those running, then returns."""
+    """Run a procrastinate worker on this (main) thread until SIGTERM/SIGINT, which drains it: no new
+    jobs, and `shutdown_grace_s` for those running; then they are stopped (`JobsHere`) and this returns
+    once they have recorded it. `on_signal` is called when the drain begins (`sleuth worker` bounds it
+    there: see `DRAIN_MARGIN_S`); `pulse`, see `_work`."""
     app = _worker_app(database)
-    with app.open():
-        app.run_worker(**_options(runner, concurrency, queues, heartbeat_s, name, shutdown_grace_s, True))
+    options = _options(runner, concurrency, queues, heartbeat_s, name, shutdown_grace_s)
+    asyncio.run(_work(app, options, pulse=pulse, on_signal=on_signal or (lambda: None)))
 
 
 class WorkerThread:
@@ -250,7 +391,7 @@ class WorkerThread:
         shutdown_grace_s: float,
     ) -> None:
         self._app = _worker_app(database)
-        self._options = _options(runner, concurrency, QUEUES, heartbeat_s, name, shutdown_grace_s, False)
+        self._options = _options(runner, concurrency, QUEUES, heartbeat_s, name, shutdown_grace_s)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
         self._ready = threading.Event()
@@ -263,11 +404,10 @@ class WorkerThread:
     def _run(self) -> None:
         async def main() -> None:
             self._loop = asyncio.get_running_loop()
-            async with self._app.open_async():
-                self._task = asyncio.current_task()
-                self._ready.set()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self._app.run_worker_async(**self._options)
+            self._task = asyncio.current_task()
+            self._ready.set()
+            with contextlib.suppress(asyncio.CancelledError):
+                await _work(self._app, self._options)
 
         try:
             asyncio.run(main())

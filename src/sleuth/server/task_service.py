@@ -19,6 +19,7 @@ from sleuth.errors import Failed
 from sleuth.server.task_handle import Job, TaskCancelled, TaskHandle, do_part
 from sleuth.server.task_inputs import TaskInput
 from sleuth.store.lock import claims_lock
+from sleuth.store.outage import Reachability, patient
 from sleuth.store.replica import Replica
 from sleuth.store.tasks import (
     TERMINAL_STATES,
@@ -80,8 +81,12 @@ class TaskService:
         part_kinds: PartKinds | None = None,
         max_wait_s: float | None = None,
         shared: Replica | None = None,
+        database_wait_s: float = 0.0,
     ) -> None:
         self.store = store
+        self.database_wait_s = database_wait_s  # a running task's writes wait this long for PostgreSQL
+        self._reach = Reachability(3 * heartbeat_s)
+        self.last_beat: float | None = None  # when the heartbeat thread last ended a beat
         self.files_root = files_root
         self.shared = shared  # shared storage: task files travel through it
         self.stop_timeout_s = stop_timeout_s
@@ -193,6 +198,11 @@ class TaskService:
         if build is None:
             return
         do = build(dict(spec.get("args") or {}))
+        with patient(self.database_wait_s):
+            self._take_parts(task_id, do, abort)
+
+    def _take_parts(self, task_id: str, do: Callable[[str], object], abort: Callable[[], bool]) -> None:
+        assert self.worker is not None
         while (self.store.get(task_id) or {}).get("state") == "running" and not abort():
             part = self.store.take_part(task_id, self.worker)
             if part is None:
@@ -210,7 +220,10 @@ class TaskService:
         """Renew the holds of the tasks running here, stop those a stop was asked for on any server,
         and begin again (or fail) the tasks of workers that died."""
         while not self._stop.wait(self.heartbeat_s):
-            self.beat()
+            try:
+                self.beat()
+            finally:
+                self.last_beat = time.monotonic()  # alive, database or not (`server.liveness`)
 
     def beat(self) -> None:
         if self.worker is None:
@@ -234,6 +247,9 @@ class TaskService:
             for handle in lost:  # its lease ran out while this process could not renew it
                 log.warning("task %s: this process lost its hold; stopping it", handle.task_id)
                 handle.request_cancel("cancelled: this worker lost its hold on the task")
+            self._reach.reached()
+            if not self._reach.trusted:  # back from an outage: the other holders renew first
+                return
             if self.max_wait_s is not None:
                 for task_id in self.store.fail_unstarted(self.max_wait_s):
                     log.warning("task %s failed: no worker began it in time", task_id)
@@ -248,6 +264,7 @@ class TaskService:
                     self.queue.defer_task(task_id)
         except Exception:  # the database is away: the next beat tries again
             log.warning("task heartbeat of %s failed", self.worker, exc_info=True)
+            self._reach.lost()
 
     def _drop_shared_input(self, task_id: str) -> None:
         """A task ended here for a worker that never ran it to its end: its upload leaves the storage
@@ -258,6 +275,10 @@ class TaskService:
             self.shared.storage.delete([upload.key])
 
     def _run(self, task_id: str, job: Job, live: _Live, *, hold: bool = False) -> None:
+        with patient(self.database_wait_s):  # a database restart pauses the task; it does not lose it
+            self._run_here(task_id, job, live, hold=hold)
+
+    def _run_here(self, task_id: str, job: Job, live: _Live, *, hold: bool) -> None:
         handle = live.handle
         ended = False
         try:

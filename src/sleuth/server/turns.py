@@ -38,6 +38,7 @@ from prometheus_client import Histogram
 from sleuth.agent.records import Query
 from sleuth.agent.turn import PreparedTurn, Runtime
 from sleuth.errors import ToldTooMany
+from sleuth.store.outage import Reachability, patient
 from sleuth.store.server_db import (
     TERMINAL_STATUSES,
     Holder,
@@ -125,8 +126,10 @@ class TurnExecutor:
         worker: str | None = None,
         heartbeat_s: float = 10.0,
         max_wait_s: float | None = None,
+        database_wait_s: float = 0.0,
     ) -> None:
         self.runtime = runtime
+        self.database_wait_s = database_wait_s  # a running turn's writes wait this long for PostgreSQL
         self.max_wait_s = max_wait_s
         self.db: ServerDB = runtime.db
         self.hub = EventHub()
@@ -147,7 +150,8 @@ class TurnExecutor:
         self._mean_turn_s: float | None = None  # a moving average of finished turns' durations
         self._stop = threading.Event()
         self._beat: threading.Thread | None = None
-        self._connected_since: float | None = None  # monotonic; None until a beat reached the database
+        self._reach = Reachability(self.lease_s)  # sweeps wait a lease after an outage
+        self.last_beat: float | None = None  # when the heartbeat thread last ended a beat
 
     # ------------------------------------------------------------------------------ admission
     def retry_after(self) -> int:
@@ -226,6 +230,10 @@ class TurnExecutor:
             return None
 
     def _run(self, turn: PreparedTurn, future: Future[Query]) -> None:
+        with patient(self.database_wait_s):  # a database restart pauses the turn; it does not lose it
+            self._run_held(turn, future)
+
+    def _run_held(self, turn: PreparedTurn, future: Future[Query]) -> None:
         query_id = turn.query.id
         began = time.monotonic()
         with self._lock:  # one runner per turn here: a cancel that ends a waiting turn races its thread
@@ -274,7 +282,10 @@ class TurnExecutor:
     def _heartbeat(self) -> None:
         """Renew the holds of the turns running here, and stop those a stop was asked for elsewhere."""
         while not self._stop.wait(self.heartbeat_s):
-            self.beat()
+            try:
+                self.beat()
+            finally:
+                self.last_beat = time.monotonic()  # alive, database or not (`server.liveness`)
 
     def beat(self) -> None:
         """One heartbeat (the thread calls it). It renews the holds of the turns running here, stops
@@ -286,13 +297,13 @@ class TurnExecutor:
             running = sorted(self._running | self._held)
         try:
             held = self.db.renew_holds(self.worker, self.lease_s, running)
+            if not running:  # nothing renewed: one round trip, so an outage is seen here too
+                self.db.database.ping()
         except Exception:  # the database is away: the next beat tries again, the holds last 3 beats
             log.warning("heartbeat of %s failed", self.worker, exc_info=True)
-            self._connected_since = None
+            self._reach.lost()
             return
-        now = time.monotonic()
-        if self._connected_since is None:
-            self._connected_since = now
+        self._reach.reached()
         still = {h.query_id for h in held}
         for h in held:
             if h.cancel_requested:
@@ -301,7 +312,7 @@ class TurnExecutor:
             if query_id not in still and query_id in (self._running | self._held):
                 log.warning("turn %s: this process lost its hold; stopping it", query_id)
                 self.runtime.cancel(query_id)
-        if now - self._connected_since < self.lease_s:
+        if not self._reach.trusted:
             return
         try:
             for query_id in self.db.fail_lost_turns(max_wait_s=self.max_wait_s):
@@ -309,7 +320,7 @@ class TurnExecutor:
                 self.hub.notify(query_id)
         except Exception:
             log.warning("reaping by %s failed", self.worker, exc_info=True)
-            self._connected_since = None
+            self._reach.lost()
 
     # ------------------------------------------------------------------------------ control
     def cancel(self, query_id: str) -> bool:
@@ -343,7 +354,7 @@ class TurnExecutor:
         """Stop taking turns and cancel the ones running here; they record it on their threads."""
         self._stop.set()
         for query_id in self.running():
-            self.runtime.cancel(query_id)
+            self.runtime.cancel(query_id, "cancelled: the server is stopping")
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._admission.shutdown(wait=False)
 

@@ -47,6 +47,7 @@ PG_POOL_SIZE = 10
 # A process that stops inside a write transaction (paused VM, partition, SIGSTOP) must not hold the one
 # write lock for long: the server ends a transaction idle that long, and keepalives find a dead peer.
 PG_CONNECT_ARGS: dict[str, Any] = {
+    "connect_timeout": 10,  # a server that does not answer (a black-holed address) fails, not hangs
     "options": "-c idle_in_transaction_session_timeout=30000",
     "keepalives": 1,
     "keepalives_idle": 10,

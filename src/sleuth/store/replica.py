@@ -58,6 +58,7 @@ from sleuth.store.home import (
     write_json_atomic,
     write_text_atomic,
 )
+from sleuth.store.lock import check_fence
 from sleuth.store.shared_trees import SharedTrees, blob_key
 from sleuth.store.storage import Storage, open_storage
 
@@ -351,6 +352,7 @@ class Replica(SharedTrees):
                 "updated": self.database.clock(conn),
             }
             if moved and row.live_version == base_live:  # else a flip here was never pushed: stale
+                check_fence(conn, f"curate:{ctx_id}")  # a curate whose lock was taken over publishes nothing
                 values["live_version"] = live
             if slug is not None:
                 values["slug"] = slug

@@ -27,6 +27,10 @@ from sleuth.settings import TURN_CAP_SECONDS
 from sleuth.store.storage import ObjectMissing, Storage
 
 TRANSFERS = 8  # objects moved at once: object storage is latency-bound
+#: A blob a publish reuses that was last written longer ago than this is written again (`freshen`), so
+#: `storage gc`, which spares what is younger than its grace, never takes a blob a publish is about to
+#: name: its grace must be longer than this plus the longest publish (`server.storage_gc.MIN_GRACE_S`).
+FRESHEN_AFTER_S = 3600.0
 
 
 class VersionConflict(Conflict, RuntimeError):
@@ -94,11 +98,24 @@ class SharedTrees:
         try:
             stored = json.loads(self.storage.get_bytes(key))
         except ObjectMissing:
-            self._upload(items)
+            self._upload(items, self._published_blobs(ctx_id, directory.name))
             self.storage.put_bytes(key, json.dumps(index, sort_keys=True).encode())
             return
         if stored != index:
             raise VersionConflict(f"context {ctx_id}: another {directory.name} was published")
+
+    def _published_blobs(self, ctx_id: str, version: str) -> frozenset[str]:
+        """The blobs of the context's latest other published version: there, and kept there while its
+        index is (an incremental curate shares most of them), so a publish neither checks nor freshens
+        them."""
+        others = sorted(name for name in self.versions(ctx_id) if name != version)
+        if not others:
+            return frozenset()
+        try:
+            index = json.loads(self.storage.get_bytes(version_key(ctx_id, others[-1])))
+        except ObjectMissing:  # the context was deleted meanwhile: its publish fails at its head
+            return frozenset()
+        return frozenset(str(entry[0]) for entry in index.values())
 
     def fetch_version(self, ctx_id: str, directory: Path) -> None:
         """Make the version at `directory` local if the storage has it: fetched once (other readers here
@@ -181,13 +198,16 @@ class SharedTrees:
             targets.append((blob_key(sha), target))
         self._download(targets)
 
-    def _upload(self, items: list[tuple[Path, str]]) -> None:
+    def _upload(self, items: list[tuple[Path, str]], present: frozenset[str] = frozenset()) -> None:
+        """Every blob of `items` the storage lacks; one it has is freshened (`FRESHEN_AFTER_S`), except
+        those of `present`, which a published index already names."""
+
         def one(item: tuple[Path, str]) -> None:
             path, sha = item
-            if not self.storage.exists(blob_key(sha)):
+            if not self.storage.freshen(blob_key(sha), FRESHEN_AFTER_S):
                 self.storage.put_file(blob_key(sha), path)
 
-        unique = list({sha: (path, sha) for path, sha in items}.values())
+        unique = list({sha: (path, sha) for path, sha in items if sha not in present}.values())
         with ThreadPoolExecutor(TRANSFERS) as pool:
             list(pool.map(one, unique))
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 from urllib.parse import unquote, urlsplit
 
 from sleuth.errors import Invalid, NotFound
@@ -27,6 +28,15 @@ class StorageUrlError(Invalid, ValueError):
 
 class ObjectMissing(NotFound, KeyError):
     """No object under that key."""
+
+
+class Listed(NamedTuple):
+    """One object of a listing: its key, its size in bytes, and when it was last written (seconds since
+    the epoch, by the storage's clock)."""
+
+    key: str
+    size: int
+    modified: float
 
 
 class Storage(Protocol):
@@ -44,6 +54,17 @@ class Storage(Protocol):
     def exists(self, key: str) -> bool: ...
     def delete(self, keys: Iterable[str]) -> None: ...
     def keys(self, prefix: str) -> Iterator[str]: ...
+    def listing(self, prefix: str) -> Iterator[Listed]:
+        """`keys(prefix)` with each object's size and last write: what `storage gc` needs to spare what
+        is younger than its grace."""
+        ...
+
+    def freshen(self, key: str, older_than_s: float) -> bool:
+        """Whether the object is there; if it was last written more than `older_than_s` ago, its last
+        write becomes now. A publish that reuses a blob freshens it, so the blob is then as young as
+        one it uploads, and `storage gc` spares both for its grace."""
+        ...
+
     def ping(self) -> None:
         """Raise when the storage cannot be reached (readiness)."""
         ...
@@ -97,20 +118,49 @@ class DirectoryStorage:
         for key in keys:
             self._path(key).unlink(missing_ok=True)
 
-    def keys(self, prefix: str) -> Iterator[str]:
+    def _files(self, prefix: str) -> Iterator[Path]:
         base = self.root / prefix.rstrip("/") if prefix else self.root
         if not base.is_dir():
             return
         for dirpath, _dirs, files in os.walk(base):
             for name in sorted(files):
                 if not name.startswith("."):  # a write in progress
-                    yield (Path(dirpath) / name).relative_to(self.root).as_posix()
+                    yield Path(dirpath) / name
+
+    def keys(self, prefix: str) -> Iterator[str]:
+        for path in self._files(prefix):
+            yield path.relative_to(self.root).as_posix()
+
+    def listing(self, prefix: str) -> Iterator[Listed]:
+        for path in self._files(prefix):
+            try:
+                st = path.stat()
+            except FileNotFoundError:  # deleted since it was listed
+                continue
+            yield Listed(path.relative_to(self.root).as_posix(), st.st_size, st.st_mtime)
+
+    def freshen(self, key: str, older_than_s: float) -> bool:
+        path = self._path(key)
+        try:
+            if time.time() - path.stat().st_mtime <= older_than_s:
+                return True
+            os.utime(path)
+        except FileNotFoundError:
+            return False
+        except PermissionError:  # another uid's file (only its owner may set its time): rewrite it
+            self.put_file(key, path)
+        return True
 
     def ping(self) -> None:
         if not self.root.is_dir():
             raise OSError(f"storage directory {self.root} is not there")
         with tempfile.NamedTemporaryFile(dir=self.root, prefix=".ping-"):
             pass
+
+
+#: Seconds an S3 call waits to connect, and for each read, and how many times it is made in all.
+STORAGE_TIMEOUT_S = 10.0
+STORAGE_ATTEMPTS = 3
 
 
 class S3Storage:
@@ -124,7 +174,15 @@ class S3Storage:
                 import boto3
             except ImportError:  # pragma: no cover - the extra is installed with dev
                 raise StorageUrlError("s3:// storage needs boto3: pip install 'sleuth[s3]'") from None
-            client = boto3.client("s3")
+            from botocore.config import Config
+
+            # A hung endpoint fails a call in about a minute, not the default's minutes of retries.
+            timeouts = Config(
+                connect_timeout=STORAGE_TIMEOUT_S,
+                read_timeout=STORAGE_TIMEOUT_S,
+                retries={"max_attempts": STORAGE_ATTEMPTS, "mode": "standard"},
+            )
+            client = boto3.client("s3", config=timeouts)
         self.client = client
         self.bucket = bucket
         self.prefix = prefix.strip("/")
@@ -136,7 +194,7 @@ class S3Storage:
 
     @staticmethod
     def _missing(exc: Exception) -> bool:
-        code = str(getattr(exc, "response", {}).get("Error", {}).get("Code", ""))
+        code = str((getattr(exc, "response", None) or {}).get("Error", {}).get("Code", ""))
         return code in ("404", "NoSuchKey", "NotFound")
 
     def put_file(self, key: str, path: Path) -> None:
@@ -191,11 +249,30 @@ class S3Storage:
                 )
 
     def keys(self, prefix: str) -> Iterator[str]:
+        for item in self.listing(prefix):
+            yield item.key
+
+    def listing(self, prefix: str) -> Iterator[Listed]:
         full = self._key(prefix.rstrip("/")) + "/" if prefix else (f"{self.prefix}/" if self.prefix else "")
         skip = len(self.prefix) + 1 if self.prefix else 0
         for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full):
             for item in page.get("Contents", []):
-                yield str(item["Key"])[skip:]
+                yield Listed(str(item["Key"])[skip:], int(item["Size"]), item["LastModified"].timestamp())
+
+    def freshen(self, key: str, older_than_s: float) -> bool:
+        full = self._key(key)
+        try:
+            head = self.client.head_object(Bucket=self.bucket, Key=full)
+            if time.time() - head["LastModified"].timestamp() > older_than_s:
+                # A copy onto itself is S3's only way to move an object's time (server-side, in parts
+                # for a large one); it must change something, so its metadata is "replaced" as it was.
+                source = {"Bucket": self.bucket, "Key": full}
+                self.client.copy(source, self.bucket, full, ExtraArgs={"MetadataDirective": "REPLACE"})
+        except Exception as exc:
+            if self._missing(exc):
+                return False
+            raise
+        return True
 
     def ping(self) -> None:
         self.client.head_bucket(Bucket=self.bucket)

@@ -12,6 +12,7 @@ from typing import TypedDict
 from sqlalchemy import func, insert, select, update
 
 from sleuth.store.database import SqlStore
+from sleuth.store.outage import durable
 from sleuth.store.task_schema import parts_t
 
 
@@ -26,6 +27,7 @@ class TaskPart(TypedDict):
 class TaskParts(SqlStore):
     """The parts of the server database's tasks."""
 
+    @durable
     def add_parts(self, task_id: str, parts: Sequence[str]) -> None:
         """Split the task into `parts` (again after a restart: parts done stay done, parts taken by a
         worker that may be gone are open again)."""
@@ -50,6 +52,7 @@ class TaskParts(SqlStore):
                 .values(state="todo", worker=None, updated_at=now)
             )
 
+    @durable
     def take_part(self, task_id: str, worker: str) -> str | None:
         """The next open part of the task, now taken by `worker`; None when none is open."""
         with self.writing() as conn:
@@ -77,6 +80,7 @@ class TaskParts(SqlStore):
                 .values(updated_at=self.database.clock(conn))
             )
 
+    @durable
     def reopen_stale_parts(self, task_id: str, older_than_s: float) -> int:
         """Open again the parts whose worker stopped renewing them (it died); returns how many."""
         with self.writing() as conn:
@@ -91,6 +95,7 @@ class TaskParts(SqlStore):
             )
             return int(result.rowcount)
 
+    @durable
     def finish_part(self, task_id: str, part: str) -> None:
         with self.writing() as conn:
             conn.execute(
@@ -105,6 +110,7 @@ class TaskParts(SqlStore):
         with self.reading() as conn:
             return [TaskPart(part=r.part, state=r.state, worker=r.worker) for r in conn.execute(stmt)]
 
+    @durable
     def part_counts(self, task_id: str) -> dict[str, int]:
         stmt = (
             select(parts_t.c.state, func.count())

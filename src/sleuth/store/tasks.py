@@ -24,6 +24,7 @@ from sqlalchemy.engine import Connection, Row
 
 from sleuth.errors import NotFound
 from sleuth.store.database import Database, add_missing_columns, dumps, loads, new_id
+from sleuth.store.outage import durable
 from sleuth.store.task_output import bound_error, bound_output
 from sleuth.store.task_parts import TaskParts
 from sleuth.store.task_schema import metadata, tasks_t
@@ -145,6 +146,7 @@ class TaskStore(TaskParts):
             row = conn.execute(select(tasks_t).where(tasks_t.c.id == values["id"])).one()
         return _task_dict(row)
 
+    @durable
     def get(self, task_id: str) -> dict[str, Any] | None:
         with self.reading() as conn:
             row = conn.execute(select(tasks_t).where(tasks_t.c.id == task_id)).first()
@@ -237,19 +239,21 @@ class TaskStore(TaskParts):
 
     # --- state changes ----------------------------------------------------------------------------
 
+    @durable
     def start(self, task_id: str, worker: str | None = None, lease_s: float | None = None) -> bool:
         """`scheduled → running`; False when the task is no longer scheduled (cancelled meanwhile, or
         another worker took it). With `worker`, the task is held by it until now + `lease_s` (renewed by
         its heartbeat, `renew`)."""
         now = time.time()
-        values: dict[str, Any] = {"state": "running", "running_from": now, "last_activity_at": now}
+        values: dict[str, Any] = {
+            "state": "running",
+            "running_from": now,
+            "last_activity_at": now,
+            "attempts": func.coalesce(tasks_t.c.attempts, 0) + 1,  # every run begun, held or not
+        }
         with self.writing() as conn:
             if worker is not None:
-                values.update(
-                    worker=worker,
-                    lease_until=self.database.clock(conn) + (lease_s or 30.0),
-                    attempts=func.coalesce(tasks_t.c.attempts, 0) + 1,
-                )
+                values.update(worker=worker, lease_until=self.database.clock(conn) + (lease_s or 30.0))
             result = conn.execute(
                 update(tasks_t)
                 .where(tasks_t.c.id == task_id, tasks_t.c.state == "scheduled")
@@ -268,6 +272,7 @@ class TaskStore(TaskParts):
             found = {str(row[0]): int(row[1]) for row in conn.execute(stmt)}
         return {state: found.get(state, 0) for state in ACTIVE_STATES}
 
+    @durable
     def set_job(self, task_id: str, job: dict[str, Any]) -> None:
         """What a worker runs the task from: `{"kind", "args", "phases"}` (before it is queued)."""
         with self.writing() as conn:
@@ -312,6 +317,7 @@ class TaskStore(TaskParts):
                 )
         return ids
 
+    @durable
     def release(self, task_id: str, worker: str) -> bool:
         """Hand a running task back to the queue (its worker is stopping): `scheduled` again, held by
         nobody. False when `worker` does not hold it running."""
@@ -366,6 +372,7 @@ class TaskStore(TaskParts):
                 conn.execute(update(tasks_t).where(tasks_t.c.id == row.id).values(**values))
         return requeued, ended
 
+    @durable
     def report(
         self,
         task_id: str,
@@ -393,6 +400,7 @@ class TaskStore(TaskParts):
         with self.writing() as conn:
             conn.execute(update(tasks_t).where(*conditions).values(**values))
 
+    @durable
     def finish(
         self,
         task_id: str,

@@ -16,6 +16,7 @@ from sqlalchemy import func, insert, select, text, update
 from sqlalchemy.engine import Connection
 
 from sleuth.store.database import Database, SqlStore, dumps
+from sleuth.store.outage import durable
 from sleuth.store.server_db.errors import QueryNotFound
 from sleuth.store.server_schema import events_t, queries_t, traces_t
 
@@ -74,6 +75,7 @@ def end_stream(conn: Connection, query_id: str, session_id: Any, error: str, sta
 class EventRecords(SqlStore):
     """The events and traces of the server's turns."""
 
+    @durable
     def append_event(self, query_id: str, event: dict[str, Any]) -> int:
         """Store one stream event of the turn (spec/api.md §9.3); returns its seq (1, 2, 3, … per query).
 
@@ -105,6 +107,7 @@ class EventRecords(SqlStore):
         with self.reading() as conn:
             return [{**json.loads(row.data), "seq": row.seq} for row in conn.execute(stmt)]
 
+    @durable
     def save_trace(self, query_id: str, trace: dict[str, Any]) -> None:
         """Store or replace the turn's trace (spec/api.md §8.6)."""
         document = dumps(trace)

@@ -14,6 +14,7 @@ from typing import Literal
 from sqlalchemy import and_, or_, select, update
 
 from sleuth.store.database import SqlStore, new_id
+from sleuth.store.outage import durable
 from sleuth.store.server_db.errors import QueryNotFound
 from sleuth.store.server_db.events import CONTROL_CHANNEL, EVENTS_CHANNEL, notify
 from sleuth.store.server_db.recovery import end_turns
@@ -67,6 +68,7 @@ class Held:
 class TurnLeases(SqlStore):
     """The leases of the server's turns."""
 
+    @durable
     def hold_turn(self, query_id: str, worker: str, lease_s: float) -> bool:
         """Take a waiting turn (or one admitted already held by `worker`) for `worker` until now +
         `lease_s`; False when it is no longer waiting (finished, cancelled while queued, or held by
@@ -133,6 +135,7 @@ class TurnLeases(SqlStore):
             notify(conn, self.database, CONTROL_CHANNEL, query_id)
             return "asked"
 
+    @durable
     def end_turn(self, query_id: str, status: str, error: str) -> bool:
         """End a turn no runner will finish: its Query, its stream's terminal event and its session's
         claim, in one transaction. False when it had already ended."""
@@ -146,6 +149,7 @@ class TurnLeases(SqlStore):
             notify(conn, self.database, EVENTS_CHANNEL, query_id)
             return True
 
+    @durable
     def cancel_asked(self, query_id: str) -> bool:
         with self.reading() as conn:
             found = conn.execute(

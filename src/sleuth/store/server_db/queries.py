@@ -16,6 +16,7 @@ from sqlalchemy import and_, func, insert, or_, select, update
 from sqlalchemy.engine import Connection, Row
 
 from sleuth.store.database import SqlStore, dumps, loads
+from sleuth.store.outage import durable
 from sleuth.store.server_db.errors import ComparisonGroupFull, QueryNotFound, SessionNotFound
 from sleuth.store.server_db.events import TERMINAL_STATUSES, append
 from sleuth.store.server_schema import queries_t, sessions_t
@@ -117,6 +118,7 @@ class QueryRecords(SqlStore):
             if row.id != query_id
         ]
 
+    @durable
     def update_query(self, query: dict[str, Any], *, event: dict[str, Any] | None = None) -> bool:
         """Replace the stored document and status of a turn still `in_progress` (feedback is kept: see
         `set_feedback`). With `event`, that event is appended in the same transaction: a turn's terminal
@@ -141,6 +143,7 @@ class QueryRecords(SqlStore):
                 append(conn, self.database, query_id, event)
             return True
 
+    @durable
     def fail_query(self, query_id: str, error: str) -> None:
         """Mark a turn `failed` when its own ending could not be written: the last resort that keeps a
         query from staying `in_progress` until a restart."""
@@ -162,6 +165,7 @@ class QueryRecords(SqlStore):
             status = conn.execute(select(queries_t.c.status).where(queries_t.c.id == query_id)).scalar()
         return status is None or status in TERMINAL_STATUSES
 
+    @durable
     def get_query(self, query_id: str) -> dict[str, Any] | None:
         with self.reading() as conn:
             row = conn.execute(select(queries_t).where(queries_t.c.id == query_id)).first()
@@ -177,6 +181,7 @@ class QueryRecords(SqlStore):
         with self.reading() as conn:
             return [_query_document(row) for row in conn.execute(stmt)]
 
+    @durable
     def previous_completed_queries(
         self, session_id: str, before_query_id: str | None = None
     ) -> list[dict[str, Any]]:

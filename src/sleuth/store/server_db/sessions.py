@@ -16,6 +16,7 @@ from sqlalchemy import delete, func, insert, or_, select, update
 from sqlalchemy.engine import Connection, Row
 
 from sleuth.store.database import SqlStore, dumps, loads, new_id
+from sleuth.store.outage import durable
 from sleuth.store.replay_log import delete_replay_log
 from sleuth.store.server_db.errors import SessionBusy, SessionNotFound
 from sleuth.store.server_schema import TITLE_CHARS, queries_t, sessions_t
@@ -126,6 +127,7 @@ class SessionRecords(SqlStore):
             "updated_at": now,
         }
 
+    @durable
     def get_session(self, session_id: str) -> dict[str, Any] | None:
         with self.reading() as conn:
             row = conn.execute(select(sessions_t).where(sessions_t.c.id == session_id)).first()
@@ -181,6 +183,7 @@ class SessionRecords(SqlStore):
                 delete_replay_log(self.replay_root, query_id, self.storage)
         return True
 
+    @durable
     def claim_session(self, session_id: str, query_id: str) -> bool:
         """Mark `query_id` as the session's turn in flight; False when another turn holds it.
 
@@ -190,6 +193,7 @@ class SessionRecords(SqlStore):
         with self.writing() as conn:
             return claim(conn, session_id, query_id, time.time())
 
+    @durable
     def release_session(self, session_id: str, query_id: str, *, ran: bool = True) -> bool:
         """End the turn: if `query_id` holds the claim, clear it and (when the turn `ran`, i.e. was
         stored) record it as the session's last turn.
