@@ -45,7 +45,7 @@ from sleuth.server.build import open_server
 from sleuth.server.task_service import TaskService
 from sleuth.settings import DEFAULTS, ENV_PREFIX, Settings
 from sleuth.store.home import Home
-from tests.s3 import moto_s3
+from tests.s3 import S3Server
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -282,24 +282,24 @@ def test_compose_follows_the_code(compose: dict[str, Any]) -> None:
     assert bucket["depends_on"]["minio"]["condition"] == "service_healthy"
 
 
-def test_the_s3_profile_makes_its_bucket_once(compose: dict[str, Any]) -> None:
-    """The `s3-bucket` one-shot, run as its container runs it (`python -c`), against an S3 server on
-    loopback: it makes the bucket SLEUTH_STORAGE_URL names, and a second run leaves it be."""
+def test_the_s3_profile_makes_its_bucket_once(compose: dict[str, Any], s3_server: S3Server) -> None:
+    """The `s3-bucket` one-shot, run as its container runs it (`python -c`), against the session's S3
+    server on loopback (a second moto server in the process would reset the first one's state): it makes
+    the bucket SLEUTH_STORAGE_URL names, and a second run leaves it be."""
     service = compose["services"]["s3-bucket"]
-    with moto_s3() as server:
-        env = {**server.env(), "SLEUTH_STORAGE_URL": service["environment"]["SLEUTH_STORAGE_URL"]}
-        env["PATH"] = os.environ.get("PATH", "/usr/bin:/bin")
-        for _ in range(2):
-            made = subprocess.run(
-                [sys.executable, "-c", *service["command"]],
-                capture_output=True,
-                text=True,
-                env=env,
-                timeout=60,
-            )
-            assert made.returncode == 0 and made.stdout == "bucket sleuth ready\n", made.stderr
-        # moto keeps one in-memory backend per process: other tests' buckets may be listed beside it
-        assert [b["Name"] for b in server.client().list_buckets()["Buckets"]].count("sleuth") == 1
+    env = {**s3_server.env(), "SLEUTH_STORAGE_URL": service["environment"]["SLEUTH_STORAGE_URL"]}
+    env["PATH"] = os.environ.get("PATH", "/usr/bin:/bin")
+    for _ in range(2):
+        made = subprocess.run(
+            [sys.executable, "-c", *service["command"]],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert made.returncode == 0 and made.stdout == "bucket sleuth ready\n", made.stderr
+    # the session's server holds other tests' buckets too
+    assert [b["Name"] for b in s3_server.client().list_buckets()["Buckets"]].count("sleuth") == 1
 
 
 # --- Kubernetes -----------------------------------------------------------------------------------------

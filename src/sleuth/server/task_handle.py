@@ -135,7 +135,10 @@ class TaskHandle:
             return
         self.store.add_parts(self.task_id, parts)
         self.start(phase, len(parts))
-        self._helpers(max(0, min(helpers, len(parts) - 1)))
+        try:
+            self._helpers(max(0, min(helpers, len(parts) - 1)))
+        except Exception:  # helpers only save time: with none (the queue away), this worker does them all
+            log.warning("task %s: no other worker could be asked to help; going on alone", self.task_id)
         while True:
             part = self.store.take_part(self.task_id, self.holder)
             if part is not None:
