@@ -202,9 +202,11 @@ class JobQueue:
 
         install_schema(database)
         self.database = database
-        self.app = procrastinate.App(
-            connector=procrastinate.SyncPsycopgConnector(conninfo=conninfo(database.url))
-        )
+        # A defer waits at most 10 s for a connection (the pool's default is 30 s): right after a database
+        # restart the pool may still be backing off its reconnections, and a curate asking for helpers
+        # then goes on alone sooner; a turn's admission answers 503 sooner.
+        connector = procrastinate.SyncPsycopgConnector(conninfo=conninfo(database.url), timeout=10.0)
+        self.app = procrastinate.App(connector=connector)
         _register(self.app)
         self.app.open()
 
