@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import boto3
 import pytest
 
 from sleuth.server.build import open_server
@@ -52,6 +53,9 @@ def hung_endpoint() -> Iterator[str]:
 
 
 def _aws(monkeypatch: pytest.MonkeyPatch, endpoint: str) -> None:
+    # boto3's default session keeps the credentials it first resolved: one made here, with these test
+    # keys, must not outlive the test and sign another test's requests (moto refuses unknown keys)
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
     monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")

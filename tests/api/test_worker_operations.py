@@ -149,7 +149,10 @@ def test_liveness_answers_503_naming_the_part_that_stopped_beating() -> None:
         assert httpx.get(f"{base}/healthz").text == "ok"
         liveness.watch("task heartbeat", _Beats(time.monotonic() - 5000))  # hung for 5,000 s
         late = httpx.get(f"{base}/healthz")
-        assert late.status_code == 503 and late.text.startswith("late: task heartbeat (5000 s"), late.text
+        silent = re.fullmatch(r"late: task heartbeat \((\d+) s since its last beat\)", late.text)
+        assert late.status_code == 503 and silent and int(silent[1]) >= 5000, (
+            late.text
+        )  # a loaded machine adds
         assert httpx.get(f"{base}/metrics").status_code == 200  # the metrics are served beside it
     finally:
         server.shutdown()
