@@ -54,6 +54,9 @@ def server_keys(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> Iterato
     iam.put_user_policy(UserName=user, PolicyName="everything", PolicyDocument=json.dumps(EVERYTHING))
     made = iam.create_access_key(UserName=user)["AccessKey"]
     keys = {"access_key_id": made["AccessKeyId"], "secret_access_key": made["SecretAccessKey"]}
+    # boto3's default session keeps the credentials it first resolved: another test in this process may
+    # have made it with other keys, which the instance-credential chain below would then sign with
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", keys["access_key_id"])
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", keys["secret_access_key"])
     monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
