@@ -100,6 +100,13 @@ class Settings(BaseSettings):
         "files (needs SLEUTH_DATABASE_URL; unset: the contexts live under SLEUTH_HOME alone). With it, a "
         "node's SLEUTH_HOME holds only its working copies and caches.",
     )
+    version_cache_mb: int = Field(
+        10240,
+        ge=0,
+        description="With shared storage: the most disk a node's fetched versions take, in MiB (0: no "
+        "bound by size). The least recently read go first; a version read within a turn's longest run "
+        "(a turn may still be reading it) and what this node built itself are never dropped.",
+    )
     worker_concurrency: int = Field(
         4, ge=1, le=256, description="Jobs (turns, curates) one worker runs at once."
     )

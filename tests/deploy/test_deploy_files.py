@@ -40,8 +40,10 @@ from typer.testing import CliRunner
 from sleuth.api.app import create_app
 from sleuth.api.server import GRACEFUL_SHUTDOWN_S
 from sleuth.cli import app as cli_app
+from sleuth.cli.operate import duration_s
 from sleuth.models.catalog import Catalog
 from sleuth.server.build import open_server
+from sleuth.server.storage_gc import MIN_GRACE_S
 from sleuth.server.task_service import TaskService
 from sleuth.settings import DEFAULTS, ENV_PREFIX, Settings
 from sleuth.store.home import Home
@@ -339,6 +341,7 @@ def test_the_manifests_validate_against_kubernetes_schemas(version: str) -> None
         "Secret",
         "ConfigMap",
         "PersistentVolumeClaim",
+        "CronJob",
     }
     assert expected <= kinds
 
@@ -424,13 +427,44 @@ def test_the_worker_deployment_follows_the_code() -> None:
     )
 
 
+def cron_pod(name: str) -> dict[str, Any]:
+    spec: dict[str, Any] = resource("CronJob", name)["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    return spec
+
+
+def test_the_schema_is_installed_first_and_upkeep_runs_on_a_schedule() -> None:
+    """`sleuth db init` before the API servers start; `db prune-jobs` and `storage gc` as CronJobs, each
+    a command that parses, with a grace `storage gc` accepts."""
+    (init,) = pod("sleuth-api")["initContainers"]
+    assert init["args"] == ["db", "init"]
+    commands = {}
+    for name in ("sleuth-prune-jobs", "sleuth-storage-gc"):
+        cron = resource("CronJob", name)["spec"]
+        assert cron["concurrencyPolicy"] == "Forbid"  # two gc runs at once would mark each other's work
+        (container,) = cron_pod(name)["containers"]
+        parse_sleuth(container["args"])
+        commands[tuple(container["args"][:2])] = container["args"]
+    assert set(commands) == {("db", "prune-jobs"), ("storage", "gc")}
+    grace = commands[("storage", "gc")]
+    assert duration_s("--grace", grace[grace.index("--grace") + 1]) >= MIN_GRACE_S
+    with pytest.raises(AssertionError, match="no command `sleuth db no-such-command`"):
+        parse_sleuth(["db", "no-such-command"])
+
+
 def test_the_pods_reference_what_the_manifests_define() -> None:
     secret = resource("Secret", "sleuth")["stringData"]
     config = resource("ConfigMap", "sleuth")["data"]
     assert_valid_settings(config, "ConfigMap sleuth")
-    for name in ("sleuth-api", "sleuth-worker"):
-        spec = pod(name)
-        (container,) = spec["containers"]
+    specs = [
+        pod("sleuth-api"),
+        pod("sleuth-worker"),
+        cron_pod("sleuth-prune-jobs"),
+        cron_pod("sleuth-storage-gc"),
+    ]
+    containers = [(spec, container) for spec in specs for container in spec["containers"]]
+    containers.append((specs[0], specs[0]["initContainers"][0]))
+    for spec, container in containers:
+        name = container["name"]
         for source in container["envFrom"]:
             resource("ConfigMap", source["configMapRef"]["name"])
         for entry in container["env"]:
@@ -438,7 +472,7 @@ def test_the_pods_reference_what_the_manifests_define() -> None:
             assert ref["name"] == "sleuth" and ref["key"] in secret, (name, entry)
         mounts = {mount["name"]: mount["mountPath"] for mount in container["volumeMounts"]}
         assert mounts["home"] == config["SLEUTH_HOME"]
-        assert {volume["name"] for volume in spec["volumes"]} == set(mounts)
+        assert set(mounts) <= {volume["name"] for volume in spec["volumes"]}
     assert "SLEUTH_API_KEY" in {entry["name"] for entry in pod("sleuth-api")["containers"][0]["env"]}
 
 
@@ -497,12 +531,19 @@ def test_the_probe_paths_answer_on_a_server(home: Home, monkeypatch: pytest.Monk
 
 
 def parse_sleuth(args: list[str]) -> None:
-    """`sleuth ARGS` parses: the command exists and takes these options and values (nothing runs)."""
-    root: Any = typer.main.get_command(cli_app)
-    name, *rest = args
-    command = root.get_command(Context(root, info_name="sleuth"), name)
-    assert command is not None, f"no command `sleuth {name}`"
-    command.make_context(name, list(rest), parent=Context(root, info_name="sleuth"))
+    """`sleuth ARGS` parses: the command (within its groups) exists and takes these options and values
+    (nothing runs)."""
+    group: Any = typer.main.get_command(cli_app)
+    parent = Context(group, info_name="sleuth")
+    rest = list(args)
+    while True:
+        name, *rest = rest
+        command = group.get_command(parent, name)
+        assert command is not None, f"no command `{parent.command_path} {name}`"
+        if not hasattr(command, "get_command"):
+            command.make_context(name, rest, parent=parent)
+            return
+        group, parent = command, Context(command, info_name=name, parent=parent)
 
 
 @pytest.mark.parametrize("command", ["serve", "worker", "share"])

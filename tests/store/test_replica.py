@@ -365,3 +365,67 @@ def test_a_head_that_points_outside_the_copy_is_refused(nodes: Nodes, bad: str) 
         )
     with pytest.raises(ValueError, match="unsafe path"):
         nodes.b.find("c")
+
+
+def test_a_node_copies_a_contexts_sources_only_when_it_reads_them(nodes: Nodes, corpus: Path) -> None:
+    compile_context("c", [corpus], home=nodes.a, settings=current())
+    nodes.b.contexts()  # what a fresh API server's `GET /contexts` does
+    ctx_b = nodes.b.find("c")
+    assert ctx_b.live_version() == "v000001" and ctx_b.manifest_file.is_file()
+    assert not any((ctx_b.root / "sources").iterdir())  # it answers from the version alone
+    assert _names(ctx_b.sources) == ["fees.md", "refunds.md"]  # read here: fetched
+    ctx_a = nodes.a.find("c")
+    with ctx_a.editing():
+        (ctx_a.sources / "hours.md").write_text("# Hours\n\nThe office opens at 9.\n")
+        next(ctx_a.sources.rglob("fees.md")).unlink()
+    ctx_b = nodes.b.find("c")  # a copy that holds its sources keeps them up to date
+    assert _names(ctx_b.root / "sources") == ["hours.md", "refunds.md"]
+    with ctx_b.editing():
+        (ctx_b.sources / "more.md").write_text("# More\n")
+    assert _names(nodes.a.find("c").sources) == ["hours.md", "more.md", "refunds.md"]
+
+
+def _names(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.rglob("*") if p.is_file())
+
+
+def test_a_lazy_copys_push_never_drops_the_sources_it_left_out(nodes: Nodes, corpus: Path) -> None:
+    compile_context("c", [corpus], home=nodes.a, settings=current())
+    ctx_b = nodes.b.find("c")
+    with ctx_b.editing():  # pulls the sources first (an edit may change them)
+        info = ctx_b.info()
+        info.description = "renamed on b"
+        ctx_b.save_info(info)
+    replica = nodes.b.shared
+    assert isinstance(replica, Replica)
+    ctx_c = Home(ctx_b.root.parent.parent.parent / "node-c", replica).find("c")
+    assert _names(ctx_c.root / "sources") == []
+    ctx_c.manifest_file.write_text('{"description": "edited on c"}')
+    replica.push(ctx_c)  # a copy without its sources pushes what it changed, and deletes none of them
+    assert nodes.a.find("c").manifest_data() == {"description": "edited on c"}
+    assert _names(nodes.a.find("c").sources) == ["fees.md", "refunds.md"]
+
+
+def test_fetched_versions_are_bounded_by_size_least_recently_read_first(nodes: Nodes, tmp_path: Path) -> None:
+    for slug, words in (("one", "alpha"), ("two", "beta"), ("three", "gamma")):
+        corpus = tmp_path / slug
+        corpus.mkdir()
+        (corpus / "doc.md").write_text(f"# {words}\n\n" + f"{words} rule. " * 200)
+        compile_context(slug, [corpus], home=nodes.a, settings=current())
+    replica = nodes.b.shared
+    assert isinstance(replica, Replica)
+    old = time.time() - 2 * TURN_CAP_SECONDS
+    first = nodes.b.find("one").version_dir("v000001")
+    size = sum(p.stat().st_size for p in first.rglob("*") if p.is_file())
+    replica.cache_bytes = int(size * 2.5)  # room for two versions of this size
+    os.utime(first, (old - 10, old - 10))  # live, but read long ago
+    second = nodes.b.find("two").version_dir("v000001")
+    os.utime(second, (old, old))
+    third = nodes.b.find("three").version_dir("v000001")  # no room: the least recently read goes
+    assert not first.exists() and second.is_dir() and third.is_dir()
+    assert nodes.b.find("one").version_dir("v000001").is_dir()  # a live version dropped is fetched again
+    assert not second.exists()  # and made room in turn
+    recent = nodes.b.find("three").version_dir("v000001")
+    replica.cache_bytes = 1  # a version read within a turn's longest run is never dropped
+    replica._evict(tmp_path / "none" / "versions" / "x")
+    assert recent.is_dir()

@@ -40,7 +40,7 @@ def _read() -> tuple[Path, Settings]:
     return Home().root, settings
 
 
-def _duration(option: str, value: str) -> float:
+def duration_s(option: str, value: str) -> float:
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", value)
     if not match:
         raise fail(f"{option} {value!r}: a duration such as 90s, 30m, 1h or 2d", USAGE)
@@ -105,7 +105,7 @@ def prune_jobs_cmd(
     from sleuth.server.db_admin import open_checked
     from sleuth.server.stale_jobs import prune_jobs
 
-    limit = _duration("--older-than", older_than)
+    limit = duration_s("--older-than", older_than)
     root, settings = _read()
     try:
         database = open_checked(settings, root)
@@ -138,7 +138,7 @@ def gc_cmd(
     from sleuth.server.storage_gc import collect
     from sleuth.store.storage import open_storage
 
-    grace_s = _duration("--grace", grace)
+    grace_s = duration_s("--grace", grace)
     root, settings = _read()
     if not settings.storage_url:
         raise fail("there is no shared storage to collect: SLEUTH_STORAGE_URL is not set", USAGE)

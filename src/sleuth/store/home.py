@@ -28,6 +28,9 @@ SLUG_PATTERN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
 #: A project's own home: a `.sleuth` folder with contexts in it, in the working directory or a folder
 #: above it (`make demo` makes one in the checkout).
 PROJECT_HOME = ".sleuth"
+#: In a shared context's working copy: present once the copy holds its sources and keeps them up to date
+#: (`ContextDir.sources`).
+SOURCES_MARK = ".replica-sources"
 
 
 @dataclass(frozen=True)
@@ -186,7 +189,7 @@ class SharedContexts(Protocol):
     def head(self, slug_or_id: str) -> HeadView | None: ...
     def register(self, ctx_id: str, slug: str) -> None: ...
     def forget(self, ctx_id: str) -> None: ...
-    def pull(self, ctx: ContextDir, head: Any = None) -> None: ...
+    def pull(self, ctx: ContextDir, head: Any = None, *, sources: bool = False) -> None: ...
     def push(self, ctx: ContextDir) -> None: ...
     def fetch_version(self, ctx_id: str, directory: Path) -> None: ...
     def versions(self, ctx_id: str) -> list[str]: ...
@@ -226,6 +229,11 @@ class ContextDir:
 
     @property
     def sources(self) -> Path:
+        """The context's source files. A shared context's working copy leaves them out until something
+        reads them here (a curate, a pack, a page image, a listing of the sources): a node that only
+        answers never copies them. From then on every pull keeps them up to date."""
+        if self.shared is not None and not (self.root / SOURCES_MARK).is_file():
+            self.shared.pull(self, sources=True)
         return self.root / "sources"
 
     @property
@@ -268,7 +276,7 @@ class ContextDir:
         if self.shared is None:
             yield
             return
-        self.shared.pull(self)
+        self.shared.pull(self, sources=True)
         try:
             yield
         except BaseException:
@@ -365,7 +373,7 @@ class Home:
         if self.shared is not None:
             self.shared.register(ctx_id, slug)  # the name, claimed on every machine at once
         try:
-            ctx.sources.mkdir(parents=True)
+            (ctx.root / "sources").mkdir(parents=True)
             ctx.versions.mkdir()
             ctx.save_info(ContextInfo(id=ctx_id, slug=slug, name=name or slug))
             write_json_atomic(ctx.manifest_file, {})

@@ -51,6 +51,7 @@ from sleuth.models.embedder import file_sha256
 from sleuth.settings import Settings
 from sleuth.store.database import Database, dumps, loads, open_database
 from sleuth.store.home import (
+    SOURCES_MARK,
     ContextDir,
     ContextNotFound,
     Home,
@@ -68,6 +69,9 @@ from sleuth.store.storage import Storage, open_storage
 LOCAL_ONLY = frozenset({"versions", "cache", "staging", "curate.lock", "LIVE"})
 STATE_FILE = ".replica.json"  # the files map: read only when the head moved
 MARK_FILE = ".replica-head"  # "<revision> <live>": read on every lookup
+#: The head's files a copy leaves out until something reads them (`ContextDir.sources`): a node that only
+#: answers needs the versions, not the documents they were compiled from.
+LAZY_PREFIX = "sources/"
 #: Small JSON objects several writers change different keys of: merged per key, not replaced whole.
 MERGED_JSON = frozenset({"context.json", "context.extra.json"})
 
@@ -104,6 +108,7 @@ class _CopyState:
     revision: int = -1
     live: str | None = None
     files: dict[str, list[Any]] = field(default_factory=dict)
+    sources: bool = False  # the copy holds the head's sources (else it leaves `LAZY_PREFIX` out)
 
     @classmethod
     def load(cls, root: Path) -> _CopyState:
@@ -111,7 +116,9 @@ class _CopyState:
             data = json.loads((root / STATE_FILE).read_text(encoding="utf-8"))
         except (FileNotFoundError, json.JSONDecodeError):
             return cls()
-        return cls(int(data.get("revision", -1)), data.get("live"), dict(data.get("files") or {}))
+        files = dict(data.get("files") or {})
+        sources = data.get("sources", any(rel.startswith(LAZY_PREFIX) for rel in files))  # older copies
+        return cls(int(data.get("revision", -1)), data.get("live"), files, bool(sources))
 
     @staticmethod
     def mark(root: Path) -> tuple[int, str | None]:
@@ -123,9 +130,11 @@ class _CopyState:
             return -1, None
 
     def save(self, root: Path) -> None:
-        state = {"revision": self.revision, "live": self.live, "files": self.files}
+        state = {"revision": self.revision, "live": self.live, "files": self.files, "sources": self.sources}
         write_json_atomic(root / STATE_FILE, state)
         write_text_atomic(root / MARK_FILE, f"{self.revision} {self.live or ''}")
+        if self.sources:
+            (root / SOURCES_MARK).touch()
 
 
 def _set_live(ctx: ContextDir, version: str | None) -> None:
@@ -166,8 +175,8 @@ def head_files(root: Path) -> Iterator[str]:
 class Replica(SharedTrees):
     """The shared contexts of one deployment: heads in `database`, bytes in `storage`."""
 
-    def __init__(self, database: Database, storage: Storage) -> None:
-        super().__init__(storage)
+    def __init__(self, database: Database, storage: Storage, *, cache_bytes: int = 0) -> None:
+        super().__init__(storage, cache_bytes=cache_bytes)
         self.database = database
         database.prepare(metadata)
 
@@ -216,13 +225,15 @@ class Replica(SharedTrees):
         self.storage.delete(list(self.storage.keys(f"versions/{ctx_id}")))
 
     # ----------------------------------------------------------------------- the working copy
-    def pull(self, ctx: ContextDir, head: Head | None = None) -> None:
-        """Bring the working copy of `ctx` up to its head (nothing to do when it already is)."""
+    def pull(self, ctx: ContextDir, head: Head | None = None, *, sources: bool = False) -> None:
+        """Bring the working copy of `ctx` up to its head (nothing to do when it already is). Its sources
+        come only with `sources` or once the copy holds them (`ContextDir.sources`)."""
         ctx_id = ctx.root.name
         head = head or self.head(ctx_id)
         if head is None:
             raise ContextNotFound(f"context {ctx_id!r} was deleted")
-        if _CopyState.mark(ctx.root) == (head.revision, head.live):
+        lacking = sources and not (ctx.root / SOURCES_MARK).is_file()
+        if _CopyState.mark(ctx.root) == (head.revision, head.live) and not lacking:
             return
         with self._syncing(ctx_id):
             with self.database.reading() as conn:
@@ -231,10 +242,14 @@ class Replica(SharedTrees):
                 raise ContextNotFound(f"context {ctx_id!r} was deleted")
             state = _CopyState.load(ctx.root)
             files = state.files
+            with_sources = sources or state.sources
             wanted: dict[str, str] = loads(row.files)
+            for rel in wanted:
+                check_head_path(rel)
+            if not with_sources:
+                wanted = {rel: sha for rel, sha in wanted.items() if not rel.startswith(LAZY_PREFIX)}
             fetch = []
             for rel, sha in wanted.items():
-                check_head_path(rel)
                 base = files.get(rel)
                 if base is not None and base[0] == sha:
                     continue  # the head has not changed it since this copy's base: keep ours
@@ -251,7 +266,9 @@ class Replica(SharedTrees):
             self._download([(blob_key(sha), ctx.root / rel) for rel, sha in fetch])
             for rel, sha in fetch:
                 files[rel] = [sha, *_stat(ctx.root / rel)]
-            for rel in [r for r in files if r not in wanted]:
+            for rel in [
+                r for r in files if r not in wanted and (with_sources or not r.startswith(LAZY_PREFIX))
+            ]:
                 path = ctx.root / rel
                 base = files.pop(rel)
                 if path.is_file() and list(_stat(path)) == base[1:]:  # untouched here: deleted there
@@ -262,8 +279,8 @@ class Replica(SharedTrees):
             if row.live_version != state.live:
                 _set_live(ctx, row.live_version)
             ctx.versions.mkdir(parents=True, exist_ok=True)  # folders travel only with files in them
-            ctx.sources.mkdir(exist_ok=True)
-            _CopyState(row.revision, row.live_version, files).save(ctx.root)
+            (ctx.root / "sources").mkdir(exist_ok=True)
+            _CopyState(row.revision, row.live_version, files, with_sources).save(ctx.root)
 
     def push(self, ctx: ContextDir) -> None:
         """Send what changed in this working copy since its last pull or push; publish the live version
@@ -291,6 +308,7 @@ class Replica(SharedTrees):
                 del files[rel]
             live = ctx.live_version()
             moved = live != state.live
+            state.sources = state.sources or state.revision < 0  # a copy made or adopted here holds them all
             if not changes and not moved:
                 state.save(ctx.root)  # the new sizes and times of files that did not change
                 return
@@ -311,7 +329,7 @@ class Replica(SharedTrees):
             if moved and row.live_version != state.live:  # the stale flip is undone here too
                 live = row.live_version
                 _set_live(ctx, live)
-            _CopyState(revision, live if moved else state.live, files).save(ctx.root)
+            _CopyState(revision, live if moved else state.live, files, state.sources).save(ctx.root)
 
     def _move_head(
         self,
@@ -416,7 +434,11 @@ def open_home(root: Path | None, settings: Settings) -> Home:
                 "storage's files are (each context's head and live version) and the curate lock, which "
                 "every machine must see"
             )
-        home.shared = Replica(open_database(settings.database_url), open_storage(settings.storage_url))
+        home.shared = Replica(
+            open_database(settings.database_url),
+            open_storage(settings.storage_url),
+            cache_bytes=settings.version_cache_mb * 1024 * 1024,
+        )
     return home
 
 

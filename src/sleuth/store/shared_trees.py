@@ -3,7 +3,8 @@ written once and shared by every tree that holds the same bytes), and each tree 
 files (path → sha, size) stored after its blobs, so an index never names a blob that is not there.
 
 A context's versions are such trees (`versions/<context id>/<version>.json`): published once, never
-changed, fetched whole the first time a node reads one. A task's files travel the same way
+changed, fetched whole the first time a node reads one and kept in a cache bounded by age and size
+(`fetch_version`). A task's files travel the same way
 (`put_tree`, `get_tree`). `store.replica.Replica` adds the heads, the part of a context that changes.
 """
 
@@ -24,6 +25,7 @@ from typing import Any
 from sleuth.errors import Conflict
 from sleuth.models.embedder import file_sha256
 from sleuth.settings import TURN_CAP_SECONDS
+from sleuth.store.home import write_text_atomic
 from sleuth.store.storage import ObjectMissing, Storage
 
 TRANSFERS = 8  # objects moved at once: object storage is latency-bound
@@ -67,11 +69,41 @@ def _index(directory: Path) -> tuple[dict[str, list[Any]], list[tuple[Path, str]
     return index, items
 
 
+def _live(ctx_root: Path) -> str:
+    try:
+        return (ctx_root / "LIVE").read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return ""
+
+
+def _marked_size(mark: Path, entry: Path) -> int:
+    """A fetched version's size, from its mark (counted once, when a mark from before sizes were kept
+    names none)."""
+    try:
+        return int(mark.read_text(encoding="utf-8"))
+    except ValueError:
+        size = sum(p.stat().st_size for p in entry.rglob("*") if p.is_file())
+        write_text_atomic(mark, str(size))
+        return size
+
+
+def _drop(entry: Path, mark: Path) -> None:
+    """Remove a fetched version: renamed aside first, so a reader never finds it half removed."""
+    aside = entry.parent / f".{entry.name}.evict-{secrets.token_hex(4)}"
+    try:
+        os.rename(entry, aside)
+    except OSError:
+        return
+    mark.unlink(missing_ok=True)
+    shutil.rmtree(aside, ignore_errors=True)
+
+
 class SharedTrees:
     """The trees of one deployment's shared storage."""
 
-    def __init__(self, storage: Storage) -> None:
+    def __init__(self, storage: Storage, *, cache_bytes: int = 0) -> None:
         self.storage = storage
+        self.cache_bytes = cache_bytes  # fetched versions on this node's disk, at most (0: no bound)
         self._guard = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
 
@@ -119,9 +151,8 @@ class SharedTrees:
 
     def fetch_version(self, ctx_id: str, directory: Path) -> None:
         """Make the version at `directory` local if the storage has it: fetched once (other readers here
-        wait for it) into a hidden temporary directory, renamed into place whole. Fetched versions of
-        the context not read for longer than a turn may last are dropped (never the live one), so the
-        cache holds what is in use."""
+        wait for it) into a hidden temporary directory, renamed into place whole. Room is made first
+        (`_evict`), so the cache holds what is in use."""
         if directory.is_dir():
             os.utime(directory)  # read now: kept by the eviction below
             return
@@ -132,30 +163,45 @@ class SharedTrees:
                 index = json.loads(self.storage.get_bytes(version_key(ctx_id, directory.name)))
             except ObjectMissing:
                 return
-            self._evict(directory)
+            size = sum(int(entry[1]) for entry in index.values())
+            self._evict(directory, incoming=size)
             self._place(index, directory)
-            (directory.parent / f".{directory.name}.fetched").touch()
+            write_text_atomic(directory.parent / f".{directory.name}.fetched", str(size))
 
-    def _evict(self, keep: Path) -> None:
-        """Drop fetched versions (marked `.<name>.fetched`) not read for `TURN_CAP_SECONDS`, except the
-        live one: what this node built itself, the curate that built it collects."""
-        versions = keep.parent
-        if not versions.is_dir():
-            return
-        try:
-            live = (versions.parent / "LIVE").read_text(encoding="utf-8").strip()
-        except FileNotFoundError:
-            live = ""
+    def _evict(self, keep: Path, incoming: int = 0) -> None:
+        """Make room among the versions this node fetched (each marked `.<name>.fetched`, holding its
+        size), in every context of the home. Dropped: any not read for `TURN_CAP_SECONDS` that is not its
+        context's live one; then, while the cache and `incoming` exceed `cache_bytes`, the least recently
+        read live ones not read for as long. A version read within a turn's longest run is never
+        dropped (a turn may still be reading it), nor one this node built (its curate collects those):
+        the bound is met unless what running turns read exceeds it. A dropped live version is fetched
+        again on its next read."""
+        contexts = keep.parent.parent.parent
         cutoff = time.time() - TURN_CAP_SECONDS
-        for mark in versions.glob(".*.fetched"):
-            entry = versions / mark.name[1:].removesuffix(".fetched")
-            if entry in (keep, versions / live):
+        kept: list[tuple[float, int, Path, Path]] = []  # (read at, size, version, mark)
+        total = 0
+        for mark in contexts.glob("*/versions/.*.fetched"):
+            entry = mark.parent / mark.name[1:].removesuffix(".fetched")
+            try:
+                read_at = entry.stat().st_mtime
+            except FileNotFoundError:
+                mark.unlink(missing_ok=True)
                 continue
-            if not entry.is_dir():
-                mark.unlink(missing_ok=True)
-            elif entry.stat().st_mtime < cutoff:
-                shutil.rmtree(entry, ignore_errors=True)
-                mark.unlink(missing_ok=True)
+            size = _marked_size(mark, entry)
+            live = entry.name == _live(entry.parent.parent)
+            if entry != keep and not live and read_at < cutoff:
+                _drop(entry, mark)
+                continue
+            total += size
+            if entry != keep and read_at < cutoff:
+                kept.append((read_at, size, entry, mark))
+        if not self.cache_bytes:
+            return
+        for _read_at, size, entry, mark in sorted(kept, key=lambda item: item[0]):
+            if total + incoming <= self.cache_bytes:
+                break
+            _drop(entry, mark)
+            total -= size
 
     # ---------------------------------------------------------------------------------- trees
     def put_tree(self, key: str, directory: Path) -> None:
