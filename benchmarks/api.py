@@ -173,7 +173,7 @@ def over_http(home: Path, turns: int, concurrency: int, background: bool) -> Run
 
 def in_process(home: Path, turns: int, concurrency: int) -> Run:
     from sleuth.agent.turn import Runtime, TurnRequest
-    from sleuth.store.home import Home
+    from sleuth.store.contexts.home import Home
 
     latencies: list[float] = []
     errors = 0
@@ -205,7 +205,7 @@ def main() -> None:
 
     from sleuth.compile.pipeline import compile_context
     from sleuth.settings import current
-    from sleuth.store.home import Home
+    from sleuth.store.contexts.home import Home
 
     home = Path(tempfile.mkdtemp(prefix="sleuth-bench-api-"))
     compile_context(

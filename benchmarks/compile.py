@@ -98,7 +98,7 @@ def main() -> None:
     from sleuth.compile.pipeline import compile_context
     from sleuth.models.embedder import get_embedder
     from sleuth.settings import current
-    from sleuth.store.home import ContextNotFound, Home
+    from sleuth.store.contexts.home import ContextNotFound, Home
 
     settings = current()  # read once, at the benchmark's start, as a command does
     home = Home(args.home)

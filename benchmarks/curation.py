@@ -92,7 +92,7 @@ def main() -> None:
     from sleuth.compile.sources import import_sources
     from sleuth.models.catalog import Catalog
     from sleuth.settings import current
-    from sleuth.store.home import Home
+    from sleuth.store.contexts.home import Home
 
     settings = current()  # read once, at the benchmark's start, as a command does
     home = Home(home_dir)

@@ -67,8 +67,8 @@ def child(name: str, home: str, scratch: str) -> dict[str, Any]:
     from sleuth.models.base import ModelConfig
     from sleuth.models.scripted import ScriptedModel, code, final_call
     from sleuth.sandbox import Limits, SandboxHost
-    from sleuth.store.home import Home
-    from sleuth.store.server_db import ServerDB
+    from sleuth.store.contexts.home import Home
+    from sleuth.store.records.server_db import ServerDB
 
     secret = Path(scratch) / "secret"
     secret.with_suffix(".jsonl").write_text(json.dumps({"page": 1, "text": "TOP SECRET 7781 code"}) + "\n")

@@ -55,9 +55,9 @@ from tests.postgres import Postgres, throwaway_postgres  # noqa: E402
 
 from sleuth.compile.pipeline import compile_context  # noqa: E402
 from sleuth.settings import current  # noqa: E402
-from sleuth.store.home import Home  # noqa: E402
-from sleuth.store.server_db import ServerDB  # noqa: E402
-from sleuth.store.tasks import TaskStore  # noqa: E402
+from sleuth.store.contexts.home import Home  # noqa: E402
+from sleuth.store.records.server_db import ServerDB  # noqa: E402
+from sleuth.store.records.tasks import TaskStore  # noqa: E402
 
 
 def pct(values: list[float], q: float) -> float:

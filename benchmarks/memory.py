@@ -102,7 +102,7 @@ def write_corpus(directory: Path, chunks: int) -> None:
 def probe_compile(corpus: Path, home: Path, baseline: bool) -> None:
     from sleuth.compile.pipeline import compile_context
     from sleuth.settings import current
-    from sleuth.store.home import Home
+    from sleuth.store.contexts.home import Home
 
     if baseline:
         print(json.dumps({"peak_mb": peak_mb()}))

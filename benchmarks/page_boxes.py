@@ -24,7 +24,7 @@ import pypdfium2.raw as pdfium_c
 from fpdf import FPDF
 
 from sleuth.format.text import normalize_text
-from sleuth.store.page_images import align, span_boxes
+from sleuth.store.version.page_images import align, span_boxes
 
 
 def contents_page(path: Path, lines: int) -> Path:

@@ -46,8 +46,8 @@ def main() -> None:
     import bm25s
 
     from sleuth.models.embedder import EmbeddingCache, embed_cached
-    from sleuth.store.home import Home
-    from sleuth.store.search import VersionReader
+    from sleuth.store.contexts.home import Home
+    from sleuth.store.version.search import VersionReader
 
     home = Home(args.home)
     ctx = home.find(args.context)
@@ -108,7 +108,7 @@ def main() -> None:
             scores = np.where(page_source == doc, scores, -np.inf)
         return [pages[i] for i in np.argsort(-scores)[:10]]
 
-    from sleuth.store import search as search_module
+    from sleuth.store.version import search as search_module
 
     scores = dict(reader.boilerplate)
 
@@ -221,7 +221,7 @@ def search_source_latency(
     import asyncio
 
     from sleuth.sdk.knowledge import Knowledge, ScopedContext
-    from sleuth.store.home import Home
+    from sleuth.store.contexts.home import Home
 
     ctx = Home(home_dir).find(context)
     version = ctx.live_version()

@@ -4,7 +4,7 @@
 
 Keyword rows are given for both engines in the same run up to --fts5-max chunks: tantivy (now) and
 SQLite FTS5 (before). From SLEUTH_ANN_MIN_VECTORS vectors (50,000 by default) the version also has an
-HNSW graph (store/ann.py, the `ann` extra), as a compile writes it; its recall@10 against the exact
+HNSW graph (store/version/ann.py, the `ann` extra), as a compile writes it; its recall@10 against the exact
 scan is printed below the table, with the graph's build time.
 
 The corpus is synthetic (word sequences drawn from a fixed vocabulary, one identifier per chunk),
@@ -70,7 +70,7 @@ def build_version(
     from sleuth.compile.manifest import parse_manifest
     from sleuth.compile.tables_db import write_tables
     from sleuth.settings import current
-    from sleuth.store import ann, dense, keyword
+    from sleuth.store.version import ann, dense, keyword
 
     per_source = 100
     chunk_rows, kw_rows = [], []
@@ -183,7 +183,7 @@ def engine_rows(
 
 def measure(root: Path, size: int, n_queries: int, rng: np.random.Generator, kind: str, fts5: bool) -> str:
     from sleuth.sdk.knowledge import Knowledge, ScopedContext
-    from sleuth.store.dense import DenseIndex
+    from sleuth.store.version.dense import DenseIndex
 
     began = time.perf_counter()
     matrix, query_vectors = make_vectors(size, n_queries, kind, rng)

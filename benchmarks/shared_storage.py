@@ -33,9 +33,9 @@ from tests.s3 import moto_s3  # noqa: E402
 
 from sleuth.compile.pipeline import compile_context  # noqa: E402
 from sleuth.settings import current  # noqa: E402
+from sleuth.store.contexts.home import Home  # noqa: E402
+from sleuth.store.contexts.replica import Replica  # noqa: E402
 from sleuth.store.database import open_database  # noqa: E402
-from sleuth.store.home import Home  # noqa: E402
-from sleuth.store.replica import Replica  # noqa: E402
 from sleuth.store.storage import DirectoryStorage, S3Storage, Storage  # noqa: E402
 
 

@@ -40,8 +40,8 @@ def main() -> None:
 
     from sleuth.compile.pipeline import compile_context
     from sleuth.settings import current
-    from sleuth.store.home import Home
-    from sleuth.store.search import VersionReader
+    from sleuth.store.contexts.home import Home
+    from sleuth.store.version.search import VersionReader
 
     settings = current()  # read once, at the benchmark's start, as a command does
 

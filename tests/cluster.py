@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,13 +17,8 @@ from typing import Any
 
 import httpx
 
-from sleuth.store.server_db import ServerDB
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from sleuth.store.records.server_db import ServerDB
+from tests.ports import free_port
 
 
 @dataclass
@@ -77,7 +71,7 @@ class Cluster:
         return proc
 
     def start_server(self) -> str:
-        port = _free_port()
+        port = free_port()
         log = self._log("server")
         proc = subprocess.Popen(
             [sys.executable, "-m", "sleuth", "serve", "--port", str(port), "--log-level", "warning"],

@@ -14,7 +14,7 @@ import pytest
 
 from sleuth.compile.pipeline import CompileReport, compile_context
 from sleuth.settings import current
-from sleuth.store.home import Home
+from sleuth.store.contexts.home import Home
 from tests.postgres import Postgres, throwaway_postgres
 from tests.s3 import S3Server, moto_s3
 from tests.support import SAMPLE_CORPUS, SAMPLE_MANIFEST, make_pdf

@@ -11,7 +11,6 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -19,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
+
+from tests.ports import free_port
 
 USER = "sleuth"
 
@@ -35,12 +36,6 @@ def _bindir() -> Path:
     if initdb:
         return Path(initdb).parent
     raise PostgresMissing("no PostgreSQL server here: `apt-get install postgresql` (make test does it)")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Postgres:
@@ -92,7 +87,7 @@ def throwaway_postgres() -> Iterator[Postgres]:
     if os.geteuid() == 0:
         os.chmod(root, 0o755)
         shutil.chown(root, "postgres", "postgres")
-    port = _free_port()
+    port = free_port()
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.PIPE, "check": True}
     try:
         subprocess.run(

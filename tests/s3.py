@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import secrets
-import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -14,6 +13,8 @@ from typing import Any
 
 import boto3
 from moto.server import ThreadedMotoServer
+
+from tests.ports import free_port
 
 
 @dataclass(frozen=True)
@@ -44,16 +45,10 @@ class S3Server:
         return name
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def moto_s3() -> Iterator[S3Server]:
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # a line per request otherwise
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=_free_port(), verbose=False)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
     server.start()
     try:
         host, port = server.get_host_and_port()

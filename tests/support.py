@@ -9,7 +9,7 @@ from fpdf import FPDF
 
 from sleuth.compile.pipeline import compile_context
 from sleuth.settings import current
-from sleuth.store.home import Home
+from sleuth.store.contexts.home import Home
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_CORPUS = REPO / "examples" / "acme-corpus"
@@ -33,6 +33,7 @@ SDK_PRIMITIVES = (
     "list_tables",
     "walk_graph",
     "get_fact",
+    "orientation",
 )
 
 

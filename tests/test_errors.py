@@ -49,9 +49,9 @@ def test_every_error_has_the_root() -> None:
 def test_kinds_keep_their_builtin_bases() -> None:
     from sleuth.compile.manifest import ManifestError
     from sleuth.sandbox.host import SandboxUnavailable
-    from sleuth.store.home import ContextNotFound
-    from sleuth.store.lock import CurateInFlight
-    from sleuth.store.server_db import SessionBusy
+    from sleuth.store.contexts.home import ContextNotFound
+    from sleuth.store.contexts.lock import CurateInFlight
+    from sleuth.store.records.server_db import SessionBusy
 
     assert issubclass(ContextNotFound, NotFound) and issubclass(ContextNotFound, LookupError)
     assert issubclass(ManifestError, Invalid) and issubclass(ManifestError, ValueError)

@@ -11,7 +11,7 @@ from sleuth.cli import app
 from sleuth.sandbox.limits import HostBudget
 from sleuth.server.build import open_server
 from sleuth.settings import Settings, current, described, int_range
-from sleuth.store.home import Home
+from sleuth.store.contexts.home import Home
 
 
 def test_defaults_and_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,20 +11,20 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from sleuth.compile.manifest import Manifest, ManifestError, parse_manifest
     from sleuth.compile.pipeline import CompileReport, compile_context
-    from sleuth.store.home import Home
-    from sleuth.store.search import SearchHit, VersionReader
+    from sleuth.store.contexts.home import Home
+    from sleuth.store.version.search import SearchHit, VersionReader
 
 __version__ = "0.1.0"
 
 _WHERE = {
     "CompileReport": "sleuth.compile.pipeline",
     "compile_context": "sleuth.compile.pipeline",
-    "Home": "sleuth.store.home",
+    "Home": "sleuth.store.contexts.home",
     "Manifest": "sleuth.compile.manifest",
     "ManifestError": "sleuth.compile.manifest",
     "parse_manifest": "sleuth.compile.manifest",
-    "SearchHit": "sleuth.store.search",
-    "VersionReader": "sleuth.store.search",
+    "SearchHit": "sleuth.store.version.search",
+    "VersionReader": "sleuth.store.version.search",
 }
 
 

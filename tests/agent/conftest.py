@@ -13,8 +13,8 @@ from sleuth.compile.pipeline import CompileReport
 from sleuth.models.base import ModelConfig
 from sleuth.models.scripted import ScriptedModel, ScriptItem
 from sleuth.sandbox import Limits, SandboxHost
-from sleuth.store.home import Home
-from sleuth.store.server_db import ServerDB
+from sleuth.store.contexts.home import Home
+from sleuth.store.records.server_db import ServerDB
 from tests.agent.support import RuntimeFactory
 
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+import threading
+import time
+from typing import Any
+
 import pytest
 
 from sleuth.agent.actions import parse_reply, reserved_binding
@@ -122,3 +127,44 @@ def test_the_oldest_observations_are_elided_when_the_window_is_full() -> None:
     assert messages[3].tool_call_id == "1"
     assert messages[5].content == "b" * 600  # the newest observation stays once the rest fits
     assert messages[2].tool_calls[0].arguments == {"code": "print(1)"}  # code is kept
+
+
+def test_turns_on_many_threads_never_parse_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 42, item 8: CPython keeps the AST constructor's recursion depth per interpreter, so two
+    threads inside `ast.parse` at once can fail one of them with `SystemError: AST constructor
+    recursion depth mismatch` (python/cpython#106905; 2 of 522 turns on a server's threads). The real
+    parse runs here, widened by a short sleep so that threads meet inside it: with the parse left
+    unserialised, several are inside at once (the test fails); serialised, never more than one."""
+    parse = ast.parse
+    inside = 0
+    most = 0
+    count = threading.Lock()
+
+    def watched(source: str, *args: Any, **kwargs: Any) -> ast.Module:
+        nonlocal inside, most
+        with count:
+            inside += 1
+            most = max(most, inside)
+        try:
+            time.sleep(0.005)
+            tree: ast.Module = parse(source, *args, **kwargs)
+            return tree
+        finally:
+            with count:
+                inside -= 1
+
+    monkeypatch.setattr(ast, "parse", watched)
+    codes = [f"x{i} = [n * {i} for n in range(3)]\nprint(x{i})" for i in range(8)]
+    start = threading.Barrier(len(codes))
+
+    def turn(code: str) -> None:
+        start.wait()
+        for _ in range(5):
+            assert reserved_binding(code) is None
+
+    threads = [threading.Thread(target=turn, args=(code,)) for code in codes]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert most == 1

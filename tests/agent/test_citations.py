@@ -387,3 +387,36 @@ def test_one_quote_beside_two_markers_must_be_in_both() -> None:
     assert result.text == 'It reports "Comparable sales increased 15.6%." [1]'
     assert [d["marker"] for d in result.dropped] == ["[2]"]
     assert assert_quotes_are_groundings(result.text, result.citations) == 1
+
+
+def test_a_quote_from_the_text_a_hit_showed_skips_exactly_what_it_cut() -> None:
+    """A hit shows its span without page furniture and with a hyphenated line break joined (issue 43,
+    item 3): a quote taken from that text is found by skipping exactly those characters, and cites the
+    verbatim slice; a quote that leaves out anything else is still not in the span."""
+    page = (
+        "The company repaid its long-\nterm notes in March.\nAcme Corp | Annual Report 2024 | 7\n"
+        "It issued no new notes during the year."
+    )
+    pages = {("kb", "uploads/r.pdf", 7): page}
+    hyphen = page.index("-\n") + 1
+    footer = page.index("Acme Corp")
+    removed = ((hyphen, hyphen + 1), (footer, page.index("It issued")))
+    span = EvidenceSpan(
+        ref="E1", context="kb", source_path="uploads/r.pdf", page=7, start=0, end=len(page), text=page,
+        removed=removed,
+    )  # fmt: skip
+
+    def pages_of(context: str, source: str, number: int) -> str | None:
+        return pages.get((context, source, number))
+
+    quote = "repaid its long-term notes in March. It issued no new notes"
+    result = build_citations(f'It "{quote}" [1].', [span], pages_of)
+    assert len(result.citations) == 1 and result.dropped == []
+    citation = result.citations[0]
+    assert citation.grounding == page[page.index("repaid") : page.index(" during")]  # verbatim, footer too
+    assert verify_grounding(citation, pages_of)
+    assert_quotes_are_groundings(result.text, result.citations)
+    bare = EvidenceSpan(**{**span.__dict__, "removed": ()})
+    assert build_citations(f'It "{quote}" [1].', [bare], pages_of).citations == []
+    skipped = "repaid its long-term notes. It issued no new notes during"  # "in March" is not cut
+    assert build_citations(f'It "{skipped}" [1].', [span], pages_of).citations == []

@@ -39,8 +39,8 @@ from sleuth.cli.app import app
 from sleuth.compile.pipeline import CompileReport
 from sleuth.models.base import ModelError
 from sleuth.models.scripted import ScriptedModel, code, final_call
-from sleuth.store.home import Home
-from sleuth.store.search import VersionReader
+from sleuth.store.contexts.home import Home
+from sleuth.store.version.search import VersionReader
 from tests.agent.support import RuntimeFactory
 
 GENERIC: list[dict[str, Any]] = [

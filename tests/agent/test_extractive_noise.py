@@ -37,3 +37,11 @@ def test_boilerplate_spans_give_no_answer_sentence() -> None:
         noise,
     )
     assert "certify" in asked
+
+
+def test_a_quoted_sentence_runs_past_an_initialism() -> None:
+    """An initialism ends no sentence (issue 43, item 3): the quote is the whole sentence, figure and all."""
+    sentence = "Revenue from customers in the U.S. Government sector was $5.5 billion in fiscal 2023, up 4%."
+    evidence = [_span("E1", sentence + " Other revenue fell.")]
+    answer = extractive_answer("What was revenue from the U.S. Government sector?", evidence, None, ["acme"])
+    assert f'"{sentence}" [1]' in answer

@@ -12,6 +12,7 @@ from sleuth.agent.trace import MAX_TRACE_BYTES, fit_records
 from sleuth.agent.turn import TurnRequest
 from sleuth.models.scripted import code, final_call
 from sleuth.sandbox.limits import HostBudget
+from sleuth.store.records.rows import EvidenceEntry, TraceDocument
 from tests.agent.support import RuntimeFactory
 
 MODEL = "openai:gpt-test"
@@ -155,6 +156,20 @@ def test_the_trace_is_capped_and_counted(make_runtime: RuntimeFactory) -> None:
     assert trace["host_budget"]["recorded_bytes"]["used"] >= len(text)
 
 
+def _evidence(ref: str) -> EvidenceEntry:
+    return {
+        "ref": ref,
+        "context": "acme",
+        "source": "a.md",
+        "page": 1,
+        "start": 0,
+        "end": 1,
+        "kind": "chunk",
+        "seen": False,
+        "cited": False,
+    }
+
+
 def test_a_trace_over_the_cap_after_outputs_are_dropped_is_trimmed() -> None:
     steps = [
         {
@@ -163,7 +178,7 @@ def test_a_trace_over_the_cap_after_outputs_are_dropped_is_trimmed() -> None:
             "calls": [{"args": "a" * 900, "result": {}}],
         }
     ]
-    trace: dict[str, Any] = {"steps": steps * 400, "evidence": [{"ref": f"E{i}"} for i in range(500)]}
+    trace: TraceDocument = {"steps": steps * 400, "evidence": [_evidence(f"E{i}") for i in range(500)]}
     kept, size = fit_records(trace, [{"kind": "turn"}], room=float(1 << 40))
     assert kept is not None  # the log fitted; only the trace was cut
     assert size <= MAX_TRACE_BYTES and len(trace["evidence"]) == 100 and "trimmed" in trace

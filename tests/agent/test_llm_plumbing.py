@@ -19,9 +19,9 @@ from sleuth.agent.turn import Runtime, TurnRequest
 from sleuth.compile.pipeline import CompileReport
 from sleuth.models.catalog import Catalog
 from sleuth.sandbox import SandboxHost
-from sleuth.store.home import Home
-from sleuth.store.search import VersionReader
-from sleuth.store.server_db import ServerDB
+from sleuth.store.contexts.home import Home
+from sleuth.store.records.server_db import ServerDB
+from sleuth.store.version.search import VersionReader
 
 URL = os.environ.get("SLEUTH_TEST_LLM_URL", "")
 pytestmark = [

@@ -10,7 +10,7 @@ import pytest
 from sleuth.agent.records import Query
 from sleuth.agent.replay import replay
 from sleuth.agent.turn import TurnRequest
-from sleuth.store.search import VersionReader
+from sleuth.store.version.search import VersionReader
 from tests.agent.support import RuntimeFactory
 
 

@@ -36,8 +36,8 @@ from sleuth.agent.spans import EvidenceSpan, SpanResolver
 from sleuth.models.base import CompletionParams, Message, ToolCall
 from sleuth.sandbox import Limits, SandboxHost
 from sleuth.sandbox.host import SandboxUnavailable
-from sleuth.store.home import Home
-from sleuth.store.search import VersionReader
+from sleuth.store.contexts.home import Home
+from sleuth.store.version.search import VersionReader
 from tests.support import compiled_version, make_pdf
 
 QUOTE = re.compile(

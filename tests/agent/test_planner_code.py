@@ -16,7 +16,7 @@ import pytest
 from sleuth.agent.planner_code import FigureAsk, StepCode
 from sleuth.agent.planner_scope import PlannerScope, Target, planner_scope
 from sleuth.sdk.knowledge import PRIMITIVES
-from sleuth.store.documents import DocumentResolver
+from sleuth.store.version.documents import DocumentResolver
 
 # What the REPL binds besides the primitives (`sandbox/repl.py` `Repl._bind`).
 RUFF = (sys.executable, "-m", "ruff", "check", "--no-cache", "--select", "F,E9", "--ignore", "F704")

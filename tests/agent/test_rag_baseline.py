@@ -12,7 +12,7 @@ from sleuth.agent.evaluation.rag_baseline import LAST_SEARCH, SEARCH_TOOL, RagBa
 from sleuth.agent.spans import EvidenceSpan
 from sleuth.models.base import ModelError, Reply, ToolCall
 from sleuth.models.scripted import ScriptedModel
-from sleuth.store.search import VersionReader
+from sleuth.store.version.search import VersionReader
 
 REMOTE = "How many days a week can employees work remotely?"
 

@@ -19,8 +19,8 @@ from sleuth.models.base import Model, ModelConfig
 from sleuth.sandbox import Limits, SandboxHost
 from sleuth.sandbox.host import Sandbox
 from sleuth.sdk.knowledge import Knowledge, ScopedContext
-from sleuth.store.home import Home
-from sleuth.store.server_db import ServerDB
+from sleuth.store.contexts.home import Home
+from sleuth.store.records.server_db import ServerDB
 
 HOTEL = "What is the hotel limit per night when travelling?"
 MODEL = "openai:gpt-test"  # a provider model: building it would go through the model factory
@@ -128,7 +128,8 @@ def test_hits_are_fused_across_chunks_and_artifacts(runtime: Runtime) -> None:
     assert trace is not None and query.trace_ref == f"trace/{query.id}"
     assert [s["step_id"] for s in trace["steps"]] == ["step_1"]
     assert trace["steps"][0]["calls"][0]["fn"] == "search_source"
-    assert trace["rollup"]["stop_reason"] == "retrieval_only" and trace["synthesis"] is None
+    rollup = trace["rollup"]
+    assert rollup is not None and rollup["stop_reason"] == "retrieval_only" and trace["synthesis"] is None
     assert trace["sandbox"] is None and trace["models"] == [] and trace["evidence"] == []
     # Replay re-runs the retrieval over the pinned version with the recorded embeddings.
     assert trace["replay"]["available"] is True

@@ -14,6 +14,6 @@ def test_every_primitive_has_its_category_and_every_search_its_score_space() -> 
     assert set(declared) == set(PRIMITIVES) == set(CATEGORIES)
     for name, item in declared.items():
         assert CATEGORIES[name] == item.category, name  # never the host's ("host" is no category)
-        if item.kind == "search":
+        if item.category == "search":  # awaited and ranking (`orientation` is awaited, ranks nothing)
             assert SCORE_SPACES[name] in ("hybrid_rrf", "bm25"), name
     assert {CATEGORIES[n] for n in ("read_around", "read_page", "read_section")} == {"read"}

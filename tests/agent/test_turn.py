@@ -52,7 +52,7 @@ def test_multi_step_turn_answers_with_verified_citations(make_runtime: RuntimeFa
     page = runtime.db.get_trace(query.id)
     assert page is not None
     # every grounding is a verbatim slice of the stored page text
-    from sleuth.store.search import VersionReader
+    from sleuth.store.version.search import VersionReader
 
     home = runtime.home
     ctx = home.find("acme")
@@ -162,8 +162,10 @@ def test_a_step_past_its_timeout_fails_and_the_turn_goes_on(make_runtime: Runtim
 
 
 def test_turn_timeout_stops_the_loop_early(make_runtime: RuntimeFactory) -> None:
-    runtime = make_runtime([code("import time\ntime.sleep(0.2)\nprint('ok')")] * 5 + ["Nothing found."])
-    query = runtime.ask(TurnRequest(ask="slow", scope=["acme"], model=MODEL, timeout_seconds=1))
+    # Five 2 s steps against a 5 s budget: room for a sandbox that starts slowly on a loaded machine (a 1 s
+    # budget failed a turn that had not begun its first step), and still stopped before the fifth.
+    runtime = make_runtime([code("import time\ntime.sleep(2)\nprint('ok')")] * 5 + ["Nothing found."])
+    query = runtime.ask(TurnRequest(ask="slow", scope=["acme"], model=MODEL, timeout_seconds=5))
     assert query.status == "completed"
     assert query.rollup is not None and query.rollup.stop_reason == "timeout"
     assert len(query.steps) < 5

@@ -12,7 +12,7 @@ import pytest
 from sleuth.compile.pipeline import CompileReport
 from sleuth.models.scripted import ScriptItem
 from sleuth.sandbox import SandboxHost
-from sleuth.store.home import Home
+from sleuth.store.contexts.home import Home
 from tests.api.support import LiveServer, ServerFactory, Stop, launch, unique_slug
 
 

@@ -4,7 +4,6 @@ that use them are in `conftest.py`, which tests never import."""
 from __future__ import annotations
 
 import io
-import socket
 import threading
 import time
 import uuid
@@ -24,8 +23,9 @@ from sleuth.models.base import ModelConfig
 from sleuth.models.scripted import ScriptedModel, ScriptItem
 from sleuth.sandbox import SandboxHost
 from sleuth.server.state import Server
-from sleuth.store.home import Home
-from sleuth.store.server_db import ServerDB
+from sleuth.store.contexts.home import Home
+from sleuth.store.records.server_db import ServerDB
+from tests.ports import free_port
 
 
 @dataclass
@@ -35,12 +35,6 @@ class LiveServer:
     client: httpx.Client
     scripted: ScriptedModel
     app: FastAPI
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 ServerFactory = Callable[..., LiveServer]
@@ -65,7 +59,7 @@ def launch(
     runtime = Runtime(home, db=db, sandbox_host=host, model_factory=build)
     auth = bool(settings.pop("auth", False))
     state = Server(home=home, db=db, runtime=runtime, overrides=settings, auth=auth)
-    port = _free_port()
+    port = free_port()
     app = create_app(state)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)

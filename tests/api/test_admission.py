@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from sleuth.models.scripted import code
-from sleuth.store.keys import KeyStore
+from sleuth.store.records.keys import KeyStore
 from tests.api.query_support import HOTEL, SCRIPTED, scripted_server
 from tests.api.support import LiveServer, ServerFactory
 

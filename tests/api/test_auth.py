@@ -11,7 +11,7 @@ from fastapi import APIRouter
 
 from sleuth.api import app as app_module
 from sleuth.api.auth import AdminKey, AnyKey
-from sleuth.store.keys import KeyStore
+from sleuth.store.records.keys import KeyStore
 from tests.api.support import LiveServer, ServerFactory
 
 probe = APIRouter()

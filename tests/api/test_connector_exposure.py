@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from sleuth.store.keys import KeyStore
+from sleuth.store.records.keys import KeyStore
 from tests.api.support import LiveServer, ServerFactory, error, make_zip, unique_slug, upload, wait_task
 
 CONNECTOR_VIEW = {"name", "kind", "every_s", "status", "last_attempt_at"}

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from sleuth.compile.manifest import DETERMINISTIC_KINDS, parse_manifest
-from sleuth.store.keys import KeyStore
+from sleuth.store.records.keys import KeyStore
 from tests.api.support import ServerFactory, error, make_zip, unique_slug, upload, wait_task
 
 NOTE = b"# Onboarding\n\nEvery hire receives a laptop on day one. Tickets use the code HW-1107.\n"

@@ -20,7 +20,7 @@ from sleuth.models.catalog import Catalog
 from sleuth.sandbox import SandboxHost
 from sleuth.sdk.knowledge import Knowledge, ScopedContext
 from sleuth.settings import current
-from sleuth.store.home import Home
+from sleuth.store.contexts.home import Home
 from tests.api.support import launch, upload, wait_task
 from tests.api.test_mcp import value
 from tests.compile.curator import CORPUS, MANIFEST, answer, write_corpus

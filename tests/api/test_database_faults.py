@@ -27,8 +27,8 @@ import httpx
 import pytest
 
 from sleuth.compile.pipeline import CompileReport
-from sleuth.store.home import Home
-from sleuth.store.tasks import TaskStore
+from sleuth.store.contexts.home import Home
+from sleuth.store.records.tasks import TaskStore
 from tests.api.support import upload
 from tests.cluster import Cluster
 from tests.models.wire import Canned, openai_completion, wire_server
@@ -167,6 +167,10 @@ def test_a_curate_running_when_postgresql_restarts_publishes_once(
     asked = {"ask": "How many days a week can employees work remotely?", "scope": ["acme"]}
     answer = _post(f"{base}/api/query", asked)  # the worker takes new jobs beside the curate at once
     assert answer["status"] == "completed", answer
+    (worker,) = cluster.workers
+    with cluster.db() as db:
+        holder, _ = db.holder(answer["id"])
+    assert worker.poll() is None and cluster.worker_pid(holder) == worker.pid  # the same process ran it
     assert _read(f"{base}/api/tasks/{task_id}")["state"] == "running"  # it did not wait for the curate
     done = _ended(f"{base}/api/tasks/{task_id}", ("completed", "failed", "cancelled"))
     assert done["state"] == "completed", done
@@ -174,7 +178,7 @@ def test_a_curate_running_when_postgresql_restarts_publishes_once(
     context = _read(f"{base}/api/contexts/restarted")
     assert version and context["live_version"] == version
     with TaskStore(cluster.database_url) as tasks:
-        row = tasks.get(task_id) or {}
-    assert row["attempts"] == 1, row  # run once, not begun again as lost
+        row = tasks.get(task_id)
+    assert row is not None and row["attempts"] == 1, row  # run once, not begun again as lost
     versions = sorted(p.name for p in (cluster.home / "contexts" / context["id"] / "versions").iterdir())
     assert versions == [version], versions  # one version built and published, no half-built other

@@ -7,37 +7,32 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import httpx
 import pytest
 
 from sleuth.compile.pipeline import CompileReport
+from sleuth.store.contexts.home import Home
 from sleuth.store.database import new_id
-from sleuth.store.home import Home
-from sleuth.store.server_db import ServerDB
+from sleuth.store.records.rows import QueryDocument
+from sleuth.store.records.server_db import ServerDB
 from tests.api.test_sse import read_stream
+from tests.ports import free_port
 
 SEEDED_KEY = "slk_" + "Durable0" * 5
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class ServeProcess:
     """`python -m sleuth serve` on a free loopback port, its output in a log file."""
 
     def __init__(self, home: Path, log: Path, *args: str, env: dict[str, str] | None = None) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         environ = {k: v for k, v in os.environ.items() if k not in ("SLEUTH_MODEL", "SLEUTH_API_KEY")}
         environ.update(SLEUTH_HOME=str(home), **(env or {}))
@@ -99,7 +94,7 @@ def _in_flight_turn(home: Path) -> tuple[str, str]:
     """A turn a dying server left behind: stored `in_progress`, its session claimed."""
     with ServerDB.for_home(Home(home)) as db:
         session = db.create_session(["acme"], "a turn that never finished")
-        query: dict[str, Any] = {
+        query: QueryDocument = {
             "id": new_id("qry"),
             "object": "query",
             "session_id": session["id"],
@@ -144,7 +139,8 @@ def test_completed_turns_survive_and_in_flight_turns_fail_on_restart(
             )
             session = db.get_session(busy_session)
             assert session is not None and session["active_query_id"] is None
-            assert (db.get_query(completed["id"]) or {}).get("status") == "completed"
+            done_turn = db.get_query(completed["id"])
+            assert done_turn is not None and done_turn["status"] == "completed"
             assert db.get_trace(completed["id"]) is not None
 
         with httpx.Client(base_url=second.url, timeout=60) as client:

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sleuth.cli import app
-from sleuth.store.home import Home
+from sleuth.store.contexts.home import Home
 from tests.api.support import ServerFactory, error, unique_slug, upload, wait_task
 
 POLICY = b"# Parking\n\nStaff park in lot B. Visitors park in lot A near the gate.\n"

@@ -24,7 +24,7 @@ from schemathesis import Case, Response
 from sleuth.api.app import openapi_document
 from sleuth.compile.pipeline import CompileReport
 from sleuth.sandbox import SandboxHost
-from sleuth.store.home import Home
+from sleuth.store.contexts.home import Home
 from tests.api.support import LiveServer, launch
 
 EXAMPLES = int(os.environ.get("SLEUTH_FUZZ_EXAMPLES", "8"))

@@ -69,7 +69,7 @@ def test_readyz_says_a_hung_storage_does_not_answer_within_its_deadline(
     monkeypatch.setenv("SLEUTH_DATABASE_URL", postgres.create_database())
     monkeypatch.setenv("SLEUTH_STORAGE_URL", "s3://hung-bucket")
     from sleuth.settings import current
-    from sleuth.store.replica import open_home
+    from sleuth.store.contexts.replica import open_home
 
     state = open_server(open_home(tmp_path / "home", current()))
     try:

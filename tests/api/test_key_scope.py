@@ -18,10 +18,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, TextContent
 
 from sleuth.compile.pipeline import CompileReport
+from sleuth.store.contexts.home import ContextDir, Home
 from sleuth.store.database import new_id
-from sleuth.store.home import ContextDir, Home
-from sleuth.store.keys import KeyStore
-from sleuth.store.tasks import TaskStore
+from sleuth.store.records.keys import KeyStore
+from sleuth.store.records.tasks import TaskStore
 from tests.api.support import LiveServer, ServerFactory
 
 HOTEL = "What is the hotel limit per night when travelling?"

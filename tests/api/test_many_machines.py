@@ -40,9 +40,9 @@ import httpx
 import pytest
 
 from sleuth.compile.pipeline import CompileReport
-from sleuth.store.home import Home
-from sleuth.store.server_db import WORKER_LOST_ERROR
-from sleuth.store.tasks import TaskStore
+from sleuth.store.contexts.home import Home
+from sleuth.store.records.server_db import WORKER_LOST_ERROR
+from sleuth.store.records.tasks import TaskStore
 from tests.api.support import unique_slug, upload, wait_task
 from tests.cluster import Cluster
 from tests.models.wire import Canned, WireServer, openai_completion, wire_server
@@ -141,6 +141,12 @@ def _ask(base: str, **body: Any) -> httpx.Response:
 def _query(base: str, query_id: str) -> dict[str, Any]:
     found: dict[str, Any] = httpx.get(f"{base}/api/queries/{query_id}", timeout=30).json()
     return found
+
+
+def _task_worker(tasks: TaskStore, task_id: str) -> str | None:
+    """The worker holding the task now; None while none does (or the task is gone)."""
+    task = tasks.get(task_id)
+    return None if task is None else task["worker"]
 
 
 def _until(check: Callable[[], Any], timeout_s: float = 60.0, what: str = "condition") -> Any:
@@ -334,13 +340,12 @@ def test_a_curate_whose_worker_is_killed_completes_on_the_other(cluster: Cluster
         _upload_corpus(on_a, slug)
         task_id = on_a.post(f"/api/contexts/{slug}/curate", json={}).json()["task_id"]
         with TaskStore(cluster.database_url) as tasks:
-            holder = _until(
-                lambda: (tasks.get(task_id) or {}).get("worker"), 60, "a worker to take the curate"
-            )
+            holder = _until(lambda: _task_worker(tasks, task_id), 60, "a worker to take the curate")
             cluster.kill(cluster.worker_pid(holder))
             done = wait_task(on_b, task_id, timeout=180)
             assert done["state"] == "completed", done
-            row = tasks.get(task_id) or {}
+            row = tasks.get(task_id)
+            assert row is not None
         assert row["attempts"] == 2 and row["worker"] != holder  # begun again, on the other worker
         ask = {"ask": "How many days a week can employees work remotely?", "scope": [slug]}
         answer = on_b.post("/api/query", json=ask).json()
@@ -358,15 +363,14 @@ def test_a_worker_stopped_mid_curate_hands_it_back_and_it_completes(cluster: Clu
         _fresh_corpus(on_a, slug, files=6, seed=7)
         task_id = on_a.post(f"/api/contexts/{slug}/curate", json={}).json()["task_id"]
         with TaskStore(cluster.database_url) as tasks:
-            holder = _until(
-                lambda: (tasks.get(task_id) or {}).get("worker"), 60, "a worker to take the curate"
-            )
+            holder = _until(lambda: _task_worker(tasks, task_id), 60, "a worker to take the curate")
             proc = next(p for p in cluster.workers if p.pid == cluster.worker_pid(holder))
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(timeout=90) in (0, -signal.SIGTERM)
             cluster.workers.remove(proc)
             done = wait_task(on_b, task_id, timeout=300)
-            row = tasks.get(task_id) or {}
+            row = tasks.get(task_id)
+            assert row is not None
         assert done["state"] == "completed", done
         assert row["attempts"] == 2 and row["worker"] != holder, row  # handed back, begun again elsewhere
     cluster.start_worker()
@@ -383,16 +387,15 @@ def test_a_curate_whose_worker_freezes_completes_once_on_the_other(cluster: Clus
         _fresh_corpus(on_a, slug, files=4, seed=13)
         task_id = on_a.post(f"/api/contexts/{slug}/curate", json={}).json()["task_id"]
         with TaskStore(cluster.database_url) as tasks:
-            holder = _until(
-                lambda: (tasks.get(task_id) or {}).get("worker"), 60, "a worker to take the curate"
-            )
+            holder = _until(lambda: _task_worker(tasks, task_id), 60, "a worker to take the curate")
             frozen = cluster.worker_pid(holder)
             os.kill(frozen, signal.SIGSTOP)
             try:
                 done = wait_task(on_b, task_id, timeout=300)
             finally:
                 os.kill(frozen, signal.SIGCONT)
-            row = tasks.get(task_id) or {}
+            row = tasks.get(task_id)
+            assert row is not None
         assert done["state"] == "completed", done
         assert row["attempts"] == 2 and row["worker"] != holder, row
         log = next(
@@ -523,6 +526,6 @@ def test_an_archive_import_a_pack_and_a_restore_run_on_workers(cluster: Cluster)
         for task_id in (import_task, pack_task, restore_task):
             held = tasks.get(task_id)
             assert held is not None and str(held["worker"]).startswith("worker:"), held
-            assert held["job"]["kind"] in ("import", "pack", "restore"), held
+            assert held["job"] is not None and held["job"]["kind"] in ("import", "pack", "restore"), held
     shared = Path(cluster.env["SLEUTH_STORAGE_URL"].removeprefix("file://"))
     assert not list((shared / "uploads").rglob("*.*")), "an upload outlived its task in the storage"

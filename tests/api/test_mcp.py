@@ -22,8 +22,8 @@ from mcp_types import CallToolResult, TextContent
 
 from sleuth.compile.pipeline import CompileReport
 from sleuth.sdk.sql import MAX_RESULT_BYTES, MAX_VALUE_BYTES
-from sleuth.store.home import Home
-from sleuth.store.keys import KeyStore
+from sleuth.store.contexts.home import Home
+from sleuth.store.records.keys import KeyStore
 from tests.api.support import ServerFactory
 from tests.support import SDK_PRIMITIVES
 
@@ -150,7 +150,9 @@ def test_http_primitives_return_json_and_tool_errors(
                 first = hits[0]
                 assert first["kind"] == "chunk" and first["context"] == "acme"
                 assert isinstance(first["page"], int) and first["chunk_text"]
-                assert first["ref"] == "E1" and first["span"]["text"] == first["chunk_text"]
+                # the span is the page's text; chunk_text the same words as a reader reads them
+                assert first["ref"] == "E1" and first["span"]["text"].split() == first["chunk_text"].split()
+                assert first["snippet"] in first["chunk_text"] and len(first["match"]) == 2
                 assert "span_" not in first
 
                 around = value(
@@ -197,6 +199,29 @@ def test_http_primitives_return_json_and_tool_errors(
         run(main)
     finally:
         shutil.rmtree(draft.root)
+
+
+def test_http_orientation_is_what_a_model_is_given(
+    make_server: ServerFactory, sample_home: tuple[Home, CompileReport]
+) -> None:
+    """Issue 43: a person building on MCP reads the orientation a turn's model reads, word for word."""
+    from sleuth.agent.orientation import TURN_DEFAULTS, context_brief, orientation_text
+
+    server = make_server()
+    home, _ = sample_home
+    context = home.find("acme")
+    brief = context_brief(context, context.live_version() or "")
+
+    async def main() -> None:
+        async with Client(f"{server.url}/mcp") as client:
+            given = value(await client.call_tool("orientation", {"context": "acme"}))
+            assert given == orientation_text([brief], TURN_DEFAULTS)
+            small = value(await client.call_tool("orientation", {"context": "acme", "profile": "small"}))
+            assert small != given and small.startswith(given[:200])
+            refused = await client.call_tool("orientation", {"context": "acme", "profile": "tiny"})
+            assert refused.is_error
+
+    run(main)
 
 
 def test_http_requires_a_key_when_auth_is_on(make_server: ServerFactory) -> None:

@@ -3,8 +3,6 @@ on the SQLite default and on a PostgreSQL server that goes away and comes back."
 
 from __future__ import annotations
 
-import os
-import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -18,9 +16,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from sleuth.api.app import create_app
 from sleuth.compile.pipeline import CompileReport
 from sleuth.server.build import open_server
-from sleuth.store.home import Home
-from tests.api.support import ServerFactory, _free_port
-from tests.cluster import Cluster
+from sleuth.store.contexts.home import Home
+from tests.api.support import ServerFactory
+from tests.ports import free_port
 from tests.postgres import Postgres, throwaway_postgres
 
 
@@ -55,9 +53,9 @@ def test_metrics_need_an_admin_key_when_keys_are_required(make_server: ServerFac
     assert client.get("/readyz").status_code == 200  # probes carry no key
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def own_postgres() -> Iterator[Postgres]:
-    """A cluster of this test's own: it is stopped and started again."""
+    """A cluster of this module's own: it is stopped and started again (each test starts it again)."""
     with throwaway_postgres() as server:
         yield server
 
@@ -70,7 +68,7 @@ def test_a_server_that_loses_its_database_is_not_ready_until_it_is_back(
 ) -> None:
     monkeypatch.setenv("SLEUTH_DATABASE_URL", own_postgres.create_database())
     state = open_server(sample_home[0])
-    port = _free_port()
+    port = free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(state), host="127.0.0.1", port=port, log_level="error"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -115,37 +113,3 @@ def test_a_server_that_loses_its_database_is_not_ready_until_it_is_back(
         server.should_exit = True
         thread.join(timeout=10)
         state.close()
-
-
-def test_a_worker_that_loses_its_database_takes_jobs_again(
-    own_postgres: Postgres, sample_home: tuple[Home, CompileReport], tmp_path: Path
-) -> None:
-    """PostgreSQL goes away under a running worker and server, and comes back: neither exits, and the
-    next question is run by the same worker."""
-    home = tmp_path / "home"
-    shutil.copytree(sample_home[0].root, home)
-    url = own_postgres.create_database()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SLEUTH_")}
-    env.update({"SLEUTH_HOME": str(home), "SLEUTH_DATABASE_URL": url, "SLEUTH_WORKER_HEARTBEAT_S": "0.5"})
-    (tmp_path / "logs").mkdir()
-    cluster = Cluster(url, home, env, logs=tmp_path / "logs")
-    try:
-        base = cluster.start_server()
-        worker = cluster.start_worker()
-        ask = {"ask": "How many days a week can employees work remotely?", "scope": ["acme"]}
-        assert httpx.post(f"{base}/api/query", json=ask, timeout=120).json()["status"] == "completed"
-        own_postgres.stop()
-        time.sleep(3)  # long enough for the worker's next fetch and beat to fail
-        own_postgres.start()
-        deadline = time.monotonic() + 90
-        while httpx.get(f"{base}/readyz", timeout=10).status_code != 200:
-            assert time.monotonic() < deadline, "the server did not become ready again"
-            time.sleep(0.2)
-        answer = httpx.post(f"{base}/api/query", json=ask, timeout=180).json()
-        assert answer["status"] == "completed", answer
-        assert worker.poll() is None  # still the same process
-        with cluster.db() as db:
-            holder, _ = db.holder(answer["id"])
-        assert holder is not None and cluster.worker_pid(holder) == worker.pid
-    finally:
-        cluster.close()

@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 from sleuth.api.app import create_app
 from sleuth.api.server import host_name, own_names_only
 from sleuth.server.build import open_server
-from sleuth.store.home import Home
+from sleuth.store.contexts.home import Home
 
 
 def test_a_foreign_host_name_is_refused_without_keys(home: Home) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 from PIL import Image
 
-from sleuth.store.page_images import MAX_IMAGE_PIXELS, MAX_IMAGE_WIDTH
+from sleuth.store.version.page_images import MAX_IMAGE_PIXELS, MAX_IMAGE_WIDTH
 from tests.api.support import error, upload, wait_task
 from tests.support import contents_page, tall_page
 

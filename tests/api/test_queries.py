@@ -12,7 +12,7 @@ from typing import Any
 from sleuth.compile.pipeline import CompileReport
 from sleuth.models.scripted import code, final_call
 from sleuth.sandbox import Limits, SandboxHost
-from sleuth.store.home import Home
+from sleuth.store.contexts.home import Home
 from tests.api.query_support import (
     HOTEL,
     REMOTE_REPLIES,

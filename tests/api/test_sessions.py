@@ -120,7 +120,7 @@ def test_previous_query_and_session_id_must_agree(make_server: ServerFactory) ->
 
 
 def test_who_opened_a_session_is_stored_and_survives_a_restart(make_server: ServerFactory) -> None:
-    from sleuth.store.keys import KeyStore
+    from sleuth.store.records.keys import KeyStore
 
     server = make_server(auth=True)
     _, secret = KeyStore.for_db(server.state.db).create("alice", "query")

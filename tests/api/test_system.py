@@ -13,8 +13,8 @@ from sleuth.sandbox import SandboxHost
 from sleuth.server.sandbox_probe import sandbox_report
 from sleuth.server.state import Server
 from sleuth.settings import Settings
-from sleuth.store.home import Home
-from sleuth.store.server_db import ServerDB
+from sleuth.store.contexts.home import Home
+from sleuth.store.records.server_db import ServerDB
 from tests.api.support import ServerFactory
 
 

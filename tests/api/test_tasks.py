@@ -17,7 +17,7 @@ import pytest
 from sleuth.compile import pipeline
 from sleuth.compile.pipeline import CompileReport, Progress
 from sleuth.settings import Settings
-from sleuth.store.tasks import TaskStore
+from sleuth.store.records.tasks import TaskStore
 from tests.api.support import ServerFactory, error, unique_slug, upload, wait_task
 
 

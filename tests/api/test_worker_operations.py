@@ -30,12 +30,12 @@ from sleuth.server.liveness import Liveness, serve
 from sleuth.server.queue import DRAIN_MARGIN_S, WORKER_STOPPING
 from sleuth.server.state import Server
 from sleuth.settings import Settings
-from sleuth.store.home import Home
-from sleuth.store.tasks import TaskStore
-from tests.api.support import _free_port
+from sleuth.store.contexts.home import Home
+from sleuth.store.records.tasks import TaskStore
 from tests.api.test_operations import samples
 from tests.cluster import Cluster
 from tests.models.wire import Canned, WireServer, openai_completion, wire_server
+from tests.ports import free_port
 from tests.postgres import Postgres
 
 ASK = {"ask": "How many days a week can employees work remotely?", "scope": ["acme"]}
@@ -49,7 +49,7 @@ def served(
     """An API server on PostgreSQL in this process, with no worker: turns stay queued."""
     monkeypatch.setenv("SLEUTH_DATABASE_URL", postgres.create_database())
     state = open_server(sample_home[0])
-    port = _free_port()
+    port = free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(state), host="127.0.0.1", port=port, log_level="error"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -142,7 +142,7 @@ class _Beats:
 def test_liveness_answers_503_naming_the_part_that_stopped_beating() -> None:
     liveness = Liveness(heartbeat_s=1000.0)
     liveness.watch("turn heartbeat", _Beats(time.monotonic()))
-    port = _free_port()
+    port = free_port()
     server = serve(port, "127.0.0.1", CollectorRegistry(), liveness)
     try:
         base = f"http://127.0.0.1:{port}"
@@ -214,7 +214,7 @@ def test_a_worker_is_named_live_and_drains_within_its_bound(
     cluster = Cluster(url, home, env, logs=tmp_path / "logs")
     try:
         base = cluster.start_server()
-        metrics_port = _free_port()
+        metrics_port = free_port()
         worker = cluster.start_worker("--metrics-port", str(metrics_port))
         log = Path(cluster.files[-1].name)
         assert STAMPED.search(log.read_text()), log.read_text()[:500]  # every line starts with its time
@@ -257,7 +257,7 @@ def test_the_stop_timeouts_help_states_the_drain_margin() -> None:
 
 def test_serve_logs_carry_their_time(tmp_path: Path) -> None:
     """`sleuth serve`'s lines, uvicorn's included, start with an ISO 8601 time in UTC."""
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLEUTH_")}
     env["SLEUTH_HOME"] = str(tmp_path / "home")
     proc = subprocess.Popen(

@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sleuth.compile.pipeline import CompileReport
-from sleuth.store.home import Home
+from sleuth.store.contexts.home import Home
 
 
 @pytest.fixture

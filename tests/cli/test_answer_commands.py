@@ -15,8 +15,8 @@ from sleuth import __version__
 from sleuth.cli import app
 from sleuth.cli.app import styled
 from sleuth.compile.pipeline import CompileReport
-from sleuth.store.home import Home
-from sleuth.store.server_db import ServerDB
+from sleuth.store.contexts.home import Home
+from sleuth.store.records.server_db import ServerDB
 
 
 def test_ask_streams_steps_then_the_cited_answer(runner: CliRunner) -> None:

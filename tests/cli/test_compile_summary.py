@@ -18,7 +18,7 @@ from sleuth.compile.pages import ParseError
 from sleuth.compile.parse import parse_source
 from sleuth.models.catalog import Catalog
 from sleuth.settings import DEFAULTS
-from sleuth.store.home import Home
+from sleuth.store.contexts.home import Home
 
 LONG = " ".join(
     f"Clause {n}: the supplier delivers batch {n} of the sensor housings to the Lyon plant within "

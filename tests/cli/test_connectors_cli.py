@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from sleuth.cli import app
 from sleuth.compile.connectors import registry
-from sleuth.store.home import Home
+from sleuth.store.contexts.home import Home
 
 
 def _folder(root: Path, files: dict[str, str]) -> Path:

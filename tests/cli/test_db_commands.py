@@ -15,10 +15,10 @@ from typer.testing import CliRunner, Result
 
 from sleuth.cli import app
 from sleuth.server.queue import JobQueue
+from sleuth.store.contexts.home import Home
 from sleuth.store.database import Database, forget_database, open_database
-from sleuth.store.home import Home
-from sleuth.store.task_schema import tasks_t
-from sleuth.store.tasks import TaskStore
+from sleuth.store.records.task_schema import tasks_t
+from sleuth.store.records.tasks import TaskStore
 from tests.postgres import Postgres
 from tests.s3 import S3Server
 

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sleuth.cli import app
-from sleuth.store.home import Home, resolve_home
+from sleuth.store.contexts.home import Home, resolve_home
 
 
 def test_the_home_rule(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

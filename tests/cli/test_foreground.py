@@ -13,10 +13,11 @@ from typing import Any
 
 from sleuth.compile.pipeline import CompileReport
 from sleuth.server.build import open_server
+from sleuth.store.contexts.home import Home
 from sleuth.store.database import new_id
-from sleuth.store.home import Home
-from sleuth.store.outage import Reachability
-from sleuth.store.server_db import Holder, ServerDB, worker_alive, worker_name
+from sleuth.store.records.outage import Reachability
+from sleuth.store.records.rows import QueryDocument
+from sleuth.store.records.server_db import Holder, ServerDB, worker_alive, worker_name
 
 REMOTE = "How many days a week can employees work remotely?"
 
@@ -34,13 +35,18 @@ def _ask(home: Home, group: bool = False) -> subprocess.Popen[str]:
     )
 
 
-def _latest_turn(home: Home, session_title: str = REMOTE) -> dict[str, Any]:
+def _latest_turn(home: Home, session_title: str = REMOTE) -> QueryDocument:
     with ServerDB.for_home(home) as db:
         sessions = [s for s in db.list_sessions(limit=100) if s["title"] == session_title[:80]]
         newest = sessions[0]  # newest first
         query_id = newest["last_query_id"] or newest["active_query_id"]
-        query = db.get_query(query_id)
-    assert query is not None
+        assert query_id is not None
+        return _stored(db, query_id)
+
+
+def _stored(db: ServerDB, query_id: str) -> QueryDocument:
+    query = db.get_query(query_id)
+    assert query is not None, query_id
     return query
 
 
@@ -76,7 +82,12 @@ def test_ctrl_c_cancels_the_turn(sample_home: tuple[Home, CompileReport]) -> Non
 def _in_progress(db: ServerDB, title: str, holder: Holder | None) -> str:
     session = db.create_session(["acme"], title)
     query_id = new_id("qry")
-    query = {"id": query_id, "session_id": session["id"], "status": "in_progress", "created": 1}
+    query: QueryDocument = {
+        "id": query_id,
+        "session_id": session["id"],
+        "status": "in_progress",
+        "created": 1,
+    }
     db.admit_turn(query, session=session, new_session=False, holder=holder)
     return query_id
 
@@ -104,14 +115,14 @@ def test_a_server_fails_only_the_turns_no_live_process_holds(home: Home) -> None
 
     state = open_server(home)
     try:
-        status = {q: (state.db.get_query(q) or {}).get("status") for q in (running, orphan, of_dead, lapsed)}
+        status = {q: _stored(state.db, q)["status"] for q in (running, orphan, of_dead, lapsed)}
         assert status == {
             running: "in_progress",
             orphan: "failed",
             of_dead: "failed",
             lapsed: "failed",
         }
-        assert (state.db.get_query(orphan) or {})["error"] == "server restarted"
+        assert _stored(state.db, orphan)["error"] == "server restarted"
         # The live one's session stays busy with it; the others' are free again.
         claims = {s["title"]: s["active_query_id"] for s in state.db.list_sessions(limit=10)}
         assert claims["held by a live process"] == running and claims["held by nobody"] is None
@@ -129,7 +140,7 @@ def test_the_heartbeat_fails_a_dead_processs_turns_without_a_restart(home: Home)
         turns: Any = state.turns
         turns._reach = Reachability(turns.lease_s, trusted=True)  # connected for a whole lease already
         turns.beat()
-        assert (state.db.get_query(lapsed) or {}).get("status") == "failed"
+        assert _stored(state.db, lapsed)["status"] == "failed"
     finally:
         state.close()
 
@@ -140,6 +151,6 @@ def test_recover_orphans_keeps_what_recover_interrupted_cleared(tmp_path: Path) 
     try:
         live = _in_progress(db, "alive", Holder(worker_name("cli"), 30.0))
         assert db.recover_orphans(worker_alive) == 0
-        assert (db.get_query(live) or {})["status"] == "in_progress"
+        assert _stored(db, live)["status"] == "in_progress"
     finally:
         db.close()

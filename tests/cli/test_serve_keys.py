@@ -12,10 +12,10 @@ from typer.testing import CliRunner
 from sleuth.api.server import ServeOptions, is_loopback, resolve_auth
 from sleuth.cli import app
 from sleuth.server.build import ServeError, open_server
+from sleuth.store.contexts.home import Home
 from sleuth.store.database import new_id
-from sleuth.store.home import Home
-from sleuth.store.keys import KeyStore
-from sleuth.store.server_db import ServerDB
+from sleuth.store.records.keys import KeyStore
+from sleuth.store.records.server_db import ServerDB
 
 KEY = re.compile(r"^slk_[0-9A-Za-z]{40}$")
 
@@ -122,7 +122,8 @@ def test_start_up_fails_interrupted_turns_and_seeds_the_env_key(home: Home) -> N
     try:
         failed = state.db.get_query(query_id)
         assert failed is not None and (failed["status"], failed["error"]) == ("failed", "server restarted")
-        assert (state.db.get_session(session["id"]) or {})["active_query_id"] is None
+        reopened = state.db.get_session(session["id"])
+        assert reopened is not None and reopened["active_query_id"] is None
         store = KeyStore.for_db(state.db)
         seeded = store.verify("slk_" + "s" * 40)
         assert seeded is not None and (seeded.name, seeded.role) == ("SLEUTH_API_KEY", "admin")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 
+from tests.ports import free_port
 from tests.postgres import throwaway_postgres
 
 
@@ -32,9 +33,7 @@ def test_serve_waits_for_a_postgresql_that_starts_after_it(tmp_path: Path) -> No
     with throwaway_postgres() as postgres:
         url = postgres.create_database()
         postgres.stop("fast")
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
+        port = free_port()  # bound only once PostgreSQL answers, seconds from now
         log = (tmp_path / "serve.log").open("wb")
         proc = subprocess.Popen(
             [sys.executable, "-m", "sleuth", "serve", "--port", str(port)],

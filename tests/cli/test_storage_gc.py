@@ -18,12 +18,12 @@ from typer.testing import CliRunner
 
 from sleuth.cli import app
 from sleuth.server.storage_gc import GcRefused, GraceTooShort, collect
+from sleuth.store.contexts.home import Home
+from sleuth.store.contexts.replica import Replica
+from sleuth.store.contexts.shared_trees import blob_key
 from sleuth.store.database import Database, forget_database, open_database
-from sleuth.store.home import Home
-from sleuth.store.replica import Replica
-from sleuth.store.shared_trees import blob_key
+from sleuth.store.records.tasks import TaskStore
 from sleuth.store.storage import DirectoryStorage
-from sleuth.store.tasks import TaskStore
 from tests.postgres import Postgres
 
 DAY = 86400.0
@@ -87,7 +87,9 @@ def build(tmp_path: Path, database_url: str) -> World:
         "tasks/tsk_gone/files.json", _tree(tmp_path / "gone", "report.md", b"a gone task's file")
     )
     waiting = tasks.create("import", context_id=ctx_id, context_slug="kept", created_by=None)
-    tasks.set_job(waiting["id"], {"kind": "import", "args": {"upload": waiting["id"], "input": "a.zip"}})
+    tasks.set_job(
+        waiting["id"], {"kind": "import", "args": {"upload": waiting["id"], "input": "a.zip"}, "phases": []}
+    )
     storage.put_bytes(f"uploads/{waiting['id']}/a.zip", b"an upload a queued task waits for")
     storage.put_bytes("uploads/tsk_done/b.zip", b"an upload whose task ended")
     storage.put_bytes(_blob(b"nobody's"), b"nobody's")

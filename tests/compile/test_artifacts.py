@@ -15,7 +15,7 @@ from sleuth.compile.pages import Page, Table, TableRow
 from sleuth.compile.pipeline import CompileReport
 from sleuth.compile.typed_tables import build_table, coerce
 from sleuth.format.front_matter import read_front_matter
-from sleuth.store.home import Home
+from sleuth.store.contexts.home import Home
 
 MINUTES = "uploads/acme-corpus/minutes/"
 

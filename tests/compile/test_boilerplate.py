@@ -12,9 +12,10 @@ from sleuth.compile.chunking import chunk_pages
 from sleuth.compile.manifest import Chunking
 from sleuth.compile.pages import Page
 from sleuth.compile.pipeline import compile_context
+from sleuth.format.furniture import line_key
 from sleuth.settings import current
-from sleuth.store.home import Home
-from sleuth.store.search import VersionReader, asks_for_boilerplate
+from sleuth.store.contexts.home import Home
+from sleuth.store.version.search import VersionReader, asks_for_boilerplate
 from tests.support import make_pdf
 
 CERTIFICATION = (
@@ -81,7 +82,7 @@ def test_search_demotes_boilerplate_unless_asked_for_it(reports: Path, home: Hom
 def test_scores_without_repeats_are_empty() -> None:
     pages = {"a.md": [Page(1, "One page about pumps in Oslo.\nAnother line about steel supply.")]}
     assert boilerplate.find_boilerplate(pages) == boilerplate.Boilerplate({"a.md": set()}, set(), set())
-    assert boilerplate.line_key("Page 7 of 90") == boilerplate.line_key("page 8 of 91.")
+    assert line_key("Page 7 of 90") == line_key("page 8 of 91.")  # `format.furniture`, shared
 
 
 @pytest.mark.parametrize(

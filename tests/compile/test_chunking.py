@@ -14,8 +14,8 @@ from sleuth.compile.pages import Heading, Page
 from sleuth.compile.pipeline import compile_context
 from sleuth.models.embedder import get_embedder
 from sleuth.settings import current
-from sleuth.store.home import Home
-from sleuth.store.search import VersionReader
+from sleuth.store.contexts.home import Home
+from sleuth.store.version.search import VersionReader
 
 WORDS = [
     "revenue",

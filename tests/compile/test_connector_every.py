@@ -10,7 +10,7 @@ import pytest
 
 from sleuth.compile.connectors import registry
 from sleuth.compile.connectors.base import ConnectorConfigError
-from sleuth.store.home import Home
+from sleuth.store.contexts.home import Home
 
 
 @pytest.mark.parametrize("every", [math.nan, math.inf, -60.0, 30, 10**12, "1e999"])

@@ -26,9 +26,9 @@ from sleuth.compile.report import NullProgress
 from sleuth.format.front_matter import read_front_matter
 from sleuth.models.catalog import CatalogError
 from sleuth.settings import current
-from sleuth.store.home import ContextDir, Home
-from sleuth.store.ledger import Ledger
-from sleuth.store.search import VersionReader
+from sleuth.store.contexts.home import ContextDir, Home
+from sleuth.store.contexts.ledger import Ledger
+from sleuth.store.version.search import VersionReader
 from tests.compile.curator import MANIFEST, CuratorModel, write_corpus
 
 

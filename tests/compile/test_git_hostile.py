@@ -25,7 +25,7 @@ from sleuth.compile.connectors.git import GitConnector
 from sleuth.compile.connectors.kinds import build
 from sleuth.compile.connectors.sync import sync
 from sleuth.settings import Settings, current
-from sleuth.store.home import ContextDir, Home
+from sleuth.store.contexts.home import ContextDir, Home
 
 MIB = 1024 * 1024
 

@@ -11,7 +11,7 @@ from sleuth.compile.documents import context_header, index_title
 from sleuth.compile.pipeline import compile_context
 from sleuth.compile.version_files import SourceState
 from sleuth.settings import current
-from sleuth.store.home import Home
+from sleuth.store.contexts.home import Home
 from tests.support import make_pdf
 
 

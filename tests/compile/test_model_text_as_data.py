@@ -26,7 +26,7 @@ from sleuth.format.text import text_fingerprint
 from sleuth.models.base import CompletionParams, Message, Reply, TokenUsage, ToolSpec
 from sleuth.models.scripted import ScriptedModel
 from sleuth.settings import current
-from sleuth.store.home import ContextDir, Home
+from sleuth.store.contexts.home import ContextDir, Home
 from tests.compile.curator import CuratorModel, write_corpus
 
 #: What a document talked the designer model into writing (the review's finding).

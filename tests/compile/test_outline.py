@@ -14,7 +14,7 @@ from sleuth.compile.parse import parse_source
 from sleuth.format.chunks import Chunk
 from sleuth.sdk.knowledge import Knowledge, ScopedContext
 from sleuth.settings import DEFAULTS
-from sleuth.store.home import Home
+from sleuth.store.contexts.home import Home
 from tests.support import compiled_version, make_pdf
 
 CONTENTS = "\n".join(

@@ -11,8 +11,8 @@ import pytest
 
 from sleuth.compile.parse import pdf
 from sleuth.compile.parse.page_labels import printed_labels
-from sleuth.store.home import Home
-from sleuth.store.search import VersionReader
+from sleuth.store.contexts.home import Home
+from sleuth.store.version.search import VersionReader
 from tests.support import compiled_version, make_pdf
 
 BODY = "Revenue grew in every region.\nMargins held.\nThe outlook is unchanged for the year."

@@ -12,7 +12,7 @@ from sleuth.compile.parse import parse_source
 from sleuth.compile.parse.pdf_fonts import font_headings
 from sleuth.sdk.knowledge import Knowledge, ScopedContext
 from sleuth.settings import DEFAULTS
-from sleuth.store.home import Home
+from sleuth.store.contexts.home import Home
 from tests.support import StyledLine, compiled_version, make_styled_pdf
 
 BODY = 10.0

@@ -20,7 +20,7 @@ from sleuth.compile.pipeline import CompileReport, compile_context
 from sleuth.format.front_matter import read_front_matter
 from sleuth.models.base import CompletionParams, Message, Reply, TokenUsage, ToolSpec
 from sleuth.settings import current
-from sleuth.store.home import ContextDir, Home
+from sleuth.store.contexts.home import ContextDir, Home
 from tests.compile.curator import CuratorModel, write_corpus
 
 HOSTILE_SOURCE = "acme-msa.md"

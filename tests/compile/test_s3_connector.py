@@ -25,7 +25,7 @@ from sleuth.compile.connectors.base import Connector, ConnectorError, Limits
 from sleuth.compile.connectors.kinds import build
 from sleuth.compile.connectors.sync import sync
 from sleuth.settings import Settings, current
-from sleuth.store.home import Home
+from sleuth.store.contexts.home import Home
 from tests.s3 import S3Server
 
 EVERYTHING = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}

@@ -14,8 +14,8 @@ import pytest
 from sleuth.compile import build
 from sleuth.compile.pipeline import compile_context
 from sleuth.settings import current
-from sleuth.store.home import Home
-from sleuth.store.search import VersionReader
+from sleuth.store.contexts.home import Home
+from sleuth.store.version.search import VersionReader
 
 WORDS = ["pump", "valve", "steel", "supply", "Oslo", "turbine", "gasket", "flange", "invoice",
          "freight", "ledger", "audit", "harbor", "crane", "contract", "tariff", "vessel", "cargo",

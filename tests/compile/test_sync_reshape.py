@@ -8,7 +8,7 @@ from pathlib import Path
 from sleuth.compile.connectors.base import Limits
 from sleuth.compile.connectors.folder import FolderConnector
 from sleuth.compile.connectors.sync import sync
-from sleuth.store.home import ContextDir
+from sleuth.store.contexts.home import ContextDir
 
 LIMITS = Limits(max_items=100, max_file_bytes=1024 * 1024, max_total_bytes=10 * 1024 * 1024, timeout_s=60)
 

@@ -18,7 +18,7 @@ from sleuth.compile.connectors.addresses import AllowList
 from sleuth.compile.connectors.base import ConnectorError, Limits
 from sleuth.compile.connectors.sync import sync
 from sleuth.compile.connectors.web import MAX_CRAWL_DELAY_S, WebConnector
-from sleuth.store.home import ContextDir
+from sleuth.store.contexts.home import ContextDir
 
 Respond = Callable[[http.server.BaseHTTPRequestHandler], None]
 PAGE = b"<html><head><title>Backups</title></head><body><p>Backups are kept 35 days.</p></body></html>"

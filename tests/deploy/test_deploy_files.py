@@ -46,7 +46,7 @@ from sleuth.server.build import open_server
 from sleuth.server.storage_gc import MIN_GRACE_S
 from sleuth.server.task_service import TaskService
 from sleuth.settings import DEFAULTS, ENV_PREFIX, Settings
-from sleuth.store.home import Home
+from sleuth.store.contexts.home import Home
 from tests.s3 import S3Server
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ from sleuth.agent.spans import EvidenceSpan
 from sleuth.format.chunks import Chunk
 from sleuth.format.spans import PageSpan, Provenance
 from sleuth.sdk.types import Span
-from sleuth.store.search import SearchHit
+from sleuth.store.version.search import SearchHit
 
 PAGE = "Refund policy. Customers may return items within 30 days."
 

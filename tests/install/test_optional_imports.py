@@ -83,4 +83,6 @@ def test_the_probe_sees_a_module_level_import() -> None:
     """The check itself: hiding a core dependency that one module imports (cryptography, sealed secrets)
     fails that module and what imports it, and names the package."""
     failed = _import_all(("cryptography",))
-    assert "sleuth.store.secrets" in failed and "cryptography" in failed["sleuth.store.secrets"]
+    assert (
+        "sleuth.store.records.secrets" in failed and "cryptography" in failed["sleuth.store.records.secrets"]
+    )

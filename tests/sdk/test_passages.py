@@ -12,8 +12,8 @@ import pytest
 from sleuth.sdk.errors import LimitError, NotFoundError
 from sleuth.sdk.knowledge import Knowledge, ScopedContext
 from sleuth.sdk.types import Hit, Passage
-from sleuth.store.home import Home
-from sleuth.store.search import VersionReader
+from sleuth.store.contexts.home import Home
+from sleuth.store.version.search import VersionReader
 from tests.support import compiled_version
 
 REPORT = "uploads/acme-corpus/reports/annual-report-2025.pdf"
@@ -30,12 +30,13 @@ def revenue_hit(kb: Knowledge) -> Hit:
 
 
 def assert_citable(passage: Passage, version: Path) -> None:
-    """Each chunk is its page's text at its offsets, and prints after its own label."""
+    """Each chunk's span is its page's text at its offsets, and the chunk prints (as a reader reads it:
+    `Hit.chunk_text`) after its own label."""
     reader = VersionReader(version)
     for hit in passage.hits:
         assert hit.ref is not None and hit.span is not None
         page = reader.page_text(hit.source_path or "", hit.page or 0)
-        assert page is not None and page[hit.start : hit.end] == hit.chunk_text
+        assert page is not None and page[hit.start : hit.end] == hit.span.text
         assert f"[{hit.ref} p.{hit.page}] {hit.chunk_text}" in passage.text
     assert passage.text in repr(passage)
 
@@ -62,7 +63,8 @@ def test_read_around_gives_the_neighbours_in_reading_order(kb: Knowledge, sample
 def test_read_page_and_read_section(kb: Knowledge, sample_version: Path) -> None:
     hit = revenue_hit(kb)
     page = kb.read_page(hit)
-    assert page.pages == [3] and len(page) == 5 and not page.truncated
+    # five chunks, one of them only the running header ("Acme Instruments - Annual Report 2025"): four read
+    assert page.pages == [3] and len(page) == 4 and not page.truncated
     assert [h.id for h in kb.read_page(REPORT, page=3)] == [h.id for h in page]
     assert_citable(page, sample_version)
     cut = kb.read_page(REPORT, page=3, max_chars=600)
@@ -109,7 +111,7 @@ def test_reads_around_refuse_what_they_cannot_place(kb: Knowledge) -> None:
 def test_search_results_leave_out_chunks_that_repeat_one_above() -> None:
     """`distinct`: the same page and a span overlapping by half of the shorter one repeats it; an
     exact match is kept whatever it overlaps."""
-    from sleuth.store.fusion import distinct
+    from sleuth.store.version.fusion import distinct
 
     spans = {"a": ("p1", 0, 1000), "b": ("p1", 100, 900), "c": ("p1", 900, 1300), "d": ("p2", 0, 1000)}
 
@@ -218,7 +220,7 @@ def test_read_section_before_the_first_heading_is_that_text_only(tmp_path: Path,
 
 
 def test_latest_keeps_what_it_cannot_order() -> None:
-    from sleuth.store.documents import latest_of
+    from sleuth.store.version.documents import latest_of
 
     docs: dict[str, dict[str, object]] = {
         "a": {"issuer": "X", "doc_type": "annual report", "year": 2023},

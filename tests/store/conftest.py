@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sleuth.store.server_db import ServerDB
+from sleuth.store.records.server_db import ServerDB
 
 
 @pytest.fixture

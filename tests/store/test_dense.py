@@ -11,10 +11,10 @@ import pytest
 
 from sleuth.compile.pipeline import compile_context
 from sleuth.settings import current
-from sleuth.store import ann, dense
-from sleuth.store.dense import DenseIndex
-from sleuth.store.home import Home
-from sleuth.store.search import VersionReader
+from sleuth.store.contexts.home import Home
+from sleuth.store.version import ann, dense
+from sleuth.store.version.dense import DenseIndex
+from sleuth.store.version.search import VersionReader
 
 DIM = 32
 

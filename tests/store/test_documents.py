@@ -9,7 +9,7 @@ import pytest
 
 from sleuth.compile.identity import abbreviates, identify
 from sleuth.compile.pages import Page
-from sleuth.store.documents import DocumentResolver
+from sleuth.store.version.documents import DocumentResolver
 
 
 def _doc(issuer: str, doc_type: str, period: str, year: int, aliases: str = "") -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The keyword index (`store/keyword.py`): tantivy's BM25 with the query built here. Phrases, filters
+"""The keyword index (`store/version/keyword.py`): tantivy's BM25 with the query built here. Phrases, filters
 inside the engine, identifiers kept whole, a rebuild that ranks the same, a read-only mount, and the
 FTS5 index of versions compiled before tantivy still read."""
 
@@ -12,8 +12,8 @@ import pytest
 
 from sleuth.compile.pipeline import compile_context
 from sleuth.settings import current
-from sleuth.store.home import Home
-from sleuth.store.keyword import (
+from sleuth.store.contexts.home import Home
+from sleuth.store.version.keyword import (
     Fts5Index,
     TantivyIndex,
     build,
@@ -21,6 +21,7 @@ from sleuth.store.keyword import (
     exact_phrases,
     open_index,
     query_terms,
+    word_prefix,
 )
 
 CHUNKS = [
@@ -160,3 +161,17 @@ def test_each_version_has_its_own_index(tmp_path: Path, home: Home) -> None:
     assert now.search_chunks("zephyr") == [] and len(now.search_chunks("quokka")) == 1
     assert len(now.search_chunks("calibration drift")) == 1
     assert len(old.search_chunks("zephyr")) == 1 and old.search_chunks("quokka") == []
+
+
+def test_chunks_holding_a_word_that_starts_with_a_prefix(tmp_path: Path, index: TantivyIndex) -> None:
+    """What a `must_contain` fragment may have meant (issue 43, item 3): the index's terms are stemmed,
+    and a stem may be shorter than the fragment ("employees" → "employe"), so the fragment's last
+    letters are left off before the lookup (`word_prefix`)."""
+    assert word_prefix("employees") == "employ" and word_prefix("refu") == "refu"
+    assert word_prefix("emp") is None and word_prefix("two words") is None and word_prefix("a-b") is None
+    build_fts5(tmp_path / "keyword.sqlite", CHUNKS, ARTIFACTS)
+    for engine in (index, Fts5Index(tmp_path / "keyword.sqlite")):
+        assert sorted(_ids(engine.search_prefix("employ"))) == ["c1", "c3", "c4", "c5"]
+        assert sorted(_ids(engine.search_prefix("employ", sources=["b.pdf"]))) == ["c3", "c4"]
+        assert _ids(engine.search_prefix("refu")) == ["c3"]
+        assert engine.search_prefix('x" OR "y') == []  # only a word reaches the engine

@@ -16,7 +16,7 @@ import pypdfium2.raw as pdfium_c
 from PIL import Image
 
 from sleuth.format.text import normalize_text
-from sleuth.store.page_images import (
+from sleuth.store.version.page_images import (
     ALIGN_ANCHOR,
     ALIGN_WINDOW,
     MAX_IMAGE_PIXELS,

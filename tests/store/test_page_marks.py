@@ -7,7 +7,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from sleuth.store.page_marks import page_marks
+from sleuth.store.version.page_marks import page_marks
 
 SOURCE = "uploads/a.md"
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sleuth.store.replay_log import (
+from sleuth.store.records.replay_log import (
     InvalidQueryId,
     delete_replay_log,
     read_replay_log,

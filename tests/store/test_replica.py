@@ -1,4 +1,4 @@
-"""Contexts shared by many machines (`store/replica.py`): two homes, as two nodes have, over one
+"""Contexts shared by many machines (`store/contexts/replica.py`): two homes, as two nodes have, over one
 database (each backend) and one storage. What one node writes, the other reads; nothing half-made is
 ever seen; edits of different files on two nodes both survive."""
 
@@ -18,16 +18,16 @@ from sleuth.compile.extraction.cache import ExtractionCache
 from sleuth.compile.pipeline import compile_context
 from sleuth.errors import Invalid
 from sleuth.settings import TURN_CAP_SECONDS, current
-from sleuth.store.database import forget_database, open_database
-from sleuth.store.home import ContextNotFound, Home
-from sleuth.store.replay_log import delete_replay_log, read_replay_log, write_replay_log
-from sleuth.store.replica import (
+from sleuth.store.contexts.home import ContextNotFound, Home
+from sleuth.store.contexts.replica import (
     Replica,
     SlugTaken,
     heads_t,
     open_home,
 )
-from sleuth.store.shared_trees import VersionConflict, version_key
+from sleuth.store.contexts.shared_trees import VersionConflict, version_key
+from sleuth.store.database import forget_database, open_database
+from sleuth.store.records.replay_log import delete_replay_log, read_replay_log, write_replay_log
 from sleuth.store.storage import DirectoryStorage, S3Storage, Storage
 from tests.s3 import S3Server
 

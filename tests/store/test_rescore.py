@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from sleuth.compile.pipeline import CompileReport
-from sleuth.store.home import Home
-from sleuth.store.keyword import open_index
-from sleuth.store.rescore import (
+from sleuth.store.contexts.home import Home
+from sleuth.store.version.keyword import open_index
+from sleuth.store.version.rescore import (
     RESCORE_PAGES,
     PageWords,
     TitleIndex,
@@ -21,7 +21,7 @@ from sleuth.store.rescore import (
     rescore,
     title_pages,
 )
-from sleuth.store.search import VersionReader
+from sleuth.store.version.search import VersionReader
 
 PAGES = {
     # the first stage likes this one best: one chunk says "cash" many times, nothing else matches
@@ -152,8 +152,8 @@ def test_a_page_whose_title_names_the_question_joins_the_rescoring() -> None:
 def test_a_page_holds_a_word_only_whole_and_as_its_words_are_split() -> None:
     """`overlap` looks for a question's word forms in the page's text; it must agree with splitting
     the page into `text.words`, so that "flow" is not found in "overflow" nor "cash" in "cashier"."""
-    from sleuth.store.rescore import forms, holds_term, holds_word
     from sleuth.store.text import words
+    from sleuth.store.version.rescore import forms, holds_term, holds_word
 
     text = "overflow_cash — cashier's flows; net-income (2018) café flow companies policyes taxes"
     lowered, split = text.lower(), set(words(text))
@@ -170,7 +170,7 @@ def test_one_scan_of_a_page_scores_its_title_zone_and_its_text_as_two_would() ->
     """`page_overlaps` derives the title zone's overlap from the whole text's first matches; it must
     give what `overlap` gives on each, also where the zone's end cuts a word ("revenues" to "revenue")
     and where a term appears only below the zone."""
-    from sleuth.store.rescore import TITLE_CHARS, overlap, page_overlaps, term_weights
+    from sleuth.store.version.rescore import TITLE_CHARS, overlap, page_overlaps, term_weights
 
     cut = "x" * (TITLE_CHARS - len("Total revenue")) + "Total revenues by segment\n"
     pages = [

@@ -11,10 +11,10 @@ import pytest
 from sleuth.compile.pipeline import CompileReport, compile_context
 from sleuth.models.embedder import MiniLMEmbedder, StaticEmbedder, get_embedder
 from sleuth.settings import current
-from sleuth.store.fusion import keep_exact, rrf
-from sleuth.store.home import Home
-from sleuth.store.keyword import match_expression, open_index
-from sleuth.store.search import VersionReader
+from sleuth.store.contexts.home import Home
+from sleuth.store.version.fusion import keep_exact, rrf
+from sleuth.store.version.keyword import match_expression, open_index
+from sleuth.store.version.search import VersionReader
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +87,7 @@ def test_artifact_namespace_is_searchable(reader: VersionReader) -> None:
 
 
 def test_hybrid_weights_favour_bm25_only_for_identifiers() -> None:
-    from sleuth.store.search import DENSE_WEIGHT, hybrid_weights
+    from sleuth.store.version.search import DENSE_WEIGHT, hybrid_weights
 
     for query in ("What does ERR-4012 mean?", "FW-3.2.1 release", "why does parse_config fail"):
         assert hybrid_weights(query) == (1.0, 1.0), query

@@ -15,11 +15,12 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
+from sleuth.store.contexts.home import Home
 from sleuth.store.database import new_id
-from sleuth.store.home import Home
-from sleuth.store.keys import KeyStore, digest
-from sleuth.store.replay_log import read_replay_log, write_replay_log
-from sleuth.store.server_db import (
+from sleuth.store.records.keys import KeyStore, digest
+from sleuth.store.records.replay_log import read_replay_log, write_replay_log
+from sleuth.store.records.rows import QueryDocument, QueryStatus
+from sleuth.store.records.server_db import (
     INTERRUPTED_ERROR,
     ComparisonGroupFull,
     QueryNotFound,
@@ -28,7 +29,7 @@ from sleuth.store.server_db import (
     SessionBusy,
     SessionNotFound,
 )
-from sleuth.store.server_schema import SCHEMA_VERSION
+from sleuth.store.records.server_schema import SCHEMA_VERSION
 
 
 @pytest.fixture
@@ -43,19 +44,29 @@ def rows(db: ServerDB, sql: str) -> list[tuple[Any, ...]]:
         return [tuple(row) for row in conn.execute(text(sql))]
 
 
-def make_query(session_id: str, status: str = "in_progress", **extra: Any) -> dict[str, Any]:
-    query: dict[str, Any] = {
+def make_query(
+    session_id: str,
+    status: QueryStatus = "in_progress",
+    *,
+    created: int = 1764460800,
+    model: str | None = None,
+    runtime_ms: int | None = None,
+) -> QueryDocument:
+    query: QueryDocument = {
         "id": new_id("qry"),
         "object": "query",
         "session_id": session_id,
         "status": status,
         "error": None,
-        "created": 1764460800,
+        "created": created,
         "input": [{"role": "user", "content": "How long do returns take?"}],
         "output": [],
         "feedback": None,
     }
-    query.update(extra)
+    if model is not None:
+        query["model"] = model
+    if runtime_ms is not None:
+        query["runtime_ms"] = runtime_ms
     return query
 
 
@@ -155,7 +166,8 @@ def test_a_version_2_database_is_upgraded_in_place(tmp_path: Path) -> None:
             ServerDB(path).close()  # this process imported `store.keys`: its tables join the metadata
         else:
             opener = (
-                "from sleuth.store.server_db import ServerDB; ServerDB(__import__('sys').argv[1]).close()"
+                "from sleuth.store.records.server_db import ServerDB; "
+                "ServerDB(__import__('sys').argv[1]).close()"
             )
             subprocess.run([sys.executable, "-c", opener, str(path)], check=True)
         assert raw(path, "SELECT value FROM meta WHERE key = 'schema_version'") == [("4",)]
@@ -309,7 +321,7 @@ def test_queries(db: ServerDB) -> None:
     assert db.get_query("qry_missing") is None
     assert [q["id"] for q in db.queries_for_session(ses)] == [q1["id"], q2["id"], q3["id"]]
 
-    done = {**q1, "status": "completed", "output": [{"role": "assistant", "content": []}]}
+    done: QueryDocument = {**q1, "status": "completed", "output": [{"role": "assistant", "content": []}]}
     db.update_query(done)
     assert db.get_query(q1["id"]) == done
     db.update_query({**q2, "status": "failed", "error": "boom"})
@@ -324,8 +336,9 @@ def test_queries(db: ServerDB) -> None:
         db.insert_query(make_query("ses_missing"))
     with pytest.raises(QueryNotFound):
         db.update_query(make_query(ses))
+    untyped: Any = {"id": new_id("qry"), "session_id": ses}  # what a caller without types could send
     with pytest.raises(ValueError, match="status"):
-        db.insert_query({"id": new_id("qry"), "session_id": ses})
+        db.insert_query(untyped)
 
 
 def test_feedback_replace(db: ServerDB) -> None:
@@ -340,7 +353,7 @@ def test_feedback_replace(db: ServerDB) -> None:
     db.set_feedback(q["id"], None)
     assert db.get_query(q["id"])["feedback"] is None  # type: ignore[index]
     with pytest.raises(QueryNotFound):
-        db.set_feedback("qry_missing", {"rating": "up"})
+        db.set_feedback("qry_missing", {"rating": "up", "comment": None})
 
 
 def test_events_order_and_since(db: ServerDB) -> None:
@@ -442,12 +455,12 @@ def test_data_survives_reopen(tmp_path: Path) -> None:
     first.insert_query(q)
     first.append_event(q["id"], {"type": "response.created"})
     first.save_trace(q["id"], {"query_id": q["id"]})
-    first.set_feedback(q["id"], {"rating": "up"})
+    first.set_feedback(q["id"], {"rating": "up", "comment": None})
     first.close()
 
     second = ServerDB(path)
     assert second.get_session(ses["id"]) == ses
-    assert second.get_query(q["id"]) == {**q, "feedback": {"rating": "up"}}
+    assert second.get_query(q["id"]) == {**q, "feedback": {"rating": "up", "comment": None}}
     assert second.events(q["id"]) == [{"type": "response.created", "seq": 1}]
     assert second.get_trace(q["id"]) == {"query_id": q["id"]}
     second.close()

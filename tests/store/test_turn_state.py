@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
+from sleuth.store.contexts.lock import claims_lock
 from sleuth.store.database import Database, forget_database, new_id, open_database
-from sleuth.store.keys import KeyStore
-from sleuth.store.lock import claims_lock
-from sleuth.store.server_db import (
+from sleuth.store.records.keys import KeyStore
+from sleuth.store.records.rows import QueryDocument, SessionRow, TurnRecord
+from sleuth.store.records.server_db import (
     NEVER_STARTED_ERROR,
     WORKER_LOST_ERROR,
     ComparisonGroupFull,
@@ -25,11 +26,20 @@ from sleuth.store.server_db import (
     TurnPlaces,
     TurnPlacesFull,
 )
-from sleuth.store.tasks import TaskStore
+from sleuth.store.records.tasks import TaskStore
 from tests.postgres import Postgres
 
+#: What a worker would run the turns of these tests from.
+RECORD: TurnRecord = {
+    "request": {"ask": "q"},
+    "contexts": [["kb", "v000001"]],
+    "models": [],
+    "workflow": "search",
+    "ignored": [],
+}
 
-def query_for(session_id: str) -> dict[str, Any]:
+
+def query_for(session_id: str) -> QueryDocument:
     return {
         "id": new_id("qry"),
         "object": "query",
@@ -45,8 +55,8 @@ def admit(
     *,
     places: TurnPlaces | None = None,
     group: str | None = None,
-    session: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+    session: SessionRow | None = None,
+) -> QueryDocument:
     new = session is None
     session = session or db.new_session(["kb"], "q")
     query = query_for(session["id"])
@@ -57,7 +67,7 @@ def admit(
         workflow="search",
         comparison_group=group,
         places=places,
-        request={"request": {"ask": "q"}},
+        request=RECORD,
     )
     return query
 
@@ -67,7 +77,7 @@ def test_admission_stores_session_claim_and_turn_together(db: ServerDB) -> None:
     session = db.get_session(query["session_id"])
     assert session is not None and session["active_query_id"] == query["id"]
     assert db.get_query(query["id"])["status"] == "in_progress"  # type: ignore[index]
-    assert db.turn_request(query["id"]) == {"request": {"ask": "q"}}
+    assert db.turn_request(query["id"]) == RECORD
     with pytest.raises(SessionBusy):  # the session's one turn in flight
         admit(db, session=session)
     db.check_places(TurnPlaces(capacity=2))
@@ -141,7 +151,7 @@ def test_a_worker_holds_a_waiting_turn_until_its_lease_runs_out(db: ServerDB) ->
     assert session["last_query_id"] == query["id"]
     assert db.renew_holds("worker-a", lease_s=30, query_ids=[query["id"]]) == []  # lost: stop, write nothing
     stored_before = db.get_query(query["id"])
-    late = {**query, "status": "completed"}
+    late: QueryDocument = {**query, "status": "completed"}
     assert not db.update_query(late, event={"type": "response.completed"})  # a lost runner is fenced off
     assert db.append_event(query["id"], {"type": "response.step"}) == 0
     assert db.get_query(query["id"]) == stored_before
@@ -209,8 +219,8 @@ def test_two_processes_preparing_one_new_database_at_once(database_target: str, 
     import sys
 
     opener = (
-        "import sys; from pathlib import Path; from sleuth.store.server_db import ServerDB; "
-        "from sleuth.store.tasks import TaskStore; "
+        "import sys; from pathlib import Path; from sleuth.store.records.server_db import ServerDB; "
+        "from sleuth.store.records.tasks import TaskStore; "
         "ServerDB(sys.argv[1], replay_root=Path(sys.argv[2])).close(); TaskStore(sys.argv[1]).close()"
     )
     procs = [
@@ -246,7 +256,9 @@ def test_a_task_held_by_a_dead_worker_is_begun_again_or_ended(database_target: s
         assert again["attempts"] == 2 and again["worker"] == "worker-b"
         # worker-a was not dead after all (a partition): its late ending does not count.
         assert not store.finish(queued["id"], "completed", output={"from": "a"}, worker="worker-a")
-        store.report(queued["id"], progress={"pct": 99}, worker="worker-a")
+        store.report(
+            queued["id"], progress={"phase": None, "phases": [], "label": None, "pct": 99}, worker="worker-a"
+        )
         assert store.require(queued["id"])["state"] == "running"
         assert store.require(queued["id"])["progress"]["pct"] == 0
         assert store.release(queued["id"], "worker-b")  # a draining worker hands it back

@@ -257,14 +257,29 @@ def locate_quote(quote: str, text: str | QuoteForm) -> tuple[int, int] | None:
     return form.find(QuoteForm.of(_ELLIPSIS_ENDS.sub("", quote)).text)
 
 
-def _locate_in(quote: str, text: str) -> tuple[int, tuple[int, int]] | None:
+def _forms(span: EvidenceSpan) -> list[QuoteForm]:
+    """The forms a quote of `span` is looked for in: its text as stored, then as the model read it
+    (`EvidenceSpan.read_form`: running headers, footers and page numbers cut, a hyphenated line
+    break joined), each character still mapped to its offset in `span.text`."""
+    forms = [QuoteForm.of(span.text)]
+    read = span.read_form()
+    if read is not None:
+        form = QuoteForm.of(read.text)
+        forms.append(QuoteForm(form.text, [read.offsets[i] for i in form.offsets]))
+    return forms
+
+
+def _locate_in(quote: str, span: EvidenceSpan) -> tuple[int, tuple[int, int]] | None:
     """`locate_quote` for a quotation that may hold quotation marks of its own ("the "Fan" program"),
-    or follow an uncited quote in the same match: the body, then what follows each inner mark.
-    Returns where the located part starts in `quote`, and its offsets in `text`."""
-    form = QuoteForm.of(text)
+    or follow an uncited quote in the same match: the body, then what follows each inner mark; in
+    each of the span's `_forms`. Returns where the located part starts in `quote`, and its offsets
+    in `span.text` (a verbatim slice, whatever form it was found in)."""
+    forms = _forms(span)
     for cut in [0] + [q.end() for q in _QUOTE_MARK.finditer(quote)]:
-        if len(quote) - cut >= 15 and (where := locate_quote(quote[cut:], form)) is not None:
-            return cut, where
+        if len(quote) - cut >= 15:
+            for form in forms:
+                if (where := locate_quote(quote[cut:], form)) is not None:
+                    return cut, where
     return None
 
 
@@ -307,7 +322,7 @@ def _bind_quotes(text: str, evidence: Sequence[EvidenceSpan]) -> _Bound:
             quoted_from = 0
             for n in (int(x) for x in _CANONICAL.findall(m.group("run"))):
                 span = evidence[n - 1]
-                found = _locate_in(quote, span.text)
+                found = _locate_in(quote, span)
                 if found is not None and shown is not None and _collapsed(span.text, found[1]) != shown:
                     found = None  # one quotation, one text: each of its markers must prove exactly it
                 if found is None:

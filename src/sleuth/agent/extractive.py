@@ -18,9 +18,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sleuth.agent.spans import EvidenceSpan
-from sleuth.store.search import asks_for_boilerplate
-from sleuth.store.stop_words import STOP_WORDS
+from sleuth.format.sentences import is_abbreviation
 from sleuth.store.text import stem, words
+from sleuth.store.version.search import asks_for_boilerplate
+from sleuth.store.version.stop_words import STOP_WORDS
 
 PRONOUNS = frozenset({"it", "they", "this", "that", "those", "he", "she"})
 
@@ -336,11 +337,18 @@ def _units(text: str) -> list[tuple[int, int]]:
     return units
 
 
+def _after_abbreviation(text: str, end: re.Match[str]) -> bool:
+    """A sentence end found after "U.S.", "Inc." or "No.": no end at all (`format.sentences`)."""
+    dot = end.start() - 1
+    return text[dot] == "." and is_abbreviation(text, dot)
+
+
 def _split_sentences(text: str) -> list[tuple[int, int]]:
     """Sentence offsets in `text`; each slice is verbatim and trimmed of markup at its edges."""
     out: list[tuple[int, int]] = []
     for ustart, uend in _units(text):
-        cuts = [ustart] + [m.end() for m in _SENTENCE_END.finditer(text, ustart, uend)] + [uend]
+        ends = [m for m in _SENTENCE_END.finditer(text, ustart, uend) if not _after_abbreviation(text, m)]
+        cuts = [ustart] + [m.end() for m in ends] + [uend]
         for a, b in itertools.pairwise(cuts):
             s, e = _trimmed(text, a, b)
             if text[a:s].lstrip().startswith("#") or _NUMBERED_HEADING.match(text[s:e]):

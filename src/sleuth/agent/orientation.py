@@ -9,24 +9,28 @@ and docstrings, so the prompt cannot drift from the code.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
 import inspect
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from sleuth.format.identity import period_dates
+from sleuth.format.identity import period_dates, period_label
 from sleuth.format.text import plain_line, text_fingerprint
 from sleuth.sdk.knowledge import Knowledge, ScopedContext
+from sleuth.sdk.orientation import OrientationSettings, set_default_orienter
 from sleuth.sdk.primitives import primitives, signature_text
-from sleuth.store.search import VersionReader
-from sleuth.store.version_info import read_version_info
+from sleuth.settings import TOOL_OUTPUT_CHARS
+from sleuth.store.contexts.home import ContextDir
+from sleuth.store.version.info import read_version_info
+from sleuth.store.version.search import VersionReader
 
-PROMPT_VERSION = "2026-12-06.1"
+PROMPT_VERSION = "2026-12-06.2"  # .2: `orientation`, fiscal and calendar periods
 MAX_DESCRIPTIONS_CHARS = 12_000
 #: Characters of one sample query shown: they are a model's text, quoted as examples, never more.
 SAMPLE_QUERY_CHARS = 120
@@ -121,6 +125,11 @@ def overview(brief: ContextBrief) -> ContextOverview:
                     "period_end",
                     "fiscal_quarter",
                     "fiscal_differs",
+                    "fiscal_year",
+                    "fiscal_year_end",
+                    "fiscal_basis",
+                    "calendar_period",
+                    "fiscal_year_named",
                 )
             }
             | {"path": path}
@@ -239,14 +248,19 @@ def _describe_context(o: ContextOverview, level: int) -> str:
         lines.append(f"- {t['name']}({columns}) — {t['row_count']} rows")
     if o.rosters:
         lines.append("Rosters: " + ", ".join(f"{r['name']} ({r['count']})" for r in o.rosters))
-    named = [d for d in o.documents if d.get("issuer") or d.get("doc_type") or d.get("period")]
+    named = [
+        d
+        for d in o.documents
+        if d.get("issuer") or d.get("doc_type") or d.get("period") or d.get("calendar_period")
+    ]
     if named and level < 2:
         shown_docs = named[: MAX_DOCUMENTS_SHOWN if level < 1 else MAX_DOCUMENTS_SHOWN // 2]
         lines.append(
             "Documents (search ranks the one a question names first; `sources=[path]` searches in it):"
         )
         for d in shown_docs:
-            what = ", ".join(str(d[k]) for k in ("issuer", "doc_type", "period") if d.get(k))
+            # the period as readers name it: the fiscal label, the calendar one beside it
+            what = ", ".join(str(v) for v in (d.get("issuer"), d.get("doc_type"), period_label(d)) if v)
             if d.get("period_start") and d.get("period_end"):
                 what += f", {period_dates(d)}"
             also = f" (also {d['aliases']})" if d.get("aliases") else ""
@@ -306,3 +320,69 @@ def system_message(
 def ask_message(ask: str, max_steps: int) -> str:
     """Block C's last message: the ask and the step budget."""
     return f"{ask}\n\nYou have at most {max_steps} steps."
+
+
+#: What a turn takes for a setting its request leaves out (`agent.run`): the standard profile, native
+#: tool calls, every primitive, no session instructions, the default step output.
+TURN_DEFAULTS = OrientationSettings("standard", "native", None, None, None, TOOL_OUTPUT_CHARS)
+
+
+def orientation_text(
+    briefs: Sequence[ContextBrief],
+    settings: OrientationSettings,
+    defaults: OrientationSettings = TURN_DEFAULTS,
+) -> str:
+    """The system message (blocks A and B) a turn over `briefs` with `settings` gives its model; a
+    setting left None takes `defaults`'. A turn builds its own here (`agent.run`), and so does every
+    way to print it (the `orientation` primitive, `sleuth orientation`): one text, never two."""
+
+    def pick(name: str) -> Any:
+        value = getattr(settings, name)
+        return getattr(defaults, name) if value is None else value
+
+    return system_message(
+        [overview(b) for b in briefs],
+        profile=pick("profile") or "standard",
+        protocol=pick("protocol") or "native",
+        max_output=pick("max_tool_output_chars") or TOOL_OUTPUT_CHARS,
+        tools=pick("tools"),
+        system_prompt=pick("system_prompt"),
+        guardrails=pick("guardrails"),
+    )
+
+
+def orientation_host(
+    briefs: Sequence[ContextBrief], defaults: OrientationSettings = TURN_DEFAULTS
+) -> Callable[[dict[str, Any]], str]:
+    """The `orientation` host function of a sandbox over `briefs`: what the SDK's primitive returns
+    there, with the settings its call names and `defaults` (a turn's own) for the others."""
+
+    def answer(args: dict[str, Any]) -> str:
+        return orientation_text(briefs, OrientationSettings.from_json(args), defaults)
+
+    return answer
+
+
+def context_brief(context: ContextDir, version: str) -> ContextBrief:
+    """One context at `version`, as a turn pins it (`agent.turn.Runtime`)."""
+    info = context.info()
+    return ContextBrief(info.slug, info.name, info.description, context.version_dir(version), version)
+
+
+def scoped_brief(scoped: ScopedContext) -> ContextBrief:
+    """A scoped context as a turn pins it: its name and description from the `context.json` beside
+    its `versions/` folder (the context's name alone where there is none, as in a bare version)."""
+    context = ContextDir(scoped.version_dir.parent.parent)
+    version = scoped.version_dir.name
+    if not context.info_file.is_file():
+        return ContextBrief(scoped.slug, scoped.slug, "", scoped.version_dir, version)
+    info = context.info()
+    return ContextBrief(scoped.slug, info.name, info.description, scoped.version_dir, version)
+
+
+async def _in_process(contexts: Sequence[ScopedContext], settings: OrientationSettings) -> str:
+    """The orienter of an SDK that reads versions in this process (MCP): a turn's defaults."""
+    return await asyncio.to_thread(orientation_text, [scoped_brief(c) for c in contexts], settings)
+
+
+set_default_orienter(_in_process)

@@ -11,7 +11,7 @@ from sleuth.agent.orientation import ContextBrief
 from sleuth.agent.spans import EvidenceSpan
 from sleuth.sdk.errors import SleuthError
 from sleuth.sdk.knowledge import Knowledge, ScopedContext
-from sleuth.store.search import VersionReader
+from sleuth.store.version.search import VersionReader
 
 __all__ = ["PinnedVersions"]
 

@@ -54,7 +54,7 @@ from sleuth.agent.planner_scope import (
     quote_ident,
 )
 from sleuth.models.base import CompletionParams, Message, ModelConfig, Reply, TokenUsage, ToolCall, ToolSpec
-from sleuth.store.stop_words import STOP_WORDS
+from sleuth.store.version.stop_words import STOP_WORDS
 
 QuestionClass = Literal["count", "list", "exact_id", "general"]
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from sleuth.agent.planner_code import PLAN_PREFIX
 from sleuth.models.base import Message
-from sleuth.store.fusion import RRF_K
+from sleuth.store.version.fusion import RRF_K
 
 FINAL_EVIDENCE = 8  # spans a `final` hands in at most
 _STEPS_LEFT = re.compile(r"at most (\d+) steps?", re.IGNORECASE)

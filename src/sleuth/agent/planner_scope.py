@@ -17,8 +17,8 @@ from sleuth.agent.extractive import (
 )
 from sleuth.sdk.errors import SleuthError
 from sleuth.sdk.knowledge import Knowledge, ScopedContext
-from sleuth.store.documents import DocumentResolver
-from sleuth.store.stop_words import STOP_WORDS
+from sleuth.store.version.documents import DocumentResolver
+from sleuth.store.version.stop_words import STOP_WORDS
 
 
 # ---------------------------------------------------------------------------------------- scope

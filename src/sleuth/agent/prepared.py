@@ -16,7 +16,8 @@ from sleuth.agent.request import Caller, TurnRequest
 from sleuth.models.base import Model, ModelConfig
 from sleuth.sandbox.host import HostFunction, SandboxHost
 from sleuth.sandbox.limits import HostBudget, Limits
-from sleuth.store.server_db import ServerDB
+from sleuth.store.records.rows import SessionRow
+from sleuth.store.records.server_db import ServerDB
 
 __all__ = ["Engine", "PreparedTurn", "TurnPlan"]
 
@@ -28,7 +29,7 @@ class TurnPlan:
 
     request: TurnRequest
     caller: Caller
-    session: dict[str, Any] | None  # the stored session the turn continues; None: it opens one
+    session: SessionRow | None  # the stored session the turn continues; None: it opens one
     scope: tuple[str, ...]
     briefs: tuple[ContextBrief, ...]  # each context with the version pinned for the turn
     model_ids: tuple[str, ...]  # the session's models (a new session stores them)
@@ -43,7 +44,7 @@ class PreparedTurn:
 
     request: TurnRequest
     query: Query
-    session: dict[str, Any]
+    session: SessionRow
     briefs: list[ContextBrief]
     model_configs: list[ModelConfig]
     workflow: str

@@ -1,21 +1,20 @@
 """The records a turn produces (spec/api.md §8.2–8.6): Query, QueryStep, TraceCall, Rollup, Synthesis.
 
 They are pydantic models because they cross boundaries: the CLI prints them with `--json`, the
-store keeps them as JSON, and the HTTP API serves them unchanged.
+store keeps them as JSON, and the HTTP API serves them unchanged. As JSON they are the store's typed
+documents (`store.records.rows`): `query_document` is the one place a Query becomes one.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, Field
 
 from sleuth.models.base import ModelConfig, TokenUsage
-
-QueryStatus = Literal["in_progress", "completed", "failed", "cancelled"]
-StopReason = Literal[
-    "final", "no_tool_call", "max_steps", "errors", "timeout", "cancelled", "failed", "retrieval_only"
-]
+from sleuth.store.records.rows import QueryDocument
+from sleuth.store.records.rows import QueryStatus as QueryStatus
+from sleuth.store.records.rows import StopReason as StopReason
 
 
 class TraceCall(BaseModel):
@@ -157,6 +156,12 @@ class Query(BaseModel):
             for part in message.get("content", [])
             if part.get("type") == "output_text"
         )
+
+
+def query_document(query: Query) -> QueryDocument:
+    """The Query as the store keeps it and the API serves it. Its JSON has every field of the document
+    (a test holds the two to the same keys), which pydantic cannot say of `model_dump`: hence the cast."""
+    return cast(QueryDocument, query.model_dump(mode="json"))
 
 
 def turn_usage(loop: TokenUsage | None, synthesis: Synthesis | None, config: ModelConfig | None) -> Usage:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sleuth.agent.orientation import ContextBrief
-from sleuth.agent.records import Query
+from sleuth.agent.records import Query, query_document
 from sleuth.agent.trace import args_digest
 from sleuth.agent.turn import PreparedTurn, Runtime, TurnRequest, new_query_id
 from sleuth.errors import Failed
@@ -23,10 +23,11 @@ from sleuth.models.base import ModelConfig, ModelError, Reply
 from sleuth.models.scripted import ScriptedModel
 from sleuth.sandbox.host import HostFunction
 from sleuth.settings import TURN_CAP_SECONDS
-from sleuth.store.home import ContextNotFound, Home
-from sleuth.store.replay_log import read_replay_log
-from sleuth.store.server_db import ServerDB
-from sleuth.store.version_info import has_version_info
+from sleuth.store.contexts.home import ContextNotFound, Home
+from sleuth.store.records.replay_log import read_replay_log
+from sleuth.store.records.rows import QueryDocument, TraceDocument
+from sleuth.store.records.server_db import ServerDB
+from sleuth.store.version.info import has_version_info
 
 
 class ReplayError(Failed):
@@ -131,7 +132,7 @@ def replay(home: Home, query_id: str, db: ServerDB | None = None) -> dict[str, A
                 max_tool_output_chars=turn_record.get("max_tool_output_chars"),
             )
             scratch_db.claim_session(session["id"], query.id)
-            scratch_db.insert_query(query.model_dump(mode="json"))
+            scratch_db.insert_query(query_document(query))
             request = TurnRequest(
                 ask=request_data["ask"],
                 shape=request_data.get("shape"),
@@ -152,7 +153,7 @@ def replay(home: Home, query_id: str, db: ServerDB | None = None) -> dict[str, A
                 registry_override=recorded_host.registry(names),
                 request_replay={"planner": planner} if planner else None,
             )
-            replayed = runtime.run(prepared).model_dump(mode="json")
+            replayed = query_document(runtime.run(prepared))
             replayed_trace = scratch_db.get_trace(replayed["id"]) or {}
         scratch_db.close()
     return compare(recorded_query, recorded_trace, replayed, replayed_trace, recorded_host.mismatches)
@@ -195,10 +196,10 @@ STEP_FIELDS = ("code", "output", "calls", "error")
 
 
 def compare(
-    recorded: dict[str, Any],
-    recorded_trace: dict[str, Any],
-    replayed: dict[str, Any],
-    replayed_trace: dict[str, Any],
+    recorded: QueryDocument,
+    recorded_trace: TraceDocument,
+    replayed: QueryDocument,
+    replayed_trace: TraceDocument,
     host_mismatches: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The first difference, step by step, then the answer, citations and `output_json`."""

@@ -26,7 +26,7 @@ from sleuth.sandbox.host import HostFunction
 from sleuth.sdk.errors import SleuthError
 from sleuth.sdk.knowledge import Knowledge, QueryEmbedder, ScopedContext
 from sleuth.sdk.types import Hit
-from sleuth.store.fusion import rrf
+from sleuth.store.version.fusion import rrf
 
 KINDS = ("chunk", "artifact")
 SDK_TOP_K = 100  # the SDK's own cap on `top_k`

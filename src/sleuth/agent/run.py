@@ -15,7 +15,14 @@ from sleuth.agent.evidence import computed_results, evidence_budget, select_evid
 from sleuth.agent.extractive import extractive_answer
 from sleuth.agent.grounding import check_grounding
 from sleuth.agent.loop import AgentLoop, LoopResult, LoopSettings, TurnFailed
-from sleuth.agent.orientation import ContextOverview, ask_message, instructions_text, overview, system_message
+from sleuth.agent.orientation import (
+    ContextOverview,
+    ask_message,
+    instructions_text,
+    orientation_host,
+    orientation_text,
+    overview,
+)
 from sleuth.agent.planner import OfflinePlanner
 from sleuth.agent.planner_scope import pinned_planner_scope
 from sleuth.agent.prepared import Engine, PreparedTurn
@@ -37,6 +44,7 @@ from sleuth.models.base import Message, Model, ModelError
 from sleuth.models.fallback import FallbackModel
 from sleuth.sandbox.host import HostFunction, Sandbox, SandboxUnavailable
 from sleuth.sandbox.limits import BudgetExceeded
+from sleuth.sdk.orientation import OrientationSettings
 from sleuth.settings import TOOL_OUTPUT_CHARS
 from sleuth.store.database import dumps
 
@@ -50,6 +58,7 @@ class TurnRun(RunState):
         super().__init__(runtime, turn, on_event)
         self.planner: OfflinePlanner | None = None  # when the offline planner plays the model
         self._provider: Model | None = None
+        self._orientation: HostFunction | None = None  # the sandbox's `orientation`, once oriented
 
     # ---------------------------------------------------------------------------- stages
     def execute(self) -> None:
@@ -68,20 +77,19 @@ class TurnRun(RunState):
         session = turn.session
         instructions = instructions_text(overviews, session.get("system_prompt"), session.get("guardrails"))
         model = self._model(turn, history, cited_documents(earlier[-1:] if earlier else []))
-        protocol = model.config.tool_protocol
+        tools = session.get("tools")
+        oriented = OrientationSettings(
+            profile=model.config.prompt_profile,
+            protocol=model.config.tool_protocol,
+            tools=None if tools is None else tuple(tools),
+            system_prompt=session.get("system_prompt"),
+            guardrails=session.get("guardrails"),
+            max_tool_output_chars=self.query.max_tool_output_chars or TOOL_OUTPUT_CHARS,
+        )
+        # The primitive `orientation()` answers with this very text (`orientation_host`).
+        self._orientation = orientation_host(turn.briefs, oriented)
         messages = [
-            Message(
-                "system",
-                system_message(
-                    overviews,
-                    profile=model.config.prompt_profile,
-                    protocol=protocol,
-                    max_output=self.query.max_tool_output_chars or TOOL_OUTPUT_CHARS,
-                    tools=session.get("tools"),
-                    system_prompt=session.get("system_prompt"),
-                    guardrails=session.get("guardrails"),
-                ),
-            ),
+            Message("system", orientation_text(turn.briefs, oriented)),
             *history,
             Message("user", ask_message(request.ask, self.query.max_steps or 8)),
         ]
@@ -219,7 +227,9 @@ class TurnRun(RunState):
         return self._provider
 
     def _recording_registry(self) -> dict[str, HostFunction]:
-        registry = self.turn.registry_override or self.rt.sandbox_host.registry
+        registry = dict(self.turn.registry_override or self.rt.sandbox_host.registry)
+        if self._orientation is not None:  # replay: built again from the pinned versions
+            registry.setdefault("orientation", self._orientation)
 
         def wrap(name: str, fn: HostFunction) -> HostFunction:
             def recorded(args: dict[str, Any]) -> Any:

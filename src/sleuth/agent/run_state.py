@@ -18,12 +18,22 @@ from typing import Any, Literal
 from sleuth.agent.loop import LoopResult, ModelCallRecord
 from sleuth.agent.pinned import PinnedVersions
 from sleuth.agent.prepared import Engine, PreparedTurn
-from sleuth.agent.records import Citation, QueryStep, Rollup, StopReason, Synthesis, Usage, turn_usage
+from sleuth.agent.records import (
+    Citation,
+    QueryStep,
+    Rollup,
+    StopReason,
+    Synthesis,
+    Usage,
+    query_document,
+    turn_usage,
+)
 from sleuth.agent.spans import EvidenceSpan
 from sleuth.agent.trace import build_trace, fit_records, persist, replay_records
 from sleuth.sandbox.host import Sandbox
 from sleuth.sandbox.limits import BudgetExceeded, BudgetMeter
 from sleuth.store.database import dumps
+from sleuth.store.records.rows import TraceDocument
 from sleuth.store.text import clean
 
 Emit = Callable[[dict[str, Any]], None]  # a turn's event listener; each event is stored first
@@ -53,7 +63,7 @@ class RunState:
         self.host_log: list[dict[str, Any]] = []
         self.model_calls: list[ModelCallRecord] = []
         self.loop_result: LoopResult | None = None
-        self.trace: dict[str, Any] = {}
+        self.trace: TraceDocument = {}
         self.cited_refs: set[str] = set()  # labels of the spans the answer cites
         self.terminal = False
         self.replay_records: list[dict[str, Any]] = []
@@ -115,7 +125,7 @@ class RunState:
         transaction), then tell the listener."""
         event = clean({"query_id": self.query.id, **event})  # model text may hold lone surrogates
         if with_query:
-            self.rt.db.update_query(self.query.model_dump(mode="json"), event=event)
+            self.rt.db.update_query(query_document(self.query), event=event)
         else:
             self.rt.db.append_event(self.query.id, event)
         if self.on_event is not None:
@@ -126,7 +136,7 @@ class RunState:
         steps = [s for s in self.query.steps if s.step_id != step.step_id]
         self.query.steps = [*steps, step]
         self.query.runtime_ms = self._elapsed_ms()
-        self.rt.db.update_query(self.query.model_dump(mode="json"))
+        self.rt.db.update_query(query_document(self.query))
         event = {"type": "response.step", **step.model_dump(mode="json")}
         self.emit(event)
         self._recorded(len(dumps(event)))

@@ -12,9 +12,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from sleuth.format.reading import Kept, cut_text
 from sleuth.format.spans import PageSpan
 from sleuth.sandbox.messages import SpanReport
-from sleuth.store.search import VersionReader
+from sleuth.store.version.search import VersionReader
 
 
 @dataclass
@@ -39,11 +40,26 @@ class EvidenceSpan(PageSpan):
     score: float | None = None
     artifact_sources: list[str] = field(default_factory=list)  # Citation.sources for artifact spans
     cell: str | None = None  # a table cell as its row, period and figure (Citation.cell)
+    #: Page offsets, inside the span, of what the text a model read of it skips (running headers,
+    #: footers, page numbers, a hyphenated line break: `format.reading`): a quote or a printed
+    #: prefix taken from that text is found here by skipping exactly these (`agent.citations`).
+    removed: tuple[tuple[int, int], ...] = ()
     sighting: Sighting = field(default_factory=Sighting, compare=False)
 
     @property
     def seen(self) -> bool:
         return self.sighting.seen
+
+    def read_form(self) -> Kept | None:
+        """`text` as the model read it, less its `removed` ranges (a windowed copy keeps those inside
+        it), with each character's offset in `text`; None when nothing of it was removed."""
+        inside = [
+            (max(a, self.start), min(b, self.end)) for a, b in self.removed if a < self.end and b > self.start
+        ]
+        if not inside:
+            return None
+        kept = cut_text(self.text, self.start, inside)
+        return Kept(kept.text, [at - self.start for at in kept.offsets])
 
     @property
     def seen_order(self) -> int | None:
@@ -82,6 +98,7 @@ class SpanResolver:
         if report.artifact_name is not None and report.artifact_name not in reader.artifact_names:
             return None
         chunk = reader.chunk_at(report.source_path, report.page, report.start, report.end)
+        removed = reader.reading(report.source_path, report.page).removals(report.start, report.end)
         return EvidenceSpan(
             ref=report.ref,
             context=report.context,
@@ -99,4 +116,5 @@ class SpanResolver:
                 if report.via == "table"
                 else None
             ),
+            removed=tuple(removed),
         )

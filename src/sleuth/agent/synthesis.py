@@ -20,6 +20,7 @@ from sleuth.agent.shape import extract_json_object, validate
 from sleuth.agent.spans import EvidenceSpan
 from sleuth.errors import Failed
 from sleuth.models.base import CompletionParams, Message, Model, ModelError, TokenUsage
+from sleuth.store.records.rows import QueryDocument
 
 
 class ShapeInvalid(Failed):
@@ -148,7 +149,7 @@ def _parse_document(reply: str, shape: dict[str, Any]) -> tuple[dict[str, Any] |
     return document, validate(document["data"], shape)
 
 
-def history_messages(turns: Sequence[dict[str, Any]], budget_chars: int = 24_000) -> list[Message]:
+def history_messages(turns: Sequence[QueryDocument], budget_chars: int = 24_000) -> list[Message]:
     """Earlier completed turns as user/assistant pairs (spec/runtime.md §9): the ask, then the answer with
     its source list. The most recent turns that fit in the budget are kept, oldest first."""
     pairs: list[tuple[Message, Message]] = []
@@ -175,7 +176,7 @@ def history_messages(turns: Sequence[dict[str, Any]], budget_chars: int = 24_000
     return [m for pair in reversed(pairs) for m in pair]
 
 
-def cited_documents(turns: Sequence[dict[str, Any]]) -> tuple[tuple[str, str], ...]:
+def cited_documents(turns: Sequence[QueryDocument]) -> tuple[tuple[str, str], ...]:
     """(context, source) of every document `turns` cited, in citation order, each once: what "it" or
     "and in 2024?" in the next question most likely still means."""
     seen: dict[tuple[str, str], None] = {}

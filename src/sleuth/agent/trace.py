@@ -13,14 +13,15 @@ from typing import Any
 from sleuth.agent.loop import LoopResult, ModelCallRecord
 from sleuth.agent.orientation import PROMPT_VERSION, ContextBrief
 from sleuth.agent.prepared import PreparedTurn
-from sleuth.agent.records import Query, QueryStep
+from sleuth.agent.records import Query, QueryStep, query_document
 from sleuth.agent.request import TurnRequest
 from sleuth.agent.spans import EvidenceSpan
 from sleuth.models.base import ModelConfig
 from sleuth.store.database import dumps
-from sleuth.store.replay_log import write_replay_log
-from sleuth.store.server_db import ServerDB
-from sleuth.store.version_info import version_file
+from sleuth.store.records.replay_log import write_replay_log
+from sleuth.store.records.rows import EvidenceEntry, ModelAccount, TraceDocument, TraceVersions, UsageSeam
+from sleuth.store.records.server_db import ServerDB
+from sleuth.store.version.info import version_file
 
 log = logging.getLogger("sleuth.agent")
 
@@ -45,20 +46,21 @@ def build_trace(
     citations_dropped: list[dict[str, Any]],
     ungrounded_fields: list[str],
     cited: Collection[str] = (),
-) -> dict[str, Any]:
+) -> TraceDocument:
     """The trace fields known once the turn has ended, in spec/api.md §8.6's order. The caller merges them
     over the notes its stages left on the way (orientation, synthesis_error, internal_error)."""
+    document = query_document(query)
     return {
         "query_id": query.id,
         "steps": trace_steps(query.steps, loop_result.full_outputs if loop_result else []),
-        "rollup": query.rollup.model_dump(mode="json") if query.rollup else None,
+        "rollup": document.get("rollup"),
         "sandbox": sandbox,
         "models": model_accounting(model_calls),
         "usage_seams": usage_seams(host_log),
         "evidence": evidence_table(loop_result.spans.values() if loop_result else [], cited),
         "citations_dropped": citations_dropped,
         "ungrounded_fields": ungrounded_fields,
-        "synthesis": query.synthesis.model_dump(mode="json") if query.synthesis else None,
+        "synthesis": document.get("synthesis"),
         "ignored_fields": ignored_fields,
         "versions": versions(briefs),
         "replay": {"available": True},
@@ -76,9 +78,9 @@ def trace_steps(steps: Sequence[QueryStep], full_outputs: Sequence[str]) -> list
     return entries
 
 
-def model_accounting(calls: Iterable[ModelCallRecord]) -> list[dict[str, Any]]:
+def model_accounting(calls: Iterable[ModelCallRecord]) -> list[ModelAccount]:
     """Calls, tokens and time per model that answered, loop and synthesis together."""
-    models: dict[str, dict[str, Any]] = {}
+    models: dict[str, ModelAccount] = {}
     for call in calls:
         reply = call.reply or {}
         mid = str(reply.get("model") or "unknown")
@@ -93,7 +95,7 @@ def model_accounting(calls: Iterable[ModelCallRecord]) -> list[dict[str, Any]]:
     return list(models.values())
 
 
-def usage_seams(host_log: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def usage_seams(host_log: Iterable[dict[str, Any]]) -> list[UsageSeam]:
     """Usage outside the models: embedding requests, their tokens estimated at 4 characters each."""
     embeds = [h for h in host_log if h["fn"] == "embed"]
     if not embeds:
@@ -119,7 +121,7 @@ def args_digest(args: Any) -> str:
     return hashlib.sha256(dumps(args).encode()).hexdigest()
 
 
-def evidence_table(spans: Iterable[EvidenceSpan], cited: Collection[str] = ()) -> list[dict[str, Any]]:
+def evidence_table(spans: Iterable[EvidenceSpan], cited: Collection[str] = ()) -> list[EvidenceEntry]:
     """Every span the turn resolved; `cited` are the labels of those the answer's citations quote."""
     return [
         {
@@ -137,7 +139,7 @@ def evidence_table(spans: Iterable[EvidenceSpan], cited: Collection[str] = ()) -
     ]
 
 
-def versions(briefs: Sequence[ContextBrief]) -> dict[str, Any]:
+def versions(briefs: Sequence[ContextBrief]) -> TraceVersions:
     return {
         "sleuth": sleuth_version(),
         "prompt": PROMPT_VERSION,
@@ -208,7 +210,7 @@ def replay_records(
     return records
 
 
-def persist(db: ServerDB, query_id: str, trace: dict[str, Any], records: list[dict[str, Any]] | None) -> None:
+def persist(db: ServerDB, query_id: str, trace: TraceDocument, records: list[dict[str, Any]] | None) -> None:
     """Write the replay log (None: there is none to write, and the trace says why), then the trace. A
     log that cannot be written costs the turn its replay, noted in the trace, never its answer."""
     try:
@@ -230,7 +232,7 @@ TRIMMED_STEP_CHARS = 2_000
 
 
 def fit_records(
-    trace: dict[str, Any], records: list[dict[str, Any]], room: float
+    trace: TraceDocument, records: list[dict[str, Any]], room: float
 ) -> tuple[list[dict[str, Any]] | None, int]:
     """Fit the trace and the replay log into `room` bytes (what is left of the turn's
     `recorded_bytes`), the trace also into `MAX_TRACE_BYTES`. What gives way, in order: the steps'
@@ -259,7 +261,7 @@ def fit_records(
     return kept, trace_bytes + log_bytes
 
 
-def _trim(trace: dict[str, Any]) -> None:
+def _trim(trace: TraceDocument) -> None:
     """Cut a trace that is still too large to its summary and short steps."""
     cut = TRIMMED_STEP_CHARS
     for entry in trace.get("steps") or []:

@@ -17,12 +17,11 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from typing import Any
 
 from sleuth.agent.actions import SDK_NAMES
 from sleuth.agent.orientation import ContextBrief
 from sleuth.agent.prepared import PreparedTurn, TurnPlan
-from sleuth.agent.records import Query
+from sleuth.agent.records import Query, query_document
 from sleuth.agent.request import LOCAL, Caller, TurnRequest
 from sleuth.agent.run import Emit, TurnRun
 from sleuth.agent.shape import check_shape
@@ -32,9 +31,10 @@ from sleuth.models.base import Model, ModelConfig
 from sleuth.models.catalog import Catalog, CatalogError, build_model
 from sleuth.sandbox.host import SandboxHost
 from sleuth.sandbox.limits import HostBudget, Limits
+from sleuth.store.contexts.home import ContextNotFound, Home
 from sleuth.store.database import new_id
-from sleuth.store.home import ContextNotFound, Home
-from sleuth.store.server_db import Holder, ServerDB, SessionBusy, TurnPlaces
+from sleuth.store.records.rows import SessionRow, TurnRecord
+from sleuth.store.records.server_db import Holder, ServerDB, SessionBusy, TurnPlaces
 
 __all__ = [
     "Caller",
@@ -145,7 +145,7 @@ class Runtime:
         for tool in request.tools or []:
             if tool not in SDK_NAMES:
                 raise TurnError("unknown_tool", f"unknown tool {tool!r}; known: {', '.join(SDK_NAMES)}")
-        session: dict[str, Any] | None = None
+        session: SessionRow | None = None
         ignored: list[str] = []
         if request.session_id:
             session = self.db.get_session(request.session_id)
@@ -235,7 +235,7 @@ class Runtime:
             comparison=None if request.comparison_group is None else [],  # filled in when read
         )
         briefs, ignored = list(plan.briefs), list(plan.ignored)
-        record = {
+        record: TurnRecord = {
             "request": request.model_dump(mode="json"),
             "contexts": [[brief.slug, brief.version] for brief in briefs],
             "models": [config.id for config in configs],
@@ -244,7 +244,7 @@ class Runtime:
         }
         try:
             self.db.admit_turn(
-                query.model_dump(mode="json"),
+                query_document(query),
                 session=session,
                 new_session=new_session,
                 workflow=workflow,

@@ -25,7 +25,7 @@ from sleuth.api.versioning import DEFAULT_VERSION, HEADER, VERSIONS
 from sleuth.errors import Told
 from sleuth.format.problems import sentence
 from sleuth.server.state import Server
-from sleuth.store.outage import connection_lost
+from sleuth.store.records.outage import connection_lost
 
 DATABASE_RETRY_S = 5  # `Retry-After` of a 503 while the database is away (a restart takes seconds)
 log = logging.getLogger("sleuth.api")

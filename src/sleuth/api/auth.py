@@ -11,8 +11,8 @@ from fastapi import Depends, Request
 from sleuth.api.errors import ApiError
 from sleuth.api.state import api_state
 from sleuth.server.access import Principal
-from sleuth.store.keys import KeyStore
-from sleuth.store.server_db import LOCAL_PRINCIPAL
+from sleuth.store.records.keys import KeyStore
+from sleuth.store.records.server_db import LOCAL_PRINCIPAL
 
 LOCAL = LOCAL_PRINCIPAL
 # Checked in this order; the first one present decides (spec/api.md §3.1): no fall-through, so a stale

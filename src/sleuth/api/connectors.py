@@ -38,8 +38,8 @@ from sleuth.server.context_files import (
     find_context,
 )
 from sleuth.server.state import Server
-from sleuth.store.home import ContextDir
-from sleuth.store.secrets import SecretBox
+from sleuth.store.contexts.home import ContextDir
+from sleuth.store.records.secrets import SecretBox
 
 router = APIRouter()
 

@@ -43,9 +43,10 @@ from sleuth.server.context_files import (
 )
 from sleuth.server.state import Server
 from sleuth.server.task_service import TaskService, TaskStopTimeout
-from sleuth.store.home import ContextDir, ContextNotFound, InvalidSlug, check_slug, now_iso, write_json_atomic
-from sleuth.store.lock import CurateInFlight, curate_lock
-from sleuth.store.replica import SlugTaken
+from sleuth.store.contexts.home import ContextDir, ContextNotFound, InvalidSlug, check_slug, now_iso
+from sleuth.store.contexts.lock import CurateInFlight, curate_lock
+from sleuth.store.contexts.replica import SlugTaken
+from sleuth.store.files import write_json_atomic
 
 SLUG_RULE = r"^[a-z][a-z0-9-]*$"
 
@@ -318,7 +319,8 @@ def get_manifest(request: Request, slug: str, _who: AnyKey) -> dict[str, Any]:
 @router.get("/contexts/{slug}/tasks/stats")
 def context_task_stats(request: Request, slug: str, _who: AnyKey) -> dict[str, Any]:
     ctx = find_context(api_state(request), slug)
-    return task_service(request).store.context_stats(ctx.info().id)
+    # A plain object: FastAPI would make a response model (and a new OpenAPI schema) of the TypedDict.
+    return dict(task_service(request).store.context_stats(ctx.info().id))
 
 
 # Mounted after the routes above, in this order: the route order (and the OpenAPI order) is the same

@@ -33,8 +33,8 @@ from sleuth.server.context_files import (
 )
 from sleuth.server.curation import start_curate_task
 from sleuth.server.state import Server
-from sleuth.store.home import prune_empty_dirs
-from sleuth.store.ledger import Ledger
+from sleuth.store.contexts.ledger import Ledger
+from sleuth.store.files import prune_empty_dirs
 
 router = APIRouter()
 

@@ -14,7 +14,7 @@ from fastapi.responses import FileResponse
 
 from sleuth.api.errors import ApiError
 from sleuth.compile.sources import UnsafePath, safe_join
-from sleuth.store.trees import hidden as _hidden
+from sleuth.store.contexts.trees import hidden as _hidden
 
 
 def iso(epoch: float | None) -> str | None:

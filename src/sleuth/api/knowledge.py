@@ -16,7 +16,7 @@ from sleuth.api.file_trees import EMPTY_LISTING, dir_listing, file_response, res
 from sleuth.api.state import api_state
 from sleuth.format.front_matter import split_front_matter
 from sleuth.server.context_files import find_context, safe_rel
-from sleuth.store.home import ContextDir
+from sleuth.store.contexts.home import ContextDir
 
 router = APIRouter()
 

@@ -79,8 +79,8 @@ from sleuth.server.build import open_server
 from sleuth.server.state import Server
 from sleuth.server.turns import TurnExecutor
 from sleuth.settings import Settings
-from sleuth.store.home import ContextDir, ContextInfo, ContextNotFound, Home
-from sleuth.store.tasks import TaskStore
+from sleuth.store.contexts.home import ContextDir, ContextInfo, ContextNotFound, Home
+from sleuth.store.records.tasks import TaskStore
 
 MCP_PATH = "/mcp"
 PRINCIPAL_STATE = "sleuth_principal"  # request.state key: the principal the endpoint authenticated
@@ -352,8 +352,9 @@ class Tools:
             if engine.pending is not None and future is not None:
                 engine.pending.add(future)
                 future.add_done_callback(engine.pending.discard)
-            session = engine.state.db.get_session(str(snapshot["session_id"])) or {}
-            model = snapshot.get("model") or next(iter(session.get("models") or []), None)
+            session = engine.state.db.get_session(str(snapshot["session_id"]))
+            models = [] if session is None else session["models"]
+            model = snapshot.get("model") or next(iter(models or []), None)
             return {"query_id": snapshot["id"], "status": snapshot["status"], "model": model}
 
         return await self._guarded(ctx, work)

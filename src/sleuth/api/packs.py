@@ -20,7 +20,7 @@ from sleuth.server.context_files import StrictBody, find_context, has_sources
 from sleuth.server.packs import start_pack, start_restore
 from sleuth.server.task_inputs import TaskInput
 from sleuth.server.task_service import TaskService
-from sleuth.store.home import ContextDir
+from sleuth.store.contexts.home import ContextDir
 
 router = APIRouter()
 

@@ -26,9 +26,9 @@ from sleuth.api.errors import ApiError
 from sleuth.api.file_trees import resolve_file
 from sleuth.api.state import api_state
 from sleuth.server.context_files import find_context, live_version_dir
-from sleuth.store.page_images import MAX_IMAGE_WIDTH, NotAPdf, PageNotFound, render_png, span_boxes
-from sleuth.store.page_marks import page_marks
-from sleuth.store.search import VersionReader
+from sleuth.store.version.page_images import MAX_IMAGE_WIDTH, NotAPdf, PageNotFound, render_png, span_boxes
+from sleuth.store.version.page_marks import page_marks
+from sleuth.store.version.search import VersionReader
 
 router = APIRouter()
 PageNumber = Annotated[int, Query(ge=1, le=1_000_000)]

@@ -45,7 +45,8 @@ from sleuth.server.admission import QueryRequest, admit_turn, present
 from sleuth.server.state import Server
 from sleuth.server.turns import settled, wait_until
 from sleuth.settings import TURN_CAP_SECONDS
-from sleuth.store.server_db import TERMINAL_STATUSES, QueryNotFound
+from sleuth.store.records.rows import Feedback, QueryDocument
+from sleuth.store.records.server_db import TERMINAL_STATUSES, QueryNotFound
 
 router = APIRouter()
 
@@ -104,22 +105,29 @@ async def post_query(request: Request, who: AnyKey) -> Response:
             query_id=query_id,
         )
     document = await run_in_threadpool(_stored, state, query_id, who)
-    rollup = document.get("rollup") or {}
-    if document.get("status") == "failed" and rollup.get("stop_reason") == "timeout":
+    rollup = document.get("rollup")
+    timed_out = rollup is not None and rollup.get("stop_reason") == "timeout"
+    if document.get("status") == "failed" and timed_out:
         raise ApiError(504, "query_timeout", document.get("error") or "the turn timed out", query_id=query_id)
     return JSONResponse(document)
 
 
-def _stored(state: Server, query_id: str, who: Principal) -> dict[str, Any]:
+def _stored(state: Server, query_id: str, who: Principal) -> QueryDocument:
     """The turn as served, or `404 query_not_found` when it does not exist for `who`."""
     return present(state, visible_query(state, who, query_id))
+
+
+def _served(state: Server, query_id: str, who: Principal) -> dict[str, Any]:
+    """`_stored` as a route returns it: a plain object, since FastAPI would make a response model of
+    the TypedDict (and a new OpenAPI schema)."""
+    return dict(_stored(state, query_id, who))
 
 
 @router.get(
     "/queries/{query_id}", summary="A query turn", responses=error_responses((404, "query_not_found"))
 )
 async def get_query(request: Request, query_id: str, who: AnyKey) -> dict[str, Any]:
-    return await run_in_threadpool(_stored, api_state(request), query_id, who)
+    return await run_in_threadpool(_served, api_state(request), query_id, who)
 
 
 @router.post(
@@ -131,11 +139,11 @@ async def cancel_query(request: Request, query_id: str, who: AnyKey) -> dict[str
     state, turns = api_state(request), executor(request)
     document = await run_in_threadpool(_stored, state, query_id, who)
     if document.get("status") in TERMINAL_STATUSES:
-        return document
+        return dict(document)
     if await run_in_threadpool(turns.cancel, query_id):
         # Ended and its session released, whichever process ran it.
         await wait_until(partial(settled, state.db, query_id), turns.hub, query_id, CANCEL_WAIT_S)
-    return await run_in_threadpool(_stored, state, query_id, who)
+    return await run_in_threadpool(_served, state, query_id, who)
 
 
 @router.get(
@@ -202,7 +210,7 @@ async def post_feedback(request: Request, query_id: str, who: AnyKey) -> Respons
     data = await _json_object(request)
     _unknown_fields(data, FeedbackRequest)
     body = validated_body(data, FeedbackRequest)
-    feedback = {"rating": body.rating, "comment": body.comment}
+    feedback: Feedback = {"rating": body.rating, "comment": body.comment}
     state = api_state(request)
     await run_in_threadpool(visible_query, state, who, query_id)
     try:

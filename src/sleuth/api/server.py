@@ -27,7 +27,7 @@ from sleuth.server.sandbox_probe import sandbox_report
 from sleuth.server.state import Server
 from sleuth.server.turns import TurnExecutor
 from sleuth.settings import Settings
-from sleuth.store.home import Home
+from sleuth.store.contexts.home import Home
 
 if TYPE_CHECKING:
     from sleuth.server.queue import WorkerThread

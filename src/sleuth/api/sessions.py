@@ -19,8 +19,9 @@ from sleuth.api.state import api_state
 from sleuth.server.access import session_not_found, visible_session, visible_sessions
 from sleuth.server.admission import present
 from sleuth.server.state import Server
-from sleuth.store.home import ContextNotFound
-from sleuth.store.server_db import SessionBusy
+from sleuth.store.contexts.home import ContextNotFound
+from sleuth.store.records.rows import SessionRow
+from sleuth.store.records.server_db import SessionBusy
 
 router = APIRouter()
 
@@ -45,9 +46,7 @@ def _context_ids(state: Server, scope: list[str], cache: dict[str, str]) -> list
     return ids
 
 
-def session_object(
-    state: Server, stored: dict[str, Any], cache: dict[str, str] | None = None
-) -> dict[str, Any]:
+def session_object(state: Server, stored: SessionRow, cache: dict[str, str] | None = None) -> dict[str, Any]:
     """A stored session as the Session object of spec/api.md §10.1."""
     return {
         "id": stored["id"],

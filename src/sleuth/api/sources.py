@@ -36,8 +36,9 @@ from sleuth.server.context_files import find_context, safe_rel, tree_lock, updat
 from sleuth.server.state import Server
 from sleuth.server.task_inputs import TaskInput
 from sleuth.server.task_service import TaskService
-from sleuth.store.home import ContextDir, now_iso, prune_empty_dirs
-from sleuth.store.trees import walk_files
+from sleuth.store.contexts.home import ContextDir, now_iso
+from sleuth.store.contexts.trees import walk_files
+from sleuth.store.files import prune_empty_dirs
 
 router = APIRouter()
 

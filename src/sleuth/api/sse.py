@@ -21,7 +21,8 @@ from starlette.concurrency import run_in_threadpool
 
 from sleuth.api.errors import ApiError
 from sleuth.server.turns import EventHub
-from sleuth.store.server_db import ServerDB
+from sleuth.store.records.rows import QueryDocument
+from sleuth.store.records.server_db import ServerDB
 
 KEEPALIVE_S = 15.0  # spec/api.md §9.3; tests lower it
 POLL_S = 0.5  # a read without a wake-up, in case one is missed
@@ -39,7 +40,7 @@ def event_frame(event: dict[str, Any]) -> str:
     return f"id: {event['seq']}\nevent: {event['type']}\ndata: {_json(data)}\n\n"
 
 
-def query_frame(query: dict[str, Any]) -> str:
+def query_frame(query: QueryDocument) -> str:
     return f"event: query\ndata: {_json(query)}\n\n"
 
 
@@ -51,7 +52,7 @@ def follow(
     hub: EventHub,
     query_id: str,
     since: int = 1,
-    present: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    present: Callable[[QueryDocument], QueryDocument] | None = None,
 ) -> AsyncIterator[str]:
     """Frames of `query_id` from seq `since` (inclusive) until the end. `present(doc)` may rewrite the
     final Query (the API adds what it overlays on stored documents).
@@ -73,7 +74,7 @@ async def _follow(
     hub: EventHub,
     query_id: str,
     since: int,
-    present: Callable[[dict[str, Any]], dict[str, Any]] | None,
+    present: Callable[[QueryDocument], QueryDocument] | None,
 ) -> AsyncIterator[str]:
     waiter = hub.subscribe(query_id)
     loop = asyncio.get_running_loop()

@@ -18,7 +18,7 @@ from sleuth.api.versioning import DEFAULT_VERSION, VERSIONS
 from sleuth.server.sandbox_probe import sandbox_report
 from sleuth.server.state import Server
 from sleuth.settings import admin_only
-from sleuth.store.keys import TOKEN_PREFIX, KeyStore, new_secret
+from sleuth.store.records.keys import TOKEN_PREFIX, KeyStore, new_secret
 
 router = APIRouter()
 

@@ -31,8 +31,9 @@ from sleuth.api.state import api_state, task_service
 from sleuth.server.access import Principal
 from sleuth.server.state import Server
 from sleuth.server.task_service import TaskService, TaskStopTimeout
-from sleuth.store.home import ContextNotFound
-from sleuth.store.tasks import (
+from sleuth.store.contexts.home import ContextNotFound
+from sleuth.store.records.rows import TaskRow
+from sleuth.store.records.tasks import (
     STATES,
     TaskNotFound,
     bound_output,
@@ -52,7 +53,7 @@ LIST_OUTPUT_BYTES = 16 * 1024
 # --- the Task object ------------------------------------------------------------------------------
 
 
-def task_json(state: Server, task: dict[str, Any], with_steps: bool = False) -> dict[str, Any]:
+def task_json(state: Server, task: TaskRow, with_steps: bool = False) -> dict[str, Any]:
     """The Task object of spec/api.md §7.1 (`steps` on `GET /tasks/{id}` only)."""
     timeout = task["timeout_seconds"]
     body: dict[str, Any] = {
@@ -95,14 +96,14 @@ def shown_to(who: Principal, body: dict[str, Any]) -> dict[str, Any]:
     return body | hidden | ({"steps": []} if "steps" in body else {})
 
 
-def _require_task(service: TaskService, task_id: str) -> dict[str, Any]:
+def _require_task(service: TaskService, task_id: str) -> TaskRow:
     try:
         return service.store.require(task_id)
     except TaskNotFound:
         raise ApiError(404, "task_not_found", f"no task {task_id!r}", task_id=task_id) from None
 
 
-def _own_task(service: TaskService, who: Principal, task_id: str) -> dict[str, Any]:
+def _own_task(service: TaskService, who: Principal, task_id: str) -> TaskRow:
     """The task, when `who` may see what it holds (its files); another's answers `404`, as if absent."""
     task = _require_task(service, task_id)
     if not who.owns(str(task.get("created_by") or "")):

@@ -14,7 +14,7 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 
 from sleuth.api.errors import ApiError
-from sleuth.store.home import ContextDir
+from sleuth.store.contexts.home import ContextDir
 
 MAX_CONTEXT_BYTES = 10 * 1024**3
 MULTIPART_OVERHEAD = 64 * 1024  # boundaries and part headers on top of the file itself

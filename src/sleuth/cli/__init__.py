@@ -1,6 +1,18 @@
 """The `sleuth` command line. Each module registers its commands on the one Typer app."""
 
-from sleuth.cli import answer, connectors, contexts, evaluate, explore, mcp, operate, packs, profile, serve
+from sleuth.cli import (
+    answer,
+    connectors,
+    contexts,
+    evaluate,
+    explore,
+    mcp,
+    operate,
+    orientation,
+    packs,
+    profile,
+    serve,
+)
 from sleuth.cli.app import app
 
 __all__ = [
@@ -13,6 +25,7 @@ __all__ = [
     "main",
     "mcp",
     "operate",
+    "orientation",
     "packs",
     "profile",
     "serve",

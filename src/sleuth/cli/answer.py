@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -34,11 +35,12 @@ from sleuth.cli.app import (
 from sleuth.errors import Invalid
 from sleuth.format.problems import first_problem
 from sleuth.settings import TOOL_OUTPUT_CHARS, TURN_CAP_SECONDS, Settings
-from sleuth.store.home import Home
+from sleuth.store.contexts.home import Home
 
 if TYPE_CHECKING:
     from sleuth.agent.turn import Runtime, TurnError
     from sleuth.models.catalog import Catalog
+    from sleuth.store.records.rows import QueryDocument
 
 LOW = {name: low for name, (low, _) in INT_BOUNDS.items()}  # the turn contract's ranges
 HIGH = {name: high for name, (_, high) in INT_BOUNDS.items()}
@@ -238,10 +240,11 @@ class StepPrinter:
             self._show(styled(("turn failed:", "red"), " ", str(event.get("error"))))
 
 
-def print_hits(query: dict[str, Any], out: Console) -> None:
+def print_hits(query: QueryDocument, out: Console) -> None:
     """The hits of a retrieval-only turn: where each is, its score, and the start of its text."""
     hits = (query.get("output_json") or {}).get("hits") or []
-    total = (query.get("rollup") or {}).get("total_hits", len(hits))
+    rollup = query.get("rollup")
+    total = len(hits) if rollup is None else rollup.get("total_hits", len(hits))
     out.rule(f"hits ({len(hits)} of {total})")
     for n, hit in enumerate(hits, 1):
         if hit["kind"] == "artifact":
@@ -274,9 +277,10 @@ def print_hits(query: dict[str, Any], out: Console) -> None:
     )
 
 
-def print_answer(query: dict[str, Any], out: Console) -> None:
+def print_answer(query: QueryDocument, out: Console) -> None:
     """The answer, then its numbered citations with file, page and the quoted span."""
-    if (query.get("rollup") or {}).get("stop_reason") == "retrieval_only":
+    rollup = query.get("rollup")
+    if rollup is not None and rollup.get("stop_reason") == "retrieval_only":
         print_hits(query, out)
         return
     text = "".join(part.get("text", "") for m in query.get("output") or [] for part in m.get("content") or [])
@@ -293,8 +297,8 @@ def print_answer(query: dict[str, Any], out: Console) -> None:
         quote = " ".join(str(c["grounding"]).split())
         # a table cell reads as its row, period and figure; the quote alone would be "48.2"
         out.print(f"    {c['cell']}" if c.get("cell") else f'    "{quote}"', highlight=False, markup=False)
-    synthesis = query.get("synthesis") or {}
-    usage = query.get("usage") or {}
+    synthesis: Mapping[str, Any] = query.get("synthesis") or {}
+    usage: Mapping[str, Any] = query.get("usage") or {}
     tokens = usage.get("input_tokens", 0) or usage.get("output_tokens", 0)
     parts = [
         f"model {query.get('model')}",
@@ -412,6 +416,7 @@ def ask_cmd(
         runtime = command_runtime(home, settings)
     except CatalogError as exc:
         raise fail(str(exc), USAGE, machine="model_unavailable" if json_out else None) from None
+    from sleuth.agent.records import query_document
     from sleuth.cli.foreground import HOLDER, Foreground, Interrupted, output_closed
 
     with runtime, runtime.sandbox_host:
@@ -427,9 +432,11 @@ def ask_cmd(
         foreground = Foreground(runtime, prepared, (lambda _event: None) if quiet else printer)
         completed = False
         try:
-            query = foreground.run(
-                lambda why: err.print(f"{why}: cancelling the turn (Ctrl-C again to leave now)")
-            ).model_dump(mode="json")
+            query = query_document(
+                foreground.run(
+                    lambda why: err.print(f"{why}: cancelling the turn (Ctrl-C again to leave now)")
+                )
+            )
             completed = query["status"] == "completed"
         except Interrupted as exc:
             printer.finish(completed=False)
@@ -459,7 +466,7 @@ def command_runtime(home: Home, settings: Settings, catalog: Catalog | None = No
     from sleuth.agent.turn import Runtime
     from sleuth.sandbox.host import SandboxHost
     from sleuth.sandbox.limits import HostBudget
-    from sleuth.store.server_db import ServerDB
+    from sleuth.store.records.server_db import ServerDB
 
     return Runtime(
         home,
@@ -505,7 +512,7 @@ def trace_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="Print the trace as JSON.")] = False,
 ) -> None:
     """Show the stored trace of a turn: steps, calls, evidence, citations dropped, versions."""
-    from sleuth.store.server_db import ServerDB
+    from sleuth.store.records.server_db import ServerDB
 
     home, settings = opened()
     db = ServerDB.for_home(home, settings.database_url)
@@ -516,11 +523,12 @@ def trace_cmd(
     if json_out:
         typer.echo(json.dumps(trace, ensure_ascii=False, indent=2))
         return
+    rollup = trace.get("rollup")
     console.print(
         styled(
             (query_id, "bold"),
             f" {query['status']} · model {query.get('model')} · {len(trace.get('steps') or [])} steps · "
-            f"stop {(trace.get('rollup') or {}).get('stop_reason')}",
+            f"stop {None if rollup is None else rollup.get('stop_reason')}",
         ),
         highlight=False,
     )
@@ -550,7 +558,7 @@ def replay_cmd(
 ) -> None:
     """Re-execute a stored turn from its replay log against the same context version."""
     from sleuth.agent.replay import ReplayError, replay
-    from sleuth.store.server_db import ServerDB
+    from sleuth.store.records.server_db import ServerDB
 
     home, settings = opened()
     try:

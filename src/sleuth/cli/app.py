@@ -31,7 +31,7 @@ from typer.core import TyperArgument, TyperOption
 
 from sleuth.errors import Invalid
 from sleuth.settings import Settings, current
-from sleuth.store.home import ContextDir, ContextNotFound, Home, resolve_home
+from sleuth.store.contexts.home import ContextDir, ContextNotFound, Home, resolve_home
 
 FAILED = 1
 USAGE = 2
@@ -252,7 +252,7 @@ def home_where(home: Home) -> str:
 def opened() -> tuple[Home, Settings]:
     """The command's settings (`SLEUTH_*`), read once at its start, and the home they open: a command
     calls this first and hands both down to whatever it runs, which reads no environment itself."""
-    from sleuth.store.replica import open_home  # the database and storage layers load only here
+    from sleuth.store.contexts.replica import open_home  # the database and storage layers load only here
 
     settings = current()
     return open_home(None, settings), settings
@@ -263,7 +263,7 @@ def opened_when_ready() -> tuple[Home, Settings]:
     `startup_wait_s`, for the database and the storage it names to answer, then exits with one sentence
     when they do not (`DependencyUnavailable`), never a traceback."""
     from sleuth.server.startup import DependencyUnavailable, wait_for_dependencies
-    from sleuth.store.home import Home as LocalHome
+    from sleuth.store.contexts.home import Home as LocalHome
 
     settings = current()
     if settings.database_url or settings.storage_url:
@@ -271,7 +271,7 @@ def opened_when_ready() -> tuple[Home, Settings]:
             wait_for_dependencies(settings, LocalHome(None).root)
         except DependencyUnavailable as exc:
             raise failure(exc) from None
-    from sleuth.store.replica import open_home
+    from sleuth.store.contexts.replica import open_home
 
     return open_home(None, settings), settings
 

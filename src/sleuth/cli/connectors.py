@@ -25,9 +25,9 @@ from sleuth.errors import Conflict, Invalid
 from sleuth.models.embedder import EmbedderError
 from sleuth.server.connectors import failure_text, sync_connector
 from sleuth.settings import Settings
-from sleuth.store.home import ContextDir, Home
-from sleuth.store.lock import lock_database
-from sleuth.store.secrets import SecretBox
+from sleuth.store.contexts.home import ContextDir, Home
+from sleuth.store.contexts.lock import lock_database
+from sleuth.store.records.secrets import SecretBox
 
 connectors_app = typer.Typer(
     help="Sources that stay in sync, of four kinds: git (a repository's branch or tag), folder (a folder "

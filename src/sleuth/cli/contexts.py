@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -38,10 +38,10 @@ from sleuth.errors import Conflict, Invalid
 from sleuth.format.identity import DOC_TYPE_NAMES
 from sleuth.models.embedder import EmbedderError
 from sleuth.settings import TOOL_OUTPUT_CHARS, TURN_CAP_SECONDS
-from sleuth.store.home import ContextDir, ContextNotFound, Home
-from sleuth.store.lock import CurateInFlight, curate_lock, lock_database
-from sleuth.store.replica import Replica, SlugTaken
-from sleuth.store.search import VersionReader
+from sleuth.store.contexts.home import ContextDir, ContextNotFound, Home
+from sleuth.store.contexts.lock import CurateInFlight, curate_lock, lock_database
+from sleuth.store.contexts.replica import Replica, SlugTaken
+from sleuth.store.version.search import VersionReader
 
 #: A progress bar per phase: its name, the bar, done of total, time so far (compile, pack, restore).
 PHASE_COLUMNS = (TextColumn("{task.description:>9}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -473,6 +473,7 @@ def exec_cmd(
     ] = 30.0,
 ) -> None:
     """Run FILE as one REPL step in a fresh sandbox and print what the model would see."""
+    from sleuth.agent.orientation import TURN_DEFAULTS, context_brief, orientation_host
     from sleuth.sandbox import Limits, SandboxDied, SandboxHost, SandboxUnavailable
     from sleuth.sandbox.limits import BudgetExceeded
 
@@ -484,17 +485,21 @@ def exec_cmd(
         raise fail(f"cannot read {file}: {exc}", USAGE) from None
     home, settings = opened()
     versions: dict[str, Path] = {}
+    briefs = []
     for slug in context:
         ctx = find_context(home, slug)
         live = ctx.live_version()
         if live is None:
             raise fail(f"context {slug!r} has no live version: compile it first", FAILED)
-        versions[ctx.info().slug] = ctx.version_dir(live)
+        briefs.append(context_brief(ctx, live))
+        versions[briefs[-1].slug] = briefs[-1].version_dir
     limits = Limits(step_timeout_s=timeout, max_output=max_tool_output_chars)
+    # `orientation()` answers as a turn with this step's output limit would be oriented
+    orient = orientation_host(briefs, replace(TURN_DEFAULTS, max_tool_output_chars=max_tool_output_chars))
     try:
         with (
             SandboxHost(limits, embed_threads=settings.embed_threads) as host,
-            host.start_turn(versions) as sandbox,
+            host.start_turn(versions, registry={**host.registry, "orientation": orient}) as sandbox,
         ):
             result = sandbox.exec(code)
     except (SandboxUnavailable, SandboxDied, BudgetExceeded) as exc:

@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from sleuth.cli.answer import HIGH, LOW, command_runtime
 from sleuth.cli.app import FAILED, USAGE, app, console, err, fail, failure, find_context, opened, say, styled
 from sleuth.settings import TURN_CAP_SECONDS
-from sleuth.store.home import Home
+from sleuth.store.contexts.home import Home
 
 BASELINES = ("rag",)
 
@@ -87,7 +87,7 @@ def eval_cmd(
     from sleuth.agent.evaluation.rag_baseline import RagBaseline
     from sleuth.models.base import Model
     from sleuth.models.catalog import Catalog, CatalogError, build_model
-    from sleuth.store.search import VersionReader
+    from sleuth.store.version.search import VersionReader
 
     unknown = sorted(set(baseline or []) - set(BASELINES))
     if unknown:

@@ -19,7 +19,7 @@ from typing import Any
 from sleuth.agent.records import Query
 from sleuth.agent.turn import PreparedTurn, Runtime
 from sleuth.errors import Failed
-from sleuth.store.server_db import Holder, worker_name
+from sleuth.store.records.server_db import Holder, worker_name
 
 HEARTBEAT_S = 10.0
 HOLDER = Holder(worker_name("cli"), 3 * HEARTBEAT_S)

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from sleuth.cli.app import app, context_missing, opened
-from sleuth.store.home import ContextNotFound
+from sleuth.store.contexts.home import ContextNotFound
 
 
 @app.command("mcp")

@@ -15,7 +15,7 @@ from sleuth.cli.app import FAILED, USAGE, app, fail, failure, say
 from sleuth.errors import Error
 from sleuth.format.problems import first_problem
 from sleuth.settings import Settings, current
-from sleuth.store.home import Home
+from sleuth.store.contexts.home import Home
 
 db_app = typer.Typer(
     no_args_is_help=True,

@@ -12,8 +12,8 @@ from rich.progress import Progress
 from sleuth.cli.app import FAILED, USAGE, app, err, fail, failure, find_context, opened, say
 from sleuth.cli.contexts import PHASE_COLUMNS, RichProgress
 from sleuth.errors import Conflict, Invalid, Told
-from sleuth.store.home import ContextNotFound
-from sleuth.store.lock import lock_database
+from sleuth.store.contexts.home import ContextNotFound
+from sleuth.store.contexts.lock import lock_database
 
 
 @app.command("pack")

@@ -14,7 +14,7 @@ from sleuth.compile.extraction.choose import curation_model, needs_model
 from sleuth.compile.extraction.profile import Band, current_pages, profile_curate
 from sleuth.compile.manifest import ManifestError, parse_manifest
 from sleuth.models.catalog import TIERS, Catalog, CatalogError
-from sleuth.store.ledger import Ledger
+from sleuth.store.contexts.ledger import Ledger
 
 
 def _band(band: Band, unit: str = "") -> str:

@@ -25,10 +25,10 @@ from sleuth.cli.app import (
     styled,
 )
 from sleuth.settings import int_range
-from sleuth.store.home import Home
+from sleuth.store.contexts.home import Home
 
 if TYPE_CHECKING:
-    from sleuth.store.keys import ApiKey
+    from sleuth.store.records.keys import ApiKey
 
 keys_app = typer.Typer(no_args_is_help=True, help="API keys: create (shown once), list, revoke.")
 app.add_typer(keys_app, name="keys")
@@ -221,8 +221,8 @@ def keys_create(
     ] = None,
 ) -> None:
     """Create a key and print it once: only its SHA-256 is stored, so it cannot be shown again."""
-    from sleuth.store.keys import KeyStore, KeyStoreError
-    from sleuth.store.server_db import ServerDB
+    from sleuth.store.records.keys import KeyStore, KeyStoreError
+    from sleuth.store.records.server_db import ServerDB
 
     home, settings = opened()
     context_ids: list[str] | None = None
@@ -263,8 +263,8 @@ def keys_list(
     all_keys: Annotated[bool, typer.Option("--all", help="Include revoked keys.")] = False,
 ) -> None:
     """List keys (never the key strings: they are not stored)."""
-    from sleuth.store.keys import KeyStore
-    from sleuth.store.server_db import ServerDB
+    from sleuth.store.records.keys import KeyStore
+    from sleuth.store.records.server_db import ServerDB
 
     home, settings = opened()
     with ServerDB.for_home(home, settings.database_url) as db:
@@ -288,8 +288,8 @@ def keys_list(
 @keys_app.command("revoke")
 def keys_revoke(key: Annotated[str, typer.Argument(help="Key id, or the name of an active key.")]) -> None:
     """Revoke a key; its login tokens stop working at once."""
-    from sleuth.store.keys import KeyStore, KeyStoreError
-    from sleuth.store.server_db import ServerDB
+    from sleuth.store.records.keys import KeyStore, KeyStoreError
+    from sleuth.store.records.server_db import ServerDB
 
     home, settings = opened()
     with ServerDB.for_home(home, settings.database_url) as db:

@@ -11,11 +11,12 @@ from sleuth.compile import edges as mention_edges
 from sleuth.compile import glossary as glossary_builder
 from sleuth.compile import rosters, typed_tables
 from sleuth.compile.artifacts import Artifact
+from sleuth.compile.documents import source_row
 from sleuth.compile.extract import Extractor
 from sleuth.compile.manifest import DETERMINISTIC_KINDS, Manifest
 from sleuth.compile.pages import Page
 from sleuth.compile.version_files import SourceState
-from sleuth.store.home import write_json_atomic
+from sleuth.store.files import write_json_atomic
 
 
 class ArtifactLeg:
@@ -69,6 +70,13 @@ class ArtifactLeg:
                                 "period_end": states[rel].period_end,
                                 "fiscal_quarter": states[rel].fiscal_quarter,
                                 "fiscal_differs": states[rel].fiscal_differs,
+                                "fiscal_year": states[rel].fiscal_year,
+                                "fiscal_year_end": states[rel].fiscal_year_end,
+                                "fiscal_basis": states[rel].fiscal_basis,
+                                "calendar_year": states[rel].calendar_year,
+                                "calendar_quarter": states[rel].calendar_quarter,
+                                "calendar_period": states[rel].calendar_period,
+                                "fiscal_year_named": states[rel].fiscal_year_named,
                             },
                         )
                     )
@@ -183,10 +191,7 @@ class ArtifactLeg:
         roster_dir = knowledge / "rosters"
         roster_dir.mkdir(parents=True, exist_ok=True)
         written: dict[str, str] = {}
-        srcs = [
-            {"path": s.path, "title": s.title, "format": s.format, "pages": s.pages}
-            for s in sorted(states.values(), key=lambda s: s.path)
-        ]
+        srcs = [source_row(s) for s in sorted(states.values(), key=lambda s: s.path)]
         (roster_dir / "_sources.md").write_text(rosters.sources_roster(srcs), encoding="utf-8")
         written["_sources"] = "rosters/_sources.md"
         if not self.manifest.curate.artifacts.is_enabled:

@@ -18,7 +18,7 @@ import yaml
 from sleuth.compile.chunking import section_paths
 from sleuth.compile.manifest import ArtifactType
 from sleuth.compile.pages import Page
-from sleuth.format.identity import period_dates
+from sleuth.format.identity import period_dates, period_label
 from sleuth.format.names import slugify
 from sleuth.format.spans import Provenance
 
@@ -196,8 +196,11 @@ def build_doc(
     lead = lead_span(pages)
     known = {k: v for k, v in (identity or {}).items() if v is not None}
     lines = [f"# {title}", "", f"- Source: `{source_path}`", f"- Format: {fmt}", f"- Pages: {len(pages)}"]
-    labels = {"issuer": "Issuer", "doc_type": "Type", "period": "Period"}
+    labels = {"issuer": "Issuer", "doc_type": "Type"}
     lines += [f"- {label}: {known[key]}" for key, label in labels.items() if key in known]
+    period = period_label(known)  # the fiscal label, the calendar one beside it
+    if period:
+        lines.append(f"- Period: {period}")
     if "period_start" in known and "period_end" in known:
         lines.append(f"- Covers: {period_dates(known)}")
     lines.append("")

@@ -12,7 +12,8 @@ Three generic signals, none tied to one kind of corpus:
 - a page whose lines are mostly "title … page number" entries (a table of contents).
 
 Lines are compared after case folding, with digits and punctuation blurred, so "Page 7 of 90" and
-"Page 8 of 90" are one line. The scores are computed over the whole version at every compile and
+"Page 8 of 90" are one line (`format.furniture.line_key`, which also says which edge lines a hit is
+shown without). The scores are computed over the whole version at every compile and
 written to `index/boilerplate.json`.
 """
 
@@ -27,27 +28,18 @@ from dataclasses import dataclass
 
 from sleuth.compile.pages import Page
 from sleuth.format.chunks import Chunk
+from sleuth.format.furniture import MIN_LINE_CHARS, MIN_RUNNING_PAGES, RUNNING_SHARE, line_key
 
-MIN_LINE_CHARS = 12  # shorter lines ("Total", "Item 7.") are too common to mean anything
 MIN_SHARED_LINE_CHARS = 40  # a line shared across documents must be a sentence, not a table label
-RUNNING_SHARE = 0.3  # a line on this share of a document's pages is a running header or footer
-MIN_RUNNING_PAGES = 3
 SHARED_DOCS_SHARE = 0.1  # a line in this share of the documents is shared boilerplate
 MIN_SHARED_DOCS = 3
 TOC_MIN_LINES = 6
 TOC_SHARE = 0.4
 TOC_FORWARD_SHARE = 0.8  # of consecutive entries, the share whose page number does not go back
 
-_NON_WORD = re.compile(r"[^a-z#]+")
 _SPACES = re.compile(r"\s+")
 _DIGITS = re.compile(r"\d+")
 _TOC_LINE = re.compile(r"^\S.{2,}?(?:\s+|\s*\.{2,}\s*)(\d{1,4})$")
-
-
-def line_key(line: str) -> str:
-    """A line as compared within a document: case-folded, every run of digits one `#`, punctuation and
-    spaces one space, so a running footer `Page 7 of 90` is one line on every page."""
-    return _NON_WORD.sub(" ", _DIGITS.sub("#", line.casefold())).strip()
 
 
 def shared_key(line: str) -> str:

@@ -27,6 +27,7 @@ from sleuth.compile.documents import (
     sample_queries,
     source_row,
     window_text,
+    with_issuer_year_ends,
 )
 from sleuth.compile.extract import Extractor
 from sleuth.compile.manifest import DETERMINISTIC_KINDS, Chunking, Manifest
@@ -40,11 +41,12 @@ from sleuth.format import titles
 from sleuth.format.chunks import Chunk
 from sleuth.models.embedder import Embedder, EmbeddingCache, embed_cached, get_embedder
 from sleuth.settings import Settings
-from sleuth.store import ann, dense, keyword
-from sleuth.store.home import ContextDir, Home, now_iso, write_json_atomic
-from sleuth.store.ledger import Failure, Ledger, SourceEntry
-from sleuth.store.rescore import TitleIndex, chunks_by_page, page_words
-from sleuth.store.version_info import version_file
+from sleuth.store.contexts.home import ContextDir, Home, now_iso
+from sleuth.store.contexts.ledger import Failure, Ledger, SourceEntry
+from sleuth.store.files import write_json_atomic
+from sleuth.store.version import ann, dense, keyword
+from sleuth.store.version.info import version_file
+from sleuth.store.version.rescore import TitleIndex, chunks_by_page, page_words
 
 EMBED_BATCH = 256
 #: Windows embedded together: sorting them by length keeps batches' padding low, and a buffer this
@@ -234,6 +236,10 @@ class VersionBuild:
                 )
                 self.parsed.add(rel)
                 self.run.progress.advance("parse")
+            # a document that states no fiscal year end takes its issuer's, from the whole context
+            self.states = with_issuer_year_ends(
+                self.states, lambda rel: version_files.load_pages(self.knowledge, rel)
+            )
         self.run.progress.finish("parse")
 
     def chunk(self) -> None:

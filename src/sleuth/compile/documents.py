@@ -6,16 +6,18 @@ sample questions its headings suggest.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from sleuth.compile import fiscal
 from sleuth.compile.chunking import Window, window_spans
-from sleuth.compile.identity import identify
+from sleuth.compile.identity import identify, with_year_end
 from sleuth.compile.pages import Page
 from sleuth.compile.version_files import SourceState
 from sleuth.format.chunks import Chunk
+from sleuth.format.identity import DocumentIdentity
 
 
 def identity_title(state: SourceState) -> str | None:
@@ -56,8 +58,12 @@ def context_header(state: SourceState) -> str:
 def identified(state: SourceState, pages: list[Page]) -> SourceState:
     """`state` with what `identify` reads from its pages: for a fresh parse, and for a carried-over
     source after a newer `identify`."""
+    return _known(state, identify(state.path, index_title(state), pages))
+
+
+def _known(state: SourceState, who: DocumentIdentity) -> SourceState:
+    """`state` with the identity `who`; a title we made from the identity follows it."""
     named_by_file = state.title == Path(state.path).stem  # its pages named no title
-    who = identify(state.path, index_title(state), pages)
     known = replace(
         state,
         issuer=who.issuer,
@@ -69,10 +75,60 @@ def identified(state: SourceState, pages: list[Page]) -> SourceState:
         period_end=who.period_end,
         fiscal_quarter=who.fiscal_quarter,
         fiscal_differs=who.fiscal_differs,
+        fiscal_year=who.fiscal_year,
+        fiscal_year_end=who.fiscal_year_end,
+        fiscal_basis=who.fiscal_basis,
+        calendar_year=who.calendar_year,
+        calendar_quarter=who.calendar_quarter,
+        calendar_period=who.calendar_period,
+        fiscal_year_named=who.fiscal_year_named,
     )
     if named_by_file or state.title == identity_title(state):  # named by us: follow the identity
         return replace(known, title=identity_title(known) or Path(state.path).stem)
     return known
+
+
+def _identity(state: SourceState) -> DocumentIdentity:
+    """What `state` records of the document, as the identity `identify` gave it."""
+    fields = {
+        name: getattr(state, name) for name in DocumentIdentity.__dataclass_fields__ if name != "aliases"
+    }
+    return DocumentIdentity(**fields, aliases=tuple(state.aliases.split()))
+
+
+def with_issuer_year_ends(
+    states: Mapping[str, SourceState], pages_of: Callable[[str], list[Page]]
+) -> dict[str, SourceState]:
+    """Every document that states no fiscal year end of its own, labelled by the one its issuer's
+    other documents in the context state, where they agree (`fiscal.lenders`). One that borrowed
+    from a document that is gone, or now says otherwise, is first identified again from its pages.
+    Run over the whole context at every compile: a new annual report labels the quarters before it."""
+    lends = fiscal.lenders(
+        {
+            path: fiscal.Dated(s.issuer, s.fiscal_year_end, s.fiscal_basis, _offset(s))
+            for path, s in states.items()
+        }
+    )
+    out = dict(states)
+    for path, state in states.items():
+        lender = lends.get(path)
+        if fiscal.borrowed_from(state.fiscal_basis) is not None:
+            if lender == (fiscal.borrowed_from(state.fiscal_basis), state.fiscal_year_end, _offset(state)):
+                continue  # as it was
+            state = identified(state, pages_of(path))
+        if lender is not None and state.fiscal_year_end is None:
+            source, month, offset = lender
+            found = fiscal.YearEnd(month, fiscal.borrowed_basis(source), offset)
+            state = _known(state, with_year_end(_identity(state), found))
+        out[path] = state
+    return out
+
+
+def _offset(state: SourceState) -> int:
+    """-1 where the company names a fiscal year by the calendar year it begins in, else 0."""
+    if state.fiscal_year is None or state.fiscal_year_named is None:
+        return 0
+    return state.fiscal_year_named - state.fiscal_year
 
 
 def embed_header(state: SourceState, section_path: list[str]) -> str:

@@ -13,8 +13,9 @@ import datetime
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from sleuth.compile import fiscal
 from sleuth.compile.pages import Page
 from sleuth.format.dates import MONTH_NAMES, MONTHS
 from sleuth.format.identity import (
@@ -26,20 +27,33 @@ from sleuth.format.identity import (
     issuer_in_name,
     letters,
 )
+from sleuth.format.periods import FiscalPeriod, fiscal_period, month_ended, months_between
 
 #: Bumped when the same pages give a different identity: carried-over sources are identified again.
 #: 3: period dates, fiscal quarter, fiscal year off the calendar; 4: a registrant line's rule
 #: (`______ AMAZON.COM, INC.`) is not part of the issuer's name.
 #: 5: a cover names its type on a title-like line; a lowercase file name names no issuer; an
 #: organisation's name does not run across a sentence's end.
-IDENTITY_VERSION = 5
+#: 6: fiscal year and quarter from the company's fiscal year end, the calendar quarter beside them
+#: (issue 43); a file name's quarter alone is no fiscal quarter.
+IDENTITY_VERSION = 6
 LEAD_CHARS = 4_000  # how much of the first pages is read: covers and front matter, not the body
 COVER_CHARS = 600  # where a document says what it is; further in, "annual report" is a mention
 
+_WEEKS = (
+    r"(?:twelve|thirteen|fourteen|sixteen|twenty[\s-]four|twenty[\s-]six|thirty[\s-]six|thirty[\s-]nine"
+    r"|forty|fifty[\s-]two|fifty[\s-]three|\d{1,2})[\s-]+weeks?(?:\s+period)?"
+)
 _PERIOD_END = re.compile(
-    rf"\b(?P<span>fiscal year|year|quarter(?:ly period)?|period|(?:three|six|nine|twelve) months)"
+    rf"\b(?P<span>fiscal year|year|quarter(?:ly period)?|period|(?:three|six|nine|twelve) months|{_WEEKS})"
+    # "the quarter and year ended", "fifty-two-week period (“fiscal year”) ended"
+    r"(?:\s+and\s+(?:full\s+|fiscal\s+)?year)?(?:\s*\([^)\n]{0,40}\))?"
     rf"\s+ended\s+(?P<month>{MONTH_NAMES})\.?\s+(?P<day>\d{{1,2}}),?\s+(?P<year>(?:19|20)\d\d)\b",
     re.IGNORECASE,
+)
+#: How a release may name its quarter: "June 2023 quarter", "the December 2022 quarter".
+_MONTH_QUARTER = re.compile(
+    rf"\b(?P<month>{MONTH_NAMES})\.?\s+(?P<year>(?:19|20)\d\d)\s+quarter\b", re.IGNORECASE
 )
 _QUARTER = re.compile(r"(?<![A-Za-z])(?:Q(?P<q1>[1-4])|(?P<q2>[1-4])Q)(?![0-9A-Za-z])", re.IGNORECASE)
 _FY = re.compile(r"\bFY\s?'?((?:19|20)?\d\d)\b", re.IGNORECASE)
@@ -74,8 +88,87 @@ def identify(source_path: str, title: str, pages: Sequence[Page]) -> DocumentIde
     ended, quarter = _stated_end(lead), _named_quarter(named)
     year, period = _period(named, ended, quarter, doc_type)
     issuer = _issuer(name, title, lead)
-    dates = _dates(ended, quarter, doc_type)
-    return DocumentIdentity(issuer, doc_type, period, year, _aliases(issuer, lead), *dates)
+    span = _span(ended, quarter, doc_type)
+    own = DocumentIdentity(
+        issuer,
+        doc_type,
+        period,
+        year,
+        _aliases(issuer, lead),
+        span.start.isoformat() if span else None,
+        span.end.isoformat() if span else None,
+    )
+    if span is None:
+        return with_year_end(own, None)
+    text = ""
+    for page in pages:
+        text += page.text + "\n"
+        if len(text) >= fiscal.TEXT_CHARS:
+            break
+    annual = span.months == 12 and not span.words.startswith("twelve")
+    return with_year_end(own, fiscal.year_end(text, span.end, span.months, annual, quarter))
+
+
+def with_year_end(identity: DocumentIdentity, found: fiscal.YearEnd | None) -> DocumentIdentity:
+    """`identity` (what the document says of itself) with its fiscal and calendar labels for the fiscal
+    year end `found` (its own, or one its issuer's other documents state): fiscal year and quarter,
+    the calendar quarter, `period` the fiscal label. Without a year end, only the calendar label."""
+    start, end = _date(identity.period_start), _date(identity.period_end)
+    months = months_between(start, end) if start and end else None
+    calendar = None
+    if end is not None and months in (3, 12):
+        _year, month = month_ended(end)
+        calendar = fiscal_period(end, months, 12)  # the calendar year's own quarters
+        if calendar is not None and months == 12 and month != 12:
+            calendar = None
+    known = replace(
+        identity,
+        calendar_year=calendar.calendar_year if calendar else None,
+        calendar_quarter=calendar.calendar_quarter if calendar else None,
+        calendar_period=calendar.calendar_label if calendar else None,
+    )
+    if found is None:
+        return known
+    where = _fiscal_place(known, end, months, found)
+    if where is None:
+        return known  # the period does not fit that year end: no label rather than a wrong one
+    return replace(
+        known,
+        period=where.fiscal_label,
+        year=where.fiscal_year,
+        fiscal_year=where.fiscal_year,
+        fiscal_year_named=where.fiscal_year + found.year_offset if found.year_offset else None,
+        fiscal_quarter=where.fiscal_quarter,
+        fiscal_differs=found.month != 12,
+        fiscal_year_end=found.month,
+        fiscal_basis=found.basis,
+    )
+
+
+_NAMED_LABEL = re.compile(r"^(?:Q(?P<q>[1-4]) |FY)(?P<year>(?:19|20)\d\d)$")
+
+
+def _fiscal_place(
+    identity: DocumentIdentity, end: datetime.date | None, months: int | None, found: fiscal.YearEnd
+) -> FiscalPeriod | None:
+    """Where the document's period falls in fiscal years ending in `found.month`: from its dates, or,
+    for a document that states none, from its file name's label when the fiscal year is the calendar
+    one (then "Q2 2023" can only mean one quarter)."""
+    if end is not None and months is not None:
+        return fiscal_period(end, months, found.month)
+    named = _NAMED_LABEL.match(identity.period or "")
+    if named is None or found.month != 12:
+        return None
+    quarter, year = named.group("q"), int(named.group("year"))
+    calendar = int(quarter) if quarter else None
+    return FiscalPeriod(year, calendar, year, calendar, 3 if calendar else 12)
+
+
+def _date(text: str | None) -> datetime.date | None:
+    try:
+        return datetime.date.fromisoformat(text) if text else None
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -91,7 +184,11 @@ class _StatedEnd:
 def _stated_end(lead: str) -> _StatedEnd | None:
     ended = _PERIOD_END.search(lead)
     if ended is None:
-        return None
+        quarter = _MONTH_QUARTER.search(lead)  # "June 2023 quarter": the quarter that ends with June
+        if quarter is None:
+            return None
+        year, month = int(quarter.group("year")), MONTHS[quarter.group("month").casefold().rstrip(".")]
+        return _StatedEnd("quarter", year, month, calendar.monthrange(year, month)[1])
     month = MONTHS[ended.group("month").casefold().rstrip(".")]
     return _StatedEnd(
         ended.group("span").casefold(), int(ended.group("year")), month, int(ended.group("day"))
@@ -115,38 +212,59 @@ _SPAN_MONTHS = {
     "year": 12,
     "fiscal": 12,
 }
+#: Weeks a stated period spans, by their number as words: 13 weeks are a quarter, 52 a year.
+_WEEK_NUMBERS = {
+    "twelve": 12,
+    "thirteen": 13,
+    "fourteen": 14,
+    "sixteen": 16,
+    "twenty four": 24,
+    "twenty six": 26,
+    "thirty six": 36,
+    "thirty nine": 39,
+    "forty": 40,
+    "fifty two": 52,
+    "fifty three": 53,
+}
 
 
-def _dates(
-    ended: _StatedEnd | None, quarter: int | None, doc_type: str | None
-) -> tuple[str | None, str | None, int | None, bool | None]:
-    """(period start, period end, fiscal quarter, fiscal year not the calendar's) from the period end
-    the front matter states and the quarter the name says; None where nothing says."""
+@dataclass(frozen=True)
+class _Span:
+    """The period a document covers: its dates, its length in months, and how it words it."""
+
+    start: datetime.date
+    end: datetime.date
+    months: int
+    words: str
+
+
+def _span_months(span: str) -> int:
+    """Months a period worded `span` lasts: "nine months" 9, "fifty-two-week" 12, "year" 12."""
+    words = " ".join(span.replace("-", " ").split())
+    if "week" in words:
+        number = words.split(" week")[0]
+        weeks = int(number) if number.isdigit() else _WEEK_NUMBERS.get(number, 52)
+        return min(12, max(3, round(weeks / 13) * 3))
+    return _SPAN_MONTHS.get(words.split()[0], 12)
+
+
+def _span(ended: _StatedEnd | None, quarter: int | None, doc_type: str | None) -> _Span | None:
+    """The period the front matter states it covers, from its end and its length; None where it
+    states no end. An interim document's period is its quarter."""
     if ended is None:
-        return None, None, quarter, None
-    month, day = ended.month, ended.day
+        return None
     try:
-        end = datetime.date(ended.year, month, day)
+        end = datetime.date(ended.year, ended.month, ended.day)
     except ValueError:  # "February 30": not a date
-        return None, None, quarter, None
+        return None
     span = ended.span
-    months = _SPAN_MONTHS.get(span.split()[0], 12)
+    months = _span_months(span)
     if span.startswith("period") or (doc_type == "quarterly report" and months == 12):
         months = 3 if doc_type == "quarterly report" or quarter is not None else 12
-    if quarter is not None and months in (6, 9):  # "three and nine months ended": the quarter's three
-        months = 3
-    start = _months_before(end, months)
-    # A year that ends in the first week of January is a 52/53-week calendar year ("January 2, 2021").
-    calendar_end = (month == 12 and day >= 24) or (month == 1 and day <= 7)
-    differs: bool | None
-    if months == 12:
-        differs = not calendar_end
-    elif quarter is not None:
-        # A quarter of a calendar year ends in month 3q, or (52/53 weeks) in the first week after it.
-        differs = not (month == 3 * quarter or (month == (3 * quarter) % 12 + 1 and day <= 7))
-    else:
-        differs = None  # a quarter's end alone does not say where the fiscal year ends
-    return start.isoformat(), end.isoformat(), quarter, differs
+    interim = doc_type in ("quarterly report", "earnings release")
+    if quarter is not None and (months in (6, 9) or (months == 12 and interim)):
+        months = 3  # "three and nine months ended", "the quarter and year ended": the quarter's three
+    return _Span(_months_before(end, months), end, months, span)
 
 
 def _months_before(end: datetime.date, months: int) -> datetime.date:
@@ -196,7 +314,12 @@ def _period(
         date = f"{year}-{ended.month:02d}-{ended.day:02d}"
         if quarter is not None:
             return year, f"Q{quarter} {years[0] if years else year}"
-        if "quarter" in span or span.startswith(("three", "six", "nine")) or doc_type == "quarterly report":
+        if (
+            "quarter" in span
+            or span.startswith(("three", "six", "nine"))
+            or (_span_months(span) < 12 and "week" in span)
+            or doc_type == "quarterly report"
+        ):
             return year, date
         return (years[0] if years else year), f"FY{years[0] if years else year}"
     if years:

@@ -38,10 +38,11 @@ from sleuth.compile.version_files import SourceState
 from sleuth.models.catalog import Catalog
 from sleuth.models.embedder import file_sha256
 from sleuth.settings import TURN_CAP_SECONDS, Settings  # a version superseded less long ago may still be read
-from sleuth.store.home import ContextDir, ContextNotFound, Home, now_iso, write_json_atomic, write_text_atomic
-from sleuth.store.ledger import Ledger, SourceEntry, Tombstone
-from sleuth.store.lock import curate_lock, lock_database
-from sleuth.store.replica import open_home
+from sleuth.store.contexts.home import ContextDir, ContextNotFound, Home, now_iso
+from sleuth.store.contexts.ledger import Ledger, SourceEntry, Tombstone
+from sleuth.store.contexts.lock import curate_lock, lock_database
+from sleuth.store.contexts.replica import open_home
+from sleuth.store.files import write_json_atomic, write_text_atomic
 
 __all__ = ["CompileReport", "CompileRun", "NullProgress", "Progress", "compile_context", "curate"]
 from sleuth.compile.report import CompileReport, NullProgress, Progress

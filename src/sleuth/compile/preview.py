@@ -15,8 +15,8 @@ from typing import Any, Literal
 from sleuth.compile.extraction.choose import type_needs_model
 from sleuth.compile.manifest import ArtifactType, Manifest
 from sleuth.compile.sources import list_source_files
-from sleuth.store.home import ContextDir
-from sleuth.store.ledger import Ledger
+from sleuth.store.contexts.home import ContextDir
+from sleuth.store.contexts.ledger import Ledger
 
 Builder = Literal["sleuth", "model", "skipped"]
 

@@ -10,6 +10,7 @@ import yaml
 from sleuth.compile.artifacts import Artifact
 from sleuth.compile.manifest import ArtifactType
 from sleuth.compile.typed_tables import TypedTable
+from sleuth.format.identity import period_label
 
 SUMMARY_CHARS = 160
 MAX_KEYS = 500
@@ -48,11 +49,16 @@ def sources_roster(sources: list[dict[str, Any]]) -> str:
         ),
         "# All Sources",
         "",
-        "| Path | Title | Format | Pages |",
-        "|---|---|---|---|",
+        "| Path | Title | Period | Covers | Format | Pages |",
+        "|---|---|---|---|---|---|",
     ]
     for s in sources:
-        lines.append(f"| {_cell(s['path'])} | {_cell(s['title'])} | {s['format']} | {s['pages']} |")
+        # the fiscal label and the calendar one beside it ("Q1 FY2023 (calendar Q3 2022)"), the dates
+        period = _cell(period_label(s) or "")
+        dated = s.get("period_start") and s.get("period_end")
+        covers = f"{s['period_start']} to {s['period_end']}" if dated else ""
+        cells = [_cell(s["path"]), _cell(s["title"]), period, covers, s["format"], s["pages"]]
+        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -23,7 +23,9 @@ CREATE TABLE _sources (path TEXT PRIMARY KEY, title TEXT, format TEXT, pages INT
                        chars INTEGER, sha256 TEXT, size INTEGER, mtime REAL, curated_at TEXT,
                        issuer TEXT, doc_type TEXT, period TEXT, year INTEGER,
                        aliases TEXT, period_start TEXT, period_end TEXT, fiscal_quarter INTEGER,
-                       fiscal_differs INTEGER);
+                       fiscal_differs INTEGER, fiscal_year INTEGER, fiscal_year_end INTEGER,
+                       fiscal_basis TEXT, calendar_year INTEGER, calendar_quarter INTEGER,
+                       calendar_period TEXT, fiscal_year_named INTEGER);
 CREATE TABLE _chunks (id TEXT PRIMARY KEY, source TEXT NOT NULL, page INTEGER NOT NULL,
                       start INTEGER NOT NULL, "end" INTEGER NOT NULL, section_path TEXT,
                       tokens INTEGER);
@@ -88,7 +90,9 @@ def write_tables(
             db.executemany(
                 "INSERT INTO _sources VALUES (:path, :title, :format, :pages, :chars, :sha256, "
                 ":size, :mtime, :curated_at, :issuer, :doc_type, :period, :year, :aliases, "
-                ":period_start, :period_end, :fiscal_quarter, :fiscal_differs)",
+                ":period_start, :period_end, :fiscal_quarter, :fiscal_differs, :fiscal_year, "
+                ":fiscal_year_end, :fiscal_basis, :calendar_year, :calendar_quarter, :calendar_period, "
+                ":fiscal_year_named)",
                 list(sources),
             )
             db.executemany(

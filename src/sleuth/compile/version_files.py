@@ -10,8 +10,8 @@ from typing import Any
 
 from sleuth.compile.pages import Page
 from sleuth.format.chunks import Chunk
-from sleuth.store.home import link_file
-from sleuth.store.version_info import read_version_info
+from sleuth.store.files import link_file
+from sleuth.store.version.info import read_version_info
 
 
 @dataclass
@@ -36,8 +36,15 @@ class SourceState:
     aliases: str = ""  # short names of the issuer the document gives, space-separated ("JNJ J&J")
     period_start: str | None = None  # ISO dates of the period it covers, where it states its end
     period_end: str | None = None
-    fiscal_quarter: int | None = None
-    fiscal_differs: bool | None = None  # its fiscal year does not end on December 31
+    fiscal_quarter: int | None = None  # from the fiscal year end (`format.identity.DocumentIdentity`)
+    fiscal_differs: bool | None = None  # its fiscal year does not end in December
+    fiscal_year: int | None = None
+    fiscal_year_end: int | None = None  # the month the issuer's fiscal year ends in
+    fiscal_basis: str | None = None  # how that month is known
+    calendar_year: int | None = None
+    calendar_quarter: int | None = None
+    calendar_period: str | None = None  # "Q3 2022": the calendar label beside `period`
+    fiscal_year_named: int | None = None  # the fiscal year as the document names it, where it differs
 
 
 def pages_rel(rel: str) -> str:

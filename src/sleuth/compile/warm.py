@@ -24,7 +24,7 @@ from sleuth.compile.parse import parse_source
 from sleuth.compile.version_files import SourceState
 from sleuth.models.embedder import EmbeddingCache, Vectors, embed_cached, get_embedder, text_sha
 from sleuth.settings import Settings
-from sleuth.store.home import ContextDir, Home
+from sleuth.store.contexts.home import ContextDir, Home
 
 
 def warm_source(

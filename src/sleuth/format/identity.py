@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sleuth.format.periods import MONTH_LABELS
+
 #: Document types by the words that name them, most specific first. Generic on purpose: filings,
 #: policies, manuals, papers and minutes alike.
 DOC_TYPES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
@@ -42,15 +44,26 @@ TOKEN = re.compile(r"[a-z0-9]+")
 class DocumentIdentity:
     issuer: str | None = None  # the organisation or author the document is by or about
     doc_type: str | None = None  # one of DOC_TYPES' names
-    period: str | None = None  # "FY2022", "Q3 2024", or "2023-12-31" for a period end
-    year: int | None = None  # the (fiscal) year it covers
+    # The period as its readers name it: the fiscal label ("Q1 FY2023", "FY2023") where the fiscal
+    # year end is known, else what the file name or the front matter say ("Q3 2024", "2023-12-31").
+    period: str | None = None
+    year: int | None = None  # the fiscal year it covers (where known), else the year it names
     aliases: tuple[str, ...] = ()  # short names the document gives its issuer: "J&J", a ticker "JNJ"
     # The period's dates when the document states its end ("for the fiscal year ended June 30, 2023"):
     # ISO dates, the start worked out from the period's length (a 52/53-week year: within days).
     period_start: str | None = None
     period_end: str | None = None
-    fiscal_quarter: int | None = None  # 1-4 for a quarter's document, as it names it
-    fiscal_differs: bool | None = None  # its fiscal year does not end on December 31
+    fiscal_quarter: int | None = None  # 1-4: the fiscal quarter it covers, from the fiscal year end
+    fiscal_differs: bool | None = None  # its fiscal year does not end in December
+    fiscal_year: int | None = None  # the fiscal year it falls in, named by the calendar year it ends in
+    fiscal_year_end: int | None = None  # the month (1-12) the company's fiscal year ends in
+    fiscal_basis: str | None = None  # how that month is known (`compile.fiscal`)
+    calendar_year: int | None = None  # the calendar quarter's year, or a calendar year's
+    calendar_quarter: int | None = None  # 1-4 where the period is a calendar quarter
+    calendar_period: str | None = None  # "Q3 2022", "2023": the calendar label beside `period`
+    # The fiscal year as the document names it where that is not the year it ends in: Ulta's "fiscal
+    # 2022" ended January 28, 2023 (FY2023 above); None where they agree.
+    fiscal_year_named: int | None = None
 
 
 def letters(text: str) -> str:
@@ -101,11 +114,14 @@ def period_terms(identity: DocumentIdentity) -> set[str]:
     terms: set[str] = set()
     for text in (identity.doc_type or "", identity.period or ""):
         terms.update(TOKEN.findall(text.casefold()))
+    if terms & _QUARTER_WORDS:  # "Q1 FY2023" is a quarter, not the fiscal year's report
+        terms = {t[2:] if t.startswith("fy") and t[2:].isdigit() else t for t in terms}
     if identity.year is not None:
         terms.add(str(identity.year))
     return {t for t in terms if len(t) >= 2 and t not in _GENERIC}
 
 
+_QUARTER_WORDS = frozenset({"q1", "q2", "q3", "q4"})
 _GENERIC = frozenset({"the", "of", "and", "for", "inc", "corp", "co", "ltd", "company", "corporation", "pdf"})
 # Words that open many organisations' names and much prose: alone, they name nobody.
 _ORDINARY = frozenset(
@@ -141,14 +157,33 @@ _ORDINARY = frozenset(
 
 
 def period_dates(identity: Mapping[str, Any]) -> str:
-    """ "2022-07-01 to 2023-06-30 (fiscal quarter 4; the fiscal year is not the calendar's)": the dates a
-    document covers, as its card and the orientation say them."""
+    """ "2022-07-01 to 2022-09-30 (the fiscal year ends in June, from the fiscal year end it states)":
+    the dates a document covers, as its card and the orientation say them."""
     text = f"{identity['period_start']} to {identity['period_end']}"
-    notes = []
-    if identity.get("fiscal_quarter"):
-        notes.append(f"fiscal quarter {identity['fiscal_quarter']}")
-    if identity.get("fiscal_differs") is True:
-        notes.append("the fiscal year is not the calendar's")
-    elif identity.get("fiscal_differs") is False:
-        notes.append("fiscal year = calendar year")
-    return text + (f" ({'; '.join(notes)})" if notes else "")
+    month = identity.get("fiscal_year_end")
+    if isinstance(month, int) and 1 <= month <= 12:
+        basis = f", from {identity['fiscal_basis']}" if identity.get("fiscal_basis") else ""
+        said = (
+            "fiscal year = calendar year"
+            if month == 12
+            else f"the fiscal year ends in {MONTH_LABELS[month - 1]}"
+        )
+        return f"{text} ({said}{basis})"
+    if identity.get("fiscal_differs") is True:  # a version compiled before the year end was recorded
+        return f"{text} (the fiscal year is not the calendar's)"
+    return text
+
+
+def period_label(identity: Mapping[str, Any]) -> str | None:
+    """ "Q1 FY2023 (calendar Q3 2022)": the period as readers name it, the fiscal label and the
+    calendar one beside it, each where it is known."""
+    period, calendar = identity.get("period"), identity.get("calendar_period")
+    if calendar and (not period or (period == calendar and identity.get("fiscal_year") is None)):
+        return f"calendar {calendar}"  # no fiscal label: the file name's "Q3 2022" may be either
+    if not period:
+        return None
+    beside = [f"calendar {calendar}"] if calendar and calendar != period else []
+    named, quarter = identity.get("fiscal_year_named"), identity.get("fiscal_quarter")
+    if isinstance(named, int):  # "Q4 FY2023 (it says Q4 fiscal 2022)"
+        beside.append(f"it says {f'Q{quarter} ' if quarter else ''}fiscal {named}")
+    return f"{period} ({'; '.join(beside)})" if beside else str(period)

@@ -15,7 +15,7 @@ import signal
 import socket
 import time
 import traceback
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,6 +27,7 @@ from sleuth.sandbox.output import CappedStream, observation
 from sleuth.sandbox.protocol import LineReader, ProtocolError, encode, recv_one, send
 from sleuth.sdk.errors import HostError
 from sleuth.sdk.knowledge import FinalAnswer, Knowledge, ScopedContext
+from sleuth.sdk.orientation import OrientationSettings
 from sleuth.sdk.primitives import primitives
 
 
@@ -400,7 +401,13 @@ def serve(sock: socket.socket, contexts: list[ScopedContext], ready: dict[str, A
         result = await channel.call("embed", {"texts": [text], "model": model})
         return np.asarray(result[0], dtype=np.float32)
 
-    repl = Repl(Knowledge(contexts, embed=embed), channel)
+    async def orient(_scoped: Sequence[ScopedContext], settings: OrientationSettings) -> str:
+        """The host builds the orientation: it knows the contexts' names and the turn's settings."""
+        return str(await channel.call("orientation", settings.to_json()))
+
+    knowledge = Knowledge(contexts, embed=embed)
+    knowledge.orienter = orient
+    repl = Repl(knowledge, channel)
     asyncio.run = repl.run_on_loop  # this process is the turn's sandbox
     send(sock, ready)
     while True:

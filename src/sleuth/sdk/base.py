@@ -19,6 +19,7 @@ from sleuth.format.front_matter import read_front_matter
 from sleuth.format.names import slugify
 from sleuth.format.spans import Provenance
 from sleuth.sdk.errors import AmbiguousError, LimitError, NotFoundError
+from sleuth.sdk.matches import find_match
 from sleuth.sdk.scoped import Evidence, ScopedContext, ScopedReader
 from sleuth.sdk.sql import ReadOnlyDatabase, SqlDatabase
 from sleuth.sdk.types import (
@@ -31,7 +32,7 @@ from sleuth.sdk.types import (
     Span,
     Table,
 )
-from sleuth.store.fusion import distinct, rrf
+from sleuth.store.version.fusion import distinct, rrf
 
 QueryEmbedder = Callable[[str, str], Awaitable[npt.NDArray[np.float32]]]
 """(model id, query text) → unit vector; inside the sandbox this is the `embed` host function."""
@@ -85,14 +86,43 @@ class KnowledgeBase:
         return await asyncio.to_thread(ctx.reader.embed_query, query)
 
     def _chunk_hit(
-        self, ctx: ScopedReader, chunk_id: str, score: float, via: str = "chunk", artifact: str | None = None
+        self,
+        ctx: ScopedReader,
+        chunk_id: str,
+        score: float,
+        via: str = "chunk",
+        artifact: str | None = None,
+        *,
+        query: str | None = None,
+        phrases: Sequence[str] = (),
     ) -> Hit:
+        """A chunk's hit, its text as a reader reads it; a search's (`query`, and the `phrases` it
+        required word for word) also says where it matched (`sdk.matches`)."""
         c = ctx.reader.chunks[chunk_id]
         span = self.evidence.register(
             ctx.slug, c.source_path, c.page, c.start, c.end, c.text, c.heading_path, via, artifact
         )
         self.evidence.note_score(span, score)
-        return Hit.from_span(chunk_id, score, "chunk", span, c.table_header)
+        return self._span_hit(ctx, chunk_id, score, "chunk", span, c.table_header, query, phrases)
+
+    def _span_hit(
+        self,
+        ctx: ScopedReader,
+        hit_id: str,
+        score: float,
+        kind: str,
+        span: Span,
+        table_header: str | None = None,
+        query: str | None = None,
+        phrases: Sequence[str] = (),
+    ) -> Hit:
+        """A hit of a span: the text a model reads is the reader's form of it (`read_span`; a span
+        that is only page furniture reads as it is: a hit never shows nothing); the match is found
+        in that text, so its offsets are offsets into `Hit.chunk_text`."""
+        read = ctx.reader.read_span(span.source_path, span.page, span.start, span.end, span.text)
+        text = read or span.text
+        found = find_match(text, query, phrases) if query is not None or phrases else None
+        return Hit.from_span(hit_id, score, kind, span, table_header, text=text, found=found)
 
     def _artifact_hit(
         self,

@@ -97,6 +97,8 @@ class Passages(KnowledgeBase):
     def _passage(
         self, ctx: ScopedReader, source_path: str, chunks: Sequence[Chunk], truncated: bool
     ) -> Passage:
+        # A chunk that is all page furniture (a running header on a line of its own) reads as nothing.
+        chunks = [c for c in chunks if ctx.reader.read_span(c.source_path, c.page, c.start, c.end, c.text)]
         hits = [self._chunk_hit(ctx, c.id, 0.0) for c in chunks]
         text = "\n".join(f"[{h.ref} p.{h.page}] {h.chunk_text}" for h in hits)
         common = _common_prefix([c.heading_path for c in chunks])

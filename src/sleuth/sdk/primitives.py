@@ -151,9 +151,15 @@ _REGISTRY: dict[str, Primitive] = {}
 
 
 #: The modules that declare primitives, in the order of spec/runtime.md §5.2 (the reads of
-#: artifacts, the searches, the reads around evidence, the database); each module's own in the
-#: order it declares them.
-MODULES = ("sleuth.sdk.reads", "sleuth.sdk.searches", "sleuth.sdk.passages", "sleuth.sdk.tables")
+#: artifacts, the searches, the reads around evidence, the database, the orientation); each
+#: module's own in the order it declares them.
+MODULES = (
+    "sleuth.sdk.reads",
+    "sleuth.sdk.searches",
+    "sleuth.sdk.passages",
+    "sleuth.sdk.tables",
+    "sleuth.sdk.orientation",
+)
 
 
 def primitives() -> list[Primitive]:

@@ -17,7 +17,7 @@ from sleuth.format.front_matter import split_front_matter
 from sleuth.sdk.types import (
     Span,
 )
-from sleuth.store.search import VersionReader
+from sleuth.store.version.search import VersionReader
 
 
 @dataclass(frozen=True)

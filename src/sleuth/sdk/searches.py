@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import re
+import sys
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,14 +34,16 @@ from sleuth.sdk.primitives import (
     Year,
     check,
     primitive,
+    shown,
 )
+from sleuth.sdk.scoped import ScopedReader
 from sleuth.sdk.types import (
     AwaitableList,
     Hit,
 )
-from sleuth.store.documents import latest_of
-from sleuth.store.keyword import index_phrase, quoted
-from sleuth.store.search import whole_words
+from sleuth.store.version.documents import latest_of
+from sleuth.store.version.keyword import index_phrase, quoted
+from sleuth.store.version.search import COMPLETIONS, SearchHit, VersionReader, is_prefix, whole_words
 
 #: The most searches one `search_in_sources` call with `per_source` runs (sources x queries): each is
 #: a hybrid search of its own, run one after the other so that evidence labels stay in order.
@@ -103,10 +107,7 @@ class Searches(KnowledgeBase):
     ) -> list[Hit]:
         per_context = []
         for ctx in self._scope(context):
-            keep = None if sources is None else [s for s in sources if s in ctx.sources]
-            if where:
-                matching = ctx.reader.sources_where(**where)
-                keep = matching if keep is None else [s for s in keep if s in matching]
+            keep = _kept(ctx, sources, where)
             if keep is not None and not keep:
                 continue
             if must_contain and not ctx.reader.info.keyword:
@@ -121,18 +122,42 @@ class Searches(KnowledgeBase):
             if mode != "keyword":
                 vector = await self._vector(ctx, query)
             hits = await asyncio.to_thread(
-                ctx.reader.search,
+                _search_and_read,
+                ctx.reader,
                 query,
                 top_k,
-                mode,  # type: ignore[arg-type]
+                mode,
                 keep,
                 vector,
                 keyword,
                 must_contain,
             )
             await self.evidence.in_turn()
-            per_context.append([self._chunk_hit(ctx, h.id, h.score) for h in hits])
+            per_context.append(
+                [self._chunk_hit(ctx, h.id, h.score, query=query, phrases=must_contain) for h in hits]
+            )
         return self._fuse(per_context, top_k) if per_context else []
+
+    def _unmatched(
+        self,
+        texts: Sequence[str],
+        context: str | None,
+        sources: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
+    ) -> None:
+        """After a search that `must_contain` left empty: a notice, in the step's output, for each text
+        that no chunk searched holds. It matches whole words, so a fragment ("inventor") matches
+        nothing; the notice names the words that start with it ("inventory") and the `*` form."""
+        for text in texts:
+            found, words = False, Counter[str]()
+            for ctx in self._scope(context):
+                keep = _kept(ctx, sources, where)
+                if (keep is None or keep) and ctx.reader.info.keyword:
+                    found = found or bool(ctx.reader.containing([text], keep))
+                    if not found and not is_prefix(text):
+                        words.update(dict(ctx.reader.completions(text, keep)))
+            if not found:
+                print(_unmatched_notice(text, words), file=sys.stderr)
 
     @primitive("search", score_space="hybrid_rrf")
     async def search_source(
@@ -152,10 +177,17 @@ class Searches(KnowledgeBase):
         ranks first by itself; `sources` (paths), `issuer` (a substring), `doc_type` ("annual report",
         "policy", …) and `year` restrict the search to the documents that match (see `_sources`),
         `latest=True` to the newest of each issuer and type (by period end); `must_contain` to the
-        chunks that hold that text word for word (or returns [])."""
+        chunks that hold that text word for word, whole words in any case (or returns [], with a
+        notice naming the words a fragment starts; "inventor*" matches any word it starts).
+        Each hit's `chunk_text` reads without running headers, footers and page numbers, its lines
+        joined; `h.snippet` is ~240 characters of it around the match and `h.match` the match's
+        (start, end) in `chunk_text`, None when no query word is in it."""
         where = _where(issuer, doc_type, year, latest)
         must = _must(must_contain)
-        return AwaitableList(await self._search_chunks(query, top_k, "hybrid", context, sources, where, must))
+        hits = await self._search_chunks(query, top_k, "hybrid", context, sources, where, must)
+        if must and not hits:
+            self._unmatched(must, context, sources, where)
+        return AwaitableList(hits)
 
     @primitive("search", score_space="bm25")
     async def search_source_by_keyword(
@@ -181,10 +213,12 @@ class Searches(KnowledgeBase):
                     "(curate.chunks.keyword.enabled = false); use search_source"
                 )
         where = _where(issuer, doc_type, year, latest)
-        must = [*(q for q in quoted(query) if index_phrase(q)), *_must(must_contain)]
-        return AwaitableList(
-            await self._search_chunks(query, top_k, "keyword", context, sources, where, must)
-        )
+        required = _must(must_contain)
+        must = [*(q for q in quoted(query) if index_phrase(q)), *required]
+        hits = await self._search_chunks(query, top_k, "keyword", context, sources, where, must)
+        if required and not hits:
+            self._unmatched(required, context, sources, where)
+        return AwaitableList(hits)
 
     @primitive("search", score_space="hybrid_rrf")
     async def search_in_sources(
@@ -225,7 +259,10 @@ class Searches(KnowledgeBase):
         for q in queries:
             for group in groups:
                 lists.append(await self._search_chunks(q, each, "hybrid", context, group, None, must))
-        return AwaitableList(self._fuse(lists, max_total))
+        hits = self._fuse(lists, max_total)
+        if must and not hits:
+            self._unmatched(must, context, paths)
+        return AwaitableList(hits)
 
     @primitive("search", score_space="hybrid_rrf")
     async def cite_from_artifact(
@@ -247,10 +284,11 @@ class Searches(KnowledgeBase):
             provenance.sort(key=lambda p: -len(terms & set(re.findall(r"\w+", p["quote"].casefold()))))
         out: list[Hit] = []
         await self.evidence.in_turn()
+        ranking = " ".join(wanted) if wanted else None
         for p in provenance[:max_total]:
             span = self._register_span(ctx, p, "artifact", meta["name"])
             self.evidence.note_score(span, 1.0)
-            out.append(Hit.from_span(aid, 1.0, "provenance", span))
+            out.append(self._span_hit(ctx, aid, 1.0, "provenance", span, query=ranking))
         if wanted and len(out) < max_total:
             for q in wanted:
                 check("query", q, Query)
@@ -283,6 +321,36 @@ def _where(
         raise QueryError("year must be an integer such as 2023")
     named = (("issuer", issuer), ("doc_type", doc_type), ("year", year), ("latest", _latest(latest) or None))
     return {k: v for k, v in named if v is not None}
+
+
+def _search_and_read(reader: VersionReader, *args: Any) -> list[SearchHit]:
+    """`reader.search(*args)`, and the pages of its hits read (`VersionReader.reading`) in the same
+    thread, so that the hits, made on the event loop, find them read."""
+    hits = reader.search(*args)
+    for hit in hits:
+        reader.reading(hit.source_path, hit.page)
+    return hits
+
+
+def _kept(
+    ctx: ScopedReader, sources: Sequence[str] | None, where: Mapping[str, Any] | None
+) -> list[str] | None:
+    """The sources of `ctx` a search keeps (None: all of them; [] none)."""
+    keep = None if sources is None else [s for s in sources if s in ctx.sources]
+    if where:
+        matching = ctx.reader.sources_where(**where)
+        keep = matching if keep is None else [s for s in keep if s in matching]
+    return keep
+
+
+def _unmatched_notice(text: str, words: Counter[str]) -> str:
+    """What a step reads when `must_contain=text` held in no chunk searched."""
+    said = f"[notice: must_contain={shown(text)} is in no chunk searched (it matches whole words, any case)"
+    if not words:
+        return said + "]"
+    named = ", ".join(f"{word} ({count})" for word, count in words.most_common(COMPLETIONS))
+    prefix = shown(text.rstrip() + "*")
+    return f"{said}; words that start with it: {named}. Pass one, or {prefix} for any word it starts]"
 
 
 def _latest(latest: bool) -> bool:

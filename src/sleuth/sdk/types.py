@@ -9,11 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sleuth.format.spans import PageSpan
 
+if TYPE_CHECKING:
+    from sleuth.sdk.matches import Match
+
 T = TypeVar("T")
+#: The most of a snippet a hit's repr quotes (a snippet is `sdk.matches.SNIPPET_CHARS` at most).
+SNIPPET_SHOWN = 300
 
 
 def _short(text: str, limit: int = 200) -> str:
@@ -54,6 +59,12 @@ class Span(PageSpan, SelfAwaitable):
 
 @dataclass(frozen=True)
 class Hit(SelfAwaitable):
+    """One search hit. A chunk's `chunk_text` is the chunk as a reader reads it (issue 43, item 3):
+    without the page's running headers, footers and page number, its wrapped lines joined
+    (`format.reading`); its span (`span.text`, `start`, `end`) stays the page's verbatim text, which
+    is what a citation points at. `match` is where the search matched in `chunk_text` (offsets) and
+    `snippet` a short slice of `chunk_text` around it (`sdk.matches`)."""
+
     id: str
     score: float
     kind: str  # "chunk" | "artifact" | "provenance"
@@ -75,7 +86,11 @@ class Hit(SelfAwaitable):
     artifact_kind: str | None = None
     scope: str | None = None
     sources: list[str] = field(default_factory=list)
+    #: A chunk hit: a slice of `chunk_text` around the match; an artifact hit: its body's start.
     snippet: str | None = None
+    #: A chunk hit found by a search: `chunk_text[match[0]:match[1]]` is what matched (None: the
+    #: hit holds none of the query's words, or it was read, not searched).
+    match: tuple[int, int] | None = None
     span_: Span | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -99,6 +114,8 @@ class Hit(SelfAwaitable):
                 "end": self.end,
                 "section_path": list(self.section_path),
                 "context": self.context,
+                "snippet": self.snippet,
+                "match": self.match,
             }
             if self.kind == "provenance" or self.artifact:
                 documented["artifact"] = self.artifact
@@ -108,9 +125,21 @@ class Hit(SelfAwaitable):
 
     @classmethod
     def from_span(
-        cls, hit_id: str, score: float, kind: str, span: Span, table_header: str | None = None
+        cls,
+        hit_id: str,
+        score: float,
+        kind: str,
+        span: Span,
+        table_header: str | None = None,
+        *,
+        text: str | None = None,
+        found: Match | None = None,
     ) -> Hit:
-        """A chunk or provenance hit: everything a citation needs comes from its span."""
+        """A chunk or provenance hit: everything a citation needs comes from its span; `text` is the
+        span as a reader reads it (default: the span's own text) and `found` where the search matched
+        in it."""
+        shown = span.text if text is None else text
+        at = None if found is None or found.start is None or found.end is None else (found.start, found.end)
         return cls(
             id=hit_id,
             score=score,
@@ -119,7 +148,9 @@ class Hit(SelfAwaitable):
             context=span.context,
             source_path=span.source_path,
             page=span.page,
-            chunk_text=span.text,
+            chunk_text=shown,
+            snippet=None if found is None else shown[found.snippet_start : found.snippet_end],
+            match=at,
             start=span.start,
             end=span.end,
             section_path=span.section_path,
@@ -146,8 +177,17 @@ class Hit(SelfAwaitable):
         columns = f" columns=[{self.table_header}]" if self.table_header else ""
         return (
             f"Hit({self.ref} {self.kind} {self.source_path} p.{self.page}{section} "
-            f"score={self.score:.2f}{columns} {_short(self.chunk_text or '')!r})"
+            f"score={self.score:.2f}{columns} {self._shown()!r})"
         )
+
+    def _shown(self) -> str:
+        """What the repr quotes: the snippet, marked `…` where the text goes on; else the text's start."""
+        text = self.chunk_text or ""
+        if self.snippet is None:
+            return _short(text)
+        before = "" if text.startswith(self.snippet) else "…"
+        after = "" if text.endswith(self.snippet) else "…"
+        return before + _short(self.snippet, SNIPPET_SHOWN) + after
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,10 @@ from typing import Any
 from sleuth.errors import ToldNotFound
 from sleuth.server.context_files import find_context
 from sleuth.server.state import Server
-from sleuth.store.home import ContextDir, ContextNotFound
-from sleuth.store.keys import ApiKey
-from sleuth.store.server_db import LOCAL_PRINCIPAL
+from sleuth.store.contexts.home import ContextDir, ContextNotFound
+from sleuth.store.records.keys import ApiKey
+from sleuth.store.records.rows import QueryDocument, SessionRow
+from sleuth.store.records.server_db import LOCAL_PRINCIPAL
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ def check_scope(state: Server, who: Principal, scope: list[str]) -> None:
 
 
 # ---------------------------------------------------------------------------------- sessions and queries
-def sees_session(state: Server, who: Principal, stored: dict[str, Any]) -> bool:
+def sees_session(state: Server, who: Principal, stored: SessionRow) -> bool:
     """The principal opened the session (or is an admin), and sees every context of its scope."""
     if not who.owns(str(stored.get("created_by") or LOCAL_PRINCIPAL)):
         return False
@@ -111,7 +112,7 @@ def sees_session(state: Server, who: Principal, stored: dict[str, Any]) -> bool:
     return all(who.sees_context(context_id(state, str(entry))) for entry in stored.get("scope") or [])
 
 
-def visible_session(state: Server, who: Principal, session_id: str) -> dict[str, Any]:
+def visible_session(state: Server, who: Principal, session_id: str) -> SessionRow:
     """The stored session, or `404 session_not_found`."""
     stored = state.db.get_session(session_id)
     if stored is None or not sees_session(state, who, stored):
@@ -119,7 +120,7 @@ def visible_session(state: Server, who: Principal, session_id: str) -> dict[str,
     return stored
 
 
-def visible_query(state: Server, who: Principal, query_id: str) -> dict[str, Any]:
+def visible_query(state: Server, who: Principal, query_id: str) -> QueryDocument:
     """The stored Query, or `404 query_not_found`: a query is visible with its session."""
     document = state.db.get_query(query_id)
     if document is None:
@@ -132,13 +133,13 @@ def visible_query(state: Server, who: Principal, query_id: str) -> dict[str, Any
     return document
 
 
-def visible_sessions(state: Server, who: Principal, limit: int) -> list[dict[str, Any]]:
+def visible_sessions(state: Server, who: Principal, limit: int) -> list[SessionRow]:
     """Up to `limit` sessions the principal sees, newest first. The database filters by creator; a key
     limited to contexts also drops the sessions whose scope left its list, reading on past them."""
     owner = None if who.is_admin else who.name
     if not who.limited:
         return state.db.list_sessions(limit, created_by=owner)
-    found: list[dict[str, Any]] = []
+    found: list[SessionRow] = []
     offset = 0
     while len(found) < limit:
         page = state.db.list_sessions(limit, created_by=owner, offset=offset)

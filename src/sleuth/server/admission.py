@@ -9,11 +9,10 @@ turn (`Runtime.admit`) and the executor gets it run. A refusal is a `Told` or th
 from __future__ import annotations
 
 from concurrent.futures import Future
-from typing import Any
 
 from pydantic import ConfigDict, Field
 
-from sleuth.agent.records import Query
+from sleuth.agent.records import Query, query_document
 from sleuth.agent.request import Caller, TurnRequest
 from sleuth.agent.turn import TurnError, TurnPlan
 from sleuth.errors import ToldConflict, ToldInvalid, ToldUnavailable
@@ -21,7 +20,8 @@ from sleuth.server.access import Principal, check_scope, visible_query, visible_
 from sleuth.server.sandbox_probe import sandbox_report
 from sleuth.server.state import Server
 from sleuth.server.turns import TurnExecutor
-from sleuth.store.server_db import COMPARISON_GROUP_SIZE, ComparisonGroupFull, TurnPlacesFull
+from sleuth.store.records.rows import QueryDocument
+from sleuth.store.records.server_db import COMPARISON_GROUP_SIZE, ComparisonGroupFull, TurnPlacesFull
 
 
 class QueryRequest(TurnRequest):
@@ -40,7 +40,7 @@ class QueryRequest(TurnRequest):
         return TurnRequest.model_construct(**{**fields, "session_id": session_id})
 
 
-def present(state: Server, document: dict[str, Any]) -> dict[str, Any]:
+def present(state: Server, document: QueryDocument) -> QueryDocument:
     """A stored Query as served: `comparison` lists the other turns of its group as they are now. A turn
     in a group is stored with `comparison: []`, so ungrouped ones (nearly all) cost no second read."""
     if document.get("comparison") is None:
@@ -67,7 +67,7 @@ def share_key(who: Principal) -> str | None:
 # ---------------------------------------------------------------------------------- admission
 def admit_turn(
     state: Server, turns: TurnExecutor, body: QueryRequest, who: Principal
-) -> tuple[dict[str, Any], Future[Query] | None]:
+) -> tuple[QueryDocument, Future[Query] | None]:
     """Resolve, check, store and submit one turn (on an admission thread: it reads files and writes the
     database).
 
@@ -89,7 +89,7 @@ def admit_turn(
         raise group_full(str(request.comparison_group)) from None
     except TurnPlacesFull as exc:
         raise turns.refusal(exc) from None
-    snapshot = present(state, prepared.query.model_dump(mode="json"))
+    snapshot = present(state, query_document(prepared.query))
     return snapshot, turns.submit(prepared)
 
 

@@ -45,9 +45,10 @@ from sleuth.server.state import Server
 from sleuth.server.task_handle import Job, TaskHandle
 from sleuth.server.task_inputs import TaskInput
 from sleuth.server.task_service import TaskService
-from sleuth.store.home import ContextDir, now_iso
-from sleuth.store.replica import context_storage
-from sleuth.store.trees import walk_files
+from sleuth.store.contexts.home import ContextDir, now_iso
+from sleuth.store.contexts.replica import context_storage
+from sleuth.store.contexts.trees import walk_files
+from sleuth.store.records.rows import TaskRow
 
 #: Rows of the import report; the counts always cover every member.
 MAX_RESULT_ROWS = 1000
@@ -339,7 +340,7 @@ def import_job(state: Server, args: dict[str, Any]) -> Job:
     return job
 
 
-def start_import(service: TaskService, ctx: ContextDir, task: dict[str, Any], upload: TaskInput) -> None:
+def start_import(service: TaskService, ctx: ContextDir, task: TaskRow, upload: TaskInput) -> None:
     """Submit the recorded `import` task of an archive staged for `upload`, to be expanded into the
     folder named after the archive beside where it was uploaded (`task["input"]["path"]`)."""
     folder = PurePosixPath(str(task["input"]["path"]))

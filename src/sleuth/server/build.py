@@ -18,11 +18,11 @@ from sleuth.server.state import Server
 from sleuth.server.task_service import TaskService
 from sleuth.server.turns import TurnExecutor
 from sleuth.settings import Settings, current
-from sleuth.store.home import Home
-from sleuth.store.keys import KeyStore
-from sleuth.store.replica import Replica
-from sleuth.store.server_db import ServerDB, worker_alive, worker_name
-from sleuth.store.tasks import TaskStore
+from sleuth.store.contexts.home import Home
+from sleuth.store.contexts.replica import Replica
+from sleuth.store.records.keys import KeyStore
+from sleuth.store.records.server_db import ServerDB, worker_alive, worker_name
+from sleuth.store.records.tasks import TaskStore
 
 if TYPE_CHECKING:
     from sleuth.server.queue import JobsHere

@@ -24,10 +24,11 @@ from sleuth.server.state import Server
 from sleuth.server.task_handle import Job, TaskHandle
 from sleuth.server.task_service import TaskService
 from sleuth.settings import Settings
+from sleuth.store.contexts.home import ContextDir, Home, now_iso
+from sleuth.store.contexts.lock import curate_lock
 from sleuth.store.database import Database
-from sleuth.store.home import ContextDir, Home, now_iso
-from sleuth.store.lock import curate_lock
-from sleuth.store.secrets import SecretBox
+from sleuth.store.records.rows import TaskRow
+from sleuth.store.records.secrets import SecretBox
 
 log = logging.getLogger(__name__)
 SCHEDULE_TICK_S = 30.0
@@ -169,7 +170,7 @@ def sync_connector(
 
 def start_sync(
     state: Server, service: TaskService, ctx: ContextDir, name: str, who: str, curate: bool, trigger: str
-) -> dict[str, Any]:
+) -> TaskRow:
     """An `import` task that syncs connector `name`, then curates when anything changed. Refused
     (409) while a curate, restore, pack or another import of the context runs."""
     entry = entry_of(ctx, name)

@@ -21,9 +21,10 @@ from sleuth.compile.sources import UnsafePath, safe_relative_path, safe_source_p
 from sleuth.errors import ToldConflict, ToldInvalid, ToldNotFound
 from sleuth.server.state import Server
 from sleuth.server.task_service import TaskService
-from sleuth.store.home import ContextDir, ContextNotFound, write_json_atomic
-from sleuth.store.lock import CurateInFlight, curate_lock
-from sleuth.store.trees import walk_files
+from sleuth.store.contexts.home import ContextDir, ContextNotFound
+from sleuth.store.contexts.lock import CurateInFlight, curate_lock
+from sleuth.store.contexts.trees import walk_files
+from sleuth.store.files import write_json_atomic
 
 EXTRA_FILE = "context.extra.json"
 #: Workflows that write the knowledge tree: one at a time per context (`409 task_in_flight`).

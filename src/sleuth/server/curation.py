@@ -20,9 +20,11 @@ from sleuth.compile.warm import pack_vectors, take_vectors, warm_source
 from sleuth.server.state import Server
 from sleuth.server.task_handle import Job, TaskHandle
 from sleuth.server.task_service import TaskService
-from sleuth.store.home import ContextDir, write_json_atomic
-from sleuth.store.lock import CurateInFlight, curate_lock
-from sleuth.store.replica import shared_storage
+from sleuth.store.contexts.home import ContextDir
+from sleuth.store.contexts.lock import CurateInFlight, curate_lock
+from sleuth.store.contexts.replica import shared_storage
+from sleuth.store.files import write_json_atomic
+from sleuth.store.records.rows import TaskRow
 from sleuth.store.storage import Storage
 
 CURATE_PHASES = ("snapshot", "parse", "embed", "index")  # `extract` joins when a model is used
@@ -190,7 +192,7 @@ def start_curate_task(
     task_input: dict[str, Any],
     force: bool = False,
     chunks_only: bool = False,
-) -> dict[str, Any]:
+) -> TaskRow:
     info = ctx.info()
     task = service.store.create(
         "curate", context_id=info.id, context_slug=info.slug, created_by=who, input=task_input

@@ -25,16 +25,16 @@ from sqlalchemy.exc import DBAPIError
 
 from sleuth.errors import Error, Unavailable, require_extra
 from sleuth.settings import Settings
+from sleuth.store.contexts.lock import LOCK_TABLES, prepare_locks
+from sleuth.store.contexts.replica import metadata as heads_metadata
 from sleuth.store.database import Database, open_database
-from sleuth.store.keys import TABLES as KEY_TABLES
-from sleuth.store.lock import LOCK_TABLES, prepare_locks
-from sleuth.store.replica import metadata as heads_metadata
-from sleuth.store.server_db import ServerDB
-from sleuth.store.server_schema import SCHEMA_VERSION, meta_t
-from sleuth.store.server_schema import metadata as server_metadata
+from sleuth.store.records.keys import TABLES as KEY_TABLES
+from sleuth.store.records.server_db import ServerDB
+from sleuth.store.records.server_schema import SCHEMA_VERSION, meta_t
+from sleuth.store.records.server_schema import metadata as server_metadata
+from sleuth.store.records.task_schema import metadata as task_metadata
+from sleuth.store.records.tasks import TaskStore
 from sleuth.store.storage import StorageUrlError, open_storage
-from sleuth.store.task_schema import metadata as task_metadata
-from sleuth.store.tasks import TaskStore
 
 INIT = "run `sleuth db init`"
 

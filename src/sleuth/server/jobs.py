@@ -13,7 +13,7 @@ from sleuth.server.curation import curate_job, curate_part
 from sleuth.server.packs import pack_job, restore_job
 from sleuth.server.state import Server
 from sleuth.server.task_service import JobKinds, PartKinds, TaskService
-from sleuth.store.tasks import TaskStore
+from sleuth.store.records.tasks import TaskStore
 
 log = logging.getLogger("sleuth.server")
 

@@ -18,8 +18,8 @@ from prometheus_client.registry import Collector
 
 from sleuth.server.state import Server
 from sleuth.server.turns import TURN_SECONDS
-from sleuth.store.replica import shared_storage
-from sleuth.store.tasks import TaskStore
+from sleuth.store.contexts.replica import shared_storage
+from sleuth.store.records.tasks import TaskStore
 
 
 @runtime_checkable

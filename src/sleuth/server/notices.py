@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from sleuth.errors import require_extra
 from sleuth.server.queue import conninfo
-from sleuth.store.server_db import CONTROL_CHANNEL, EVENTS_CHANNEL
+from sleuth.store.records.server_db import CONTROL_CHANNEL, EVENTS_CHANNEL
 
 log = logging.getLogger("sleuth.notices")
 MAX_BACKOFF_S = 10.0

@@ -32,12 +32,13 @@ from sleuth.server.task_handle import Job, TaskHandle
 from sleuth.server.task_inputs import TaskInput
 from sleuth.server.task_service import TaskService
 from sleuth.settings import Settings
+from sleuth.store.contexts.home import ContextDir, Home, now_iso
+from sleuth.store.contexts.ledger import Ledger
+from sleuth.store.contexts.lock import CurateInFlight, curate_lock
+from sleuth.store.contexts.replica import context_storage
+from sleuth.store.contexts.trees import walk_files
 from sleuth.store.database import Database
-from sleuth.store.home import ContextDir, Home, now_iso
-from sleuth.store.ledger import Ledger
-from sleuth.store.lock import CurateInFlight, curate_lock
-from sleuth.store.replica import context_storage
-from sleuth.store.trees import walk_files
+from sleuth.store.records.rows import TaskRow
 
 PACK_FORMAT = "sleuth-pack"
 PACK_FORMAT_VERSION = 1
@@ -307,7 +308,7 @@ def restore_pack(
     }
 
 
-def start_pack(service: TaskService, ctx: ContextDir, include_traces: bool, who: str) -> dict[str, Any]:
+def start_pack(service: TaskService, ctx: ContextDir, include_traces: bool, who: str) -> TaskRow:
     """Record and submit a `pack` task; `409 task_in_flight` while a curate, pack or restore runs."""
     with service.claiming():
         conflict_check(service, ctx, EXCLUSIVE_WORKFLOWS)
@@ -349,7 +350,7 @@ def restore_job(state: Server, args: dict[str, Any]) -> Job:
 
 def start_restore(
     service: TaskService, ctx: ContextDir, upload: TaskInput, filename: str, limits: SourceLimits, who: str
-) -> dict[str, Any]:
+) -> TaskRow:
     """Check the pack staged for `upload` and submit its `restore` task; the staged file is removed when
     anything here refuses it."""
     submitted = False

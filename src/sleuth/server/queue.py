@@ -37,8 +37,8 @@ from sleuth.errors import require_extra
 from sleuth.server.task_service import TaskService
 from sleuth.server.turns import TurnExecutor
 from sleuth.store.database import Database
-from sleuth.store.server_schema import queries_t
-from sleuth.store.task_schema import tasks_t
+from sleuth.store.records.server_schema import queries_t
+from sleuth.store.records.task_schema import tasks_t
 
 if TYPE_CHECKING:  # the postgres extra: imported where a queue is opened, so the core install starts
     import procrastinate

@@ -26,10 +26,10 @@ from sqlalchemy.exc import DBAPIError
 from sleuth.errors import Invalid
 from sleuth.server.queue import PART_JOB, TASK_JOB, TURN_JOB
 from sleuth.store.database import Database
-from sleuth.store.server_db import TERMINAL_STATUSES
-from sleuth.store.server_schema import queries_t
-from sleuth.store.task_schema import tasks_t
-from sleuth.store.tasks import TERMINAL_STATES
+from sleuth.store.records.server_db import TERMINAL_STATUSES
+from sleuth.store.records.server_schema import queries_t
+from sleuth.store.records.task_schema import tasks_t
+from sleuth.store.records.tasks import TERMINAL_STATES
 
 #: Each job's record: the argument that names it, and what it is.
 RECORDS = {TURN_JOB: ("query_id", "query"), TASK_JOB: ("task_id", "task"), PART_JOB: ("task_id", "task")}

@@ -18,8 +18,8 @@ from sleuth.sandbox.host import SandboxHost
 from sleuth.server.task_service import TaskService
 from sleuth.server.turns import TurnExecutor
 from sleuth.settings import Settings, current
-from sleuth.store.home import Home
-from sleuth.store.server_db import ServerDB
+from sleuth.store.contexts.home import Home
+from sleuth.store.records.server_db import ServerDB
 
 if TYPE_CHECKING:  # their optional packages (procrastinate, psycopg) load only where they run
     from sleuth.server.notices import Listener

@@ -39,12 +39,12 @@ from sqlalchemy import inspect, select
 
 from sleuth.errors import Failed, Invalid
 from sleuth.server.task_inputs import TaskInput
+from sleuth.store.contexts.replica import heads_t
+from sleuth.store.contexts.shared_trees import FRESHEN_AFTER_S, TRANSFERS
 from sleuth.store.database import Database, loads
-from sleuth.store.replica import heads_t
-from sleuth.store.shared_trees import FRESHEN_AFTER_S, TRANSFERS
+from sleuth.store.records.task_schema import tasks_t
+from sleuth.store.records.tasks import ACTIVE_STATES, TERMINAL_STATES
 from sleuth.store.storage import Listed, ObjectMissing, Storage
-from sleuth.store.task_schema import tasks_t
-from sleuth.store.tasks import ACTIVE_STATES, TERMINAL_STATES
 
 MIN_GRACE_S = FRESHEN_AFTER_S + 5 * 3600  # a publish or an edit has 5 hours to finish what it began
 DEFAULT_GRACE_S = 24 * 3600.0

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from sleuth.errors import Failed
-from sleuth.store.tasks import TaskStore
+from sleuth.store.records.rows import TaskProgress, TaskStep
+from sleuth.store.records.tasks import TaskStore
 
 log = logging.getLogger("sleuth.server.tasks")
 PROGRESS_WRITE_INTERVAL_S = 0.5  # a compile advances per source and per batch: write at most this often
@@ -46,7 +47,7 @@ class TaskHandle:
         self.output: Any = None  # kept when the job fails or is cancelled half-way
         self.cancel_message = "cancelled"
         self._cancel = threading.Event()
-        self._steps: list[dict[str, Any]] = []
+        self._steps: list[TaskStep] = []
         self._phase: str | None = None
         self._done_phases: set[str] = set()
         self._total = 0
@@ -156,7 +157,7 @@ class TaskHandle:
         self.finish(phase)
 
     # reporting
-    def progress(self, final_pct: float | None = None) -> dict[str, Any]:
+    def progress(self, final_pct: float | None = None) -> TaskProgress:
         phases = self.phases or ([self._phase] if self._phase else [])
         if final_pct is not None:
             pct = final_pct
@@ -181,10 +182,10 @@ class TaskHandle:
             "eta_seconds": eta,
         }
 
-    def steps(self, end_status: str | None = None) -> list[dict[str, Any]]:
+    def steps(self, end_status: str | None = None) -> list[TaskStep]:
         if end_status is not None:
             self._close_step(end_status)
-        return [dict(s) for s in self._steps]
+        return [s.copy() for s in self._steps]
 
     def _close_step(self, status: str) -> None:
         if self._steps and self._steps[-1]["status"] == "running":

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from sleuth.store.home import ContextDir
+from sleuth.store.contexts.home import ContextDir
 from sleuth.store.storage import Storage
 
 

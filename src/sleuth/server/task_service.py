@@ -18,10 +18,11 @@ from typing import Any, Protocol
 from sleuth.errors import Failed
 from sleuth.server.task_handle import Job, TaskCancelled, TaskHandle, do_part
 from sleuth.server.task_inputs import TaskInput
-from sleuth.store.lock import claims_lock
-from sleuth.store.outage import Reachability, patient
-from sleuth.store.replica import Replica
-from sleuth.store.tasks import (
+from sleuth.store.contexts.lock import claims_lock
+from sleuth.store.contexts.replica import Replica
+from sleuth.store.records.outage import Reachability, patient
+from sleuth.store.records.rows import TaskJob, TaskRow
+from sleuth.store.records.tasks import (
     TERMINAL_STATES,
     TaskStore,
 )
@@ -133,9 +134,7 @@ class TaskService:
         with self._claim, claims_lock(self.store.database):
             yield
 
-    def submit(
-        self, task: dict[str, Any], kind: str, args: dict[str, Any], phases: Sequence[str] = ()
-    ) -> None:
+    def submit(self, task: TaskRow, kind: str, args: dict[str, Any], phases: Sequence[str] = ()) -> None:
         """Run the scheduled `task`, a job of `kind` built from its JSON `args`: queued for a worker when
         there is a queue, else on this process's pool. A job that cannot be built fails the task."""
         task_id = task["id"]
@@ -203,14 +202,19 @@ class TaskService:
 
     def _take_parts(self, task_id: str, do: Callable[[str], object], abort: Callable[[], bool]) -> None:
         assert self.worker is not None
-        while (self.store.get(task_id) or {}).get("state") == "running" and not abort():
+        while self._state(task_id) == "running" and not abort():
             part = self.store.take_part(task_id, self.worker)
             if part is None:
                 return
             do_part(do, part)
             self.store.finish_part(task_id, part)
 
-    def _job_spec(self, task_id: str, state: str) -> dict[str, Any] | None:
+    def _state(self, task_id: str) -> str | None:
+        """The task's state now; None when it is gone."""
+        task = self.store.get(task_id)
+        return None if task is None else task["state"]
+
+    def _job_spec(self, task_id: str, state: str) -> TaskJob | None:
         """What a worker runs the task from (`set_job`), while the task is in `state`; else None."""
         task = self.store.get(task_id)
         spec = None if task is None else task.get("job")
@@ -235,8 +239,9 @@ class TaskService:
                 with self._lock:
                     live = self._live.get(task_id)
                 if state == "stopping" and live is not None and not live.handle.cancelled:
-                    stored = self.store.get(task_id) or {}
-                    live.handle.request_cancel(stored.get("error") or "cancelled")
+                    stored = self.store.get(task_id)
+                    error = None if stored is None else stored["error"]
+                    live.handle.request_cancel(error or "cancelled")
             held = {task_id for task_id, _ in renewed}
             with self._lock:
                 lost = [
@@ -269,8 +274,8 @@ class TaskService:
     def _drop_shared_input(self, task_id: str) -> None:
         """A task ended here for a worker that never ran it to its end: its upload leaves the storage
         (`TaskInput`; the copy staged where it arrived stays in that context's `staging/`)."""
-        spec = self._job_spec(task_id, "failed") or {}
-        upload = TaskInput.of_args(dict(spec.get("args") or {}))
+        spec = self._job_spec(task_id, "failed")
+        upload = None if spec is None else TaskInput.of_args(dict(spec.get("args") or {}))
         if upload is not None and self.shared is not None:
             self.shared.storage.delete([upload.key])
 
@@ -345,7 +350,7 @@ class TaskService:
             with self._lock:
                 self._live.pop(task_id, None)
 
-    def stop(self, task_id: str, reason: str | None = None, timeout_s: float | None = None) -> dict[str, Any]:
+    def stop(self, task_id: str, reason: str | None = None, timeout_s: float | None = None) -> TaskRow:
         """Cancel and wait (blocking: call from a worker thread). A terminal task is returned as is;
         `TaskStopTimeout` if it is still live after the wait."""
         task = self.store.request_stop(task_id, reason)

@@ -38,8 +38,8 @@ from prometheus_client import Histogram
 from sleuth.agent.records import Query
 from sleuth.agent.turn import PreparedTurn, Runtime
 from sleuth.errors import ToldTooMany
-from sleuth.store.outage import Reachability, patient
-from sleuth.store.server_db import (
+from sleuth.store.records.outage import Reachability, patient
+from sleuth.store.records.server_db import (
     TERMINAL_STATUSES,
     Holder,
     ServerDB,
@@ -150,7 +150,7 @@ class TurnExecutor:
         self._mean_turn_s: float | None = None  # a moving average of finished turns' durations
         self._stop = threading.Event()
         self._beat: threading.Thread | None = None
-        self._reach = Reachability(self.lease_s)  # sweeps wait a lease after an outage
+        self._reach = Reachability(self.lease_s)  # sweeps wait two leases after an outage
         self.last_beat: float | None = None  # when the heartbeat thread last ended a beat
 
     # ------------------------------------------------------------------------------ admission
@@ -292,7 +292,7 @@ class TurnExecutor:
         those a stop was asked for on any server, stops those this process lost (its lease ran out while
         it could not reach the database, and another process failed them: the database fences off its
         writes), and with a queue fails the turns of dead workers, but only once this process has
-        itself been connected for a whole lease (after an outage, the others renew first)."""
+        itself been connected for two leases (after an outage, the others renew first)."""
         with self._lock:
             running = sorted(self._running | self._held)
         try:

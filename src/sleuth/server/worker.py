@@ -38,7 +38,7 @@ from sleuth.server.metrics import registry_of
 from sleuth.server.queue import DRAIN_MARGIN_S, QUEUES, JobRunner, run_worker
 from sleuth.server.task_service import TaskService
 from sleuth.settings import Settings
-from sleuth.store.home import Home
+from sleuth.store.contexts.home import Home
 
 log = logging.getLogger("sleuth.worker")
 MAX_BACKOFF_S = 30.0

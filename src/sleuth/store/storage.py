@@ -19,7 +19,7 @@ from typing import Any, NamedTuple, Protocol
 from urllib.parse import unquote, urlsplit
 
 from sleuth.errors import Invalid, NotFound
-from sleuth.store.home import atomic_file
+from sleuth.store.files import atomic_file
 
 
 class StorageUrlError(Invalid, ValueError):

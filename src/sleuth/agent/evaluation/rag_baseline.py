@@ -27,7 +27,7 @@ from sleuth.agent.spans import EvidenceSpan
 from sleuth.format.front_matter import read_front_matter
 from sleuth.format.spans import Provenance
 from sleuth.models.base import CompletionParams, Message, Model, ModelError, Reply, TokenUsage, ToolSpec
-from sleuth.store.search import VersionReader
+from sleuth.store.version.search import VersionReader
 
 __all__ = ["SEARCH_TOOL", "RagBaseline", "format_chunks", "system_prompt"]
 

@@ -19,7 +19,7 @@ from sleuth.settings import TURN_CAP_SECONDS
 if TYPE_CHECKING:
     from sleuth.agent.records import Query
     from sleuth.agent.turn import Runtime
-    from sleuth.store.search import VersionReader
+    from sleuth.store.version.search import VersionReader
 
 __all__ = [
     "AnswerFn",

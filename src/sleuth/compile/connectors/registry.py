@@ -18,7 +18,8 @@ from typing import Any
 from sleuth.compile.connectors.base import ConnectorConfigError
 from sleuth.compile.connectors.sync import state_file
 from sleuth.compile.sources import UnsafePath, safe_join, safe_source_path
-from sleuth.store.home import ContextDir, now_iso, prune_empty_dirs, write_json_atomic
+from sleuth.store.contexts.home import ContextDir, now_iso
+from sleuth.store.files import prune_empty_dirs, write_json_atomic
 
 NAME_RULE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 MIN_EVERY_S = 60.0

@@ -19,7 +19,8 @@ from typing import Any
 
 from sleuth.compile.connectors.base import Budget, Budgeted, Connector, ConnectorError, Limits
 from sleuth.compile.sources import UnsafePath, safe_source_path, shown
-from sleuth.store.home import ContextDir, now_iso, prune_empty_dirs, write_json_atomic
+from sleuth.store.contexts.home import ContextDir, now_iso
+from sleuth.store.files import prune_empty_dirs, write_json_atomic
 
 
 @dataclass

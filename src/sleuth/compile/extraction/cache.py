@@ -20,8 +20,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from sleuth.store.home import ContextDir
-from sleuth.store.replica import context_storage
+from sleuth.store.contexts.home import ContextDir
+from sleuth.store.contexts.replica import context_storage
 from sleuth.store.storage import ObjectMissing, Storage
 
 #: The largest cache entry written or read: twice the longest reply the client accepts

@@ -16,7 +16,7 @@ from sleuth.compile.manifest import DETERMINISTIC_KINDS, ArtifactType, Manifest
 from sleuth.models.base import CompletionParams, Message, Model, ModelConfig, ModelError, Reply, ToolSpec
 from sleuth.models.catalog import OFFLINE_ID, TIERS, Catalog, CatalogError, build_model
 from sleuth.settings import Settings
-from sleuth.store.home import ContextDir
+from sleuth.store.contexts.home import ContextDir
 
 
 @dataclass(frozen=True)

@@ -40,8 +40,8 @@ from sleuth.compile.parse import parse_source
 from sleuth.compile.sources import list_source_files
 from sleuth.models.base import ModelConfig
 from sleuth.settings import DEFAULTS
-from sleuth.store.home import ContextDir
-from sleuth.store.ledger import Ledger
+from sleuth.store.contexts.home import ContextDir
+from sleuth.store.contexts.ledger import Ledger
 
 LOCAL_RATES = (50.0, 18.0)  # prefill, generation tokens/s (spec/local-llm.md §5)
 REMOTE_RATES = (2000.0, 60.0)

@@ -11,29 +11,16 @@ index, which a page sequence has and a stray figure almost never does.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
-_NUMBER = r"(\d{1,4})"
-_ALONE = re.compile(rf"^(?:page\s+)?[-–—]?\s*{_NUMBER}\s*[-–—]?(?:\s+of\s+\d{{1,4}})?$", re.IGNORECASE)
-_BESIDE = re.compile(rf"^{_NUMBER}\s*[|•·]\s+\S.*$|^.*\S\s+[|•·]\s*{_NUMBER}$")
-_HEAD_LINES = 2
-_FOOT_LINES = 3
+from sleuth.format.furniture import edge_lines, page_number
+
 _NEIGHBOURS = 2  # pages either side where the same distance must recur
 
 
 def _candidates(text: str) -> set[int]:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    edges = lines[:_HEAD_LINES] + lines[-_FOOT_LINES:] if len(lines) > _HEAD_LINES else lines
-    found: set[int] = set()
-    for line in edges:
-        if len(line) > 80:
-            continue
-        match = _ALONE.match(line) or _BESIDE.match(line)
-        if match:
-            number = next(g for g in match.groups() if g is not None)
-            found.add(int(number))
-    return found
+    numbers = (page_number(text[a:b]) for a, b in edge_lines(text))
+    return {int(number) for number in numbers if number is not None}
 
 
 def printed_labels(texts: Sequence[str]) -> list[str | None]:

@@ -28,7 +28,7 @@ import pypdfium2.raw as pdfium_c
 from sleuth.compile.boilerplate import is_contents
 from sleuth.compile.pages import Heading, Page
 from sleuth.format.text import normalize_text, repair_dropped_ligatures
-from sleuth.store.stop_words import STOP_WORDS
+from sleuth.store.version.stop_words import STOP_WORDS
 
 #: A heading line's limits: characters and words.
 MAX_HEADING_CHARS = 100
