@@ -6,7 +6,7 @@ export SLEUTH_HOME ?= $(CURDIR)/.sleuth
 
 CORE_VENV ?= .venv-core
 
-.PHONY: demo test checks checks-now test-fast fix lint lint-now typecheck typecheck-now install install-dev core-check sample-pdfs bench clean chromium postgres
+.PHONY: demo test checks test-fast fix lint typecheck install install-dev core-check sample-pdfs bench clean chromium postgres
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,9 +29,6 @@ demo: install
 	$(BIN)/sleuth ask --context acme "How many days a week can employees work remotely?"
 
 lint: install-dev
-	@$(MAKE) --no-print-directory lint-now
-
-lint-now:
 	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/ruff format --check src tests benchmarks scripts
 	$(BIN)/lint-imports
@@ -40,29 +37,16 @@ lint-now:
 		echo 'tests must not import a conftest module: shared helpers go in a support.py'; exit 1; fi
 
 typecheck: install-dev
-	@$(MAKE) --no-print-directory typecheck-now
-
-typecheck-now:
 	$(BIN)/mypy --strict src/sleuth tests
 
-# The suite on every core (pytest-xdist: a serial run took 16 minutes on a 2-core machine), with the
-# slowest tests listed so that the next one to cut is in plain sight. The checks (lint, types, the core
-# install) run beside it, not before: the suite's tests wait on servers, workers and leases for much of
-# their time, and the checks fill those waits. Their output is shown after the suite's; either failing
-# fails `make test`.
-CHECKS_LOG ?= .checks.log
-test: chromium postgres install-dev
-	@$(MAKE) --no-print-directory -j2 --output-sync=target checks-now > $(CHECKS_LOG) 2>&1 & checks=$$!; \
-	$(BIN)/pytest -n auto --durations=10; suite=$$?; \
-	wait $$checks; checked=$$?; \
-	echo '--- the checks (lint, types, the core install), run beside the suite:'; cat $(CHECKS_LOG); \
-	if [ $$checked -ne 0 ]; then echo 'make test: the checks failed (above)'; fi; \
-	[ $$suite -eq 0 ] && [ $$checked -eq 0 ]
+# The checks two at a time (the core venv installs while the dev one does, mypy runs beside it), then
+# the suite on every core (pytest-xdist: a serial run took 16 minutes on a 2-core machine), with the
+# slowest tests listed so that the next one to cut is in plain sight.
+test: chromium postgres
+	$(MAKE) -j2 --output-sync=target checks
+	$(BIN)/pytest -n auto --durations=10
 
-checks: install-dev
-	@$(MAKE) --no-print-directory -j2 --output-sync=target checks-now
-
-checks-now: lint-now typecheck-now core-check
+checks: lint typecheck core-check
 
 # The README's first hour as a user installs Sleuth (`pip install -e .`, no extras), in its own venv:
 # the suite runs with every extra, so it cannot see a command that crashes without one.
@@ -103,4 +87,4 @@ bench: install-dev
 	$(BIN)/python benchmarks/retrieval.py
 
 clean:
-	rm -rf $(VENV) $(CORE_VENV) .sleuth .pytest_cache .mypy_cache .ruff_cache .hypothesis $(CHECKS_LOG)
+	rm -rf $(VENV) $(CORE_VENV) .sleuth .pytest_cache .mypy_cache .ruff_cache .hypothesis

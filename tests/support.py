@@ -29,6 +29,7 @@ SDK_PRIMITIVES = (
     "read_around",
     "read_page",
     "read_section",
+    "compare_sections",
     "query_db",
     "list_tables",
     "walk_graph",

@@ -16,4 +16,5 @@ def test_every_primitive_has_its_category_and_every_search_its_score_space() -> 
         assert CATEGORIES[name] == item.category, name  # never the host's ("host" is no category)
         if item.category == "search":  # awaited and ranking (`orientation` is awaited, ranks nothing)
             assert SCORE_SPACES[name] in ("hybrid_rrf", "bm25"), name
-    assert {CATEGORIES[n] for n in ("read_around", "read_page", "read_section")} == {"read"}
+    reads = ("read_around", "read_page", "read_section", "compare_sections")
+    assert {CATEGORIES[n] for n in reads} == {"read"}

@@ -182,8 +182,9 @@ def sdk_reference(tools: Sequence[str] | None = None) -> str:
         "`h.kind`, `h.fields` (chunk hits: source_path, "
         "page, chunk_text, section_path; artifact hits: type, sources, snippet). A `Passage` (read_around, "
         "read_page, read_section) prints its chunks' text, each after its label (`[E7 p.41] …`); "
-        "`p.hits` are its chunks as hits. Rows from `query_db` are dicts; `_provenance` holds evidence "
-        "labels."
+        "`p.hits` are its chunks as hits. A `Comparison` (compare_sections) prints each added (+), "
+        "removed (-) and changed (~) sentence after its labels; `.evidence` cites them. Rows from "
+        "`query_db` are dicts; `_provenance` holds evidence labels."
     )
     return "\n".join(lines)
 

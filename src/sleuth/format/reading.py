@@ -59,14 +59,25 @@ class PageReading:
     def read(self, page: str, start: int, end: int) -> str:
         """`page[start:end]` as a reader reads it: cut ranges skipped, soft line breaks as spaces,
         trimmed."""
+        return self.kept(page, start, end).text
+
+    def kept(self, page: str, start: int, end: int) -> Kept:
+        """`read`'s text with the page offset of each of its characters, so a piece of what a reader
+        reads (a sentence) maps back onto the verbatim page (`format.comparison`)."""
         kept = cut_text(page[start:end], start, self.removals(start, end))
+        text = kept.text
         if self.soft:
-            chars = list(kept.text)
+            chars = list(text)
             for i, at in enumerate(kept.offsets):
                 if at in self.soft:
                     chars[i] = " "
-            return "".join(chars).strip()
-        return kept.text.strip()
+            text = "".join(chars)
+        low, high = 0, len(text)
+        while low < high and text[low].isspace():
+            low += 1
+        while high > low and text[high - 1].isspace():
+            high -= 1
+        return Kept(text[low:high], kept.offsets[low:high])
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import NoReturn
 
 from sleuth.sdk.base import QueryEmbedder
+from sleuth.sdk.comparisons import Comparisons
 from sleuth.sdk.errors import LimitError
 from sleuth.sdk.orientation import Orienting
 from sleuth.sdk.passages import Passages
@@ -40,10 +41,10 @@ class FinalAnswer(BaseException):
         self.evidence = evidence
 
 
-class Knowledge(Reads, Searches, Passages, Tables, Orienting):
+class Knowledge(Reads, Searches, Passages, Comparisons, Tables, Orienting):
     """The SDK bound into one turn's REPL, over 1-10 scoped contexts: the reads, the searches, the
-    reads around evidence, the database primitives and the orientation (each module declares its
-    own), and `final`, which ends the loop."""
+    reads around evidence, the comparison of a section across documents, the database primitives
+    and the orientation (each module declares its own), and `final`, which ends the loop."""
 
     def final(
         self, answer: str | None = None, evidence: Iterable[Hit | Span | str] | None = None

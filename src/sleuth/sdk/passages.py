@@ -83,11 +83,11 @@ class Passages(KnowledgeBase):
         else:
             ctx, source_path = self._document(source, context)
             chunks = ctx.reader.source_chunks(source_path)
-            at, path = _find_section(chunks, section, source_path)
+            at, path = find_section(chunks, section, source_path)
         low, high = at, at
-        while low > 0 and _within_section(chunks[low - 1], path):
+        while low > 0 and within_section(chunks[low - 1], path):
             low -= 1
-        while high + 1 < len(chunks) and _within_section(chunks[high + 1], path):
+        while high + 1 < len(chunks) and within_section(chunks[high + 1], path):
             high += 1
         run = chunks[low : high + 1]
         kept, cut = _within(run, max_chars, at - low if section is None else 0)
@@ -196,19 +196,20 @@ def _is_path(source: Any) -> bool:
     )
 
 
-def _within_section(chunk: Chunk, path: list[str]) -> bool:
+def within_section(chunk: Chunk, path: list[str]) -> bool:
     """Under the heading path `path`; with no heading (text before the first one), only chunks that
     have none either."""
     return chunk.heading_path[: len(path)] == path if path else not chunk.heading_path
 
 
-def _find_section(chunks: Sequence[Chunk], section: str, source_path: str) -> tuple[int, list[str]]:
-    """The first chunk under a heading that contains `section`, and the heading path to that heading."""
-    wanted = section.casefold().strip()
+def find_section(chunks: Sequence[Chunk], section: str, source_path: str) -> tuple[int, list[str]]:
+    """The first chunk under a heading that contains `section` (any case), and the heading path to
+    that heading; `A > B` is a path: a heading containing B under one containing A."""
+    wanted = [part.casefold().strip() for part in section.split(">") if part.strip()] or [""]
     for position, chunk in enumerate(chunks):
-        for depth, heading in enumerate(chunk.heading_path):
-            if wanted in heading.casefold():
-                return position, chunk.heading_path[: depth + 1]
+        depth = _heading_depth(chunk.heading_path, wanted)
+        if depth is not None:
+            return position, chunk.heading_path[: depth + 1]
     headings = list(dict.fromkeys(h for c in chunks for h in c.heading_path))
     close = difflib.get_close_matches(section, headings, n=5, cutoff=0.3)
     raise NotFoundError(
@@ -220,6 +221,17 @@ def _find_section(chunks: Sequence[Chunk], section: str, source_path: str) -> tu
             else "; it has no headings"
         )
     )
+
+
+def _heading_depth(path: Sequence[str], wanted: Sequence[str]) -> int | None:
+    """The depth in `path` of the heading that contains the last of `wanted`, each of the others
+    contained by a heading above it in order; None when `path` has no such headings."""
+    depth = -1
+    for part in wanted:
+        depth = next((d for d in range(depth + 1, len(path)) if part in path[d].casefold()), -2)
+        if depth < 0:
+            return None
+    return depth
 
 
 def _within(chunks: Sequence[Chunk], max_chars: int, focus: int) -> tuple[list[Chunk], bool]:

@@ -16,7 +16,7 @@ import functools
 import inspect
 import sys
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -33,15 +33,18 @@ __all__ = [
     "ArtifactName",
     "Clamped",
     "DocType",
+    "Documents",
     "FactKey",
     "Issuer",
     "Latest",
     "Locator",
     "MaxChars",
     "MaxHops",
+    "MaxSentences",
     "MaxTotal",
     "MustContain",
     "PageNumber",
+    "PageRanges",
     "PerQuery",
     "PerSource",
     "Phrase",
@@ -117,7 +120,24 @@ Around = Annotated[int, Field(ge=0, le=10, description="Chunks to read on that s
 PageNumber = Annotated[int | None, Field(ge=1, le=100_000, description="A 1-based page number.")]
 MaxChars = Annotated[int, Field(ge=200, le=20_000, description="At most this many characters (200-20,000).")]
 Section = Annotated[
-    str | None, Field(min_length=1, max_length=200, description="Words of a heading, e.g. 'Liquidity'.")
+    str | None,
+    Field(
+        min_length=1,
+        max_length=200,
+        description="Words of a heading, e.g. 'Liquidity', or of a heading path: 'Item 7 > Liquidity'.",
+    ),
+]
+Documents = Annotated[
+    Sequence[str], Field(description="2-10 source paths; the first is the base the others are compared with.")
+]
+PageRanges = Annotated[
+    tuple[int, int] | Mapping[str, tuple[int, int]] | None,
+    Field(description="Pages (first, last), 1-based, for every document, or {source path: (first, last)}."),
+]
+MaxSentences = Annotated[
+    int,
+    Field(ge=10, le=2000, description="At most this many sentences of each document (10-2,000)."),
+    CLAMPED,
 ]
 
 Kind = Literal["read", "search"]
@@ -151,12 +171,13 @@ _REGISTRY: dict[str, Primitive] = {}
 
 
 #: The modules that declare primitives, in the order of spec/runtime.md §5.2 (the reads of
-#: artifacts, the searches, the reads around evidence, the database, the orientation); each
-#: module's own in the order it declares them.
+#: artifacts, the searches, the reads around evidence, the comparison of a section across
+#: documents, the database, the orientation); each module's own in the order it declares them.
 MODULES = (
     "sleuth.sdk.reads",
     "sleuth.sdk.searches",
     "sleuth.sdk.passages",
+    "sleuth.sdk.comparisons",
     "sleuth.sdk.tables",
     "sleuth.sdk.orientation",
 )

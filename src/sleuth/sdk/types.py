@@ -343,3 +343,150 @@ class Graph(SelfAwaitable):
     nodes: list[ArtifactRef]
     edges: list[Edge]
     truncated: bool
+
+
+#: The most of a sentence a comparison's repr quotes (the record keeps it whole).
+SENTENCE_SHOWN = 500
+
+
+@dataclass(frozen=True)
+class Sentence(SelfAwaitable):
+    """One sentence of a compared section (`compare_sections`) as a reader reads it, with the
+    verbatim page span it stands on: one span, or one per page where it runs over a page break."""
+
+    text: str
+    source_path: str
+    evidence: list[Span]
+
+    @property
+    def pages(self) -> list[int]:
+        return list(dict.fromkeys(s.page for s in self.evidence))
+
+    @property
+    def refs(self) -> list[str]:
+        return [s.ref for s in self.evidence]
+
+    @property
+    def tag(self) -> str:
+        """`E7 p.4`, or `E7+E8 p.4-5` for a sentence over a page break: what its repr shows."""
+        pages = self.pages
+        where = f"p.{pages[0]}" if len(pages) == 1 else f"p.{pages[0]}-{pages[-1]}"
+        return f"{'+'.join(self.refs)} {where}"
+
+    def __repr__(self) -> str:
+        return f"[{self.tag}] {_short(self.text, SENTENCE_SHOWN)}"
+
+
+@dataclass(frozen=True)
+class Change(SelfAwaitable):
+    """A sentence of the base document changed in the other: `similarity` is the share of their
+    words in common (0-1), `edits` each `(old words, new words)` where they differ."""
+
+    old: Sentence
+    new: Sentence
+    similarity: float
+    edits: list[tuple[str, str]]
+
+    @property
+    def evidence(self) -> list[Span]:
+        """Both sides' spans, old first: cite the old and the new wording together."""
+        return [*self.old.evidence, *self.new.evidence]
+
+    def __repr__(self) -> str:
+        shown = "; ".join(f"{old or '∅'!s} → {new or '∅'!s}" for old, new in self.edits[:5])
+        more = f"; +{len(self.edits) - 5} edits" if len(self.edits) > 5 else ""
+        return (
+            f"~ {self.similarity:.2f} [{self.old.tag} → {self.new.tag}] {_short(shown + more, 200)}\n"
+            f"    - {_short(self.old.text, SENTENCE_SHOWN)}\n    + {_short(self.new.text, SENTENCE_SHOWN)}"
+        )
+
+
+@dataclass(frozen=True)
+class Compared(SelfAwaitable):
+    """What a comparison read of one document: its section (the heading path found; [] for a page
+    range alone), its pages, how many sentences it compared and whether `max_sentences` cut it."""
+
+    context: str
+    source_path: str
+    section_path: list[str]
+    pages: list[int]
+    sentences: int
+    truncated: bool
+
+    def __repr__(self) -> str:
+        pages = "no text" if not self.pages else f"p.{self.pages[0]}-{self.pages[-1]}"
+        section = f" §{' > '.join(self.section_path)}" if self.section_path else ""
+        cut = " (cut at max_sentences)" if self.truncated else ""
+        return f"{self.source_path} {pages}{section}: {self.sentences} sentences{cut}"
+
+
+@dataclass(frozen=True)
+class SectionDiff(SelfAwaitable):
+    """The base document's section against one other's: the sentences only the other has
+    (`added`), only the base has (`removed`), and those reworded (`changed`); `unchanged` and
+    `moved` (the same sentence elsewhere in the section) are counted, not listed, and so are
+    differences past what one call lists (`unlisted`)."""
+
+    base: Compared
+    other: Compared
+    added: list[Sentence]
+    removed: list[Sentence]
+    changed: list[Change]
+    unchanged: int
+    moved: int
+    unlisted: int = 0
+
+    @property
+    def evidence(self) -> list[Span]:
+        """Every span of what differs: the added, the removed, then both sides of each change."""
+        spans = [s for item in [*self.added, *self.removed] for s in item.evidence]
+        return spans + [s for change in self.changed for s in change.evidence]
+
+    def __repr__(self) -> str:
+        counts = (
+            f"{len(self.added)} added, {len(self.removed)} removed, {len(self.changed)} changed, "
+            f"{self.unchanged} unchanged" + (f", {self.moved} moved" if self.moved else "")
+        )
+        lines = [f"{self.base.source_path} → {self.other.source_path}: {counts}"]
+        lines += [f"+ {item!r}" for item in self.added]
+        lines += [f"- {item!r}" for item in self.removed]
+        lines += [repr(change) for change in self.changed]
+        if self.unlisted:
+            lines.append(
+                f"[{self.unlisted} more differences not listed: compare a narrower section or pages]"
+            )
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Comparison(SelfAwaitable):
+    """One section (or page range) of several documents compared with the first, sentence by
+    sentence (`compare_sections`): `documents` as read, `diffs` the base against each other one.
+    `added`, `removed` and `changed` gather every diff's (each sentence names its document)."""
+
+    section: str | None
+    documents: list[Compared]
+    diffs: list[SectionDiff]
+
+    @property
+    def added(self) -> list[Sentence]:
+        return [item for diff in self.diffs for item in diff.added]
+
+    @property
+    def removed(self) -> list[Sentence]:
+        return [item for diff in self.diffs for item in diff.removed]
+
+    @property
+    def changed(self) -> list[Change]:
+        return [item for diff in self.diffs for item in diff.changed]
+
+    @property
+    def evidence(self) -> list[Span]:
+        return [s for diff in self.diffs for s in diff.evidence]
+
+    def __repr__(self) -> str:
+        what = f"§{self.section!r}" if self.section else "pages"
+        lines = [f"Comparison({what} of {len(self.documents)} documents; the first is the base)"]
+        lines += [f"  {document!r}" for document in self.documents]
+        lines += [repr(diff) for diff in self.diffs]
+        return "\n".join(lines)
