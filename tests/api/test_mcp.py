@@ -131,6 +131,28 @@ def test_http_lists_tools_and_answers_a_background_turn(make_server: ServerFacto
     assert stored["status"] == "completed" and stored["citations"]
 
 
+def test_a_primitives_notices_come_back_beside_its_result(make_server: ServerFactory) -> None:
+    """A tool call has no step output: what a primitive would print as a notice (a `must_contain` that
+    matched no whole word, a bound lowered) comes back as text items after the JSON value and as
+    `notices` in the structured content, never on the server's stderr."""
+    server = make_server()
+
+    async def main() -> None:
+        async with Client(f"{server.url}/mcp") as client:
+            asked = {"context": "acme", "query": "hotel limit", "must_contain": "hote"}
+            answer = await client.call_tool("search_source", asked)
+            assert not answer.is_error, answer.content
+            first, *notes = answer.content
+            assert isinstance(first, TextContent) and json.loads(first.text) == []
+            assert len(notes) == 1 and isinstance(notes[0], TextContent)
+            assert "must_contain='hote'" in notes[0].text and "whole words" in notes[0].text
+            assert answer.structured_content == {"result": [], "notices": [notes[0].text]}
+            plain = value(await client.call_tool("search_source", {"context": "acme", "query": "hotel"}))
+            assert plain  # no notice: one text item, as before
+
+    anyio.run(main)
+
+
 def test_http_primitives_return_json_and_tool_errors(
     make_server: ServerFactory, sample_home: tuple[Home, CompileReport]
 ) -> None:

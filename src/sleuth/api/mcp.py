@@ -25,13 +25,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import math
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass
 from inspect import Parameter, Signature
 from pathlib import Path
 from typing import Annotated, Any
@@ -43,7 +41,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.streamable_http import check_accept_headers
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -56,6 +54,7 @@ from sleuth.agent.request import Ask
 from sleuth.agent.turn import TurnError
 from sleuth.api.auth import LOCAL, principal
 from sleuth.api.errors import ApiError
+from sleuth.api.mcp_results import Noted, error, result, to_json
 from sleuth.api.query_request import validated_body
 from sleuth.api.state import api_state, executor, task_service
 from sleuth.errors import Error, Told
@@ -70,9 +69,9 @@ from sleuth.sdk.errors import (
     SleuthError,
 )
 from sleuth.sdk.knowledge import Evidence, Knowledge, ScopedContext
+from sleuth.sdk.notices import collected
 from sleuth.sdk.primitives import Locator, Primitive, primitives
 from sleuth.sdk.sql_process import IsolatedDatabase
-from sleuth.sdk.types import Hit, Rows
 from sleuth.server.access import Principal, visible_query
 from sleuth.server.admission import QueryRequest, admit_turn
 from sleuth.server.build import open_server
@@ -160,52 +159,6 @@ def _http_engine(ctx: Context) -> Engine:
     return Engine.of_request(request)
 
 
-# ------------------------------------------------------------------------------------------ results
-def to_json(value: Any) -> Any:
-    """The JSON form of an SDK result: dataclass fields, recursively; a Hit adds its `span` and `ref`
-    (spec/runtime.md §5.3) instead of the private `span_`; Rows keep their columns and truncation."""
-    if isinstance(value, Hit):
-        out = {f.name: to_json(getattr(value, f.name)) for f in fields(value) if f.name != "span_"}
-        return {**out, "span": to_json(value.span), "ref": value.ref}
-    if isinstance(value, Rows):
-        return {
-            "columns": list(value.columns),
-            "rows": [to_json(row) for row in value],
-            "truncated": value.truncated,
-            "elapsed_ms": round(value.elapsed_ms, 1),
-        }
-    if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_json(getattr(value, f.name)) for f in fields(value)}
-    if isinstance(value, Mapping):
-        return {str(k): to_json(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [to_json(v) for v in value]
-    if value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        return int(value)  # the SDK's awaitable int subclass, too
-    if isinstance(value, float):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return str(value)
-
-
-def _result(value: Any) -> CallToolResult:
-    """JSON text for every client, and the same value as structured content (an object, as the
-    2025 protocol versions require: non-objects are wrapped as `{"result": ...}`, the SDK's convention)."""
-    structured = value if isinstance(value, dict) else {"result": value}
-    text = json.dumps(value, ensure_ascii=False)
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
-
-
-def _error(envelope: dict[str, Any]) -> CallToolResult:
-    text = json.dumps(envelope, ensure_ascii=False)
-    return CallToolResult(
-        content=[TextContent(type="text", text=text)], structured_content=envelope, is_error=True
-    )
-
-
 def _failure_of(exc: Exception) -> ToolFailure | None:
     """The caller-facing failure an exception stands for; None for a bug (the SDK reports those
     without their details and logs them)."""
@@ -279,12 +232,12 @@ class Tools:
         caller-facing failure as a tool error."""
         try:
             engine = self._engine_of(ctx)
-            return _result(await anyio.to_thread.run_sync(work, engine))
+            return result(await anyio.to_thread.run_sync(work, engine))
         except Exception as exc:
             failure = _failure_of(exc)
             if failure is None:
                 raise
-            return _error(failure.envelope())
+            return error(failure.envelope())
 
     def _context(self, engine: Engine, slug: str) -> tuple[ContextDir, ContextInfo]:
         hint = f"; this server serves {self._only!r} only" if self._only is not None else ""
@@ -394,11 +347,12 @@ class Tools:
             live = context.live_version()
             if live is None:
                 raise ToolFailure("context_not_curated", f"context {info.slug!r} has no compiled version yet")
-            with self.pool.borrow(ScopedContext(info.slug, context.version_dir(live))) as knowledge:
+            scoped = ScopedContext(info.slug, context.version_dir(live))
+            with self.pool.borrow(scoped) as knowledge, collected() as notices:
                 value = call(knowledge)
                 if asyncio.iscoroutine(value):
                     value = asyncio.run(value)
-                return to_json(value)
+                return Noted(to_json(value), notices)
 
         return await self._guarded(ctx, work)
 
@@ -447,7 +401,7 @@ class _Server(MCPServer):
             if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
                 errors = cause.errors(include_url=False)
                 field = field_of(errors[0]["loc"]) if errors else "arguments"
-                return _error({"message": first_problem(cause), "code": "invalid_request", "field": field})
+                return error({"message": first_problem(cause), "code": "invalid_request", "field": field})
             raise
 
 

@@ -9,7 +9,6 @@ across its pages, as a reader reads it, and the documents are aligned sentence b
 from __future__ import annotations
 
 import difflib
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +17,7 @@ from sleuth.format.chunks import Chunk
 from sleuth.format.comparison import Stitched, align, stitch, word_edits
 from sleuth.sdk.base import KnowledgeBase
 from sleuth.sdk.errors import LimitError, NotFoundError
+from sleuth.sdk.notices import notice
 from sleuth.sdk.passages import find_section, within_section
 from sleuth.sdk.primitives import Documents, MaxSentences, PageRanges, Section, primitive, shown
 from sleuth.sdk.scoped import ScopedReader
@@ -116,11 +116,10 @@ class Comparisons(KnowledgeBase):
         truncated = len(sentences) > max_sentences
         if truncated:
             where = f"its section {' > '.join(heading)!r}" if heading else "its pages"
-            print(
+            notice(
                 f"[notice: compare_sections: {path} has {len(sentences)} sentences in {where}; "
                 f"compared the first {max_sentences} (max_sentences), and no difference after the "
-                "last sentence both documents share]",
-                file=sys.stderr,
+                "last sentence both documents share]"
             )
             sentences = sentences[:max_sentences]
         read_pages = list(dict.fromkeys(page for _at, page, _kept in stitched.pieces))
@@ -134,11 +133,10 @@ class Comparisons(KnowledgeBase):
         new = [other.text(j) for j in range(len(other.sentences))]
         found = align(old, new, open_end=base.compared.truncated or other.compared.truncated)
         if found.unpaired:
-            print(
+            notice(
                 f"[notice: compare_sections: {other.compared.source_path} differs from "
                 f"{base.compared.source_path} in too many sentences to weigh every pair as a change; "
-                "some changed sentences are listed as removed and added]",
-                file=sys.stderr,
+                "some changed sentences are listed as removed and added]"
             )
         kept_added = found.added[:room]
         kept_removed = found.removed[: room - len(kept_added)]
@@ -154,10 +152,9 @@ class Comparisons(KnowledgeBase):
         unlisted = len(found.added) + len(found.removed) + len(found.changed) - len(added)
         unlisted -= len(removed) + len(changed)
         if unlisted:
-            print(
+            notice(
                 f"[notice: compare_sections: {unlisted} more differences of {other.compared.source_path} "
-                f"not listed (at most {MAX_LISTED:,} sentences a call); compare a narrower section or pages]",
-                file=sys.stderr,
+                f"not listed (at most {MAX_LISTED:,} sentences a call); compare a narrower section or pages]"
             )
         return SectionDiff(
             base.compared, other.compared, added, removed, changed, found.unchanged, found.moved, unlisted

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import sys
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from pydantic import Field
 
 from sleuth.format.identity import DOC_TYPE_NAMES
 from sleuth.sdk.errors import LimitError
+from sleuth.sdk.notices import notice
 from sleuth.sdk.types import Hit, Span
 from sleuth.settings import declared_limits
 
@@ -272,7 +272,7 @@ def _check(
     method: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """The call's arguments, checked against their bounds; a `CLAMPED` count above its bound is
-    lowered to it, with a notice on stderr (the step's output, inside the REPL)."""
+    lowered to it, with a notice (`sdk.notices`: on stderr, the step's output, inside the REPL)."""
     signature, bounds, clamped = _bounds(method)
     try:
         bound = signature.bind(*args, **kwargs)
@@ -286,8 +286,7 @@ def _check(
             continue
         high = limits.get("le")
         if name in clamped and _is_int(value) and high is not None and value > high:
-            notice = f"[notice: {method.__name__}({name}={shown(value)}) is above {high}; using {high}]"
-            print(notice, file=sys.stderr)
+            notice(f"[notice: {method.__name__}({name}={shown(value)}) is above {high}; using {high}]")
             bound.arguments[name] = high
             continue
         _within(name, value, limits)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import re
-import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 from sleuth.format.text import folded
 from sleuth.sdk.base import KnowledgeBase
 from sleuth.sdk.errors import LimitError, QueryError
+from sleuth.sdk.notices import notice
 from sleuth.sdk.primitives import (
     ArtifactName,
     DocType,
@@ -157,7 +157,7 @@ class Searches(KnowledgeBase):
                     if not found and not is_prefix(text):
                         words.update(dict(ctx.reader.completions(text, keep)))
             if not found:
-                print(_unmatched_notice(text, words), file=sys.stderr)
+                notice(_unmatched_notice(text, words))
 
     @primitive("search", score_space="hybrid_rrf")
     async def search_source(
