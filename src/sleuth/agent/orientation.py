@@ -179,8 +179,9 @@ def sdk_reference(tools: Sequence[str] | None = None) -> str:
     lines.append("```")
     lines.append(
         "Hits: `h.ref` (evidence label), `h.name`, `h.score` (hybrid 0-1, keyword BM25, semantic cosine), "
-        "`h.kind`, `h.fields` (chunk hits: source_path, "
-        "page, chunk_text, section_path; artifact hits: type, sources, snippet). A `Passage` (read_around, "
+        "`h.kind`, `h.fields` (chunk hits: source_path, page, chunk_text (the page's running lines "
+        "removed), section_path, snippet (~240 characters around the match), match (its offsets in "
+        "chunk_text); artifact hits: type, sources, snippet). A `Passage` (read_around, "
         "read_page, read_section) prints its chunks' text, each after its label (`[E7 p.41] …`); "
         "`p.hits` are its chunks as hits. A `Comparison` (compare_sections) prints each added (+), "
         "removed (-) and changed (~) sentence after its labels; `.evidence` cites them. Rows from "
