@@ -30,7 +30,7 @@ from sleuth.store.contexts.home import ContextDir
 from sleuth.store.version.info import read_version_info
 from sleuth.store.version.search import VersionReader
 
-PROMPT_VERSION = "2026-12-06.2"  # .2: `orientation`, fiscal and calendar periods
+PROMPT_VERSION = "2026-12-06.3"  # .2: `orientation`, fiscal and calendar periods; .3: snippet and match
 MAX_DESCRIPTIONS_CHARS = 12_000
 #: Characters of one sample query shown: they are a model's text, quoted as examples, never more.
 SAMPLE_QUERY_CHARS = 120
