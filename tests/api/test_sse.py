@@ -205,7 +205,8 @@ def test_events_follow_a_running_turn_with_keep_alives(
     make_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(sse, "KEEPALIVE_S", 0.3)
-    server = scripted_server(make_server, [ONE_SECOND_STEP, "No answer was found."])
+    # a 3 s step: the stream still waits live for it when a loaded machine opens it a second or two late
+    server = scripted_server(make_server, [SLOW_STEP, "No answer was found."])
     query = server.client.post(
         "/api/query", json={"ask": "slow", "scope": ["acme"], "model": SCRIPTED, "background": True}
     ).json()
