@@ -9,15 +9,14 @@ ended. Now the worker's writes wait for the database
 until it has seen the database for a whole lease), and the curate lock is a leased row that outlives
 the restart.
 
-The model is the one double: an OpenAI-compatible HTTP server on 127.0.0.1 whose steps run code that
-sleeps, so a turn is still running when the database goes away.
+The model is the one double: an OpenAI-compatible HTTP server on 127.0.0.1 (`tests/models/slow.py`) whose
+steps run code that sleeps and whose extraction replies come slowly, so a turn and a curate are still
+running when the database goes away.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import random
 import shutil
 import time
 from collections.abc import Iterator
@@ -31,25 +30,14 @@ from sleuth.store.contexts.home import Home
 from sleuth.store.records.tasks import TaskStore
 from tests.api.support import upload
 from tests.cluster import Cluster
-from tests.models.wire import Canned, openai_completion, wire_server
+from tests.models.slow import NOTES_MANIFEST, SlowModel, notes
+from tests.models.wire import Canned, wire_server
 from tests.postgres import Postgres, throwaway_postgres
 
 MODEL = "test/slow"
-USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+#: A curate's extraction calls take this long: it is still running after the restart and the turn.
+EXTRACTION_S = 3.0
 OUTAGE_S = 4.0  # longer than the worker's 3 s lease: the leases run out by the database's clock
-
-
-def _reply(body: dict[str, Any]) -> Canned:
-    """Every loop step runs code that sleeps a second; synthesis (no tools offered) answers in words."""
-    if body.get("tools"):
-        code = "import time\ntime.sleep(1)\nprint('waited')"
-        call = {
-            "id": f"call_{time.monotonic_ns()}",
-            "type": "function",
-            "function": {"name": "run_python", "arguments": json.dumps({"code": code, "commentary": "Wait"})},
-        }
-        return Canned(200, openai_completion(None, [call], "tool_calls", USAGE, "slow"))
-    return Canned(200, openai_completion("Nothing was found.", None, "stop", USAGE, "slow"))
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +54,9 @@ def cluster(
     root = tmp_path_factory.mktemp("faults")
     home = root / "home"
     shutil.copytree(sample_home[0].root, home)
-    with wire_server(Canned(500, {"error": {"message": "unused"}}), "/v1", _reply) as llm:
+    with wire_server(
+        Canned(500, {"error": {"message": "unused"}}), "/v1", SlowModel(1.0, EXTRACTION_S)
+    ) as llm:
         (home / "config.toml").write_text(
             'default = "sleuth/offline"\n\n'
             f'[models."{MODEL}"]\nprovider = "openai-compatible"\nmodel = "slow"\n'
@@ -147,18 +137,15 @@ def test_a_turn_running_when_postgresql_restarts_completes(cluster: Cluster, own
 def test_a_curate_running_when_postgresql_restarts_publishes_once(
     cluster: Cluster, own_postgres: Postgres
 ) -> None:
-    """New text, so its embeddings are in no cache and the curate is still running at the restart."""
+    """Eight notes whose model takes 3 s a call: the curate is still running at the restart, and after
+    the turn asked once the database is back."""
     base = cluster.servers[0]
-    rng = random.Random(5)
-    words = [f"{rng.choice('bcdfgklmnprstvz')}{rng.choice('aeiou')}{i}" for i in range(3000)]
     with httpx.Client(base_url=base, timeout=60) as client:
-        client.post("/api/contexts", json={"slug": "restarted", "name": "Restarted"}).raise_for_status()
-        for n in range(6):
-            text = "\n\n".join(" ".join(rng.choice(words) for _ in range(120)) + "." for _ in range(20))
-            assert (
-                upload(client, "restarted", f"n{n}.md", f"# Note {n}\n\n{text}".encode()).status_code == 200
-            )
-        task_id = client.post("/api/contexts/restarted/curate", json={}).json()["task_id"]
+        made = {"slug": "restarted", "name": "Restarted", "manifest": NOTES_MANIFEST}
+        client.post("/api/contexts", json=made).raise_for_status()
+        for name, text in notes(8, seed=5).items():
+            assert upload(client, "restarted", name, text.encode()).status_code == 200
+        task_id = client.post("/api/contexts/restarted/curate", json={"model": MODEL}).json()["task_id"]
     deadline = time.monotonic() + 60
     while _read(f"{base}/api/tasks/{task_id}")["state"] != "running":
         assert time.monotonic() < deadline, "the curate did not start"

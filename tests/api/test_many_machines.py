@@ -15,15 +15,14 @@ real process signals:
 - a connector's sync, an archive import, a pack and a restore, asked of a server, run on workers, as
   every named job does (issue 41); an upload reaches the worker through the storage.
 
-The model is the one double: an OpenAI-compatible HTTP server on 127.0.0.1 (`tests/models/wire.py`) whose
-every step sleeps, so turns last long enough to be streamed, cancelled and killed.
+The model is the one double: an OpenAI-compatible HTTP server on 127.0.0.1 (`tests/models/slow.py`) whose
+every step sleeps, so turns last long enough to be streamed, cancelled and killed, and whose extraction
+replies come slowly, so curates are still running when their worker is killed, stopped or frozen.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import random
 import shutil
 import signal
 import subprocess
@@ -45,7 +44,8 @@ from sleuth.store.records.server_db import WORKER_LOST_ERROR
 from sleuth.store.records.tasks import TaskStore
 from tests.api.support import unique_slug, upload, wait_task
 from tests.cluster import Cluster
-from tests.models.wire import Canned, WireServer, openai_completion, wire_server
+from tests.models.slow import NOTES_MANIFEST, SlowModel, notes
+from tests.models.wire import Canned, WireServer, wire_server
 from tests.postgres import Postgres
 
 MODEL = "test/slow"
@@ -54,31 +54,16 @@ STEP_S = 1.0
 #: curate's embedding on every core) that starves a heartbeat thread for a few seconds does not hand a
 #: running turn or curate to another worker (at 1.5 s, a 4.5 s hold lapsed once in six clean runs).
 HEARTBEAT_S = 2.5
-USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
-
-
-def _reply(body: dict[str, Any]) -> Canned:
-    """Every loop step runs code that sleeps; synthesis (no tools offered) answers in words."""
-    if body.get("tools"):
-        call = {
-            "id": f"call_{time.monotonic_ns()}",
-            "type": "function",
-            "function": {
-                "name": "run_python",
-                "arguments": json.dumps(
-                    {"code": f"import time\ntime.sleep({STEP_S})\nprint('waited')", "commentary": "Wait"}
-                ),
-            },
-        }
-        completion = openai_completion(None, [call], "tool_calls", USAGE, "slow")
-    else:
-        completion = openai_completion("Nothing was found.", None, "stop", USAGE, "slow")
-    return Canned(200, completion)
+#: Each extraction call of a curate of notes takes this long: the curates below are still running when
+#: their worker is killed, stopped or frozen, whatever the machine's speed.
+EXTRACTION_S = 2.0
 
 
 @pytest.fixture(scope="module")
 def llm() -> Iterator[WireServer]:
-    with wire_server(Canned(500, {"error": {"message": "unused"}}), "/v1", _reply) as wire:
+    with wire_server(
+        Canned(500, {"error": {"message": "unused"}}), "/v1", SlowModel(STEP_S, EXTRACTION_S)
+    ) as wire:
         yield wire
 
 
@@ -281,23 +266,25 @@ def _upload_corpus(client: httpx.Client, slug: str) -> None:
         assert upload(client, slug, path.name, path.read_bytes()).status_code == 200
 
 
-def _fresh_corpus(client: httpx.Client, slug: str, files: int, seed: int) -> None:
-    """New text (its embeddings are in no cache), so a curate of it does real work for a while."""
-    rng = random.Random(seed)
-    words = [f"{rng.choice('bcdfgklmnprstvz')}{rng.choice('aeiou')}{i}" for i in range(4000)]
-    assert client.post("/api/contexts", json={"slug": slug, "name": "Fresh"}).status_code == 200
-    for n in range(files):
-        text = "\n\n".join(" ".join(rng.choice(words) for _ in range(120)) + "." for _ in range(20))
-        assert upload(client, slug, f"note-{n:02d}.md", f"# Note {n}\n\n{text}".encode()).status_code == 200
+def _notes(client: httpx.Client, slug: str, files: int, seed: int) -> str:
+    """A context of `files` new notes whose curate waits on the slow model (`EXTRACTION_S` a call);
+    returns the curate's task id."""
+    made = client.post("/api/contexts", json={"slug": slug, "name": "Notes", "manifest": NOTES_MANIFEST})
+    assert made.status_code == 200, made.text
+    for name, text in notes(files, seed).items():
+        assert upload(client, slug, name, text.encode()).status_code == 200
+    started = client.post(f"/api/contexts/{slug}/curate", json={"model": MODEL})
+    assert started.status_code == 200, started.text
+    return str(started.json()["task_id"])
 
 
 def test_a_curate_fans_out_over_the_workers(cluster: Cluster) -> None:
-    """Each source is embedded by whichever worker takes it; the finalize then finds every vector."""
+    """Each source is embedded and summarised by whichever worker takes it; the finalize then finds every
+    vector."""
     a = cluster.servers[0]
     slug = unique_slug()
     with httpx.Client(base_url=a, timeout=60) as on_a:
-        _fresh_corpus(on_a, slug, files=8, seed=11)
-        task_id = on_a.post(f"/api/contexts/{slug}/curate", json={}).json()["task_id"]
+        task_id = _notes(on_a, slug, files=8, seed=11)
         done = wait_task(on_a, task_id, timeout=180)
     assert done["state"] == "completed", done
     with TaskStore(cluster.database_url) as tasks:
@@ -305,7 +292,8 @@ def test_a_curate_fans_out_over_the_workers(cluster: Cluster) -> None:
     assert len(parts) == 8 and {p["state"] for p in parts} == {"done"}
     assert len({p["worker"] for p in parts}) == 2, parts  # both workers took sources
     usage = done["output"]["counts"]
-    assert usage["embedded"] == 0 and usage["embedded_from_cache"] > 0, usage  # all warmed before
+    # every note's chunks were embedded by the parts; the finalize embeds only the 8 summaries
+    assert usage["embedded"] == 8 and usage["embedded_from_cache"] >= 8, usage
 
 
 def test_two_servers_asked_to_curate_one_context_at_once_start_one_curate(cluster: Cluster) -> None:
@@ -356,12 +344,11 @@ def test_a_curate_whose_worker_is_killed_completes_on_the_other(cluster: Cluster
 def test_a_worker_stopped_mid_curate_hands_it_back_and_it_completes(cluster: Cluster) -> None:
     """SIGTERM: the worker takes no new job and gives its curate the grace period (1.5 s here); a curate
     still running then is handed back to the queue, and another worker completes it, never `failed`.
-    The corpus is new text, so its embeddings are not cached and the curate outlasts the grace."""
+    Its model takes 2 s a call, so the curate outlasts the grace."""
     a, b = cluster.servers[0], cluster.servers[-1]
     slug = unique_slug()
     with httpx.Client(base_url=a, timeout=60) as on_a, httpx.Client(base_url=b, timeout=120) as on_b:
-        _fresh_corpus(on_a, slug, files=6, seed=7)
-        task_id = on_a.post(f"/api/contexts/{slug}/curate", json={}).json()["task_id"]
+        task_id = _notes(on_a, slug, files=6, seed=7)
         with TaskStore(cluster.database_url) as tasks:
             holder = _until(lambda: _task_worker(tasks, task_id), 60, "a worker to take the curate")
             proc = next(p for p in cluster.workers if p.pid == cluster.worker_pid(holder))
@@ -384,8 +371,7 @@ def test_a_curate_whose_worker_freezes_completes_once_on_the_other(cluster: Clus
     a, b = cluster.servers[0], cluster.servers[-1]
     slug = unique_slug()
     with httpx.Client(base_url=a, timeout=60) as on_a, httpx.Client(base_url=b, timeout=120) as on_b:
-        _fresh_corpus(on_a, slug, files=4, seed=13)
-        task_id = on_a.post(f"/api/contexts/{slug}/curate", json={}).json()["task_id"]
+        task_id = _notes(on_a, slug, files=4, seed=13)
         with TaskStore(cluster.database_url) as tasks:
             holder = _until(lambda: _task_worker(tasks, task_id), 60, "a worker to take the curate")
             frozen = cluster.worker_pid(holder)

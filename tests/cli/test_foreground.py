@@ -4,10 +4,13 @@ on the same home fails only the turns no live process holds."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,21 +21,38 @@ from sleuth.store.database import new_id
 from sleuth.store.records.outage import Reachability
 from sleuth.store.records.rows import QueryDocument
 from sleuth.store.records.server_db import Holder, ServerDB, worker_alive, worker_name
+from tests.models.wire import Canned, openai_completion, wire_server
 
 REMOTE = "How many days a week can employees work remotely?"
+USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
 
 
-def _ask(home: Home, group: bool = False) -> subprocess.Popen[str]:
+def _ask(home: Home, group: bool = False, model: list[str] | None = None) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLEUTH_")}
     env["SLEUTH_HOME"] = str(home.root)
     return subprocess.Popen(
-        [sys.executable, "-m", "sleuth", "ask", "--context", "acme", REMOTE],
+        [sys.executable, "-m", "sleuth", "ask", "--context", "acme", *(model or []), REMOTE],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=env,
         start_new_session=group,  # its own process group, as a terminal's foreground job is
+        preexec_fn=_default_sigint,
     )
+
+
+def _default_sigint() -> None:
+    """A terminal starts its foreground job with Ctrl-C at its default (a process started with SIGINT
+    ignored keeps it ignored, and Python then installs no KeyboardInterrupt): whatever the test
+    process inherited, the child starts as from a shell."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _catches_sigint(pid: int) -> bool:
+    """Whether the process has a handler for SIGINT (`SigCgt` in /proc): Python's KeyboardInterrupt."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    caught = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), 16)
+    return bool(caught & (1 << (signal.SIGINT - 1)))
 
 
 def _latest_turn(home: Home, session_title: str = REMOTE) -> QueryDocument:
@@ -67,13 +87,36 @@ def test_a_reader_that_leaves_cancels_the_turn(sample_home: tuple[Home, CompileR
     assert len(turn["steps"]) == 1  # the second step never started
 
 
-def test_ctrl_c_cancels_the_turn(sample_home: tuple[Home, CompileReport]) -> None:
-    home, _ = sample_home
-    ask = _ask(home, group=True)
-    assert ask.stdout is not None and ask.stderr is not None
-    assert ask.stdout.readline().startswith("▶ step_1")
-    os.killpg(ask.pid, signal.SIGINT)  # Ctrl-C reaches the whole foreground group, sandbox included
-    out, err = ask.communicate(timeout=120)
+def _slow_step(body: dict[str, Any]) -> Canned:
+    """A model whose every step sleeps: the offline planner's whole turn can end (850 ms) before a
+    loaded machine delivers the Ctrl-C that the test sends once step 1 is shown."""
+    if not body.get("tools"):
+        return Canned(200, openai_completion("Nothing was found.", None, "stop", USAGE, "slow"))
+    code = "import time\ntime.sleep(5)\nprint('waited')"
+    call = {
+        "id": f"call_{time.monotonic_ns()}",
+        "type": "function",
+        "function": {"name": "run_python", "arguments": json.dumps({"code": code, "commentary": "Wait"})},
+    }
+    return Canned(200, openai_completion(None, [call], "tool_calls", USAGE, "slow"))
+
+
+def test_ctrl_c_cancels_the_turn(sample_home: tuple[Home, CompileReport], tmp_path: Path) -> None:
+    home = Home(tmp_path / "home")
+    shutil.copytree(sample_home[0].root, home.root)
+    with wire_server(Canned(500, {}), "/v1", _slow_step) as llm:
+        (home.root / "config.toml").write_text(
+            f'[models."test/slow"]\nprovider = "openai-compatible"\nmodel = "slow"\nbase_url = "{llm.url}"\n'
+            'api_key = "sk-test-not-a-real-key"\ntool_protocol = "native"\n',
+            encoding="utf-8",
+        )
+        ask = _ask(home, group=True, model=["--model", "test/slow"])
+        assert ask.stdout is not None and ask.stderr is not None
+        first = ask.stdout.readline()
+        assert first.startswith("▶ step_1"), first + ask.stderr.read()
+        assert _catches_sigint(ask.pid)
+        os.killpg(ask.pid, signal.SIGINT)  # Ctrl-C reaches the whole foreground group, sandbox included
+        out, err = ask.communicate(timeout=120)
     assert ask.returncode == 130, (out, err)
     assert "interrupted: cancelling the turn" in err
     assert _latest_turn(home)["status"] == "cancelled"

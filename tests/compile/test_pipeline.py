@@ -24,6 +24,8 @@ from sleuth.store.contexts.home import Home
 from sleuth.store.version import keyword
 from sleuth.store.version.keyword import TantivyIndex
 from sleuth.store.version.search import VersionReader
+from tests.models.slow import NOTES_MANIFEST, SlowModel, notes
+from tests.models.wire import Canned, wire_server
 from tests.support import make_pdf
 
 
@@ -207,31 +209,51 @@ def test_crash_mid_compile_leaves_previous_version_live(
     assert VersionReader.live(ctx).search("courier", mode="keyword")
 
 
-def test_killed_compile_process_leaves_previous_version_live(home: Home, corpus: Path) -> None:
+def test_killed_compile_process_leaves_previous_version_live(
+    home: Home, corpus: Path, tmp_path: Path
+) -> None:
+    """The compile is killed while it waits on its model (3 s a call, `tests/models/slow.py`)."""
     compile_context("docs", [corpus], home=home, settings=current())
-    for i in range(16):  # enough new text that embedding takes seconds
-        (corpus / f"extra-{i}.md").write_text(
-            f"# Extra {i}\n\n" + " ".join(f"token{i}x{j} sentence about item {j}." for j in range(300))
+    for name, text in notes(4, seed=3).items():
+        (corpus / name).write_text(text)
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps(NOTES_MANIFEST))
+    model = SlowModel(step_s=1.0, extraction_s=3.0)
+    with wire_server(Canned(500, {}), "/v1", model) as llm:
+        (home.root / "config.toml").write_text(
+            f'[models."test/slow"]\nprovider = "openai-compatible"\nmodel = "slow"\nbase_url = "{llm.url}"\n'
+            'api_key = "sk-test-not-a-real-key"\n',
+            encoding="utf-8",
         )
-    env = {**os.environ, "SLEUTH_HOME": str(home.root)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sleuth", "compile", str(corpus), "--context", "docs"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    ctx = home.find("docs")
-    deadline = time.time() + 60
-    while time.time() < deadline and not (ctx.versions / "v000002.building" / "knowledge").exists():
-        time.sleep(0.05)
-    time.sleep(0.5)
-    assert proc.poll() is None, "the compile finished before it could be killed"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert ctx.live_version() == "v000001"
-    assert VersionReader.live(ctx).search("laptop", mode="keyword")
-    report = compile_context("docs", [corpus], home=home, settings=current())
-    assert report.flipped and len(report.new) == 16
+        env = {**os.environ, "SLEUTH_HOME": str(home.root)}
+        argv = [
+            "compile",
+            str(corpus),
+            "--context",
+            "docs",
+            "--manifest",
+            str(manifest),
+            "--model",
+            "test/slow",
+        ]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sleuth", *argv],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        ctx = home.find("docs")
+        deadline = time.time() + 60
+        while time.time() < deadline and not (llm.requests and (ctx.versions / "v000002.building").exists()):
+            time.sleep(0.05)
+        assert proc.poll() is None, "the compile finished before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert ctx.live_version() == "v000001"
+        assert VersionReader.live(ctx).search("laptop", mode="keyword")
+        model.extraction_s = 0.0
+        report = compile_context("docs", [corpus], manifest, home=home, model="test/slow", settings=current())
+    assert report.flipped and len(report.new) == 4
     assert ctx.live_version() == report.version
 
 

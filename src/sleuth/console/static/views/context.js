@@ -82,7 +82,12 @@ export async function contextView() {
 
   // An archive is expanded by an import task after the upload: its progress, then what became of
   // each member (extracted, skipped or failed, with the reason).
+  // Each import task is watched once: the page's first look at the context can find the task an
+  // upload from this very page started a moment before.
+  const watched = new Set();
   async function expand(taskId, item) {
+    if (watched.has(taskId)) return;
+    watched.add(taskId);
     const state = el("span", { class: "import", "aria-live": "polite" });
     item.append(" ", state);
     const task = await waitTask(taskId, state);
@@ -242,7 +247,7 @@ export async function contextView() {
     if (ctx.is_curating && ctx.curate_task_id) watchCurate(ctx.curate_task_id);
     else if (ctx.is_restoring && ctx.restore_task_id) watchRestore(ctx.restore_task_id);
     else curateState.replaceChildren(lastFailures(await (await api(`${base}/curate`)).json()));
-    if (ctx.is_importing && ctx.import_task_id) {
+    if (ctx.is_importing && ctx.import_task_id && !watched.has(ctx.import_task_id)) {
       const item = el("li", {}, "an archive being expanded");
       uploads.append(item);
       expand(ctx.import_task_id, item).then(refresh).catch((error) => showError(sourceProblem, error));
