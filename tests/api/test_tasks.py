@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,8 @@ import pytest
 
 from sleuth.compile import pipeline
 from sleuth.compile.pipeline import CompileReport, Progress
+from sleuth.server.task_handle import Job, TaskHandle
+from sleuth.server.task_service import TaskService
 from sleuth.settings import Settings
 from sleuth.store.records.tasks import TaskStore
 from tests.api.support import ServerFactory, error, unique_slug, upload, wait_task
@@ -273,3 +275,43 @@ def test_store_state_changes(tmp_path: Path) -> None:
         items, total = store.page(q="cur", limit=1)
         assert total == 2 and [t["id"] for t in items] == [other["id"]]
         assert store.page(q="%")[1] == 0  # LIKE wildcards are literal
+
+
+def test_a_run_another_worker_took_over_ends_quietly(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A worker that froze past its lease wakes to a task begun again elsewhere, and its run then fails
+    (here: its database session was ended while it was frozen). That run is no failure of the task: the
+    successor's run counts, so it logs that it lost its hold, ends nothing, and runs no clean-up."""
+    cleaned: list[str] = []
+    with TaskStore(tmp_path / "tasks.sqlite") as store:
+        service = TaskService(
+            store,
+            tmp_path / "files",
+            1,
+            1.0,
+            worker="worker:a:1:x",
+            kinds={"curate": _taken_over(store, cleaned)},
+        )
+        task = store.create("curate", context_id="c", context_slug="s", created_by="me")
+        store.set_job(task["id"], {"kind": "curate", "args": {}, "phases": []})
+        with caplog.at_level("WARNING", logger="sleuth"):
+            service.run_queued(task["id"])
+        service.close()
+        row = store.require(task["id"])
+    assert row["state"] == "running" and row["worker"] == "worker:b:1:y", row  # the successor's, untouched
+    assert "lost its hold" in caplog.text and "failed" not in caplog.text, caplog.text
+    assert cleaned == []
+
+
+def _taken_over(store: TaskStore, cleaned: list[str]) -> Callable[[dict[str, Any]], Job]:
+    def build(_args: dict[str, Any]) -> Job:
+        def job(handle: TaskHandle) -> None:
+            handle.at_end.append(lambda: cleaned.append("input"))
+            store.requeue_lost(3, now=time.time() + 3600)  # its lease ran out while it was frozen
+            assert store.start(handle.task_id, "worker:b:1:y", lease_s=30)
+            raise ConnectionError("the database ended this session while the process was stopped")
+
+        return job
+
+    return build

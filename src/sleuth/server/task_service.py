@@ -295,6 +295,8 @@ class TaskService:
             handle.holder = worker
             handle.check()
             output = job(handle)
+            if self._lost(task_id, handle, None):
+                return
             self._publish_files(handle)
             self.store.finish(
                 task_id,
@@ -328,6 +330,8 @@ class TaskService:
             )
             ended = True
         except Exception as exc:
+            if self._lost(task_id, handle, exc):
+                return
             log.exception("task %s failed", task_id)
             self._publish_files(handle)
             self.store.finish(
@@ -349,6 +353,26 @@ class TaskService:
             live.done.set()
             with self._lock:
                 self._live.pop(task_id, None)
+
+    def _lost(self, task_id: str, handle: TaskHandle, exc: Exception | None) -> bool:
+        """Whether this process's run ended after another worker took the task over (this one froze or
+        was cut off past its lease): the successor's run is the one that counts, so this one publishes
+        no files, runs no clean-up (the successor may still need the task's input) and is no failure."""
+        if handle.holder is None:
+            return False
+        try:
+            stored = self.store.get(task_id)
+        except Exception:  # cannot tell: end it as usual (`finish` is refused if it was taken over)
+            return False
+        if (
+            stored is not None
+            and stored["worker"] == handle.holder
+            and stored["state"] not in TERMINAL_STATES
+        ):
+            return False
+        why = f" ({type(exc).__name__}: {exc})" if exc is not None else ""
+        log.warning("task %s: this process lost its hold; its run ends here%s", task_id, why)
+        return True
 
     def stop(self, task_id: str, reason: str | None = None, timeout_s: float | None = None) -> TaskRow:
         """Cancel and wait (blocking: call from a worker thread). A terminal task is returned as is;
