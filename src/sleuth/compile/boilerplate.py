@@ -60,6 +60,11 @@ def is_contents(text: str) -> bool:
     return forward >= TOC_FORWARD_SHARE * (len(pages) - 1)
 
 
+def is_contents_entry(line: str) -> bool:
+    """A line of a contents page: a title and its page number (`Item 7A. Quantitative … 33`)."""
+    return _TOC_LINE.match(line.strip()) is not None and _is_entry(line)
+
+
 def _is_entry(line: str) -> bool:
     """A title and its page number: no more than one other run of digits ("Item 7A", "Note 3")."""
     return len(_DIGITS.findall(line)) <= 2

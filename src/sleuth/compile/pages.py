@@ -21,7 +21,8 @@ from sleuth.format.text import normalize_text
 #: 5: PDF pages record their outline (`Page.outline`, issue 25 item 5).
 #: 6: the outline adds the headings PDF pages set apart by type (`parse.pdf_fonts`).
 #: 7: PDF pages record their printed page number (`Page.label`, `parse.page_labels`).
-TEXT_VERSION = 7
+#: 8: PDF tables read by where their words stand: columns, headers, titles, row groups (issue 43).
+TEXT_VERSION = 8
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,10 @@ class TableRow:
     #: that is no one span (a header read from several lines). Without it, a cell is looked for in
     #: its row's text (`table_cells`).
     spans: list[tuple[int, int] | None] | None = None
+    #: The row's group (`Costs and expenses`, `Revenue by category > Domestic`), where the parser read
+    #: the rows' groups (PDF tables read by their words' boxes); a group's own row holds the groups
+    #: it is within. None everywhere else: the text row above a row names its group (`table_cells`).
+    group: str | None = None
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,7 @@ class Table:
                     [None if s is None else (int(s[0]), int(s[1])) for s in r["spans"]]
                     if r.get("spans") is not None
                     else None,
+                    r.get("group"),
                 )
                 for r in rows
             ],
@@ -89,6 +95,8 @@ def _row_json(row: TableRow) -> dict[str, Any]:
     data: dict[str, Any] = {"start": row.start, "end": row.end, "cells": row.cells}
     if row.spans is not None:
         data["spans"] = [None if s is None else list(s) for s in row.spans]
+    if row.group is not None:
+        data["group"] = row.group
     return data
 
 

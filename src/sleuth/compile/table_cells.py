@@ -26,6 +26,22 @@ _DATE = re.compile(
     re.IGNORECASE,
 )
 _CHANGE = re.compile(r"(?:19|20)\d\d\s*(?:vs\.?|versus|to|over|[-–])\s*(?:19|20)\d\d", re.IGNORECASE)
+#: How long a column's period is, as its header says: `Three Months Ended`, `13 weeks ended`, `Year
+#: Ended`, `Fiscal 2023`; a header that names a date alone (a balance sheet's) is a point in time.
+_MONTHS = re.compile(
+    r"\b(?P<n>three|six|nine|twelve|3|6|9|12)\s+months\b"
+    r"|\b(?P<weeks>13|26|39|52|53|thirteen|twenty-six|thirty-nine|fifty-two|fifty-three)\s+weeks\b"
+    r"|\b(?P<quarter>quarters?)\s+ended\b|\b(?P<year>years?|fiscal)\b",
+    re.IGNORECASE,
+)
+_MONTH_WORDS = {"three": 3, "six": 6, "nine": 9, "twelve": 12}
+_WEEK_WORDS = {"thirteen": 13, "twenty-six": 26, "thirty-nine": 39, "fifty-two": 52, "fifty-three": 53}
+_OWN_YEAR = re.compile(r"\bend(?:ed|ing)\b.*\s(?:19|20)\d\d(?:\(\w\))?$", re.IGNORECASE)
+_GROUP_YEAR = re.compile(
+    r"(?:(?:fiscal|calendar|years?|quarters?|ended|ending|as\s+of|at)\s+|[a-z]+\.?\s+\d{1,2},?\s+)*"
+    r"((?:19|20)\d\d):?",
+    re.IGNORECASE,
+)
 #: At most this many characters of a label, header or cell text are kept (a runaway row stays small).
 _MAX_TEXT = 300
 
@@ -38,8 +54,10 @@ class Cell(PageSpan):
     label: str  # the row's label
     section: str | None  # the nearest text row above, in the same table: the row's group
     header: str | None  # the column's header; None where the row's cells do not fill the columns
-    year: int | None  # the first year the header names
+    year: int | None  # the year the header names (None where it names two: a change between them)
     period_end: str | None  # ISO date, when the header names a month, day and year
+    period_start: str | None  # ISO date: the period's first day, when its end and length are known
+    months: int | None  # the period's length (3, 6, 9, 12); None for a point in time or unsaid
     unit: str | None  # `thousands`, `millions`, `billions`, as the table states it
     title: str | None  # the table's caption
     text: str  # the cell as printed
@@ -61,12 +79,17 @@ def _table_cells(source_path: str, page: Page, table_no: int, table: Table) -> I
     if len(table.rows) < 2:
         return
     headers = table.rows[0].cells[1:]
-    periods = [_period(h) for h in headers]
+    periods = [column_period(h) for h in headers]
+    grouped = any(row.group is not None for row in table.rows)  # the parser read the rows' groups
+    title_year = _title_year(table.title)
     section: str | None = None
     for row_no, row in enumerate(table.rows[1:], start=1):
         if len(row.cells) == 1:
             section = _short(row.cells[0]) or None  # a row of text alone names the rows below it
             continue
+        if grouped:
+            section = _short(row.group) if row.group else None
+        in_year = _group_year(section)
         aligned = len(row.cells) - 1 == len(headers)
         spans = _spans(page.text, row)
         for column_no, text in enumerate(row.cells[1:], start=1):
@@ -75,7 +98,10 @@ def _table_cells(source_path: str, page: Page, table_no: int, table: Table) -> I
                 continue
             value = figure_value(text)
             header = (headers[column_no - 1] or None) if aligned else None
-            year, period_end = periods[column_no - 1] if aligned else (None, None)
+            period = periods[column_no - 1] if aligned else _NO_PERIOD
+            if period.year is None and aligned and (in_year or title_year):
+                # `2017` above its rows, `Q4 2022 QTD - Income by Segment` above the table
+                period = column_period(f"{headers[column_no - 1]} {in_year or title_year}")
             yield Cell(
                 source_path=source_path,
                 page=page.page,
@@ -87,8 +113,10 @@ def _table_cells(source_path: str, page: Page, table_no: int, table: Table) -> I
                 label=_short(row.cells[0]),
                 section=section,
                 header=_short(header) if header is not None else None,
-                year=year,
-                period_end=period_end,
+                year=period.year,
+                period_end=period.end,
+                period_start=period.start,
+                months=period.months,
                 unit=table.unit,
                 title=table.title,
                 text=_short(text),
@@ -127,19 +155,77 @@ def _spans(text: str, row: TableRow) -> list[tuple[int, int] | None]:
     return out
 
 
-def _period(header: str) -> tuple[int | None, str | None]:
-    """The header's year and period end; none for a column of change between two periods."""
-    if _CHANGE.search(header) or len(set(_YEAR.findall(header))) > 1:
-        return None, None  # a change between periods, or a header that does not say which year
-    date = _DATE.search(header)
+@dataclass(frozen=True)
+class ColumnPeriod:
+    year: int | None
+    end: str | None
+    start: str | None
+    months: int | None
+
+
+_NO_PERIOD = ColumnPeriod(None, None, None, None)
+
+
+def column_period(header: str) -> ColumnPeriod:
+    """The period a column's header names: its year, end (`Three Months Ended June 25 2022` ends
+    2022-06-25), length and so its start (a month's last day starts the period on a month's first;
+    another end, a 52/53-week calendar's, starts it 13 weeks a quarter before). None of it for a
+    column of change between two periods, or a header that names two years, but for a period over
+    the columns and the column's own year below it (`Three Years Ended December 26, 2015 2013`)."""
+    if _CHANGE.search(header):
+        return _NO_PERIOD
+    years = _YEAR.findall(header)
+    if len(set(years)) > 1 and not _OWN_YEAR.search(header):
+        return _NO_PERIOD
+    year = int(years[-1]) if years else None
+    date = next((d for d in _DATE.finditer(header) if int(d.group(3)) == year), None)
+    end: dt.date | None = None
     if date:
-        month = MONTHS[date.group(1).lower()]
         try:
-            return int(date.group(3)), dt.date(int(date.group(3)), month, int(date.group(2))).isoformat()
+            end = dt.date(int(date.group(3)), MONTHS[date.group(1).lower()], int(date.group(2)))
         except ValueError:
-            return int(date.group(3)), None
-    year = _YEAR.search(header)
-    return (int(year.group()), None) if year else (None, None)
+            end = None
+    months = _months(header) if year is not None else None
+    start = _start(end, months) if end is not None and months is not None else None
+    return ColumnPeriod(year, end.isoformat() if end else None, start, months)
+
+
+def _group_year(section: str | None) -> int | None:
+    """The year a row group names when it names a period and nothing else (`2017`, `Fiscal 2023`,
+    `Year ended December 31, 2018`): the rows under it are that year's; `Notes due 2025` is not."""
+    last = section.rsplit(" > ", 1)[-1] if section else ""
+    found = _GROUP_YEAR.fullmatch(last.strip())
+    return int(found.group(1)) if found else None
+
+
+def _title_year(title: str | None) -> int | None:
+    """The one year a table's title names (`Q2 2023 QTD - Income Before Tax by Segment`), not a
+    change between two (`2023 vs. 2022`)."""
+    if not title or _CHANGE.search(title):
+        return None
+    years = set(_YEAR.findall(title))
+    return int(years.pop()) if len(years) == 1 else None
+
+
+def _months(header: str) -> int | None:
+    found = _MONTHS.search(header)
+    if found is None:
+        return None
+    if found.group("n"):
+        n = found.group("n").lower()
+        return _MONTH_WORDS.get(n) or int(n)
+    if found.group("weeks"):
+        weeks = found.group("weeks").lower()
+        return round(int(_WEEK_WORDS.get(weeks, weeks)) * 3 / 13)
+    return 3 if found.group("quarter") else 12
+
+
+def _start(end: dt.date, months: int) -> str:
+    after = end + dt.timedelta(days=1)
+    if after.day == 1:  # a month's last day: the period is whole months
+        month = after.month - months
+        return dt.date(after.year + (month - 1) // 12, (month - 1) % 12 + 1, 1).isoformat()
+    return (end - dt.timedelta(weeks=round(months * 13 / 3)) + dt.timedelta(days=1)).isoformat()
 
 
 def _short(text: str) -> str:

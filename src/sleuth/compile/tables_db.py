@@ -45,8 +45,8 @@ CREATE TABLE _cells_tables (id INTEGER PRIMARY KEY, source TEXT NOT NULL, page I
                             table_no INTEGER NOT NULL, title TEXT, unit TEXT);
 CREATE INDEX _cells_tables_source ON _cells_tables(source, page);
 CREATE TABLE _cells_columns (table_id INTEGER NOT NULL, column_no INTEGER NOT NULL, header TEXT,
-                             year INTEGER, period_end TEXT, PRIMARY KEY (table_id, column_no))
-                             WITHOUT ROWID;
+                             year INTEGER, period_end TEXT, period_start TEXT, months INTEGER,
+                             PRIMARY KEY (table_id, column_no)) WITHOUT ROWID;
 CREATE TABLE _cells_rows (table_id INTEGER NOT NULL, row_no INTEGER NOT NULL, label TEXT,
                           section TEXT, PRIMARY KEY (table_id, row_no)) WITHOUT ROWID;
 CREATE TABLE _cells_values (table_id INTEGER NOT NULL, row_no INTEGER NOT NULL,
@@ -57,7 +57,8 @@ CREATE VIEW _cells AS
     SELECT t.source AS source, t.page AS page, t.table_no AS table_no, v.row_no AS row_no,
            v.column_no AS column_no, r.label AS label, r.section AS section, k.header AS header,
            k.year AS year, k.period_end AS period_end, t.unit AS unit, t.title AS title,
-           v.text AS text, v.value AS value, v.start AS start, v."end" AS "end"
+           v.text AS text, v.value AS value, v.start AS start, v."end" AS "end",
+           k.period_start AS period_start, k.months AS months
     FROM _cells_values v
     JOIN _cells_tables t ON t.id = v.table_id
     JOIN _cells_rows r ON r.table_id = v.table_id AND r.row_no = v.row_no
@@ -192,8 +193,8 @@ def _write_cells(db: sqlite3.Connection, cells: Iterable[Cell]) -> None:
         aligned = c.header is not None
         if aligned:
             db.execute(
-                "INSERT OR IGNORE INTO _cells_columns VALUES (?, ?, ?, ?, ?)",
-                (table_id, c.column_no, c.header, c.year, c.period_end),
+                "INSERT OR IGNORE INTO _cells_columns VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (table_id, c.column_no, c.header, c.year, c.period_end, c.period_start, c.months),
             )
         db.execute(
             "INSERT OR IGNORE INTO _cells_rows VALUES (?, ?, ?, ?)", (table_id, c.row_no, c.label, c.section)

@@ -11,9 +11,13 @@ Why not a layout library: pdfplumber's text strategy, measured on 30 FinanceBenc
 found the same cells at ~0.33 s a page against ~0.6 ms here, and cut labels mid-word on some
 layouts; the text layer already keeps a row on one line (the figures: `docs/spec/stack.md`).
 
-What this cannot do: a row with fewer figures than the table has columns (a blank cell) has no
-column for its figures (they are recorded without a header), and a table whose rows the text layer
-breaks one cell a line is not found.
+Where the parser gives the words' boxes (PDF pages read with pdfium), a run of rows found here is
+read by where its words stand instead (`layout_grid`, issue 43): columns from the figures'
+x-positions, each column's header from the phrases above it, the caption that is not page furniture,
+each row's group. The reading by text below is what other pages get (the pypdf fallback, a page
+whose text and boxes do not agree): there a row with fewer figures than the table has columns (a
+blank cell) has no column for its figures (they are recorded without a header). Either way, a table
+whose rows the text layer breaks one cell a line is not found.
 """
 
 from __future__ import annotations
@@ -21,65 +25,54 @@ from __future__ import annotations
 import itertools
 import re
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
 
 from sleuth.compile.pages import Table, TableRow
-from sleuth.format.dates import MONTH_NAMES
+from sleuth.compile.parse.layout_grid import grid_table
+from sleuth.compile.parse.layout_lines import (
+    GROUP,
+    HEADER_LINES,
+    MAX_LABEL,
+    MIN_ROWS,
+    MONTH,
+    YEAR,
+    Line,
+    continues,
+    is_page_numbers,
+    is_prose,
+    joined,
+    read_lines,
+    title_of,
+    unit_of,
+    units_of,
+)
+from sleuth.compile.parse.table_grid import Box
 
-#: A figure: an optional currency sign, a number with thousands separators or decimals, parentheses
-#: for a negative, an optional percent sign; or a dash standing for nil.
-_FIGURE = re.compile(r"^\(?[-−+]?[$€£¥]?\(?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?%?\)?%?$|^[—–-]{1,2}$")
-_CURRENCY = frozenset("$€£¥")
-_TOKEN = re.compile(r"\S+")
-_YEAR = re.compile(r"(?<![\d,.$])(?:19[5-9]\d|20\d\d)(?![\d,.%])")
 #: A column of change between two periods: `2015 vs. 2014`, `2018 to 2017`, `2022-2021`.
 _YEARS = re.compile(
     r"(?<![\d,.$])(?:19[5-9]\d|20\d\d)"
     r"(?:\s*(?:vs\.?|versus|to|over|[-–])\s*(?:19[5-9]\d|20\d\d))?(?![\d,.%])",
     re.IGNORECASE,
 )
-_MONTH = rf"(?:{MONTH_NAMES})\.?"
-_MONTH_START = re.compile(rf"{_MONTH}(?:\s|$)", re.IGNORECASE)
-_DATE = re.compile(rf"\b{_MONTH}\s+\d{{1,2}},?\s+(?:19|20)\d\d\b", re.IGNORECASE)
-_MONTH_DAY = re.compile(rf"\b{_MONTH}\s+\d{{1,2}}\b,?", re.IGNORECASE)
-#: A period group heading several columns: `Three Months Ended`, `Years ended`, `52 weeks ended`.
-_GROUP = re.compile(
-    r"\b(?:(?:three|six|nine|twelve|\d{1,2})\s+months|(?:\d{1,2}\s+)?weeks|years?|quarters?|fiscal)\b"
-    r"[^|]{0,60}?\bended\b|\bended\b",
-    re.IGNORECASE,
-)
-_UNIT = re.compile(r"\b(thousand|million|billion)s?\b", re.IGNORECASE)
-#: Lines above a table read for its headers, and text lines a table's rows may have between them.
-_HEADER_LINES = 6
+_DATE = re.compile(rf"\b{MONTH}\s+\d{{1,2}},?\s+(?:19|20)\d\d\b", re.IGNORECASE)
+_MONTH_DAY = re.compile(rf"\b{MONTH}\s+\d{{1,2}}\b,?", re.IGNORECASE)
+#: Text lines a table's rows may have between them.
 _GAP_LINES = 3
 _NUMBERED_HEADING = re.compile(r"^\d{1,2}(?:\.\d{1,2})+\.?\s+[A-Z]")
-_MIN_ROWS = 3
 _MAX_LEAD_WORDS = 4
-_MAX_LABEL = 160
 _MAX_HEADER = 200  # characters of a column's header: the lines above are joined, but not without end
 
 
-@dataclass(frozen=True)
-class _Line:
-    start: int
-    end: int
-    text: str
-    label: tuple[int, int] | None  # the label's span, when the line has text before its figures
-    figures: tuple[tuple[int, int], ...]  # each figure's span, currency sign included
+def find_tables(
+    text: str, boxes: Mapping[int, tuple[Box, ...]] | None = None, running: Collection[str] = ()
+) -> list[Table]:
+    """Every run of at least three rows sharing a number of figure columns, with its headers.
 
-    @property
-    def is_years(self) -> bool:
-        """A header line of periods: every figure a bare year (`(Millions) 2018 2017 2016`)."""
-        return len(self.figures) >= 1 and all(_YEAR.fullmatch(self.text_of(f)) for f in self.figures)
-
-    def text_of(self, span: tuple[int, int]) -> str:
-        return self.text[span[0] - self.start : span[1] - self.start]
-
-
-def find_tables(text: str) -> list[Table]:
-    """Every run of at least three rows sharing a number of figure columns, with its headers."""
-    lines = _lines(text)
-    units = _units(lines)
+    `boxes` gives, for lines of the text (by index), each word's box on the page: a table whose rows
+    have them is read by where its words stand (`grid_table`); `running` holds the `line_key`s of the
+    document's running headers and footers, never a table's title."""
+    lines = read_lines(text, boxes or {})
+    units = units_of(lines)
     tables: list[Table] = []
     taken = 0  # lines before this index belong to a table already found
     i = 0
@@ -88,7 +81,11 @@ def find_tables(text: str) -> list[Table]:
             i += 1
             continue
         end = _block_end(lines, i)
-        found = _table(lines, units, taken, i, end)
+        found = None
+        if all(line.boxes is not None for line in lines[i:end] if line.figures):
+            found = grid_table(lines, units, taken, i, end, running)
+        if found is None:  # no boxes, or figures that stand in no columns (each right after its label)
+            found = _table(lines, units, taken, i, end, running)
         if found is not None:
             tables.append(found)
             taken = end
@@ -96,74 +93,7 @@ def find_tables(text: str) -> list[Table]:
     return tables
 
 
-def _lines(text: str) -> list[_Line]:
-    """The page's lines; a run of text lines of one or two words each (a layout that breaks a
-    heading or label a word a line: `Property` / `and` / `equipment,`) is read as one line, of at
-    most about a label's length."""
-    out: list[_Line] = []
-    offset = 0
-    in_run = False  # whether the last line read is a run of word lines
-    for raw in text.split("\n"):
-        line = _parse_line(raw, offset)
-        offset += len(raw) + 1
-        if _is_word_line(line):
-            if in_run and not _starts_element(line.text) and len(out[-1].text) < _MAX_LABEL:
-                out[-1] = _joined(out[-1], line)
-                continue
-            in_run = True
-        else:
-            in_run = False
-        out.append(line)
-    return out
-
-
-def _starts_element(text: str) -> bool:
-    """A word line that begins something else than the run above it: a unit in parentheses, a date."""
-    stripped = text.strip()
-    return stripped.startswith("(") or _MONTH_START.match(stripped) is not None
-
-
-def _is_word_line(line: _Line) -> bool:
-    return not line.figures and line.label is not None and len(line.text.split()) <= 2
-
-
-def _joined(first: _Line, second: _Line) -> _Line:
-    """Two text lines read as one: the text is their words, the label spans both in the page."""
-    assert first.label is not None and second.label is not None
-    return _Line(
-        first.start,
-        second.end,
-        f"{first.text.strip()} {second.text.strip()}",
-        (first.label[0], second.label[1]),
-        (),
-    )
-
-
-def _parse_line(raw: str, offset: int) -> _Line:
-    tokens = [(m.start() + offset, m.end() + offset, m.group()) for m in _TOKEN.finditer(raw)]
-    figures: list[tuple[int, int]] = []
-    k = len(tokens)
-    while k > 0:
-        start, end, token = tokens[k - 1]
-        if token in {"%"} and k >= 2 and _FIGURE.match(tokens[k - 2][2]):
-            k -= 1  # `12.5 %`: the sign belongs to the figure before it
-            start, end = tokens[k - 1][0], end
-            token = tokens[k - 1][2]
-        if not _FIGURE.match(token) or token.count("(") != token.count(")"):
-            break  # `11)` closes a parenthesis the label opened: `(Note 11)`
-        if k >= 2 and tokens[k - 2][2] in _CURRENCY:
-            k -= 1
-            start = tokens[k - 1][0]  # `$ 5,363`: the sign is part of the cell
-        figures.append((start, end))
-        k -= 1
-    figures.reverse()
-    label = None
-    if k > 0:
-        label = (tokens[0][0], tokens[k - 1][1])
-    return _Line(offset, offset + len(raw), raw, label, tuple(figures))
-
-
-def _block_end(lines: list[_Line], first: int) -> int:
+def _block_end(lines: list[Line], first: int) -> int:
     """The index after the last row of the run of rows that starts at `first`.
 
     Rows may have up to `_GAP_LINES` short text lines between them (a group's label, a label the
@@ -176,31 +106,35 @@ def _block_end(lines: list[_Line], first: int) -> int:
         if line.figures:
             if line.is_years and not lines[last].is_years:
                 break  # the header of the next table
-            if line.label is not None and line.label[1] - line.label[0] > _MAX_LABEL:
+            if line.label is not None and line.label[1] - line.label[0] > MAX_LABEL:
                 break
             last = j
             gap = 0
         elif not line.text.strip():
             pass
-        elif gap >= _GAP_LINES or _is_prose(line.text) or _NUMBERED_HEADING.match(line.text.strip()):
+        elif gap >= _GAP_LINES or _NUMBERED_HEADING.match(line.text.strip()):
             break
+        elif is_prose(line.text) and (line.boxes is None or len(line.text) > MAX_LABEL):
+            break  # where the words' boxes are known, a sentence is one that runs into the columns
         else:
             gap += 1
         j += 1
     return last + 1
 
 
-def _table(lines: list[_Line], units: list[str | None], taken: int, first: int, end: int) -> Table | None:
+def _table(
+    lines: list[Line], units: list[str | None], taken: int, first: int, end: int, running: Collection[str]
+) -> Table | None:
     top = first
     while top < end and lines[top].is_years:
         top += 1  # the years lines heading the rows
-    head = [line for line in lines[max(first, top - _HEADER_LINES) : top] if len(line.text) <= _MAX_LABEL]
+    head = [line for line in lines[max(first, top - HEADER_LINES) : top] if len(line.text) <= MAX_LABEL]
     block = lines[top:end]
-    above: list[_Line] = []
-    for line in reversed(lines[max(taken, first - _HEADER_LINES) : first]):
-        if _is_prose(line.text):
+    above: list[Line] = []
+    for line in reversed(lines[max(taken, first - HEADER_LINES) : first]):
+        if is_prose(line.text):
             break  # headers sit right above their table, under any prose
-        if _is_period_line(line.text) or (not line.figures and _YEAR.search(line.text) is not None):
+        if _is_period_line(line.text) or (not line.figures and YEAR.search(line.text) is not None):
             above.insert(0, line)
     counts = Counter(len(line.figures) for line in block if line.figures)
     if not counts:
@@ -209,12 +143,12 @@ def _table(lines: list[_Line], units: list[str | None], taken: int, first: int, 
     periods = max((len(_periods(line)) for line in above + head), default=0)
     named = any(_column_names(line, columns) for line in above + head)
     wide = [line for line in block if len(line.figures) >= periods]
-    if not named and 2 <= periods < columns and len(wide) >= _MIN_ROWS and all(map(_numbered_label, wide)):
+    if not named and 2 <= periods < columns and len(wide) >= MIN_ROWS and all(map(_numbered_label, wide)):
         # `Note 12 1,001 1,002` under `2018 2017`: the header says how many columns there are, and
         # the bare number ending every label is the label's (not a `% Change` column the header
         # does not name: that one stays a column)
         columns, rows_with = periods, len(wide)
-    if rows_with < _MIN_ROWS:
+    if rows_with < MIN_ROWS:
         return None
     last = len(block)
     while last and len(block[last - 1].figures) < columns:
@@ -224,13 +158,13 @@ def _table(lines: list[_Line], units: list[str | None], taken: int, first: int, 
     headers = _headers(header_lines, columns)
     if columns == 1 and not any(headers):
         return None  # one column of numbers without a period above it is a list, not a table
-    if columns == 1 and _is_contents(block):
+    if columns == 1 and is_page_numbers(block):
         return None  # `Item 9. Changes in … 73`: a contents page's page numbers
     # the nearest statement above (a page's `(in millions)` heads all its tables), or in its header
-    unit = next((u for u in (_unit_of(line) for line in reversed(head)) if u), None) or units[first]
-    title = _title(lines[max(taken, first - _HEADER_LINES - 2) : first], header_lines)
+    unit = next((u for u in (unit_of(line) for line in reversed(head)) if u), None) or units[first]
+    title = title_of(lines[max(taken, first - HEADER_LINES - 2) : first], header_lines, running)
     rows: list[TableRow] = [_header_row(header_lines, headers)]
-    pending: _Line | None = None  # a text line: a group's label, or a label whose figures wrapped
+    pending: Line | None = None  # a text line: a group's label, or a label whose figures wrapped
 
     def flush() -> None:
         if pending is not None:
@@ -240,8 +174,8 @@ def _table(lines: list[_Line], units: list[str | None], taken: int, first: int, 
         if not line.figures:
             if line.label is None:
                 continue
-            if pending is not None and _continues(line.text):
-                pending = _joined(pending, line)  # a label the layout wrapped
+            if pending is not None and continues(line.text):
+                pending = joined(pending, line)  # a label the layout wrapped
             else:
                 flush()
                 pending = line
@@ -254,7 +188,7 @@ def _table(lines: list[_Line], units: list[str | None], taken: int, first: int, 
             label = (label[0] if label else extra[0][0], extra[-1][1])
         start = line.start
         label_text = line.text_of(label).strip() if label else ""
-        if pending is not None and (label is None or _continues(label_text)):
+        if pending is not None and (label is None or continues(label_text)):
             # the figures of a label that wrapped: `Proceeds from sale of businesses, net of cash sold`
             # / `846 1,065 142`, or `Deferred income taxes,` / `net 1,342,538 1,295,375`
             assert pending.label is not None
@@ -270,38 +204,14 @@ def _table(lines: list[_Line], units: list[str | None], taken: int, first: int, 
     return Table(rows, unit=unit, title=title)
 
 
-def _numbered_label(line: _Line) -> bool:
+def _numbered_label(line: Line) -> bool:
     """The first figure of a row with one figure too many is a bare whole number of at most four
     digits (`Note 12`, `due 2025`), as a label's number is, not an amount."""
     text = line.text_of(line.figures[0])
     return text.isdigit() and len(text) <= 4
 
 
-def _is_contents(block: list[_Line]) -> bool:
-    """Rows whose one figure is a small whole number that never decreases: page numbers."""
-    numbers: list[int] = []
-    for line in block:
-        if len(line.figures) == 1:
-            text = line.text_of(line.figures[0])
-            if not text.isdigit() or int(text) > 2000:
-                return False
-            numbers.append(int(text))
-    return len(numbers) >= _MIN_ROWS and all(a <= b for a, b in itertools.pairwise(numbers))
-
-
-def _is_prose(text: str) -> bool:
-    """A sentence, not a label: long, or closed by a full stop after several words."""
-    stripped = text.strip()
-    return len(stripped) > _MAX_LABEL or (len(stripped.split()) >= 8 and ". " in f"{stripped} ")
-
-
-def _continues(text: str) -> bool:
-    """A line that goes on with the label above it: it starts in lower case (`provided by …`)."""
-    stripped = text.lstrip()
-    return bool(stripped) and stripped[0].islower()
-
-
-def _headers(header_lines: list[_Line], columns: int) -> list[str]:
+def _headers(header_lines: list[Line], columns: int) -> list[str]:
     """Per column, the header parts read from the lines above, top line first: a line with one part
     per column (dates, years) or one per group of columns (`Three Months Ended … Six Months Ended`)
     splits; a line with one `ended` phrase is shared by every column. When no line splits, the lines
@@ -313,7 +223,7 @@ def _headers(header_lines: list[_Line], columns: int) -> list[str]:
         named = _column_names(line, columns)
         if named and len(pieces) != columns:
             pieces = named
-        groups = [m.start() for m in _GROUP.finditer(line.text)]
+        groups = [m.start() for m in GROUP.finditer(line.text)]
         if len(pieces) >= 2 and columns % len(pieces) == 0:
             split = True
             width = columns // len(pieces)
@@ -334,12 +244,12 @@ def _headers(header_lines: list[_Line], columns: int) -> list[str]:
                 _add(parts[column], shared)
     if not split and columns >= 2 and len(header_lines) >= 2:
         joined = " ".join(" ".join(line.text.split()) for line in header_lines)
-        pieces = _periods(_Line(0, len(joined), joined, None, ()))
+        pieces = _periods(Line(0, len(joined), joined, None, ()))
         if len(pieces) == columns:
             shared_text = [
                 " ".join(line.text.split()).rstrip(",")
                 for line in header_lines
-                if _GROUP.search(line.text) and not _YEAR.search(line.text)
+                if GROUP.search(line.text) and not YEAR.search(line.text)
             ]
             return [" ".join([*shared_text, piece])[:_MAX_HEADER] for piece in pieces]
     return [" ".join(p)[:_MAX_HEADER] for p in parts]
@@ -350,7 +260,7 @@ def _add(parts: list[str], piece: str) -> None:
         parts.append(piece)
 
 
-def _column_names(line: _Line, columns: int) -> list[str]:
+def _column_names(line: Line, columns: int) -> list[str]:
     """`Key figure (USD million) 2025 2024 Change`: the last `columns` words, when each is a year or
     one short word and one at least is a year, name the columns one each; so do the periods of a
     line and the one name after them."""
@@ -358,9 +268,9 @@ def _column_names(line: _Line, columns: int) -> list[str]:
     if len(words) < columns:
         return []
     last = words[len(words) - columns :]
-    if not any(_YEAR.fullmatch(w) for w in last):
+    if not any(YEAR.fullmatch(w) for w in last):
         return []
-    if all(_YEAR.fullmatch(w) or (w.isalpha() and len(w) <= 12) for w in last):
+    if all(YEAR.fullmatch(w) or (w.isalpha() and len(w) <= 12) for w in last):
         return last
     # `2018 2017 % Change`, `2018 2017 Increase (Decrease)`: periods, then one column named after them
     periods = list(_YEARS.finditer(line.text))
@@ -372,10 +282,10 @@ def _column_names(line: _Line, columns: int) -> list[str]:
 
 def _is_period_line(text: str) -> bool:
     """A line that names periods: `Years ended December 31`, `December 31, 2018 December 31, 2017`."""
-    return bool(_GROUP.search(text) or _DATE.search(text) or _MONTH_DAY.search(text))
+    return bool(GROUP.search(text) or _DATE.search(text) or _MONTH_DAY.search(text))
 
 
-def _periods(line: _Line) -> list[str]:
+def _periods(line: Line) -> list[str]:
     """The per-column pieces of a header line: its dates, else its month-days, else its years, each
     with the words that lead it when every column repeats them (`Employees at Dec 31, 2025
     Employees at Dec 31, 2024`; the first column takes as many words as the second has, since the
@@ -398,42 +308,7 @@ def _periods(line: _Line) -> list[str]:
     return []
 
 
-def _header_row(header_lines: list[_Line], headers: list[str]) -> TableRow:
+def _header_row(header_lines: list[Line], headers: list[str]) -> TableRow:
     if not header_lines:
         return TableRow(0, 0, ["", *headers], [None] * (len(headers) + 1))
     return TableRow(header_lines[0].start, header_lines[-1].end, ["", *headers], [None] * (len(headers) + 1))
-
-
-def _unit_of(line: _Line) -> str | None:
-    if len(line.text) > _MAX_LABEL:
-        return None  # a sentence that mentions millions states no table's unit
-    match = _UNIT.search(line.text)
-    return match.group(1).lower() + "s" if match else None
-
-
-def _units(lines: list[_Line]) -> list[str | None]:
-    """For each line, the unit the nearest line above it states: one pass, whatever the tables."""
-    out: list[str | None] = []
-    current: str | None = None
-    for line in lines:
-        out.append(current)
-        if not line.figures:  # `Weighted shares (in thousands) 512 498` is a row, not the page's unit
-            current = _unit_of(line) or current
-    return out
-
-
-def _title(lines: list[_Line], header_lines: list[_Line]) -> str | None:
-    """The nearest short text line above the headers: the table's caption, when it has one."""
-    skip = {line.start for line in header_lines}
-    for line in reversed(lines):
-        if len(line.text) > _MAX_LABEL:
-            return None  # prose above the table: it has no caption
-        text = " ".join(line.text.split())
-        if line.start in skip or line.figures or not text or _GROUP.search(text) or _UNIT.search(text):
-            continue
-        if text.startswith("(") or _MONTH_START.match(text):
-            continue  # `(Unaudited)`, a date: not what the table is
-        if _is_prose(text) or len(text) > 100 or text[0].islower() or text.endswith((".", ",", ";")):
-            return None  # prose above the table: it has no caption
-        return text
-    return None

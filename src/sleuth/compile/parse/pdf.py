@@ -8,6 +8,7 @@ their type (`pdf_fonts`).
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import itertools
 import logging
@@ -19,11 +20,15 @@ from contextlib import contextmanager
 
 import pypdfium2 as pdfium
 
-from sleuth.compile.boilerplate import is_contents
-from sleuth.compile.pages import Heading, Page, ParsedSource, ParseError
+from sleuth.compile.boilerplate import is_contents, is_contents_entry
+from sleuth.compile.pages import Heading, Page, ParsedSource, ParseError, Table
+from sleuth.compile.parse.layout_lines import wanted_lines
 from sleuth.compile.parse.layout_tables import find_tables
 from sleuth.compile.parse.page_labels import printed_labels
+from sleuth.compile.parse.pdf_boxes import line_boxes
 from sleuth.compile.parse.pdf_fonts import LineStyle, font_headings, line_styles
+from sleuth.compile.parse.table_grid import Box
+from sleuth.format.furniture import running_keys
 from sleuth.format.pdfium_lock import PDFIUM
 from sleuth.format.text import normalize_text, repair_dropped_ligatures
 
@@ -35,6 +40,10 @@ _NUMBERED = [
 
 
 _LONE_LEAD = re.compile(r"^(?:ITEM|PART)$", re.IGNORECASE)
+_ITEM = re.compile(r"^ITEM\s+\d{1,2}[A-C]?\b", re.IGNORECASE)
+_ITEM_REFERENCE = re.compile(r"^(?i:item)\s+\d{1,2}[A-Ca-c]?\.?\s*(?:,|[a-z(])")
+_FOOTNOTE_WORDS = 6  # a number without its point before more words than this starts a footnote
+_NUMBER_LEAD = re.compile(r"^(\d{1,2}(?:\.\d{1,2}){0,3})(\.?)\s+(.*)$")
 _CONNECTOR = re.compile(r"^(?:and|of|for|in|on|to|the|&)\b", re.IGNORECASE)
 _SPLIT_NUMBER = re.compile(r"^(?:\d{1,2}[A-C]?|[IVX]{1,4})\.?(?:\s+(\S+(?:\s+\S+){0,2}))?$", re.IGNORECASE)
 _DASHED_ITEM = re.compile(r"^ITEM\s+\d{1,2}[A-C]?\.?\s*[-–—:]\s*[A-Z].{0,100}$", re.IGNORECASE)
@@ -47,8 +56,9 @@ def parse(
     """`tables=False` skips the layout-table finder, `fonts=False` the headings read from type (the
     baselines of benchmarks); `max_pages` reads only the first pages (a sample: `compile.explore`)."""
     styles: list[list[LineStyle]] | None = None
+    boxes: list[dict[int, tuple[Box, ...]]] | None = None
     try:
-        texts, title, toc, styles = _read_pdfium(data, fonts, max_pages)
+        texts, title, toc, styles, boxes = _read_pdfium(data, fonts, tables, max_pages)
     except pdfium.PdfiumError as exc:
         if "password" in str(exc).lower():
             raise ParseError("failed", "encrypted") from None
@@ -69,20 +79,33 @@ def parse(
     if toc:
         _headings_from_toc(pages, toc)
     else:
-        for page in pages:
+        outlines = _outlines([page.text for page in pages])
+        for page, outline in zip(pages, outlines, strict=True):
             page.headings = _numbered_headings(page.text)
-            outline = [] if is_contents(page.text) else _numbered_headings(page.text, join_split=True)
             if outline != page.headings:
                 page.outline = outline
     if tables:
-        for page in pages:
-            page.tables = find_tables(page.text)
+        running = running_keys(page.text for page in pages)
+        for index, page in enumerate(pages):
+            page.tables = find_tables(page.text, boxes[index] if boxes else None, running)
     if styles is not None:
         _add_font_headings(pages, styles, level=max((level for level, _t, _i in toc), default=2) + 1)
+    if tables:
+        for page in pages:
+            page.tables = [_titled(page, table) for table in page.tables]
     for page, label in zip(pages, printed_labels([p.text for p in pages]), strict=True):
         page.label = label
     empty = sum(1 for p in pages if not p.text.strip())
     return ParsedSource("pdf", pages, title=title, images_skipped=empty)
+
+
+def _titled(page: Page, table: Table) -> Table:
+    """A table with no caption of its own takes the nearest heading above it on its page."""
+    if table.title is not None or len(table.rows) < 2:
+        return table
+    first = min(row.start for row in table.rows[1:])
+    above = [h for h in (page.outline if page.outline is not None else page.headings) if h.start < first]
+    return dataclasses.replace(table, title=above[-1].text) if above else table
 
 
 def _add_font_headings(pages: list[Page], styles: list[list[LineStyle]], level: int) -> None:
@@ -98,24 +121,35 @@ def _add_font_headings(pages: list[Page], styles: list[list[LineStyle]], level: 
             page.outline = sorted([*outline, *added], key=lambda h: (h.start, h.level))
 
 
-Pdfium = tuple[list[str], str | None, list[tuple[int, str, int]], list[list[LineStyle]] | None]
+Pdfium = tuple[
+    list[str],
+    str | None,
+    list[tuple[int, str, int]],
+    list[list[LineStyle]] | None,
+    list[dict[int, tuple[Box, ...]]] | None,
+]
 
 
-def _read_pdfium(data: bytes, fonts: bool, max_pages: int | None = None) -> Pdfium:
+def _read_pdfium(data: bytes, fonts: bool, tables: bool, max_pages: int | None = None) -> Pdfium:
     with PDFIUM:  # pdfium is not thread-safe
-        return _read_pdfium_locked(data, fonts, max_pages)
+        return _read_pdfium_locked(data, fonts, tables, max_pages)
 
 
-def _read_pdfium_locked(data: bytes, fonts: bool, max_pages: int | None) -> Pdfium:
-    """Each page's text, the title and the bookmarks, and with `fonts` each page's line types."""
+def _read_pdfium_locked(data: bytes, fonts: bool, tables: bool, max_pages: int | None) -> Pdfium:
+    """Each page's text, the title and the bookmarks; with `fonts` each page's line types, with
+    `tables` the boxes of the words on the lines the table finder reads (`pdf_boxes`)."""
     pdf = pdfium.PdfDocument(data)
     try:
         texts = []
         styles: list[list[LineStyle]] | None = [] if fonts else None
+        boxes: list[dict[int, tuple[Box, ...]]] | None = [] if tables else None
         for index in range(len(pdf) if max_pages is None else min(len(pdf), max_pages)):
             page = pdf[index]
             textpage = page.get_textpage()
             texts.append(textpage.get_text_bounded())
+            if boxes is not None:
+                stored = repair_dropped_ligatures(normalize_text(texts[-1]))
+                boxes.append(line_boxes(textpage, texts[-1], stored, wanted_lines(stored)))
             if styles is not None:
                 styles.append(line_styles(textpage))
             textpage.close()
@@ -128,7 +162,7 @@ def _read_pdfium_locked(data: bytes, fonts: bool, max_pages: int | None) -> Pdfi
             text = (bookmark.get_title() or "").strip()
             if page_index is not None and text:
                 toc.append((bookmark.level + 1, text, page_index))
-        return texts, title, toc, styles
+        return texts, title, toc, styles, boxes
     finally:
         pdf.close()
 
@@ -217,6 +251,45 @@ def _numbered_headings(text: str, join_split: bool = False) -> list[Heading]:
             headings.append(Heading(level, heading_text, start))
             skip_to = index + 1 + consumed
     return headings
+
+
+def _outlines(texts: list[str]) -> list[list[Heading]]:
+    """Each page's numbered headings as the outline reads them (issue 43, item 2): what reads as a
+    heading (`_in_outline`); of a contents page only the one item heading above an index of its
+    statements (`Item 8. Financial Statements…` over `Report of … 36`), never its entries; and in a
+    document with items, numbered headings below the items (a note `1. Summary of …` under `Item 8`,
+    not beside `PART II`)."""
+    outlines: list[list[Heading]] = []
+    for text in texts:
+        found = [h for h in _numbered_headings(text, join_split=True) if _in_outline(h.text)]
+        if is_contents(text):
+            own = [h for h in found if _ITEM.match(h.text) and not is_contents_entry(h.text)]
+            found = own if len(own) == 1 else []
+        outlines.append(found)
+    if any(_ITEM.match(h.text) for outline in outlines for h in outline):
+        outlines = [
+            [Heading(min(h.level + 2, 6), h.text, h.start) if h.text[0].isdigit() else h for h in outline]
+            for outline in outlines
+        ]
+    return outlines
+
+
+def _in_outline(text: str) -> bool:
+    """Whether a line numbering read as a heading is one: not a cross-reference (`Item 3 of this
+    Annual Report…`, `Item 7, Management's…`), a footnote (`1 Calculated based on…`: a number without
+    its point and a sentence), a table's header (`1 Year 1-3 Years`) or a contents line
+    (`1. Financial statements 65`)."""
+    if _ITEM.match(text):
+        return not _ITEM_REFERENCE.match(text)
+    numbered = _NUMBER_LEAD.match(text)
+    if numbered is None:
+        return True
+    number, point, title = numbered.groups()
+    if any(ch.isdigit() for ch in title):
+        return False
+    # `1 Booking travel` is a heading; `6 We expect to fund these marketing obligations with …` and
+    # `5 Years` (a column header's last line) are not
+    return "." in number or bool(point) or 2 <= len(title.split()) <= _FOOTNOTE_WORDS
 
 
 def _numbered(stripped: str) -> tuple[int, str] | None:

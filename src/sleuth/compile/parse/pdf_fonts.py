@@ -65,7 +65,7 @@ def line_styles(textpage: Any) -> list[LineStyle]:
     """The lines of a pypdfium2 `PdfTextPage`, in order, each with its font size (the middle of three
     characters' sizes for a line that could be a heading, one character's for any other) and whether
     all three are bold (a bold font name, weight ≥ 600, or the ForceBold flag)."""
-    raw = _raw_text(textpage)
+    raw = raw_text(textpage)
     out: list[LineStyle] = []
     start = 0
     for end in [*(i for i, ch in enumerate(raw) if ch in "\r\n"), len(raw)]:
@@ -89,7 +89,7 @@ def line_styles(textpage: Any) -> list[LineStyle]:
     return out
 
 
-def _raw_text(textpage: Any) -> str:
+def raw_text(textpage: Any) -> str:
     """pdfium's characters, one per character index (`FPDFText_GetText` in one call; one call a
     character where the text holds a character outside the BMP and the two disagree)."""
     count = int(textpage.count_chars())

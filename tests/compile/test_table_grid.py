@@ -1,0 +1,232 @@
+"""Tables as a person reads them (issue 43, item 1): each column's header and period from where the
+header's phrases stand over the columns, the title above the table that is not page furniture, each
+row's group and its whole label without its figures. Over FinanceBench filings where they are kept
+beside the repository, and over words placed by hand."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from sleuth.compile.pages import Page, Table, TableRow
+from sleuth.compile.parse import parse_source
+from sleuth.compile.parse.table_grid import Box, Word, columns_of, read_header
+from sleuth.compile.table_cells import Cell, ColumnPeriod, cells_of, column_period
+from sleuth.settings import DEFAULTS
+
+FINANCEBENCH = Path(__file__).resolve().parents[3] / "shared" / "data" / "financebench" / "pdfs"
+
+
+def _needs(name: str) -> pytest.MarkDecorator:
+    return pytest.mark.skipif(
+        not (FINANCEBENCH / name).exists(),
+        reason="FinanceBench is evaluation data kept beside the repository, not in it",
+    )
+
+
+@cache
+def _page(name: str, number: int) -> Page:
+    return parse_source(FINANCEBENCH / name, max_text_bytes=DEFAULTS.max_text_bytes).pages[number - 1]
+
+
+def _cells(name: str, number: int, table_no: int, label: str) -> list[Cell]:
+    page = _page(name, number)
+    return [c for c in cells_of(name, page) if c.table_no == table_no and c.label == label]
+
+
+@_needs("JPMORGAN_2022Q2_10Q.pdf")
+def test_a_header_of_two_periods_over_their_columns() -> None:
+    """`Three months ended June 30,` over three columns, `Six months ended June 30,` over the next
+    three, each with its years and a change: every column its own period (neither period was read:
+    every column was `June 30` and a year, the three months' and the six months' alike)."""
+    [table, *_] = _page("JPMORGAN_2022Q2_10Q.pdf", 30).tables
+    assert table.rows[0].cells[1:] == [
+        "Three months ended June 30 2022",
+        "Three months ended June 30 2021",
+        "Three months ended June 30 Change",
+        "Six months ended June 30 2022",
+        "Six months ended June 30 2021",
+        "Six months ended June 30 Change",
+    ]
+    advisory = _cells("JPMORGAN_2022Q2_10Q.pdf", 30, 1, "Advisory")
+    assert [(c.text, c.year, c.months, c.period_end, c.period_start) for c in advisory] == [
+        ("$ 664", 2022, 3, "2022-06-30", "2022-04-01"),
+        ("$ 916", 2021, 3, "2021-06-30", "2021-04-01"),
+        ("(28) %", None, None, None, None),
+        ("$ 1,465", 2022, 6, "2022-06-30", "2022-01-01"),
+        ("$ 1,596", 2021, 6, "2021-06-30", "2021-01-01"),
+        ("(8) %", None, None, None, None),
+    ]
+
+
+@_needs("Pfizer_2023Q2_10Q.pdf")
+def test_a_prior_year_column_has_its_own_year() -> None:
+    """Pfizer sets each header cell's date a line apart (`July 2,` / `2023` / `July 3,` / `2022`):
+    the prior year's quarter is the quarter ended July 3, 2022 (it was headed July 2, 2023)."""
+    revenues = _cells("Pfizer_2023Q2_10Q.pdf", 8, 1, "Revenues")
+    assert [(c.text, c.header, c.year, c.period_end, c.months) for c in revenues] == [
+        ("$ 12,734", "Three Months Ended July 2 2023", 2023, "2023-07-02", 3),
+        ("$ 27,742", "Three Months Ended July 3 2022", 2022, "2022-07-03", 3),
+        ("$ 31,015", "Six Months Ended July 2 2023", 2023, "2023-07-02", 6),
+        ("$ 53,402", "Six Months Ended July 3 2022", 2022, "2022-07-03", 6),
+    ]
+    assert revenues[1].period_start == "2022-04-04"  # thirteen weeks: a 52/53-week calendar's quarter
+
+
+@_needs("Pfizer_2023Q2_10Q.pdf")
+def test_a_row_group_ends_where_its_rows_stop_being_indented() -> None:
+    page = _page("Pfizer_2023Q2_10Q.pdf", 8)
+    groups = {c.label: c.section for c in cells_of("p.pdf", page) if c.table_no == 1 and c.column_no == 1}
+    assert groups["Cost of sales"] == "Costs and expenses"
+    assert groups["Other (income)/deductions––net"] == "Costs and expenses"
+    assert groups["Income from continuing operations"] is None  # set flush again: the group ended
+    wrapped = "Income from continuing operations attributable to Pfizer Inc. common shareholders"
+    assert [c.section for c in cells_of("p.pdf", page) if c.label == wrapped and c.column_no == 1] == [
+        "Earnings per common share––basic",
+        "Earnings per common share––diluted",
+    ]  # one table, its label whole across the line the layout broke it on
+
+
+@_needs("NETFLIX_2015_10K.pdf")
+def test_a_segment_rows_label_holds_no_figures() -> None:
+    """Netflix's segment table: four columns, most rows filling one (`Net income`): the four figures
+    of `Revenues` are its cells, not its label's words (it was `Revenues $ 3,431,434 $ 1,308,061
+    $ 765,161` with one cell)."""
+    revenues = _cells("NETFLIX_2015_10K.pdf", 61, 2, "Revenues")
+    assert [(c.header, c.year, c.value) for c in revenues] == [
+        ("As of/Year ended December 31, 2014 Domestic Streaming", 2014, 3431434.0),
+        ("As of/Year ended December 31, 2014 International Streaming", 2014, 1308061.0),
+        ("As of/Year ended December 31, 2014 Domestic DVD", 2014, 765161.0),
+        ("As of/Year ended December 31, 2014 Consolidated", 2014, 5504656.0),
+    ]
+    [net] = _cells("NETFLIX_2015_10K.pdf", 61, 2, "Net income")
+    assert (net.column_no, net.header, net.value) == (
+        4,
+        "As of/Year ended December 31, 2014 Consolidated",
+        266799.0,
+    )
+
+
+@_needs("NETFLIX_2015_10K.pdf")
+def test_a_title_is_the_caption_not_the_page_furniture() -> None:
+    """The two segment tables under `Table of Contents` (the running header) are titled by the
+    sentences that introduce them."""
+    tables = _page("NETFLIX_2015_10K.pdf", 61).tables
+    assert [t.title for t in tables] == [
+        "The following tables represent segment information for the year ended December 31, 2015:",
+        "The following tables represent segment information for the year ended December 31, 2014:",
+    ]
+
+
+@_needs("PEPSICO_2022_10K.pdf")
+def test_dates_a_caption_lists_one_a_column() -> None:
+    """`Fiscal years ended December 31, 2022, December 25, 2021 and December 26, 2020` over the
+    years: each column ends on its own date; the title is the statement's, not the company's."""
+    [table, *_] = _page("PEPSICO_2022_10K.pdf", 62).tables
+    assert table.title == "Consolidated Statement of Income"
+    revenue = _cells("PEPSICO_2022_10K.pdf", 62, 1, "Net Revenue")
+    assert [(c.period_end, c.months) for c in revenue] == [
+        ("2022-12-31", 12),
+        ("2021-12-25", 12),
+        ("2020-12-26", 12),
+    ]
+
+
+@_needs("AMCOR_2023Q2_10Q.pdf")
+def test_prose_above_a_table_heads_no_column() -> None:
+    """`… for the three and six months ended December 31, 2022 and 2021 is as follows:` above the
+    table was read into every column's header."""
+    [table] = [t for t in _page("AMCOR_2023Q2_10Q.pdf", 42).tables if t.rows[0].cells[1:]]
+    assert table.rows[0].cells[1:] == [
+        "Three Months Ended December 31 2022",
+        "Three Months Ended December 31 2021",
+        "Six Months Ended December 31 2022",
+        "Six Months Ended December 31 2021",
+    ]
+
+
+def _word(text: str, left: float, bottom: float, line: int) -> Word:
+    return Word(text, Box(left, left + 5.0 * len(text), bottom, bottom + 10.0), line)
+
+
+def _words(line: int, bottom: float, *placed: tuple[str, float]) -> list[Word]:
+    """A printed line's words: each phrase at its left edge, its words a space apart."""
+    out: list[Word] = []
+    for phrase, left in placed:
+        for word in phrase.split():
+            out.append(_word(word, left, bottom, line))
+            left += 5.0 * len(word) + 2.5
+    return out
+
+
+def test_header_phrases_head_the_columns_they_stand_over() -> None:
+    """A sentence above the header ends it; `Three Months Ended` centred over two columns heads
+    both; the years under them head one each; a unit over the labels heads none."""
+    columns = [(300.0, 330.0), (360.0, 390.0), (420.0, 450.0), (480.0, 510.0)]
+    words = [
+        *_words(
+            0,
+            140.0,
+            ("Our results for the quarter and the half year ended September 30 were as follows:", 24.0),
+        ),
+        *_words(1, 128.0, ("Three Months Ended", 302.0), ("Six Months Ended", 422.0)),
+        *_words(2, 116.0, ("September 30,", 285.0), ("September 30,", 405.0)),
+        *_words(3, 104.0, ("(in millions)", 20.0), ("2023", 310.0), ("2022", 370.0)),
+        *_words(3, 104.0, ("2023", 430.0), ("2022", 490.0)),
+    ]
+    header = read_header(words, columns, below=90.0, labels_right=150.0)
+    assert header.columns == [
+        "Three Months Ended September 30 2023",
+        "Three Months Ended September 30 2022",
+        "Six Months Ended September 30 2023",
+        "Six Months Ended September 30 2022",
+    ]
+    assert header.label_side == ["(in millions)"] and header.lines == frozenset({1, 2, 3})
+
+
+def test_columns_are_where_figures_stand_one_under_another() -> None:
+    rows = [
+        [(150.0, 160.0), (300.0, 330.0), (400.0, 430.0)],  # a footnote's `(1)` after a label
+        [(305.0, 330.0), (405.0, 430.0)],
+        [(402.0, 430.0)],  # a blank cell in the first column
+        [(310.0, 330.0), (400.0, 430.0)],
+    ]
+    assert columns_of(rows) == [(300.0, 330.0), (400.0, 430.0)]
+
+
+def test_a_column_period_from_its_header() -> None:
+    assert column_period("Three Months Ended June 25 2022") == ColumnPeriod(
+        2022, "2022-06-25", "2022-03-27", 3
+    )
+    assert column_period("Nine Months Ended September 30, 2023") == ColumnPeriod(
+        2023, "2023-09-30", "2023-01-01", 9
+    )
+    assert column_period("Fiscal Years Ended January 28, 2023") == ColumnPeriod(
+        2023, "2023-01-28", "2022-01-30", 12
+    )
+    assert column_period("December 31, 2022") == ColumnPeriod(2022, "2022-12-31", None, None)  # a date
+    assert column_period("2015 vs. 2014") == ColumnPeriod(None, None, None, None)  # a change
+    assert column_period("Three Years Ended December 26, 2015 2013").year == 2013  # its own year
+
+
+def test_a_row_group_from_the_parser_and_the_year_it_names() -> None:
+    """Rows the parser grouped carry their group; a group that names a year alone gives it to the
+    columns whose header names none (a quarterly table: `2017` above the quarters' rows)."""
+    text = "First Second\n2017\nNet revenues 10 20\nNet income 1 2"
+    table = Table(
+        [
+            TableRow(0, 12, ["", "First", "Second"], [None, None, None]),
+            TableRow(13, 17, ["2017"], [(13, 17)]),
+            TableRow(18, 33, ["Net revenues", "10", "20"], [(18, 30), (31, 33), (34, 36)], "2017"),
+            TableRow(37, 51, ["Net income", "1", "2"], [(37, 47), (48, 49), (50, 51)], "2017"),
+        ]
+    )
+    page = Page(1, text, tables=[table])
+    assert Page.from_json(page.to_json()).tables == [table]
+    cells = list(cells_of("q.pdf", page))
+    assert {(c.label, c.section, c.header, c.year) for c in cells if c.column_no == 1} == {
+        ("Net revenues", "2017", "First", 2017),
+        ("Net income", "2017", "First", 2017),
+    }
