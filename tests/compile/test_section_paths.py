@@ -76,3 +76,13 @@ def test_what_numbering_reads_as_a_heading() -> None:
     assert not reads("6 We expect to fund these marketing obligations with cash flows from operating")
     assert not reads("1 Year 1-3 Years 3-5 Years") and not reads("5 Years")
     assert not reads("1. Financial statements 65")  # a contents line
+
+
+def test_an_item_heading_has_one_form() -> None:
+    canonical = pdf._canonical
+    heading = pdf.Heading(2, "ITEM 7. MANAGEMENT'S DISCUSSION AND ANALYSIS OF FINANCIAL CONDITION", 0)
+    assert canonical(heading).text == "Item 7. Management's Discussion and Analysis of Financial Condition"
+    assert canonical(pdf.Heading(2, "ITEM 1A. RISK FACTORS", 0)).text == "Item 1A. Risk Factors"
+    assert canonical(pdf.Heading(1, "PART II", 0)).text == "Part II"
+    assert canonical(pdf.Heading(2, "Item 1A. Risk Factors", 0)).text == "Item 1A. Risk Factors"  # as set
+    assert canonical(pdf.Heading(3, "CONSOLIDATED BALANCE SHEETS", 0)).text == "CONSOLIDATED BALANCE SHEETS"

@@ -41,6 +41,11 @@ _NUMBERED = [
 
 _LONE_LEAD = re.compile(r"^(?:ITEM|PART)$", re.IGNORECASE)
 _ITEM = re.compile(r"^ITEM\s+\d{1,2}[A-C]?\b", re.IGNORECASE)
+_PART = re.compile(r"^PART\s+[IVX]{1,4}\b", re.IGNORECASE)
+_ROMAN = re.compile(r"[IVX]{1,4}")
+_SMALL_WORDS = frozenset(
+    {"a", "an", "and", "as", "at", "by", "for", "in", "of", "on", "or", "the", "to", "with"}
+)
 _ITEM_REFERENCE = re.compile(r"^(?i:item)\s+\d{1,2}[A-Ca-c]?\.?\s*(?:,|[a-z(])")
 _FOOTNOTE_WORDS = 6  # a number without its point before more words than this starts a footnote
 _NUMBER_LEAD = re.compile(r"^(\d{1,2}(?:\.\d{1,2}){0,3})(\.?)\s+(.*)$")
@@ -266,12 +271,32 @@ def _outlines(texts: list[str]) -> list[list[Heading]]:
             own = [h for h in found if _ITEM.match(h.text) and not is_contents_entry(h.text)]
             found = own if len(own) == 1 else []
         outlines.append(found)
+    outlines = [[_canonical(h) for h in outline] for outline in outlines]
     if any(_ITEM.match(h.text) for outline in outlines for h in outline):
         outlines = [
             [Heading(min(h.level + 2, 6), h.text, h.start) if h.text[0].isdigit() else h for h in outline]
             for outline in outlines
         ]
     return outlines
+
+
+def _canonical(heading: Heading) -> Heading:
+    """One form for an item or part heading however the filing sets it: `ITEM 1A. RISK FACTORS` reads
+    `Item 1A. Risk Factors`, as `Item 1A. Risk Factors` does (`read_section` matches either way)."""
+    text = heading.text
+    if not (_ITEM.match(text) or _PART.match(text)) or text != text.upper():
+        return heading
+    cased = [_cased(word, index) for index, word in enumerate(text.split(" "))]
+    return Heading(heading.level, " ".join(cased), heading.start)
+
+
+def _cased(word: str, index: int) -> str:
+    """`RISK` → `Risk`, `OF` → `of` past the number, `II` and `1A.` as they are."""
+    if _ROMAN.fullmatch(word.strip(".,:")) or any(ch.isdigit() for ch in word):
+        return word
+    if index > 1 and word.lower() in _SMALL_WORDS:
+        return word.lower()
+    return word[:1] + word[1:].lower()
 
 
 def _in_outline(text: str) -> bool:
