@@ -11,6 +11,7 @@ import pytest
 
 from sleuth.compile.chunking import chunk_pages
 from sleuth.compile.manifest import Chunking
+from sleuth.compile.pages import Heading
 from sleuth.compile.parse import pdf
 from sleuth.format.chunks import Chunk
 
@@ -80,9 +81,9 @@ def test_what_numbering_reads_as_a_heading() -> None:
 
 def test_an_item_heading_has_one_form() -> None:
     canonical = pdf._canonical
-    heading = pdf.Heading(2, "ITEM 7. MANAGEMENT'S DISCUSSION AND ANALYSIS OF FINANCIAL CONDITION", 0)
+    heading = Heading(2, "ITEM 7. MANAGEMENT'S DISCUSSION AND ANALYSIS OF FINANCIAL CONDITION", 0)
     assert canonical(heading).text == "Item 7. Management's Discussion and Analysis of Financial Condition"
-    assert canonical(pdf.Heading(2, "ITEM 1A. RISK FACTORS", 0)).text == "Item 1A. Risk Factors"
-    assert canonical(pdf.Heading(1, "PART II", 0)).text == "Part II"
-    assert canonical(pdf.Heading(2, "Item 1A. Risk Factors", 0)).text == "Item 1A. Risk Factors"  # as set
-    assert canonical(pdf.Heading(3, "CONSOLIDATED BALANCE SHEETS", 0)).text == "CONSOLIDATED BALANCE SHEETS"
+    assert canonical(Heading(2, "ITEM 1A. RISK FACTORS", 0)).text == "Item 1A. Risk Factors"
+    assert canonical(Heading(1, "PART II", 0)).text == "Part II"
+    assert canonical(Heading(2, "Item 1A. Risk Factors", 0)).text == "Item 1A. Risk Factors"  # as set
+    assert canonical(Heading(3, "CONSOLIDATED BALANCE SHEETS", 0)).text == "CONSOLIDATED BALANCE SHEETS"
