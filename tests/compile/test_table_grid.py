@@ -209,6 +209,9 @@ def test_a_column_period_from_its_header() -> None:
     assert column_period("December 31, 2022") == ColumnPeriod(2022, "2022-12-31", None, None)  # a date
     assert column_period("2015 vs. 2014") == ColumnPeriod(None, None, None, None)  # a change
     assert column_period("Three Years Ended December 26, 2015 2013").year == 2013  # its own year
+    # an earnings release's 12-week quarter, its date in figures (PepsiCo; the hand labels' misses)
+    assert column_period("12 Weeks Ended 3/25/2023") == ColumnPeriod(2023, "2023-03-25", "2023-01-01", 3)
+    assert column_period("36 Weeks Ended 9/9/2023").months == 9
 
 
 def test_a_row_group_from_the_parser_and_the_year_it_names() -> None:

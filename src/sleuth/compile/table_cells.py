@@ -25,12 +25,15 @@ _DATE = re.compile(
     r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s+(\d{1,2}),?\s+((?:19|20)\d\d)\b",
     re.IGNORECASE,
 )
+#: A date in figures, as earnings releases print their columns: `12 Weeks Ended 3/25/2023`.
+_NUMERIC_DATE = re.compile(r"(?<![\d/])(\d{1,2})/(\d{1,2})/((?:19|20)\d\d)(?![\d/])")
 _CHANGE = re.compile(r"(?:19|20)\d\d\s*(?:vs\.?|versus|to|over|[-–])\s*(?:19|20)\d\d", re.IGNORECASE)
 #: How long a column's period is, as its header says: `Three Months Ended`, `13 weeks ended`, `Year
 #: Ended`, `Fiscal 2023`; a header that names a date alone (a balance sheet's) is a point in time.
 _MONTHS = re.compile(
     r"\b(?P<n>three|six|nine|twelve|3|6|9|12)\s+months\b"
-    r"|\b(?P<weeks>13|26|39|52|53|thirteen|twenty-six|thirty-nine|fifty-two|fifty-three)\s+weeks\b"
+    r"|\b(?P<weeks>12|13|16|24|26|36|39|40|52|53|thirteen|twenty-six|thirty-nine|fifty-two|fifty-three)"
+    r"\s+weeks\b"
     r"|\b(?P<quarter>quarters?)\s+ended\b|\b(?P<year>years?|fiscal)\b",
     re.IGNORECASE,
 )
@@ -185,8 +188,15 @@ def column_period(header: str) -> ColumnPeriod:
             end = dt.date(int(date.group(3)), MONTHS[date.group(1).lower()], int(date.group(2)))
         except ValueError:
             end = None
+    elif (
+        numeric := next((d for d in _NUMERIC_DATE.finditer(header) if int(d.group(3)) == year), None)
+    ) is not None:
+        try:  # month first, as US filings print it
+            end = dt.date(int(numeric.group(3)), int(numeric.group(1)), int(numeric.group(2)))
+        except ValueError:
+            end = None
     months = _months(header) if year is not None else None
-    start = _start(end, months) if end is not None and months is not None else None
+    start = _start(end, months, _weeks(header)) if end is not None and months is not None else None
     return ColumnPeriod(year, end.isoformat() if end else None, start, months)
 
 
@@ -216,11 +226,21 @@ def _months(header: str) -> int | None:
         return _MONTH_WORDS.get(n) or int(n)
     if found.group("weeks"):
         weeks = found.group("weeks").lower()
-        return round(int(_WEEK_WORDS.get(weeks, weeks)) * 3 / 13)
+        # the nearest whole quarters: PepsiCo's 12- and 16-week quarters are quarters, 36 weeks three
+        return 3 * max(1, round(int(_WEEK_WORDS.get(weeks, weeks)) / 13))
     return 3 if found.group("quarter") else 12
 
 
-def _start(end: dt.date, months: int) -> str:
+def _weeks(header: str) -> int | None:
+    """The weeks a 52/53-week calendar's header counts (`12 Weeks Ended`), when it counts them."""
+    found = _MONTHS.search(header)
+    weeks = found.group("weeks").lower() if found and found.group("weeks") else None
+    return int(_WEEK_WORDS.get(weeks, weeks)) if weeks else None
+
+
+def _start(end: dt.date, months: int, weeks: int | None = None) -> str:
+    if weeks is not None:
+        return (end - dt.timedelta(weeks=weeks) + dt.timedelta(days=1)).isoformat()
     after = end + dt.timedelta(days=1)
     if after.day == 1:  # a month's last day: the period is whole months
         month = after.month - months
