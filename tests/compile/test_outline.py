@@ -45,7 +45,7 @@ def test_the_outline_skips_contents_and_reads_split_headings(tmp_path: Path) -> 
     assert [h.text for h in pages[0].headings][-1] == "Item 15. Exhibits 40"  # cut as before
     assert pages[0].outline == []  # a contents page heads nothing
     assert pages[2].headings == [] and pages[2].outline is not None
-    assert [(h.level, h.text) for h in pages[2].outline] == [(2, "Item 1A. RISK FACTORS")]
+    assert [(h.level, h.text) for h in pages[2].outline] == [(2, "Item 1A. Risk Factors")]
     assert pages[2].text[pages[2].outline[0].start :].startswith("Item\n1A.")
     assert pages[1].outline is None  # the same headings as the chunker's (none)
 
@@ -54,7 +54,7 @@ def test_the_outline_skips_contents_and_reads_split_headings(tmp_path: Path) -> 
     # The chunks and the paths their embeddings were headed with are unchanged ...
     assert by_page[2].section_path == by_page[4].section_path == ["Item 15. Exhibits 40"]
     # ... and each carries its place in the outline.
-    assert by_page[3].heading_path == by_page[4].heading_path == ["Item 1A. RISK FACTORS"]
+    assert by_page[3].heading_path == by_page[4].heading_path == ["Item 1A. Risk Factors"]
     assert by_page[2].heading_path == [] and all(c.heading_path == [] for c in chunks if c.page == 1)
     assert by_page[5].heading_path == ["Item 2-Properties"]  # a dash right after the number
     assert Chunk.from_json(by_page[4].to_json()) == by_page[4]
@@ -72,7 +72,7 @@ def test_sql_and_read_section_scope_by_the_outline(tmp_path: Path, home: Home) -
     assert pages == [(3,), (4,)]
     kb = Knowledge([ScopedContext("filings", version)])
     section = kb.read_section("uploads/filings/alder-2023.pdf", section="risk factors")
-    assert section.pages == [3, 4] and section.section_path == ["Item 1A. RISK FACTORS"]
+    assert section.pages == [3, 4] and section.section_path == ["Item 1A. Risk Factors"]
     assert "order system" in section.text
 
 
@@ -86,15 +86,15 @@ def test_split_headings_mid_page_and_headings_a_chunk_opens_with(tmp_path: Path)
     pages = parse_source(pdf, max_text_bytes=DEFAULTS.max_text_bytes).pages
     assert [h.text for h in pages[1].outline or []] == [
         "Item 6. Selected Data",
-        "Item 7. MANAGEMENT'S DISCUSSION",  # the title ends where the capitals do
+        "Item 7. Management's Discussion",  # the title ends where the capitals do; one casing
         "Item 8. Financial Statements",
     ]
     chunks = chunk_pages("r.pdf", pages, Chunking())
     paths = [c.heading_path for c in chunks if c.page > 1]
     # Item 7 opens the first half of the chunk that holds it (Item 8 cuts the next one): not lost
-    assert ["Item 7. MANAGEMENT'S DISCUSSION"] in paths and ["Item 8. Financial Statements"] in paths
+    assert ["Item 7. Management's Discussion"] in paths and ["Item 8. Financial Statements"] in paths
     # `PART II` alone on its line is merged with the item under it: the chunk is under both
-    assert paths[-1] == ["PART II", "Item 5. Market for Common Equity"]
+    assert paths[-1] == ["Part II", "Item 5. Market for Common Equity"]
 
 
 def test_a_split_heading_stops_where_its_title_does() -> None:

@@ -84,6 +84,7 @@ def test_an_item_heading_has_one_form() -> None:
     heading = Heading(2, "ITEM 7. MANAGEMENT'S DISCUSSION AND ANALYSIS OF FINANCIAL CONDITION", 0)
     assert canonical(heading).text == "Item 7. Management's Discussion and Analysis of Financial Condition"
     assert canonical(Heading(2, "ITEM 1A. RISK FACTORS", 0)).text == "Item 1A. Risk Factors"
+    assert canonical(Heading(2, "Item 1A. RISK FACTORS", 0)).text == "Item 1A. Risk Factors"
     assert canonical(Heading(1, "PART II", 0)).text == "Part II"
     assert canonical(Heading(2, "Item 1A. Risk Factors", 0)).text == "Item 1A. Risk Factors"  # as set
     assert canonical(Heading(3, "CONSOLIDATED BALANCE SHEETS", 0)).text == "CONSOLIDATED BALANCE SHEETS"

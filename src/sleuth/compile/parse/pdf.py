@@ -281,11 +281,14 @@ def _outlines(texts: list[str]) -> list[list[Heading]]:
 
 
 def _canonical(heading: Heading) -> Heading:
-    """One form for an item or part heading however the filing sets it: `ITEM 1A. RISK FACTORS` reads
-    `Item 1A. Risk Factors`, as `Item 1A. Risk Factors` does (`read_section` matches either way)."""
+    """One form for an item or part heading however the filing sets it: `ITEM 1A. RISK FACTORS` and
+    `Item 1A. RISK FACTORS` read `Item 1A. Risk Factors`, as `Item 1A. Risk Factors` does; `PART II`
+    reads `Part II` (`read_section` matches either way)."""
     text = heading.text
-    if not (_ITEM.match(text) or _PART.match(text)) or text != text.upper():
-        return heading
+    lead = _ITEM.match(text) or _PART.match(text)
+    title = text[lead.end() :] if lead else ""
+    if lead is None or title != title.upper():
+        return heading  # its title set in mixed case already: `Item 1A. Risk Factors`
     cased = [_cased(word, index) for index, word in enumerate(text.split(" "))]
     return Heading(heading.level, " ".join(cased), heading.start)
 
