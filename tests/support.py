@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from fpdf import FPDF
 
 from sleuth.compile.pipeline import compile_context
@@ -14,6 +15,18 @@ from sleuth.store.contexts.home import Home
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_CORPUS = REPO / "examples" / "acme-corpus"
 SAMPLE_MANIFEST = REPO / "examples" / "acme-manifest.json"
+#: FinanceBench's PDFs, evaluation data kept beside the repository (never in it): the tests that read
+#: them in place skip where a checkout has no such neighbour (a clone in /tmp).
+FINANCEBENCH = REPO.parent / "shared" / "data" / "financebench" / "pdfs"
+
+
+def needs_financebench(name: str) -> pytest.MarkDecorator:
+    return pytest.mark.skipif(
+        not (FINANCEBENCH / name).exists(),
+        reason="FinanceBench is evaluation data kept beside the repository, not in it",
+    )
+
+
 #: The SDK's primitives in the order of spec/runtime.md §5.2, written out: what the code declares is
 #: checked against it, in the REPL's registry and in the MCP tools.
 SDK_PRIMITIVES = (

@@ -30,7 +30,7 @@ from sleuth.store.contexts.home import Home
 from sleuth.store.records.tasks import TaskStore
 from tests.api.support import upload
 from tests.cluster import Cluster
-from tests.models.slow import NOTES_MANIFEST, SlowModel, notes
+from tests.models.slow import NOTES_MANIFEST, SlowModel, catalog_entry, notes
 from tests.models.wire import Canned, wire_server
 from tests.postgres import Postgres, throwaway_postgres
 
@@ -58,9 +58,7 @@ def cluster(
         Canned(500, {"error": {"message": "unused"}}), "/v1", SlowModel(1.0, EXTRACTION_S)
     ) as llm:
         (home / "config.toml").write_text(
-            'default = "sleuth/offline"\n\n'
-            f'[models."{MODEL}"]\nprovider = "openai-compatible"\nmodel = "slow"\n'
-            f'base_url = "{llm.url}"\napi_key = "sk-test-not-a-real-key"\ntool_protocol = "native"\n',
+            'default = "sleuth/offline"\n\n' + catalog_entry(llm.url, MODEL),
             encoding="utf-8",
         )
         url = own_postgres.create_database("faults")

@@ -44,7 +44,7 @@ from sleuth.store.records.server_db import WORKER_LOST_ERROR
 from sleuth.store.records.tasks import TaskStore
 from tests.api.support import unique_slug, upload, wait_task
 from tests.cluster import Cluster
-from tests.models.slow import NOTES_MANIFEST, SlowModel, notes
+from tests.models.slow import NOTES_MANIFEST, SlowModel, catalog_entry, notes
 from tests.models.wire import Canned, WireServer, wire_server
 from tests.postgres import Postgres
 
@@ -78,9 +78,7 @@ def cluster(
     home = root / "seed"  # a single machine's home, shared below; each process gets its own
     shutil.copytree(sample_home[0].root, home)
     (home / "config.toml").write_text(
-        'default = "sleuth/offline"\n\n'
-        f'[models."{MODEL}"]\nprovider = "openai-compatible"\nmodel = "slow"\n'
-        f'base_url = "{llm.url}"\napi_key = "sk-test-not-a-real-key"\ntool_protocol = "native"\n',
+        'default = "sleuth/offline"\n\n' + catalog_entry(llm.url, MODEL),
         encoding="utf-8",
     )
     url = postgres.create_database("many")

@@ -4,13 +4,11 @@ on the same home fails only the turns no live process holds."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +19,10 @@ from sleuth.store.database import new_id
 from sleuth.store.records.outage import Reachability
 from sleuth.store.records.rows import QueryDocument
 from sleuth.store.records.server_db import Holder, ServerDB, worker_alive, worker_name
-from tests.models.wire import Canned, openai_completion, wire_server
+from tests.models.slow import SlowModel, catalog_entry
+from tests.models.wire import Canned, wire_server
 
 REMOTE = "How many days a week can employees work remotely?"
-USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
 
 
 def _ask(home: Home, group: bool = False, model: list[str] | None = None) -> subprocess.Popen[str]:
@@ -87,27 +85,14 @@ def test_a_reader_that_leaves_cancels_the_turn(sample_home: tuple[Home, CompileR
     assert len(turn["steps"]) == 1  # the second step never started
 
 
-def _slow_step(body: dict[str, Any]) -> Canned:
-    """A model whose every step sleeps: the offline planner's whole turn can end (850 ms) before a
-    loaded machine delivers the Ctrl-C that the test sends once step 1 is shown."""
-    if not body.get("tools"):
-        return Canned(200, openai_completion("Nothing was found.", None, "stop", USAGE, "slow"))
-    code = "import time\ntime.sleep(5)\nprint('waited')"
-    call = {
-        "id": f"call_{time.monotonic_ns()}",
-        "type": "function",
-        "function": {"name": "run_python", "arguments": json.dumps({"code": code, "commentary": "Wait"})},
-    }
-    return Canned(200, openai_completion(None, [call], "tool_calls", USAGE, "slow"))
-
-
 def test_ctrl_c_cancels_the_turn(sample_home: tuple[Home, CompileReport], tmp_path: Path) -> None:
     home = Home(tmp_path / "home")
     shutil.copytree(sample_home[0].root, home.root)
-    with wire_server(Canned(500, {}), "/v1", _slow_step) as llm:
+    # every step sleeps 5 s: the offline planner's whole turn (850 ms) could end before a loaded machine
+    # delivers the Ctrl-C sent once step 1 is shown
+    with wire_server(Canned(500, {}), "/v1", SlowModel(step_s=5.0, extraction_s=0.0)) as llm:
         (home.root / "config.toml").write_text(
-            f'[models."test/slow"]\nprovider = "openai-compatible"\nmodel = "slow"\nbase_url = "{llm.url}"\n'
-            'api_key = "sk-test-not-a-real-key"\ntool_protocol = "native"\n',
+            catalog_entry(llm.url),
             encoding="utf-8",
         )
         ask = _ask(home, group=True, model=["--model", "test/slow"])

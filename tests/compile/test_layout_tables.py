@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from sleuth.compile.chunking import chunk_pages
 from sleuth.compile.manifest import Chunking
 from sleuth.compile.pages import Page, Table, TableRow
@@ -16,7 +14,7 @@ from sleuth.compile.table_cells import cells_of, figure_value
 from sleuth.format.chunks import Chunk
 from sleuth.sdk.types import Hit, Span
 from sleuth.settings import DEFAULTS
-from tests.support import statement_pdf
+from tests.support import FINANCEBENCH, needs_financebench, statement_pdf
 
 STATEMENT: list[str | tuple[str, ...]] = [
     "Acme Corp and Subsidiaries",
@@ -34,8 +32,6 @@ STATEMENT: list[str | tuple[str, ...]] = [
     ("Other - net", "-", "6"),
     "The accompanying notes are an integral part of this statement. Page 60",
 ]
-
-FINANCEBENCH = Path(__file__).resolve().parents[3] / "shared" / "data" / "financebench" / "pdfs"
 
 
 def test_a_statement_page_becomes_a_table_whose_cells_are_page_spans(tmp_path: Path) -> None:
@@ -301,10 +297,7 @@ def test_page_json_keeps_spans_unit_and_title_and_reads_the_old_form() -> None:
     assert Page.from_json(Page.from_json(old).to_json()).to_json() == old
 
 
-@pytest.mark.skipif(
-    not (FINANCEBENCH / "3M_2018_10K.pdf").exists(),
-    reason="FinanceBench is evaluation data kept beside the repository, not in it",
-)
+@needs_financebench("3M_2018_10K.pdf")
 def test_a_financebench_cash_flow_statement() -> None:
     """3M's 2018 cash flow statement (page 60): every row whole, periods and unit read."""
     page = parse_source(FINANCEBENCH / "3M_2018_10K.pdf", max_text_bytes=DEFAULTS.max_text_bytes).pages[59]

@@ -24,7 +24,7 @@ from sleuth.store.contexts.home import Home
 from sleuth.store.version import keyword
 from sleuth.store.version.keyword import TantivyIndex
 from sleuth.store.version.search import VersionReader
-from tests.models.slow import NOTES_MANIFEST, SlowModel, notes
+from tests.models.slow import NOTES_MANIFEST, SlowModel, catalog_entry, notes
 from tests.models.wire import Canned, wire_server
 from tests.support import make_pdf
 
@@ -221,8 +221,7 @@ def test_killed_compile_process_leaves_previous_version_live(
     model = SlowModel(step_s=1.0, extraction_s=3.0)
     with wire_server(Canned(500, {}), "/v1", model) as llm:
         (home.root / "config.toml").write_text(
-            f'[models."test/slow"]\nprovider = "openai-compatible"\nmodel = "slow"\nbase_url = "{llm.url}"\n'
-            'api_key = "sk-test-not-a-real-key"\n',
+            catalog_entry(llm.url),
             encoding="utf-8",
         )
         env = {**os.environ, "SLEUTH_HOME": str(home.root)}

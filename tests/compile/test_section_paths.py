@@ -5,24 +5,13 @@ repository (`benchmarks/section_paths.py` measures all twelve hand-labelled ones
 from __future__ import annotations
 
 from functools import cache
-from pathlib import Path
-
-import pytest
 
 from sleuth.compile.chunking import chunk_pages
 from sleuth.compile.manifest import Chunking
 from sleuth.compile.pages import Heading
 from sleuth.compile.parse import pdf
 from sleuth.format.chunks import Chunk
-
-FINANCEBENCH = Path(__file__).resolve().parents[3] / "shared" / "data" / "financebench" / "pdfs"
-
-
-def _needs(name: str) -> pytest.MarkDecorator:
-    return pytest.mark.skipif(
-        not (FINANCEBENCH / name).exists(),
-        reason="FinanceBench is evaluation data kept beside the repository, not in it",
-    )
+from tests.support import FINANCEBENCH, needs_financebench
 
 
 @cache
@@ -35,7 +24,7 @@ def _paths(name: str, page: int) -> list[str]:
     return [" > ".join(c.heading_path) for c in _chunks(name) if c.page == page]
 
 
-@_needs("AMAZON_2019_10K.pdf")
+@needs_financebench("AMAZON_2019_10K.pdf")
 def test_an_items_heading_above_an_index_of_statements_is_kept() -> None:
     """Item 8 opens on a page that lists its statements with their page numbers: the page reads as a
     contents page, whose entries are never headings, but the item's own heading above them is (its
@@ -43,7 +32,7 @@ def test_an_items_heading_above_an_index_of_statements_is_kept() -> None:
     assert all("Item 8. Financial Statements" in path for path in _paths("AMAZON_2019_10K.pdf", 36))
 
 
-@_needs("COCACOLA_2017_10K.pdf")
+@needs_financebench("COCACOLA_2017_10K.pdf")
 def test_a_footnote_is_no_heading() -> None:
     """`1 Calculated based on net income attributable to shareowners of The Coca-Cola` under a table
     was a top-level heading, and MD&A's pages after it were filed under it."""
@@ -51,7 +40,7 @@ def test_a_footnote_is_no_heading() -> None:
         assert "ITEM 7. MANAGEMENT" in path.upper() and "Calculated based" not in path, path
 
 
-@_needs("CVSHEALTH_2018_10K.pdf")
+@needs_financebench("CVSHEALTH_2018_10K.pdf")
 def test_a_cross_reference_is_no_heading() -> None:
     """`Item 3 of this Annual Report on Form 10-K for additional information.` inside the risk factors
     filed the rest of them under Item 3."""
@@ -59,7 +48,7 @@ def test_a_cross_reference_is_no_heading() -> None:
         assert "Item 1A" in path and "Item 3 of this" not in path, path
 
 
-@_needs("BESTBUY_2019_10K.pdf")
+@needs_financebench("BESTBUY_2019_10K.pdf")
 def test_numbered_notes_sit_under_their_item() -> None:
     """`1. Summary of Significant Accounting Policies` was a heading beside `PART II`, so the notes lost
     `Item 8`; in a document with items, numbered headings go below them."""

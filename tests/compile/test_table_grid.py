@@ -6,24 +6,13 @@ beside the repository, and over words placed by hand."""
 from __future__ import annotations
 
 from functools import cache
-from pathlib import Path
-
-import pytest
 
 from sleuth.compile.pages import Page, Table, TableRow
 from sleuth.compile.parse import parse_source
 from sleuth.compile.parse.table_grid import Box, Word, columns_of, read_header
 from sleuth.compile.table_cells import Cell, ColumnPeriod, cells_of, column_period
 from sleuth.settings import DEFAULTS
-
-FINANCEBENCH = Path(__file__).resolve().parents[3] / "shared" / "data" / "financebench" / "pdfs"
-
-
-def _needs(name: str) -> pytest.MarkDecorator:
-    return pytest.mark.skipif(
-        not (FINANCEBENCH / name).exists(),
-        reason="FinanceBench is evaluation data kept beside the repository, not in it",
-    )
+from tests.support import FINANCEBENCH, needs_financebench
 
 
 @cache
@@ -36,7 +25,7 @@ def _cells(name: str, number: int, table_no: int, label: str) -> list[Cell]:
     return [c for c in cells_of(name, page) if c.table_no == table_no and c.label == label]
 
 
-@_needs("JPMORGAN_2022Q2_10Q.pdf")
+@needs_financebench("JPMORGAN_2022Q2_10Q.pdf")
 def test_a_header_of_two_periods_over_their_columns() -> None:
     """`Three months ended June 30,` over three columns, `Six months ended June 30,` over the next
     three, each with its years and a change: every column its own period (neither period was read:
@@ -61,7 +50,7 @@ def test_a_header_of_two_periods_over_their_columns() -> None:
     ]
 
 
-@_needs("Pfizer_2023Q2_10Q.pdf")
+@needs_financebench("Pfizer_2023Q2_10Q.pdf")
 def test_a_prior_year_column_has_its_own_year() -> None:
     """Pfizer sets each header cell's date a line apart (`July 2,` / `2023` / `July 3,` / `2022`):
     the prior year's quarter is the quarter ended July 3, 2022 (it was headed July 2, 2023)."""
@@ -75,7 +64,7 @@ def test_a_prior_year_column_has_its_own_year() -> None:
     assert revenues[1].period_start == "2022-04-04"  # thirteen weeks: a 52/53-week calendar's quarter
 
 
-@_needs("Pfizer_2023Q2_10Q.pdf")
+@needs_financebench("Pfizer_2023Q2_10Q.pdf")
 def test_a_row_group_ends_where_its_rows_stop_being_indented() -> None:
     page = _page("Pfizer_2023Q2_10Q.pdf", 8)
     groups = {c.label: c.section for c in cells_of("p.pdf", page) if c.table_no == 1 and c.column_no == 1}
@@ -89,7 +78,7 @@ def test_a_row_group_ends_where_its_rows_stop_being_indented() -> None:
     ]  # one table, its label whole across the line the layout broke it on
 
 
-@_needs("NETFLIX_2015_10K.pdf")
+@needs_financebench("NETFLIX_2015_10K.pdf")
 def test_a_segment_rows_label_holds_no_figures() -> None:
     """Netflix's segment table: four columns, most rows filling one (`Net income`): the four figures
     of `Revenues` are its cells, not its label's words (it was `Revenues $ 3,431,434 $ 1,308,061
@@ -109,7 +98,7 @@ def test_a_segment_rows_label_holds_no_figures() -> None:
     )
 
 
-@_needs("NETFLIX_2015_10K.pdf")
+@needs_financebench("NETFLIX_2015_10K.pdf")
 def test_a_title_is_the_caption_not_the_page_furniture() -> None:
     """The two segment tables under `Table of Contents` (the running header) are titled by the
     sentences that introduce them."""
@@ -120,7 +109,7 @@ def test_a_title_is_the_caption_not_the_page_furniture() -> None:
     ]
 
 
-@_needs("PEPSICO_2022_10K.pdf")
+@needs_financebench("PEPSICO_2022_10K.pdf")
 def test_dates_a_caption_lists_one_a_column() -> None:
     """`Fiscal years ended December 31, 2022, December 25, 2021 and December 26, 2020` over the
     years: each column ends on its own date; the title is the statement's, not the company's."""
@@ -134,7 +123,7 @@ def test_dates_a_caption_lists_one_a_column() -> None:
     ]
 
 
-@_needs("AMCOR_2023Q2_10Q.pdf")
+@needs_financebench("AMCOR_2023Q2_10Q.pdf")
 def test_prose_above_a_table_heads_no_column() -> None:
     """`… for the three and six months ended December 31, 2022 and 2021 is as follows:` above the
     table was read into every column's header."""

@@ -4,8 +4,6 @@ its wrapped lines joined, its table rows kept, the page text itself untouched; a
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from sleuth.compile.pages import Page
@@ -14,8 +12,8 @@ from sleuth.format.furniture import furniture, running_keys
 from sleuth.format.reading import PageReading, cut_text, read_page
 from sleuth.format.sentences import split_sentences
 from sleuth.settings import DEFAULTS
+from tests.support import FINANCEBENCH
 
-FINANCEBENCH = Path(__file__).resolve().parents[3] / "shared" / "data" / "financebench" / "pdfs"
 TEN_Q = FINANCEBENCH / "BESTBUY_2024Q2_10Q.pdf"
 
 

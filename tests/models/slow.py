@@ -63,6 +63,14 @@ class SlowModel:
         return Canned(200, openai_completion("Nothing was found.", None, "stop", USAGE, "slow"))
 
 
+def catalog_entry(url: str, model_id: str = "test/slow") -> str:
+    """The `config.toml` entry that names the slow model served at `url` (a `wire_server`'s)."""
+    return (
+        f'[models."{model_id}"]\nprovider = "openai-compatible"\nmodel = "slow"\nbase_url = "{url}"\n'
+        'api_key = "sk-test-not-a-real-key"\ntool_protocol = "native"\n'
+    )
+
+
 def notes(count: int, seed: int) -> dict[str, str]:
     """`count` short notes of new text (a seed per test, so no cache holds their summaries)."""
     rng = random.Random(seed)

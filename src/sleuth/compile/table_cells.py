@@ -172,7 +172,8 @@ _NO_PERIOD = ColumnPeriod(None, None, None, None)
 def column_period(header: str) -> ColumnPeriod:
     """The period a column's header names: its year, end (`Three Months Ended June 25 2022` ends
     2022-06-25), length and so its start (a month's last day starts the period on a month's first;
-    another end, a 52/53-week calendar's, starts it 13 weeks a quarter before). None of it for a
+    another end, a 52/53-week calendar's, starts it the weeks the header counts before, else 13 weeks a
+    quarter). None of it for a
     column of change between two periods, or a header that names two years, but for a period over
     the columns and the column's own year below it (`Three Years Ended December 26, 2015 2013`)."""
     if _CHANGE.search(header):
@@ -195,8 +196,9 @@ def column_period(header: str) -> ColumnPeriod:
             end = dt.date(int(numeric.group(3)), int(numeric.group(1)), int(numeric.group(2)))
         except ValueError:
             end = None
-    months = _months(header) if year is not None else None
-    start = _start(end, months, _weeks(header)) if end is not None and months is not None else None
+    length = _MONTHS.search(header)
+    months = _months(length) if year is not None else None
+    start = _start(end, months, _weeks(length)) if end is not None and months is not None else None
     return ColumnPeriod(year, end.isoformat() if end else None, start, months)
 
 
@@ -217,23 +219,20 @@ def _title_year(title: str | None) -> int | None:
     return int(years.pop()) if len(years) == 1 else None
 
 
-def _months(header: str) -> int | None:
-    found = _MONTHS.search(header)
+def _months(found: re.Match[str] | None) -> int | None:
     if found is None:
         return None
     if found.group("n"):
         n = found.group("n").lower()
         return _MONTH_WORDS.get(n) or int(n)
-    if found.group("weeks"):
-        weeks = found.group("weeks").lower()
+    if (weeks := _weeks(found)) is not None:
         # the nearest whole quarters: PepsiCo's 12- and 16-week quarters are quarters, 36 weeks three
-        return 3 * max(1, round(int(_WEEK_WORDS.get(weeks, weeks)) / 13))
+        return 3 * max(1, round(weeks / 13))
     return 3 if found.group("quarter") else 12
 
 
-def _weeks(header: str) -> int | None:
+def _weeks(found: re.Match[str] | None) -> int | None:
     """The weeks a 52/53-week calendar's header counts (`12 Weeks Ended`), when it counts them."""
-    found = _MONTHS.search(header)
     weeks = found.group("weeks").lower() if found and found.group("weeks") else None
     return int(_WEEK_WORDS.get(weeks, weeks)) if weeks else None
 
