@@ -6,7 +6,8 @@
 the page text and the words' positions (not from Sleuth's output): each table's title and unit, each
 figure column's period (its end, its length in months, its year), each figure row's whole label and
 group. Each labelled table is matched to the table the parser found on the page that shares the most
-row labels with it, and read for:
+row labels with it (of two that share as many, the one whose columns' periods agree with more of the
+labelled ones: a release's quarter and its year share their rows), and read for:
 
 - **cells fully right**: a cell of a labelled row whose row label is whole and right, whose column's
   period is right (its end date where the label gives one, else its year; its length in months where the
@@ -52,6 +53,19 @@ def _period_right(cell: Cell, column: dict[str, Any], length: bool = True) -> bo
     return not length or months is None or getattr(cell, "months", None) == months
 
 
+def _columns_agreeing(found: list[Cell], columns: list[dict[str, Any]]) -> int:
+    """How many of a found table's columns have the labelled column's period: the tie-break between
+    tables of the same rows (a release's quarter and its year, one above the other)."""
+    first: dict[int, Cell] = {}
+    for cell in found:
+        first.setdefault(cell.column_no, cell)
+    return sum(
+        1
+        for number, cell in first.items()
+        if number - 1 < len(columns) and _period_right(cell, columns[number - 1])
+    )
+
+
 def _title_right(found: str | None, wanted: str | None) -> bool:
     if not wanted:
         return True
@@ -85,14 +99,17 @@ def main() -> None:
         for table in entry["tables"]:
             rows = [row for row in table["rows"] if _norm(row["label"])]
             wanted = {_norm(row["label"]) for row in rows}
+            columns = table["columns"]
             best = max(
                 by_table.values(),
-                key=lambda found: len(wanted & {_norm(c.label) for c in found}),
+                key=lambda found: (
+                    len(wanted & {_norm(c.label) for c in found}),
+                    _columns_agreeing(found, columns),
+                ),
                 default=[],
             )
             counts["tables"] += 1
             counts["titles right"] += _title_right(best[0].title if best else None, table.get("title"))
-            columns = table["columns"]
             for row in rows:
                 counts["rows"] += 1
                 mine = [c for c in best if _norm(c.label) == _norm(row["label"])]

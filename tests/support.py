@@ -20,9 +20,9 @@ SAMPLE_MANIFEST = REPO / "examples" / "acme-manifest.json"
 FINANCEBENCH = REPO.parent / "shared" / "data" / "financebench" / "pdfs"
 
 
-def needs_financebench(name: str) -> pytest.MarkDecorator:
+def needs_financebench(*names: str) -> pytest.MarkDecorator:
     return pytest.mark.skipif(
-        not (FINANCEBENCH / name).exists(),
+        not all((FINANCEBENCH / name).exists() for name in names),
         reason="FinanceBench is evaluation data kept beside the repository, not in it",
     )
 

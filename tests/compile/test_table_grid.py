@@ -29,7 +29,8 @@ def _cells(name: str, number: int, table_no: int, label: str) -> list[Cell]:
 def test_a_header_of_two_periods_over_their_columns() -> None:
     """`Three months ended June 30,` over three columns, `Six months ended June 30,` over the next
     three, each with its years and a change: every column its own period (neither period was read:
-    every column was `June 30` and a year, the three months' and the six months' alike)."""
+    every column was `June 30` and a year, the three months' and the six months' alike); a change
+    column, the period it is the change in (the latest of the columns before it)."""
     [table, *_] = _page("JPMORGAN_2022Q2_10Q.pdf", 30).tables
     assert table.rows[0].cells[1:] == [
         "Three months ended June 30 2022",
@@ -43,10 +44,10 @@ def test_a_header_of_two_periods_over_their_columns() -> None:
     assert [(c.text, c.year, c.months, c.period_end, c.period_start) for c in advisory] == [
         ("$ 664", 2022, 3, "2022-06-30", "2022-04-01"),
         ("$ 916", 2021, 3, "2021-06-30", "2021-04-01"),
-        ("(28) %", None, None, None, None),
+        ("(28) %", 2022, 3, "2022-06-30", "2022-04-01"),  # the change in the quarter it follows
         ("$ 1,465", 2022, 6, "2022-06-30", "2022-01-01"),
         ("$ 1,596", 2021, 6, "2021-06-30", "2021-01-01"),
-        ("(8) %", None, None, None, None),
+        ("(8) %", 2022, 6, "2022-06-30", "2022-01-01"),
     ]
 
 
@@ -175,6 +176,52 @@ def test_header_phrases_head_the_columns_they_stand_over() -> None:
     assert header.label_side == ["(in millions)"] and header.lines == frozenset({1, 2, 3})
 
 
+def test_a_narrow_header_heads_every_column_it_is_centred_over() -> None:
+    """`SECOND QUARTER` centred over five columns and `Percent Change` over the three that are not
+    years head them all, though each is narrower than what it heads; a period shares out no word
+    of a cell's upper line (`Percent` over `to Sales` heads no `Amount`)."""
+    columns = [(100.0, 130.0), (160.0, 190.0), (220.0, 250.0), (280.0, 310.0), (340.0, 370.0)]
+    words = [
+        *_words(0, 128.0, ("SECOND QUARTER", 203.75)),
+        *_words(1, 116.0, ("Percent Change", 263.75)),
+        *_words(2, 104.0, ("2023", 105.0), ("2022", 165.0), ("Total", 222.0)),
+        *_words(2, 104.0, ("Operations", 270.0), ("Currency", 335.0)),
+    ]
+    header = read_header(words, columns, below=90.0, labels_right=60.0)
+    assert header.columns == [
+        "SECOND QUARTER 2023",
+        "SECOND QUARTER 2022",
+        "SECOND QUARTER Percent Change Total",
+        "SECOND QUARTER Percent Change Operations",
+        "SECOND QUARTER Percent Change Currency",
+    ]
+    stacked = [
+        *_words(0, 128.0, ("2023", 135.0), ("2022", 256.75)),
+        *_words(1, 116.0, ("Percent", 157.0), ("Percent", 277.0)),
+        *_words(2, 104.0, ("Amount", 100.0), ("to Sales", 156.0), ("Amount", 220.0), ("to Sales", 276.0)),
+    ]
+    header = read_header(stacked, columns[:4], below=90.0, labels_right=60.0)
+    assert header.columns == ["2023 Amount", "2023 Percent to Sales", "2022 Amount", "2022 Percent to Sales"]
+
+
+def test_a_company_name_beside_the_title_heads_no_column() -> None:
+    """`Corning Incorporated and Subsidiary Companies` set right of the statement's title, over the
+    columns: above the header, not in it."""
+    columns = [(300.0, 330.0), (380.0, 410.0)]
+    words = [
+        *_words(
+            0,
+            128.0,
+            ("Consolidated Statements of Cash Flows", 20.0),
+            ("Acme Incorporated and Subsidiary Companies", 290.0),
+        ),
+        *_words(1, 116.0, ("Year ended December 31", 300.0)),
+        *_words(2, 104.0, ("(In millions)", 20.0), ("2021", 305.0), ("2020", 385.0)),
+    ]
+    header = read_header(words, columns, below=90.0, labels_right=150.0)
+    assert header.columns == ["Year ended December 31 2021", "Year ended December 31 2020"]
+
+
 def test_columns_are_where_figures_stand_one_under_another() -> None:
     rows = [
         [(150.0, 160.0), (300.0, 330.0), (400.0, 430.0)],  # a footnote's `(1)` after a label
@@ -201,6 +248,8 @@ def test_a_column_period_from_its_header() -> None:
     # an earnings release's 12-week quarter, its date in figures (PepsiCo; the hand labels' misses)
     assert column_period("12 Weeks Ended 3/25/2023") == ColumnPeriod(2023, "2023-03-25", "2023-01-01", 3)
     assert column_period("36 Weeks Ended 9/9/2023").months == 9
+    assert column_period("SECOND QUARTER 2023") == ColumnPeriod(2023, None, None, 3)  # J&J's release
+    assert column_period("Fourth Quarter 2022").months == 3
 
 
 def test_a_row_group_from_the_parser_and_the_year_it_names() -> None:
@@ -222,3 +271,106 @@ def test_a_row_group_from_the_parser_and_the_year_it_names() -> None:
         ("Net revenues", "2017", "First", 2017),
         ("Net income", "2017", "First", 2017),
     }
+
+
+@needs_financebench("JOHNSON_JOHNSON_2023Q2_EARNINGS.pdf")
+def test_a_header_the_text_layer_gives_after_the_rows() -> None:
+    """J&J's sales table: the text layer gives `SECOND QUARTER  SIX MONTHS` and one `Percent Change`
+    after the rows (and on every page, like a running header), and reads each row's two years in
+    the wrong order with a `%` glued to the second (`$ 1,687 1,787 % 6.0`). Read by position: ten
+    columns, each figure under its own year (it was six columns, `2023 2022 Total` one of them)."""
+    us = _cells("JOHNSON_JOHNSON_2023Q2_EARNINGS.pdf", 8, 1, "U.S.")[:10]
+    assert [(c.header, c.year, c.months, c.value) for c in us] == [
+        ("SECOND QUARTER 2023", 2023, 3, 1787.0),
+        ("SECOND QUARTER 2022", 2022, 3, 1687.0),
+        ("SECOND QUARTER Percent Change Total", 2023, 3, 6.0),
+        ("SECOND QUARTER Percent Change Operations", 2023, 3, 6.0),
+        ("SECOND QUARTER Percent Change Currency", 2023, 3, None),
+        ("SIX MONTHS 2023", 2023, 6, 3522.0),
+        ("SIX MONTHS 2022", 2022, 6, 3244.0),
+        ("SIX MONTHS Percent Change Total", 2023, 6, 8.6),
+        ("SIX MONTHS Percent Change Operations", 2023, 6, 8.6),
+        ("SIX MONTHS Percent Change Currency", 2023, 6, None),
+    ]
+    [table] = _page("JOHNSON_JOHNSON_2023Q2_EARNINGS.pdf", 10).tables[:1]
+    assert table.rows[0].cells[1:] == [
+        "SECOND QUARTER 2023 Amount",
+        "SECOND QUARTER 2023 Percent to Sales",
+        "SECOND QUARTER 2022 Amount",
+        "SECOND QUARTER 2022 Percent to Sales",
+        "SECOND QUARTER Percent Increase (Decrease)",
+    ]
+
+
+@needs_financebench("CORNING_2021_10K.pdf", "COCACOLA_2017_10K.pdf", "3M_2018_10K.pdf")
+def test_statement_headers_as_a_reader_reads_them() -> None:
+    """`December 31` beside or above the years dates each column (the balance sheets had the years
+    alone); the company's name beside the title is no header (it headed two of three columns); `Net
+    Sales` over three years heads all three (it headed the middle one)."""
+    assert [c.period_end for c in _cells("CORNING_2021_10K.pdf", 67, 1, "Cash and cash equivalents")] == [
+        "2021-12-31",
+        "2020-12-31",
+    ]
+    assert [c.period_end for c in _cells("COCACOLA_2017_10K.pdf", 76, 1, "Cash and cash equivalents")] == [
+        "2017-12-31",
+        "2016-12-31",
+    ]
+    assert [c.header for c in _cells("CORNING_2021_10K.pdf", 68, 1, "Net income")] == [
+        "Year ended December 31 2021",
+        "Year ended December 31 2020",
+        "Year ended December 31 2019",
+    ]
+    assert [c.header for c in _cells("3M_2018_10K.pdf", 126, 1, "Industrial")] == [
+        "Net Sales 2018",
+        "Net Sales 2017",
+        "Net Sales 2016",
+        "Operating Income 2018",
+        "Operating Income 2017",
+        "Operating Income 2016",
+    ]
+
+
+def _row(text: str, cells: list[str], group: str | None = None) -> TableRow:
+    """A row of `text` whose cells are found in it in order, as the parser gives them."""
+    spans: list[tuple[int, int] | None] = []
+    cursor = 0
+    for cell in cells:
+        found = text.index(cell, cursor)
+        spans.append((found, found + len(cell)))
+        cursor = found + len(cell)
+    first, last = spans[0], spans[-1]
+    assert first is not None and last is not None
+    return TableRow(first[0], last[1], cells, spans, group)
+
+
+def test_a_label_without_its_footnote_marks_and_a_roll_forward_in_its_year() -> None:
+    """A row reads as a question names it (`Total assets(a)` is `Total assets`), and a roll-forward
+    whose columns name no period is the year its dated rows name (MGM's changes in accumulated
+    other comprehensive income, April 1 to June 30, 2023)."""
+    text = (
+        "Currency Other Total\nBalances, April 1, 2023 36,873 (65) 36,808\n"
+        "Other comprehensive loss (b) (6,040) — (6,040)\nBalances, June 30, 2023 30,122 (65) 30,057"
+    )
+    lines = text.split("\n")
+    offsets = [sum(len(line) + 1 for line in lines[:i]) for i in range(len(lines))]
+    header = TableRow(0, len(lines[0]), ["", "Currency", "Other", "Total"], [None, (0, 8), (9, 14), (15, 20)])
+    rows = [
+        _row(text, ["Balances, April 1, 2023", "36,873", "(65)", "36,808"]),
+        _row(text, ["Other comprehensive loss (b)", "(6,040)", "—", "(6,040)"]),
+        _row(text, ["Balances, June 30, 2023", "30,122", "(65)", "30,057"]),
+    ]
+    assert [r.start for r in rows] == offsets[1:]
+    page = Page(1, text, tables=[Table([header, *rows], unit="thousands")])
+    cells = list(cells_of("aoci.pdf", page))
+    assert {c.label for c in cells} == {
+        "Balances, April 1, 2023",
+        "Other comprehensive loss",
+        "Balances, June 30, 2023",
+    }
+    assert {(c.year, c.months) for c in cells} == {(2023, None)}  # balances at dates: no length
+
+
+@needs_financebench("JPMORGAN_2022Q2_10Q.pdf")
+def test_a_statement_row_without_its_footnote_mark() -> None:
+    """JPMorgan's balance sheet prints `Total assets(a)`: the row is `Total assets`."""
+    assert [c.text for c in _cells("JPMORGAN_2022Q2_10Q.pdf", 90, 1, "Total assets")][:1] == ["$ 3,841,314"]

@@ -142,7 +142,7 @@ def test_query_db_reads_the_cells_of_pdf_tables_as_citable_rows(kb: Knowledge) -
     assert [(r["header"], r["year"], r["unit"], r["text"], r["value"]) for r in rows] == [
         ("2025", 2025, "millions", "6.9", 6.9),
         ("2024", 2024, "millions", "5.4", 5.4),
-        ("Change", None, "millions", "+28%", 28.0),
+        ("Change", 2025, "millions", "+28%", 28.0),  # the change in the year it follows
     ]
     span = kb.evidence.get(rows[0]["_evidence"])
     assert span is not None and span.via == "table" and span.text == "6.9" and span.page == 3

@@ -18,6 +18,7 @@ from sleuth.agent.planner_scope import (
     Target,
     quote_ident,
 )
+from sleuth.format.figures import CHANGE_COLUMN
 from sleuth.store.text import stem
 
 MAX_PLAN_CHARS = 2000  # the whole `#PLAN …` line
@@ -358,6 +359,7 @@ class StepCode:
             f"year = {figure.year!r}  # the one year the question names, or None",
             f"cell_contexts = {list(figure.contexts)!r}  # contexts whose version has `_cells`",
             f"exact = {figure.exact!r}  # a computed quantity: only a row of exactly its words answers",
+            f"change_column = re.compile({CHANGE_COLUMN.pattern!r}, re.IGNORECASE)  # `% Change`",
             *_STEM,
             "def words(text):",
             '    return {stem(w) for w in re.findall(r"[a-z0-9]+", (text or "").lower())}',
@@ -376,6 +378,8 @@ class StepCode:
             "        return",
             '    if (years and c["year"] not in years) or (not years and c["column_no"] != 1):',
             "        return",
+            '    if years and change_column.search(c["header"]):  # the change in the year, not its figure',
+            "        return",
             '    key = [-len(core), rank, c["column_no"]]',
             '    name = (c["label"].lower(), c["year"])',
             "    if name not in named_rows or key < named_rows[name][0]:",
@@ -386,7 +390,7 @@ class StepCode:
             "    inside = sum(1 for q in quantity if q in label)",
             '    if "_evidence" not in c or not inside or not all(q in around for q in needed):',
             "        return",
-            '    if year is not None and c["year"] != year:',
+            '    if year is not None and (c["year"] != year or change_column.search(c["header"])):',
             "        return",
             '    if exact and (inside < len(quantity) or label - set(quantity) - {"total"}):',
             "        return",

@@ -22,7 +22,9 @@ from sleuth.format.text import normalize_text
 #: 6: the outline adds the headings PDF pages set apart by type (`parse.pdf_fonts`).
 #: 7: PDF pages record their printed page number (`Page.label`, `parse.page_labels`).
 #: 8: PDF tables read by where their words stand: columns, headers, titles, row groups (issue 43).
-TEXT_VERSION = 8
+#: 9: table headers read wider (narrow spanning headers, header lines given after the rows, `December
+#:    31` beside the years, a `%` that does not widen a column; issue 43).
+TEXT_VERSION = 9
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from sleuth.compile.pages import Page, Table, TableRow
 from sleuth.compile.typed_tables import coerce
 from sleuth.format.dates import MONTHS
+from sleuth.format.figures import CHANGE_COLUMN
 from sleuth.format.spans import PageSpan
 from sleuth.format.text import collapsed
 
@@ -34,7 +35,8 @@ _MONTHS = re.compile(
     r"\b(?P<n>three|six|nine|twelve|3|6|9|12)\s+months\b"
     r"|\b(?P<weeks>12|13|16|24|26|36|39|40|52|53|thirteen|twenty-six|thirty-nine|fifty-two|fifty-three)"
     r"\s+weeks\b"
-    r"|\b(?P<quarter>quarters?)\s+ended\b|\b(?P<year>years?|fiscal)\b",
+    r"|\b(?P<quarter>quarters?)\s+ended\b|\b(?P<nth>first|second|third|fourth)\s+quarter\b"
+    r"|\b(?P<year>years?|fiscal)\b",
     re.IGNORECASE,
 )
 _MONTH_WORDS = {"three": 3, "six": 6, "nine": 9, "twelve": 12}
@@ -45,6 +47,14 @@ _GROUP_YEAR = re.compile(
     r"((?:19|20)\d\d):?",
     re.IGNORECASE,
 )
+#: A column of the change between two periods, not a period's figures.
+_IS_CHANGE = re.compile(r"\bchange\b|%|\bvariance\b|\b(?:increase|decrease)\b", re.IGNORECASE)
+#: What a column or its table holds at a point in time, not over a period.
+_POINT_IN_TIME = re.compile(
+    r"\b(?:assets?|liabilit(?:y|ies)|equity|balances?|position|as\s+of|at)\b", re.IGNORECASE
+)
+#: Footnote marks at the end of a label: `(1)`, `(a)`, `(b)(c)`, `(ii)`.
+_FOOTNOTE_MARKS = re.compile(r"(?:\s*\((?:\d{1,2}|[a-z]{1,2}|[ivx]{1,4})\))+\s*$")
 #: At most this many characters of a label, header or cell text are kept (a runaway row stays small).
 _MAX_TEXT = 300
 
@@ -82,16 +92,18 @@ def _table_cells(source_path: str, page: Page, table_no: int, table: Table) -> I
     if len(table.rows) < 2:
         return
     headers = table.rows[0].cells[1:]
-    periods = [column_period(h) for h in headers]
+    periods = _with_compared([_year_long(column_period(h), h, table.title) for h in headers], headers)
     grouped = any(row.group is not None for row in table.rows)  # the parser read the rows' groups
     title_year = _title_year(table.title)
+    if title_year is None and all(p.year is None for p in periods):
+        title_year = _rows_year(table.rows[1:])  # `Balances, April 1, 2023` … `Balances, June 30, 2023`
     section: str | None = None
     for row_no, row in enumerate(table.rows[1:], start=1):
         if len(row.cells) == 1:
-            section = _short(row.cells[0]) or None  # a row of text alone names the rows below it
+            section = _named(row.cells[0]) or None  # a row of text alone names the rows below it
             continue
         if grouped:
-            section = _short(row.group) if row.group else None
+            section = _named(row.group) if row.group else None
         in_year = _group_year(section)
         aligned = len(row.cells) - 1 == len(headers)
         spans = _spans(page.text, row)
@@ -113,7 +125,7 @@ def _table_cells(source_path: str, page: Page, table_no: int, table: Table) -> I
                 table_no=table_no,
                 row_no=row_no,
                 column_no=column_no,
-                label=_short(row.cells[0]),
+                label=_named(row.cells[0]),
                 section=section,
                 header=_short(header) if header is not None else None,
                 year=period.year,
@@ -202,6 +214,37 @@ def column_period(header: str) -> ColumnPeriod:
     return ColumnPeriod(year, end.isoformat() if end else None, start, months)
 
 
+def _year_long(period: ColumnPeriod, header: str, title: str | None) -> ColumnPeriod:
+    """A column headed by a year and nothing of its length (`2018`, `Net Sales 2018`) holds that
+    fiscal year's figures, twelve months; but for a balance at a point in time (`Assets 2018`, a
+    balance sheet's columns)."""
+    if period.year is None or period.months is not None or period.end is not None:
+        return period
+    if _POINT_IN_TIME.search(f"{header} {title or ''}"):
+        return period
+    return ColumnPeriod(period.year, None, None, 12)
+
+
+def _with_compared(periods: list[ColumnPeriod], headers: list[str]) -> list[ColumnPeriod]:
+    """The periods with each change column's (`% Change`, `Percent Change Operations`) that names none
+    of its own given the period it is the change in: the latest of the columns it follows since the
+    last change column (`Three Months Ended July 2, 2023 | July 3, 2022 | % Change`)."""
+    out = list(periods)
+    compared: list[ColumnPeriod] = []
+    after_change = False
+    for index, (period, header) in enumerate(zip(periods, headers, strict=True)):
+        if not CHANGE_COLUMN.search(header):
+            compared = [] if after_change else compared
+            compared.append(period)
+            after_change = False
+            continue
+        after_change = True
+        dated = [p for p in compared if p.year is not None]
+        if period.year is None and dated:
+            out[index] = max(dated, key=lambda p: (p.end or "", p.year or 0))
+    return out
+
+
 def _group_year(section: str | None) -> int | None:
     """The year a row group names when it names a period and nothing else (`2017`, `Fiscal 2023`,
     `Year ended December 31, 2018`): the rows under it are that year's; `Notes due 2025` is not."""
@@ -219,6 +262,13 @@ def _title_year(title: str | None) -> int | None:
     return int(years.pop()) if len(years) == 1 else None
 
 
+def _rows_year(rows: list[TableRow]) -> int | None:
+    """The one year the dated row labels of a table name, where two or more do (a roll-forward within
+    a year: `Balances, April 1, 2023`, `Balances, June 30, 2023`)."""
+    years = [int(d.group(3)) for row in rows if row.cells for d in _DATE.finditer(row.cells[0])]
+    return years[0] if len(years) >= 2 and len(set(years)) == 1 else None
+
+
 def _months(found: re.Match[str] | None) -> int | None:
     if found is None:
         return None
@@ -228,7 +278,7 @@ def _months(found: re.Match[str] | None) -> int | None:
     if (weeks := _weeks(found)) is not None:
         # the nearest whole quarters: PepsiCo's 12- and 16-week quarters are quarters, 36 weeks three
         return 3 * max(1, round(weeks / 13))
-    return 3 if found.group("quarter") else 12
+    return 3 if found.group("quarter") or found.group("nth") else 12
 
 
 def _weeks(found: re.Match[str] | None) -> int | None:
@@ -245,6 +295,12 @@ def _start(end: dt.date, months: int, weeks: int | None = None) -> str:
         month = after.month - months
         return dt.date(after.year + (month - 1) // 12, (month - 1) % 12 + 1, 1).isoformat()
     return (end - dt.timedelta(weeks=round(months * 13 / 3)) + dt.timedelta(days=1)).isoformat()
+
+
+def _named(text: str) -> str:
+    """A row's label or group without the footnote marks after it (`Total assets(a)`, `Online stores
+    (1)`): what a question names it by."""
+    return _FOOTNOTE_MARKS.sub("", _short(text)) or _short(text)
 
 
 def _short(text: str) -> str:

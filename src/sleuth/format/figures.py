@@ -18,6 +18,10 @@ _DATE = re.compile(
 )
 _SPAN = re.compile(r"\b((?:year|month|quarter|week|period)s?)\s+(ended|ending)\b", re.IGNORECASE)
 _CURRENCY_GAP = re.compile(r"([$€£¥])\s+(?=[\d(])")
+#: A column of the change between two periods (`% Change`, `Percent Change Operations`, `Increase
+#: (decrease)`), not a period's own figures: the compiler gives it the period it compares, and a
+#: question about a period's figure never takes it.
+CHANGE_COLUMN = re.compile(r"\bchange\b|%|\bvariance\b|\b(?:increase|decrease)\b", re.IGNORECASE)
 
 
 def period_phrase(header: str | None) -> str:

@@ -78,10 +78,18 @@ def grid_table(
         (_label_right(line) for line in data if line.label is not None),
         default=min(_boxes(line)[0].left for line in data) + 1.0,
     )
-    words = [
-        Word(token, box, index)
+    # the lines above the first row, and the lines of words or years after the table: a text layer
+    # may give a header after the rows it heads (`SECOND QUARTER` / `2023 2022`, on every page of a
+    # release, so that it reads as a running line); `read_header` keeps the words set above the rows
+    after = [index for index in range(end, len(lines)) if not lines[index].figures or lines[index].is_years]
+    above = [
+        index
         for index in range(max(taken, first - HEADER_LINES), top)
         if not is_furniture(" ".join(lines[index].text.split()), running)
+    ]
+    words = [
+        Word(token, box, index)
+        for index in [*above, *after]
         for token, box in zip(lines[index].text.split(), lines[index].boxes or (), strict=False)
         if len(lines[index].boxes or ()) == len(lines[index].text.split())
     ]
@@ -135,7 +143,7 @@ def _figure_boxes(line: Line) -> list[tuple[Span, float, float, bool]]:
             for (a, b, token), box in zip(tokens, boxes, strict=True)
             if span[0] <= a and b <= span[1]
         ]
-        inside = [box for box, token in held if token not in CURRENCY]
+        inside = [box for box, token in held if token not in _SIGNS]
         if not inside:
             continue
         first = held[0][0]
@@ -145,6 +153,11 @@ def _figure_boxes(line: Line) -> list[tuple[Span, float, float, bool]]:
         previous = held[-1][0]
         out.append((span, min(b.left for b in inside), max(b.right for b in inside), attached))
     return out
+
+
+#: Signs left out of a figure's extent: `$` may stand apart at the cell's left, and a text layer may
+#: read a `%` set after the next column's figure into this one (`1,787 %` where `%` follows `6.0`).
+_SIGNS = CURRENCY | {"%"}
 
 
 class _Figures:

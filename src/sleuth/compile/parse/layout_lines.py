@@ -11,7 +11,7 @@ import re
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 
-from sleuth.compile.parse.table_grid import Box
+from sleuth.compile.parse.table_grid import ENTITY, Box
 from sleuth.format.dates import MONTH_NAMES
 from sleuth.format.furniture import line_key
 
@@ -32,15 +32,13 @@ GROUP = re.compile(
 UNIT = re.compile(r"\b(thousand|million|billion)s?\b", re.IGNORECASE)
 #: Lines above a table read for its headers.
 HEADER_LINES = 6
-#: Lines above a line ending in figures whose words' boxes are read (`wanted_lines`).
+#: Lines above a line ending in figures whose words' boxes are read (`wanted_lines`), and lines after
+#: the page's last such line (a text layer may give a table's header after its rows).
 WANTED_ABOVE = 14
+WANTED_AFTER = 8
 MIN_ROWS = 3
 MAX_LABEL = 160
 _LEAD_IN_WORDS = 5
-#: A company's name set under a statement's: the caption is the line above it.
-_ENTITY = re.compile(
-    r"\b(?:inc|corp|corporation|company|co|ltd|plc|llc)\b\.?|\band\s+subsidiaries\b", re.IGNORECASE
-)
 
 
 @dataclass(frozen=True)
@@ -68,10 +66,10 @@ def wanted_lines(text: str) -> list[int]:
     ending = [index for index, raw in enumerate(text.split("\n")) if _ends_in_figure(raw.split())]
     if len(ending) < MIN_ROWS:
         return []
-    wanted: set[int] = set()
+    wanted: set[int] = set(range(ending[-1] + 1, ending[-1] + 1 + WANTED_AFTER))
     for index in ending:
         wanted.update(range(max(0, index - WANTED_ABOVE), index + 1))
-    return sorted(wanted)
+    return sorted(i for i in wanted if i < text.count("\n") + 1)
 
 
 def _ends_in_figure(words: list[str]) -> bool:
@@ -236,7 +234,7 @@ def title_of(lines: list[Line], header_lines: list[Line], running: Collection[st
             continue  # `(Unaudited)`, a date: not what the table is
         if is_prose(text) or len(text) > 100 or text[0].islower() or text.endswith((".", ",", ";")):
             return entity  # prose above the table: it has no caption
-        if entity is None and _ENTITY.search(text):
+        if entity is None and ENTITY.search(text):
             entity = text
             continue
         return text

@@ -36,6 +36,7 @@ _UNIT_NOTE = re.compile(r"\bin\s+(?:thousands|millions|billions)\b|\bexcept\s+pe
 PERIOD_GROUP = re.compile(r"\b(?:ended|ending)\b|\bfiscal\s+(?:years?\b|(?:19|20)\d\d\b)", re.IGNORECASE)
 _PERIOD_WORDS = 8
 _CENTRED = 3.0  # points: runs of columns whose centres differ by less are as well centred
+_WIDEN = 0.6  # of `reach`: how far off a wider run's centre a phrase may stand and still head it all
 _MONTH_NAME = re.compile(
     r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b", re.IGNORECASE
 )
@@ -44,6 +45,16 @@ _DATE = re.compile(
     re.IGNORECASE,
 )
 _YEAR = re.compile(r"(?<![\d,.$])(?:19|20)\d\d(?![\d,.%])")
+#: A company's name: set under a statement's title (the caption is the line above it); beside the
+#: title, above the header (`Parent Company` may head a column: a name of three words or more ends it).
+ENTITY = re.compile(
+    r"\b(?:inc|incorporated|corp|corporation|company|companies|co|ltd|plc|llc)\b\.?|\band\s+subsidiar(?:y|ies)\b",
+    re.IGNORECASE,
+)
+#: A header phrase that names a period (and so may head columns of years and of their change alike).
+_SPANS_PERIOD = re.compile(
+    r"\b(?:ended|ending|quarters?|months|weeks|years?|fiscal|ytd|qtd)\b|\bQ[1-4]\b", re.IGNORECASE
+)
 
 
 class Box(NamedTuple):
@@ -143,6 +154,8 @@ def read_header(
         if row[0].box.bottom - last_bottom > MAX_HEADER_GAP * height + height:
             break  # a space between: what is above is not this table's
         phrases = _phrases(row)
+        if any(ENTITY.search(p.text) and len(p.text.split()) >= 3 for p in phrases):
+            break  # `Corning Incorporated and Subsidiary Companies` beside the title: above the header
         if len(phrases) == 1 and _names_period(phrases[0].text):
             picked.append(([], phrases))  # `For the Year Ended December 28, 2019` centred above all
             last_bottom, label_lines = row[0].box.bottom, 0
@@ -150,7 +163,8 @@ def read_header(
         if any(_crosses(p, columns, max(labels_right, area_left), reach) for p in phrases):
             break  # runs from the labels' side into the columns: a sentence or a title
         heads = [_heads(p, columns, labels_right, reach) for p in phrases]
-        over = [p for p, h in zip(phrases, heads, strict=True) if h and not _is_note(p.text)]
+        notes_only = all(_is_note(p.text) for p in phrases)  # `(Unaudited)  (Unaudited)`
+        over = [p for p, h in zip(phrases, heads, strict=True) if h and not _is_note(p.text, notes_only)]
         if any(p.right > area_right for p in over):
             break
         side = [p for p, h in zip(phrases, heads, strict=True) if not h]
@@ -174,7 +188,11 @@ def read_header(
     lower: dict[int, Phrase] = {}  # the line below: each column's phrase
     spanning: list[list[tuple[int, Phrase]]] = []  # each line's phrases over several columns
     for over, _shared in picked:
-        found = _assigned(over, extents, reach)
+        headed = [  # each column's header so far, from the lines below
+            " ".join(p.text for line in by_line for i, p in line if i == column)
+            for column in range(len(columns))
+        ]
+        found = _assigned(over, extents, reach, headed)
         held = dict(found)
         for index, phrase in list(found):  # `Change` over `2015 vs. 2014`: over both its columns
             found += [(i, phrase) for i, p in lower.items() if i not in held and p is lower.get(index)]
@@ -200,7 +218,8 @@ def read_header(
 
 def _share_below(by_line: list[list[tuple[int, Phrase]]], spanning: list[list[tuple[int, Phrase]]]) -> None:
     """Columns under one phrase (`January 28, 2023` over a figure's column and its percentage's) share
-    the phrase a line below gives one of them only (`2023` over the figures)."""
+    the period a line below gives one of them only (`2023` over the figures); not a word (`Percent`
+    over `to Sales`, not over `Amount`)."""
     for upper, phrases in enumerate(spanning):
         groups: dict[int, list[int]] = {}
         for index, phrase in phrases:
@@ -208,7 +227,7 @@ def _share_below(by_line: list[list[tuple[int, Phrase]]], spanning: list[list[tu
         for group in groups.values():
             for below in by_line[:upper]:
                 held = {i: p for i, p in below if i in group}
-                if len(held) < len(group) and len({id(p) for p in held.values()}) == 1:
+                if len(held) == 1 and len(group) > 1 and _kind(next(iter(held.values())).text) == "period":
                     phrase = next(iter(held.values()))
                     below += [(i, phrase) for i in group if i not in held]
 
@@ -296,22 +315,24 @@ def _phrase(words: Sequence[Word]) -> Phrase:
     return Phrase(text, words[0].box.left, words[-1].box.right, frozenset(w.line for w in words))
 
 
-def _is_note(text: str) -> bool:
+def _is_note(text: str, among_notes: bool = True) -> bool:
     """`(Unaudited)`, `(In millions)`, a footnote's `(a)`, `$ in millions, except per share amounts`:
-    said of the table, not of a column."""
+    said of the table, not of a column; but for a word in brackets on a line of column headers that
+    are not (`Amount  to Sales  (Decrease)`: the last line of `Increase (Decrease)`)."""
     if _UNIT_NOTE.search(text):
         return True
-    return text.startswith("(") and text.endswith(")") and not any(ch.isdigit() for ch in text)
+    bracketed = text.startswith("(") and text.endswith(")") and not any(ch.isdigit() for ch in text)
+    return bracketed and (among_notes or len(text) <= 4)
 
 
 def _assigned(
-    phrases: Sequence[Phrase], extents: Sequence[tuple[float, float]], reach: float
+    phrases: Sequence[Phrase], extents: Sequence[tuple[float, float]], reach: float, headed: Sequence[str]
 ) -> list[tuple[int, Phrase]]:
     """Each phrase of a header line with the columns it heads: those whose header below (`extents`:
     each column's figures and the phrases already over it) it stands over; else, set in the space
     between two columns, both (`Three Months Ended` centred over a pair); else the nearest column
-    within `reach`. On a line of several phrases, a column none stands over takes the nearest within
-    `reach`."""
+    within `reach`; then as many more on both sides as it stays centred over (`_widened`). On a line
+    of several phrases, a column none stands over takes the nearest within `reach`."""
     out: list[tuple[int, Phrase]] = []
     for phrase in phrases:
         touched = [i for i, (a, b) in enumerate(extents) if min(b, phrase.right) > max(a, phrase.left)]
@@ -328,6 +349,7 @@ def _assigned(
             nearest = min(range(len(extents)), key=lambda i: _distance(phrase, *extents[i]))
             over = [nearest] if _distance(phrase, *extents[nearest]) <= reach else []
         out += [(i, phrase) for i in over]
+    out = _widened(out, phrases, extents, reach, headed)
     if len(phrases) >= 2:  # a line of several phrases shares the columns out: the rest to the nearest
         for index, extent in enumerate(extents):
             if all(i != index for i, _p in out):
@@ -335,6 +357,48 @@ def _assigned(
                 if _distance(closest, *extent) <= reach:
                     out.append((index, closest))
     return out
+
+
+def _widened(
+    found: list[tuple[int, Phrase]],
+    phrases: Sequence[Phrase],
+    extents: Sequence[tuple[float, float]],
+    reach: float,
+    headed: Sequence[str],
+) -> list[tuple[int, Phrase]]:
+    """Each phrase over the wider runs of columns it is still centred over (within `_WIDEN` of `reach`:
+    set to one side, `Three Months Ended` heads its pair alone), a column more on each side
+    at a time, up to another phrase's columns: a header is set centred over what it heads, and is
+    often narrower (`SECOND QUARTER` over five columns, `Percent Change` over three). A phrase that
+    names no period widens only over headers of its own kind below (`Percent Change` over `Total
+    Operations Currency`, not over the years beside them)."""
+    owner = {i: p for i, p in found}
+    out = list(found)
+    for phrase in phrases:
+        run = sorted(i for i, p in found if p is phrase)
+        if not run or run[-1] - run[0] + 1 != len(run):
+            continue
+        kinds = None if _SPANS_PERIOD.search(phrase.text) else {_kind(headed[i]) for i in run}
+        narrow = phrase.right - phrase.left <= extents[run[-1]][1] - extents[run[0]][0]
+        if narrow and kinds == {"word"}:
+            continue  # a word no wider than the words below it: a cell's upper line (`Percent` / `to Sales`)
+        low, high = run[0], run[-1]
+        while low > 0 and high < len(extents) - 1 and low - 1 not in owner and high + 1 not in owner:
+            if abs((extents[low - 1][0] + extents[high + 1][1]) / 2 - phrase.center) > _WIDEN * reach:
+                break
+            if kinds is not None and not {_kind(headed[low - 1]), _kind(headed[high + 1])} <= kinds | {""}:
+                break
+            low, high = low - 1, high + 1
+            owner[low] = owner[high] = phrase
+            out += [(low, phrase), (high, phrase)]
+    return out
+
+
+def _kind(text: str) -> str:
+    """What a column's header so far names: a period, something else, or nothing yet."""
+    if not text:
+        return ""
+    return "period" if _YEAR.search(text) or _DATE.search(text) or _SPANS_PERIOD.search(text) else "word"
 
 
 def _centred_run(phrase: Phrase, touched: list[int], extents: Sequence[tuple[float, float]]) -> list[int]:
@@ -353,23 +417,30 @@ def _centred_run(phrase: Phrase, touched: list[int], extents: Sequence[tuple[flo
 
 def _heads_all(text: str) -> bool:
     """A phrase over the labels that heads every column: `Years ended December 31`, `Fiscal 2019`,
-    a year or a date alone (`2016` above a segment table's rows for that year, `June 30, 2023`)."""
+    a year or a date alone (`2016` above a segment table's rows for that year, `June 30, 2023`), a
+    month and day beside the years (`December 31`)."""
     short = len(text.split()) <= _GROUP_WORDS
     alone = text.rstrip(":")
     return (
         (short and PERIOD_GROUP.search(text) is not None)
         or _YEAR.fullmatch(alone) is not None
         or _DATE.fullmatch(alone) is not None
+        or _MONTH_NAME.fullmatch(alone) is not None
     )
 
 
 def _names_period(text: str) -> bool:
-    """A line that names the period of every column: `Year Ended December 31, 2018`."""
+    """A line that names the period of every column: `Year Ended December 31, 2018`, `December 31`
+    over the years."""
     words = text.split()
     return (
         len(words) <= _PERIOD_WORDS
         and not text.endswith(":")
-        and bool(PERIOD_GROUP.search(text) or (_YEAR.search(text) and _MONTH_NAME.search(text)))
+        and bool(
+            PERIOD_GROUP.search(text)
+            or (_YEAR.search(text) and _MONTH_NAME.search(text))
+            or _MONTH_NAME.fullmatch(text)
+        )
     )
 
 
