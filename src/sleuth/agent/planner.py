@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from sleuth.agent.arithmetic import read_words, worked
 from sleuth.agent.extractive import (
     PRONOUNS,
     asked_quantity,
@@ -307,14 +308,17 @@ class OfflinePlanner:
         """A "what was / how much" question whose quantity has a name, over contexts with `_cells`
         (§10, Sleuth: issue 25 item 8)."""
         quantity = asked_quantity(self._ask)
+        reads = read_words(self._ask)  # a computation's quantity and the rows it implies (a margin's)
+        if reads is not None:
+            quantity = quantity or reads[0]
         contexts = tuple(s for s in self.scope.slugs if self.scope.has_table(s, "_cells"))
         if not quantity or not contexts:
             return None
         return FigureAsk(
             tuple(quantity),
             contexts,
-            asks_computation(self._ask),
-            tuple(self._words),
+            asks_computation(self._ask) or reads is not None,
+            (*self._words, *(reads[1] if reads else ())),
             asked_years(self._ask),
             tuple(tuple(t) for t in named_tables(self._ask)),
         )
@@ -359,6 +363,11 @@ class OfflinePlanner:
         """One sentence that states the asked figure from its table cell, cited to the cell: the
         first of the plan's `figures` (see `StepCode._figure_lines` for their order)."""
         searched = [*keyword_groups(plan)] + [plan_hits(plan, k) for k in ("named", "chunks")]
+        if self._figure is not None and self._figure.exact:
+            done = worked(self._ask, plan.get("rows") or [])
+            if done is not None:  # the computation the question defines, each operand cited
+                rest = [r for r in top_labels(searched) if r not in done.refs]
+                return _Finish(done.sentence, [*done.refs, *rest][:FINAL_EVIDENCE])
         figures = [f for f in map(stated, plan.get("figures") or []) if f is not None]
         if figures:
             ref, sentence = figures[0]

@@ -371,7 +371,7 @@ class StepCode:
             "named_rows = {}",
             "def cell_entry(c, path, page):",
             '    return [c["_evidence"], c["label"][:120], c["header"][:80], c["text"], c["unit"],',
-            '            path, page, c["value"], (c["section"] or "")[:80]]',
+            '            path, page, c["value"], (c["section"] or "")[:80], c["year"]]',
             "def consider_row(c, rank, path, page):",
             '    core = words(c["label"]) - set(label_stop)',
             '    if "_evidence" not in c or not core or not core <= set(asked) or c["header"] is None:',

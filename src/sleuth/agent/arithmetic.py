@@ -1,0 +1,268 @@
+"""Arithmetic a question defines, worked out offline from the table cells the planner read (issue 45).
+
+"By how much did revenue grow from 2024 to 2025?", "What is the 2025 operating margin, defined as
+operating income divided by revenue?": each operand is a cell the planner found (a row the question
+names, in a year it names), cited; the answer states the result and the formula, so a reader checks it
+against the cited figures. Nothing is guessed: an operand the cells do not hold, units that do not
+reconcile, or a question whose computation is not one of these, and the planner lists the figures it
+found instead (`planner._figure_final`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from sleuth.agent.extractive import asked_years, normalize_word
+from sleuth.format.figures import CHANGE_COLUMN
+from sleuth.store.text import words
+from sleuth.store.version.stop_words import STOP_WORDS
+
+_SCALES = {"thousands": 1e3, "millions": 1e6, "billions": 1e9}
+_UNIT_WORD = {"thousands": "thousand", "millions": "million", "billions": "billion"}
+_END = r"(?=\s*(?:[?.;,]|\b(?:for|in|during|as of|at|from|between|of fy|over the)\b|$))"
+#: "defined as A divided by B", "calculated as A / B", "ratio of A to B", "A as a percentage of B".
+_DIVIDED = re.compile(
+    r"\b(?:defined|calculated|computed|measured)\s+as\s+(?:the\s+)?(?P<a>.+?)\s+(?:divided\s+by|over|/|÷)\s+"
+    rf"(?:the\s+)?(?P<b>.+?){_END}",
+    re.IGNORECASE,
+)
+_RATIO_OF = re.compile(
+    rf"\bratio\s+of\s+(?:the\s+)?(?P<a>.+?)\s+to\s+(?:the\s+)?(?P<b>.+?){_END}", re.IGNORECASE
+)
+_AS_SHARE = re.compile(
+    r"\b(?:what|how much)\s+(?:is|was|were)\s+(?:the\s+)?(?P<a>.+?)\s+"
+    rf"as\s+a\s+(?:percent(?:age)?|share|%)\s+of\s+(?:the\s+)?(?P<b>.+?){_END}",
+    re.IGNORECASE,
+)
+#: A margin is its profit over revenue.
+_MARGIN = re.compile(r"\b(?P<kind>gross|operating|net)\s+(?:profit\s+)?margins?\b", re.IGNORECASE)
+_MARGIN_PROFIT = {"gross": "gross profit", "operating": "operating income", "net": "net income"}
+_REVENUE = ("revenue", "revenues", "net revenue", "net revenues", "total revenue", "net sales", "sales")
+#: A change between two periods of one quantity.
+_CHANGE = re.compile(
+    r"\b(?:by\s+how\s+much|chang\w*|grow\w*|grew|increas\w*|decreas\w*|declin\w*|differen\w*|rise|rose|fell)\b",
+    re.IGNORECASE,
+)
+#: "By how much did operating income grow …", "How did revenue change …": the quantity it names.
+_CHANGED = re.compile(
+    r"\b(?:by\s+how\s+much|how\s+much|how)\s+(?:did|has|have|had)\s+(?:the\s+)?(?P<q>.+?)\s+"
+    r"(?:chang|grow|grew|increas|decreas|declin|rise|rose|fall|fell)\w*",
+    re.IGNORECASE,
+)
+_PERCENT = re.compile(r"\bpercent\w*|%|\brate\b", re.IGNORECASE)
+_NAMED = re.compile(
+    r"^\s*(?:what|how\s+much)\s+(?:is|was|were)\s+(?:the\s+)?(?P<name>.+?)\s*,?\s*"
+    r"(?:defined|calculated|computed|measured)\b",
+    re.IGNORECASE,
+)
+_SIGN_GAP = re.compile(r"([$€£¥])\s+")
+_YEARS = re.compile(r"\b(?:fy\s?)?(?:19|20)\d\d\b|\bfy\d\d\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Operand:
+    """A cell the planner read: its evidence label, row, year, value as printed and as a number."""
+
+    ref: str
+    label: str
+    year: int | None
+    text: str
+    value: float
+    unit: str | None
+
+
+@dataclass(frozen=True)
+class Worked:
+    """The answer's sentence (the result, then the formula over the cited operands) and its refs."""
+
+    sentence: str
+    refs: list[str]
+
+
+def read_words(ask: str) -> tuple[list[str], list[str]] | None:
+    """What a computation the question defines reads, for the planner's search of the cells: the
+    quantity's words (`operating income` of "by how much did operating income change …") and the
+    words of rows it implies without naming them (a margin's profit and revenue); None for a
+    question that defines no computation here."""
+    margin = _MARGIN.search(ask)
+    if margin:
+        implied = [_MARGIN_PROFIT[margin.group("kind").lower()], *_REVENUE]
+        return [], sorted({w for name in implied for w in _words(name)})
+    changed = _CHANGED.search(ask)
+    if changed and len(asked_years(ask)) == 2:
+        return sorted(_words(changed.group("q"))), []
+    return None
+
+
+def operands(rows: list[Any]) -> list[Operand]:
+    """The plan's row entries (`[ref, label, header, text, unit, path, page, value, section, year]`)
+    that hold a number, as operands; a change column's cell is no operand."""
+    out: list[Operand] = []
+    for entry in rows:
+        if not (isinstance(entry, list) and len(entry) >= 10):
+            continue
+        ref, label, header, text, unit, _path, _page, value, _section, year = entry[:10]
+        if not (isinstance(ref, str) and isinstance(label, str) and isinstance(text, str)):
+            continue
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            continue
+        if isinstance(header, str) and CHANGE_COLUMN.search(header):
+            continue
+        out.append(
+            Operand(
+                ref,
+                label,
+                year if isinstance(year, int) else None,
+                text,
+                float(value),
+                unit if isinstance(unit, str) else None,
+            )
+        )
+    return out
+
+
+def worked(ask: str, rows: list[Any]) -> Worked | None:
+    """The computation the question defines, over the cells in `rows`; None when it defines none of
+    these, or an operand is missing or ambiguous, or the units do not reconcile."""
+    found = operands(rows)
+    years = asked_years(ask)
+    for pattern, named in (
+        (_DIVIDED, "{a} / {b}"),
+        (_RATIO_OF, "The ratio of {a} to {b}"),
+        (_AS_SHARE, "{a} as a percentage of {b}"),
+    ):
+        match = pattern.search(ask)
+        if match:
+            a, b = match.group("a").strip(), match.group("b").strip()
+            name = _defined_name(ask) or _capital(named.format(a=a, b=b))
+            return _ratio(ask, name, a, [b], found, years)
+    margin = _MARGIN.search(ask)
+    if margin:
+        kind = margin.group("kind").lower()
+        name = _defined_name(ask) or f"{kind.capitalize()} margin"
+        return _ratio(ask, name, _MARGIN_PROFIT[kind], list(_REVENUE), found, years)
+    if _CHANGE.search(ask) and len(years) == 2:
+        return _change(ask, found, years)
+    return None
+
+
+def _ratio(
+    ask: str, name: str, top: str, bottoms: list[str], found: list[Operand], years: tuple[int, ...]
+) -> Worked | None:
+    year = years[-1] if years else None
+    pool = [o for o in found if year is None or o.year == year]
+    a = _named(top, pool)
+    b = next((o for o in (_named(name, pool) for name in bottoms) if o is not None), None)
+    if a is None or b is None or a.ref == b.ref or b.value == 0:
+        return None
+    scale = _reconciled(a, b)
+    if scale is None:
+        return None
+    result = a.value * scale / b.value
+    percent = bool(_PERCENT.search(ask) or _MARGIN.search(ask) or "share" in ask.lower())
+    said = f"{result * 100:,.1f} %" if percent else f"{result:,.2f}"
+    when = f" for {year}" if year is not None else ""
+    formula = f"{_said(a)} [{a.ref}] / {_said(b)} [{b.ref}]"
+    return Worked(f"{name}{when}: {said} = {formula}.", [a.ref, b.ref])
+
+
+def _change(ask: str, found: list[Operand], years: tuple[int, ...]) -> Worked | None:
+    """One quantity in two years: the rows the question names, one label holding both years."""
+    first, last = sorted(years)
+    labels: dict[str, dict[int, Operand]] = {}
+    for operand in found:
+        if operand.year in (first, last):
+            labels.setdefault(operand.label.casefold(), {}).setdefault(operand.year, operand)
+    both = [pair for pair in labels.values() if len(pair) == 2]
+    asked = _words(ask)
+    both = [pair for pair in both if _words(pair[first].label) <= asked]
+    if len(both) != 1:
+        return None  # no row, or several, the question could mean
+    a, b = both[0][first], both[0][last]
+    if a.unit != b.unit:
+        return None
+    difference = b.value - a.value
+    places = max(_places(a.text), _places(b.text))
+    unit = f" {_UNIT_WORD[a.unit]}" if a.unit in _UNIT_WORD else ""
+    verb = "grew" if difference > 0 else "fell" if difference < 0 else "did not change"
+    sentence = f"{a.label} {verb}"
+    if difference:
+        sentence += f" by {abs(difference):,.{places}f}{unit}"
+        if a.value:
+            sentence += f" ({difference / abs(a.value) * 100:+.1f} %)"
+    sentence += (
+        f", from {_printed(a)}{unit} in {first} [{a.ref}] to {_printed(b)}{unit} in {last} [{b.ref}]"
+        f" ({_number(b.value, places)} − {_number(a.value, places)} = {_number(difference, places)}"
+    )
+    if difference and a.value:
+        sentence += f"; {_number(difference, places)} / {_number(abs(a.value), places)}"
+        sentence += f" = {difference / abs(a.value) * 100:+.1f} %"
+    return Worked(sentence + ").", [a.ref, b.ref])
+
+
+def _named(phrase: str, pool: list[Operand]) -> Operand | None:
+    """The operand whose row the phrase names: every word of the row's label in the phrase and most of
+    the phrase in the label; None when none does or two rows do as well."""
+    wanted = _words(phrase)
+    if not wanted:
+        return None
+    scored = []
+    for operand in pool:
+        label = _words(operand.label) - {"total"}
+        if label and label <= wanted | {"total"}:
+            scored.append((len(label & wanted) / len(wanted | label), operand))
+    scored.sort(key=lambda pair: -pair[0])
+    if not scored or scored[0][0] < 0.5:
+        return None
+    if len(scored) > 1 and scored[1][0] == scored[0][0] and scored[1][1].value != scored[0][1].value:
+        return None
+    return scored[0][1]
+
+
+def _reconciled(a: Operand, b: Operand) -> float | None:
+    """The factor that puts `a` in `b`'s unit: 1 for the same unit, a power of a thousand between two
+    scales; None for a scale against no unit (a per-share amount against millions)."""
+    if a.unit == b.unit:
+        return 1.0
+    if a.unit in _SCALES and b.unit in _SCALES:
+        return _SCALES[a.unit] / _SCALES[b.unit]
+    return None
+
+
+def _defined_name(ask: str) -> str | None:
+    """The name a question gives what it defines: `operating margin` of "What is the 2025 operating
+    margin, defined as …"."""
+    named = _NAMED.search(ask)
+    if named is None:
+        return None
+    name = " ".join(_YEARS.sub(" ", named.group("name")).split()).strip(" ,")
+    return _capital(name) if name else None
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _said(operand: Operand) -> str:
+    unit = f" {_UNIT_WORD[operand.unit]}" if operand.unit in _UNIT_WORD else ""
+    return f"{operand.label} {_printed(operand)}{unit}"
+
+
+def _printed(operand: Operand) -> str:
+    """The figure as printed, its currency sign against it (`$ 8,830,669` → `$8,830,669`)."""
+    return _SIGN_GAP.sub(r"\1", operand.text.strip())
+
+
+def _words(text: str) -> set[str]:
+    return {normalize_word(w) for w in words(text.casefold()) if w not in STOP_WORDS and not w.isdigit()}
+
+
+def _places(text: str) -> int:
+    digits = re.search(r"\.(\d+)", text)
+    return len(digits.group(1)) if digits else 0
+
+
+def _number(value: float, places: int) -> str:
+    return f"{value:,.{places}f}"

@@ -1,0 +1,75 @@
+"""Arithmetic a question defines, worked out offline with every operand cited (issue 45, item 2): the
+sample annual report's income table (2025 and 2024, in millions) through the offline planner."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sleuth.agent.arithmetic import Operand, operands, worked
+from sleuth.agent.request import TurnRequest
+from tests.agent.support import RuntimeFactory
+from tests.agent.test_offline import _check_citations
+
+
+@pytest.mark.parametrize(
+    ("ask", "answer", "cells"),
+    [
+        (
+            "What is the 2025 operating margin, defined as operating income divided by revenue?",
+            "Operating margin for 2025: 14.3 % = Operating income 6.9 million [1] / Revenue 48.2 million"
+            " [2].",
+            ["Operating income, 2025: 6.9", "Revenue, 2025: 48.2"],
+        ),
+        (
+            "By how much did operating income change from 2024 to 2025?",
+            "Operating income grew by 1.5 million (+27.8 %), from 5.4 million in 2024 [1] to 6.9 million in"
+            " 2025 [2] (6.9 − 5.4 = 1.5; 1.5 / 5.4 = +27.8 %).",
+            ["Operating income, 2024: 5.4", "Operating income, 2025: 6.9"],
+        ),
+        (
+            "What was research and development as a percentage of revenue in 2025?",
+            "Research and development as a percentage of revenue for 2025: 16.0 % = Research and"
+            " development 7.7 million [1] / Revenue 48.2 million [2].",
+            ["Research and development, 2025: 7.7", "Revenue, 2025: 48.2"],
+        ),
+        (
+            "What was the gross margin in 2024?",
+            "Gross margin for 2024: 57.2 % = Gross profit 24.6 million [1] / Revenue 43.0 million [2].",
+            ["Gross profit, 2024: 24.6", "Revenue, 2024: 43.0"],
+        ),
+    ],
+)
+def test_a_computation_the_question_defines_is_worked_out_and_each_operand_cited(
+    make_runtime: RuntimeFactory, sample_version: Path, ask: str, answer: str, cells: list[str]
+) -> None:
+    """The figures were listed with "working out the answer needs a model"; now the result, its
+    formula and each operand's cell (the table's own change column agrees: +28 %)."""
+    query = make_runtime().ask(TurnRequest(ask=ask, scope=["acme"]))
+    assert query.status == "completed"
+    assert query.answer == answer
+    _check_citations(query, sample_version)
+    assert [c.cell for c in query.citations] == cells
+
+
+def test_a_computation_without_its_operands_is_not_guessed() -> None:
+    """An operand the cells do not hold, two rows the question could mean, units that do not
+    reconcile: no result (the planner lists the figures it found instead)."""
+    income = Operand("E1", "Operating income", 2025, "6.9", 6.9, "millions")
+    revenue = Operand("E2", "Revenue", 2025, "48.2", 48.2, "millions")
+    shares = Operand("E3", "Revenue", 2025, "48.2", 48.2, None)
+    ask = "What is the 2025 operating margin, defined as operating income divided by revenue?"
+    rows = [[o.ref, o.label, "2025", o.text, o.unit, "a.pdf", 3, o.value, "", o.year] for o in (income,)]
+    assert worked(ask, rows) is None  # no revenue
+    mixed = [
+        [o.ref, o.label, "2025", o.text, o.unit, "a.pdf", 3, o.value, "", o.year] for o in (income, shares)
+    ]
+    assert worked(ask, mixed) is None  # millions over a figure without a unit
+    both = [
+        [o.ref, o.label, "2025", o.text, o.unit, "a.pdf", 3, o.value, "", o.year] for o in (income, revenue)
+    ]
+    assert worked(ask, both) is not None
+    change = [["E4", "Revenue", "Change", "+12%", "millions", "a.pdf", 3, 12.0, "", 2025]]
+    assert operands(change) == []  # a change column's cell is no operand
+    assert worked("How did revenue change?", both) is None  # no two years named
