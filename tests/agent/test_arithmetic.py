@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sleuth.agent.arithmetic import Operand, operands, worked
+from sleuth.agent.arithmetic import Operand, names_quantity, operands, worked
+from sleuth.agent.extractive import asked_quantity
 from sleuth.agent.request import TurnRequest
 from tests.agent.support import RuntimeFactory
 from tests.agent.test_offline import _check_citations
@@ -56,9 +57,10 @@ def test_a_computation_the_question_defines_is_worked_out_and_each_operand_cited
 def test_a_computation_without_its_operands_is_not_guessed() -> None:
     """An operand the cells do not hold, two rows the question could mean, units that do not
     reconcile: no result (the planner lists the figures it found instead)."""
-    income = Operand("E1", "Operating income", 2025, "6.9", 6.9, "millions")
-    revenue = Operand("E2", "Revenue", 2025, "48.2", 48.2, "millions")
-    shares = Operand("E3", "Revenue", 2025, "48.2", 48.2, None)
+    income = Operand("E1", "Operating income", "a.pdf", 2025, "6.9", 6.9, "millions")
+    revenue = Operand("E2", "Revenue", "a.pdf", 2025, "48.2", 48.2, "millions")
+    shares = Operand("E3", "Revenue", "a.pdf", 2025, "48.2", 48.2, None)
+    elsewhere = Operand("E5", "Revenue", "b.pdf", 2025, "46,298", 46298.0, "millions")
     ask = "What is the 2025 operating margin, defined as operating income divided by revenue?"
     rows = [[o.ref, o.label, "2025", o.text, o.unit, "a.pdf", 3, o.value, "", o.year] for o in (income,)]
     assert worked(ask, rows) is None  # no revenue
@@ -70,6 +72,42 @@ def test_a_computation_without_its_operands_is_not_guessed() -> None:
         [o.ref, o.label, "2025", o.text, o.unit, "a.pdf", 3, o.value, "", o.year] for o in (income, revenue)
     ]
     assert worked(ask, both) is not None
+    other = [
+        [o.ref, o.label, "2025", o.text, o.unit, o.path, 3, o.value, "", o.year] for o in (income, elsewhere)
+    ]
+    assert worked(ask, other) is None  # another document's revenue (Ulta's income over Best Buy's sales)
     change = [["E4", "Revenue", "Change", "+12%", "millions", "a.pdf", 3, 12.0, "", 2025]]
     assert operands(change) == []  # a change column's cell is no operand
     assert worked("How did revenue change?", both) is None  # no two years named
+
+
+def test_a_change_of_a_rate_is_in_percentage_points() -> None:
+    """Corning's effective tax rate, 20.2 % in 2021 and 22.9 % in 2022: 2.7 points, not "2.7" nor
+    a relative change that reads like the rate."""
+    rows = [
+        ["E1", "Effective tax rate", "2021", "20.2%", "millions", "c.pdf", 32, 20.2, "", 2021],
+        ["E2", "Effective tax rate", "2022", "22.9%", "millions", "c.pdf", 32, 22.9, "", 2022],
+    ]
+    done = worked("How has the effective tax rate changed from 2021 to 2022?", rows)
+    assert done is not None and done.sentence == (
+        "Effective tax rate grew by 2.7 percentage points, from 20.2% in 2021 [E1] to 22.9% in 2022 [E2]"
+        " (22.9 − 20.2 = 2.7)."
+    )
+
+
+@pytest.mark.parametrize(
+    ("ask", "label", "named"),
+    [
+        ("How many employees did 3M have at the end of 2018?", "Employee benefits", False),
+        ("What was revenue in 2017?", "Cost of revenue", False),
+        ("What was revenue in 2017?", "Net revenues", True),
+        ("What was revenue in 2017?", "Revenues, net", True),
+        ("What were net sales in 2019?", "Total net sales", True),
+        ("What was net income in 2017?", "Net income attributable to Pfizer Inc.", True),
+        ("How much cash did Acme have at the end of 2020?", "Cash and cash equivalents", True),
+    ],
+)
+def test_a_row_names_the_asked_quantity_by_its_head_noun(ask: str, label: str, named: bool) -> None:
+    """Issue 45, item 1: a head count is not a benefits liability (3M's `Employee benefits 299` was
+    stated as its head count), nor is the cost of revenue revenue."""
+    assert names_quantity(label, asked_quantity(ask)) is named

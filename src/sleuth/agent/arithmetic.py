@@ -57,6 +57,19 @@ _NAMED = re.compile(
     r"(?:defined|calculated|computed|measured)\b",
     re.IGNORECASE,
 )
+_LENGTHS = (
+    (3, re.compile(r"three|quarter|\b(?:12|13|16)\s+weeks")),
+    (6, re.compile(r"six|\b(?:24|26)\s+weeks")),
+    (9, re.compile(r"nine|\b(?:36|39|40)\s+weeks")),
+    (12, re.compile(r"twelve|year|fiscal|\b(?:52|53)\s+weeks")),
+)
+_LENGTH = re.compile(
+    r"\b(?:three|six|nine|twelve)\s+months\b|\b(?:first|second|third|fourth)\s+quarter\b|\bquarter\b"
+    r"|\b(?:12|13|16|24|26|36|39|40|52|53)\s+weeks\b|\bfiscal\s+year\b|\byears?\s+ended\b",
+    re.IGNORECASE,
+)
+#: A possessive before the quantity (`Best Buy's revenue`): whose it is, not what.
+_OWNER = re.compile(r"^.*['’]s\s+")
 _SIGN_GAP = re.compile(r"([$€£¥])\s+")
 _YEARS = re.compile(r"\b(?:fy\s?)?(?:19|20)\d\d\b|\bfy\d\d\b", re.IGNORECASE)
 
@@ -67,10 +80,12 @@ class Operand:
 
     ref: str
     label: str
+    path: str
     year: int | None
     text: str
     value: float
     unit: str | None
+    months: int | None = None  # the column's period length, as its header says
 
 
 @dataclass(frozen=True)
@@ -79,6 +94,11 @@ class Worked:
 
     sentence: str
     refs: list[str]
+
+
+def asks_change(ask: str) -> bool:
+    """A question about how one quantity changed between the two years it names."""
+    return _CHANGED.search(ask) is not None and len(asked_years(ask)) == 2
 
 
 def read_words(ask: str) -> tuple[list[str], list[str]] | None:
@@ -92,7 +112,7 @@ def read_words(ask: str) -> tuple[list[str], list[str]] | None:
         return [], sorted({w for name in implied for w in _words(name)})
     changed = _CHANGED.search(ask)
     if changed and len(asked_years(ask)) == 2:
-        return sorted(_words(changed.group("q"))), []
+        return sorted(_words(_OWNER.sub("", changed.group("q")))), []
     return None
 
 
@@ -103,7 +123,7 @@ def operands(rows: list[Any]) -> list[Operand]:
     for entry in rows:
         if not (isinstance(entry, list) and len(entry) >= 10):
             continue
-        ref, label, header, text, unit, _path, _page, value, _section, year = entry[:10]
+        ref, label, header, text, unit, path, _page, value, _section, year = entry[:10]
         if not (isinstance(ref, str) and isinstance(label, str) and isinstance(text, str)):
             continue
         if not isinstance(value, int | float) or isinstance(value, bool):
@@ -114,19 +134,38 @@ def operands(rows: list[Any]) -> list[Operand]:
             Operand(
                 ref,
                 label,
+                str(path),
                 year if isinstance(year, int) else None,
                 text,
                 float(value),
                 unit if isinstance(unit, str) else None,
+                period_months(header) if isinstance(header, str) else None,
             )
         )
     return out
+
+
+def period_months(text: str) -> int | None:
+    """The period length a question or a column header names: `three months ended`, `second quarter`,
+    `13 weeks` → 3; `six months`, `26 weeks` → 6; `nine months` → 9; `52 weeks ended`, `fiscal year`,
+    `year ended` → 12; None where it names none."""
+    found = _LENGTH.search(text)
+    if found is None:
+        return None
+    word = found.group(0).casefold()
+    for months, pattern in _LENGTHS:
+        if pattern.search(word):
+            return months
+    return None
 
 
 def worked(ask: str, rows: list[Any]) -> Worked | None:
     """The computation the question defines, over the cells in `rows`; None when it defines none of
     these, or an operand is missing or ambiguous, or the units do not reconcile."""
     found = operands(rows)
+    months = period_months(ask)
+    if months is not None:  # the asked period's columns, not another length's of the same year
+        found = [o for o in found if o.months in (months, None)]
     years = asked_years(ask)
     for pattern, named in (
         (_DIVIDED, "{a} / {b}"),
@@ -154,7 +193,8 @@ def _ratio(
     year = years[-1] if years else None
     pool = [o for o in found if year is None or o.year == year]
     a = _named(top, pool)
-    b = next((o for o in (_named(name, pool) for name in bottoms) if o is not None), None)
+    same = [o for o in pool if a is not None and o.path == a.path]  # both from one document
+    b = next((o for o in (_named(name, same) for name in bottoms) if o is not None), None)
     if a is None or b is None or a.ref == b.ref or b.value == 0:
         return None
     scale = _reconciled(a, b)
@@ -169,15 +209,24 @@ def _ratio(
 
 
 def _change(ask: str, found: list[Operand], years: tuple[int, ...]) -> Worked | None:
-    """One quantity in two years: the rows the question names, one label holding both years."""
+    """One quantity in two years: the rows the question names, one label of one document holding
+    both years, its head noun the quantity's (`Total sales change` is no net sales)."""
     first, last = sorted(years)
-    labels: dict[str, dict[int, Operand]] = {}
+    changed = _CHANGED.search(ask)
+    quantity = sorted(_words(_OWNER.sub("", changed.group("q")))) if changed else []
+    labels: dict[tuple[str, str], dict[int, Operand]] = {}
     for operand in found:
         if operand.year in (first, last):
-            labels.setdefault(operand.label.casefold(), {}).setdefault(operand.year, operand)
+            key = (operand.path, operand.label.casefold())
+            labels.setdefault(key, {}).setdefault(operand.year, operand)
     both = [pair for pair in labels.values() if len(pair) == 2]
     asked = _words(ask)
-    both = [pair for pair in both if _words(pair[first].label) <= asked]
+    both = [
+        pair
+        for pair in both
+        if _words(pair[first].label) <= asked
+        and (not quantity or names_quantity(pair[first].label, quantity))
+    ]
     if len(both) != 1:
         return None  # no row, or several, the question could mean
     a, b = both[0][first], both[0][last]
@@ -185,18 +234,20 @@ def _change(ask: str, found: list[Operand], years: tuple[int, ...]) -> Worked | 
         return None
     difference = b.value - a.value
     places = max(_places(a.text), _places(b.text))
-    unit = f" {_UNIT_WORD[a.unit]}" if a.unit in _UNIT_WORD else ""
+    points = a.text.rstrip().endswith("%") and b.text.rstrip().endswith("%")  # a rate's change
+    unit = f" {_UNIT_WORD[a.unit]}" if a.unit in _UNIT_WORD and not points else ""
     verb = "grew" if difference > 0 else "fell" if difference < 0 else "did not change"
     sentence = f"{a.label} {verb}"
+    relative = bool(difference and a.value and not points)
     if difference:
-        sentence += f" by {abs(difference):,.{places}f}{unit}"
-        if a.value:
+        sentence += f" by {abs(difference):,.{places}f}" + (" percentage points" if points else unit)
+        if relative:
             sentence += f" ({difference / abs(a.value) * 100:+.1f} %)"
     sentence += (
         f", from {_printed(a)}{unit} in {first} [{a.ref}] to {_printed(b)}{unit} in {last} [{b.ref}]"
         f" ({_number(b.value, places)} − {_number(a.value, places)} = {_number(difference, places)}"
     )
-    if difference and a.value:
+    if relative:
         sentence += f"; {_number(difference, places)} / {_number(abs(a.value), places)}"
         sentence += f" = {difference / abs(a.value) * 100:+.1f} %"
     return Worked(sentence + ").", [a.ref, b.ref])
@@ -266,3 +317,26 @@ def _places(text: str) -> int:
 
 def _number(value: float, places: int) -> str:
     return f"{value:,.{places}f}"
+
+
+#: Words after which a row label's head noun has been said (`Cost of revenue`, `Income from operations`,
+#: `Net income attributable to …`).
+_HEAD_END = re.compile(
+    r"[,(:;]|\b(?:of|from|for|in|on|to|at|by|with|attributable|before|after|per|excluding|including|"
+    r"net\s+of|less)\b",
+    re.IGNORECASE,
+)
+
+
+def names_quantity(label: str, quantity: tuple[str, ...] | list[str]) -> bool:
+    """Whether a row label names the asked quantity: its head noun (the last word before a comma, a
+    bracket or a preposition; of either side of an `and`) is one of the quantity's words. `Employee
+    benefits` is no head count,
+    `Cost of revenue` no revenue; `Net revenues`, `Revenues, net` and `Total net sales` are revenue
+    and net sales."""
+    head = _HEAD_END.split(label, maxsplit=1)[0]
+    for part in re.split(r"\band\b|&", head, flags=re.IGNORECASE):  # `Cash and cash equivalents`
+        found = [w for w in words(part.casefold()) if w not in STOP_WORDS and not w.isdigit()]
+        if found and normalize_word(found[-1]) in set(quantity):
+            return True
+    return False

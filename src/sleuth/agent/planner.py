@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sleuth.agent.arithmetic import read_words, worked
+from sleuth.agent.arithmetic import asks_change, names_quantity, read_words, worked
 from sleuth.agent.extractive import (
     PRONOUNS,
     asked_quantity,
@@ -368,11 +368,22 @@ class OfflinePlanner:
             if done is not None:  # the computation the question defines, each operand cited
                 rest = [r for r in top_labels(searched) if r not in done.refs]
                 return _Finish(done.sentence, [*done.refs, *rest][:FINAL_EVIDENCE])
-        figures = [f for f in map(stated, plan.get("figures") or []) if f is not None]
-        if figures:
-            ref, sentence = figures[0]
+        entries = [e for e in plan.get("figures") or [] if stated(e) is not None]
+        quantity = self._figure.quantity if self._figure is not None else ()
+        named = [e for e in entries if names_quantity(str(e[1]), quantity)]
+        if asks_change(self._ask):
+            named = entries = []  # one year's figure is not the change: the rows are listed below
+        if named:
+            ref, sentence = stated(named[0]) or ("", "")
             rest = [r for r in top_labels(searched) if r != ref]
             return _Finish(sentence, [ref, *rest][:FINAL_EVIDENCE])
+        if entries:  # rows that share a word with the quantity but are something else
+            nearest = [f for f in map(stated, entries[:2]) if f is not None]
+            lines = ["No table row found is the asked figure; the nearest rows are something else:"]
+            lines += [f"- {sentence}" for _ref, sentence in nearest]
+            refs = [ref for ref, _sentence in nearest]
+            rest = [r for r in top_labels(searched) if r not in refs]
+            return _Finish("\n".join(lines), [*refs, *rest][:FINAL_EVIDENCE])
         rows = [f for f in map(stated, plan.get("rows") or []) if f is not None]
         if rows and self._figure is not None and self._figure.exact:
             # A computed quantity the planner cannot work out: the figures the question names
