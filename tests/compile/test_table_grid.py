@@ -374,3 +374,18 @@ def test_a_label_without_its_footnote_marks_and_a_roll_forward_in_its_year() -> 
 def test_a_statement_row_without_its_footnote_mark() -> None:
     """JPMorgan's balance sheet prints `Total assets(a)`: the row is `Total assets`."""
     assert [c.text for c in _cells("JPMORGAN_2022Q2_10Q.pdf", 90, 1, "Total assets")][:1] == ["$ 3,841,314"]
+
+
+@needs_financebench("MICROSOFT_2023_10K.pdf")
+def test_a_figure_whose_bracket_is_set_apart() -> None:
+    """Microsoft prints `(22,245 )`: the bracket closes the figure, and the cash-flow table goes on past
+    the first such row (it ended there, 14 rows short)."""
+    repurchased = _cells("MICROSOFT_2023_10K.pdf", 61, 1, "Common stock repurchased")
+    assert [(c.text, c.value) for c in repurchased] == [
+        ("(22,245 )", -22245.0),
+        ("(32,696 )", -32696.0),
+        ("(27,385 )", -27385.0),
+    ]
+    assert [c.value for c in _cells("MICROSOFT_2023_10K.pdf", 61, 1, "Net cash used in investing")][:1] == [
+        -22680.0
+    ]

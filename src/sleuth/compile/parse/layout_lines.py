@@ -73,7 +73,9 @@ def wanted_lines(text: str) -> list[int]:
 
 
 def _ends_in_figure(words: list[str]) -> bool:
-    return bool(words) and (FIGURE.match(words[-1]) is not None or (words[-1] == "%" and len(words) > 1))
+    if len(words) > 1 and words[-1] in {"%", ")"}:  # `12.5 %`, `(22,245 )`
+        return FIGURE.match(words[-2] + words[-1].replace("%", "")) is not None
+    return bool(words) and FIGURE.match(words[-1]) is not None
 
 
 def read_lines(text: str, boxes: Mapping[int, tuple[Box, ...]]) -> list[Line]:
@@ -158,6 +160,10 @@ def parse_line(raw: str, offset: int, boxes: tuple[Box, ...] | None = None) -> L
             k -= 1  # `12.5 %`: the sign belongs to the figure before it
             start, end = tokens[k - 1][0], end
             token = tokens[k - 1][2]
+        elif token == ")" and k >= 2 and FIGURE.match(tokens[k - 2][2] + token):
+            k -= 1  # `(22,245 )`: a bracket set apart closes the figure before it
+            start, end = tokens[k - 1][0], end
+            token = tokens[k - 1][2] + ")"
         if not FIGURE.match(token) or token.count("(") != token.count(")"):
             break  # `11)` closes a parenthesis the label opened: `(Note 11)`
         if k >= 2 and tokens[k - 2][2] in CURRENCY:
