@@ -16,6 +16,7 @@ from typing import Any
 
 from sleuth.agent.extractive import asked_years, normalize_word
 from sleuth.format.figures import CHANGE_COLUMN
+from sleuth.format.periods import period_length
 from sleuth.store.text import words
 from sleuth.store.version.stop_words import STOP_WORDS
 
@@ -55,17 +56,6 @@ _PERCENT = re.compile(r"\bpercent\w*|%|\brate\b", re.IGNORECASE)
 _NAMED = re.compile(
     r"^\s*(?:what|how\s+much)\s+(?:is|was|were)\s+(?:the\s+)?(?P<name>.+?)\s*,?\s*"
     r"(?:defined|calculated|computed|measured)\b",
-    re.IGNORECASE,
-)
-_LENGTHS = (
-    (3, re.compile(r"three|quarter|\b(?:12|13|16)\s+weeks")),
-    (6, re.compile(r"six|\b(?:24|26)\s+weeks")),
-    (9, re.compile(r"nine|\b(?:36|39|40)\s+weeks")),
-    (12, re.compile(r"twelve|year|fiscal|\b(?:52|53)\s+weeks")),
-)
-_LENGTH = re.compile(
-    r"\b(?:three|six|nine|twelve)\s+months\b|\b(?:first|second|third|fourth)\s+quarter\b|\bquarter\b"
-    r"|\b(?:12|13|16|24|26|36|39|40|52|53)\s+weeks\b|\bfiscal\s+year\b|\byears?\s+ended\b",
     re.IGNORECASE,
 )
 #: A possessive before the quantity (`Best Buy's revenue`): whose it is, not what.
@@ -139,31 +129,17 @@ def operands(rows: list[Any]) -> list[Operand]:
                 text,
                 float(value),
                 unit if isinstance(unit, str) else None,
-                period_months(header) if isinstance(header, str) else None,
+                period_length(header)[0] if isinstance(header, str) else None,
             )
         )
     return out
-
-
-def period_months(text: str) -> int | None:
-    """The period length a question or a column header names: `three months ended`, `second quarter`,
-    `13 weeks` → 3; `six months`, `26 weeks` → 6; `nine months` → 9; `52 weeks ended`, `fiscal year`,
-    `year ended` → 12; None where it names none."""
-    found = _LENGTH.search(text)
-    if found is None:
-        return None
-    word = found.group(0).casefold()
-    for months, pattern in _LENGTHS:
-        if pattern.search(word):
-            return months
-    return None
 
 
 def worked(ask: str, rows: list[Any]) -> Worked | None:
     """The computation the question defines, over the cells in `rows`; None when it defines none of
     these, or an operand is missing or ambiguous, or the units do not reconcile."""
     found = operands(rows)
-    months = period_months(ask)
+    months = period_length(ask)[0]
     if months is not None:  # the asked period's columns, not another length's of the same year
         found = [o for o in found if o.months in (months, None)]
     years = asked_years(ask)

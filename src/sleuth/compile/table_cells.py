@@ -18,6 +18,7 @@ from sleuth.compile.pages import Page, Table, TableRow
 from sleuth.compile.typed_tables import coerce
 from sleuth.format.dates import MONTHS
 from sleuth.format.figures import CHANGE_COLUMN
+from sleuth.format.periods import period_length
 from sleuth.format.spans import PageSpan
 from sleuth.format.text import collapsed
 
@@ -29,26 +30,12 @@ _DATE = re.compile(
 #: A date in figures, as earnings releases print their columns: `12 Weeks Ended 3/25/2023`.
 _NUMERIC_DATE = re.compile(r"(?<![\d/])(\d{1,2})/(\d{1,2})/((?:19|20)\d\d)(?![\d/])")
 _CHANGE = re.compile(r"(?:19|20)\d\d\s*(?:vs\.?|versus|to|over|[-–])\s*(?:19|20)\d\d", re.IGNORECASE)
-#: How long a column's period is, as its header says: `Three Months Ended`, `13 weeks ended`, `Year
-#: Ended`, `Fiscal 2023`; a header that names a date alone (a balance sheet's) is a point in time.
-_MONTHS = re.compile(
-    r"\b(?P<n>three|six|nine|twelve|3|6|9|12)\s+months\b"
-    r"|\b(?P<weeks>12|13|16|24|26|36|39|40|52|53|thirteen|twenty-six|thirty-nine|fifty-two|fifty-three)"
-    r"\s+weeks\b"
-    r"|\b(?P<quarter>quarters?)\s+ended\b|\b(?P<nth>first|second|third|fourth)\s+quarter\b"
-    r"|\b(?P<year>years?|fiscal)\b",
-    re.IGNORECASE,
-)
-_MONTH_WORDS = {"three": 3, "six": 6, "nine": 9, "twelve": 12}
-_WEEK_WORDS = {"thirteen": 13, "twenty-six": 26, "thirty-nine": 39, "fifty-two": 52, "fifty-three": 53}
 _OWN_YEAR = re.compile(r"\bend(?:ed|ing)\b.*\s(?:19|20)\d\d(?:\(\w\))?$", re.IGNORECASE)
 _GROUP_YEAR = re.compile(
     r"(?:(?:fiscal|calendar|years?|quarters?|ended|ending|as\s+of|at)\s+|[a-z]+\.?\s+\d{1,2},?\s+)*"
     r"((?:19|20)\d\d):?",
     re.IGNORECASE,
 )
-#: A column of the change between two periods, not a period's figures.
-_IS_CHANGE = re.compile(r"\bchange\b|%|\bvariance\b|\b(?:increase|decrease)\b", re.IGNORECASE)
 #: What a column or its table holds at a point in time, not over a period.
 _POINT_IN_TIME = re.compile(
     r"\b(?:assets?|liabilit(?:y|ies)|equity|balances?|position|as\s+of|at)\b", re.IGNORECASE
@@ -208,9 +195,8 @@ def column_period(header: str) -> ColumnPeriod:
             end = dt.date(int(numeric.group(3)), int(numeric.group(1)), int(numeric.group(2)))
         except ValueError:
             end = None
-    length = _MONTHS.search(header)
-    months = _months(length) if year is not None else None
-    start = _start(end, months, _weeks(length)) if end is not None and months is not None else None
+    months, weeks = period_length(header) if year is not None else (None, None)
+    start = _start(end, months, weeks) if end is not None and months is not None else None
     return ColumnPeriod(year, end.isoformat() if end else None, start, months)
 
 
@@ -267,24 +253,6 @@ def _rows_year(rows: list[TableRow]) -> int | None:
     a year: `Balances, April 1, 2023`, `Balances, June 30, 2023`)."""
     years = [int(d.group(3)) for row in rows if row.cells for d in _DATE.finditer(row.cells[0])]
     return years[0] if len(years) >= 2 and len(set(years)) == 1 else None
-
-
-def _months(found: re.Match[str] | None) -> int | None:
-    if found is None:
-        return None
-    if found.group("n"):
-        n = found.group("n").lower()
-        return _MONTH_WORDS.get(n) or int(n)
-    if (weeks := _weeks(found)) is not None:
-        # the nearest whole quarters: PepsiCo's 12- and 16-week quarters are quarters, 36 weeks three
-        return 3 * max(1, round(weeks / 13))
-    return 3 if found.group("quarter") or found.group("nth") else 12
-
-
-def _weeks(found: re.Match[str] | None) -> int | None:
-    """The weeks a 52/53-week calendar's header counts (`12 Weeks Ended`), when it counts them."""
-    weeks = found.group("weeks").lower() if found and found.group("weeks") else None
-    return int(_WEEK_WORDS.get(weeks, weeks)) if weeks else None
 
 
 def _start(end: dt.date, months: int, weeks: int | None = None) -> str:

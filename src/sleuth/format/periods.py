@@ -235,3 +235,35 @@ def _iso(value: Any) -> datetime.date | None:
         return datetime.date.fromisoformat(value) if isinstance(value, str) and value else None
     except ValueError:
         return None
+
+
+#: How long a period a column header or a question names: `Three Months Ended`, `13 weeks ended`,
+#: `second quarter`, `Year Ended`, `Fiscal 2023`; a date alone (a balance sheet's) names none.
+_LENGTH = re.compile(
+    r"\b(?P<n>three|six|nine|twelve|3|6|9|12)\s+months\b"
+    r"|\b(?P<weeks>12|13|16|24|26|36|39|40|52|53|thirteen|twenty-six|thirty-nine|fifty-two|fifty-three)"
+    r"\s+weeks\b"
+    r"|\b(?P<quarter>quarters?)\s+ended\b|\b(?P<nth>first|second|third|fourth)\s+quarter\b"
+    r"|\b(?P<year>years?|fiscal)\b",
+    re.IGNORECASE,
+)
+_MONTH_WORDS = {"three": 3, "six": 6, "nine": 9, "twelve": 12}
+_WEEK_WORDS = {"thirteen": 13, "twenty-six": 26, "thirty-nine": 39, "fifty-two": 52, "fifty-three": 53}
+
+
+def period_length(text: str) -> tuple[int | None, int | None]:
+    """(months, weeks) of the period `text` names: the months 3, 6, 9 or 12, a 52/53-week calendar's
+    weeks where it counts them (`12 Weeks Ended` is a quarter: the nearest whole quarters, so PepsiCo's
+    12- and 16-week quarters are quarters and 36 weeks three of them); (None, None) where it names no
+    length. One reading for the compiler's table columns and the offline planner's questions."""
+    found = _LENGTH.search(text)
+    if found is None:
+        return None, None
+    if found.group("n"):
+        n = found.group("n").lower()
+        return _MONTH_WORDS.get(n) or int(n), None
+    if found.group("weeks"):
+        raw = found.group("weeks").lower()
+        weeks = int(_WEEK_WORDS.get(raw, raw))
+        return 3 * max(1, round(weeks / 13)), weeks
+    return (3 if found.group("quarter") or found.group("nth") else 12), None
