@@ -28,6 +28,7 @@ from functools import cached_property
 from sleuth.format.chunks import Chunk
 from sleuth.store.text import stem, words
 from sleuth.store.version.fusion import RRF_K
+from sleuth.store.version.ranker import PageRanker, QuestionCues, Signals, figure_share, year_share
 from sleuth.store.version.stop_words import STOP_WORDS
 
 PageKey = tuple[str, int]
@@ -255,12 +256,18 @@ def rescore(
     page_words: Callable[[PageKey], PageWords],
     idf: Callable[[str], float],
     also: Sequence[PageKey] = (),
+    ranker: PageRanker | None = None,
+    seen: Callable[[PageKey, list[float]], None] | None = None,
+    signals: Signals | None = None,
 ) -> list[tuple[str, float]]:
-    """`ranked` chunks (best first) reordered: a chunk on one of the first `RESCORE_PAGES` pages, or
-    on a page of `also` (`title_pages`), scores the reciprocal-rank fusion of its own first-stage rank
-    with its page's title-zone rank and coverage rank; chunks of later pages keep their order below.
-    A chunk keeps its own rank so that a good page does not pull its weak chunks ahead of another
-    page's best one. Scores never rise down the list."""
+    """`ranked` chunks (best first) reordered by their pages: the first `RESCORE_PAGES` pages, and the
+    pages of `also` (`title_pages`), are each described by `page_features` and ranked; chunks of later
+    pages keep their order below. With a `ranker` (`store.ranker`), a page is a unit: its best chunk
+    scores the page's probability of being evidence, its next ones half as much each, so a page's
+    windows add up instead of competing and a weak page cannot pull ahead on many chunks. Without
+    one, `fuse` ranks as before. `signals` are the first stage's halves (`ranker.Signals`); `seen` is told
+    each rescored page's features (training data).
+    Scores never rise down the list."""
     keys = [page_of(cid) for cid, _score in ranked]
     order = list(dict.fromkeys(keys))
     weight = term_weights(query, idf)
@@ -271,6 +278,126 @@ def rescore(
     found = {key: page_overlaps(weight, page_words(key)) for key in head}
     title_rank = _ranks(head, {key: title for key, (title, _body) in found.items()})
     coverage_rank = _ranks(head, {key: body for key, (_title, body) in found.items()})
+    if ranker is None and seen is None:
+        return fuse(ranked, keys, found, title_rank, coverage_rank)
+    total = sum(w for _term, w in weight.terms)
+    cues = QuestionCues.of(query)
+    positions: dict[PageKey, list[int]] = {}
+    for position, key in enumerate(keys, 1):
+        if key in found:
+            positions.setdefault(key, []).append(position)
+    halves = _halves(signals or Signals.none(), page_of, found)
+    rows = {
+        key: page_features(
+            positions[key],
+            found[key],
+            total,
+            title_rank[key],
+            coverage_rank[key],
+            page_words(key).body,
+            cues,
+            key in also,
+            halves.get(key),
+            signals is not None and key[0] in signals.named,
+        )
+        for key in head
+    }
+    if seen is not None:
+        for key in head:
+            seen(key, rows[key])
+    if ranker is None:
+        return fuse(ranked, keys, found, title_rank, coverage_rank)
+    sure = {key: ranker.score(row) for key, row in rows.items()}
+    floor = FIRST_STAGE_WEIGHT / (RRF_K + RESCORE_PAGES)  # every rescored chunk stays above the tail
+    rescored: list[tuple[str, float]] = []
+    tail: list[tuple[str, float]] = []
+    taken: dict[PageKey, int] = {}
+    for (cid, _score), key in zip(ranked, keys, strict=True):
+        if key in sure:
+            nth = taken[key] = taken.get(key, -1) + 1
+            rescored.append((cid, floor + sure[key] * 0.5**nth))
+        else:
+            tail.append((cid, FIRST_STAGE_WEIGHT / (RRF_K + RESCORE_PAGES + len(tail) + 1)))
+    rescored.sort(key=lambda kv: -kv[1])  # stable on ties
+    return rescored + tail
+
+
+#: The score of a chunk on a page the learned ranker is sure of (`rescore`): hybrid scores divide by it.
+LEARNED_CEILING = 1.0 + FIRST_STAGE_WEIGHT / (RRF_K + RESCORE_PAGES)
+
+
+#: The position a page absent from one half's list is given (below every list's depth).
+_ABSENT = 1000
+_NOT_IN_HALVES = (0.0, -math.log(_ABSENT), 0.0, -math.log(_ABSENT))
+
+
+def _halves(
+    signals: Signals, page_of: Callable[[str], PageKey], pages: Mapping[PageKey, object]
+) -> dict[PageKey, list[float]]:
+    """Per rescored page: its best dense score and position, its best BM25 score (over the query's
+    best) and position: the `dense`, `dense_rank`, `keyword` and `keyword_rank` features."""
+    out: dict[PageKey, list[float]] = {}
+    top_bm25 = max(signals.keyword.values(), default=0.0) or 1.0
+    for index, half in enumerate((signals.dense, signals.keyword)):
+        for position, (cid, score) in enumerate(half.items(), 1):
+            key = page_of(cid)
+            if key not in pages:
+                continue
+            row = out.setdefault(key, list(_NOT_IN_HALVES))
+            value = score if index == 0 else score / top_bm25
+            row[2 * index] = max(row[2 * index], value)
+            row[2 * index + 1] = max(row[2 * index + 1], -math.log(position))
+    return out
+
+
+def page_features(
+    positions: Sequence[int],
+    found: tuple[float, float],
+    total: float,
+    title_rank: int,
+    coverage_rank: int,
+    body: str,
+    cues: QuestionCues,
+    title_candidate: bool,
+    halves: Sequence[float] | None = None,
+    named: bool = False,
+) -> list[float]:
+    """One page's `ranker.FEATURES` for one question: `positions` are its chunks' first-stage
+    positions (1-based; none for a page that joined by its title zone alone), `found` its title-zone
+    and whole-page overlap with the question's weighted terms (of `total`), `halves` what the first
+    stage's halves said of it (`_halves`; none: absent from both), `named` whether its document is one
+    the question names."""
+    best = min(positions) if positions else RRF_K + RESCORE_PAGES
+    title, coverage = (x / total if total else 0.0 for x in found)
+    figures = figure_share(body)
+    return [
+        -math.log(best),
+        sum(RRF_K / (RRF_K + p) for p in positions),
+        math.log1p(len(positions)),
+        title,
+        coverage,
+        -math.log(title_rank),
+        -math.log(coverage_rank),
+        figures,
+        figures if cues.asks_quantity else 0.0,
+        year_share(cues, body),
+        1.0 if title_candidate else 0.0,
+        *(halves if halves is not None else _NOT_IN_HALVES),
+        1.0 if named else 0.0,
+    ]
+
+
+def fuse(
+    ranked: Sequence[tuple[str, float]],
+    keys: Sequence[PageKey],
+    found: Mapping[PageKey, tuple[float, float]],
+    title_rank: Mapping[PageKey, int],
+    coverage_rank: Mapping[PageKey, int],
+) -> list[tuple[str, float]]:
+    """The fixed second stage (the learned ranker's fallback and baseline): a chunk on a rescored page
+    scores the reciprocal-rank fusion of its own first-stage rank with its page's title-zone rank and
+    coverage rank. A chunk keeps its own rank so that a good page does not pull its weak chunks ahead
+    of another page's best one."""
     rescored: list[tuple[str, float]] = []
     tail: list[tuple[str, float]] = []
     for position, ((cid, _score), key) in enumerate(zip(ranked, keys, strict=True), 1):

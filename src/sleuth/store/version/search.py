@@ -37,6 +37,8 @@ from sleuth.store.version.keyword import (
     open_index,
     word_prefix,
 )
+from sleuth.store.version.ranker import PageRanker, Signals
+from sleuth.store.version.ranker import shipped as shipped_ranker
 from sleuth.store.version.recent import Recent
 from sleuth.store.version.rescore import PageKey, TitleIndex, idf_from, rescore, title_pages
 
@@ -139,8 +141,11 @@ def _whole_part(text: str) -> str:
     return " ".join(text.rstrip().removesuffix("*").split()[:-1])
 
 
-def hybrid_ceiling(weights: Sequence[float]) -> float:
-    """The score of a chunk ranked first by every signal: hybrid scores are divided by it (0..1)."""
+def hybrid_ceiling(weights: Sequence[float], learned: bool = False) -> float:
+    """The score of a chunk ranked first by every signal (with the `learned` ranker, on a page it is
+    sure of): hybrid scores are divided by it (0..1)."""
+    if RESCORE_PAGES and learned:
+        return second_stage.LEARNED_CEILING
     if RESCORE_PAGES:
         best = second_stage.FIRST_STAGE_WEIGHT + second_stage.TITLE_WEIGHT + second_stage.COVERAGE_WEIGHT
         return best / (RRF_K + 1)
@@ -187,6 +192,14 @@ class KeywordCandidates(Candidates):
     exact: list[tuple[str, float]]  # (`keyword.exact_phrases`)
 
 
+def _signals(dense: Candidates | None, keyword: Candidates | None, named: Sequence[str]) -> Signals:
+    """Each half's own scores of its candidates, best first, over the scope and the named documents."""
+    halves = [
+        dict(merge(half.in_scope, half.in_named)) if half is not None else {} for half in (dense, keyword)
+    ]
+    return Signals(halves[0], halves[1], frozenset(named))
+
+
 #: Queries whose named documents a reader remembers (`_named`).
 CACHED_QUERIES = 64
 
@@ -213,6 +226,10 @@ class VersionReader(VersionContent):
         self._embed_threads = embed_threads
         self._title_indexes: Recent[str, TitleIndex] = Recent(CACHED_SOURCES)
         self._named_by_query: Recent[str, tuple[str, ...]] = Recent(CACHED_QUERIES)
+        #: The second stage's page ranker (`store.ranker`: the shipped model; None, the fixed fusion),
+        #: and who is told each rescored page's features (`benchmarks/train_ranker.py`).
+        self.page_ranker: PageRanker | None = shipped_ranker()
+        self.page_seen: Callable[[PageKey, list[float]], None] | None = None
 
     @cached_property
     def embedder(self) -> Embedder:
@@ -449,13 +466,23 @@ class VersionReader(VersionContent):
             also = self._title_pages(query, scope) if scope else []
             present = {cid for cid, _ in reranked}
             reranked += [(cid, 0.0) for key in also for cid in self._first_chunk(key) if cid not in present]
-            reranked = rescore(query, reranked, self._page_of, self._page_words, self._idf, also)
+            reranked = rescore(
+                query,
+                reranked,
+                self._page_of,
+                self._page_words,
+                self._idf,
+                also,
+                ranker=self.page_ranker,
+                seen=self.page_seen,
+                signals=_signals(dense, keyword, named),
+            )
         if mode == "hybrid":
             sure = set(exact[:EXACT_KEPT])
             top = distinct(
                 keep_exact(reranked, exact[:EXACT_KEPT], top_k), self._span_of, top_k, lambda r: r[0] in sure
             )
-            best = hybrid_ceiling(weights)
+            best = hybrid_ceiling(weights, self.page_ranker is not None)
             return [self._hit(cid, min(1.0, score / best)) for cid, score in top]
         top = distinct(reranked, self._span_of, top_k)
         if mode == "semantic" and vector is not None and self._dense is not None:
