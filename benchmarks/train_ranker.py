@@ -148,6 +148,17 @@ def predict(model: tuple[Floats, Floats, Floats, float], x: Floats) -> Floats:
     return score
 
 
+def shipped_scores(model: tuple[Floats, Floats, Floats, float], x: Floats) -> Floats:
+    """What `rescore` ranks a question's pages by: the model's squashed score, a page mostly
+    boilerplate demoted (`ranker.demotion`)."""
+    from sleuth.store.version.ranker import FEATURES, demotion
+
+    squashed = 1.0 / (1.0 + np.exp(-np.clip(predict(model, x), -60, 60)))
+    factors = np.array([demotion(share) for share in x[:, FEATURES.index("boilerplate")]])
+    scores: Floats = squashed * factors
+    return scores
+
+
 def fold_of(company: str, folds: int) -> int:
     return zlib.crc32(company.encode()) % folds
 
@@ -203,7 +214,7 @@ def main() -> None:
         train = [s for s in searches if fold_of(s.company, args.folds) != fold]
         if fold not in models:
             models[fold] = train_on(train, x, y, args)
-        held_out.append(learned_order(search, predict(models[fold], x[id(search)])))
+        held_out.append(learned_order(search, shipped_scores(models[fold], x[id(search)])))
     fixed = [s.fixed for s in searches]
     reachable = {
         scope: sum(bool(s.gold & set(s.pages)) for s in searches if s.scope == scope)

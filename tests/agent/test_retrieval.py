@@ -75,7 +75,8 @@ def test_hits_are_fused_across_chunks_and_artifacts(runtime: Runtime) -> None:
     for kind in ("chunk", "artifact"):
         scores = [h["score"] for h in hits if h["kind"] == kind]
         assert scores == sorted(scores, reverse=True) and all(0.0 < s <= 1.0 for s in scores)
-    assert hits[0]["score"] == 1.0  # first by every signal
+    # the best chunk of a page the learned ranker is sure of scores near 1 (its page score, 0..1)
+    assert hits[0]["score"] == max(h["score"] for h in hits if h["kind"] == "chunk") > 0.5
     chunk = hits[0]
     assert chunk["context"] == "acme" and chunk["source"].endswith("travel-policy.md")
     assert chunk["pages"] == [1] and chunk["section_path"][-1] == "6. Hotels"

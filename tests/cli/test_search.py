@@ -43,3 +43,23 @@ def test_search_filters_by_document_type(runner: CliRunner) -> None:
     }
     none = runner.invoke(app, ["search", "-c", "acme", "revenue", "--year", "1999"])
     assert none.exit_code == 1 and "no document matches" in none.output
+
+
+def test_search_why_names_each_pages_score_and_what_moved_it(runner: CliRunner) -> None:
+    """Issue 44: the features behind a rank are visible, for people (one line per hit) and scripts."""
+    result = runner.invoke(app, ["search", "-c", "acme", REMOTE, "--top-k", "3", "--why"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    reasons = [line.strip() for line in result.output.splitlines() if line.strip().startswith("why: ")]
+    assert len(reasons) == 3 and all(r.startswith("why: page score ") for r in reasons)
+    document = json.loads(
+        runner.invoke(app, ["search", "-c", "acme", REMOTE, "--top-k", "3", "--why", "--json"]).stdout
+    )
+    pages = document["pages"]
+    assert pages and {(p["source_path"], p["page"]) for p in pages} <= {
+        (h["source_path"], h["page"]) for h in document["hits"]
+    }
+    first = pages[0]
+    assert first["ranker"] == "learned" and 0.0 < first["page_score"] <= 1.0
+    assert set(first["features"]) == set(first["contributions"]) and "coverage" in first["features"]
+    plain = json.loads(runner.invoke(app, ["search", "-c", "acme", REMOTE, "--json"]).stdout)
+    assert "pages" not in plain

@@ -99,7 +99,17 @@ def test_features_say_what_the_page_holds() -> None:
         zip(
             FEATURES,
             page_features(
-                [2, 5], (1.0, 2.0), 2.0, 3, 1, table.lower(), cues, False, (0.7, 0.0, 0.5, -1.0), True
+                [2, 5],
+                (1.0, 2.0),
+                2.0,
+                3,
+                1,
+                PageWords.of(table),
+                cues,
+                False,
+                (0.7, 0.0, 0.5, -1.0),
+                True,
+                0.25,
             ),
             strict=True,
         )
@@ -108,6 +118,7 @@ def test_features_say_what_the_page_holds() -> None:
     assert row["figures"] == row["figures_asked"] == figure_share(table) > 0.5
     assert row["chunks"] > 0 and row["first_stage"] < 0 and row["coverage_rank"] == 0.0
     assert (row["dense"], row["keyword"], row["named"], row["title_candidate"]) == (0.7, 0.5, 1.0, 0.0)
+    assert row["boilerplate"] == 0.25
 
 
 def test_every_search_ranks_with_the_shipped_model_and_scores_stay_in_range(

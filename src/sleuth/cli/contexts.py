@@ -41,6 +41,7 @@ from sleuth.settings import TOOL_OUTPUT_CHARS, TURN_CAP_SECONDS
 from sleuth.store.contexts.home import ContextDir, ContextNotFound, Home
 from sleuth.store.contexts.lock import CurateInFlight, curate_lock, lock_database
 from sleuth.store.contexts.replica import Replica, SlugTaken
+from sleuth.store.version.ranker import FEATURES, PageRanker
 from sleuth.store.version.search import VersionReader
 
 #: A progress bar per phase: its name, the bar, done of total, time so far (compile, pack, restore).
@@ -401,6 +402,10 @@ def search_cmd(
     ] = None,
     year: Annotated[int | None, typer.Option(help="Only documents covering this year.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the hits as one JSON document.")] = False,
+    why: Annotated[
+        bool,
+        typer.Option("--why", help="Say why each page ranks where it does: its ranker score and features."),
+    ] = False,
 ) -> None:
     """Search a context's chunks and print the hits with their page and offsets.
 
@@ -433,9 +438,19 @@ def search_cmd(
                 FAILED,
                 hint=f"document types here: {', '.join(types)}" if types else "see `sleuth inspect`",
             )
+    features: dict[tuple[str, int], list[float]] = {}
+    reader.page_seen = lambda key, row: features.__setitem__(key, row)
     hits = reader.search(query, top_k, mode, sources=keep)  # type: ignore[arg-type]
+    explained = {key: _why(reader.page_ranker, row) for key, row in features.items()} if why else {}
     if json_out:
-        typer.echo(json.dumps({"query": query, "mode": mode, "hits": [asdict(h) for h in hits]}, indent=2))
+        out: dict[str, object] = {"query": query, "mode": mode, "hits": [asdict(h) for h in hits]}
+        if why:
+            out["pages"] = [
+                {"source_path": path, "page": page, **explained[(path, page)]}
+                for path, page in dict.fromkeys((h.source_path, h.page) for h in hits)
+                if (path, page) in explained
+            ]
+        typer.echo(json.dumps(out, indent=2))
         return
     # The engine's order is its second stage's (boilerplate demoted, pages rescored), which a keyword
     # or semantic score need not follow: people read the hits by the score printed beside them.
@@ -454,6 +469,33 @@ def search_cmd(
         console.print(
             f"   {snippet[:300]}{'…' if len(snippet) > 300 else ''}", soft_wrap=True, highlight=False
         )
+        reason = explained.get((hit.source_path, hit.page))
+        if reason is not None:
+            console.print(f"   why: {_why_line(reason)}", soft_wrap=True, highlight=False, style="dim")
+
+
+def _why(ranker: PageRanker | None, row: list[float]) -> dict[str, object]:
+    """A rescored page's features, and with the learned ranker its score and what each feature added."""
+    named = dict(zip(FEATURES, row, strict=True))
+    if ranker is None:
+        return {"ranker": "fixed fusion", "features": named}
+    return {
+        "ranker": "learned",
+        "page_score": ranker.score(row),
+        "features": named,
+        "contributions": ranker.contributions(row),
+    }
+
+
+def _why_line(reason: dict[str, object]) -> str:
+    """`_why` in one line: the page's score and the three features that moved it most."""
+    contributions = reason.get("contributions")
+    if not isinstance(contributions, dict):
+        return "ranked by the fixed fusion (first stage, title zone, coverage)"
+    top = sorted(contributions.items(), key=lambda kv: -abs(kv[1]))[:3]
+    return f"page score {reason['page_score']:.3f}; " + ", ".join(
+        f"{name} {value:+.2f}" for name, value in top
+    )
 
 
 @app.command("exec")

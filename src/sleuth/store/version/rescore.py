@@ -28,7 +28,15 @@ from functools import cached_property
 from sleuth.format.chunks import Chunk
 from sleuth.store.text import stem, words
 from sleuth.store.version.fusion import RRF_K
-from sleuth.store.version.ranker import PageRanker, QuestionCues, Signals, figure_share, year_share
+from sleuth.store.version.ranker import (
+    FEATURES,
+    PageRanker,
+    QuestionCues,
+    Signals,
+    demotion,
+    figure_share,
+    year_share,
+)
 from sleuth.store.version.stop_words import STOP_WORDS
 
 PageKey = tuple[str, int]
@@ -79,6 +87,11 @@ class PageWords:
     @cached_property
     def body(self) -> str:
         return "\n".join(self._parts).lower()
+
+    @cached_property
+    def figures(self) -> float:
+        """The share of the page's words that are figures (`ranker.figure_share`), read once per page."""
+        return figure_share(self.body)
 
 
 def chunks_by_page(chunks: Iterable[Chunk]) -> dict[PageKey, list[Chunk]]:
@@ -259,15 +272,18 @@ def rescore(
     ranker: PageRanker | None = None,
     seen: Callable[[PageKey, list[float]], None] | None = None,
     signals: Signals | None = None,
+    text_of: Callable[[str], str] | None = None,
 ) -> list[tuple[str, float]]:
     """`ranked` chunks (best first) reordered by their pages: the first `RESCORE_PAGES` pages, and the
     pages of `also` (`title_pages`), are each described by `page_features` and ranked; chunks of later
     pages keep their order below. With a `ranker` (`store.ranker`), a page is a unit: its best chunk
-    scores the page's probability of being evidence, its next ones half as much each, so a page's
-    windows add up instead of competing and a weak page cannot pull ahead on many chunks. Without
-    one, `fuse` ranks as before. `signals` are the first stage's halves (`ranker.Signals`); `seen` is told
-    each rescored page's features (training data).
-    Scores never rise down the list."""
+    scores the page's score, its other chunks that scaled by their first-stage standing against the
+    best one's (reciprocal ranks, `STANDING_K`: position 1 against 20 is 0.53) and by how much of the
+    question's weighted words they hold (`text_of` gives a chunk's text; none halves it). So a page's
+    windows add up instead of competing, and the chunk that answers stays near its page's best even
+    when it ranked lower. Without one, `fuse` ranks as before. `signals` are the first stage's halves
+    (`ranker.Signals`); `seen` is told each rescored page's features (training data). Scores never
+    rise down the list."""
     keys = [page_of(cid) for cid, _score in ranked]
     order = list(dict.fromkeys(keys))
     weight = term_weights(query, idf)
@@ -283,9 +299,11 @@ def rescore(
     total = sum(w for _term, w in weight.terms)
     cues = QuestionCues.of(query)
     positions: dict[PageKey, list[int]] = {}
-    for position, key in enumerate(keys, 1):
+    chunk_ids: dict[PageKey, list[str]] = {}
+    for position, ((cid, _score), key) in enumerate(zip(ranked, keys, strict=True), 1):
         if key in found:
             positions.setdefault(key, []).append(position)
+            chunk_ids.setdefault(key, []).append(cid)
     halves = _halves(signals or Signals.none(), page_of, found)
     rows = {
         key: page_features(
@@ -294,11 +312,12 @@ def rescore(
             total,
             title_rank[key],
             coverage_rank[key],
-            page_words(key).body,
+            page_words(key),
             cues,
             key in also,
             halves.get(key),
             signals is not None and key[0] in signals.named,
+            _boilerplate(signals, chunk_ids.get(key, [])),
         )
         for key in head
     }
@@ -307,25 +326,32 @@ def rescore(
             seen(key, rows[key])
     if ranker is None:
         return fuse(ranked, keys, found, title_rank, coverage_rank)
-    sure = {key: ranker.score(row) for key, row in rows.items()}
+    # a page mostly boilerplate falls as its chunks did in the first stage (`ranker.demotion`)
+    sure = {key: ranker.score(row) * demotion(row[_BOILERPLATE]) for key, row in rows.items()}
     floor = FIRST_STAGE_WEIGHT / (RRF_K + RESCORE_PAGES)  # every rescored chunk stays above the tail
     rescored: list[tuple[str, float]] = []
     tail: list[tuple[str, float]] = []
-    taken: dict[PageKey, int] = {}
-    for (cid, _score), key in zip(ranked, keys, strict=True):
-        if key in sure:
-            nth = taken[key] = taken.get(key, -1) + 1
-            rescored.append((cid, floor + sure[key] * 0.5**nth))
+    for position, ((cid, _score), key) in enumerate(zip(ranked, keys, strict=True), 1):
+        if key in sure:  # the page's score, scaled by the chunk's standing against its page's best
+            standing = (STANDING_K + positions[key][0]) / (STANDING_K + position)
+            if position != positions[key][0] and text_of is not None and total:
+                standing *= 0.5 + 0.5 * overlap(weight, text_of(cid).lower()) / total  # its own words
+            rescored.append((cid, floor + sure[key] * standing))
         else:
             tail.append((cid, FIRST_STAGE_WEIGHT / (RRF_K + RESCORE_PAGES + len(tail) + 1)))
     rescored.sort(key=lambda kv: -kv[1])  # stable on ties
     return rescored + tail
 
 
+#: How steeply a page's other chunks fall below its best (`rescore`): (K + best) / (K + own position).
+#: At RRF's 60 a page's chunks with none of the question's words stayed above other pages' best (the
+#: sample report's "gross margin improved"); at 5 a page's answering chunk fell out of the top 5.
+STANDING_K = 20
 #: The score of a chunk on a page the learned ranker is sure of (`rescore`): hybrid scores divide by it.
 LEARNED_CEILING = 1.0 + FIRST_STAGE_WEIGHT / (RRF_K + RESCORE_PAGES)
 
 
+_BOILERPLATE = FEATURES.index("boilerplate")
 #: The position a page absent from one half's list is given (below every list's depth).
 _ABSENT = 1000
 _NOT_IN_HALVES = (0.0, -math.log(_ABSENT), 0.0, -math.log(_ABSENT))
@@ -356,20 +382,21 @@ def page_features(
     total: float,
     title_rank: int,
     coverage_rank: int,
-    body: str,
+    page: PageWords,
     cues: QuestionCues,
     title_candidate: bool,
     halves: Sequence[float] | None = None,
     named: bool = False,
+    boilerplate: float = 0.0,
 ) -> list[float]:
     """One page's `ranker.FEATURES` for one question: `positions` are its chunks' first-stage
     positions (1-based; none for a page that joined by its title zone alone), `found` its title-zone
     and whole-page overlap with the question's weighted terms (of `total`), `halves` what the first
     stage's halves said of it (`_halves`; none: absent from both), `named` whether its document is one
-    the question names."""
+    the question names, `boilerplate` its chunks' mean boilerplate share."""
     best = min(positions) if positions else RRF_K + RESCORE_PAGES
     title, coverage = (x / total if total else 0.0 for x in found)
-    figures = figure_share(body)
+    figures = page.figures
     return [
         -math.log(best),
         sum(RRF_K / (RRF_K + p) for p in positions),
@@ -380,11 +407,18 @@ def page_features(
         -math.log(coverage_rank),
         figures,
         figures if cues.asks_quantity else 0.0,
-        year_share(cues, body),
+        year_share(cues, page.body),
         1.0 if title_candidate else 0.0,
         *(halves if halves is not None else _NOT_IN_HALVES),
         1.0 if named else 0.0,
+        boilerplate,
     ]
+
+
+def _boilerplate(signals: Signals | None, chunk_ids: Sequence[str]) -> float:
+    if signals is None or not chunk_ids:
+        return 0.0
+    return sum(signals.boilerplate.get(cid, 0.0) for cid in chunk_ids) / len(chunk_ids)
 
 
 def fuse(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
@@ -37,7 +37,7 @@ from sleuth.store.version.keyword import (
     open_index,
     word_prefix,
 )
-from sleuth.store.version.ranker import PageRanker, Signals
+from sleuth.store.version.ranker import PageRanker, Signals, demotion
 from sleuth.store.version.ranker import shipped as shipped_ranker
 from sleuth.store.version.recent import Recent
 from sleuth.store.version.rescore import PageKey, TitleIndex, idf_from, rescore, title_pages
@@ -74,12 +74,6 @@ def hybrid_weights(query: str) -> tuple[float, float]:
     return DENSE_WEIGHT, 1.0
 
 
-#: How far a chunk that is all boilerplate falls: its score is scaled by 1 - this × its share.
-BOILERPLATE_PENALTY = 0.7
-#: Only a chunk at least this much boilerplate is demoted. Fused scores are flat (1 / (60 + rank)), so
-#: even a factor of 0.9 moves a chunk down tens of places; a page's first chunk carrying its running
-#: header is content. Measured on FinanceBench: within-filing R@10 0.760 (every share) -> 0.783.
-DEMOTE_FROM_SHARE = 0.5
 #: Whether searches look for the documents a question names at all (off: the ranking before it).
 RESOLVE_DOCUMENTS = True
 #: Whether the second stage (`store.rescore`: title zone and coverage of each page) runs.
@@ -192,12 +186,18 @@ class KeywordCandidates(Candidates):
     exact: list[tuple[str, float]]  # (`keyword.exact_phrases`)
 
 
-def _signals(dense: Candidates | None, keyword: Candidates | None, named: Sequence[str]) -> Signals:
-    """Each half's own scores of its candidates, best first, over the scope and the named documents."""
+def _signals(
+    dense: Candidates | None,
+    keyword: Candidates | None,
+    named: Sequence[str],
+    boilerplate: Mapping[str, float],
+) -> Signals:
+    """Each half's own scores of its candidates, best first, over the scope and the named documents;
+    the named documents; each chunk's boilerplate share."""
     halves = [
         dict(merge(half.in_scope, half.in_named)) if half is not None else {} for half in (dense, keyword)
     ]
-    return Signals(halves[0], halves[1], frozenset(named))
+    return Signals(halves[0], halves[1], frozenset(named), boilerplate)
 
 
 #: Queries whose named documents a reader remembers (`_named`).
@@ -475,7 +475,10 @@ class VersionReader(VersionContent):
                 also,
                 ranker=self.page_ranker,
                 seen=self.page_seen,
-                signals=_signals(dense, keyword, named),
+                signals=_signals(
+                    dense, keyword, named, {} if asks_for_boilerplate(query) else self.boilerplate
+                ),
+                text_of=self._chunk_text,
             )
         if mode == "hybrid":
             sure = set(exact[:EXACT_KEPT])
@@ -491,6 +494,9 @@ class VersionReader(VersionContent):
                 found = self._dense.scores(vector, self._dense.positions(missing))
                 own.update(zip(missing, (float(x) for x in found), strict=True))
         return [self._hit(cid, own.get(cid, 0.0)) for cid, _ in top]
+
+    def _chunk_text(self, cid: str) -> str:
+        return self.chunks[cid].text
 
     def _title_pages(self, query: str, scope: Sequence[str]) -> list[PageKey]:
         """`rescore.title_pages` over the searched documents' pages (not the whole corpus: that
@@ -530,7 +536,7 @@ class VersionReader(VersionContent):
         scores: dict[str, float] = {}
         for cid, score in ranked:
             share = demote.get(cid, 0.0)
-            factor = 1.0 - BOILERPLATE_PENALTY * share if share >= DEMOTE_FROM_SHARE else 1.0
+            factor = demotion(share)
             scores[cid] = score * factor if score >= 0 else score / factor  # factor ≥ 1 − PENALTY
         return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
