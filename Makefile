@@ -46,9 +46,7 @@ typecheck: install-dev
 #
 # The suite runs on one more worker than there are cores (pytest-xdist): many tests wait on servers,
 # leases and slow models, and a third worker on 2 cores ran the suite in 364 s where two took 447 s.
-# `--dist worksteal`: a worker that runs out of tests takes half of another's queue, so the run does not
-# end on one worker's tail of slow tests. The slowest tests are listed so that the next one to cut is
-# in plain sight.
+# The slowest tests are listed so that the next one to cut is in plain sight.
 #
 # Bytecode is written here even where the environment says not to (`PYTHONDONTWRITEBYTECODE=1`, as this
 # machine kind sets it): the venv is installed `--no-compile`, so otherwise every one of the suite's
@@ -59,7 +57,7 @@ CHECKS_LOG := .checks.log
 test: chromium postgres install-dev
 	@rm -f $(CHECKS_LOG) $(CHECKS_LOG).rc
 	@{ $(MAKE) -j2 --output-sync=target -o install-dev checks > $(CHECKS_LOG) 2>&1; echo $$? > $(CHECKS_LOG).rc; } & \
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal --durations=10; suite=$$?; \
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -n $(PYTEST_WORKERS) --durations=10; suite=$$?; \
 	wait; echo '--- the checks (lint, typecheck, core-check), run beside the suite:'; cat $(CHECKS_LOG); \
 	checks=$$(cat $(CHECKS_LOG).rc); echo "suite exit $$suite, checks exit $$checks"; \
 	test "$$suite" -eq 0 && test "$$checks" -eq 0
