@@ -115,7 +115,8 @@ def test_features_say_what_the_page_holds() -> None:
         )
     )
     assert row["years"] == 1.0 and row["title"] == 0.5 and row["coverage"] == 1.0
-    assert row["figures"] == row["figures_asked"] == figure_share(table) > 0.5
+    assert row["figures"] == row["figures_asked"] == figure_share(table) > 0.4
+    assert figure_share("Revenue by segment") == 0.0 and figure_share(" \n") == 0.0
     assert row["chunks"] > 0 and row["first_stage"] < 0 and row["coverage_rank"] == 0.0
     assert (row["dense"], row["keyword"], row["named"], row["title_candidate"]) == (0.7, 0.5, 1.0, 0.0)
     assert row["boilerplate"] == 0.25

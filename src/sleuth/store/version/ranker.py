@@ -37,7 +37,7 @@ FEATURES = (
     "coverage",  # share of the question's weighted terms anywhere on the page
     "title_rank",  # -log of the page's rank by `title` among the rescored pages
     "coverage_rank",  # -log of the page's rank by `coverage`
-    "figures",  # share of the page's words that are figures (a table page)
+    "figures",  # share of the page's non-space characters that are digits (a table page)
     "figures_asked",  # `figures` when the question asks for a quantity, else 0
     "years",  # share of the years the question names that the page holds (0 when it names none)
     "title_candidate",  # 1 for the searched documents' best title-zone matches (`rescore.title_pages`)
@@ -50,8 +50,7 @@ FEATURES = (
 )
 
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
-_FIGURE = re.compile(r"\d[\d,.]*")
-_WORD = re.compile(r"\S+")
+
 #: A question that asks for a quantity: a figure, a count, a ratio, or a year's value.
 _ASKS_QUANTITY = re.compile(
     r"\b(?:how much|how many|amount|total|ratio|margin|percent(?:age)?|rate|growth|change|"
@@ -88,9 +87,16 @@ class QuestionCues:
 
 
 def figure_share(text: str) -> float:
-    """The share of a page's words that are figures."""
-    words = len(_WORD.findall(text))
-    return len(_FIGURE.findall(text)) / words if words else 0.0
+    """How much of a page is figures: the share of its non-space characters that are digits (a table
+    page is mostly digits). Worked out by C string methods — dropping the digits and the spaces — where
+    a regular expression or a loop over the page's words cost a millisecond a query at 100k chunks."""
+    dense = len(text) - sum(text.count(space) for space in " \n\t")
+    if dense <= 0:
+        return 0.0
+    return (len(text) - len(text.translate(_NO_DIGITS))) / dense
+
+
+_NO_DIGITS = str.maketrans("", "", "0123456789")
 
 
 def year_share(cues: QuestionCues, text: str) -> float:
