@@ -27,6 +27,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from sleuth.store.version.ranker import FEATURES, PageRanker
+
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "financebench"
 DEFAULT_HOME = REPO / "benchmarks" / "results" / "home"
@@ -91,11 +93,16 @@ def collect(home: Path, context: str, questions_path: Path, top_k: int) -> list[
     return searches
 
 
-def fit(x: Floats, y: Floats, l2: float = 1.0, steps: int = 50) -> tuple[Floats, Floats, Floats, float]:
-    """Mean, scale, weights and bias of an L2 logistic regression on standardised `x`."""
-    mean = x.mean(axis=0)
+def spread(x: Floats) -> tuple[Floats, Floats]:
+    """Each feature's mean and standard deviation (1 where a feature never varies)."""
     scale = x.std(axis=0)
     scale[scale == 0] = 1.0
+    return x.mean(axis=0), scale
+
+
+def fit(x: Floats, y: Floats, l2: float = 1.0, steps: int = 50) -> tuple[Floats, Floats, Floats, float]:
+    """Mean, scale, weights and bias of an L2 logistic regression on standardised `x`."""
+    mean, scale = spread(x)
     z = np.hstack([(x - mean) / scale, np.ones((len(x), 1))])
     w = np.zeros(z.shape[1])
     penalty = np.full(z.shape[1], l2)
@@ -119,9 +126,7 @@ def fit_listwise(
     probability is maximised (a conditional logit, L2, Newton's method). What it learns is an order of
     pages within one question, which is what a ranking needs, not a calibrated probability."""
     x = np.vstack([g for g, _ in groups])
-    mean = x.mean(axis=0)
-    scale = x.std(axis=0)
-    scale[scale == 0] = 1.0
+    mean, scale = spread(x)
     standard = [((g - mean) / scale, y) for g, y in groups if y.any() and not y.all()]
     w = np.zeros(x.shape[1])
     for _ in range(steps):
@@ -142,20 +147,22 @@ def fit_listwise(
     return mean, scale, w, 0.0
 
 
-def predict(model: tuple[Floats, Floats, Floats, float], x: Floats) -> Floats:
+def as_ranker(model: tuple[Floats, Floats, Floats, float]) -> PageRanker:
+    """The fitted model as the package loads it."""
     mean, scale, weights, bias = model
-    score: Floats = ((x - mean) / scale) @ weights + bias
-    return score
+    return PageRanker(
+        FEATURES,
+        tuple(float(v) for v in mean),
+        tuple(float(v) for v in scale),
+        tuple(float(v) for v in weights),
+        bias,
+    )
 
 
 def shipped_scores(model: tuple[Floats, Floats, Floats, float], x: Floats) -> Floats:
-    """What `rescore` ranks a question's pages by: the model's squashed score, a page mostly
-    boilerplate demoted (`ranker.demotion`)."""
-    from sleuth.store.version.ranker import FEATURES, demotion
-
-    squashed = 1.0 / (1.0 + np.exp(-np.clip(predict(model, x), -60, 60)))
-    factors = np.array([demotion(share) for share in x[:, FEATURES.index("boilerplate")]])
-    scores: Floats = squashed * factors
+    """What `rescore` ranks a question's pages by (`PageRanker.page_score`), from the same code."""
+    ranker = as_ranker(model)
+    scores: Floats = np.array([ranker.page_score(list(row)) for row in x])
     return scores
 
 
@@ -200,8 +207,6 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="write the shipped model and the report")
     args = parser.parse_args()
 
-    from sleuth.store.version.ranker import FEATURES, PageRanker
-
     searches = collect(args.home, args.context, args.questions, args.top_k)
     companies = sorted({s.company for s in searches})
     x = {id(s): np.array(s.rows, dtype=np.float64).reshape(-1, len(FEATURES)) for s in searches}
@@ -237,21 +242,14 @@ def main() -> None:
         cells = [recall(searches, orders, scope, k) for scope in ("corpus", "filing") for k in (3, 5, 10)]
         lines.append(f"| {name} | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
     model = train_on(searches, x, y, args)
-    mean, scale, weights, bias = model
+    _mean, _scale, weights, bias = model
     lines += ["", "Weights of the shipped model (trained on every question; standardised features):", ""]
     lines += [f"- `{name}`: {w:+.3f}" for name, w in zip(FEATURES, weights, strict=True)]
     lines.append(f"- bias: {bias:+.3f}")
     report = "\n".join(lines) + "\n"
     print(report)
     if args.write:
-        ranker = PageRanker(
-            FEATURES,
-            tuple(float(v) for v in mean),
-            tuple(float(v) for v in scale),
-            tuple(float(v) for v in weights),
-            bias,
-        )
-        MODEL.write_text(json.dumps(ranker.to_json(), indent=1) + "\n", encoding="utf-8")
+        MODEL.write_text(json.dumps(as_ranker(model).to_json(), indent=1) + "\n", encoding="utf-8")
         REPORT.write_text(report, encoding="utf-8")
         print(f"wrote {MODEL.relative_to(REPO)} and {REPORT.relative_to(REPO)}")
 

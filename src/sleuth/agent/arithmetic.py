@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from sleuth.agent.extractive import asked_years, normalize_word
+from sleuth.agent.planner_figures import UNIT_SCALES
 from sleuth.format.figures import CHANGE_COLUMN
 from sleuth.format.periods import period_length
 from sleuth.store.text import words
 from sleuth.store.version.stop_words import STOP_WORDS
 
-_SCALES = {"thousands": 1e3, "millions": 1e6, "billions": 1e9}
-_UNIT_WORD = {"thousands": "thousand", "millions": "million", "billions": "billion"}
+_UNIT_WORD = {unit: unit.removesuffix("s") for unit in UNIT_SCALES}  # "millions" -> "million"
 _END = r"(?=\s*(?:[?.;,]|\b(?:for|in|during|as of|at|from|between|of fy|over the)\b|$))"
 #: "defined as A divided by B", "calculated as A / B", "ratio of A to B", "A as a percentage of B".
 _DIVIDED = re.compile(
@@ -253,8 +253,8 @@ def _reconciled(a: Operand, b: Operand) -> float | None:
     scales; None for a scale against no unit (a per-share amount against millions)."""
     if a.unit == b.unit:
         return 1.0
-    if a.unit in _SCALES and b.unit in _SCALES:
-        return _SCALES[a.unit] / _SCALES[b.unit]
+    if a.unit in UNIT_SCALES and b.unit in UNIT_SCALES:
+        return UNIT_SCALES[a.unit] / UNIT_SCALES[b.unit]
     return None
 
 

@@ -9,7 +9,8 @@ from typing import Any
 
 from sleuth.format.figures import cell_caption
 
-_SCALES = {"thousands": 1e3, "millions": 1e6, "billions": 1e9}
+#: What a table's unit (`_cells.unit`) multiplies its figures by; the planner's arithmetic scales by it too.
+UNIT_SCALES = {"thousands": 1e3, "millions": 1e6, "billions": 1e9}
 #: Rows a table's `(in millions)` does not scale: per-share amounts, share and head counts, ratios.
 _UNSCALED = re.compile(r"\bper\b|\bshares?\b|\bemployees?\b|\bheadcount\b|\bratio\b|\bdays?\b|%", re.I)
 
@@ -35,12 +36,12 @@ def figure_sentence(
     scales it past a million. A figure in parentheses is an outflow or a deduction: its amount in words
     says so rather than carrying a minus sign a person did not read."""
     said = cell_caption(label, section, header, text)
-    if unit not in _SCALES or text.rstrip().endswith("%") or _UNSCALED.search(f"{section or ''} {label}"):
+    if unit not in UNIT_SCALES or text.rstrip().endswith("%") or _UNSCALED.search(f"{section or ''} {label}"):
         return said
     stated = f"{said} {unit.removesuffix('s')}"
-    amount = (value or 0.0) * _SCALES[unit]
+    amount = (value or 0.0) * UNIT_SCALES[unit]
     word, scale = ("billion", 1e9) if abs(amount) >= 1e9 else ("million", 1e6)
-    if value is None or abs(amount) < 1e6 or scale <= _SCALES[unit]:
+    if value is None or abs(amount) < 1e6 or scale <= UNIT_SCALES[unit]:
         return stated  # `6.9 million` says it already
     currency = next((c for c in "$€£¥" if c in text), "")
     words = f"{currency}{abs(amount) / scale:,.2f} {word}"

@@ -49,6 +49,7 @@ FEATURES = (
     "boilerplate",  # the page's chunks' mean boilerplate share (0 when the question asks for such text)
 )
 
+_BOILERPLATE = FEATURES.index("boilerplate")
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 
 #: A question that asks for a quantity: a figure, a count, a ratio, or a year's value.
@@ -142,6 +143,11 @@ class PageRanker:
         for value, mean, scale, weight in zip(row, self.mean, self.scale, self.weights, strict=True):
             z += weight * (value - mean) / scale
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+    def page_score(self, row: Sequence[float]) -> float:
+        """What the second stage ranks a page by: `score`, a page mostly boilerplate demoted by the
+        factor its chunks were (`demotion`). The training script scores its folds with it too."""
+        return self.score(row) * demotion(row[_BOILERPLATE])
 
     def contributions(self, row: Sequence[float]) -> dict[str, float]:
         """Each feature's share of the page's linear score (weight × standardised value): what lifted

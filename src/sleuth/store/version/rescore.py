@@ -22,21 +22,13 @@ again for this module); this is the stage such a model would take over. Measured
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from functools import cached_property
 
 from sleuth.format.chunks import Chunk
 from sleuth.store.text import stem, words
 from sleuth.store.version.fusion import RRF_K
-from sleuth.store.version.ranker import (
-    FEATURES,
-    PageRanker,
-    QuestionCues,
-    Signals,
-    demotion,
-    figure_share,
-    year_share,
-)
+from sleuth.store.version.ranker import PageRanker, QuestionCues, Signals, figure_share, year_share
 from sleuth.store.version.stop_words import STOP_WORDS
 
 PageKey = tuple[str, int]
@@ -90,7 +82,7 @@ class PageWords:
 
     @cached_property
     def figures(self) -> float:
-        """The share of the page's words that are figures (`ranker.figure_share`), read once per page."""
+        """How much of the page is figures (`ranker.figure_share`), worked out once per page."""
         return figure_share(self.body)
 
 
@@ -294,7 +286,7 @@ def rescore(
     found = {key: page_overlaps(weight, page_words(key)) for key in head}
     title_rank = _ranks(head, {key: title for key, (title, _body) in found.items()})
     coverage_rank = _ranks(head, {key: body for key, (_title, body) in found.items()})
-    if ranker is None and seen is None:
+    if ranker is None and seen is None:  # no features wanted: the fixed fusion ranks
         return fuse(ranked, keys, found, title_rank, coverage_rank)
     total = sum(w for _term, w in weight.terms)
     cues = QuestionCues.of(query)
@@ -326,21 +318,17 @@ def rescore(
             seen(key, rows[key])
     if ranker is None:
         return fuse(ranked, keys, found, title_rank, coverage_rank)
-    # a page mostly boilerplate falls as its chunks did in the first stage (`ranker.demotion`)
-    sure = {key: ranker.score(row) * demotion(row[_BOILERPLATE]) for key, row in rows.items()}
+    sure = {key: ranker.page_score(row) for key, row in rows.items()}
     floor = FIRST_STAGE_WEIGHT / (RRF_K + RESCORE_PAGES)  # every rescored chunk stays above the tail
-    rescored: list[tuple[str, float]] = []
-    tail: list[tuple[str, float]] = []
-    for position, ((cid, _score), key) in enumerate(zip(ranked, keys, strict=True), 1):
-        if key in sure:  # the page's score, scaled by the chunk's standing against its page's best
-            standing = (STANDING_K + positions[key][0]) / (STANDING_K + position)
-            if position != positions[key][0] and text_of is not None and total:
-                standing *= 0.5 + 0.5 * overlap(weight, text_of(cid).lower()) / total  # its own words
-            rescored.append((cid, floor + sure[key] * standing))
-        else:
-            tail.append((cid, FIRST_STAGE_WEIGHT / (RRF_K + RESCORE_PAGES + len(tail) + 1)))
-    rescored.sort(key=lambda kv: -kv[1])  # stable on ties
-    return rescored + tail
+
+    def score(position: int, cid: str, key: PageKey) -> float:
+        """The page's score, scaled by the chunk's standing against its page's best and its words."""
+        standing = (STANDING_K + positions[key][0]) / (STANDING_K + position)
+        if position != positions[key][0] and text_of is not None and total:
+            standing *= 0.5 + 0.5 * overlap(weight, text_of(cid).lower()) / total
+        return floor + sure[key] * standing
+
+    return _reordered(ranked, keys, sure, score)
 
 
 #: How steeply a page's other chunks fall below its best (`rescore`): (K + best) / (K + own position).
@@ -351,7 +339,6 @@ STANDING_K = 20
 LEARNED_CEILING = 1.0 + FIRST_STAGE_WEIGHT / (RRF_K + RESCORE_PAGES)
 
 
-_BOILERPLATE = FEATURES.index("boilerplate")
 #: The position a page absent from one half's list is given (below every list's depth).
 _ABSENT = 1000
 _NOT_IN_HALVES = (0.0, -math.log(_ABSENT), 0.0, -math.log(_ABSENT))
@@ -432,16 +419,32 @@ def fuse(
     scores the reciprocal-rank fusion of its own first-stage rank with its page's title-zone rank and
     coverage rank. A chunk keeps its own rank so that a good page does not pull its weak chunks ahead
     of another page's best one."""
+
+    def score(position: int, _cid: str, key: PageKey) -> float:
+        own = FIRST_STAGE_WEIGHT / (RRF_K + position)  # a chunk keeps its own rank; its page's adds
+        return own + TITLE_WEIGHT / (RRF_K + title_rank[key]) + COVERAGE_WEIGHT / (RRF_K + coverage_rank[key])
+
+    return _reordered(ranked, keys, found, score)
+
+
+def _reordered(
+    ranked: Sequence[tuple[str, float]],
+    keys: Sequence[PageKey],
+    rescored_pages: Container[PageKey],
+    score: Callable[[int, str, PageKey], float],
+) -> list[tuple[str, float]]:
+    """`ranked` with each chunk of a rescored page scored by `score(position, id, page)` and sorted
+    (stable on ties), and the chunks of every other page below them in their first-stage order, each
+    scoring below every rescored chunk (the lowest of which is at least `FIRST_STAGE_WEIGHT / (RRF_K +
+    RESCORE_PAGES)` in both the fixed fusion and the learned ranking)."""
     rescored: list[tuple[str, float]] = []
     tail: list[tuple[str, float]] = []
     for position, ((cid, _score), key) in enumerate(zip(ranked, keys, strict=True), 1):
-        if key in found:  # a chunk keeps its own rank; its page's evidence adds to it
-            score = FIRST_STAGE_WEIGHT / (RRF_K + position)
-            score += TITLE_WEIGHT / (RRF_K + title_rank[key]) + COVERAGE_WEIGHT / (RRF_K + coverage_rank[key])
-            rescored.append((cid, score))
-        else:  # below every rescored chunk: each has at least (TITLE + COVERAGE) / (RRF_K + RESCORE_PAGES)
+        if key in rescored_pages:
+            rescored.append((cid, score(position, cid, key)))
+        else:
             tail.append((cid, FIRST_STAGE_WEIGHT / (RRF_K + RESCORE_PAGES + len(tail) + 1)))
-    rescored.sort(key=lambda kv: -kv[1])  # stable on ties
+    rescored.sort(key=lambda kv: -kv[1])
     return rescored + tail
 
 
