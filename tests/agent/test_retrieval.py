@@ -104,6 +104,9 @@ def test_hits_are_fused_across_chunks_and_artifacts(runtime: Runtime) -> None:
     search, knowledge = step.tool_calls[:2]
     assert search.fn == "search_source" and search.score_space == "hybrid_rrf" and search.ok
     assert search.result["hits"] == 10 and search.result["top"].endswith("travel-policy.md p.1")
+    ranked = search.result["ranked"]  # the first hits, their scores and what ranked them (issue 44)
+    assert len(ranked) == 3 and ranked[0]["where"] == search.result["top"]
+    assert all(0 <= r["score"] <= 1 for r in ranked) and any(r.get("why") for r in ranked)
     assert search.args == f"{HOTEL!r}, top_k=10"
     assert knowledge.fn == "search_knowledge" and knowledge.result["hits"] == 10
     reads = step.tool_calls[2:]

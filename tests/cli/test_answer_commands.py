@@ -4,6 +4,7 @@ the offline planner (no model configured)."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,13 @@ def test_ask_streams_steps_then_the_cited_answer(runner: CliRunner) -> None:
     # --verbose shows the step's whole code
     assert "ask = " in verbose.output and "\n    #PLAN " not in verbose.output
     assert len(verbose.output.splitlines()) > len(out.splitlines())
+    # and under each search, its first hits with their scores and what ranked them (issue 44)
+    ranked = re.findall(
+        r"^ +1\. uploads/acme-corpus/\S+ p\.\d+ (\d\.\d{3})(?: \((.+)\))?$", verbose.output, re.M
+    )
+    assert ranked and all(0 <= float(score) <= 1 for score, _why in ranked)
+    assert any(re.fullmatch(r"\w+ [+-]\d+\.\d\d(, \w+ [+-]\d+\.\d\d)*", why) for _score, why in ranked)
+    assert "ranked=" not in verbose.output and "ranked=" not in out
 
 
 def test_ask_reads_the_question_from_stdin_and_prints_only_the_answer(runner: CliRunner) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 import zipfile
@@ -229,6 +230,10 @@ def test_follow_up_feedback_trace_and_replay(server: LiveServer, browser: Browse
     page.locator("footer.turn").get_by_role("link", name="trace").click()
     page.locator("table.evidence tr.cited").first.wait_for()  # the evidence the answer cites is marked
     assert "null" not in page.locator("main").inner_text()
+    why = page.locator("details.ranked").first  # a search's first hits and what ranked them (issue 44)
+    why.locator("summary").click()
+    assert re.search(r"p\.\d+ · \d\.\d{3} \(\w+ [+-]\d", why.inner_text()), why.inner_text()
+    assert "ranked:" not in page.locator("main").inner_text()
     _shot(page, "trace", "laptop")
     page.get_by_role("button", name="Replay").click()
     _until(

@@ -137,6 +137,33 @@ def test_every_search_ranks_with_the_shipped_model_and_scores_stay_in_range(
     assert any("remote" in h.text.lower() for h in hits[:3])
 
 
+def test_a_hybrid_hit_says_which_features_of_its_page_ranked_it(
+    sample_home: tuple[Home, CompileReport],
+) -> None:
+    """Issue 44: the features behind a rank travel with the hit, into the SDK, the trace and
+    `ask --verbose`; a reader on the fixed fusion has none to give."""
+    home, _ = sample_home
+    ask = "How many days a week can employees work remotely?"
+    reader = VersionReader.live(home.find("acme"))
+    rows: dict[tuple[str, int], list[float]] = {}
+    reader.page_seen = lambda key, row: rows.__setitem__(key, row)
+    hits = reader.search(ask, top_k=5)
+    model = shipped()
+    assert model is not None
+    for hit in hits:
+        row = rows.get((hit.source_path, hit.page))
+        if row is None:  # a page below the rescored head keeps its first-stage place
+            assert hit.why == {}
+            continue
+        everything = model.contributions(row)
+        assert 0 < len(hit.why) <= 3 and set(hit.why) <= set(FEATURES)
+        largest = sorted(everything.values(), key=abs, reverse=True)[: len(hit.why)]
+        assert sorted(hit.why.values(), key=abs, reverse=True) == [round(v, 2) for v in largest]
+    assert any(hit.why for hit in hits)
+    reader.page_ranker = None
+    assert all(hit.why == {} for hit in reader.search(ask, top_k=5))
+
+
 def test_the_training_script_reads_questions_in_the_eval_format(tmp_path: Path) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     try:

@@ -25,7 +25,7 @@ from sleuth.agent.records import QueryStep, StepCost, TraceCall
 from sleuth.sandbox.host import HostFunction
 from sleuth.sdk.errors import SleuthError
 from sleuth.sdk.knowledge import Knowledge, QueryEmbedder, ScopedContext
-from sleuth.sdk.types import Hit
+from sleuth.sdk.types import Hit, traced_hits
 from sleuth.store.version.fusion import rrf
 
 KINDS = ("chunk", "artifact")
@@ -177,11 +177,7 @@ class Retrieval:
         except Exception as exc:
             self._record(fn, "search", args, began, error=exc)
             raise
-        top = hits[0] if hits else None
-        result: dict[str, Any] = {"hits": len(hits)}
-        if top is not None:
-            where = f"{top.type} {top.name}" if top.kind == "artifact" else f"{top.source_path} p.{top.page}"
-            result["top"] = where[:200]
+        result: dict[str, Any] = {"hits": len(hits)} | traced_hits(hits)
         self._record(fn, "search", args, began, result=result, score_space="hybrid_rrf")
         return hits
 

@@ -108,13 +108,25 @@ def call_line(group: list[dict[str, Any]]) -> Text:
     )  # fmt: skip
     first = group[0]
     if len(group) == 1:
-        result = ", ".join(f"{k}={v}" for k, v in (first.get("result") or {}).items())
+        result = ", ".join(f"{k}={v}" for k, v in (first.get("result") or {}).items() if k != "ranked")
         return styled(f"  · {first['fn']}({str(first.get('args', ''))[:100]}) → {result} ({took})", *marks)
     key = next((k for c in group for k in (c.get("result") or {})), None)
     values = [str((c.get("result") or {}).get(key, "—")) if c.get("ok", True) else "failed" for c in group]
     result = f"{key}={', '.join(values)}" if key is not None else ", ".join(values)
     argument = _shortened(first_argument(str(first.get("args", ""))))
     return styled(f"  · {first['fn']}({argument}) ×{len(group)} → {result} ({took})", *marks)
+
+
+def ranked_lines(call: dict[str, Any]) -> list[str]:
+    """A search call's first hits (its trace's `ranked`): place, score, and the features of the page
+    that moved its rank most (`--verbose`)."""
+    lines = []
+    for n, hit in enumerate((call.get("result") or {}).get("ranked") or [], 1):
+        why = ", ".join(f"{name} {value:+.2f}" for name, value in (hit.get("why") or {}).items())
+        lines.append(
+            f"      {n}. {hit.get('where')} {float(hit.get('score', 0)):.3f}" + (f" ({why})" if why else "")
+        )
+    return lines
 
 
 def steps_summary(steps: list[dict[str, Any]]) -> Text:
@@ -227,6 +239,9 @@ class StepPrinter:
             calls = list(event.get("tool_calls") or [])
             for group in [[call] for call in calls] if self.verbose else grouped_calls(calls):
                 self._show(call_line(group))
+                if self.verbose:
+                    for line in ranked_lines(group[0]):
+                        self._show(Text(line, style="dim"))
             output = str(event.get("output") or "")
             # the offline planner's `#PLAN` lines are its bookkeeping, not for people
             lines = [line for line in output.splitlines() if not line.lstrip().startswith(PLAN_PREFIX)]

@@ -353,17 +353,16 @@ def _compact(value: Any) -> str:
 
 
 def _summary(result: Any) -> dict[str, Any]:
-    """A call's result for the trace: counts and the top hit, never the payload (spec/api.md §8.5)."""
-    from sleuth.sdk.types import Hit, Rows
+    """A call's result for the trace: counts and, for hits, `traced_hits`; never the payload
+    (spec/api.md §8.5)."""
+    from sleuth.sdk.types import Hit, Rows, traced_hits
 
     if isinstance(result, Rows):
         return {"rows": len(result), "truncated": result.truncated}
     if isinstance(result, list):
         hits = [r for r in result if isinstance(r, Hit)]
         if hits:
-            top = hits[0]
-            where = f"{top.name} p.{top.page}" if top.kind != "artifact" else f"{top.type} {top.name}"
-            return {"hits": len(result), "top": where[:200]}
+            return {"hits": len(result)} | traced_hits(hits)
         return {"items": len(result)}
     if result is None:
         return {}

@@ -95,15 +95,16 @@ class KnowledgeBase:
         *,
         query: str | None = None,
         phrases: Sequence[str] = (),
+        why: dict[str, float] | None = None,
     ) -> Hit:
         """A chunk's hit, its text as a reader reads it; a search's (`query`, and the `phrases` it
-        required word for word) also says where it matched (`sdk.matches`)."""
+        required word for word) also says where it matched (`sdk.matches`), and `why` it ranked there."""
         c = ctx.reader.chunks[chunk_id]
         span = self.evidence.register(
             ctx.slug, c.source_path, c.page, c.start, c.end, c.text, c.heading_path, via, artifact
         )
         self.evidence.note_score(span, score)
-        return self._span_hit(ctx, chunk_id, score, "chunk", span, c.table_header, query, phrases)
+        return self._span_hit(ctx, chunk_id, score, "chunk", span, c.table_header, query, phrases, why)
 
     def _span_hit(
         self,
@@ -115,6 +116,7 @@ class KnowledgeBase:
         table_header: str | None = None,
         query: str | None = None,
         phrases: Sequence[str] = (),
+        why: dict[str, float] | None = None,
     ) -> Hit:
         """A hit of a span: the text a model reads is the reader's form of it (`read_span`; a span
         that is only page furniture reads as it is: a hit never shows nothing); the match is found
@@ -122,7 +124,7 @@ class KnowledgeBase:
         read = ctx.reader.read_span(span.source_path, span.page, span.start, span.end, span.text)
         text = read or span.text
         found = find_match(text, query, phrases) if query is not None or phrases else None
-        return Hit.from_span(hit_id, score, kind, span, table_header, text=text, found=found)
+        return Hit.from_span(hit_id, score, kind, span, table_header, text=text, found=found, why=why)
 
     def _artifact_hit(
         self,

@@ -43,7 +43,8 @@ from sleuth.sdk.types import (
 )
 from sleuth.store.version.documents import latest_of
 from sleuth.store.version.keyword import index_phrase, quoted
-from sleuth.store.version.search import COMPLETIONS, SearchHit, VersionReader, is_prefix, whole_words
+from sleuth.store.version.phrases import COMPLETIONS, is_prefix, whole_words
+from sleuth.store.version.search import SearchHit, VersionReader
 
 #: The most searches one `search_in_sources` call with `per_source` runs (sources x queries): each is
 #: a hybrid search of its own, run one after the other so that evidence labels stay in order.
@@ -134,7 +135,10 @@ class Searches(KnowledgeBase):
             )
             await self.evidence.in_turn()
             per_context.append(
-                [self._chunk_hit(ctx, h.id, h.score, query=query, phrases=must_contain) for h in hits]
+                [
+                    self._chunk_hit(ctx, h.id, h.score, query=query, phrases=must_contain, why=h.why)
+                    for h in hits
+                ]
             )
         return self._fuse(per_context, top_k) if per_context else []
 

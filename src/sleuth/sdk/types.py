@@ -7,7 +7,7 @@ here, and the list and dict subclasses below, return themselves from `__await__`
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -91,6 +91,9 @@ class Hit(SelfAwaitable):
     #: A chunk hit found by a search: `chunk_text[match[0]:match[1]]` is what matched (None: the
     #: hit holds none of the query's words, or it was read, not searched).
     match: tuple[int, int] | None = None
+    #: A hybrid chunk hit: the features of its page that moved its rank most (weight × standardised
+    #: value, `store.version.ranker`); empty when no learned ranker ranked it.
+    why: dict[str, float] = field(default_factory=dict, repr=False)
     span_: Span | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -134,6 +137,7 @@ class Hit(SelfAwaitable):
         *,
         text: str | None = None,
         found: Match | None = None,
+        why: dict[str, float] | None = None,
     ) -> Hit:
         """A chunk or provenance hit: everything a citation needs comes from its span; `text` is the
         span as a reader reads it (default: the span's own text) and `found` where the search matched
@@ -155,6 +159,7 @@ class Hit(SelfAwaitable):
             end=span.end,
             section_path=span.section_path,
             artifact=span.artifact_name,
+            why=why or {},
             table_header=table_header,
             span_=span,
         )
@@ -490,3 +495,21 @@ class Comparison(SelfAwaitable):
         lines += [f"  {document!r}" for document in self.documents]
         lines += [repr(diff) for diff in self.diffs]
         return "\n".join(lines)
+
+
+#: How many of a search's hits its trace entry places, scores and explains (`traced_hits`).
+TRACED_HITS = 3
+
+
+def traced_hits(hits: Sequence[Hit]) -> dict[str, Any]:
+    """What a search call's trace entry says of its hits (never their text): the top hit's place, and
+    the first `TRACED_HITS` places with their scores and the features that ranked them (`Hit.why`)."""
+    ranked = [
+        {"where": _place(hit), "score": round(hit.score, 4)} | ({"why": dict(hit.why)} if hit.why else {})
+        for hit in hits[:TRACED_HITS]
+    ]
+    return {"top": ranked[0]["where"], "ranked": ranked} if ranked else {}
+
+
+def _place(hit: Hit) -> str:
+    return (f"{hit.type} {hit.name}" if hit.kind == "artifact" else f"{hit.name} p.{hit.page}")[:200]

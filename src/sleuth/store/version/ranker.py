@@ -50,6 +50,8 @@ FEATURES = (
 )
 
 _BOILERPLATE = FEATURES.index("boilerplate")
+#: How many of a page's feature contributions a hit carries as its reasons (`PageRanker.reasons`).
+REASONS = 3
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 
 #: A question that asks for a quantity: a figure, a count, a ratio, or a year's value.
@@ -158,6 +160,12 @@ class PageRanker:
                 self.features, row, self.mean, self.scale, self.weights, strict=True
             )
         }
+
+    def reasons(self, row: Sequence[float], n: int = REASONS) -> dict[str, float]:
+        """The `n` features that moved the page most (by size, either way), rounded: why a hit ranks
+        where it does, carried on each hybrid hit (`SearchHit.why`) into the trace and `--verbose`."""
+        parts = sorted(self.contributions(row).items(), key=lambda item: -abs(item[1]))[:n]
+        return {name: round(value, 2) for name, value in parts}
 
     def to_json(self) -> dict[str, object]:
         return {

@@ -12,7 +12,7 @@ import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Literal
@@ -37,6 +37,16 @@ from sleuth.store.version.keyword import (
     open_index,
     word_prefix,
 )
+from sleuth.store.version.phrases import (
+    COMPLETION_CHUNKS,
+    COMPLETIONS,
+    CONTAINING_LIMIT,
+    MUST_CONTAIN_DEPTH,
+    is_prefix,
+    last_word,
+    whole_part,
+    whole_words,
+)
 from sleuth.store.version.ranker import PageRanker, Signals, demotion
 from sleuth.store.version.ranker import shipped as shipped_ranker
 from sleuth.store.version.recent import Recent
@@ -55,6 +65,9 @@ class SearchHit(PageSpan):
     score: float
     text: str
     section_path: list[str]
+    #: A hybrid hit ranked by the learned page ranker: the features of its page that moved it most
+    #: (`PageRanker.reasons`, weight × standardised value); empty otherwise.
+    why: dict[str, float] = field(default_factory=dict)
 
 
 #: Weight of the dense list against the BM25 list in hybrid search. Measured on FinanceBench
@@ -92,47 +105,6 @@ _ASKS_FOR_BOILERPLATE = re.compile(
 def asks_for_boilerplate(query: str) -> bool:
     """A question about certifications, disclaimers, notices or contents wants what is otherwise noise."""
     return bool(_ASKS_FOR_BOILERPLATE.search(query))
-
-
-#: `containing` looks at no more than this many chunks; a `must_contain` search ranks its matches
-#: among this many results of the plain search first.
-CONTAINING_LIMIT = 2000
-MUST_CONTAIN_DEPTH = 100
-
-
-def whole_words(text: str) -> re.Pattern[str]:
-    """`text` found in `format.text.folded` text (any case, any spacing) where no letter or digit runs
-    on at either end: "EPS" is not in "steps", "1.2 billion" not in "21.2 billion". A trailing `*`
-    lets the last word run on: "inventor*" is in "inventories"."""
-    wanted = folded(text)
-    if is_prefix(wanted):
-        return re.compile(rf"(?<!\w){re.escape(wanted[:-1])}\w*")
-    return re.compile(rf"(?<!\w){re.escape(wanted)}(?!\w)")
-
-
-def is_prefix(text: str) -> bool:
-    """A `must_contain` text whose last word is a prefix: it ends in `*` after a letter or digit."""
-    wanted = text.rstrip()
-    return len(wanted) > 1 and wanted.endswith("*") and (wanted[-2].isalnum())
-
-
-#: Chunks `completions` reads for the words that start with a fragment, and the words it names.
-COMPLETION_CHUNKS = 500
-COMPLETIONS = 5
-
-
-def _last_word(text: str) -> str:
-    """The last word of a `must_contain` text, without its `*`."""
-    words = text.rstrip().removesuffix("*").split()
-    return words[-1] if words else ""
-
-
-def _whole_part(text: str) -> str:
-    """What of a `must_contain` text must stand as whole words: all of it, or all but the last word of
-    one that ends in a prefix."""
-    if not is_prefix(text):
-        return text
-    return " ".join(text.rstrip().removesuffix("*").split()[:-1])
 
 
 def hybrid_ceiling(weights: Sequence[float], learned: bool = False) -> float:
@@ -344,8 +316,8 @@ class VersionReader(VersionContent):
         `CONTAINING_LIMIT` are looked at: a filter that many chunks pass does not narrow a search."""
         wanted = [whole_words(text) for text in texts if folded(text)]
         # A text ending in `*` is looked up by the words before its last, or by its last word's prefix.
-        phrases = [p for p in (index_phrase(_whole_part(text)) for text in texts) if p]
-        prefixes = [p for p in (word_prefix(_last_word(text)) for text in texts if is_prefix(text)) if p]
+        phrases = [p for p in (index_phrase(whole_part(text)) for text in texts) if p]
+        prefixes = [p for p in (word_prefix(last_word(text)) for text in texts if is_prefix(text)) if p]
         if not wanted or not (phrases or prefixes):
             return []  # nothing to look for, or punctuation only: no term to look up
         if self._keyword is None:
@@ -369,7 +341,7 @@ class VersionReader(VersionContent):
         they occur, most frequent first: what a `must_contain` that matched nothing may have meant
         ("inventor" → "inventory", "inventories"). Read from at most `COMPLETION_CHUNKS` chunks that
         the index says hold such a word."""
-        last = _last_word(fragment)
+        last = last_word(fragment)
         prefix = word_prefix(last)
         if self._keyword is None or prefix is None:
             return []
@@ -461,6 +433,7 @@ class VersionReader(VersionContent):
             ranked = rrf(lists, weights=weights)
         own = dict(ranked)
         reranked = self.rank_candidates(query, ranked)
+        rows: dict[PageKey, list[float]] = {}
         if RESCORE_PAGES:
             scope = list(sources or named)
             also = self._title_pages(query, scope) if scope else []
@@ -474,7 +447,7 @@ class VersionReader(VersionContent):
                 self._idf,
                 also,
                 ranker=self.page_ranker,
-                seen=self.page_seen,
+                seen=self._seen(rows),
                 signals=_signals(
                     dense, keyword, named, {} if asks_for_boilerplate(query) else self.boilerplate
                 ),
@@ -486,7 +459,7 @@ class VersionReader(VersionContent):
                 keep_exact(reranked, exact[:EXACT_KEPT], top_k), self._span_of, top_k, lambda r: r[0] in sure
             )
             best = hybrid_ceiling(weights, self.page_ranker is not None)
-            return [self._hit(cid, min(1.0, score / best)) for cid, score in top]
+            return [self._hit(cid, min(1.0, score / best), self._why(cid, rows)) for cid, score in top]
         top = distinct(reranked, self._span_of, top_k)
         if mode == "semantic" and vector is not None and self._dense is not None:
             missing = [cid for cid, _ in top if cid not in own]  # joined by their page's title
@@ -494,6 +467,26 @@ class VersionReader(VersionContent):
                 found = self._dense.scores(vector, self._dense.positions(missing))
                 own.update(zip(missing, (float(x) for x in found), strict=True))
         return [self._hit(cid, own.get(cid, 0.0)) for cid, _ in top]
+
+    def _seen(self, rows: dict[PageKey, list[float]]) -> Callable[[PageKey, list[float]], None] | None:
+        """What `rescore` tells each rescored page's features: `rows` (a hit's reasons, when a learned
+        ranker ranks) and `page_seen` (training data); None when neither wants them, so the fixed
+        fusion computes none."""
+        hook, keep = self.page_seen, self.page_ranker is not None
+        if hook is None and not keep:
+            return None
+
+        def seen(key: PageKey, row: list[float]) -> None:
+            if keep:
+                rows[key] = row
+            if hook is not None:
+                hook(key, row)
+
+        return seen
+
+    def _why(self, cid: str, rows: dict[PageKey, list[float]]) -> dict[str, float]:
+        row = rows.get(self._page_of(cid))
+        return {} if row is None or self.page_ranker is None else self.page_ranker.reasons(row)
 
     def _chunk_text(self, cid: str) -> str:
         return self.chunks[cid].text
@@ -575,11 +568,12 @@ class VersionReader(VersionContent):
         best = len(ranked) / (RRF_K + 1)  # first in every list: hybrid scores over 0..1, as for chunks
         return [(aid, min(1.0, score / best)) for aid, score in rrf(ranked)[:top_k]]
 
-    def _hit(self, cid: str, score: float) -> SearchHit:
+    def _hit(self, cid: str, score: float, why: dict[str, float] | None = None) -> SearchHit:
         c = self.chunks[cid]
         return SearchHit(
             id=cid,
             score=score,
+            why=why or {},
             source_path=c.source_path,
             page=c.page,
             start=c.start,
