@@ -19,6 +19,7 @@ from sleuth.agent.orientation import ContextBrief, block_b, overview
 from sleuth.compile.identity import identify
 from sleuth.compile.pages import Page
 from sleuth.compile.pipeline import compile_context
+from sleuth.compile.table_cells import column_period
 from sleuth.format.identity import period_label
 from sleuth.settings import current
 from sleuth.store.contexts.home import Home
@@ -248,3 +249,14 @@ def test_a_quarter_takes_its_issuers_year_end_and_every_reader_shows_both_labels
         "Q3 2022",
     )
     assert period_label(entry) == "calendar Q3 2022"
+
+
+def test_a_quarter_under_the_years_end_date_is_a_quarter_of_unknown_end() -> None:
+    """Walmart prints each quarter as `Fiscal Year Ended January 31, 2020 Q1`: three months, and the
+    date ends the year, so it is the quarter's end only for the fourth (issue 45, item 1)."""
+    first = column_period("Fiscal Year Ended January 31, 2020 Q1")
+    assert (first.year, first.months, first.end, first.start) == (2020, 3, None, None)
+    fourth = column_period("Fiscal Year Ended January 31, 2020 Q4")
+    assert (fourth.months, fourth.end, fourth.start) == (3, "2020-01-31", "2019-11-01")
+    assert column_period("2023 Q1").months == 3
+    assert column_period("Fiscal Year Ended January 31, 2020").months == 12

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sleuth.agent.spans import EvidenceSpan
+from sleuth.format.periods import period_length
 from sleuth.format.sentences import is_abbreviation
 from sleuth.store.text import stem, words
 from sleuth.store.version.search import asks_for_boilerplate
@@ -268,6 +269,16 @@ def asked_years(ask: str) -> tuple[int, ...]:
         if year not in years:
             years.append(year)
     return tuple(years[:3])
+
+
+def asked_months(ask: str) -> int | None:
+    """How long a period a question asks for: the length it names (`second quarter`, `Q3`, `six months
+    ended`, `fiscal year`; `format.periods.period_length`) or, where it names a year and no length,
+    that year's twelve months; None where it names neither."""
+    months, _weeks = period_length(ask)
+    if months is not None:
+        return months
+    return 12 if asked_years(ask) else None
 
 
 def asked_year(ask: str) -> int | None:

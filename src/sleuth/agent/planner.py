@@ -25,6 +25,7 @@ from typing import Any, Literal
 from sleuth.agent.arithmetic import asks_change, names_quantity, read_words, worked
 from sleuth.agent.extractive import (
     PRONOUNS,
+    asked_months,
     asked_quantity,
     asked_years,
     asks_computation,
@@ -54,6 +55,7 @@ from sleuth.agent.planner_scope import (
     Target,
     quote_ident,
 )
+from sleuth.format.periods import named_quarter
 from sleuth.models.base import CompletionParams, Message, ModelConfig, Reply, TokenUsage, ToolCall, ToolSpec
 from sleuth.store.version.stop_words import STOP_WORDS
 
@@ -321,6 +323,8 @@ class OfflinePlanner:
             (*self._words, *(reads[1] if reads else ())),
             asked_years(self._ask),
             tuple(tuple(t) for t in named_tables(self._ask)),
+            asked_months(self._ask),
+            named_quarter(self._ask),
         )
 
     # ------------------------------------------------------------------------ decisions

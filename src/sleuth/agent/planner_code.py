@@ -19,6 +19,7 @@ from sleuth.agent.planner_scope import (
     quote_ident,
 )
 from sleuth.format.figures import CHANGE_COLUMN
+from sleuth.format.periods import NTH_QUARTER, QUARTER_NAMED, named_quarter
 from sleuth.store.text import stem
 
 MAX_PLAN_CHARS = 2000  # the whole `#PLAN …` line
@@ -28,7 +29,7 @@ TABLED_CHUNKS = 3  # chunks of each such page kept as evidence (a statement fill
 #: In one document, the page of the table with the most rows whose caption holds given words.
 _TITLED_SQL = "SELECT page, table_no, COUNT(DISTINCT row_no) AS n FROM _cells WHERE source = ?"
 _CELL_COLUMNS = (
-    'label, section, title, header, year, unit, text, value, source, page, start, "end", column_no'
+    'label, section, title, header, year, months, unit, text, value, source, page, start, "end", column_no'
 )
 _CELLS_SQL = (
     f"SELECT {_CELL_COLUMNS} FROM _cells "
@@ -43,6 +44,8 @@ _NAMED_CELLS_SQL = (
 #: The planner's word stemmer, written into the step: the cells' labels are stemmed in the sandbox
 #: exactly as the question's words were on the host.
 _STEM = inspect.getsource(stem).splitlines()
+#: And the quarter a column header names, read as the question's was (`format.periods.named_quarter`).
+_NAMED_QUARTER = inspect.getsource(named_quarter).splitlines()
 FIGURE_NAMED_CELLS = 200  # at most this many of a named document's cells are read
 FIGURE_ROWS = 6  # rows the question names, stated for a computed quantity
 #: Words a row label may hold beyond the question's own and still be named by it.
@@ -88,6 +91,11 @@ class FigureAsk:
     #: The statements or tables the question points at (`extractive.named_tables`): a cell of a table
     #: whose title holds one of them ranks above the same row elsewhere.
     tables: tuple[tuple[str, ...], ...] = ()
+    #: How long a period the question asks for (`asked_months`): a cell of a column as long answers it,
+    #: or one whose length its table does not say; a quarter's column never answers a year's question.
+    months: int | None = None
+    #: The quarter it names (`second quarter`, `Q2`): a column that names another quarter is not it.
+    quarter: int | None = None
 
     @property
     def year(self) -> int | None:
@@ -357,6 +365,14 @@ class StepCode:
             f"quantity = {figure.quantity!r}  # the asked quantity's words (stemmed)",
             f"needed = {needed!r}  # the words a row must hold (`total` may be left out)",
             f"year = {figure.year!r}  # the one year the question names, or None",
+            f"months = {figure.months!r}  # the asked period's length in months, or None",
+            f"quarter = {figure.quarter!r}  # the quarter the question names, or None",
+            f"QUARTER_NAMED = re.compile({QUARTER_NAMED.pattern!r}, re.IGNORECASE)",
+            f"NTH_QUARTER = {NTH_QUARTER!r}",
+            *_NAMED_QUARTER,
+            "def other_quarter(header):",
+            "    named = named_quarter(header or '')",
+            "    return quarter is not None and named is not None and named != quarter",
             f"cell_contexts = {list(figure.contexts)!r}  # contexts whose version has `_cells`",
             f"exact = {figure.exact!r}  # a computed quantity: only a row of exactly its words answers",
             f"change_column = re.compile({CHANGE_COLUMN.pattern!r}, re.IGNORECASE)  # `% Change`",
@@ -378,6 +394,10 @@ class StepCode:
             "        return",
             '    if (years and c["year"] not in years) or (not years and c["column_no"] != 1):',
             "        return",
+            '    if months and c["months"] and c["months"] != months:  # a quarter is not the year',
+            "        return",
+            '    if other_quarter(c["header"]):',
+            "        return",
             '    if years and change_column.search(c["header"]):  # the change in the year, not its figure',
             "        return",
             '    key = [-len(core), rank, c["column_no"]]',
@@ -391,6 +411,8 @@ class StepCode:
             '    if "_evidence" not in c or not inside or not all(q in around for q in needed):',
             "        return",
             '    if year is not None and (c["year"] != year or change_column.search(c["header"])):',
+            "        return",
+            '    if (months and c["months"] and c["months"] != months) or other_quarter(c["header"]):',
             "        return",
             '    if exact and (inside < len(quantity) or label - set(quantity) - {"total"}):',
             "        return",

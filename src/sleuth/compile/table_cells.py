@@ -37,6 +37,10 @@ _GROUP_YEAR = re.compile(
     re.IGNORECASE,
 )
 #: What a column or its table holds at a point in time, not over a period.
+#: A quarter's column under the year's end date (`Fiscal Year Ended January 31, 2020 Q1`): the date
+#: ends the year, so it is the quarter's end only for the fourth quarter.
+_YEAR_ENDED = re.compile(r"\byears?\s+end(?:ed|ing)\b", re.IGNORECASE)
+_FOURTH = re.compile(r"(?<![a-z])(?:q4|4q)(?!\d)|\bfourth\b", re.IGNORECASE)
 _POINT_IN_TIME = re.compile(
     r"\b(?:assets?|liabilit(?:y|ies)|equity|balances?|position|as\s+of|at)\b", re.IGNORECASE
 )
@@ -196,6 +200,8 @@ def column_period(header: str) -> ColumnPeriod:
         except ValueError:
             end = None
     months, weeks = period_length(header) if year is not None else (None, None)
+    if end is not None and months == 3 and _YEAR_ENDED.search(header) and not _FOURTH.search(header):
+        end = None
     start = _start(end, months, weeks) if end is not None and months is not None else None
     return ColumnPeriod(year, end.isoformat() if end else None, start, months)
 

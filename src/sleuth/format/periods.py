@@ -238,12 +238,13 @@ def _iso(value: Any) -> datetime.date | None:
 
 
 #: How long a period a column header or a question names: `Three Months Ended`, `13 weeks ended`,
-#: `second quarter`, `Year Ended`, `Fiscal 2023`; a date alone (a balance sheet's) names none.
+#: `second quarter`, `Q1`, `QTD`, `Year Ended`, `Fiscal 2023`; a date alone (a balance sheet's) names none.
 _LENGTH = re.compile(
     r"\b(?P<n>three|six|nine|twelve|3|6|9|12)\s+months\b"
     r"|\b(?P<weeks>12|13|16|24|26|36|39|40|52|53|thirteen|twenty-six|thirty-nine|fifty-two|fifty-three)"
     r"\s+weeks\b"
     r"|\b(?P<quarter>quarters?)\s+ended\b|\b(?P<nth>first|second|third|fourth)\s+quarter\b"
+    r"|(?<![a-z])(?P<q>q[1-4](?!\d)|[1-4]q(?=\d\d\b|\b)|qtd\b)"
     r"|\b(?P<year>years?|fiscal)\b",
     re.IGNORECASE,
 )
@@ -255,8 +256,10 @@ def period_length(text: str) -> tuple[int | None, int | None]:
     """(months, weeks) of the period `text` names: the months 3, 6, 9 or 12, a 52/53-week calendar's
     weeks where it counts them (`12 Weeks Ended` is a quarter: the nearest whole quarters, so PepsiCo's
     12- and 16-week quarters are quarters and 36 weeks three of them); (None, None) where it names no
-    length. One reading for the compiler's table columns and the offline planner's questions."""
-    found = _LENGTH.search(text)
+    length. The most specific length named wins: months or weeks counted, then a quarter, then a year
+    (`Fiscal Year Ended January 31, 2020 Q1` is Walmart's first quarter, not its year). One reading
+    for the compiler's table columns and the offline planner's questions."""
+    found = min(_LENGTH.finditer(text), key=_specificity, default=None)
     if found is None:
         return None, None
     if found.group("n"):
@@ -266,4 +269,28 @@ def period_length(text: str) -> tuple[int | None, int | None]:
         raw = found.group("weeks").lower()
         weeks = int(_WEEK_WORDS.get(raw, raw))
         return 3 * max(1, round(weeks / 13)), weeks
-    return (3 if found.group("quarter") or found.group("nth") else 12), None
+    return (12 if found.group("year") else 3), None
+
+
+#: The quarter a column header or a question names: `Q2`, `2Q23`, `second quarter`.
+QUARTER_NAMED = re.compile(
+    r"(?<![a-z])q([1-4])(?!\d)|\b([1-4])q(?=\d\d\b|\b)|\b(first|second|third|fourth)\s+quarter\b",
+    re.IGNORECASE,
+)
+NTH_QUARTER = {"first": 1, "second": 2, "third": 3, "fourth": 4}
+
+
+def named_quarter(text: str) -> int | None:
+    """The quarter (1-4) `text` names, None where it names none or several."""
+    named = {
+        int(m.group(1) or m.group(2)) if m.group(3) is None else NTH_QUARTER[m.group(3).lower()]
+        for m in QUARTER_NAMED.finditer(text)
+    }
+    return named.pop() if len(named) == 1 else None
+
+
+def _specificity(found: re.Match[str]) -> int:
+    """0: a length counted (months, weeks); 1: a quarter; 2: a year (`min` keeps the first of a rank)."""
+    if found.group("n") or found.group("weeks"):
+        return 0
+    return 2 if found.group("year") else 1

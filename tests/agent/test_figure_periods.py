@@ -1,0 +1,100 @@
+"""A figure is stated only for the asked period (issue 45, item 1): a quarter's column is not the year's,
+nor another quarter's. A small annual report with the quarters of one fiscal year laid out as Walmart
+lays them out (`Fiscal Year Ended January 31, 2020 Q1`, one column a quarter under the year's end
+date) beside the year's own statement, answered by the offline planner."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sleuth.agent.turn import Runtime, TurnRequest
+from sleuth.compile.pipeline import compile_context
+from sleuth.format.periods import named_quarter, period_length
+from sleuth.sandbox import SandboxHost
+from sleuth.settings import current
+from sleuth.store.contexts.home import Home
+from sleuth.store.records.server_db import ServerDB
+
+FY = "Fiscal year ended Jan 31, 2020"  # how an answer names the year's column
+QUARTERS = " | ".join(f"Fiscal Year Ended January 31, 2020 Q{n}" for n in range(1, 5))
+REPORT = f"""# Northwind Stores annual report
+
+## Quarterly results (unaudited)
+
+Total revenues and net income by quarter of fiscal 2020, in millions.
+
+| (Amounts in millions) | {QUARTERS} |
+|---|---|---|---|---|
+| Total revenues | 123,925 | 130,377 | 127,991 | 141,671 |
+| Net income | 3,842 | 3,610 | 3,288 | 4,141 |
+
+## Consolidated statements of income
+
+| (Amounts in millions) | Fiscal Year Ended January 31, 2020 | Fiscal Year Ended January 31, 2019 |
+|---|---|---|
+| Total revenues | 523,964 | 514,405 |
+| Net income | 14,881 | 6,670 |
+"""
+
+
+@pytest.fixture
+def runtime(tmp_path: Path, agent_host: SandboxHost, monkeypatch: pytest.MonkeyPatch) -> Iterator[Runtime]:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "annual-report.md").write_text(REPORT, encoding="utf-8")
+    home = Home(tmp_path / "home")
+    monkeypatch.setenv("SLEUTH_HOME", str(home.root))
+    compile_context("northwind", [corpus], home=home, settings=current())
+    with Runtime(
+        home, db=ServerDB(tmp_path / "server.sqlite", replay_root=tmp_path), sandbox_host=agent_host
+    ) as rt:
+        yield rt
+
+
+@pytest.mark.parametrize(
+    ("ask", "stated"),
+    [
+        # the year's figure, not its first quarter's (which the year's own columns name as well)
+        (
+            "What were Northwind's total revenues in fiscal 2020?",
+            f"Total revenues, {FY}: 523,964",
+        ),
+        ("What was Northwind's net income in FY2020?", f"Net income, {FY}: 14,881"),
+        # the quarter asked for, not the first one
+        (
+            "What were Northwind's total revenues in the second quarter of fiscal 2020?",
+            f"Total revenues, {FY} Q2: 130,377",
+        ),
+        (
+            "What was Northwind's net income in Q4 of fiscal 2020?",
+            f"Net income, {FY} Q4: 4,141",
+        ),
+    ],
+)
+def test_a_figure_is_the_asked_periods(runtime: Runtime, ask: str, stated: str) -> None:
+    query = runtime.ask(TurnRequest(ask=ask, scope=["northwind"]))
+    assert query.status == "completed", query.error
+    assert query.answer is not None and f"{stated} [1]" in query.answer, query.answer
+    [citation] = query.citations
+    assert citation.cell is not None and citation.cell.endswith(stated.rsplit(": ", 1)[1]), citation.cell
+
+
+def test_the_most_specific_length_a_text_names_wins() -> None:
+    assert period_length("Fiscal Year Ended January 31, 2020 Q1") == (3, None)
+    assert period_length("Q4 QTD - Income Before Tax 2022") == (3, None)
+    assert period_length("1Q20 results") == (3, None)
+    assert period_length("second quarter of fiscal 2023") == (3, None)
+    assert period_length("Twelve months ended March 2023, Q4") == (12, None)
+    assert period_length("Year Ended December 31, 2019") == (12, None)
+    assert period_length("Q12 2020") == (None, None)  # no quarter: a code
+    assert period_length("Equity 2022") == (None, None)
+    assert [named_quarter(t) for t in ("2020 Q2", "2Q23", "fourth quarter", "Q1 and Q2", "2020")] == [
+        2,
+        2,
+        4,
+        None,
+        None,
+    ]
