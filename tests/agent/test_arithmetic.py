@@ -52,6 +52,7 @@ def test_a_computation_the_question_defines_is_worked_out_and_each_operand_cited
     assert query.answer == answer
     _check_citations(query, sample_version)
     assert [c.cell for c in query.citations] == cells
+    assert query.synthesis is not None and query.synthesis.assurance == "computed"
 
 
 def test_a_computation_without_its_operands_is_not_guessed() -> None:

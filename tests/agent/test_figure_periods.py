@@ -80,6 +80,42 @@ def test_a_figure_is_the_asked_periods(runtime: Runtime, ask: str, stated: str) 
     assert query.answer is not None and f"{stated} [1]" in query.answer, query.answer
     [citation] = query.citations
     assert citation.cell is not None and citation.cell.endswith(stated.rsplit(": ", 1)[1]), citation.cell
+    assert query.synthesis is not None and query.synthesis.assurance == "matched"
+
+
+@pytest.mark.parametrize(
+    ("ask", "start", "assurance"),
+    [
+        (
+            "What was the net margin in fiscal 2020?",
+            "Net margin for 2020: 2.8 % = Net income 14,881 [1]",
+            "computed",
+        ),
+        (
+            "What was Northwind's total inventory in fiscal 2020?",
+            'According to uploads/corpus/annual-report.md (p. 1): "',
+            "nearest",
+        ),
+        (
+            "What is the Northwind dress code?",
+            "No evidence for this question was found in northwind.",
+            "none",
+        ),
+    ],
+)
+def test_every_answer_without_a_model_says_how_sure_it_is(
+    runtime: Runtime, ask: str, start: str, assurance: str
+) -> None:
+    """Issue 45, item 1: a stated figure, a computed one, the nearest evidence, nothing: each says so, in
+    the query (the API's `synthesis.assurance`), and so in the trace and on replay."""
+    query = runtime.ask(TurnRequest(ask=ask, scope=["northwind"]))
+    assert query.status == "completed", query.error
+    assert query.answer is not None and query.answer.startswith(start), query.answer
+    assert query.synthesis is not None and query.synthesis.assurance == assurance
+    trace = runtime.db.get_trace(query.id)
+    assert trace is not None
+    synthesis = trace["synthesis"]
+    assert synthesis is not None and synthesis["assurance"] == assurance
 
 
 def test_the_most_specific_length_a_text_names_wins() -> None:

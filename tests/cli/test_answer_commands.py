@@ -30,6 +30,7 @@ def test_ask_streams_steps_then_the_cited_answer(runner: CliRunner) -> None:
     assert "answer" in out and "$220 per night" in out
     assert "[1] uploads/acme-corpus/" in out  # numbered citations with file and page
     assert "model sleuth/offline" in out and "session ses_" in out
+    assert "how sure: " in out  # an answer without a model says how sure it is (issue 45)
     # The offline planner's internals are not shown as a model's work (issue 26, item 6): no
     # `#PLAN` lines, no step code (Sleuth's own, not a model's) and no `0 in / 0 out tokens`
     assert "#PLAN" not in out and "ask = " not in out and "tokens" not in out

@@ -107,6 +107,8 @@ def test_ask_watch_the_steps_and_open_a_citation_on_its_page(
     cite.wait_for(timeout=60_000)
     assert page.locator(".step.completed").count() >= 1
     assert "$220 per night" in page.locator(".answer").inner_text()
+    # an answer without a model says how sure it is (issue 45)
+    assert page.locator("p.assurance").inner_text().startswith("How sure: ")
     cite.hover()
     popover = page.locator("#popover")
     popover.wait_for()

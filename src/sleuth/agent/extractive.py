@@ -459,6 +459,10 @@ def _pick(scored: list[tuple[float, _Sentence]]) -> list[_Sentence]:
     return sorted(chosen, key=lambda s: order[id(s)])
 
 
+#: How an answer that found nothing to quote starts.
+NO_EVIDENCE = "No evidence for this question was found in"
+
+
 def extractive_answer(
     ask: str,
     evidence: Sequence[EvidenceSpan],
@@ -474,7 +478,7 @@ def extractive_answer(
         return _translate_draft(draft, evidence)
     chosen = _pick(_score_sentences(ask, evidence, noise))
     if not chosen:
-        return f"No evidence for this question was found in {', '.join(slugs)}."
+        return f"{NO_EVIDENCE} {', '.join(slugs)}."
     lines = []
     for s in chosen:
         where = f"According to {s.span.source_path} (p. {s.span.page})"

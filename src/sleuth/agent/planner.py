@@ -55,6 +55,7 @@ from sleuth.agent.planner_scope import (
     Target,
     quote_ident,
 )
+from sleuth.agent.records import Assurance
 from sleuth.format.periods import named_quarter
 from sleuth.models.base import CompletionParams, Message, ModelConfig, Reply, TokenUsage, ToolCall, ToolSpec
 from sleuth.store.version.stop_words import STOP_WORDS
@@ -106,6 +107,9 @@ def _head(ask: str, trigger: re.Pattern[str]) -> str | None:
 class _Finish:
     answer: str | None
     evidence: list[str]
+    #: How sure the answer is (`records.Synthesis.assurance`): a sentence the planner writes states
+    #: what a table or roster holds (`matched`) unless it says otherwise; no sentence, the quotes.
+    assurance: Assurance = "matched"
 
 
 # ------------------------------------------------------------------------------------- the planner
@@ -134,6 +138,7 @@ class OfflinePlanner:
         self.count: int | None = None
         self.items: list[str] | None = None
         self.draft: str | None = None
+        self.assurance: Assurance = "none"
         self._ask = ask[:MAX_ASK_CHARS]
         self._words = content_words(self._ask)
         self._query = self._search_query()
@@ -371,7 +376,7 @@ class OfflinePlanner:
             done = worked(self._ask, plan.get("rows") or [])
             if done is not None:  # the computation the question defines, each operand cited
                 rest = [r for r in top_labels(searched) if r not in done.refs]
-                return _Finish(done.sentence, [*done.refs, *rest][:FINAL_EVIDENCE])
+                return _Finish(done.sentence, [*done.refs, *rest][:FINAL_EVIDENCE], "computed")
         entries = [e for e in plan.get("figures") or [] if stated(e) is not None]
         quantity = self._figure.quantity if self._figure is not None else ()
         named = [e for e in entries if names_quantity(str(e[1]), quantity)]
@@ -387,7 +392,7 @@ class OfflinePlanner:
             lines += [f"- {sentence}" for _ref, sentence in nearest]
             refs = [ref for ref, _sentence in nearest]
             rest = [r for r in top_labels(searched) if r not in refs]
-            return _Finish("\n".join(lines), [*refs, *rest][:FINAL_EVIDENCE])
+            return _Finish("\n".join(lines), [*refs, *rest][:FINAL_EVIDENCE], "nearest")
         rows = [f for f in map(stated, plan.get("rows") or []) if f is not None]
         if rows and self._figure is not None and self._figure.exact:
             # A computed quantity the planner cannot work out: the figures the question names
@@ -398,7 +403,7 @@ class OfflinePlanner:
             lines += [f"- {sentence}" for _ref, sentence in rows]
             refs = [ref for ref, _sentence in rows]
             rest = [r for r in top_labels(searched) if r not in refs]
-            return _Finish("\n".join(lines), [*refs, *rest][:FINAL_EVIDENCE])
+            return _Finish("\n".join(lines), [*refs, *rest][:FINAL_EVIDENCE], "nearest")
         return None
 
     def _count_final(self, plan: dict[str, Any]) -> _Finish:
@@ -460,6 +465,10 @@ class OfflinePlanner:
 
     def _finish(self, done: int, finish: _Finish) -> Reply:
         self.draft = finish.answer
+        if finish.answer is None:
+            self.assurance = "nearest" if finish.evidence else "none"
+        else:
+            self.assurance = finish.assurance
         arguments: dict[str, Any] = {"evidence": finish.evidence}
         if finish.answer is not None:
             arguments = {"answer": finish.answer, "evidence": finish.evidence}

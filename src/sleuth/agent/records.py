@@ -82,6 +82,9 @@ class Rollup(BaseModel):
     citations_dropped: int = 0
 
 
+Assurance = Literal["matched", "computed", "nearest", "none"]
+
+
 class Synthesis(BaseModel):
     status: Literal["completed", "degraded", "failed"] = "completed"
     tokens_in: int = 0
@@ -92,6 +95,11 @@ class Synthesis(BaseModel):
     tokens_in_cache_write: int = 0
     tokens_in_fresh: int = 0
     method: Literal["model", "extractive"] = "model"
+    #: How sure an answer without a model is (spec/runtime.md §10): a figure stated from the cell whose
+    #: row and period are the asked ones (`matched`), worked out from cited figures (`computed`), the
+    #: nearest evidence, which is not the asked figure or says it only in passing (`nearest`), or nothing
+    #: found (`none`). None where a model answered.
+    assurance: Assurance | None = None
 
 
 class Citation(BaseModel):

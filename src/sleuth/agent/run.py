@@ -8,11 +8,11 @@ import hashlib
 import time
 import traceback
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast, get_args
 
 from sleuth.agent.citations import build_citations, renumber_grounding
 from sleuth.agent.evidence import computed_results, evidence_budget, select_evidence
-from sleuth.agent.extractive import extractive_answer
+from sleuth.agent.extractive import NO_EVIDENCE, extractive_answer
 from sleuth.agent.grounding import check_grounding
 from sleuth.agent.loop import AgentLoop, LoopResult, LoopSettings, TurnFailed
 from sleuth.agent.orientation import (
@@ -26,7 +26,7 @@ from sleuth.agent.orientation import (
 from sleuth.agent.planner import OfflinePlanner
 from sleuth.agent.planner_scope import pinned_planner_scope
 from sleuth.agent.prepared import Engine, PreparedTurn
-from sleuth.agent.records import QueryStep, Synthesis
+from sleuth.agent.records import Assurance, QueryStep, Synthesis
 from sleuth.agent.retrieval import Retrieval, RetrievalOptions
 from sleuth.agent.run_state import Emit, RunState
 from sleuth.agent.shape_fill import OfflineShapeError, offline_fill
@@ -311,10 +311,13 @@ class TurnRun(RunState):
                 request.ask, evidence, result.draft, slugs, self.pinned.boilerplate_share
             )
             synthesis.method = "extractive"
+            planned = self._planner_results()
+            synthesis.assurance = (
+                "none" if text.startswith(NO_EVIDENCE) else _assurance(planned.get("assurance"))
+            )
             if request.shape is not None:
-                count, items = self._planner_results()
                 try:
-                    data = offline_fill(request.shape, text, count, items)
+                    data = offline_fill(request.shape, text, planned.get("count"), planned.get("items"))
                 except OfflineShapeError as exc:
                     self.fail(str(exc), answer=text, evidence=evidence)
                     return
@@ -367,11 +370,18 @@ class TurnRun(RunState):
         self.trace["ungrounded_fields"] = ungrounded
         self._complete(cited.text, cited.citations, data, output_grounding, synthesis, evidence, result)
 
-    def _planner_results(self) -> tuple[int | None, list[str] | None]:
-        """The planner's computed count and list items (recorded, so a replay fills shapes alike)."""
+    def _planner_results(self) -> dict[str, Any]:
+        """The planner's computed count and list items and how sure its answer is (recorded, so a
+        replay fills shapes and reports alike)."""
         if self.planner is not None:
-            count, items = self.planner.count, self.planner.items
-            self.replay_records.append({"kind": "planner", "count": count, "items": items})
-            return count, items
-        recorded = (self.turn.request_replay or {}).get("planner") or {}
-        return recorded.get("count"), recorded.get("items")
+            planner = self.planner
+            record = {"count": planner.count, "items": planner.items, "assurance": planner.assurance}
+            self.replay_records.append({"kind": "planner", **record})
+            return record
+        recorded: dict[str, Any] = (self.turn.request_replay or {}).get("planner") or {}
+        return recorded
+
+
+def _assurance(value: object) -> Assurance | None:
+    """A recorded assurance, None for a replay recorded before assurances were."""
+    return cast(Assurance, value) if value in get_args(Assurance) else None

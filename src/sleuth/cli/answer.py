@@ -117,6 +117,15 @@ def call_line(group: list[dict[str, Any]]) -> Text:
     return styled(f"  · {first['fn']}({argument}) ×{len(group)} → {result} ({took})", *marks)
 
 
+#: How an answer without a model says how sure it is (`Synthesis.assurance`), and its colour.
+ASSURANCES = {
+    "matched": ("the figure is the table cell whose row and period are the asked ones", "green"),
+    "computed": ("worked out from the cited figures", "green"),
+    "nearest": ("not the asked figure: the nearest evidence found", "yellow"),
+    "none": ("nothing found that answers it", "red"),
+}
+
+
 def ranked_lines(call: dict[str, Any]) -> list[str]:
     """A search call's first hits (its trace's `ranked`): place, score, and the features of the page
     that moved its rank most (`--verbose`)."""
@@ -313,6 +322,10 @@ def print_answer(query: QueryDocument, out: Console) -> None:
         # a table cell reads as its row, period and figure; the quote alone would be "48.2"
         out.print(f"    {c['cell']}" if c.get("cell") else f'    "{quote}"', highlight=False, markup=False)
     synthesis: Mapping[str, Any] = query.get("synthesis") or {}
+    sure = ASSURANCES.get(str(synthesis.get("assurance")))
+    if sure is not None:
+        said, colour = sure
+        out.print(styled(("how sure: ", "bold"), (said, colour)), highlight=False)
     usage: Mapping[str, Any] = query.get("usage") or {}
     tokens = usage.get("input_tokens", 0) or usage.get("output_tokens", 0)
     parts = [

@@ -167,6 +167,7 @@ class SynthesisDocument(TypedDict):
     tokens_in_cache_write: int
     tokens_in_fresh: int
     method: Literal["model", "extractive"]
+    assurance: Literal["matched", "computed", "nearest", "none"] | None
 
 
 class UsageDocument(TypedDict):

@@ -57,8 +57,18 @@ export function renderAnswer(target, query, { open = null } = {}) {
       el("a", { href: citationHref(c), dataset: { n: i + 1 }, onclick: opener(open, i + 1) },
         `${c.source}, p. ${c.pages.join(", ")}`), " ",
       said(c))));
-  target.replaceChildren(el("h2", {}, "Answer"), answer, ...(citations.length ? [list] : []));
+  const sure = ASSURANCES[query.synthesis?.assurance];
+  const assurance = sure ? el("p", { class: `assurance ${query.synthesis.assurance}` }, el("strong", {}, "How sure: "), sure) : null;
+  target.replaceChildren(el("h2", {}, "Answer"), answer, ...(assurance ? [assurance] : []), ...(citations.length ? [list] : []));
 }
+
+// How an answer without a model says how sure it is (the query's `synthesis.assurance`).
+const ASSURANCES = {
+  matched: "the figure is the table cell whose row and period are the asked ones",
+  computed: "worked out from the cited figures",
+  nearest: "not the asked figure: the nearest evidence found",
+  none: "nothing found that answers it",
+};
 
 // A table cell's citation reads as its row, period and figure ("Revenue, 2025: 48.2"); prose as its quote.
 function said(citation) {
