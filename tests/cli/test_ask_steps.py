@@ -11,7 +11,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from sleuth.cli import app
-from sleuth.cli.answer import StepPrinter, first_argument, grouped_calls, steps_summary
+from sleuth.cli.turn_view import StepPrinter, first_argument, grouped_calls, steps_summary
 
 SQL = '\'SELECT label, section, title, header, year, unit, text, value, source, page, start, "end", column_n'
 
