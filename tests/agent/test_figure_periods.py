@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from sleuth.agent.extractive import asked_quantity
+from sleuth.agent.planner_periods import per_period
 from sleuth.agent.turn import Runtime, TurnRequest
 from sleuth.compile.pipeline import compile_context
 from sleuth.format.periods import named_quarter, period_length
@@ -20,6 +22,9 @@ from sleuth.store.records.server_db import ServerDB
 
 FY = "Fiscal year ended Jan 31, 2020"  # how an answer names the year's column
 QUARTERS = " | ".join(f"Fiscal Year Ended January 31, 2020 Q{n}" for n in range(1, 5))
+WEEKS = " | ".join(
+    f"52 Weeks Ended {day}" for day in ("August 29, 2021", "August 30, 2020", "September 1, 2019")
+)
 REPORT = f"""# Northwind Stores annual report
 
 ## Quarterly results (unaudited)
@@ -37,6 +42,12 @@ Total revenues and net income by quarter of fiscal 2020, in millions.
 |---|---|---|
 | Total revenues | 523,964 | 514,405 |
 | Net income | 14,881 | 6,670 |
+
+## Membership
+
+| (Amounts in millions) | {WEEKS} |
+|---|---|---|---|
+| Membership fees | 3,877 | 3,541 | 3,352 |
 """
 
 
@@ -134,3 +145,54 @@ def test_the_most_specific_length_a_text_names_wins() -> None:
         None,
         None,
     ]
+
+
+def test_a_quantity_in_each_period_named_is_each_periods_cell_in_order(runtime: Runtime) -> None:
+    """Issue 45, per-period answers: "in fiscal 2019, 2020 and 2021" is three cells, oldest first, each
+    cited, and the direction; a year with no row says so and the answer is only the nearest."""
+    query = runtime.ask(
+        TurnRequest(
+            ask="What were Northwind's membership fees in fiscal 2019, 2020 and 2021?", scope=["northwind"]
+        )
+    )
+    assert query.answer is not None
+    lines = query.answer.splitlines()
+    assert lines[0] == "Membership fees, in each period the question names:"
+    assert [line.split(": ", 1)[1].split(" [")[0] for line in lines[1:4]] == ["3,352", "3,541", "3,877"]
+    assert [line.split(" [")[1][0] for line in lines[1:4]] == ["1", "2", "3"]
+    assert lines[4] == "Up each period: from 3,352 to 3,877 (+15.7 %)."
+    assert [c.cell for c in query.citations] == [
+        "Membership fees, 52 weeks ended Sep 1, 2019: 3,352",
+        "Membership fees, 52 weeks ended Aug 30, 2020: 3,541",
+        "Membership fees, 52 weeks ended Aug 29, 2021: 3,877",
+    ]
+    assert query.synthesis is not None and query.synthesis.assurance == "matched"
+    partly = runtime.ask(
+        TurnRequest(
+            ask="What were Northwind's total revenues in fiscal 2018, 2019 and 2020?", scope=["northwind"]
+        )
+    )
+    assert partly.answer is not None and "No row of it was found for 2018." in partly.answer, partly.answer
+    assert "- Total revenues, Fiscal year ended Jan 31, 2019: 514,405 [1]" in partly.answer
+    assert partly.synthesis is not None and partly.synthesis.assurance == "nearest"
+
+
+INCOME = tuple(asked_quantity("What was operating income?"))
+REVENUE = tuple(asked_quantity("What was revenue?"))
+
+
+def _row(ref: str, year: int, text: str) -> list[object]:
+    value = float(text.replace(",", "").strip("()%"))
+    return [ref, "Operating income", f"Year Ended {year}", text, "millions", "a.pdf", 3, value, "", year]
+
+
+def test_per_period_says_which_way_the_figures_moved() -> None:
+    down = per_period([_row("E2", 2021, "90"), _row("E1", 2020, "120")], INCOME, (2020, 2021))
+    assert down is not None and down.refs == ["E1", "E2"] and down.complete
+    assert down.text.endswith("Down each period: from 120 to 90 (-25.0 %).")
+    rows = [_row("E1", 2019, "5"), _row("E2", 2020, "7"), _row("E3", 2021, "6")]
+    assert per_period(rows, INCOME, (2019, 2020, 2021)).text.endswith(  # type: ignore[union-attr]
+        "Not in one direction: from 5 to 6 (+20.0 %)."
+    )
+    assert per_period(rows[:1], INCOME, (2019, 2020)) is None  # one period is no series
+    assert per_period(rows, REVENUE, (2019, 2020, 2021)) is None  # no row names the quantity

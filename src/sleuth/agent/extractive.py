@@ -149,7 +149,11 @@ _COMPUTED = re.compile(
 _ROW_WORDS = frozenset({"total", "other"})
 _BRACKETED = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
 _PERIOD_WORD = re.compile(r"^(?:fy|q[1-4]|h[12]|cy)?\d{2,4}$", re.IGNORECASE)
-_ASKED_YEAR = re.compile(r"\bFY\s?'?(\d{4}|\d{2})\b|(?<![\d$,.])((?:19|20)\d\d)(?![\d,.%])", re.IGNORECASE)
+#: `FY2018`, `FY18`, `2018`; not in a figure (`$2,019`, `2019.5`, `2019%`): a comma or point after a year
+#: continues a number only where a digit follows (`2019, 2020 and 2021` lists years).
+_ASKED_YEAR = re.compile(
+    r"\bFY\s?'?(\d{4}|\d{2})\b|(?<![\d$,.])((?:19|20)\d\d)(?![\d%]|[,.]\d)", re.IGNORECASE
+)
 
 
 def asked_quantity(ask: str) -> list[str]:

@@ -38,6 +38,7 @@ from sleuth.agent.extractive import (
 )
 from sleuth.agent.planner_code import FigureAsk, StepCode
 from sleuth.agent.planner_figures import stated
+from sleuth.agent.planner_periods import per_period
 from sleuth.agent.planner_plans import (
     FINAL_EVIDENCE,
     artifact_hits,
@@ -377,8 +378,15 @@ class OfflinePlanner:
             if done is not None:  # the computation the question defines, each operand cited
                 rest = [r for r in top_labels(searched) if r not in done.refs]
                 return _Finish(done.sentence, [*done.refs, *rest][:FINAL_EVIDENCE], "computed")
-        entries = [e for e in plan.get("figures") or [] if stated(e) is not None]
         quantity = self._figure.quantity if self._figure is not None else ()
+        years = self._figure.years if self._figure is not None else ()
+        if len(years) > 1:  # the quantity in each period named, not one period's figure
+            each = per_period(plan.get("rows") or [], quantity, years)
+            if each is not None:
+                rest = [r for r in top_labels(searched) if r not in each.refs]
+                sure: Assurance = "matched" if each.complete else "nearest"
+                return _Finish(each.text, [*each.refs, *rest][:FINAL_EVIDENCE], sure)
+        entries = [e for e in plan.get("figures") or [] if stated(e) is not None]
         named = [e for e in entries if names_quantity(str(e[1]), quantity)]
         if asks_change(self._ask):
             named = entries = []  # one year's figure is not the change: the rows are listed below

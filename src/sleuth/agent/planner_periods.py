@@ -1,0 +1,75 @@
+"""A quantity in each period a question names, without a model (issue 45, per-period answers): "What
+were Costco's membership fees in fiscal 2019, 2020 and 2021?" is the one row's cell for each year, in
+period order, each cited, and the direction it moved, not the latest year's figure alone."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any
+
+from sleuth.agent.arithmetic import names_quantity
+from sleuth.agent.planner_figures import figure_sentence
+
+
+@dataclass(frozen=True)
+class PerPeriod:
+    """The answer's text, the evidence labels it cites (in period order), and whether every period the
+    question names was found."""
+
+    text: str
+    refs: list[str]
+    complete: bool
+
+
+def per_period(rows: list[Any], quantity: tuple[str, ...], years: tuple[int, ...]) -> PerPeriod | None:
+    """The asked quantity for each of `years` from the plan's `rows` (`StepCode._figure_lines`' cell
+    entries: `[ref, label, header, text, unit, path, page, value, section, year]`, one per row label and
+    year): the label that names the quantity and covers the most of the years (the first such in the
+    rows' order), one line a year, then the direction. None where no label names it for two years."""
+    by_label: dict[str, dict[int, list[Any]]] = {}
+    for entry in rows:
+        if not (isinstance(entry, list) and len(entry) >= 10 and isinstance(entry[1], str)):
+            continue
+        year = entry[9]
+        if isinstance(year, int) and year in years and names_quantity(entry[1], quantity):
+            by_label.setdefault(entry[1].casefold(), {}).setdefault(year, entry)
+    if not by_label:
+        return None
+    found = max(by_label.values(), key=len)  # `max` keeps the first of the longest
+    if len(found) < 2:
+        return None
+    ordered = [found[year] for year in sorted(found)]
+    label = ordered[0][1]
+    lines = [f"{label}, in each period the question names:"]
+    for ref, _label, header, text, unit, path, page, value, section, _year in (e[:10] for e in ordered):
+        said = figure_sentence(label, str(header), str(text), unit if isinstance(unit, str) else None,
+                               value if isinstance(value, int | float) else None,
+                               section if isinstance(section, str) else None)  # fmt: skip
+        lines.append(f"- {said} [{ref}] ({path} p. {page})")
+    missing = [str(year) for year in sorted(years) if year not in found]
+    if missing:
+        lines.append(f"No row of it was found for {', '.join(missing)}.")
+    direction = _direction([e[7] for e in ordered], [str(e[3]) for e in ordered])
+    if direction:
+        lines.append(direction)
+    return PerPeriod("\n".join(lines), [str(e[0]) for e in ordered], not missing)
+
+
+def _direction(values: list[Any], texts: list[str]) -> str | None:
+    """How the figures moved, first period to last: up or down each period, or not one way, and the
+    change over the whole span. None where a figure is not a number."""
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        return None
+    steps = [b - a for a, b in pairwise(values)]
+    if all(step > 0 for step in steps):
+        way = "Up each period"
+    elif all(step < 0 for step in steps):
+        way = "Down each period"
+    else:
+        way = "Not in one direction"
+    first, last = values[0], values[-1]
+    span = f"{way}: from {texts[0].strip()} to {texts[-1].strip()}"
+    if first and "%" not in texts[0]:
+        span += f" ({(last - first) / abs(first):+.1%})".replace("%", " %")
+    return span + "."
