@@ -196,3 +196,24 @@ def test_per_period_says_which_way_the_figures_moved() -> None:
     )
     assert per_period(rows[:1], INCOME, (2019, 2020)) is None  # one period is no series
     assert per_period(rows, REVENUE, (2019, 2020, 2021)) is None  # no row names the quantity
+
+
+def test_a_follow_up_keeps_the_quantity_and_changes_only_what_it_names(runtime: Runtime) -> None:
+    """Issue 45, item 5: "And in fiscal 2019?" is the previous question's quantity in 2019; "What about
+    net income?" is net income in the previous question's period."""
+    first = runtime.ask(
+        TurnRequest(ask="What were Northwind's total revenues in fiscal 2020?", scope=["northwind"])
+    )
+    assert first.answer is not None and f"Total revenues, {FY}: 523,964 [1]" in first.answer
+
+    def then(ask: str) -> str:
+        query = runtime.ask(TurnRequest(ask=ask, scope=["northwind"], session_id=first.session_id))
+        assert query.status == "completed" and query.answer is not None, query.error
+        assert query.synthesis is not None and query.synthesis.assurance == "matched", query.answer
+        return query.answer
+
+    assert "Total revenues, Fiscal year ended Jan 31, 2019: 514,405 [1]" in then("And in fiscal 2019?")
+    first = runtime.ask(
+        TurnRequest(ask="What were Northwind's total revenues in fiscal 2020?", scope=["northwind"])
+    )
+    assert f"Net income, {FY}: 14,881 [1]" in then("What about net income?")

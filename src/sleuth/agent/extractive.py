@@ -275,6 +275,27 @@ def asked_years(ask: str) -> tuple[int, ...]:
     return tuple(years[:3])
 
 
+#: Words that name a period, not a quantity ("and in fiscal 2019?", "the second quarter?").
+_PERIOD_WORDS = frozenset(
+    {"fiscal", "year", "years", "annual", "quarter", "quarters", "month", "months", "week", "weeks", "fy"}
+    | {"first", "second", "third", "fourth", "q1", "q2", "q3", "q4", "ended", "ending", "end"}
+)
+
+
+#: A follow-up that goes on from the previous question with a new thing: "what about …", "and …".
+_GOES_ON = re.compile(r"\s*(?:and\s+)?(?:what|how)\s+about\b|\s*and\b", re.IGNORECASE)
+
+
+def follow_up_quantity(ask: str) -> list[str]:
+    """The quantity a follow-up names: what `asked_quantity` reads, or, in a "what about net income?" or
+    "and its margin?" that asks nothing in full, its content words that are no period, year or
+    pronoun; [] for "and in fiscal 2019?" and for a question of another kind ("does it apply abroad?")."""
+    named = asked_quantity(ask)
+    if named or not _GOES_ON.match(ask):
+        return named
+    return [w for w in content_words(ask) if not w.isdigit() and w not in _PERIOD_WORDS and w not in PRONOUNS]
+
+
 def asked_months(ask: str) -> int | None:
     """How long a period a question asks for: the length it names (`second quarter`, `Q3`, `six months
     ended`, `fiscal year`; `format.periods.period_length`) or, where it names a year and no length,

@@ -30,6 +30,7 @@ from sleuth.agent.extractive import (
     asked_years,
     asks_computation,
     content_words,
+    follow_up_quantity,
     identifier_tokens,
     named_tables,
     normalize_word,
@@ -265,30 +266,40 @@ class OfflinePlanner:
         cited: (context, paths) of the first context among them that this turn's scope holds,
         searched beside the whole scope (§10.1). A follow-up continues ("and in 2024?", "what about
         its margin?"), points back (a pronoun), or is too short to stand alone ("gross profit?")."""
-        if not previous or not self.previous_ask or self.scope.named_documents(self._ask):
-            return None
-        words = raw_words(self._ask)
-        continues = words[:1] in (["and"], ["also"], ["then"]) or words[:2] in (
-            ["what", "about"],
-            ["how", "about"],
-        )
-        if not (continues or any(w in PRONOUNS for w in words) or len(self._words) <= 2):
+        if not previous or not self._follows or self.scope.named_documents(self._ask):
             return None
         slug = next((s for s, _p in previous if s in self.scope.slugs), None)
         if slug is None:
             return None
         return slug, [path for s, path in previous if s == slug][:MAX_CARRIED]
 
+    @property
+    def _follows(self) -> bool:
+        """Whether the ask continues the previous turn (§10.1): it goes on from it ("and in 2024?",
+        "what about its margin?"), points back (a pronoun), or is too short to stand alone."""
+        if not self.previous_ask:
+            return False
+        words = raw_words(self._ask)
+        continues = words[:1] in (["and"], ["also"], ["then"]) or words[:2] in (
+            ["what", "about"],
+            ["how", "about"],
+        )
+        return continues or any(w in PRONOUNS for w in words) or len(self._words) <= 2
+
     def _search_query(self) -> str | None:
-        """Follow-ups (§10.1): a short ask with a pronoun borrows the previous turn's content words."""
-        if not self.previous_ask or len(self._words) >= 6:
+        """Follow-ups (§10.1): a short ask that continues the previous one borrows its content words,
+        but for what it names itself: its period replaces the previous one's years, its quantity the
+        previous quantity (issue 45: "And in 2016?" after "What was Netflix's net income in 2017?")."""
+        if self.previous_ask is None or len(self._words) >= 6 or not self._follows:
             return None
-        if not any(w in PRONOUNS for w in raw_words(self._ask)):
-            return None
+        own_years = bool(asked_years(self._ask))
+        replaced = set(asked_quantity(self.previous_ask)) if follow_up_quantity(self._ask) else set()
         extra: list[str] = []
         for word in raw_words(self.previous_ask):
             norm = normalize_word(word)
-            if word in STOP_WORDS or norm in self._words or word in extra:
+            if word in STOP_WORDS or norm in self._words or word in extra or norm in replaced:
+                continue
+            if own_years and asked_years(word):
                 continue
             extra.append(word)
         if not extra:
@@ -315,8 +326,18 @@ class OfflinePlanner:
     def _figure_ask(self) -> FigureAsk | None:
         """A "what was / how much" question whose quantity has a name, over contexts with `_cells`
         (§10, Sleuth: issue 25 item 8)."""
-        quantity = asked_quantity(self._ask)
-        reads = read_words(self._ask)  # a computation's quantity and the rows it implies (a margin's)
+        # A follow-up means the previous question with what it names in its place (issue 45): its
+        # quantity ("what about net income?") or, naming none, the previous one; its period ("and in
+        # 2016?") or, naming none, the previous one.
+        follows = self._follows and self.previous_ask is not None
+        what = self._ask
+        if follows and not follow_up_quantity(self._ask):
+            what = self.previous_ask or self._ask
+        when = self._ask
+        if follows and not (asked_years(self._ask) or asked_months(self._ask) or named_quarter(self._ask)):
+            when = self.previous_ask or self._ask
+        quantity = asked_quantity(what) or (follow_up_quantity(what) if follows else [])
+        reads = read_words(what)  # a computation's quantity and the rows it implies (a margin's)
         if reads is not None:
             quantity = quantity or reads[0]
         contexts = tuple(s for s in self.scope.slugs if self.scope.has_table(s, "_cells"))
@@ -325,12 +346,12 @@ class OfflinePlanner:
         return FigureAsk(
             tuple(quantity),
             contexts,
-            asks_computation(self._ask) or reads is not None,
-            (*self._words, *(reads[1] if reads else ())),
-            asked_years(self._ask),
-            tuple(tuple(t) for t in named_tables(self._ask)),
-            asked_months(self._ask),
-            named_quarter(self._ask),
+            asks_computation(what) or reads is not None,
+            (*self._words, *quantity, *(reads[1] if reads else ())),
+            asked_years(when),
+            tuple(tuple(t) for t in named_tables(what)),
+            asked_months(when),
+            named_quarter(when),
         )
 
     # ------------------------------------------------------------------------ decisions
@@ -380,7 +401,8 @@ class OfflinePlanner:
                 return _Finish(done.sentence, [*done.refs, *rest][:FINAL_EVIDENCE], "computed")
         quantity = self._figure.quantity if self._figure is not None else ()
         years = self._figure.years if self._figure is not None else ()
-        if len(years) > 1:  # the quantity in each period named, not one period's figure
+        exact = self._figure is not None and self._figure.exact  # a computation: its operands, not a series
+        if len(years) > 1 and not exact:  # the quantity in each period named, not one period's figure
             each = per_period(plan.get("rows") or [], quantity, years)
             if each is not None:
                 rest = [r for r in top_labels(searched) if r not in each.refs]

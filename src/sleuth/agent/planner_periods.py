@@ -69,7 +69,8 @@ def _direction(values: list[Any], texts: list[str]) -> str | None:
     else:
         way = "Not in one direction"
     first, last = values[0], values[-1]
-    span = f"{way}: from {texts[0].strip()} to {texts[-1].strip()}"
+    first_text, last_text = (" ".join(t.split()).replace("$ ", "$") for t in (texts[0], texts[-1]))
+    span = f"{way}: from {first_text} to {last_text}"
     if first and "%" not in texts[0]:
         span += f" ({(last - first) / abs(first):+.1%})".replace("%", " %")
     return span + "."
