@@ -57,6 +57,7 @@ from sleuth.agent.planner_scope import (
     Target,
     quote_ident,
 )
+from sleuth.agent.planner_sections import section_answer, section_words
 from sleuth.agent.records import Assurance
 from sleuth.format.periods import named_quarter
 from sleuth.models.base import CompletionParams, Message, ModelConfig, Reply, TokenUsage, ToolCall, ToolSpec
@@ -146,6 +147,7 @@ class OfflinePlanner:
         self._query = self._search_query()
         self.code = StepCode(self._ask, self._query, scope, self._carried(previous_documents))
         self._figure = self._figure_ask()
+        self._section = section_words(self._ask) if self._figure is None else None
         self.detected_class: QuestionClass = "general" if general_only else classify(self._ask)
         self._target: Target | None = None
         if self.detected_class in ("count", "list"):
@@ -178,6 +180,10 @@ class OfflinePlanner:
             return self._finish(done, self._final_from(plan))
         if step == "search" and (figure := self._figure_final(plan)) is not None:
             return self._finish(done, figure)
+        if step == "search" and self._section is not None and (budget is None or done < budget):
+            return self._run(done, self.code.section(self._section), "Read the section the question names.")
+        if step == "section":
+            return self._finish(done, self._section_final(plan))
         if step == "search":
             return self._drill(done, plan, budget)
         return self._finish(done, self._final_from(plan))
@@ -389,6 +395,17 @@ class OfflinePlanner:
             return self._list_final(plan)
         lists = [*keyword_groups(plan)] + [plan_hits(plan, k) for k in ("named", "chunks", "cited", "inside")]
         return _Finish(None, tabled_first(plan, top_labels(lists)))
+
+    def _section_final(self, plan: dict[str, Any]) -> _Finish:
+        """The named section's outline, each item cited (`planner_sections`); the search's best spans
+        where no section was found."""
+        outline = section_answer(plan)
+        if outline is None:
+            return self._final_from(plan)
+        text, refs = outline
+        searched = [plan_hits(plan, k) for k in ("named", "chunks")]
+        rest = [r for r in top_labels(searched) if r not in refs]
+        return _Finish(text, [*refs, *rest][:FINAL_EVIDENCE], "section")
 
     def _figure_final(self, plan: dict[str, Any]) -> _Finish | None:
         """One sentence that states the asked figure from its table cell, cited to the cell: the

@@ -18,6 +18,7 @@ from sleuth.agent.planner_scope import (
     Target,
     quote_ident,
 )
+from sleuth.agent.planner_sections import section_code
 from sleuth.format.figures import CHANGE_COLUMN
 from sleuth.format.periods import NTH_QUARTER, QUARTER_NAMED, named_quarter
 from sleuth.store.text import stem
@@ -457,6 +458,12 @@ class StepCode:
             return self._carried
         slug = named[0][0]
         return slug, [path for s, path in named if s == slug]
+
+    def section(self, wanted: tuple[str, ...]) -> str:
+        """Read the section the question names, by its own headings (`planner_sections`)."""
+        return section_code(
+            self._preamble("read the section the question names, in its own headings."), wanted
+        )
 
     def drill(self, artifact: tuple[str, str | None] | None, sources: list[str]) -> str:
         """Cite from `artifact` (its name and context) and search inside `sources`."""

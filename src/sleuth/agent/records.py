@@ -82,7 +82,7 @@ class Rollup(BaseModel):
     citations_dropped: int = 0
 
 
-Assurance = Literal["matched", "computed", "nearest", "none"]
+Assurance = Literal["matched", "computed", "section", "nearest", "none"]
 
 
 class Synthesis(BaseModel):
@@ -97,8 +97,9 @@ class Synthesis(BaseModel):
     method: Literal["model", "extractive"] = "model"
     #: How sure an answer without a model is (spec/runtime.md §10): a figure stated from the cell whose
     #: row and period are the asked ones (`matched`), worked out from cited figures (`computed`), the
-    #: nearest evidence, which is not the asked figure or says it only in passing (`nearest`), or nothing
-    #: found (`none`). None where a model answered.
+    #: outline of the section the question names (`section`), the nearest evidence, which is not the
+    #: asked figure or says it only in passing (`nearest`), or nothing found (`none`). None where a
+    #: model answered.
     assurance: Assurance | None = None
 
 

@@ -97,6 +97,7 @@ def call_line(group: list[dict[str, Any]]) -> Text:
 ASSURANCES = {
     "matched": ("the figure is the table cell whose row and period are the asked ones", "green"),
     "computed": ("worked out from the cited figures", "green"),
+    "section": ("the section the question names, in its own headings and words", "green"),
     "nearest": ("not the asked figure: the nearest evidence found", "yellow"),
     "none": ("nothing found that answers it", "red"),
 }

@@ -167,7 +167,7 @@ class SynthesisDocument(TypedDict):
     tokens_in_cache_write: int
     tokens_in_fresh: int
     method: Literal["model", "extractive"]
-    assurance: Literal["matched", "computed", "nearest", "none"] | None
+    assurance: Literal["matched", "computed", "section", "nearest", "none"] | None
 
 
 class UsageDocument(TypedDict):

@@ -66,6 +66,7 @@ export function renderAnswer(target, query, { open = null } = {}) {
 const ASSURANCES = {
   matched: "the figure is the table cell whose row and period are the asked ones",
   computed: "worked out from the cited figures",
+  section: "the section the question names, in its own headings and words",
   nearest: "not the asked figure: the nearest evidence found",
   none: "nothing found that answers it",
 };
