@@ -51,16 +51,27 @@ Total revenues and net income by quarter of fiscal 2020, in millions.
 """
 
 
-@pytest.fixture
-def runtime(tmp_path: Path, agent_host: SandboxHost, monkeypatch: pytest.MonkeyPatch) -> Iterator[Runtime]:
-    corpus = tmp_path / "corpus"
+@pytest.fixture(scope="module")
+def northwind(tmp_path_factory: pytest.TempPathFactory) -> Home:
+    """The report compiled once for the module (the tests only read it)."""
+    root = tmp_path_factory.mktemp("northwind")
+    corpus = root / "corpus"
     corpus.mkdir()
     (corpus / "annual-report.md").write_text(REPORT, encoding="utf-8")
-    home = Home(tmp_path / "home")
-    monkeypatch.setenv("SLEUTH_HOME", str(home.root))
-    compile_context("northwind", [corpus], home=home, settings=current())
+    home = Home(root / "home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SLEUTH_HOME", str(home.root))
+        compile_context("northwind", [corpus], home=home, settings=current())
+    return home
+
+
+@pytest.fixture
+def runtime(
+    northwind: Home, tmp_path: Path, agent_host: SandboxHost, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Runtime]:
+    monkeypatch.setenv("SLEUTH_HOME", str(northwind.root))
     with Runtime(
-        home, db=ServerDB(tmp_path / "server.sqlite", replay_root=tmp_path), sandbox_host=agent_host
+        northwind, db=ServerDB(tmp_path / "server.sqlite", replay_root=tmp_path), sandbox_host=agent_host
     ) as rt:
         yield rt
 
