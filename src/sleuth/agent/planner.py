@@ -433,13 +433,9 @@ class OfflinePlanner:
             ref, sentence = stated(named[0]) or ("", "")
             rest = [r for r in top_labels(searched) if r != ref]
             return _Finish(sentence, [ref, *rest][:FINAL_EVIDENCE])
-        if entries:  # rows that share a word with the quantity but are something else
-            nearest = [f for f in map(stated, entries[:2]) if f is not None]
-            lines = ["No table row found is the asked figure; the nearest rows are something else:"]
-            lines += [f"- {sentence}" for _ref, sentence in nearest]
-            refs = [ref for ref, _sentence in nearest]
-            rest = [r for r in top_labels(searched) if r not in refs]
-            return _Finish("\n".join(lines), [*refs, *rest][:FINAL_EVIDENCE], "nearest")
+        if entries:  # rows that share a word with the quantity but are something else: what the
+            # documents say in prose may state it ("employed 93,516 people"), so the quotes answer
+            return _Finish(None, top_labels(searched))
         rows = [f for f in map(stated, plan.get("rows") or []) if f is not None]
         if rows and self._figure is not None and self._figure.exact:
             # A computed quantity the planner cannot work out: the figures the question names
