@@ -235,3 +235,7 @@ def test_a_follow_up_keeps_the_quantity_and_changes_only_what_it_names(runtime: 
         TurnRequest(ask="What were Northwind's total revenues in fiscal 2020?", scope=["northwind"])
     )
     assert f"Net income, {FY}: 14,881 [1]" in then("What about net income?")
+    first = runtime.ask(
+        TurnRequest(ask="What were Northwind's total revenues in fiscal 2020?", scope=["northwind"])
+    )
+    assert f"Net income, {FY}: 14,881 [1]" in then("Net income?")  # a bare quantity names its own

@@ -282,16 +282,22 @@ _PERIOD_WORDS = frozenset(
 )
 
 
+#: A question that starts by asking ("does it apply abroad?"), unlike a bare "gross profit?".
+_ASKING_WORD = re.compile(
+    r"\s*(?:what|how|why|when|where|who|which|does|do|did|is|are|was|were|can|could|should|will|would|has|have)\b",
+    re.IGNORECASE,
+)
 #: A follow-up that goes on from the previous question with a new thing: "what about …", "and …".
 _GOES_ON = re.compile(r"\s*(?:and\s+)?(?:what|how)\s+about\b|\s*and\b", re.IGNORECASE)
 
 
 def follow_up_quantity(ask: str) -> list[str]:
-    """The quantity a follow-up names: what `asked_quantity` reads, or, in a "what about net income?" or
-    "and its margin?" that asks nothing in full, its content words that are no period, year or
-    pronoun; [] for "and in fiscal 2019?" and for a question of another kind ("does it apply abroad?")."""
+    """The quantity a follow-up names: what `asked_quantity` reads, or, in a "what about net income?",
+    "and its margin?" or a bare "gross profit?" that asks nothing in full, its content words that are no
+    period, year or pronoun; [] for "and in fiscal 2019?" and for a question of another kind ("does it
+    apply abroad?")."""
     named = asked_quantity(ask)
-    if named or not _GOES_ON.match(ask):
+    if named or not (_GOES_ON.match(ask) or not _ASKING_WORD.match(ask)):
         return named
     return [w for w in content_words(ask) if not w.isdigit() and w not in _PERIOD_WORDS and w not in PRONOUNS]
 
