@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sleuth.agent.extractive import asked_quantity
-from sleuth.agent.planner_periods import per_period
+from sleuth.agent.planner_periods import asks_trend, per_period
 from sleuth.agent.turn import Runtime, TurnRequest
 from sleuth.compile.pipeline import compile_context
 from sleuth.format.periods import named_quarter, period_length
@@ -239,3 +239,17 @@ def test_a_follow_up_keeps_the_quantity_and_changes_only_what_it_names(runtime: 
         TurnRequest(ask="What were Northwind's total revenues in fiscal 2020?", scope=["northwind"])
     )
     assert f"Net income, {FY}: 14,881 [1]" in then("Net income?")  # a bare quantity names its own
+
+
+def test_how_a_quantity_moved_is_every_period_its_table_holds(runtime: Runtime) -> None:
+    """Issue 45, item 3: "How have … changed over time?" names no years: the row in every period of its
+    table, oldest first, and the direction, not the latest figure or three scattered quotes."""
+    query = runtime.ask(
+        TurnRequest(ask="How have Northwind's membership fees changed over time?", scope=["northwind"])
+    )
+    assert query.answer is not None
+    lines = query.answer.splitlines()
+    assert lines[0] == "Membership fees, in each period its tables hold:"
+    assert [line.split(": ", 1)[1].split(" [")[0] for line in lines[1:4]] == ["3,352", "3,541", "3,877"]
+    assert lines[4] == "Up each period: from 3,352 to 3,877 (+15.7 %)."
+    assert asks_trend("How did net sales develop?") and not asks_trend("What were net sales in 2020?")

@@ -39,7 +39,7 @@ from sleuth.agent.extractive import (
 )
 from sleuth.agent.planner_code import FigureAsk, StepCode
 from sleuth.agent.planner_figures import stated
-from sleuth.agent.planner_periods import per_period
+from sleuth.agent.planner_periods import asks_trend, per_period, trend_quantity
 from sleuth.agent.planner_plans import (
     FINAL_EVIDENCE,
     artifact_hits,
@@ -342,7 +342,8 @@ class OfflinePlanner:
         when = self._ask
         if follows and not (asked_years(self._ask) or asked_months(self._ask) or named_quarter(self._ask)):
             when = self.previous_ask or self._ask
-        quantity = asked_quantity(what) or (follow_up_quantity(what) if follows else [])
+        moved = trend_quantity(what)  # "how has X changed": X
+        quantity = asked_quantity(moved or what) or (follow_up_quantity(what) if follows else [])
         reads = read_words(what)  # a computation's quantity and the rows it implies (a margin's)
         if reads is not None:
             quantity = quantity or reads[0]
@@ -358,6 +359,7 @@ class OfflinePlanner:
             tuple(tuple(t) for t in named_tables(what)),
             asked_months(when),
             named_quarter(when),
+            asks_trend(self._ask) and not asked_years(when),
         )
 
     # ------------------------------------------------------------------------ decisions
@@ -419,8 +421,11 @@ class OfflinePlanner:
         quantity = self._figure.quantity if self._figure is not None else ()
         years = self._figure.years if self._figure is not None else ()
         exact = self._figure is not None and self._figure.exact  # a computation: its operands, not a series
+        trend = self._figure is not None and self._figure.trend
+        if trend:  # "how has X changed" naming no years: every period the tables read hold
+            years = tuple(sorted({y for e in plan.get("rows") or [] if (y := _row_year(e)) is not None}))
         if len(years) > 1 and not exact:  # the quantity in each period named, not one period's figure
-            each = per_period(plan.get("rows") or [], quantity, years)
+            each = per_period(plan.get("rows") or [], quantity, years, named=not trend)
             if each is not None:
                 rest = [r for r in top_labels(searched) if r not in each.refs]
                 sure: Assurance = "matched" if each.complete else "nearest"
@@ -522,3 +527,10 @@ class OfflinePlanner:
             self.config.id,
             "tool_calls",
         )
+
+
+def _row_year(entry: object) -> int | None:
+    """The year of a plan's row entry (`StepCode._figure_lines`' `cell_entry`), None where it has none."""
+    if isinstance(entry, list) and len(entry) >= 10 and isinstance(entry[9], int):
+        return entry[9]
+    return None

@@ -97,6 +97,9 @@ class FigureAsk:
     months: int | None = None
     #: The quarter it names (`second quarter`, `Q2`): a column that names another quarter is not it.
     quarter: int | None = None
+    #: It asks how the quantity moved ("over time", "each year") and names no years: every column's
+    #: figure is read, not only the latest (`planner_periods.per_period` lines them up).
+    trend: bool = False
 
     @property
     def year(self) -> int | None:
@@ -382,6 +385,7 @@ class StepCode:
             '    return {stem(w) for w in re.findall(r"[a-z0-9]+", (text or "").lower())}',
             f"asked = {sorted(set(figure.words))!r}  # the question's words: rows it names are read too",
             f"years = {list(figure.years)!r}  # the years it names",
+            f"trend = {figure.trend!r}  # how the quantity moved, no years named: every column",
             f"label_stop = {sorted(LABEL_STOP)!r}",
             f"tables = {[list(t) for t in figure.tables]!r}  # the statements the question points at",
             "found = {}",
@@ -393,7 +397,7 @@ class StepCode:
             '    core = words(c["label"]) - set(label_stop)',
             '    if "_evidence" not in c or not core or not core <= set(asked) or c["header"] is None:',
             "        return",
-            '    if (years and c["year"] not in years) or (not years and c["column_no"] != 1):',
+            '    if (years and c["year"] not in years) or (not years and not trend and c["column_no"] != 1):',
             "        return",
             '    if months and c["months"] and c["months"] != months:  # a quarter is not the year',
             "        return",

@@ -4,12 +4,39 @@ period order, each cited, and the direction it moved, not the latest year's figu
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
 from sleuth.agent.arithmetic import names_quantity
 from sleuth.agent.planner_figures import figure_sentence
+
+#: A question about how a quantity moved rather than its value at one time.
+_TREND = re.compile(
+    r"\b(?:over\s+time|each\s+(?:year|quarter|period)|every\s+year|trend|develop(?:ed)?|evolve[ds]?"
+    r"|over\s+the\s+(?:last|past)\s+\w+\s+(?:years|quarters)|how\s+(?:has|have|did)\b.*\bchange[ds]?\b)",
+    re.IGNORECASE,
+)
+
+
+#: "How has X changed", "how did X develop": X is the quantity.
+_MOVED = re.compile(
+    r"\bhow\s+(?:has|have|did|do|does)\s+(?P<what>.+?)\s+(?:changed?|develop(?:ed)?|evolved?|trended|moved?)\b",
+    re.IGNORECASE,
+)
+
+
+def trend_quantity(ask: str) -> str | None:
+    """What a "how has X changed / developed" question asks about, as a "what were X?" question (so
+    `extractive.asked_quantity` reads its quantity); None for other questions."""
+    moved = _MOVED.search(ask)
+    return None if moved is None else f"What were {moved.group('what')}?"
+
+
+def asks_trend(ask: str) -> bool:
+    """Whether the question asks how a quantity moved ("over time", "each year", "how has … changed")."""
+    return _TREND.search(ask) is not None
 
 
 @dataclass(frozen=True)
@@ -22,11 +49,14 @@ class PerPeriod:
     complete: bool
 
 
-def per_period(rows: list[Any], quantity: tuple[str, ...], years: tuple[int, ...]) -> PerPeriod | None:
+def per_period(
+    rows: list[Any], quantity: tuple[str, ...], years: tuple[int, ...], named: bool = True
+) -> PerPeriod | None:
     """The asked quantity for each of `years` from the plan's `rows` (`StepCode._figure_lines`' cell
     entries: `[ref, label, header, text, unit, path, page, value, section, year]`, one per row label and
     year): the label that names the quantity and covers the most of the years (the first such in the
-    rows' order), one line a year, then the direction. None where no label names it for two years."""
+    rows' order), one line a year, then the direction. None where no label names it for two years.
+    `named`: the question named the years (else they are every period the tables the step read hold)."""
     by_label: dict[str, dict[int, list[Any]]] = {}
     for entry in rows:
         if not (isinstance(entry, list) and len(entry) >= 10 and isinstance(entry[1], str)):
@@ -41,7 +71,7 @@ def per_period(rows: list[Any], quantity: tuple[str, ...], years: tuple[int, ...
         return None
     ordered = [found[year] for year in sorted(found)]
     label = ordered[0][1]
-    lines = [f"{label}, in each period the question names:"]
+    lines = [f"{label}, in each period {'the question names' if named else 'its tables hold'}:"]
     for ref, _label, header, text, unit, path, page, value, section, _year in (e[:10] for e in ordered):
         said = figure_sentence(label, str(header), str(text), unit if isinstance(unit, str) else None,
                                value if isinstance(value, int | float) else None,
