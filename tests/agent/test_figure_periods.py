@@ -51,6 +51,13 @@ At January 31, 2020, Northwind employed 2,200 people in its stores and offices.
 | (Amounts in millions) | {WEEKS} |
 |---|---|---|---|
 | Membership fees | 3,877 | 3,541 | 3,352 |
+| Net sales | 192,052 | 163,220 | 149,351 |
+
+## Fourth quarter (unaudited)
+
+| (Amounts in millions) | 2021 August 29 | 2020 |
+|---|---|---|
+| Total net sales | 52,000 | 47,000 |
 """
 
 
@@ -253,3 +260,16 @@ def test_how_a_quantity_moved_is_every_period_its_table_holds(runtime: Runtime) 
     assert [line.split(": ", 1)[1].split(" [")[0] for line in lines[1:4]] == ["3,352", "3,541", "3,877"]
     assert lines[4] == "Up each period: from 3,352 to 3,877 (+15.7 %)."
     assert asks_trend("How did net sales develop?") and not asks_trend("What were net sales in 2020?")
+
+
+def test_a_change_reads_the_row_whose_columns_say_they_are_the_asked_years(runtime: Runtime) -> None:
+    """Issue 45, item 2 (Netflix's "Revenues" for the year against a quarterly table's "Total revenues",
+    both in two years): the columns that say they are years answer; the quarter's, whose header says
+    no length, do not make the question ambiguous."""
+    query = runtime.ask(
+        TurnRequest(ask="By how much did Northwind's net sales grow from 2020 to 2021?", scope=["northwind"])
+    )
+    assert query.answer is not None and query.answer.startswith(
+        "Net sales grew by 28,832 (+17.7 %), from 163,220 in 2020 [1] to 192,052 in 2021 [2]"
+    ), query.answer
+    assert query.synthesis is not None and query.synthesis.assurance == "computed"

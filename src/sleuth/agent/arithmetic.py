@@ -203,6 +203,11 @@ def _change(ask: str, found: list[Operand], years: tuple[int, ...]) -> Worked | 
         if _words(pair[first].label) <= asked
         and (not quantity or names_quantity(pair[first].label, quantity))
     ]
+    if len(both) > 1:  # of rows alike, the one whose columns say they are the asked length
+        said = [
+            pair for pair in both if all(o.months == (period_length(ask)[0] or 12) for o in pair.values())
+        ]
+        both = said if len(said) == 1 else both
     if len(both) != 1:
         return None  # no row, or several, the question could mean
     a, b = both[0][first], both[0][last]
