@@ -36,6 +36,16 @@ Total revenues and net income by quarter of fiscal 2020, in millions.
 | Total revenues | 123,925 | 130,377 | 127,991 | 141,671 |
 | Net income | 3,842 | 3,610 | 3,288 | 4,141 |
 
+## Selected financial data for the Stores segment
+
+| (Amounts in millions) | Fiscal Year Ended January 31, 2020 | Fiscal Year Ended January 31, 2019 |
+|---|---|---|
+| Total revenues | 401,200 | 398,100 |
+| Operating income | 20,100 | 19,700 |
+| Stores | 4,700 | 4,650 |
+| Square feet | 612 | 605 |
+| Comparable sales growth | 2.1% | 1.9% |
+
 ## Consolidated statements of income
 
 | (Amounts in millions) | Fiscal Year Ended January 31, 2020 | Fiscal Year Ended January 31, 2019 |
@@ -43,6 +53,7 @@ Total revenues and net income by quarter of fiscal 2020, in millions.
 | Total revenues | 523,964 | 514,405 |
 | Net income | 14,881 | 6,670 |
 | Employee benefits | 299 | 250 |
+| Dividends declared per common share | $2.12 | $2.08 |
 
 At January 31, 2020, Northwind employed 2,200 people in its stores and offices.
 
@@ -273,3 +284,27 @@ def test_a_change_reads_the_row_whose_columns_say_they_are_the_asked_years(runti
         "Net sales grew by 28,832 (+17.7 %), from 163,220 in 2020 [1] to 192,052 in 2021 [2]"
     ), query.answer
     assert query.synthesis is not None and query.synthesis.assurance == "computed"
+
+
+def test_a_segments_table_is_not_the_whole_and_per_share_rows_line_up(runtime: Runtime) -> None:
+    """Issue 45, item 1: Best Buy's quarter revenue was its Domestic segment's ($8,890 million for $9,583
+    million): a table titled for a segment answers for the whole company only after the whole's own,
+    unless the question names a segment. And a row labelled `… per common share` is named by a question
+    that says "per common share" (the `per` kept it out of the rows each period is read from)."""
+    whole = runtime.ask(
+        TurnRequest(ask="What were Northwind's total revenues in fiscal 2020?", scope=["northwind"])
+    )
+    assert whole.answer is not None and f"Total revenues, {FY}: 523,964 [1]" in whole.answer, whole.answer
+    dividends = runtime.ask(
+        TurnRequest(
+            ask="What were Northwind's dividends declared per common share in fiscal 2019 and 2020?",
+            scope=["northwind"],
+        )
+    )
+    assert dividends.answer is not None
+    assert dividends.answer.splitlines()[1:3] == [
+        "- Dividends declared per common share, Fiscal year ended Jan 31, 2019: $2.08 [1]"
+        " (uploads/corpus/annual-report.md p. 1)",
+        "- Dividends declared per common share, Fiscal year ended Jan 31, 2020: $2.12 [2]"
+        " (uploads/corpus/annual-report.md p. 1)",
+    ], dividends.answer

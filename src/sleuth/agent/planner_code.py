@@ -6,6 +6,7 @@ by the tests (`tests/agent/test_planner_code.py`), since no linter sees code bui
 from __future__ import annotations
 
 import inspect
+import re
 from dataclasses import dataclass
 
 from sleuth.agent.extractive import (
@@ -51,8 +52,11 @@ FIGURE_NAMED_CELLS = 200  # at most this many of a named document's cells are re
 FIGURE_ROWS = 6  # rows the question names, stated for a computed quantity
 #: Words a row label may hold beyond the question's own and still be named by it.
 LABEL_STOP = frozenset(
-    {"and", "of", "the", "for", "to", "in", "on", "from", "by", "with", "total", "a", "an"}
+    {"and", "of", "the", "for", "to", "in", "on", "from", "by", "with", "per", "total", "a", "an"}
 )
+#: A table of one part of a company (`Selected financial data for the Domestic segment`): its
+#: `Revenue` is the part's, so it answers for the whole only after the whole's own tables.
+PART_OF = re.compile(r"\bsegments?\b|\bdivisions?\b", re.IGNORECASE)
 #: What starts the line a step prints for the planner (and that `sleuth ask` keeps from people).
 PLAN_PREFIX = "#PLAN "
 _PLAN_LIMIT = MAX_PLAN_CHARS - len(PLAN_PREFIX)
@@ -380,6 +384,7 @@ class StepCode:
             f"cell_contexts = {list(figure.contexts)!r}  # contexts whose version has `_cells`",
             f"exact = {figure.exact!r}  # a computed quantity: only a row of exactly its words answers",
             f"change_column = re.compile({CHANGE_COLUMN.pattern!r}, re.IGNORECASE)  # `% Change`",
+            f"part_of = re.compile({PART_OF.pattern!r}, re.IGNORECASE)  # a table of one segment",
             *_STEM,
             "def words(text):",
             '    return {stem(w) for w in re.findall(r"[a-z0-9]+", (text or "").lower())}',
@@ -393,6 +398,9 @@ class StepCode:
             "def cell_entry(c, path, page):",
             '    return [c["_evidence"], c["label"][:120], c["header"][:80], c["text"], c["unit"],',
             '            path, page, c["value"], (c["section"] or "")[:80], c["year"]]',
+            f"names_part = {bool(PART_OF.search(' '.join(figure.words)))!r}  # the question names a segment",
+            "def a_part(c):  # a segment's table answers for the whole only when the question names one",
+            '    return bool(part_of.search(c["title"] or "")) and not names_part',
             "def consider_row(c, rank, path, page):",
             '    core = words(c["label"]) - set(label_stop)',
             '    if "_evidence" not in c or not core or not core <= set(asked) or c["header"] is None:',
@@ -405,7 +413,7 @@ class StepCode:
             "        return",
             '    if years and change_column.search(c["header"]):  # the change in the year, not its figure',
             "        return",
-            '    key = [-len(core), rank, c["column_no"]]',
+            '    key = [-len(core), a_part(c), rank, c["column_no"]]',
             '    name = (c["label"].lower(), c["year"])',
             "    if name not in named_rows or key < named_rows[name][0]:",
             "        named_rows[name] = (key, cell_entry(c, path, page))",
@@ -422,7 +430,7 @@ class StepCode:
             '    if exact and (inside < len(quantity) or label - set(quantity) - {"total"}):',
             "        return",
             '    titled = not tables or any(set(t) <= words(c["title"]) for t in tables)',
-            "    key = [len(needed) - inside, not titled, len(label - set(quantity)), rank,",
+            "    key = [len(needed) - inside, not titled, a_part(c), len(label - set(quantity)), rank,",
             '           -c.get("size", 0), c["column_no"]]',
             '    if c["_evidence"] not in found or key < found[c["_evidence"]][0]:',
             '        found[c["_evidence"]] = (key, cell_entry(c, path, page))',

@@ -24,7 +24,8 @@ from sleuth.format.text import normalize_text
 #: 8: PDF tables read by where their words stand: columns, headers, titles, row groups (issue 43).
 #: 9: table headers read wider (narrow spanning headers, header lines given after the rows, `December
 #:    31` beside the years, a `%` that does not widen a column; issue 43).
-TEXT_VERSION = 9
+#: 10: a Markdown table's title is the heading it stands under (issue 45: a segment's table).
+TEXT_VERSION = 10
 
 
 @dataclass(frozen=True)

@@ -39,5 +39,7 @@ def parse(data: bytes) -> ParsedSource:
             rows.append(TableRow(start, min(end, len(content)), cells))
             row_line = None
         elif tok.type == "table_close" and len(rows) >= 2:
-            tables.append(Table(rows))
+            # its title is the heading it stands under (`## Selected financial data for the Stores
+            # segment`), as a PDF table's is the line above it
+            tables.append(Table(rows, title=headings[-1].text if headings else None))
     return ParsedSource("markdown", [Page(1, content, headings, tables)])
