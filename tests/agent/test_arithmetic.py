@@ -35,6 +35,13 @@ from tests.agent.test_offline import _check_citations
             " development 7.7 million [1] / Revenue 48.2 million [2].",
             ["Research and development, 2025: 7.7", "Revenue, 2025: 48.2"],
         ),
+        (  # a definition in brackets is its own phrase (Netflix's "operating margin in 2017 (operating
+            # income as a share of revenues)" was stated as the rounded 7 % row, not worked out: 7.2 %)
+            "What was the operating margin in 2025 (operating income as a percentage of revenue)?",
+            "Operating income as a percentage of revenue for 2025: 14.3 % = Operating income 6.9 million [1]"
+            " / Revenue 48.2 million [2].",
+            ["Operating income, 2025: 6.9", "Revenue, 2025: 48.2"],
+        ),
         (
             "What was the gross margin in 2024?",
             "Gross margin for 2024: 57.2 % = Gross profit 24.6 million [1] / Revenue 43.0 million [2].",

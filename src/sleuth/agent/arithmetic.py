@@ -150,7 +150,11 @@ def worked(ask: str, rows: list[Any]) -> Worked | None:
     ):
         match = pattern.search(ask)
         if match:
-            a, b = match.group("a").strip(), match.group("b").strip()
+            # a definition in brackets or after a comma ("… margin in 2017 (operating income as a share
+            # of revenues)", "… in 2022, operating profit divided by …") is its own phrase: what stands
+            # before the bracket or comma is not the numerator
+            a = re.split(r"[(,]", match.group("a"))[-1].strip()
+            b = match.group("b").split(")", 1)[0].strip()
             name = _defined_name(ask) or _capital(named.format(a=a, b=b))
             return _ratio(ask, name, a, [b], found, years)
     margin = _MARGIN.search(ask)
@@ -168,9 +172,10 @@ def _ratio(
 ) -> Worked | None:
     year = years[-1] if years else None
     pool = [o for o in found if year is None or o.year == year]
-    a = _named(top, pool)
+    want = period_length(ask)[0] or (12 if year is not None else None)  # the asked period's length
+    a = _named(top, pool, want)
     same = [o for o in pool if a is not None and o.path == a.path]  # both from one document
-    b = next((o for o in (_named(name, same) for name in bottoms) if o is not None), None)
+    b = next((o for o in (_named(name, same, want) for name in bottoms) if o is not None), None)
     if a is None or b is None or a.ref == b.ref or b.value == 0:
         return None
     scale = _reconciled(a, b)
@@ -234,9 +239,11 @@ def _change(ask: str, found: list[Operand], years: tuple[int, ...]) -> Worked | 
     return Worked(sentence + ").", [a.ref, b.ref])
 
 
-def _named(phrase: str, pool: list[Operand]) -> Operand | None:
+def _named(phrase: str, pool: list[Operand], want: int | None = None) -> Operand | None:
     """The operand whose row the phrase names: every word of the row's label in the phrase and most of
-    the phrase in the label; None when none does or two rows do as well."""
+    the phrase in the label; None when none does or two rows do as well — but for the one row of them
+    whose column says it is `want` months long (Netflix's `Revenues` for the year beside a quarterly
+    table's `Total revenues`, whose header says no length)."""
     wanted = _words(phrase)
     if not wanted:
         return None
@@ -249,7 +256,9 @@ def _named(phrase: str, pool: list[Operand]) -> Operand | None:
     if not scored or scored[0][0] < 0.5:
         return None
     if len(scored) > 1 and scored[1][0] == scored[0][0] and scored[1][1].value != scored[0][1].value:
-        return None
+        tied = [operand for score, operand in scored if score == scored[0][0]]
+        said = [operand for operand in tied if want is not None and operand.months == want]
+        return said[0] if len(said) == 1 else None
     return scored[0][1]
 
 
