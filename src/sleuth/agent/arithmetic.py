@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from sleuth.agent.extractive import asked_years, normalize_word
+from sleuth.agent.extractive import asked_months, asked_years, normalize_word
 from sleuth.agent.planner_figures import UNIT_SCALES
 from sleuth.format.figures import CHANGE_COLUMN
 from sleuth.format.periods import period_length
@@ -172,7 +172,7 @@ def _ratio(
 ) -> Worked | None:
     year = years[-1] if years else None
     pool = [o for o in found if year is None or o.year == year]
-    want = period_length(ask)[0] or (12 if year is not None else None)  # the asked period's length
+    want = asked_months(ask)  # the asked period's length
     a = _named(top, pool, want)
     same = [o for o in pool if a is not None and o.path == a.path]  # both from one document
     b = next((o for o in (_named(name, same, want) for name in bottoms) if o is not None), None)
@@ -209,9 +209,8 @@ def _change(ask: str, found: list[Operand], years: tuple[int, ...]) -> Worked | 
         and (not quantity or names_quantity(pair[first].label, quantity))
     ]
     if len(both) > 1:  # of rows alike, the one whose columns say they are the asked length
-        said = [
-            pair for pair in both if all(o.months == (period_length(ask)[0] or 12) for o in pair.values())
-        ]
+        want = asked_months(ask)
+        said = [pair for pair in both if all(o.months == want for o in pair.values())]
         both = said if len(said) == 1 else both
     if len(both) != 1:
         return None  # no row, or several, the question could mean

@@ -421,11 +421,9 @@ class OfflinePlanner:
         quantity = self._figure.quantity if self._figure is not None else ()
         years = self._figure.years if self._figure is not None else ()
         exact = self._figure is not None and self._figure.exact  # a computation: its operands, not a series
-        trend = self._figure is not None and self._figure.trend
-        if trend:  # "how has X changed" naming no years: every period the tables read hold
-            years = tuple(sorted({y for e in plan.get("rows") or [] if (y := _row_year(e)) is not None}))
-        if len(years) > 1 and not exact:  # the quantity in each period named, not one period's figure
-            each = per_period(plan.get("rows") or [], quantity, years, named=not trend)
+        trend = self._figure is not None and self._figure.trend  # "how has X changed", no years named
+        if (trend or len(years) > 1) and not exact:  # the quantity in each period, not one period's
+            each = per_period(plan.get("rows") or [], quantity, None if trend else years)
             if each is not None:
                 rest = [r for r in top_labels(searched) if r not in each.refs]
                 sure: Assurance = "matched" if each.complete else "nearest"
@@ -527,10 +525,3 @@ class OfflinePlanner:
             self.config.id,
             "tool_calls",
         )
-
-
-def _row_year(entry: object) -> int | None:
-    """The year of a plan's row entry (`StepCode._figure_lines`' `cell_entry`), None where it has none."""
-    if isinstance(entry, list) and len(entry) >= 10 and isinstance(entry[9], int):
-        return entry[9]
-    return None

@@ -49,20 +49,18 @@ class PerPeriod:
     complete: bool
 
 
-def per_period(
-    rows: list[Any], quantity: tuple[str, ...], years: tuple[int, ...], named: bool = True
-) -> PerPeriod | None:
+def per_period(rows: list[Any], quantity: tuple[str, ...], years: tuple[int, ...] | None) -> PerPeriod | None:
     """The asked quantity for each of `years` from the plan's `rows` (`StepCode._figure_lines`' cell
     entries: `[ref, label, header, text, unit, path, page, value, section, year]`, one per row label and
     year): the label that names the quantity and covers the most of the years (the first such in the
     rows' order), one line a year, then the direction. None where no label names it for two years.
-    `named`: the question named the years (else they are every period the tables the step read hold)."""
+    `years` None: the question named none ("how has X changed"), so every year the rows hold."""
     by_label: dict[str, dict[int, list[Any]]] = {}
     for entry in rows:
         if not (isinstance(entry, list) and len(entry) >= 10 and isinstance(entry[1], str)):
             continue
         year = entry[9]
-        if isinstance(year, int) and year in years and names_quantity(entry[1], quantity):
+        if isinstance(year, int) and (years is None or year in years) and names_quantity(entry[1], quantity):
             by_label.setdefault(entry[1].casefold(), {}).setdefault(year, entry)
     if not by_label:
         return None
@@ -71,13 +69,13 @@ def per_period(
         return None
     ordered = [found[year] for year in sorted(found)]
     label = ordered[0][1]
-    lines = [f"{label}, in each period {'the question names' if named else 'its tables hold'}:"]
+    lines = [f"{label}, in each period {'its tables hold' if years is None else 'the question names'}:"]
     for ref, _label, header, text, unit, path, page, value, section, _year in (e[:10] for e in ordered):
         said = figure_sentence(label, str(header), str(text), unit if isinstance(unit, str) else None,
                                value if isinstance(value, int | float) else None,
                                section if isinstance(section, str) else None)  # fmt: skip
         lines.append(f"- {said} [{ref}] ({path} p. {page})")
-    missing = [str(year) for year in sorted(years) if year not in found]
+    missing = [str(year) for year in sorted(years or ()) if year not in found]
     if missing:
         lines.append(f"No row of it was found for {', '.join(missing)}.")
     direction = _direction([e[7] for e in ordered], [str(e[3]) for e in ordered])
