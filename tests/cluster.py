@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 
 from sleuth.store.records.server_db import ServerDB
+from tests import loopback
 from tests.ports import free_port
 
 
@@ -84,7 +85,7 @@ class Cluster:
         deadline = time.monotonic() + 60
         while True:
             try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                if loopback.get(f"{url}/healthz", timeout=2).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass

@@ -25,6 +25,7 @@ from sleuth.sandbox import SandboxHost
 from sleuth.server.state import Server
 from sleuth.store.contexts.home import Home
 from sleuth.store.records.server_db import ServerDB
+from tests import loopback
 from tests.ports import free_port
 
 
@@ -70,7 +71,7 @@ def launch(
             raise RuntimeError("the API server did not start")
         time.sleep(0.02)
     url = f"http://127.0.0.1:{port}"
-    client = httpx.Client(base_url=url, timeout=60)
+    client = loopback.client(base_url=url, timeout=60)
 
     def stop() -> None:
         client.close()

@@ -16,6 +16,7 @@ import pytest
 
 from sleuth.compile.manifest import DETERMINISTIC_KINDS, parse_manifest
 from sleuth.store.records.keys import KeyStore
+from tests import loopback
 from tests.api.support import ServerFactory, error, make_zip, unique_slug, upload, wait_task
 
 NOTE = b"# Onboarding\n\nEvery hire receives a laptop on day one. Tickets use the code HW-1107.\n"
@@ -382,8 +383,8 @@ def test_roles(make_server: ServerFactory) -> None:
     keys = KeyStore.for_db(server.state.db)
     _, admin_secret = keys.create(f"admin-{uuid.uuid4().hex[:6]}", "admin")
     _, query_secret = keys.create(f"query-{uuid.uuid4().hex[:6]}", "query")
-    admin = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {admin_secret}"})
-    query = httpx.Client(base_url=server.url, headers={"X-Pinecone-Api-Key": query_secret})
+    admin = loopback.client(base_url=server.url, headers={"Authorization": f"Bearer {admin_secret}"})
+    query = loopback.client(base_url=server.url, headers={"X-Pinecone-Api-Key": query_secret})
     slug = unique_slug()
     try:
         error(server.client.get("/api/contexts"), 401, "unauthenticated")

@@ -22,12 +22,12 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 from sleuth.compile.pipeline import CompileReport
 from sleuth.store.contexts.home import Home
 from sleuth.store.records.tasks import TaskStore
+from tests import loopback
 from tests.api.support import upload
 from tests.cluster import Cluster
 from tests.models.slow import NOTES_MANIFEST, SlowModel, catalog_entry, notes
@@ -84,7 +84,7 @@ def _read(url: str, timeout_s: float = 180) -> dict[str, Any]:
     """GET `url` until it answers 200 (a 503 `database_unavailable` while the database is away)."""
     deadline = time.monotonic() + timeout_s
     while True:
-        answer = httpx.get(url, timeout=30)
+        answer = loopback.get(url, timeout=30)
         if answer.status_code == 200:
             found: dict[str, Any] = answer.json()
             return found
@@ -98,7 +98,7 @@ def _post(url: str, body: dict[str, Any], timeout_s: float = 120) -> dict[str, A
     """POST until the server answers other than 503 (the database coming back)."""
     deadline = time.monotonic() + timeout_s
     while True:
-        answer = httpx.post(url, json=body, timeout=120)
+        answer = loopback.post(url, json=body, timeout=120)
         if answer.status_code != 503:
             assert answer.status_code == 200, answer.text
             found: dict[str, Any] = answer.json()
@@ -120,7 +120,7 @@ def _ended(url: str, states: tuple[str, ...], timeout_s: float = 240) -> dict[st
 def test_a_turn_running_when_postgresql_restarts_completes(cluster: Cluster, own_postgres: Postgres) -> None:
     base = cluster.servers[0]
     ask = {"ask": "Wait a few steps.", "scope": ["acme"], "model": MODEL, "max_steps": 4, "background": True}
-    query_id = httpx.post(f"{base}/api/query", json=ask, timeout=60).json()["id"]
+    query_id = loopback.post(f"{base}/api/query", json=ask, timeout=60).json()["id"]
     deadline = time.monotonic() + 60
     while not _read(f"{base}/api/queries/{query_id}").get("steps"):  # running, a step in
         assert time.monotonic() < deadline, "the turn did not start"
@@ -128,7 +128,7 @@ def test_a_turn_running_when_postgresql_restarts_completes(cluster: Cluster, own
     _restart(own_postgres)
     done = _ended(f"{base}/api/queries/{query_id}", ("completed", "failed", "cancelled"))
     assert done["status"] == "completed", done
-    events = httpx.get(f"{base}/api/queries/{query_id}/events", timeout=30).text
+    events = loopback.get(f"{base}/api/queries/{query_id}/events", timeout=30).text
     assert "response.completed" in events
 
 
@@ -138,7 +138,7 @@ def test_a_curate_running_when_postgresql_restarts_publishes_once(
     """Eight notes whose model takes 3 s a call: the curate is still running at the restart, and after
     the turn asked once the database is back."""
     base = cluster.servers[0]
-    with httpx.Client(base_url=base, timeout=60) as client:
+    with loopback.client(base_url=base, timeout=60) as client:
         made = {"slug": "restarted", "name": "Restarted", "manifest": NOTES_MANIFEST}
         client.post("/api/contexts", json=made).raise_for_status()
         for name, text in notes(8, seed=5).items():

@@ -22,6 +22,7 @@ from sleuth.store.contexts.home import Home
 from sleuth.store.database import new_id
 from sleuth.store.records.rows import QueryDocument
 from sleuth.store.records.server_db import ServerDB
+from tests import loopback
 from tests.api.test_sse import read_stream
 from tests.ports import free_port
 
@@ -59,7 +60,7 @@ class ServeProcess:
             if self.process.poll() is not None:
                 raise RuntimeError(f"sleuth serve exited: {log.read_text(errors='replace')}")
             try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).text == "ok":
+                if loopback.get(f"{self.url}/healthz", timeout=1).text == "ok":
                     break
             except httpx.TransportError:
                 pass
@@ -119,7 +120,7 @@ def test_completed_turns_survive_and_in_flight_turns_fail_on_restart(
     log = tmp_path / "serve.log"
     first = ServeProcess(served_home, log)
     try:
-        with httpx.Client(base_url=first.url, timeout=120) as client:
+        with loopback.client(base_url=first.url, timeout=120) as client:
             done = client.post(
                 "/api/query", json={"ask": "How many products are in the catalog?", "scope": ["acme"]}
             )
@@ -143,7 +144,7 @@ def test_completed_turns_survive_and_in_flight_turns_fail_on_restart(
             assert done_turn is not None and done_turn["status"] == "completed"
             assert db.get_trace(completed["id"]) is not None
 
-        with httpx.Client(base_url=second.url, timeout=60) as client:
+        with loopback.client(base_url=second.url, timeout=60) as client:
             assert client.get(f"/api/queries/{completed['id']}").status_code == 401  # keys now required
             client.headers["Authorization"] = f"Bearer {SEEDED_KEY}"
             assert client.get("/api/auth").json()["user"] == "SLEUTH_API_KEY"

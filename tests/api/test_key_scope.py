@@ -22,6 +22,7 @@ from sleuth.store.contexts.home import ContextDir, Home
 from sleuth.store.database import new_id
 from sleuth.store.records.keys import KeyStore
 from sleuth.store.records.tasks import TaskStore
+from tests import loopback
 from tests.api.support import LiveServer, ServerFactory
 
 HOTEL = "What is the hotel limit per night when travelling?"
@@ -232,31 +233,31 @@ def test_mcp_refuses_with_the_envelope_and_credentials_first(secured: LiveServer
     url = f"{secured.url}/mcp"
     message = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     for headers in ({"Accept": "text/html"}, {"Accept": "text/html", "Api-Key": "slk_nope"}):
-        refused = httpx.post(url, json=message, headers=headers, timeout=5)
+        refused = loopback.post(url, json=message, headers=headers, timeout=5)
         assert code_of(refused) == (401, "unauthenticated"), refused.text
         assert refused.headers["WWW-Authenticate"] == "Bearer"
     agent = key(secured, "agent")
     ok = {"Accept": "application/json, text/event-stream", **agent}
     cases: list[tuple[httpx.Response, int, str]] = [
         (
-            httpx.post(url, json=message, headers={**agent, "Accept": "text/html"}, timeout=5),
+            loopback.post(url, json=message, headers={**agent, "Accept": "text/html"}, timeout=5),
             406,
             "not_acceptable",
         ),
         (
-            httpx.post(
+            loopback.post(
                 url, content=json.dumps(message), headers={**ok, "Content-Type": "text/plain"}, timeout=5
             ),
             415,
             "unsupported_media_type",
         ),
-        (httpx.get(url, headers=ok, timeout=5), 405, "method_not_allowed"),  # it used to hang, idle
-        (httpx.delete(url, headers=ok, timeout=5), 405, "method_not_allowed"),
+        (loopback.get(url, headers=ok, timeout=5), 405, "method_not_allowed"),  # it used to hang, idle
+        (loopback.delete(url, headers=ok, timeout=5), 405, "method_not_allowed"),
     ]
     for response, status, code in cases:
         assert code_of(response) == (status, code), response.text
         assert response.json()["message"] and set(response.json()) == {"message", "code"}
         assert response.headers["X-Pinecone-Api-Version"] == "2026-07"
     assert cases[2][0].headers["Allow"] == "POST"
-    listed = httpx.post(url, json=message, headers=ok, timeout=30)
+    listed = loopback.post(url, json=message, headers=ok, timeout=30)
     assert listed.status_code == 200 and listed.json()["result"]["tools"]

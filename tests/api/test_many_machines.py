@@ -42,6 +42,7 @@ from sleuth.compile.pipeline import CompileReport
 from sleuth.store.contexts.home import Home
 from sleuth.store.records.server_db import WORKER_LOST_ERROR
 from sleuth.store.records.tasks import TaskStore
+from tests import loopback
 from tests.api.support import unique_slug, upload, wait_task
 from tests.cluster import Cluster
 from tests.models.slow import NOTES_MANIFEST, SlowModel, catalog_entry, notes
@@ -118,11 +119,11 @@ def _ask(base: str, **body: Any) -> httpx.Response:
     body.setdefault("scope", ["acme"])
     body.setdefault("model", MODEL)
     body.setdefault("background", True)
-    return httpx.post(f"{base}/api/query", json=body, timeout=60)
+    return loopback.post(f"{base}/api/query", json=body, timeout=60)
 
 
 def _query(base: str, query_id: str) -> dict[str, Any]:
-    found: dict[str, Any] = httpx.get(f"{base}/api/queries/{query_id}", timeout=30).json()
+    found: dict[str, Any] = loopback.get(f"{base}/api/queries/{query_id}", timeout=30).json()
     return found
 
 
@@ -153,7 +154,9 @@ def _frames(
     `stop_after` frames with ids arrived."""
     headers = {} if last_event_id is None else {"Last-Event-ID": str(last_event_id)}
     out = [] if out is None else out
-    with httpx.stream("GET", f"{base}/api/queries/{query_id}/events", headers=headers, timeout=120) as resp:
+    with loopback.stream(
+        "GET", f"{base}/api/queries/{query_id}/events", headers=headers, timeout=120
+    ) as resp:
         assert resp.status_code == 200
         frame: dict[str, str] = {}
         for line in resp.iter_lines():
@@ -181,7 +184,7 @@ def test_asked_on_one_server_streamed_and_cancelled_on_the_other(cluster: Cluste
         _until(lambda: any(e == "response.step" for _, e in seen), 60, "a step")
     except AssertionError:
         raise AssertionError(f"{seen} {_query(a, query_id)}") from None
-    cancelled = httpx.post(f"{b}/api/queries/{query_id}/cancel", timeout=60).json()
+    cancelled = loopback.post(f"{b}/api/queries/{query_id}/cancel", timeout=60).json()
     assert cancelled["status"] == "cancelled", cancelled
     streaming.join(timeout=60)
     events = [e for _, e in seen]
@@ -252,7 +255,7 @@ def test_admission_limits_hold_across_servers(cluster: Cluster) -> None:
     busy = _ask(b, ask="again", session_id=first.json()["session_id"])
     assert busy.status_code == 409 and busy.json()["code"] == "session_busy", busy.text
     for response, base in ((first, b), (second, a), (third, b)):
-        httpx.post(f"{base}/api/queries/{response.json()['id']}/cancel", timeout=60)
+        loopback.post(f"{base}/api/queries/{response.json()['id']}/cancel", timeout=60)
     for response in (first, second, third):
         assert _query(a, response.json()["id"])["status"] in ("cancelled", "completed", "failed")
 
@@ -281,7 +284,7 @@ def test_a_curate_fans_out_over_the_workers(cluster: Cluster) -> None:
     vector."""
     a = cluster.servers[0]
     slug = unique_slug()
-    with httpx.Client(base_url=a, timeout=60) as on_a:
+    with loopback.client(base_url=a, timeout=60) as on_a:
         task_id = _notes(on_a, slug, files=8, seed=11)
         done = wait_task(on_a, task_id, timeout=180)
     assert done["state"] == "completed", done
@@ -297,14 +300,14 @@ def test_a_curate_fans_out_over_the_workers(cluster: Cluster) -> None:
 def test_two_servers_asked_to_curate_one_context_at_once_start_one_curate(cluster: Cluster) -> None:
     a, b = cluster.servers[0], cluster.servers[-1]
     slug = unique_slug()
-    with httpx.Client(base_url=a, timeout=60) as on_a:
+    with loopback.client(base_url=a, timeout=60) as on_a:
         _upload_corpus(on_a, slug)
     answers: list[httpx.Response] = []
     barrier = threading.Barrier(4)
 
     def curate(base: str) -> None:
         barrier.wait()
-        answers.append(httpx.post(f"{base}/api/contexts/{slug}/curate", json={}, timeout=60))
+        answers.append(loopback.post(f"{base}/api/contexts/{slug}/curate", json={}, timeout=60))
 
     threads = [threading.Thread(target=curate, args=(base,)) for base in (a, b, a, b)]
     for thread in threads:
@@ -314,7 +317,7 @@ def test_two_servers_asked_to_curate_one_context_at_once_start_one_curate(cluste
     codes = sorted(r.status_code for r in answers)
     assert codes == [200, 409, 409, 409], [r.text for r in answers]
     started = next(r for r in answers if r.status_code == 200).json()["task_id"]
-    with httpx.Client(base_url=b, timeout=60) as on_b:
+    with loopback.client(base_url=b, timeout=60) as on_b:
         task = wait_task(on_b, started, timeout=180)
         assert task["state"] == "completed", task
 
@@ -322,7 +325,7 @@ def test_two_servers_asked_to_curate_one_context_at_once_start_one_curate(cluste
 def test_a_curate_whose_worker_is_killed_completes_on_the_other(cluster: Cluster) -> None:
     a, b = cluster.servers
     slug = unique_slug()
-    with httpx.Client(base_url=a, timeout=60) as on_a, httpx.Client(base_url=b, timeout=120) as on_b:
+    with loopback.client(base_url=a, timeout=60) as on_a, loopback.client(base_url=b, timeout=120) as on_b:
         _upload_corpus(on_a, slug)
         task_id = on_a.post(f"/api/contexts/{slug}/curate", json={}).json()["task_id"]
         with TaskStore(cluster.database_url) as tasks:
@@ -345,7 +348,7 @@ def test_a_worker_stopped_mid_curate_hands_it_back_and_it_completes(cluster: Clu
     Its model takes 2 s a call, so the curate outlasts the grace."""
     a, b = cluster.servers[0], cluster.servers[-1]
     slug = unique_slug()
-    with httpx.Client(base_url=a, timeout=60) as on_a, httpx.Client(base_url=b, timeout=120) as on_b:
+    with loopback.client(base_url=a, timeout=60) as on_a, loopback.client(base_url=b, timeout=120) as on_b:
         task_id = _notes(on_a, slug, files=6, seed=7)
         with TaskStore(cluster.database_url) as tasks:
             holder = _until(lambda: _task_worker(tasks, task_id), 60, "a worker to take the curate")
@@ -368,7 +371,7 @@ def test_a_curate_whose_worker_freezes_completes_once_on_the_other(cluster: Clus
     publishes nothing over its successor."""
     a, b = cluster.servers[0], cluster.servers[-1]
     slug = unique_slug()
-    with httpx.Client(base_url=a, timeout=60) as on_a, httpx.Client(base_url=b, timeout=120) as on_b:
+    with loopback.client(base_url=a, timeout=60) as on_a, loopback.client(base_url=b, timeout=120) as on_b:
         task_id = _notes(on_a, slug, files=4, seed=13)
         with TaskStore(cluster.database_url) as tasks:
             holder = _until(lambda: _task_worker(tasks, task_id), 60, "a worker to take the curate")
@@ -398,7 +401,7 @@ def test_nodes_with_homes_of_their_own_share_contexts_through_the_storage(cluste
     a, b = cluster.servers[0], cluster.servers[-1]
     assert len(set(cluster.homes)) == len(cluster.homes) >= 4
     slug = unique_slug()
-    with httpx.Client(base_url=a, timeout=60) as on_a, httpx.Client(base_url=b, timeout=120) as on_b:
+    with loopback.client(base_url=a, timeout=60) as on_a, loopback.client(base_url=b, timeout=120) as on_b:
         _upload_corpus(on_a, slug)
         assert (
             on_a.put(f"/api/contexts/{slug}", json={"guide": "Answer from the handbook."}).status_code == 200
@@ -450,7 +453,7 @@ def test_a_connector_sync_runs_on_a_worker(cluster: Cluster) -> None:
     folder.mkdir()
     (folder / "leave.md").write_text("# Leave\n\nEvery employee has 31 days of parental leave.\n")
     slug = unique_slug()
-    with httpx.Client(base_url=a, timeout=60) as on_a:
+    with loopback.client(base_url=a, timeout=60) as on_a:
         on_a.post("/api/contexts", json={"slug": slug, "name": "Synced on a worker"}).raise_for_status()
         made = on_a.post(
             f"/api/contexts/{slug}/connectors",
@@ -466,7 +469,7 @@ def test_a_connector_sync_runs_on_a_worker(cluster: Cluster) -> None:
     with TaskStore(cluster.database_url) as tasks:
         for held in (tasks.get(task_id), tasks.get(curated["id"])):
             assert held is not None and str(held["worker"]).startswith("worker:"), held
-    with httpx.Client(base_url=b, timeout=60) as on_b:
+    with loopback.client(base_url=b, timeout=60) as on_b:
         sources = on_b.post(f"/api/contexts/{slug}/sql", json={"sql": "SELECT path FROM _sources"})
         assert sources.status_code == 200 and sources.json()["rows"] == [["share/leave.md"]], sources.text
         stored = on_b.get(f"/api/contexts/{slug}/source/read/share/leave.md")
@@ -482,7 +485,7 @@ def test_an_archive_import_a_pack_and_a_restore_run_on_workers(cluster: Cluster)
     with zipfile.ZipFile(archive, "w") as zf:
         zf.writestr("leave.md", "# Leave\n\nEvery employee has 31 days of parental leave.\n")
         zf.writestr("travel/rules.md", "# Travel\n\nTrains under four hours; flights above.\n")
-    with httpx.Client(base_url=a, timeout=60) as on_a, httpx.Client(base_url=b, timeout=60) as on_b:
+    with loopback.client(base_url=a, timeout=60) as on_a, loopback.client(base_url=b, timeout=60) as on_b:
         on_a.post("/api/contexts", json={"slug": slug, "name": "Imported"}).raise_for_status()
         imported = upload(on_a, slug, "policies.zip", archive.getvalue())
         assert imported.status_code == 200 and imported.json()["state"] == "importing", imported.text

@@ -13,7 +13,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
-import httpx
 import httpx2
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -24,6 +23,7 @@ from sleuth.compile.pipeline import CompileReport
 from sleuth.sdk.sql import MAX_RESULT_BYTES, MAX_VALUE_BYTES
 from sleuth.store.contexts.home import Home
 from sleuth.store.records.keys import KeyStore
+from tests import loopback
 from tests.api.support import ServerFactory
 from tests.support import SDK_PRIMITIVES
 
@@ -251,7 +251,7 @@ def test_http_requires_a_key_when_auth_is_on(make_server: ServerFactory) -> None
     request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     headers = {"Accept": "application/json, text/event-stream"}
     for sent in ({}, {"Authorization": "Bearer slk_not-a-key"}, {"Api-Key": "nope"}):
-        refused = httpx.post(f"{server.url}/mcp", json=request, headers={**headers, **sent})
+        refused = loopback.post(f"{server.url}/mcp", json=request, headers={**headers, **sent})
         assert refused.status_code == 401, refused.text
         assert refused.json()["code"] == "unauthenticated"
         assert refused.headers["WWW-Authenticate"] == "Bearer"

@@ -17,6 +17,7 @@ from sleuth.api.app import create_app
 from sleuth.compile.pipeline import CompileReport
 from sleuth.server.build import open_server
 from sleuth.store.contexts.home import Home
+from tests import loopback
 from tests.api.support import ServerFactory
 from tests.ports import free_port
 from tests.postgres import Postgres, throwaway_postgres
@@ -73,7 +74,7 @@ def test_a_server_that_loses_its_database_is_not_ready_until_it_is_back(
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+        with loopback.client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
             deadline = time.monotonic() + 30
             while True:
                 try:

@@ -26,6 +26,7 @@ from mcp_types import TextContent
 from sleuth.sdk.errors import QueryError
 from sleuth.sdk.sql import TIME_LIMIT_S
 from sleuth.sdk.sql_process import GRACE_S, IsolatedDatabase
+from tests import loopback
 from tests.api.support import ServerFactory
 
 SQL = "/api/contexts/acme/sql"
@@ -57,7 +58,7 @@ def test_slots_are_taken_without_waiting_and_other_routes_answer(make_server: Se
     outcomes: list[int] = []
 
     def slow() -> None:
-        with httpx.Client(base_url=server.url, timeout=120) as own:
+        with loopback.client(base_url=server.url, timeout=120) as own:
             body = {"sql": f"SELECT {SLOW} AS hit", "params": [PATTERN] * 5}
             outcomes.append(own.post(SQL, json=body).status_code)
 
@@ -133,7 +134,7 @@ def test_sixteen_heavy_statements_at_once_are_bounded_together(make_server: Serv
     statuses: list[int] = []
 
     def one() -> None:
-        with httpx.Client(base_url=server.url, timeout=120) as own:
+        with loopback.client(base_url=server.url, timeout=120) as own:
             statuses.append(own.post(SQL, json={"sql": heavy, "max_rows": 1000}).status_code)
 
     callers = [threading.Thread(target=one) for _ in range(16)]

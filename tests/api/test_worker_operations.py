@@ -32,6 +32,7 @@ from sleuth.server.state import Server
 from sleuth.settings import Settings
 from sleuth.store.contexts.home import Home
 from sleuth.store.records.tasks import TaskStore
+from tests import loopback
 from tests.api.test_operations import samples
 from tests.cluster import Cluster
 from tests.models.wire import Canned, WireServer, openai_completion, wire_server
@@ -54,7 +55,7 @@ def served(
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
+        with loopback.client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
             deadline = time.monotonic() + 30
             while not server.started:
                 assert time.monotonic() < deadline, "the server never started"
@@ -146,14 +147,14 @@ def test_liveness_answers_503_naming_the_part_that_stopped_beating() -> None:
     server = serve(port, "127.0.0.1", CollectorRegistry(), liveness)
     try:
         base = f"http://127.0.0.1:{port}"
-        assert httpx.get(f"{base}/healthz").text == "ok"
+        assert loopback.get(f"{base}/healthz").text == "ok"
         liveness.watch("task heartbeat", _Beats(time.monotonic() - 5000))  # hung for 5,000 s
-        late = httpx.get(f"{base}/healthz")
+        late = loopback.get(f"{base}/healthz")
         silent = re.fullmatch(r"late: task heartbeat \((\d+) s since its last beat\)", late.text)
         assert late.status_code == 503 and silent and int(silent[1]) >= 5000, (
             late.text
         )  # a loaded machine adds
-        assert httpx.get(f"{base}/metrics").status_code == 200  # the metrics are served beside it
+        assert loopback.get(f"{base}/metrics").status_code == 200  # the metrics are served beside it
     finally:
         server.shutdown()
         server.server_close()
@@ -174,7 +175,9 @@ def slow_model() -> Iterator[tuple[WireServer, dict[str, float]]]:
 def _slow_turn(base: str, wire: WireServer) -> str:
     """Ask the slow model, and return once the worker has asked it (the turn is running)."""
     before = len(wire.requests)
-    asked = httpx.post(f"{base}/api/query", json={**ASK, "model": "slow/m", "background": True}, timeout=60)
+    asked = loopback.post(
+        f"{base}/api/query", json={**ASK, "model": "slow/m", "background": True}, timeout=60
+    )
     assert asked.status_code == 202, asked.text
     deadline = time.monotonic() + 120
     while len(wire.requests) == before:
@@ -218,13 +221,13 @@ def test_a_worker_is_named_live_and_drains_within_its_bound(
         worker = cluster.start_worker("--metrics-port", str(metrics_port))
         log = Path(cluster.files[-1].name)
         assert STAMPED.search(log.read_text()), log.read_text()[:500]  # every line starts with its time
-        assert httpx.get(f"http://127.0.0.1:{metrics_port}/healthz", timeout=10).text == "ok"
+        assert loopback.get(f"http://127.0.0.1:{metrics_port}/healthz", timeout=10).text == "ok"
 
-        answer = httpx.post(f"{base}/api/query", json=ASK, timeout=120).json()
+        answer = loopback.post(f"{base}/api/query", json=ASK, timeout=120).json()
         assert answer["status"] == "completed", answer
         with cluster.db() as db:
             holder, _ = db.holder(answer["id"])
-        found = samples(httpx.get(f"{base}/metrics", timeout=30).text)
+        found = samples(loopback.get(f"{base}/metrics", timeout=30).text)
         assert found[("sleuth_workers", ())] == 1
         assert ("sleuth_worker_heartbeat_age_seconds", (("worker", holder),)) in found, found
 
@@ -232,7 +235,7 @@ def test_a_worker_is_named_live_and_drains_within_its_bound(
         delay["s"] = 3.0
         query_id = _slow_turn(base, wire)
         assert _stop(worker) == 0
-        stopped = httpx.get(f"{base}/api/queries/{query_id}", timeout=30).json()
+        stopped = loopback.get(f"{base}/api/queries/{query_id}", timeout=30).json()
         assert stopped["status"] == "cancelled" and stopped["error"] == WORKER_STOPPING, stopped
 
         # a turn stuck in a model call that outlasts the drain: the drain ends it itself, and exits
@@ -242,9 +245,9 @@ def test_a_worker_is_named_live_and_drains_within_its_bound(
         query_id = _slow_turn(base, wire)
         assert _stop(worker) == 0
         assert "the drain passed 11 s" in log.read_text(), log.read_text()[-2000:]
-        stuck = httpx.get(f"{base}/api/queries/{query_id}", timeout=30).json()
+        stuck = loopback.get(f"{base}/api/queries/{query_id}", timeout=30).json()
         assert stuck["status"] == "cancelled" and stuck["error"] == WORKER_STOPPING, stuck
-        events = httpx.get(f"{base}/api/queries/{query_id}/events", timeout=30).text
+        events = loopback.get(f"{base}/api/queries/{query_id}/events", timeout=30).text
         assert "response.cancelled" in events and "event: query" in events  # its stream ended too
     finally:
         cluster.close()
@@ -270,7 +273,7 @@ def test_serve_logs_carry_their_time(tmp_path: Path) -> None:
         deadline = time.monotonic() + 60
         while True:
             try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
+                if loopback.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass

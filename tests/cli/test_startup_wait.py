@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 
+from tests import loopback
 from tests.ports import free_port
 from tests.postgres import throwaway_postgres
 
@@ -51,7 +52,7 @@ def test_serve_waits_for_a_postgresql_that_starts_after_it(tmp_path: Path) -> No
             deadline = time.monotonic() + 90
             while True:
                 try:
-                    if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5).status_code == 200:
+                    if loopback.get(f"http://127.0.0.1:{port}/readyz", timeout=5).status_code == 200:
                         break
                 except httpx.HTTPError:
                     pass

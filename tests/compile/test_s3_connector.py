@@ -18,7 +18,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import boto3
-import httpx
 import pytest
 
 from sleuth.compile.connectors.base import Connector, ConnectorError, Limits
@@ -26,6 +25,7 @@ from sleuth.compile.connectors.kinds import build
 from sleuth.compile.connectors.sync import sync
 from sleuth.settings import Settings, current
 from sleuth.store.contexts.home import Home
+from tests import loopback
 from tests.s3 import S3Server
 
 EVERYTHING = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}
@@ -63,11 +63,11 @@ def server_keys(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> Iterato
     quiet = logging.getLogger("werkzeug")
     level = quiet.level
     quiet.setLevel(logging.CRITICAL)  # moto answers an unsigned request under IAM checks with a traceback
-    httpx.post(f"{s3_server.endpoint}/moto-api/reset-auth", content=b"0").raise_for_status()
+    loopback.post(f"{s3_server.endpoint}/moto-api/reset-auth", content=b"0").raise_for_status()
     try:
         yield keys
     finally:
-        httpx.post(f"{s3_server.endpoint}/moto-api/reset-auth", content=b"inf").raise_for_status()
+        loopback.post(f"{s3_server.endpoint}/moto-api/reset-auth", content=b"inf").raise_for_status()
         quiet.setLevel(level)
 
 

@@ -21,6 +21,7 @@ from typing import Literal
 import pytest
 from axe_playwright_python.sync_playwright import Axe  # type: ignore[import-untyped]
 from playwright.sync_api import Browser, FloatRect, Page, sync_playwright
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from sleuth.compile.pipeline import CompileReport
 from sleuth.models.base import ModelConfig
@@ -77,6 +78,25 @@ def _until(page: Page, expression: str, timeout: float = 30_000) -> None:
         if time.monotonic() > deadline:
             pytest.fail(f"timed out waiting for: {expression}")
         page.wait_for_timeout(100)
+
+
+def _open_options(page: Page) -> None:
+    """Unfold the Ask form's options once the view has settled. The context list and the model list
+    arrive after the form is drawn and push it down; a click aimed while they land can miss the
+    summary on a loaded machine (the options then stayed folded for 30 s), so both are awaited first
+    and the click is made again while they are still folded."""
+    page.locator("#ctx-acme").wait_for(state="attached")
+    page.locator("#model option").first.wait_for(state="attached")
+    summary = page.get_by_text("options", exact=True)
+    for _ in range(3):
+        if not page.locator("details.options").evaluate("details => details.open"):
+            summary.click()
+        try:
+            page.locator("details.options[open] #model").wait_for(state="visible", timeout=5_000)
+            return
+        except PlaywrightTimeoutError:
+            continue
+    page.locator("details.options[open] #model").wait_for(state="visible")
 
 
 def _shot(page: Page, name: str, size: str, part: str | None = None) -> None:
@@ -651,7 +671,7 @@ def test_compare_two_workflows_side_by_side_with_an_output_limit(
     page, errors = _page(browser, "laptop")
     page.goto(server.url + "/#/ask?ctx=acme")
     page.fill("#ask", HOTEL)
-    page.get_by_text("options", exact=True).click()
+    _open_options(page)
     page.fill("#output-limit", "4000")  # sent under the `unstable` API version, which alone accepts it
     page.locator(".cmp-model").first.locator("option").first.wait_for(state="attached")
     assert "search_rag: no loop" in page.locator("#workflow-help").inner_text()  # the workflows explained
@@ -698,7 +718,7 @@ def test_a_priced_turn_shows_its_cost_and_a_running_turn_can_be_cancelled(
         try:
             page, errors = _page(browser, "laptop")
             page.goto(live.url + "/#/ask?ctx=acme")
-            page.get_by_text("options", exact=True).click()
+            _open_options(page)
             page.locator(f"#model option[value='{SCRIPTED}']").wait_for(state="attached")
             page.select_option("#model", SCRIPTED)
             page.fill("#ask", "How many days a week can employees work remotely?")
