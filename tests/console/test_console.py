@@ -752,6 +752,43 @@ def test_a_priced_turn_shows_its_cost_and_a_running_turn_can_be_cancelled(
             stop()
 
 
+def test_a_sentence_its_citation_does_not_support_is_marked(
+    sample_home: tuple[Home, CompileReport], tmp_path: Path, browser: Browser
+) -> None:
+    """Issue 46: a model's "5 days a week [1]" over a span that says three loses its marker, and the
+    console marks the sentence where it stands and says which fact its citation lacks."""
+    home, _ = sample_home
+    replies = [*REMOTE_REPLIES[:2], "Employees can work remotely 5 days a week [1]."]
+    with SandboxHost() as host:
+        live, stop = launch(home, host, tmp_path, replies)
+        live.state.runtime.catalog.models[SCRIPTED] = ModelConfig(
+            id=SCRIPTED, provider="openai", model="scripted", api_key="sk-test-not-a-real-key"
+        )
+        try:
+            asked = live.client.post(
+                "/api/query",
+                json={
+                    "ask": "How many days a week can employees work remotely?",
+                    "scope": ["acme"],
+                    "model": SCRIPTED,
+                },
+            ).json()
+            assert asked["status"] == "completed", asked
+            assert asked["citations"] == [] and asked["unsupported"][0]["missing"] == ["5"]
+            page, errors = _page(browser, "laptop")
+            page.goto(f"{live.url}/#/ask?ctx=acme&a={asked['id']}")
+            mark = page.locator(".answer mark.unsupported")
+            mark.wait_for()
+            assert mark.inner_text() == "Employees can work remotely 5 days a week."
+            note = page.locator(".unsupported-list").inner_text()
+            assert "states 5, which what it cites does not" in note
+            _shot(page, "unsupported", "laptop")
+            assert errors == [], errors
+            page.close()
+        finally:
+            stop()
+
+
 def test_an_archive_upload_shows_its_import_task_and_each_member(
     server: LiveServer, browser: Browser, tmp_path: Path
 ) -> None:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sleuth.agent.claims import Unsupported, check_claims
 from sleuth.agent.evidence import best_window, content_words, split_sentences, window_candidates
 from sleuth.agent.records import Citation
 from sleuth.agent.spans import EvidenceSpan
@@ -63,6 +64,9 @@ class CitationResult:
     citations: list[Citation] = field(default_factory=list)
     dropped: list[dict[str, Any]] = field(default_factory=list)  # {marker, source, page, reason}
     evidence_to_citation: dict[int, int] = field(default_factory=dict)  # 1-based position → number
+    #: Sentences whose facts their citations do not state (`agent.claims`): {start, end, text, missing,
+    #: reason}, offsets in `text`.
+    unsupported: list[dict[str, Any]] = field(default_factory=list)
 
 
 # --- scanning ------------------------------------------------------------------------------------------
@@ -429,6 +433,8 @@ def build_citations(
     page_text: PageText,
     extra_cited: Sequence[int] = (),
     grounding_text: Mapping[int, str] | None = None,
+    question: str = "",
+    computed: str = "",
 ) -> CitationResult:
     """Turn the synthesis text into the released text and its verified citations.
 
@@ -436,9 +442,11 @@ def build_citations(
     mapped through the spans' refs). `extra_cited` are positions cited only by a shape's grounding (see
     `grounding_order`); their citations follow those in the text. `grounding_text` adds, per position,
     text the grounding sentence should match (e.g. the shape leaves it supports). The spans are not
-    modified; `evidence_to_citation` tells the caller which were cited.
+    modified; `evidence_to_citation` tells the caller which were cited. Each sentence is held to what
+    its markers cite (`agent.claims`): the question and the turn's `computed` results count as stated.
     """
     labels = {span.ref: i for i, span in enumerate(evidence, start=1)}
+    text = text.replace(_OPEN, "").replace(_CLOSE, "")
     normalized, unknown = normalize_markers(text, len(evidence), labels)
     dropped: list[dict[str, Any]] = [
         {"marker": m, "source": None, "page": None, "reason": "unknown_marker"} for m in unknown
@@ -446,6 +454,7 @@ def build_citations(
     bound = _bind_quotes(normalized, evidence)
     normalized, dropped = bound.text, dropped + bound.dropped
     evidence = bound.evidence
+    normalized, unsupported = _hold_to_claims(normalized, evidence, question, computed, dropped)
 
     in_text = _cited_in_order(normalized)
     order = list(in_text)
@@ -489,12 +498,81 @@ def build_citations(
     final = _BRACKETED_INT.sub(
         lambda m: m.group() if 1 <= int(m.group(1)) <= len(kept) else f"({m.group(1)})", final
     )
+    final, marked = _take_marks(final)
     return CitationResult(
         text=final,
         citations=[Citation.model_validate(c) for _, c in kept],
         dropped=dropped,
         evidence_to_citation=_first_citations(numbers, bound.origin),
+        unsupported=[
+            {"start": a, "end": b, "text": final[a:b], "missing": list(u.missing), "reason": u.reason}
+            for (a, b), u in zip(marked, unsupported, strict=True)
+        ],
     )
+
+
+# --- claims --------------------------------------------------------------------------------------------
+
+_OPEN, _CLOSE = "\ue000", "\ue001"  # private-use marks around an unsupported sentence while markers move
+
+
+def _hold_to_claims(
+    text: str,
+    evidence: Sequence[EvidenceSpan],
+    question: str,
+    computed: str,
+    dropped: list[dict[str, Any]],
+) -> tuple[str, list[Unsupported]]:
+    """Take the markers off each sentence whose facts they do not state (`agent.claims`), recording
+    them in `dropped`, and enclose every unsupported sentence in marks that `_take_marks` turns into
+    offsets once the markers are renumbered."""
+    found = check_claims(text, evidence, question, computed)
+    for u in reversed(found):
+        sentence = text[u.start : u.end]
+        if u.reason == "claim_not_in_evidence":
+            sentence = _render(_tokenize(sentence, lambda _body: []))
+        body = sentence.strip()
+        lead = sentence.index(body[:1]) if body else 0
+        text = (
+            text[: u.start]
+            + sentence[:lead]
+            + _OPEN
+            + body
+            + _CLOSE
+            + sentence[lead + len(body) :]
+            + text[u.end :]
+        )
+    for u in found:
+        if u.reason != "claim_not_in_evidence":
+            continue
+        for n in u.markers:
+            span = evidence[n - 1]
+            dropped.append(
+                {
+                    "marker": f"[{n}]",
+                    "source": span.source_path,
+                    "page": span.page,
+                    "reason": "claim_not_in_evidence",
+                    "missing": list(u.missing),
+                }
+            )
+    return text, found
+
+
+def _take_marks(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """`text` without the marks `_hold_to_claims` set, and the offsets of what each enclosed."""
+    out: list[str] = []
+    marked: list[tuple[int, int]] = []
+    length = 0
+    for piece in re.split(f"([{_OPEN}{_CLOSE}])", text):
+        if piece == _OPEN:
+            marked.append((length, length))
+        elif piece == _CLOSE:
+            marked[-1] = (marked[-1][0], length)
+        else:
+            out.append(piece)
+            length += len(piece)
+    return "".join(out), marked
 
 
 def _first_citations(numbers: Mapping[int, int], origin: Mapping[int, int]) -> dict[int, int]:

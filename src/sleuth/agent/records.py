@@ -123,6 +123,21 @@ class Citation(BaseModel):
     cell: str | None = None
 
 
+class Unsupported(BaseModel):
+    """A sentence of the answer (its text and offsets in it) or a field of its JSON document (`field`, a
+    JSON pointer) whose facts what it cites does not state (spec/api.md §8.4.1, `agent.claims`): a
+    sentence that cited spans lacking them (`claim_not_in_evidence`: its markers were dropped), one that
+    cites nothing (`uncited`), or a shaped answer's leaf not in its grounding (`field_not_in_evidence`).
+    `missing` holds the facts not found, as the answer wrote them."""
+
+    reason: Literal["claim_not_in_evidence", "uncited", "field_not_in_evidence"]
+    text: str = ""
+    start: int | None = None
+    end: int | None = None
+    field: str | None = None
+    missing: list[str] = Field(default_factory=list)
+
+
 class Usage(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
@@ -146,6 +161,7 @@ class Query(BaseModel):
     output_json: dict[str, Any] | None = None
     output_grounding: dict[str, list[int]] | None = None
     citations: list[Citation] = Field(default_factory=list)
+    unsupported: list[Unsupported] = Field(default_factory=list)
     max_steps: int | None = None
     max_tool_output_chars: int | None = None
     thinking_level: str | None = None

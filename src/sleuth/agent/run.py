@@ -26,9 +26,10 @@ from sleuth.agent.orientation import (
 from sleuth.agent.planner import OfflinePlanner
 from sleuth.agent.planner_scope import pinned_planner_scope
 from sleuth.agent.prepared import Engine, PreparedTurn
-from sleuth.agent.records import Assurance, QueryStep, Synthesis
+from sleuth.agent.records import Assurance, QueryStep, Synthesis, Unsupported
 from sleuth.agent.retrieval import Retrieval, RetrievalOptions
 from sleuth.agent.run_state import Emit, RunState
+from sleuth.agent.shape import resolve_pointer
 from sleuth.agent.shape_fill import OfflineShapeError, offline_fill
 from sleuth.agent.spans import SpanResolver
 from sleuth.agent.synthesis import (
@@ -47,6 +48,7 @@ from sleuth.sandbox.limits import BudgetExceeded
 from sleuth.sdk.orientation import OrientationSettings
 from sleuth.settings import TOOL_OUTPUT_CHARS
 from sleuth.store.database import dumps
+from sleuth.store.records.rows import UnsupportedDocument
 
 __all__ = ["Emit", "TurnRun"]
 
@@ -353,7 +355,9 @@ class TurnRun(RunState):
         extra = sorted(
             {n for numbers in (grounding or {}).values() for n in numbers if 1 <= n <= len(evidence)}
         )
-        cited = build_citations(text, evidence, self.pinned.page_text, extra_cited=extra)
+        cited = build_citations(
+            text, evidence, self.pinned.page_text, extra_cited=extra, question=request.ask, computed=computed
+        )
         output_grounding: dict[str, list[int]] | None = None
         ungrounded: list[str] = []
         if data is not None:
@@ -368,6 +372,13 @@ class TurnRun(RunState):
         self.trace["citations_dropped"] = cited.dropped
         self.cited_refs = {evidence[pos - 1].ref for pos in cited.evidence_to_citation}
         self.trace["ungrounded_fields"] = ungrounded
+        self.query.unsupported = [Unsupported.model_validate(u) for u in cited.unsupported] + [
+            Unsupported(reason="field_not_in_evidence", field=pointer, missing=_leaf_text(data, pointer))
+            for pointer in ungrounded
+        ]
+        self.trace["unsupported"] = [
+            cast(UnsupportedDocument, u.model_dump(mode="json")) for u in self.query.unsupported
+        ]
         self._complete(cited.text, cited.citations, data, output_grounding, synthesis, evidence, result)
 
     def _planner_results(self) -> dict[str, Any]:
@@ -380,6 +391,12 @@ class TurnRun(RunState):
             return record
         recorded: dict[str, Any] = (self.turn.request_replay or {}).get("planner") or {}
         return recorded
+
+
+def _leaf_text(data: object, pointer: str) -> list[str]:
+    """A shaped answer's leaf as text, for `Unsupported.missing`."""
+    found, value = resolve_pointer(data, pointer)
+    return [str(value)] if found and value is not None else []
 
 
 def _assurance(value: object) -> Assurance | None:

@@ -278,6 +278,15 @@ def print_hits(query: QueryDocument, out: Console) -> None:
     )
 
 
+def _unsupported_line(flag: Mapping[str, Any]) -> str:
+    """`“…5 days a week.” states 5, which what it cites does not` (spec/api.md §8.4.1)."""
+    missing = ", ".join(str(m) for m in flag.get("missing") or [])
+    what = f"field {flag['field']}" if flag.get("field") else f"“{' '.join(str(flag.get('text')).split())}”"
+    if flag.get("reason") == "uncited":
+        return f"{what} states {missing} and cites nothing that does"
+    return f"{what} states {missing}, which what it cites does not"
+
+
 def print_answer(query: QueryDocument, out: Console) -> None:
     """The answer, then its numbered citations with file, page and the quoted span."""
     rollup = query.get("rollup")
@@ -298,6 +307,10 @@ def print_answer(query: QueryDocument, out: Console) -> None:
         quote = " ".join(str(c["grounding"]).split())
         # a table cell reads as its row, period and figure; the quote alone would be "48.2"
         out.print(f"    {c['cell']}" if c.get("cell") else f'    "{quote}"', highlight=False, markup=False)
+    for flag in query.get("unsupported") or []:
+        out.print(
+            styled(("unsupported: ", "bold yellow"), (_unsupported_line(flag), "yellow")), highlight=False
+        )
     synthesis: Mapping[str, Any] = query.get("synthesis") or {}
     sure = ASSURANCES.get(str(synthesis.get("assurance")))
     if sure is not None:

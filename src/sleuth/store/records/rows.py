@@ -86,6 +86,18 @@ class CitationDocument(TypedDict):
     cell: NotRequired[str | None]  # a table cell's row, period and figure; newer than the rest
 
 
+class UnsupportedDocument(TypedDict):
+    """A sentence of the answer, or a field of its JSON, whose facts its citations do not state
+    (spec/api.md §8.4.1; `agent.records.Unsupported`)."""
+
+    reason: Literal["claim_not_in_evidence", "uncited", "field_not_in_evidence"]
+    text: str
+    start: int | None
+    end: int | None
+    field: str | None
+    missing: list[str]
+
+
 class TraceCallDocument(TypedDict):
     """One SDK call of a step (spec/api.md §8.5 `TraceCall`)."""
 
@@ -197,6 +209,7 @@ class QueryDocument(TypedDict):
     output_json: NotRequired[dict[str, Any] | None]
     output_grounding: NotRequired[dict[str, list[int]] | None]
     citations: NotRequired[list[CitationDocument]]
+    unsupported: NotRequired[list[UnsupportedDocument]]
     max_steps: NotRequired[int | None]
     max_tool_output_chars: NotRequired[int | None]
     thinking_level: NotRequired[str | None]
@@ -279,6 +292,7 @@ class TraceDocument(TypedDict, total=False):
     evidence: list[EvidenceEntry]
     citations_dropped: list[dict[str, Any]]  # {marker, source, page, reason}
     ungrounded_fields: list[str]
+    unsupported: NotRequired[list[UnsupportedDocument]]  # api.md §8.4.1; newer than the rest
     synthesis: SynthesisDocument | None
     synthesis_error: str
     internal_error: str

@@ -32,24 +32,43 @@ export function renderAnswer(target, query, { open = null } = {}) {
   const text = (query.output || []).flatMap((m) => m.content || []).map((p) => p.text || "").join("");
   const citations = query.citations || [];
   const answer = el("div", { class: "answer" });
-  let last = 0;
-  for (const match of text.matchAll(/\[(\d+)\]/g)) {
-    answer.append(text.slice(last, match.index));
-    const citation = citations[Number(match[1]) - 1];
-    if (citation) {
-      answer.append(el("a", {
-        class: "cite", href: citationHref(citation), dataset: { n: match[1] },
-        "aria-label": `citation ${match[1]}: ${citation.source}, page ${citation.pages.join(", ")}`,
-        onmouseenter: (e) => showCitation(e.currentTarget, citation),
-        onfocus: (e) => showCitation(e.currentTarget, citation),
-        onmouseleave: hideCitation, onblur: hideCitation, onclick: opener(open, Number(match[1])),
-      }, match[0]));
-    } else {
-      answer.append(match[0]);
+  const withMarkers = (into, piece) => {
+    let last = 0;
+    for (const match of piece.matchAll(/\[(\d+)\]/g)) {
+      into.append(piece.slice(last, match.index));
+      const citation = citations[Number(match[1]) - 1];
+      if (citation) {
+        into.append(el("a", {
+          class: "cite", href: citationHref(citation), dataset: { n: match[1] },
+          "aria-label": `citation ${match[1]}: ${citation.source}, page ${citation.pages.join(", ")}`,
+          onmouseenter: (e) => showCitation(e.currentTarget, citation),
+          onfocus: (e) => showCitation(e.currentTarget, citation),
+          onmouseleave: hideCitation, onblur: hideCitation, onclick: opener(open, Number(match[1])),
+        }, match[0]));
+      } else {
+        into.append(match[0]);
+      }
+      last = match.index + match[0].length;
     }
-    last = match.index + match[0].length;
+    into.append(piece.slice(last));
+  };
+  // A sentence whose facts what it cites does not state is marked where it stands (issue 46).
+  const flagged = (query.unsupported || []).filter((u) => u.text && Number.isInteger(u.start) && Number.isInteger(u.end))
+    .sort((a, b) => a.start - b.start);
+  let at = 0;
+  for (const flag of flagged) {
+    if (flag.start < at || flag.end > text.length) continue;
+    withMarkers(answer, text.slice(at, flag.start));
+    const mark = el("mark", { class: "unsupported", title: unsupportedSaid(flag) });
+    withMarkers(mark, text.slice(flag.start, flag.end));
+    answer.append(mark);
+    at = flag.end;
   }
-  answer.append(text.slice(last));
+  withMarkers(answer, text.slice(at));
+  const unsupported = (query.unsupported || []).length
+    ? el("div", { class: "unsupported-list", role: "note" }, el("strong", {}, "Not in the cited evidence:"),
+      el("ul", {}, query.unsupported.map((u) => el("li", {}, unsupportedSaid(u)))))
+    : null;
   // Over several contexts a citation names its context: two contexts may hold files of one name.
   const many = new Set(citations.map((c) => c.context).filter(Boolean)).size > 1;
   const list = el("ol", { class: "citations" }, citations.map((c, i) =>
@@ -59,7 +78,17 @@ export function renderAnswer(target, query, { open = null } = {}) {
       said(c))));
   const sure = ASSURANCES[query.synthesis?.assurance];
   const assurance = sure ? el("p", { class: `assurance ${query.synthesis.assurance}` }, el("strong", {}, "How sure: "), sure) : null;
-  target.replaceChildren(el("h2", {}, "Answer"), answer, ...(assurance ? [assurance] : []), ...(citations.length ? [list] : []));
+  target.replaceChildren(el("h2", {}, "Answer"), answer, ...(unsupported ? [unsupported] : []),
+    ...(assurance ? [assurance] : []), ...(citations.length ? [list] : []));
+}
+
+// "“…5 days a week.” states 5, which what it cites does not" (the query's `unsupported`).
+function unsupportedSaid(flag) {
+  const missing = (flag.missing || []).join(", ");
+  const what = flag.field ? `field ${flag.field}` : `“${(flag.text || "").trim()}”`;
+  return flag.reason === "uncited"
+    ? `${what} states ${missing} and cites nothing that does`
+    : `${what} states ${missing}, which what it cites does not`;
 }
 
 // How an answer without a model says how sure it is (the query's `synthesis.assurance`).
