@@ -83,7 +83,7 @@ def test_forged_span_floods_stop_at_the_span_budget(make_runtime: RuntimeFactory
         EVIDENCE + "n = globals().get('n', 0)\nfor i in range(n, n + 3000):\n"
         "    ev.register('acme', 'x', 1, i, i + 1, 't', [], 'chunk')\nn += 3000\n"
     )
-    runtime = make_runtime([code(flood)] * 4 + [final_call(), "x"])
+    runtime = make_runtime([code(f"step = {i}\n" + flood) for i in range(4)] + [final_call(), "x"])
     db_file = runtime.db.path
     assert db_file is not None  # the SQLite default
     before = db_file.stat().st_size
@@ -110,8 +110,9 @@ def test_an_embed_flood_stops_at_the_rpc_budget(make_runtime: RuntimeFactory) ->
 def test_recorded_bytes_are_budgeted(make_runtime: RuntimeFactory) -> None:
     """Step outputs are recorded (events, the query, the trace); a turn that prints past its
     recorded-bytes budget stops, and its trace still fits."""
-    big = code("print('y' * 90_000)")
-    runtime = make_runtime([big] * 6 + [final_call(), "x"], budget=HostBudget(recorded_bytes=300_000))
+    # Each step's code its own (`step = i`): code already run in the turn is not run again (issue 46).
+    big = [code(f"step = {i}\nprint('y' * 90_000)") for i in range(6)]
+    runtime = make_runtime([*big, final_call(), "x"], budget=HostBudget(recorded_bytes=300_000))
     query = runtime.ask(TurnRequest(ask="print", scope=["acme"], model=MODEL, max_tool_output_chars=100_000))
     assert query.status == "failed"
     assert query.error is not None and "recorded_bytes" in query.error
@@ -145,8 +146,8 @@ def test_a_forged_infinite_number_ends_as_a_sandbox_failure_not_an_internal_erro
 def test_the_trace_is_capped_and_counted(make_runtime: RuntimeFactory) -> None:
     """Issue 22 (11): a turn wrote a 53 MB trace while its budget report said 574 KB. The trace is
     now charged before the report is written, and kept within MAX_TRACE_BYTES whatever the budget."""
-    big = code("print('z' * 1_000_000)")
-    runtime = make_runtime([big] * 10 + [final_call(), "x"], budget=HostBudget(recorded_bytes=1 << 30))
+    big = [code(f"step = {i}\nprint('z' * 1_000_000)") for i in range(10)]
+    runtime = make_runtime([*big, final_call(), "x"], budget=HostBudget(recorded_bytes=1 << 30))
     query = runtime.ask(TurnRequest(ask="print", scope=["acme"], model=MODEL, max_steps=12))
     assert query.status == "completed", query.error
     text = runtime.db.trace_text(query.id)

@@ -161,3 +161,7 @@ def test_search_rag_workflow_runs_two_fixed_steps_then_model_synthesis(make_runt
     assert query.synthesis is not None and query.synthesis.method == "model"
     assert query.model == "scripted/test"
     assert query.citations and "$220" in query.citations[0].grounding
+    # Issue 46: the fixed steps say what wrote them; "Offline planner" read as if no model answered.
+    assert all(
+        s.code["source"].startswith("# search_rag retrieval (no model writes it):") for s in query.steps
+    )

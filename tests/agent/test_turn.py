@@ -164,7 +164,8 @@ def test_a_step_past_its_timeout_fails_and_the_turn_goes_on(make_runtime: Runtim
 def test_turn_timeout_stops_the_loop_early(make_runtime: RuntimeFactory) -> None:
     # Five 2 s steps against a 5 s budget: room for a sandbox that starts slowly on a loaded machine (a 1 s
     # budget failed a turn that had not begun its first step), and still stopped before the fifth.
-    runtime = make_runtime([code("import time\ntime.sleep(2)\nprint('ok')")] * 5 + ["Nothing found."])
+    steps = [code(f"import time\ntime.sleep(2)\nprint('ok', {i})") for i in range(5)]  # none a repeat
+    runtime = make_runtime([*steps, "Nothing found."])
     query = runtime.ask(TurnRequest(ask="slow", scope=["acme"], model=MODEL, timeout_seconds=5))
     assert query.status == "completed"
     assert query.rollup is not None and query.rollup.stop_reason == "timeout"

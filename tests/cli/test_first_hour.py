@@ -108,6 +108,16 @@ def test_models_lists_what_model_can_name(home: Home, monkeypatch: pytest.Monkey
     assert any(reason in listed.output for reason in reasons), listed.output  # the extra may be absent
     as_json = json.loads(runner.invoke(app, ["models", "--json"]).stdout)
     assert {m["id"]: m["available"] for m in as_json["models"]} == {"sleuth/offline": True, "gpt": False}
+    # Issue 46: no tier is mapped, so none is listed beside the default as if it were (a curate's
+    # `lite` artifact_model warned "not mapped" while this table showed it mapped).
+    assert "lite, standard, pro: a turn that names one uses the default (gpt)" in " ".join(
+        listed.output.split()
+    )
+    (home.root / "config.toml").write_text(
+        '[models."gpt"]\nprovider = "openai"\nmodel = "gpt-4.1"\n\n[tiers]\nlite = "gpt"\n'
+    )
+    mapped = " ".join(runner.invoke(app, ["models"]).output.split())
+    assert "tiers not mapped: standard, pro" in mapped and "lite" not in mapped.split("tiers not mapped")[1]
 
 
 def test_profile_needs_no_key_and_no_sdk(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:

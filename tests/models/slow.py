@@ -44,7 +44,9 @@ class SlowModel:
 
     def __call__(self, body: dict[str, Any]) -> Canned:
         if body.get("tools"):
-            code = f"import time\ntime.sleep({self.step_s})\nprint('waited')"
+            # Each step its own code (the messages so far number it): a turn does not run code it
+            # already ran (issue 46), and these turns must last.
+            code = f"import time\ntime.sleep({self.step_s})\nprint('waited', {len(body['messages'])})"
             call = {
                 "id": f"call_{time.monotonic_ns()}",
                 "type": "function",

@@ -18,6 +18,7 @@ from typing import Any
 from sleuth.agent.actions import SDK_NAMES, TOOLS, Action, parse_reply, rejection_message, reserved_binding
 from sleuth.agent.evidence import mark_seen
 from sleuth.agent.records import QueryStep, StepCost, StopReason, Strategy, TraceCall
+from sleuth.agent.repeats import code_key, repeat_notice
 from sleuth.agent.spans import EvidenceSpan
 from sleuth.errors import Failed
 from sleuth.models.base import CompletionParams, Message, Model, ModelError, Reply, TokenUsage
@@ -49,6 +50,9 @@ class LoopSettings:
     step_timeout_s: float = 30.0
     max_tool_output_chars: int = TOOL_OUTPUT_CHARS
     max_failed_in_a_row: int = 3
+    #: Steps whose code was already run in the turn (`agent.repeats`), after which the loop ends and
+    #: synthesis answers from the evidence held (stop reason `repeated`).
+    max_repeats: int = 2
     max_reply_tokens: int = 2048
     temperature: float | None = None
     seed: int | None = None
@@ -123,10 +127,12 @@ class AgentLoop:
         self._elided: set[int] = set()
         self._finished = False
         self._new_spans: list[EvidenceSpan] = []  # resolved in the current step
+        self._ran: dict[str, int] = {}  # `code_key` of each step's code → the step that ran it
 
     # ------------------------------------------------------------------------------ the loop
     def run(self) -> LoopResult:
         failed_in_a_row = 0
+        repeats = 0
         number = 0
         while True:
             if self.should_stop():
@@ -152,6 +158,14 @@ class AgentLoop:
                 self.result.final_labels = self._known_labels(action.evidence)
                 self.result.stop_reason = "final" if action.kind == "final" else "no_tool_call"
                 break
+            earlier = self._ran.get(code_key(action.code))
+            if earlier is not None:
+                self._repeated_step(number, action, reply, decide_ms, earlier)
+                repeats += 1
+                if repeats >= self.settings.max_repeats:
+                    self.result.stop_reason = "repeated"
+                    break
+                continue
             step = self._run_step(number, action, reply, decide_ms)
             failed_in_a_row = failed_in_a_row + 1 if step.status == "failed" else 0
             if self._finished:
@@ -205,6 +219,8 @@ class AgentLoop:
         )
         self.emit(self.result.steps[-1])
         problem = action.problem or self._refusal(action.code)
+        if problem is None:
+            self._ran.setdefault(code_key(action.code), number)
         self._new_spans = []
         began = self.clock()
         outcome: StepResult | None = None
@@ -278,6 +294,37 @@ class AgentLoop:
             self.result.stop_reason = "final"
             self._finished = True
         return step
+
+    def _repeated_step(
+        self, number: int, action: Action, reply: Reply, decide_ms: float, earlier: int
+    ) -> None:
+        """A step whose code step `earlier` ran: not run again; the model reads where its output is."""
+        notice = repeat_notice(earlier, self.result.steps[earlier - 1].output or "")
+        usage = reply.usage
+        step = QueryStep(
+            step_id=f"step_{number}",
+            status="failed",
+            commentary=action.commentary,
+            code={"language": "python", "source": action.code[:MAX_CODE_CHARS]},
+            cost=StepCost(
+                tokens_in=usage.input_tokens, tokens_out=usage.output_tokens, decide_ms=round(decide_ms)
+            ),
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            total_tokens=usage.input_tokens + usage.output_tokens,
+            cum_input_tokens=self.result.usage.input_tokens,
+            cum_output_tokens=self.result.usage.output_tokens,
+            output=notice,
+            output_chars=len(notice),
+            output_truncated=False,
+            error={"type": "StepRepeated", "message": f"the code of step {earlier}, run again"},
+            model=reply.model or self.model.config.id,
+        )
+        self.result.steps.append(step)
+        self.result.observations.append(([], notice))
+        self.result.full_outputs.append(notice)
+        self._remember_reply(reply, action, notice)
+        self.emit(step)
 
     def _fail_step(self, action: Action, reply: Reply, exc: BudgetExceeded) -> None:
         """Close the running step as failed with the budget that stopped the turn."""

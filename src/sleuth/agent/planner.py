@@ -122,7 +122,8 @@ class OfflinePlanner:
     After the turn, `count` and `items` hold what a count or list step computed, so the loop can fill
     a `shape` with them (§10.3); `question_class` is the class the planner acted on and `draft` the
     answer it handed to `final`. `general_only` (the `search_rag` workflow, §12) skips the classes and
-    runs the general search and drill."""
+    runs the general search and drill; `author` is who each step's first comment says wrote it (a
+    model's `search_rag` turn: the workflow's fixed retrieval, not an offline answer)."""
 
     def __init__(
         self,
@@ -132,6 +133,7 @@ class OfflinePlanner:
         *,
         general_only: bool = False,
         previous_documents: tuple[tuple[str, str], ...] = (),
+        author: str = "Offline planner",
     ) -> None:
         self.config: ModelConfig = OFFLINE_MODEL
         self.ask = ask
@@ -145,7 +147,7 @@ class OfflinePlanner:
         self._ask = ask[:MAX_ASK_CHARS]
         self._words = content_words(self._ask)
         self._query = self._search_query()
-        self.code = StepCode(self._ask, self._query, scope, self._carried(previous_documents))
+        self.code = StepCode(self._ask, self._query, scope, self._carried(previous_documents), author)
         self._figure = self._figure_ask()
         self._section = section_words(self._ask) if self._figure is None else None
         self.detected_class: QuestionClass = "general" if general_only else classify(self._ask)

@@ -121,18 +121,20 @@ class StepCode:
         query: str | None,
         scope: PlannerScope,
         carried: tuple[str, list[str]] | None = None,
+        author: str = "Offline planner",
     ) -> None:
         self._ask = ask
         self._query = query
         self.scope = scope
         self._carried = carried
+        self.author = author  # who wrote the step, as its first comment says
 
     # ------------------------------------------------------------------------ code generation
     def _ctx(self, slug: str | None) -> str:
         return f", context={slug!r}" if slug is not None and len(self.scope.slugs) > 1 else ""
 
     def _preamble(self, comment: str, helper: bool = True, rows: bool = True) -> list[str]:
-        lines = [f"# Offline planner: {comment}", f"ask = {self._ask!r}"]
+        lines = [f"# {self.author}: {comment}", f"ask = {self._ask!r}"]
         if self._query is not None:
             lines.append(f"query = {self._query!r}  # a follow-up: the previous question's words added")
         if helper:

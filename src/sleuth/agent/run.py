@@ -214,6 +214,8 @@ class TurnRun(RunState):
                 previous_ask,
                 general_only=turn.workflow == "search_rag",
                 previous_documents=previous_documents,
+                # A model answers this turn: the steps are the workflow's fixed retrieval, no planner's.
+                author="Offline planner" if turn.offline else "search_rag retrieval (no model writes it)",
             )
             return self.planner
         return self._provider_model()

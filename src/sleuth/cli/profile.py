@@ -100,9 +100,12 @@ def models_cmd(
         typer.echo(json.dumps(catalog.public(), ensure_ascii=False, indent=2))
         return
     table = Table("model", "provider", "runs here", "tiers")
+    # Only the tiers config.toml maps: an unmapped one answers with the default but curates with no
+    # model (`compile.extraction.choose`), so listing it beside the default said it was mapped.
     tiers: dict[str, list[str]] = {}
-    for tier in TIERS:
-        tiers.setdefault(catalog.tier(tier), []).append(tier)
+    for tier, model_id in catalog.tiers.items():
+        tiers.setdefault(model_id, []).append(tier)
+    unmapped = [tier for tier in TIERS if tier not in catalog.tiers]
     lacking: list[str] = []
     for config in catalog.models.values():
         runs = catalog.available(config)
@@ -115,6 +118,12 @@ def models_cmd(
     console.print(table)
     for reason in lacking:  # whole lines, never cut by the table's width
         say(("not here: ", "yellow"), reason)
+    if unmapped:
+        say(
+            ("tiers not mapped: ", "yellow"),
+            f"{', '.join(unmapped)}: a turn that names one uses the default ({catalog.default}); a curate "
+            "whose artifact_model is one uses no model until [tiers] in config.toml maps it",
+        )
     say(
         "Any OpenAI or Anthropic model by name also works: --model openai:gpt-4.1, anthropic:NAME, or "
         "openai-compatible:NAME@http://localhost:8000/v1 for a local server; add models to "

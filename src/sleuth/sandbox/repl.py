@@ -30,6 +30,9 @@ from sleuth.sdk.knowledge import FinalAnswer, Knowledge, ScopedContext
 from sleuth.sdk.orientation import OrientationSettings
 from sleuth.sdk.primitives import primitives
 
+#: Searches a turn remembers (each a list of at most `top_k` hits): a bound on the REPL's memory.
+MAX_REMEMBERED_SEARCHES = 256
+
 
 class StepTimeout(BaseException):
     """The step ran past its timeout; the REPL state is kept."""
@@ -136,6 +139,7 @@ class Repl:
             channel.attach(self.loop)
         self.calls: list[dict[str, Any]] = []
         self._began: list[float] = []  # each call's start, beside `calls`: the trace lists them as issued
+        self._remembered: dict[str, list[Any]] = {}  # a search's arguments → its hits, for this turn
         self.globals: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
         self._bind()
         self._known_spans = 0
@@ -188,16 +192,18 @@ class Repl:
         ok: bool,
         result: Any = None,
         error: BaseException | None = None,
+        remembered: bool = False,
     ) -> None:
         shown = [_compact(a) for a in args] + [f"{k}={_compact(v)}" for k, v in kwargs.items()]
         self._began.append(began)
+        summary = _summary(result) if ok else {}
         self.calls.append(
             {
                 "fn": name,
                 "args": ", ".join(shown),
                 "ms": round((time.perf_counter() - began) * 1000, 2),
                 "ok": ok,
-                "result": _summary(result) if ok else {},
+                "result": {**summary, "remembered": True} if remembered else summary,
                 "error": None if error is None else f"{type(error).__name__}: {str(error)[:300]}",
             }
         )
@@ -225,14 +231,25 @@ class Repl:
         return call
 
     def _traced_search(self, name: str, fn: Callable[..., Coroutine[Any, Any, Any]]) -> Callable[..., Any]:
+        """A search, traced; one asked again with the same arguments in this turn is answered from the
+        turn's memory (Nexus: lookups already held are never repeated; the versions are pinned for the
+        turn, so the hits are the same), its trace call marked `remembered`."""
+
         async def traced(*args: Any, **kwargs: Any) -> Any:
             began = time.perf_counter()
+            key = f"{name}{args!r}{sorted(kwargs.items())!r}"
+            if key in self._remembered:
+                hits = list(self._remembered[key])
+                self._record(name, args, kwargs, began, True, hits, remembered=True)
+                return hits
             try:
                 result = await fn(*args, **kwargs)
             except BaseException as exc:
                 self._record(name, args, kwargs, began, False, error=exc)
                 raise
             self._record(name, args, kwargs, began, True, result)
+            if isinstance(result, list) and len(self._remembered) < MAX_REMEMBERED_SEARCHES:
+                self._remembered[key] = list(result)
             return result
 
         def call(*args: Any, **kwargs: Any) -> PendingSearch:

@@ -15,7 +15,15 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 QueryStatus = Literal["in_progress", "completed", "failed", "cancelled"]
 StopReason = Literal[
-    "final", "no_tool_call", "max_steps", "errors", "timeout", "cancelled", "failed", "retrieval_only"
+    "final",
+    "no_tool_call",
+    "max_steps",
+    "errors",
+    "repeated",
+    "timeout",
+    "cancelled",
+    "failed",
+    "retrieval_only",
 ]
 
 
