@@ -5,9 +5,11 @@ what the page says: "Employees can work remotely 5 days a week. [1]" over the sp
 follow the Information Security Policy." verified. Here each sentence of an answer is held to the spans
 its markers cite, by the facts it states:
 
-- numbers with their sign, scale, currency and percent (`format.numbers`: within 1 %, or equal once
+- numbers with their scale, currency and percent (`format.numbers`: within 1 %, or equal once
   rounded to the decimals the answer shows, so "$1.2 billion" is stated by "1,187" in a table in
-  millions), years, days of dates and period lengths (exactly: "5 days" is not "3 days"), counts
+  millions; signs are not compared: prose words a loss, and its asides in parentheses, "(305.83
+  million)", read as a table's negatives), years, days of dates and period lengths (exactly: "5 days"
+  is not "3 days"), counts
   written as words ("three days"), codes such as `ERR-4012`, and quoted words (three or more);
 - each is looked for in the cited spans as synthesis was shown them (the text, a table cell's row and
   period, the section path, the file name), in what the turn computed (`query_db` counts, …), and in
@@ -32,7 +34,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sleuth.agent.spans import EvidenceSpan
-from sleuth.format.numbers import NEGATIVE_CUE, Number, agree, extract_numbers
+from sleuth.format.numbers import Number, agree, extract_numbers
 from sleuth.format.text import TYPOGRAPHIC, folded
 
 __all__ = ["Unsupported", "check_claims", "sentence_bounds"]
@@ -168,11 +170,11 @@ def _full(number: Number) -> float:
     return number.value * (number.scale or 1.0)
 
 
-def _stated(claim: Number, numbers: Sequence[Number], forgive: bool) -> bool:
-    return any(agree(n, claim, forgive) for n in numbers)
+def _stated(claim: Number, numbers: Sequence[Number]) -> bool:
+    return any(agree(n, claim, forgive_sign=True) for n in numbers)
 
 
-def _derived(claim: Number, operands: Sequence[float], computation: bool, forgive: bool) -> bool:
+def _derived(claim: Number, operands: Sequence[float], computation: bool) -> bool:
     """Is `claim` one arithmetic step from two operands (see the module rules)?"""
     if claim.framing or not (claim.percent or computation):
         return False
@@ -186,7 +188,7 @@ def _derived(claim: Number, operands: Sequence[float], computation: bool, forgiv
             else:
                 results = [a - b, a + b, (a + b) / 2] + ([a / b] if b else [])
             for result in results:
-                if agree(Number(result, 6, percent=claim.percent), claim, forgive):
+                if agree(Number(result, 6, percent=claim.percent), claim, forgive_sign=True):
                     return True
     return False
 
@@ -221,13 +223,12 @@ def check_claims(
         texts = [source(n).text for n in within]
         numbers = [x for n in within for x in source(n).numbers] + given
         operands = [x for n in within for x in source(n).operands]
-        forgive = bool(NEGATIVE_CUE.search(sentence))
         computation = bool(_COMPUTATION.search(sentence))
         missing: list[str] = []
         for claim in facts.numbers:
-            if _stated(claim, numbers, forgive or claim.value >= 0):
+            if _stated(claim, numbers):
                 found_numbers.append(_full(claim))
-            elif not _derived(claim, [*found_numbers, *operands], computation, forgive or claim.value >= 0):
+            elif not _derived(claim, [*found_numbers, *operands], computation):
                 missing.append(claim.shown.strip())
         for words in facts.words:
             wanted = folded(words.translate(TYPOGRAPHIC))
