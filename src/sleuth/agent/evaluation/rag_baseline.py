@@ -126,6 +126,7 @@ def _artifact_quotes(slug: str, reader: VersionReader, query: str) -> list[Evide
 class _Run:
     """One question's state: the numbered passages, usage and what tool results showed the model."""
 
+    question: str = ""
     spans: list[EvidenceSpan] = field(default_factory=list)
     numbers: dict[tuple[str, str, int, int, int], int] = field(default_factory=dict)
     usage: TokenUsage = field(default_factory=TokenUsage)
@@ -208,7 +209,7 @@ class RagBaseline:
 
     # ------------------------------------------------------------------------------ answering
     def answer(self, question: str) -> AnswerRecord:
-        run = _Run()
+        run = _Run(question=question)
         if self.model is None:
             return self._offline(question, run)
         try:
@@ -228,7 +229,7 @@ class RagBaseline:
     def _record(
         self, text: str, run: _Run, status: str = "completed", error: str | None = None
     ) -> AnswerRecord:
-        cited = build_citations(text, run.spans, self.pages) if text else None
+        cited = build_citations(text, run.spans, self.pages, question=run.question) if text else None
         citations = [c.model_dump() for c in cited.citations] if cited else []
         for c in citations:
             c.pop("_ref", None)
@@ -241,6 +242,7 @@ class RagBaseline:
             evidence_chars=run.evidence_chars,
             status=status,
             error=error,
+            unsupported=len(cited.unsupported) if cited else 0,
         )
 
     def _complete(self, model: Model, messages: list[Message], tools: list[ToolSpec], run: _Run) -> Reply:

@@ -41,6 +41,7 @@ class SystemSummary:
     mean_citations: float
     citation_validity: float | None
     failures: int
+    unsupported: int = 0  # sentences and fields flagged, over all questions
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -95,6 +96,7 @@ def summarize(results: Sequence[QuestionResult]) -> list[SystemSummary]:
                 if checked and cites
                 else None,
                 failures=sum(1 for r in rs if r.status != "completed"),
+                unsupported=sum(r.unsupported for r in rs),
             )
         )
     return rows
@@ -121,6 +123,7 @@ _COLUMNS: list[tuple[str, Callable[[SystemSummary], str]]] = [
     ("citations", lambda s: f"{s.mean_citations:.1f}"),
     ("citation validity", lambda s: _pct(s.citation_validity)),
     ("failures", lambda s: str(s.failures)),
+    ("unsupported", lambda s: str(s.unsupported)),
 ]
 
 
@@ -146,6 +149,11 @@ DEFINITIONS = [
         "dates, period lengths and cited file names are never figures unless the gold is only a date.",
     ),
     ("citation validity", "share of all citations whose grounding is a verbatim slice of its page."),
+    (
+        "unsupported",
+        "answer sentences (and shaped fields) whose facts what they cite does not state, over all questions "
+        "(spec/runtime.md §8.4.1): each such sentence lost its markers.",
+    ),
 ]
 
 

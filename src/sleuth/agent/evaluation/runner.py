@@ -49,6 +49,7 @@ class AnswerRecord:
     status: str = "completed"
     error: str | None = None
     query_id: str | None = None
+    unsupported: int = 0  # sentences and fields whose facts their citations lack (agent.claims)
 
 
 AnswerFn = Callable[[EvalQuestion], AnswerRecord]
@@ -82,6 +83,7 @@ class QuestionResult:
     evidence_page_hit: bool | None
     cited_pages: list[list[Any]] = field(default_factory=list)
     query_id: str | None = None
+    unsupported: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -187,6 +189,7 @@ def run_eval(
             evidence_page_hit=_page_hit(cited, q.evidence),
             cited_pages=[[s, p] for s, p in cited],
             query_id=record.query_id,
+            unsupported=record.unsupported,
         )
         results.append(result)
         if on_result is not None:
@@ -210,6 +213,7 @@ def record_from_query(query: Query) -> AnswerRecord:
         status=query.status,
         error=query.error,
         query_id=query.id,
+        unsupported=len(query.unsupported),
     )
 
 
