@@ -44,12 +44,16 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _start_llama(server: Path, gguf: Path, context_window: int) -> tuple[subprocess.Popen[bytes], str]:
-    """`llama-server` on loopback with one slot and one thread (`docs/spec/local-llm.md` §4), ready."""
+def _start_llama(
+    server: Path, gguf: Path, context_window: int, threads: int
+) -> tuple[subprocess.Popen[bytes], str]:
+    """`llama-server` on loopback with one slot (`docs/spec/local-llm.md` §4), ready. More than one
+    thread only on an idle machine: under contention OpenMP's busy-waiting collapses generation."""
     port = _free_port()
     command = [str(server), "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port)]
     proc = subprocess.Popen(
-        [*command, "-c", str(context_window), "-np", "1", "-t", "1"],
+        [*command, "-c", str(context_window), "-np", "1", "-t", str(threads)],
+        env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -141,13 +145,14 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0)
     parser.add_argument("--context-window", type=int, default=8192)
     parser.add_argument("--tool-protocol", choices=["native", "text"], default="native")
+    parser.add_argument("--threads", type=int, default=1, help="llama-server threads (1 under load)")
     parser.add_argument("--out", type=Path, help="where the eval report goes (default: a scratch folder)")
     args = parser.parse_args()
     server: subprocess.Popen[bytes] | None = None
     if args.llama_server is not None:
         if args.gguf is None:
             parser.error("--llama-server needs --gguf")
-        server, base_url = _start_llama(args.llama_server, args.gguf, args.context_window)
+        server, base_url = _start_llama(args.llama_server, args.gguf, args.context_window, args.threads)
     elif args.base_url:
         base_url = args.base_url.rstrip("/")
     else:

@@ -141,6 +141,9 @@ def test_the_question_frames_the_answer_and_file_names_pages_and_codes_are_read_
     assert _unsupported("As NETFLIX_2017_10K.pdf says on p. 40, revenues were $11.7 billion [1].") == []
     assert _unsupported("Revenues for 2017 were $11.7 billion [1].") == []  # the year is the file's
     assert _unsupported("The error code is ERR-4012 [1].") == [("ERR-4012",)]
+    # A unit written against its figure is a figure (the 1.5B model's "a supply voltage of 3.00V").
+    assert _unsupported("It needs a supply voltage of 3.00V [1].") == [("3.00V",)]
+    assert _unsupported("3M and its 10-K say nothing of revenues [1].") == []  # names, not figures
 
 
 def test_sentences_own_the_markers_after_them_and_abbreviations_do_not_end_them() -> None:

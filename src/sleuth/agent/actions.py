@@ -30,7 +30,13 @@ RUN_PYTHON = ToolSpec(
     parameters={
         "type": "object",
         "properties": {
-            "code": {"type": "string", "description": "Python source; top-level await is allowed."},
+            "code": {
+                "type": "string",
+                "description": (
+                    "Python source, run as it is; top-level await is allowed. Send the code itself: do "
+                    "not define run_python, and do not import the SDK (its functions are already defined)."
+                ),
+            },
             "commentary": {"type": "string", "description": "One line: what this step does and why."},
         },
         "required": ["code"],
@@ -166,6 +172,39 @@ def reserved_binding(code: str) -> str | None:
         for name in names:
             if name in RESERVED:
                 return name
+    return None
+
+
+_TOOL_DEFINED = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+(run_python|final)[ \t]*\(", re.M)
+_SDK_IMPORTED = re.compile(
+    rf"^[ \t]*(?:from[ \t]+({'|'.join(RESERVED)})[ \t]+import\b|import[ \t]+({'|'.join(RESERVED)})\b)", re.M
+)
+_EXAMPLE = (
+    "hits = await search_source('remote work days per week', top_k=5)\n"
+    "for h in hits:\n    print(h.ref, h.fields['chunk_text'][:300])"
+)
+
+
+def misread_tool(code: str) -> str | None:
+    """Why code written *around* the tool rather than *in* it is not run, or None (issue 46).
+
+    A real 1.5B model sent `async def run_python(code, commentary): …` with `from final import *`,
+    `from query_db import *` and the like, as if it had to implement the tool and the SDK were modules;
+    the REPL's syntax error did not tell it what to do instead. Read as text, so that it is caught
+    whether or not the code parses."""
+    defined = _TOOL_DEFINED.search(code)
+    if defined is not None:
+        return (
+            f"Step not run: do not define `{defined.group(1)}`: it is a tool you call, and the `code` you "
+            f"pass to run_python is what runs. Send only the code, for example:\n{_EXAMPLE}"
+        )
+    imported = _SDK_IMPORTED.search(code)
+    if imported is not None:
+        name = imported.group(1) or imported.group(2)
+        return (
+            f"Step not run: `{name}` is not a module to import: the SDK functions are already defined in "
+            f"the REPL. Call them directly, for example:\n{_EXAMPLE}"
+        )
     return None
 
 

@@ -15,7 +15,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sleuth.agent.actions import SDK_NAMES, TOOLS, Action, parse_reply, rejection_message, reserved_binding
+from sleuth.agent.actions import (
+    SDK_NAMES,
+    TOOLS,
+    Action,
+    misread_tool,
+    parse_reply,
+    rejection_message,
+    reserved_binding,
+)
 from sleuth.agent.evidence import mark_seen
 from sleuth.agent.records import QueryStep, StepCost, StopReason, Strategy, TraceCall
 from sleuth.agent.repeats import code_key, repeat_notice
@@ -341,6 +349,9 @@ class AgentLoop:
 
     # ------------------------------------------------------------------------------ pieces
     def _refusal(self, code: str) -> str | None:
+        misread = misread_tool(code)
+        if misread is not None:
+            return misread
         name = reserved_binding(code)
         if name is not None:
             return rejection_message(name)

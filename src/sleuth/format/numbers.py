@@ -44,6 +44,11 @@ _CORE = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+
 _SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
 _SHORT_SCALES = {"k": 1e3, "m": 1e6, "mm": 1e6, "mn": 1e6, "mln": 1e6, "b": 1e9, "bn": 1e9, "t": 1e12}
 _GLUED = re.compile(r"[A-Za-z]+")
+#: Units written against their number (`12V`, `150mm`): quantities, unlike names such as `3M` or `10K`.
+_GLUED_UNITS = frozenset(
+    {"v", "mv", "kv", "ma", "w", "kw", "mw", "hz", "khz", "mhz", "ghz", "mm", "cm", "km", "kg", "mg"}
+    | {"ms", "kb", "mb", "gb", "tb", "nm", "psi", "bar", "mbar", "kpa", "mpa"}
+)
 _SPACED_UNIT = re.compile(
     r"\s*(?:(?P<pct>%|percent\b|per\s+cent\b|percentage\s+points?\b|pp\b)"
     r"|(?P<word>thousand|million|billion|trillion)s?\b|(?P<short>mn|mln|bn|mm)\b)",
@@ -110,8 +115,8 @@ def extract_numbers(text: str) -> list[Number]:
             decimal_or_money = currency or "." in core
             if suffix in ("mn", "mln", "bn", "mm") or (decimal_or_money and suffix in _SHORT_SCALES):
                 scale, end = _SHORT_SCALES[suffix], glued.end()
-            elif suffix == "x":
-                end = glued.end()
+            elif suffix == "x" or suffix in _GLUED_UNITS:
+                end = glued.end()  # `2.5x`, `3.00V`, `150mm`: a quantity in its unit
             else:
                 continue  # `3M`, `10K`, `2nd`: part of a name, not a quantity
         elif end < len(text) - 1 and text[end] == "-" and text[end + 1].isalpha():
