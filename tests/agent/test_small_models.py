@@ -46,5 +46,7 @@ def test_sdk_names_imported_as_modules_are_refused_with_what_to_do() -> None:
     told = misread_tool("from query_db import *\nrows = query_db('SELECT 1')")
     assert told is not None and told.startswith("Step not run: `query_db` is not a module to import")
     assert misread_tool("import search_source") is not None
+    called = misread_tool("await run_python(code='print(1)', commentary='x')")  # a NameError, in a real run
+    assert called is not None and called.startswith("Step not run: `run_python` is not a function")
     assert misread_tool("import re\nfrom collections import Counter\nhits = await search_source('x')") is None
     assert misread_tool("def helper(x):\n    return x") is None

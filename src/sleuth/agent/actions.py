@@ -176,6 +176,7 @@ def reserved_binding(code: str) -> str | None:
 
 
 _TOOL_DEFINED = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+(run_python|final)[ \t]*\(", re.M)
+_TOOL_CALLED = re.compile(r"(?<![\w.])(?:await[ \t]+)?run_python[ \t]*\(")
 _SDK_IMPORTED = re.compile(
     rf"^[ \t]*(?:from[ \t]+({'|'.join(RESERVED)})[ \t]+import\b|import[ \t]+({'|'.join(RESERVED)})\b)", re.M
 )
@@ -197,6 +198,11 @@ def misread_tool(code: str) -> str | None:
         return (
             f"Step not run: do not define `{defined.group(1)}`: it is a tool you call, and the `code` you "
             f"pass to run_python is what runs. Send only the code, for example:\n{_EXAMPLE}"
+        )
+    if _TOOL_CALLED.search(code):
+        return (
+            "Step not run: `run_python` is not a function in the REPL: the code you pass to it is what "
+            f"runs. Send the code itself, for example:\n{_EXAMPLE}"
         )
     imported = _SDK_IMPORTED.search(code)
     if imported is not None:
