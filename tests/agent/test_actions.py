@@ -11,6 +11,7 @@ import pytest
 
 from sleuth.agent.actions import parse_reply, reserved_binding
 from sleuth.agent.loop import AgentLoop, LoopSettings
+from sleuth.agent.repeats import code_key
 from sleuth.models.base import Message, ModelConfig, Reply, ToolCall
 
 
@@ -133,7 +134,8 @@ def test_turns_on_many_threads_never_parse_at_once(monkeypatch: pytest.MonkeyPat
     """Issue 42, item 8: CPython keeps the AST constructor's recursion depth per interpreter, so two
     threads inside `ast.parse` at once can fail one of them with `SystemError: AST constructor
     recursion depth mismatch` (python/cpython#106905; 2 of 522 turns on a server's threads). The real
-    parse runs here, widened by a short sleep so that threads meet inside it: with the parse left
+    parse runs here (the reserved-name check's and the repeat check's), widened by a short sleep so that
+    threads meet inside it: with the parse left
     unserialised, several are inside at once (the test fails); serialised, never more than one."""
     parse = ast.parse
     inside = 0
@@ -161,6 +163,7 @@ def test_turns_on_many_threads_never_parse_at_once(monkeypatch: pytest.MonkeyPat
         start.wait()
         for _ in range(5):
             assert reserved_binding(code) is None
+            assert code_key(code)  # issue 46's repeat check parses the same code, under the same lock
 
     threads = [threading.Thread(target=turn, args=(code,)) for code in codes]
     for thread in threads:

@@ -147,15 +147,16 @@ def _text_or_none(value: Any) -> str | None:
 
 #: CPython keeps the AST constructor's recursion depth per interpreter, not per thread: turns parsing
 #: their code at once on a server's threads failed with `SystemError: AST constructor recursion depth
-#: mismatch` (python/cpython#106905). Parsing a step is quick; one at a time costs nothing.
-_PARSING = threading.Lock()
+#: mismatch` (python/cpython#106905). Parsing a step is quick; one at a time costs nothing. Every parse
+#: of model code in the server process takes it (`agent.repeats` too).
+AST_LOCK = threading.Lock()
 
 
 def reserved_binding(code: str) -> str | None:
     """The first reserved name the code would bind, or None. Syntax errors are left to the REPL,
     which reports them with the model's own line numbers."""
     try:
-        with _PARSING:
+        with AST_LOCK:
             tree = ast.parse(code)
     except SyntaxError:
         return None

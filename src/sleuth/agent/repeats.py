@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 import re
 
+from sleuth.agent.actions import AST_LOCK
+
 __all__ = ["code_key", "repeat_notice"]
 
 _LABEL = re.compile(r"\bE(\d+)\b")
@@ -20,7 +22,8 @@ _LABEL = re.compile(r"\bE(\d+)\b")
 def code_key(code: str) -> str:
     """What two steps' code must share to be the same step."""
     try:
-        tree = compile(code, "<step>", "exec", flags=ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        with AST_LOCK:  # turns on a server's threads parse at once (see `agent.actions.AST_LOCK`)
+            tree = ast.parse(code)  # top-level `await` parses: only the compiler refuses it
     except (SyntaxError, ValueError):
         return " ".join(code.split())
     return ast.dump(tree, annotate_fields=False)
