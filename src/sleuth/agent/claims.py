@@ -37,7 +37,7 @@ from sleuth.agent.spans import EvidenceSpan
 from sleuth.format.numbers import Number, agree, extract_numbers
 from sleuth.format.text import TYPOGRAPHIC, folded
 
-__all__ = ["Unsupported", "check_claims", "sentence_bounds"]
+__all__ = ["FILE_NAMES", "PAGE_REFS", "Unsupported", "check_claims", "sentence_bounds"]
 
 Reason = Literal["claim_not_in_evidence", "uncited"]
 
@@ -50,8 +50,9 @@ _CANONICAL = re.compile(r"\[(\d+)\]")
 _END = re.compile(r"[.!?][\"'”’)\]]*(?=\s|$)")
 _LEADING_RUN = re.compile(r"[ \t]*(?:\[\d+\])+")
 _ENUMERATOR = re.compile(r"^[ \t>]*(?:#{1,6}[ \t]+)?(?:\d{1,3}[.)]|[-*•+])[ \t]+", re.M)
-_PAGE_REFS = re.compile(r"\b(?:pp?\.|pages?)\s*\d+(?:\s*[-–]\s*\d+)?", re.IGNORECASE)
-_PATHS = re.compile(r"\S+\.(?:pdf|md|txt|html?|docx|csv|jsonl?)\b", re.IGNORECASE)
+#: Page references and file names in prose: never claims (the eval matcher strips them too).
+PAGE_REFS = re.compile(r"\b(?:pp?\.|pages?)\s*\d+(?:\s*[-–]\s*\d+)?", re.IGNORECASE)
+FILE_NAMES = re.compile(r"\S+\.(?:pdf|md|txt|html?|docx|csv|jsonl?)\b", re.IGNORECASE)
 _CODE = re.compile(r"\b[A-Z]{2,}[A-Z0-9]*-\d+[A-Z0-9-]*\b")
 _QUOTE = re.compile(r"[\"“]([^\"“”\n]{3,300})[\"”]")
 _QUOTE_MIN_WORDS = 3
@@ -141,7 +142,7 @@ def _facts(sentence: str) -> _Facts:
     """What a sentence states that can be looked up: markers, page references, file names and list
     enumerators are not claims."""
     plain = _CANONICAL.sub(" ", sentence)
-    plain = _ENUMERATOR.sub(" ", _PAGE_REFS.sub(" ", _PATHS.sub(" ", plain)))
+    plain = _ENUMERATOR.sub(" ", PAGE_REFS.sub(" ", FILE_NAMES.sub(" ", plain)))
     quotes = [q.strip() for q in _QUOTE.findall(plain) if len(q.split()) >= _QUOTE_MIN_WORDS]
     codes = _CODE.findall(plain)
     return _Facts(extract_numbers(_as_digits(plain, ones=False)), [*codes, *quotes])

@@ -166,7 +166,8 @@ class AgentLoop:
                 self.result.final_labels = self._known_labels(action.evidence)
                 self.result.stop_reason = "final" if action.kind == "final" else "no_tool_call"
                 break
-            earlier = self._ran.get(code_key(action.code))
+            key = code_key(action.code)
+            earlier = self._ran.get(key)
             if earlier is not None:
                 self._repeated_step(number, action, reply, decide_ms, earlier)
                 repeats += 1
@@ -174,7 +175,7 @@ class AgentLoop:
                     self.result.stop_reason = "repeated"
                     break
                 continue
-            step = self._run_step(number, action, reply, decide_ms)
+            step = self._run_step(number, action, reply, decide_ms, key)
             failed_in_a_row = failed_in_a_row + 1 if step.status == "failed" else 0
             if self._finished:
                 break
@@ -212,7 +213,8 @@ class AgentLoop:
         self.result.answered_by = reply.model or self.model.config.id
         return reply
 
-    def _run_step(self, number: int, action: Action, reply: Reply, decide_ms: float) -> QueryStep:
+    def _run_step(self, number: int, action: Action, reply: Reply, decide_ms: float, key: str) -> QueryStep:
+        """Run a step's code; `key` is its `code_key`, kept once the code is run (not refused)."""
         step_id = f"step_{number}"
         code = action.code[:MAX_CODE_CHARS]
         usage = reply.usage
@@ -228,7 +230,7 @@ class AgentLoop:
         self.emit(self.result.steps[-1])
         problem = action.problem or self._refusal(action.code)
         if problem is None:
-            self._ran.setdefault(code_key(action.code), number)
+            self._ran.setdefault(key, number)
         self._new_spans = []
         began = self.clock()
         outcome: StepResult | None = None

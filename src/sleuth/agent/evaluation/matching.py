@@ -40,6 +40,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sleuth.agent.claims import FILE_NAMES, PAGE_REFS
 from sleuth.agent.extractive import content_words
 from sleuth.format.dates import MONTH_NAMES
 from sleuth.format.numbers import NEGATIVE_CUE, Number, agree, extract_numbers
@@ -63,13 +64,11 @@ TEXT_RECALL = 0.6
 
 
 _MARKERS = re.compile(r"[\[【［]\s*\d{1,3}(?:\s*[-–,;]\s*\d{1,3})*\s*[\]】］]")
-_PATHS = re.compile(r"\S+\.(?:pdf|md|txt|html?|docx|csv|jsonl?)\b", re.IGNORECASE)
 _MONTH_WORDS = re.compile(rf"\b(?:{MONTH_NAMES})\.?", re.IGNORECASE)
 _DATE_WORDS = frozenset(
     {"fiscal", "year", "years", "fy", "quarter", "quarters", "calendar", "ended", "ending", "end"}
     | {"period", "month", "months", "first", "second", "third", "fourth", "half", "as", "of"}
 )
-_PAGE_REFS = re.compile(r"\b(?:pp?\.|pages?)\s*\d+(?:\s*[-–]\s*\d+)?", re.IGNORECASE)
 
 
 def _clean_prediction(text: str, cited_paths: Sequence[str] = ()) -> str:
@@ -81,7 +80,7 @@ def _clean_prediction(text: str, cited_paths: Sequence[str] = ()) -> str:
         name = path.rsplit("/", 1)[-1]
         if len(name) >= 5:
             text = text.replace(name, " ")
-    return _PAGE_REFS.sub(" ", _PATHS.sub(" ", _MARKERS.sub(" ", text)))
+    return PAGE_REFS.sub(" ", FILE_NAMES.sub(" ", _MARKERS.sub(" ", text)))
 
 
 MAX_DATE_WORDS = 1  # content words a gold may have beside its dates and still *be* a date
