@@ -2,8 +2,9 @@
 
     .venv/bin/python benchmarks/real_model.py --base-url http://127.0.0.1:8080/v1 [--model-name NAME]
     .venv/bin/python benchmarks/real_model.py --llama-server PATH --gguf PATH      # starts it itself
-        [--questions FILE.jsonl --context SLUG --home DIR] [--limit N] [--context-window 8192]
-        [--tool-protocol native|text] [--out DIR]
+        [--questions FILE.jsonl --context SLUG --home DIR] [--limit N | --ids a,b] [--context-window 8192]
+        [--tool-protocol native|text] [--prompt-profile standard|small] [--temperature 0 --seed 1]
+        [--out DIR]
 
 Any OpenAI-compatible server works (llama.cpp's `llama-server`, Ollama's `/v1`, vLLM); the local
 Qwen2.5-Coder-1.5B of `docs/spec/local-llm.md` is the one this was written for. Without `--questions` it
@@ -86,7 +87,7 @@ def _sleuth(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "sleuth", *args], env=env, text=True, capture_output=True)
 
 
-def _config(home: Path, base_url: str, name: str, context_window: int, protocol: str) -> str | None:
+def _config(home: Path, base_url: str, name: str, args: argparse.Namespace) -> str | None:
     """The model as this home's catalog entry `local/bench`, added to its config.toml; returns what the
     file held before (None: no file), for `main` to put back."""
     home.mkdir(parents=True, exist_ok=True)
@@ -94,8 +95,13 @@ def _config(home: Path, base_url: str, name: str, context_window: int, protocol:
     before = path.read_text(encoding="utf-8") if path.exists() else None
     entry = (
         f'[models."{MODEL_ID}"]\nprovider = "openai-compatible"\nmodel = "{name}"\nbase_url = "{base_url}"\n'
-        f'api_key = "sk-local"\ncontext_window = {context_window}\ntool_protocol = "{protocol}"\n'
+        f'api_key = "sk-local"\ncontext_window = {args.context_window}\n'
+        f'tool_protocol = "{args.tool_protocol}"\n'
     )
+    if args.prompt_profile:  # unset: Sleuth's default for the window (small under 16,384 tokens)
+        entry += f'prompt_profile = "{args.prompt_profile}"\n'
+    if args.temperature is not None:  # unset: the server's own default (llama-server samples at 0.8)
+        entry += f"temperature = {args.temperature}\nseed = {args.seed}\n"
     path.write_text((before + "\n\n" if before else "") + entry, encoding="utf-8")
     return before
 
@@ -145,6 +151,10 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0)
     parser.add_argument("--context-window", type=int, default=8192)
     parser.add_argument("--tool-protocol", choices=["native", "text"], default="native")
+    parser.add_argument("--prompt-profile", choices=["standard", "small"])
+    parser.add_argument("--temperature", type=float, help="e.g. 0 for repeatable runs (with --seed)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--ids", help="only these question ids, comma-separated")
     parser.add_argument("--threads", type=int, default=1, help="llama-server threads (1 under load)")
     parser.add_argument("--out", type=Path, help="where the eval report goes (default: a scratch folder)")
     args = parser.parse_args()
@@ -173,10 +183,11 @@ def main() -> None:
             )
             if made.returncode != 0:
                 raise SystemExit(made.stdout + made.stderr)
-        before = _config(home, base_url, name, args.context_window, args.tool_protocol)
+        before = _config(home, base_url, name, args)
         out = args.out or scratch / "eval"
         command = ["eval", str(args.questions), "-c", args.context, "--model", MODEL_ID, "--baseline", "rag"]
         command += ["--no-judge", "--out", str(out)] + (["--limit", str(args.limit)] if args.limit else [])
+        command += ["--ids", args.ids] if args.ids else []
         began = time.monotonic()
         try:
             ran = _sleuth(home, *command)

@@ -1,6 +1,7 @@
 """Claims held to what they cite (issue 46): a sentence whose facts its cited spans do not state loses
 its markers and is reported unsupported, in prose, in a shaped answer and in an answer that cites
-nothing; arithmetic on cited figures, the question's own terms and honest sentences pass.
+nothing; arithmetic on cited figures, the question's own terms and honest sentences pass. A model is
+asked once to repair what was flagged, and its rewrite is kept only when it holds better.
 
 The turns run over the compiled sample corpus with a scripted model (the one double: the replies are
 what a small model wrote in a real run, "5 days [1]" over a span that never says 5); the loop, the
@@ -14,8 +15,10 @@ import re
 from sleuth.agent.citations import build_citations
 from sleuth.agent.claims import check_claims, sentence_bounds
 from sleuth.agent.records import Query
+from sleuth.agent.replay import replay
 from sleuth.agent.spans import EvidenceSpan
 from sleuth.agent.turn import TurnRequest
+from sleuth.models.base import ModelError
 from sleuth.models.scripted import code, final_call
 from tests.agent.support import RuntimeFactory
 
@@ -99,6 +102,49 @@ def test_a_shaped_field_its_citation_lacks_is_flagged(make_runtime: RuntimeFacto
     assert len(query.citations) == 1  # the prose keeps its citation
     (flag,) = query.unsupported
     assert (flag.reason, flag.field, flag.missing) == ("field_not_in_evidence", "/days", ["5"])
+
+
+def test_the_model_repairs_an_unsupported_sentence_once_and_the_rewrite_is_kept_when_it_holds(
+    make_runtime: RuntimeFactory,
+) -> None:
+    other, rule = _label(make_runtime, OTHER), _label(make_runtime, RULE)
+    first = f"Employees can work remotely 5 days a week. [{other}]"
+    rewrite = f"Employees can work remotely up to three days per week [{rule}]."
+    runtime = make_runtime([code(SEARCH, "Search the policy"), final_call(), first, rewrite])
+    query = runtime.ask(TurnRequest(ask=ASK, scope=["acme"], model=MODEL))
+    assert query.status == "completed", query.error
+    assert query.answer == "Employees can work remotely up to three days per week [1]."
+    assert query.unsupported == [] and len(query.citations) == 1
+    # The repair call saw its answer and what the evidence lacks, and nothing was asked a third time.
+    repair_call = runtime.scripted.calls[-1]  # type: ignore[attr-defined]
+    assert repair_call.messages[-2].content == first
+    assert '"Employees can work remotely 5 days a week."' in repair_call.messages[-1].content
+    assert "does not state 5" in repair_call.messages[-1].content
+    trace = runtime.db.get_trace(query.id)
+    assert trace is not None
+    assert trace["synthesis_repair"] == {"flagged": 1, "flagged_after": 0, "kept": "repair"}
+    assert trace["citations_dropped"] == []
+    report = replay(runtime.home, query.id, db=runtime.db)
+    assert report["identical"], report
+
+
+def test_a_rewrite_that_is_no_better_is_discarded_and_a_failed_repair_keeps_the_flag(
+    make_runtime: RuntimeFactory,
+) -> None:
+    other = _label(make_runtime, OTHER)
+    first = f"Employees can work remotely 5 days a week. [{other}]"
+    worse = f"Employees can work remotely 6 days a week [{other}]. They get 4 weeks off [{other}]."
+    for replies, after in (([first, worse], 2), ([first, ModelError("provider down")], None)):
+        runtime = make_runtime([code(SEARCH, "Search the policy"), final_call(), *replies])
+        query = runtime.ask(TurnRequest(ask=ASK, scope=["acme"], model=MODEL))
+        assert query.status == "completed", query.error
+        assert query.answer == "Employees can work remotely 5 days a week."
+        assert [u.reason for u in query.unsupported] == ["claim_not_in_evidence"]
+        trace = runtime.db.get_trace(query.id)
+        assert trace is not None
+        note = trace["synthesis_repair"]
+        assert (note["flagged"], note["flagged_after"], note["kept"]) == (1, after, "first")
+        assert ("error" in note) == (after is None)
 
 
 # --- the rules, on spans written here -------------------------------------------------------------------

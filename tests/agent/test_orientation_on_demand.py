@@ -101,4 +101,4 @@ def test_a_turn_with_its_own_settings_answers_with_them(make_runtime: RuntimeFac
     given = calls[0].messages[0].content
     step = next(m.content for m in calls[1].messages if m.content.startswith("Output of the step"))
     chars = int(step.split(":\n", 1)[1].split()[0])
-    assert chars > len(given)  # the small profile adds its notes to the turn's own text
+    assert 0 < chars < len(given) // 2  # the small profile's rules replace the standard reference

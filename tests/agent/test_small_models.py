@@ -2,13 +2,22 @@
 OpenAI-compatible API, sent `async def run_python(code, commentary): …` with `from final import *` and
 `from query_db import *` inside, as if it had to implement the tool and the SDK were modules; the REPL's
 `SyntaxError` did not say what to do instead, and the turn spun. A scripted model replays that code
-here; the loop and the sandbox are real."""
+here; the loop and the sandbox are real.
+
+Given the standard rules and reference, the same model copied the reference's signatures into its code
+as empty definitions (an `IndentationError`, three steps running) and re-ran the example's search eight
+times; the `small` profile shows five calls as they are written and one example that ends in `final`."""
 
 from __future__ import annotations
 
+import ast
+import re
+
 from sleuth.agent.actions import misread_tool
+from sleuth.agent.orientation import block_a
 from sleuth.agent.turn import TurnRequest
 from sleuth.models.scripted import code, final_call
+from sleuth.sdk.primitives import primitives
 from tests.agent.support import RuntimeFactory
 
 MODEL = "openai:gpt-test"
@@ -50,3 +59,38 @@ def test_sdk_names_imported_as_modules_are_refused_with_what_to_do() -> None:
     assert called is not None and called.startswith("Step not run: `run_python` is not a function")
     assert misread_tool("import re\nfrom collections import Counter\nhits = await search_source('x')") is None
     assert misread_tool("def helper(x):\n    return x") is None
+
+
+def _blocks(text: str) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", text, re.S)
+
+
+def test_the_small_profile_shows_calls_as_written_and_no_signatures_to_copy() -> None:
+    small, standard = block_a("small", "text", 10_000, None), block_a("standard", "text", 10_000, None)
+    assert len(small) * 4 < len(standard)  # about 2,400 characters against 12,800
+    assert "def " not in small.replace("def main()", "")
+    calls = [line for line in small.splitlines() if line.startswith("- `")]
+    names = {item.name for item in primitives()} | {"final"}
+    for line in calls:  # every call shown is a real primitive's, written as code that parses
+        snippet = line[3 : line.index("`:")]
+        ast.parse(snippet.removeprefix("hits = await ").removeprefix("rows = "))
+        assert re.findall(r"(\w+)\(", snippet)[-1 if "print(" in snippet else 0] in names
+    step_one, step_two = _blocks(small)
+    assert "search_source(" in step_one and step_two.strip() == 'final(evidence=["E2"])'
+    only = block_a("small", "native", 10_000, ["search_source"])
+    shown = [line for line in only.splitlines() if line.startswith("- `")]
+    assert [re.findall(r"(\w+)\(", line)[0] for line in shown] == ["search_source", "final"]
+
+
+def test_the_small_example_runs_as_written(make_runtime: RuntimeFactory) -> None:
+    """Its two steps, sent as they are shown, search the sample and end the loop with a citation."""
+    step_one, step_two = _blocks(block_a("small", "text", 10_000, None))
+    runtime = make_runtime(
+        [f"Search.\n```python\n{step_one}```", f"Done.\n```python\n{step_two}```", "5 [1]."], "text"
+    )
+    query = runtime.ask(TurnRequest(ask="How many retry attempts are allowed?", scope=["acme"], model=MODEL))
+    assert query.status == "completed", query.error
+    first, second = query.steps
+    assert first.error is None and first.output is not None
+    assert re.search(r"^E1 \S+ p\. \d+$", first.output, re.M)  # a label, a file and a page, then text
+    assert second.error is None and query.rollup is not None and query.rollup.stop_reason == "final"

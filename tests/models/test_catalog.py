@@ -202,7 +202,8 @@ def test_specs() -> None:
         "text",
         8192,
     )
-    assert local.prompt_profile == "standard"
+    assert local.prompt_profile == "small"  # an 8,192-token window: the short rules fit it
+    assert claude.prompt_profile == "standard"
     assert resolve_api_key(local, {"OPENAI_API_KEY": "real-key"}) == "unused"  # never the OpenAI key
 
     assert parse_spec("local/qwen") is None  # an id, not a spec
@@ -275,3 +276,21 @@ def test_build_model(tmp_path: Path) -> None:
     assert gpt.config.api_key is None and "ok-1" not in repr(gpt.config) + repr(catalog)
     with pytest.raises(CatalogError, match="offline planner"):
         build_model(catalog.resolve(OFFLINE_ID))
+
+
+def test_a_small_window_gets_the_small_prompt_profile_unless_the_entry_names_one(tmp_path: Path) -> None:
+    """The standard rules and reference take most of an 8,192-token window (issue 46)."""
+    entries = {
+        "local/a": "context_window = 8192",
+        "local/b": 'context_window = 8192\nprompt_profile = "standard"',
+        "local/c": "context_window = 32768",
+        "local/d": "",  # openai-compatible's default window, 8,192
+    }
+    text = "".join(
+        f'[models."{mid}"]\nprovider = "openai-compatible"\nmodel = "m"\n'
+        f'base_url = "http://127.0.0.1:8080/v1"\n{extra}\n\n'
+        for mid, extra in entries.items()
+    )
+    catalog = Catalog.load(write(tmp_path / "home", text))
+    profiles = {mid: catalog.models[mid].prompt_profile for mid in entries}
+    assert profiles == {"local/a": "small", "local/b": "standard", "local/c": "standard", "local/d": "small"}

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sleuth.agent.claims import Unsupported, check_claims
+from sleuth.agent.claims import CANONICAL_MARKER, Unsupported, check_claims
 from sleuth.agent.evidence import best_window, content_words, split_sentences, window_candidates
 from sleuth.agent.records import Citation
 from sleuth.agent.spans import EvidenceSpan
@@ -52,7 +52,6 @@ _GROUP = re.compile(rf"[\[【［]\s*({_ITEM}(?:\s*[,;]\s*{_ITEM})*)\s*[\]】］]
 _CODE = re.compile(r"(?ms)^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\1[ \t]*$|\Z)|(`+)[^`\n]+\2")
 _RUN_SEP = re.compile(r"[ \t]*[,;]?[ \t]*")
 _BRACKETED_INT = re.compile(r"\[(\d+)\]")
-_CANONICAL = re.compile(r"\[(\d+)\]")
 _CLOSERS = ".,;:!?)]}»”’\"'"
 
 
@@ -190,7 +189,7 @@ def _cited_in_order(text: str) -> list[int]:
     order: dict[int, None] = {}
     for is_code, piece in _code_free_segments(text):
         if not is_code:
-            for m in _CANONICAL.finditer(piece):
+            for m in CANONICAL_MARKER.finditer(piece):
                 order.setdefault(int(m.group(1)))
     return list(order)
 
@@ -228,9 +227,9 @@ def _citing_words(text: str) -> dict[int, set[str]]:
     words: dict[int, set[str]] = {}
     for a, b in split_sentences(text):
         sentence = text[a:b]
-        cited = {int(n) for n in _CANONICAL.findall(sentence)}
+        cited = {int(n) for n in CANONICAL_MARKER.findall(sentence)}
         if cited:
-            vocabulary = content_words(_CANONICAL.sub(" ", sentence))
+            vocabulary = content_words(CANONICAL_MARKER.sub(" ", sentence))
             for n in cited:
                 words.setdefault(n, set()).update(vocabulary)
     return words
@@ -324,7 +323,7 @@ def _bind_quotes(text: str, evidence: Sequence[EvidenceSpan]) -> _Bound:
             quote, kept = m.group("quote"), []
             shown: str | None = None  # the quotation as the reader will see it
             quoted_from = 0
-            for n in (int(x) for x in _CANONICAL.findall(m.group("run"))):
+            for n in (int(x) for x in CANONICAL_MARKER.findall(m.group("run"))):
                 span = evidence[n - 1]
                 found = _locate_in(quote, span)
                 if found is not None and shown is not None and _collapsed(span.text, found[1]) != shown:
@@ -468,7 +467,7 @@ def build_citations(
     if grounding_text:
         for n, extra in grounding_text.items():
             words.setdefault(n, set()).update(content_words(extra))
-    everything = content_words(_CANONICAL.sub(" ", normalized))
+    everything = content_words(CANONICAL_MARKER.sub(" ", normalized))
 
     pages: dict[tuple[str, str, int], str | None] = {}
     kept: list[tuple[int, dict[str, Any]]] = []

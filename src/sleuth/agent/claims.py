@@ -46,7 +46,7 @@ MAX_OPERAND_NUMBERS = 12
 #: Operands tried in all, so that the pairs stay few.
 MAX_OPERANDS = 24
 
-_CANONICAL = re.compile(r"\[(\d+)\]")
+CANONICAL_MARKER = re.compile(r"\[(\d+)\]")  # a marker once normalised: `[3]`
 _END = re.compile(r"[.!?][\"'”’)\]]*(?=\s|$)")
 _LEADING_RUN = re.compile(r"[ \t]*(?:\[\d+\])+")
 _ENUMERATOR = re.compile(r"^[ \t>]*(?:#{1,6}[ \t]+)?(?:\d{1,3}[.)]|[-*•+])[ \t]+", re.M)
@@ -141,7 +141,7 @@ def _as_digits(text: str, ones: bool) -> str:
 def _facts(sentence: str) -> _Facts:
     """What a sentence states that can be looked up: markers, page references, file names and list
     enumerators are not claims."""
-    plain = _CANONICAL.sub(" ", sentence)
+    plain = CANONICAL_MARKER.sub(" ", sentence)
     plain = _ENUMERATOR.sub(" ", PAGE_REFS.sub(" ", FILE_NAMES.sub(" ", plain)))
     quotes = [q.strip() for q in _QUOTE.findall(plain) if len(q.split()) >= _QUOTE_MIN_WORDS]
     codes = _CODE.findall(plain)
@@ -242,4 +242,6 @@ def check_claims(
 
 
 def _cited(sentence: str, n_evidence: int) -> list[int]:
-    return list(dict.fromkeys(int(n) for n in _CANONICAL.findall(sentence) if 1 <= int(n) <= n_evidence))
+    return list(
+        dict.fromkeys(int(n) for n in CANONICAL_MARKER.findall(sentence) if 1 <= int(n) <= n_evidence)
+    )

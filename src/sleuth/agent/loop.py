@@ -258,7 +258,6 @@ class AgentLoop:
         execute_ms = (self.clock() - began) * 1000
         calls = [self._trace_call(c) for c in (outcome.calls if outcome else [])]
         fns = list(dict.fromkeys(c.fn for c in calls))
-        cum = self.result.usage
         step = QueryStep(
             step_id=step_id,
             status="failed" if error else "completed",
@@ -272,20 +271,7 @@ class AgentLoop:
                 "dropped_documents": 0,
                 "dropped_tool_calls": max(0, len(calls) - MAX_TRACE_CALLS),
             },
-            cost=StepCost(
-                tokens_in=usage.input_tokens,
-                tokens_out=usage.output_tokens,
-                decide_ms=round(decide_ms),
-                execute_ms=round(execute_ms),
-                tokens_in_cached=usage.cached_tokens,
-                tokens_in_cache_write=usage.cache_write_tokens,
-                tokens_in_fresh=usage.fresh_tokens,
-            ),
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            total_tokens=usage.input_tokens + usage.output_tokens,
-            cum_input_tokens=cum.input_tokens,
-            cum_output_tokens=cum.output_tokens,
+            **_usage_fields(usage, self.result.usage, decide_ms, execute_ms),
             output=observation,
             output_chars=outcome.output_chars if outcome else len(observation),
             output_truncated=outcome.truncated if outcome else False,
@@ -310,20 +296,12 @@ class AgentLoop:
     ) -> None:
         """A step whose code step `earlier` ran: not run again; the model reads where its output is."""
         notice = repeat_notice(earlier, self.result.steps[earlier - 1].output or "")
-        usage = reply.usage
         step = QueryStep(
             step_id=f"step_{number}",
             status="failed",
             commentary=action.commentary,
             code={"language": "python", "source": action.code[:MAX_CODE_CHARS]},
-            cost=StepCost(
-                tokens_in=usage.input_tokens, tokens_out=usage.output_tokens, decide_ms=round(decide_ms)
-            ),
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            total_tokens=usage.input_tokens + usage.output_tokens,
-            cum_input_tokens=self.result.usage.input_tokens,
-            cum_output_tokens=self.result.usage.output_tokens,
+            **_usage_fields(reply.usage, self.result.usage, decide_ms),
             output=notice,
             output_chars=len(notice),
             output_truncated=False,
@@ -452,6 +430,28 @@ class AgentLoop:
                 tool_call_id=message.tool_call_id,
             )
             self._elided.add(index)
+
+
+def _usage_fields(
+    usage: TokenUsage, cum: TokenUsage, decide_ms: float, execute_ms: float = 0.0
+) -> dict[str, Any]:
+    """A step's tokens and time as `QueryStep` records them: one reply's usage, the turn's so far."""
+    return {
+        "cost": StepCost(
+            tokens_in=usage.input_tokens,
+            tokens_out=usage.output_tokens,
+            decide_ms=round(decide_ms),
+            execute_ms=round(execute_ms),
+            tokens_in_cached=usage.cached_tokens,
+            tokens_in_cache_write=usage.cache_write_tokens,
+            tokens_in_fresh=usage.fresh_tokens,
+        ),
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "total_tokens": usage.input_tokens + usage.output_tokens,
+        "cum_input_tokens": cum.input_tokens,
+        "cum_output_tokens": cum.output_tokens,
+    }
 
 
 def _text(value: Any) -> str | None:

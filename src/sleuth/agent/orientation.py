@@ -14,6 +14,7 @@ import functools
 import hashlib
 import inspect
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -196,15 +197,40 @@ def _docstring(doc: str) -> str:
 
 
 def block_a(profile: str, protocol: str, max_output: int, tools: Sequence[str] | None) -> str:
+    if profile == "small":
+        return _small_block_a(protocol, max_output, tools)
     parts = [
         prompt_text("rules.md").replace("{max_tool_output_chars}", f"{max_output:,}"),
         prompt_text("protocol_native.md" if protocol == "native" else "protocol_text.md"),
         sdk_reference(tools),
         prompt_text("examples.md"),
     ]
-    if profile == "small":
-        parts.append(prompt_text("small_notes.md"))
     return "\n\n".join(p.strip() for p in parts)
+
+
+def _small_block_a(protocol: str, max_output: int, tools: Sequence[str] | None) -> str:
+    """The `small` profile's rules, functions and example (spec/runtime.md §3.A). A 1.5B model given
+    the standard block copied the reference's signatures into its code as empty definitions and
+    re-ran the example's search verbatim (issue 46), so this one lists five calls as they are
+    written, one example that ends in `final`, and no signatures."""
+    calls = [
+        line
+        for line in prompt_text("small_reference.md").strip().splitlines()
+        if not line.startswith("- ") or tools is None or _called(line) in (*tools, "final")
+    ]
+    parts = [
+        prompt_text("small_rules.md").replace("{max_tool_output_chars}", f"{max_output:,}"),
+        "\n".join(calls),
+        prompt_text("small_example.md"),
+        prompt_text("protocol_native.md" if protocol == "native" else "protocol_text_small.md"),
+    ]
+    return "\n\n".join(p.strip() for p in parts)
+
+
+def _called(line: str) -> str:
+    """The function a `small_reference.md` line shows (`read_page` in "- `print(read_page(…))`")."""
+    names = re.findall(r"(\w+)\(", line.split("`:", 1)[0])
+    return next((n for n in names if n not in ("print",)), "")
 
 
 MAX_DOCUMENTS_SHOWN = 40

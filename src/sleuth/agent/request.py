@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from sleuth.agent.shape import MAX_SHAPE_BYTES
 from sleuth.settings import TOOL_OUTPUT_CHARS, TURN_CAP_SECONDS, declared_limits
-from sleuth.store.records.server_db import LOCAL_PRINCIPAL
+from sleuth.store.records.rows import LOCAL_PRINCIPAL  # not server_db: the CLI starts without SQLAlchemy
 from sleuth.store.text import clean
 
 if TYPE_CHECKING:

@@ -31,12 +31,14 @@ from sleuth.agent.retrieval import Retrieval, RetrievalOptions
 from sleuth.agent.run_state import Emit, RunState
 from sleuth.agent.shape import resolve_pointer
 from sleuth.agent.shape_fill import OfflineShapeError, offline_fill
-from sleuth.agent.spans import SpanResolver
+from sleuth.agent.spans import EvidenceSpan, SpanResolver
 from sleuth.agent.synthesis import (
     ShapeInvalid,
     SynthesisInput,
+    SynthesisOutput,
     cited_documents,
     history_messages,
+    repair,
     synthesis_reserve,
     synthesize,
 )
@@ -48,7 +50,7 @@ from sleuth.sandbox.limits import BudgetExceeded
 from sleuth.sdk.orientation import OrientationSettings
 from sleuth.settings import TOOL_OUTPUT_CHARS
 from sleuth.store.database import dumps
-from sleuth.store.records.rows import UnsupportedDocument
+from sleuth.store.records.rows import RepairNote, UnsupportedDocument
 
 __all__ = ["Emit", "TurnRun"]
 
@@ -329,10 +331,9 @@ class TurnRun(RunState):
             inp = SynthesisInput(
                 request.ask, instructions, history, result.draft, computed, evidence, request.shape
             )
+            model = self._provider_model()
             try:
-                out = synthesize(
-                    self._provider_model(), inp, timeout_s=max(1.0, self.deadline - time.monotonic())
-                )
+                out = synthesize(model, inp, timeout_s=max(1.0, self.deadline - time.monotonic()))
             except ShapeInvalid as exc:
                 self.fail(str(exc), answer=exc.text, evidence=evidence)
                 return
@@ -343,6 +344,8 @@ class TurnRun(RunState):
                 self.model_calls += getattr(exc, "calls", [])
             else:
                 text, data, grounding = out.text, out.data, out.grounding
+                if data is None:
+                    text, out = self._repaired(model, inp, out, evidence, computed)
                 self.model_calls += out.calls
                 synthesis.tokens_in = out.usage.input_tokens
                 synthesis.tokens_out = out.usage.output_tokens
@@ -382,6 +385,41 @@ class TurnRun(RunState):
             cast(UnsupportedDocument, u.model_dump(mode="json")) for u in self.query.unsupported
         ]
         self._complete(cited.text, cited.citations, data, output_grounding, synthesis, evidence, result)
+
+    def _repaired(
+        self,
+        model: Model,
+        inp: SynthesisInput,
+        out: SynthesisOutput,
+        evidence: list[EvidenceSpan],
+        computed: str,
+    ) -> tuple[str, SynthesisOutput]:
+        """The answer to release, and the synthesis calls behind it: a prose answer with sentences its
+        citations do not support goes back to the model once (spec/runtime.md §8.4.1); the rewrite is
+        kept only when the claim check flags fewer sentences in it. The trace notes the attempt."""
+        first = build_citations(
+            out.text, evidence, self.pinned.page_text, question=inp.ask, computed=computed
+        ).unsupported
+        remaining = self.deadline - time.monotonic()
+        if not first or not out.text or remaining < 2.0 or self.stopping():
+            return out.text, out
+        note: RepairNote = {"flagged": len(first), "flagged_after": None, "kept": "first"}
+        self.trace["synthesis_repair"] = note
+        try:
+            again = repair(model, inp, out.text, first, timeout_s=remaining)
+        except ModelError as exc:
+            note["error"] = str(exc)
+            return out.text, out
+        out.calls += again.calls
+        out.usage = out.usage + again.usage
+        after = build_citations(
+            again.text, evidence, self.pinned.page_text, question=inp.ask, computed=computed
+        ).unsupported
+        note["flagged_after"] = len(after)
+        if again.text and len(after) < len(first):
+            note["kept"] = "repair"
+            return again.text, out
+        return out.text, out
 
     def _planner_results(self) -> dict[str, Any]:
         """The planner's computed count and list items and how sure its answer is (recorded, so a

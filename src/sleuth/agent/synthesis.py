@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,19 +122,64 @@ def synthesize(
     return out
 
 
-def _call(model: Model, messages: list[Message], params: CompletionParams, out: SynthesisOutput) -> str:
+def repair(
+    model: Model,
+    inp: SynthesisInput,
+    first: str,
+    flagged: Sequence[Mapping[str, Any]],
+    max_tokens: int = 2048,
+    timeout_s: float = 300.0,
+) -> SynthesisOutput:
+    """One more call when the answer states what its citations do not (spec/runtime.md §8.4.1): the
+    model sees its answer, each flagged sentence and the facts its evidence lacks, and rewrites the
+    answer from the same evidence. The caller keeps the rewrite only when the claim check flags fewer
+    sentences in it, so a repair can only take a wrong fact out, never put one in.
+
+    Raises ModelError when the call fails (the caller keeps the first answer)."""
+    lines = []
+    for flag in flagged:
+        sentence = " ".join(str(flag.get("text", "")).split())
+        if flag.get("reason") == "uncited":
+            lines.append(f'- "{sentence}": cites no evidence')
+        else:
+            missing = ", ".join(str(m) for m in flag.get("missing") or [])
+            lines.append(f'- "{sentence}": the evidence it cites does not state {missing}')
+    ask = (
+        "These sentences of your answer state facts that the evidence they cite does not:\n"
+        + "\n".join(lines)
+        + "\nWrite the whole answer again from the same evidence. State only figures, dates and "
+        "quotations that the evidence you cite states, each sentence with its [n]; where the evidence "
+        "does not say, say so instead of guessing. Reply with the answer only."
+    )
+    messages = [*synthesis_messages(inp), Message("assistant", first), Message("user", ask)]
+    params = CompletionParams(
+        max_tokens=max_tokens,
+        temperature=model.config.temperature,
+        seed=model.config.seed,
+        timeout_s=timeout_s,
+    )
+    out = SynthesisOutput(text="")
+    began = time.monotonic()
+    out.text = _call(model, messages, params, out, phase="repair").strip()
+    out.ms = (time.monotonic() - began) * 1000
+    return out
+
+
+def _call(
+    model: Model,
+    messages: list[Message],
+    params: CompletionParams,
+    out: SynthesisOutput,
+    phase: str = "synthesis",
+) -> str:
     sent = [m.to_json() for m in messages]
     began = time.monotonic()
     try:
         reply = model.complete(messages, [], params)
     except ModelError as exc:
-        out.calls.append(
-            ModelCallRecord("synthesis", sent, None, str(exc), (time.monotonic() - began) * 1000)
-        )
+        out.calls.append(ModelCallRecord(phase, sent, None, str(exc), (time.monotonic() - began) * 1000))
         raise
-    out.calls.append(
-        ModelCallRecord("synthesis", sent, reply.to_json(), None, (time.monotonic() - began) * 1000)
-    )
+    out.calls.append(ModelCallRecord(phase, sent, reply.to_json(), None, (time.monotonic() - began) * 1000))
     out.usage = out.usage + reply.usage
     out.model = reply.model or model.config.id
     return reply.text

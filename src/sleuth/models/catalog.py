@@ -96,6 +96,16 @@ def _defaults(provider: str) -> tuple[ToolProtocol, int]:
     return "native", 128_000
 
 
+#: Below this many tokens a model gets the `small` prompt profile unless its entry names one: the
+#: standard rules and reference alone take about 3,500 tokens, most of an 8,192-token window
+#: (spec/runtime.md §12).
+SMALL_WINDOW = 16_384
+
+
+def _profile(context_window: int) -> PromptProfile:
+    return "small" if context_window < SMALL_WINDOW else "standard"
+
+
 def _check_url(url: str, where: str) -> str:
     if not url.startswith(("http://", "https://")):
         raise CatalogError(f"{where}: base_url must start with http:// or https://; got {url!r}")
@@ -132,6 +142,7 @@ def parse_spec(spec: str) -> ModelConfig | None:
         base_url=base_url,
         api_key_env=DEFAULT_KEY_ENV.get(provider),
         tool_protocol=tool_protocol,
+        prompt_profile=_profile(context_window),
         context_window=context_window,
     )
 
@@ -219,7 +230,10 @@ def _entry(model_id: str, table: object, where: str) -> ModelConfig:
         api_key=api_key,
         api_key_env=api_key_env,
         tool_protocol=cast(ToolProtocol, choice("tool_protocol", get_args(ToolProtocol)) or default_protocol),
-        prompt_profile=cast(PromptProfile, choice("prompt_profile", get_args(PromptProfile)) or "standard"),
+        prompt_profile=cast(
+            PromptProfile,
+            choice("prompt_profile", get_args(PromptProfile)) or _profile(context_window or default_window),
+        ),
         context_window=context_window or default_window,
         temperature=number("temperature"),
         seed=integer("seed"),

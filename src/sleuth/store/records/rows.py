@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
+LOCAL_PRINCIPAL = "local"  # who opens sessions when no API key is involved (the CLI, --no-auth)
+
 QueryStatus = Literal["in_progress", "completed", "failed", "cancelled"]
 StopReason = Literal[
     "final",
@@ -284,6 +286,16 @@ class TraceVersions(TypedDict):
     manifests: dict[str, str]  # slug → sha256 of its manifest
 
 
+class RepairNote(TypedDict):
+    """A prose answer sent back to its model once for the sentences its citations do not support
+    (spec/runtime.md §8.4.1): how many were flagged before and after, and which answer was kept."""
+
+    flagged: int
+    flagged_after: int | None  # None when the repair call failed
+    kept: Literal["first", "repair"]
+    error: NotRequired[str]
+
+
 class TraceDocument(TypedDict, total=False):
     """A turn's trace (spec/api.md §8.6). It is built in stages, so every key may be missing on the way:
     a stage leaves its notes (`orientation`, `synthesis_error`, `internal_error`, …) and the end adds
@@ -301,6 +313,7 @@ class TraceDocument(TypedDict, total=False):
     citations_dropped: list[dict[str, Any]]  # {marker, source, page, reason}
     ungrounded_fields: list[str]
     unsupported: NotRequired[list[UnsupportedDocument]]  # api.md §8.4.1; newer than the rest
+    synthesis_repair: RepairNote  # only where a repair was asked for
     synthesis: SynthesisDocument | None
     synthesis_error: str
     internal_error: str

@@ -18,12 +18,10 @@ from sqlalchemy.engine import Connection, Row
 from sleuth.store.database import SqlStore, dumps, loads, new_id
 from sleuth.store.records.outage import durable
 from sleuth.store.records.replay_log import delete_replay_log
-from sleuth.store.records.rows import SessionRow
+from sleuth.store.records.rows import LOCAL_PRINCIPAL, SessionRow
 from sleuth.store.records.server_db.errors import SessionBusy, SessionNotFound
 from sleuth.store.records.server_schema import TITLE_CHARS, queries_t, sessions_t
 from sleuth.store.storage import Storage
-
-LOCAL_PRINCIPAL = "local"  # who opens sessions when no API key is involved (the CLI, --no-auth)
 
 
 def _title(text: str) -> str:
