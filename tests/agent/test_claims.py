@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from sleuth.agent.citations import build_citations
-from sleuth.agent.claims import check_claims, sentence_bounds
+from sleuth.agent.claims import check_claims, sentence_bounds, stating
 from sleuth.agent.records import Query
 from sleuth.agent.replay import replay
 from sleuth.agent.spans import EvidenceSpan
@@ -147,6 +147,23 @@ def test_a_rewrite_that_is_no_better_is_discarded_and_a_failed_repair_keeps_the_
         assert ("error" in note) == (after is None)
 
 
+def test_the_repair_request_points_an_uncited_sentence_at_the_evidence_that_states_it(
+    make_runtime: RuntimeFactory,
+) -> None:
+    """A small model wrote a right answer without a marker; the request names the span that says it,
+    and the marker it adds is checked like any other."""
+    rule = _label(make_runtime, RULE)
+    first = "Employees can work remotely up to three days per week. Support answers on ERR-9999."
+    runtime = make_runtime([code(SEARCH, "Search"), final_call(evidence=[rule]), first, "Three days [1]."])
+    query = runtime.ask(TurnRequest(ask=ASK, scope=["acme"], model=MODEL))
+    assert query.status == "completed", query.error
+    asked = runtime.scripted.calls[-1].messages[-1].content  # type: ignore[attr-defined]
+    rule_line = '"Employees can work remotely up to three days per week.": cites no evidence, though [1]'
+    assert rule_line in asked
+    assert '"Support answers on ERR-9999.": cites no evidence, and no evidence states ERR-9999' in asked
+    assert query.answer == "Three days [1]." and len(query.citations) == 1 and query.unsupported == []
+
+
 # --- the rules, on spans written here -------------------------------------------------------------------
 
 TABLE = "Revenues $ 11,692,713 $ 8,830,669 $ 6,779,511"
@@ -212,3 +229,14 @@ def test_a_marker_dropped_in_one_sentence_stays_where_another_sentence_earns_it(
     assert result.text == "Revenues were $11.7 billion [1]. They were $99 billion in 2015."
     assert [u["text"] for u in result.unsupported] == ["They were $99 billion in 2015."]
     assert [d["reason"] for d in result.dropped] == ["claim_not_in_evidence"]
+
+
+def test_the_span_pointed_at_states_the_facts_and_speaks_of_the_same_thing() -> None:
+    spans = [
+        _span("Section 3: travel and expenses."),  # states 3, shares no word with the sentence
+        _span("Employees may work remotely up to three days per week."),
+        _span("Remote access uses the VPN; 2 factors."),  # shares words, lacks the figure
+    ]
+    assert stating("Employees work remotely 3 days a week.", spans) == [2]
+    assert stating("The VPN is required.", spans) == []  # no fact to look up: nothing to point at
+    assert stating("Employees work remotely 4 days a week.", spans) == []

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from sleuth.agent.evidence import content_words
 from sleuth.agent.spans import EvidenceSpan
 from sleuth.format.numbers import Number, agree, extract_numbers
 from sleuth.format.text import TYPOGRAPHIC, folded
@@ -239,6 +240,26 @@ def check_claims(
             reason: Reason = "claim_not_in_evidence" if cited else "uncited"
             out.append(Unsupported(start, end, tuple(dict.fromkeys(missing)), reason, tuple(cited)))
     return out
+
+
+def stating(sentence: str, evidence: Sequence[EvidenceSpan], limit: int = 2) -> list[int]:
+    """The evidence positions (1-based, at most `limit`, best first) that state every fact `sentence`
+    states and share words with it: where an uncited sentence's facts are, for the repair request to
+    point at. A small figure is on many pages, so the span must also speak of what the sentence does.
+    Sleuth never cites on a model's behalf: the model adds the marker and the check runs again."""
+    facts = _facts(sentence)
+    if not facts.numbers and not facts.words:
+        return []
+    wanted = [folded(words.translate(TYPOGRAPHIC)) for words in facts.words]
+    words = {w for w in content_words(CANONICAL_MARKER.sub(" ", sentence)) if not w.isdigit()}
+    ranked: list[tuple[int, int]] = []
+    for n, span in enumerate(evidence, start=1):
+        source = _source(span)
+        if all(_stated(c, source.numbers) for c in facts.numbers) and all(w in source.text for w in wanted):
+            shared = len(words & content_words(span.text))
+            if shared:
+                ranked.append((-shared, n))
+    return [n for _, n in sorted(ranked)[:limit]]
 
 
 def _cited(sentence: str, n_evidence: int) -> list[int]:

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sleuth.agent.claims import stating
 from sleuth.agent.evidence import format_evidence
 from sleuth.agent.loop import ModelCallRecord
 from sleuth.agent.orientation import prompt_text
@@ -139,11 +140,14 @@ def repair(
     lines = []
     for flag in flagged:
         sentence = " ".join(str(flag.get("text", "")).split())
-        if flag.get("reason") == "uncited":
-            lines.append(f'- "{sentence}": cites no evidence')
-        else:
-            missing = ", ".join(str(m) for m in flag.get("missing") or [])
+        missing = ", ".join(str(m) for m in flag.get("missing") or [])
+        if flag.get("reason") != "uncited":
             lines.append(f'- "{sentence}": the evidence it cites does not state {missing}')
+        elif found := stating(sentence, inp.evidence):
+            shown = " or ".join(f"[{n}]" for n in found)
+            lines.append(f'- "{sentence}": cites no evidence, though {shown} states {missing}')
+        else:
+            lines.append(f'- "{sentence}": cites no evidence, and no evidence states {missing}')
     ask = (
         "These sentences of your answer state facts that the evidence they cite does not:\n"
         + "\n".join(lines)
