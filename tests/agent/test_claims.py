@@ -160,6 +160,7 @@ def test_the_repair_request_points_an_uncited_sentence_at_the_evidence_that_stat
     asked = runtime.scripted.calls[-1].messages[-1].content  # type: ignore[attr-defined]
     rule_line = '"Employees can work remotely up to three days per week.": cites no evidence, though [1]'
     assert rule_line in asked
+    assert 'write "Employees can work remotely up to three days per week [1]."' in asked
     assert '"Support answers on ERR-9999.": cites no evidence, and no evidence states ERR-9999' in asked
     assert query.answer == "Three days [1]." and len(query.citations) == 1 and query.unsupported == []
 

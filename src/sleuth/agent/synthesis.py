@@ -145,7 +145,11 @@ def repair(
             lines.append(f'- "{sentence}": the evidence it cites does not state {missing}')
         elif found := stating(sentence, inp.evidence):
             shown = " or ".join(f"[{n}]" for n in found)
-            lines.append(f'- "{sentence}": cites no evidence, though {shown} states {missing}')
+            body, end = sentence.rstrip(".!?"), sentence[len(sentence.rstrip(".!?")) :] or "."
+            lines.append(
+                f'- "{sentence}": cites no evidence, though {shown} states {missing}: '
+                f'if it says what you mean, write "{body} [{found[0]}]{end}"'
+            )
         else:
             lines.append(f'- "{sentence}": cites no evidence, and no evidence states {missing}')
     ask = (
