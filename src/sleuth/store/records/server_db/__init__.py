@@ -26,7 +26,7 @@ from sqlalchemy.engine import Connection
 
 from sleuth.store.contexts.replica import shared_storage
 from sleuth.store.database import Database, add_missing_columns
-from sleuth.store.records.rows import ComparedTurn
+from sleuth.store.records.rows import LOCAL_PRINCIPAL, ComparedTurn
 from sleuth.store.records.server_db.admission import TurnAdmission, TurnPlaces
 from sleuth.store.records.server_db.errors import (
     ComparisonGroupFull,
@@ -56,7 +56,7 @@ from sleuth.store.records.server_db.leases import (
 )
 from sleuth.store.records.server_db.queries import COMPARISON_GROUP_SIZE, QueryRecords
 from sleuth.store.records.server_db.recovery import INTERRUPTED_ERROR, TurnRecovery
-from sleuth.store.records.server_db.sessions import LOCAL_PRINCIPAL, SessionRecords
+from sleuth.store.records.server_db.sessions import SessionRecords
 from sleuth.store.records.server_schema import MIGRATIONS, SCHEMA_VERSION, meta_t, metadata
 from sleuth.store.storage import Storage
 
