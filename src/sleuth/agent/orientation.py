@@ -230,7 +230,7 @@ def _small_block_a(protocol: str, max_output: int, tools: Sequence[str] | None) 
 def _called(line: str) -> str:
     """The function a `small_reference.md` line shows (`read_page` in "- `print(read_page(…))`")."""
     names = re.findall(r"(\w+)\(", line.split("`:", 1)[0])
-    return next((n for n in names if n not in ("print",)), "")
+    return next((n for n in names if n != "print"), "")
 
 
 MAX_DOCUMENTS_SHOWN = 40

@@ -10,7 +10,7 @@ import traceback
 from collections.abc import Sequence
 from typing import Any, cast, get_args
 
-from sleuth.agent.citations import build_citations, renumber_grounding
+from sleuth.agent.citations import CitationResult, build_citations, renumber_grounding
 from sleuth.agent.evidence import computed_results, evidence_budget, select_evidence
 from sleuth.agent.extractive import NO_EVIDENCE, extractive_answer
 from sleuth.agent.grounding import check_grounding
@@ -312,6 +312,7 @@ class TurnRun(RunState):
         grounding: dict[str, list[int]] | None = None
         began = time.monotonic()
         text = ""
+        checked: CitationResult | None = None  # a prose answer's citations, built while deciding on repair
         if self.turn.offline:
             text = extractive_answer(
                 request.ask, evidence, result.draft, slugs, self.pinned.boilerplate_share
@@ -345,7 +346,7 @@ class TurnRun(RunState):
             else:
                 text, data, grounding = out.text, out.data, out.grounding
                 if data is None:
-                    text, out = self._repaired(model, inp, out, evidence, computed)
+                    text, checked, out = self._repaired(model, inp, out, evidence, computed)
                 self.model_calls += out.calls
                 synthesis.tokens_in = out.usage.input_tokens
                 synthesis.tokens_out = out.usage.output_tokens
@@ -360,8 +361,17 @@ class TurnRun(RunState):
         extra = sorted(
             {n for numbers in (grounding or {}).values() for n in numbers if 1 <= n <= len(evidence)}
         )
-        cited = build_citations(
-            text, evidence, self.pinned.page_text, extra_cited=extra, question=request.ask, computed=computed
+        cited = (
+            checked
+            if checked is not None  # a prose answer's, with no grounding to add
+            else build_citations(
+                text,
+                evidence,
+                self.pinned.page_text,
+                extra_cited=extra,
+                question=request.ask,
+                computed=computed,
+            )
         )
         output_grounding: dict[str, list[int]] | None = None
         ungrounded: list[str] = []
@@ -393,33 +403,34 @@ class TurnRun(RunState):
         out: SynthesisOutput,
         evidence: list[EvidenceSpan],
         computed: str,
-    ) -> tuple[str, SynthesisOutput]:
-        """The answer to release, and the synthesis calls behind it: a prose answer with sentences its
-        citations do not support goes back to the model once (spec/runtime.md §8.4.1); the rewrite is
-        kept only when the claim check flags fewer sentences in it. The trace notes the attempt."""
+    ) -> tuple[str, CitationResult, SynthesisOutput]:
+        """The prose answer to release, its citations and the synthesis calls behind it: an answer
+        with sentences its citations do not support goes back to the model once (spec/runtime.md
+        §8.4.1); the rewrite is kept only when the claim check flags fewer sentences in it. The trace
+        notes the attempt. The citations are the caller's too: they are built once per text."""
         first = build_citations(
             out.text, evidence, self.pinned.page_text, question=inp.ask, computed=computed
-        ).unsupported
+        )
         remaining = self.deadline - time.monotonic()
-        if not first or not out.text or remaining < 2.0 or self.stopping():
-            return out.text, out
-        note: RepairNote = {"flagged": len(first), "flagged_after": None, "kept": "first"}
+        if not first.unsupported or not out.text or remaining < 2.0 or self.stopping():
+            return out.text, first, out
+        note: RepairNote = {"flagged": len(first.unsupported), "flagged_after": None, "kept": "first"}
         self.trace["synthesis_repair"] = note
         try:
-            again = repair(model, inp, out.text, first, timeout_s=remaining)
+            again = repair(model, inp, out.text, first.unsupported, timeout_s=remaining)
         except ModelError as exc:
             note["error"] = str(exc)
-            return out.text, out
+            return out.text, first, out
         out.calls += again.calls
         out.usage = out.usage + again.usage
         after = build_citations(
             again.text, evidence, self.pinned.page_text, question=inp.ask, computed=computed
-        ).unsupported
-        note["flagged_after"] = len(after)
-        if again.text and len(after) < len(first):
+        )
+        note["flagged_after"] = len(after.unsupported)
+        if again.text and len(after.unsupported) < len(first.unsupported):
             note["kept"] = "repair"
-            return again.text, out
-        return out.text, out
+            return again.text, after, out
+        return out.text, first, out
 
     def _planner_results(self) -> dict[str, Any]:
         """The planner's computed count and list items and how sure its answer is (recorded, so a

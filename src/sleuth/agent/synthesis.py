@@ -145,7 +145,8 @@ def repair(
             lines.append(f'- "{sentence}": the evidence it cites does not state {missing}')
         elif found := stating(sentence, inp.evidence):
             shown = " or ".join(f"[{n}]" for n in found)
-            body, end = sentence.rstrip(".!?"), sentence[len(sentence.rstrip(".!?")) :] or "."
+            body = sentence.rstrip(".!?")
+            end = sentence[len(body) :] or "."
             lines.append(
                 f'- "{sentence}": cites no evidence, though {shown} states {missing}: '
                 f'if it says what you mean, write "{body} [{found[0]}]{end}"'
