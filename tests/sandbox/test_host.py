@@ -81,9 +81,15 @@ def test_an_oom_killed_turn_leaves_no_cgroup(acme_version: Path) -> None:
         memory = Path(f"/sys/fs/cgroup/memory{turn}")
         used = int((memory / "memory.usage_in_bytes").read_text())
         (memory / "memory.limit_in_bytes").write_text(str(used + (48 << 20)))
-        with pytest.raises(SandboxDied):
+        with pytest.raises(SandboxDied):  # killed from outside: `RLIMIT_AS` would raise MemoryError
             sb.exec("x = b'x' * (300 << 20)")
-        assert "oom_kill 1" in (memory / "memory.oom_control").read_text()  # the kernel's OOM killer
+        # The kernel's OOM killer counted it — unless the zygote has already reaped the killed turn and
+        # removed its cgroup, count and all: read in that moment, the file fails with ENODEV (seen once
+        # in a clean-clone run). The death above and the cgroup's removal below still say what happened.
+        counted: str | None = None
+        with contextlib.suppress(OSError):
+            counted = (memory / "memory.oom_control").read_text()
+        assert counted is None or "oom_kill 1" in counted
         sb.close()
         ours = [Path(f"/sys/fs/cgroup/{c}{turn}") for c in ("memory", "pids")]
         assert _until(lambda: not any(d.exists() for d in ours)), "the OOM-killed turn's cgroups stayed"
