@@ -199,6 +199,23 @@ def test_scales_rounding_and_one_step_of_arithmetic_on_cited_figures_pass() -> N
     assert _unsupported("Netflix had 4,913,202 employees [1].") == [("4,913,202",)]
 
 
+def test_a_working_the_sentence_shows_derives_its_result_in_any_number_of_steps() -> None:
+    """Issue 45: "every number computed from verified spans". A growth rate over two years is two steps
+    from its operands; the sentence's own working gives it, and the working's constants (the 1/2 and
+    the 1) are part of it. A working that does not hold, or an operand the span lacks, is flagged."""
+    cagr = (
+        "Revenues grew at a compound annual rate of 31.3 %: 31.3 % = (11,692,713 [1] / 6,779,511 [1])^(1/2)"
+        " − 1."
+    )
+    assert _unsupported(cagr) == []
+    average = "Average revenues: 9,100,964.3 = (11,692,713 [1] + 8,830,669 [1] + 6,779,511 [1]) / 3."
+    assert _unsupported(average) == []
+    assert _unsupported(cagr.replace("31.3 %", "35.0 %")) == [("35.0 %",)]  # it does not hold
+    # it holds, but 7,000,000 is in no cited span: the operand is flagged, and with it the sentence
+    invented = "Average revenues: 9,346,356.5 = (11,692,713 [1] + 7,000,000 [1]) / 2."
+    assert _unsupported(invented) == [("7,000,000",)]
+
+
 def test_the_question_frames_the_answer_and_file_names_pages_and_codes_are_read_as_such() -> None:
     assert _unsupported("In 2019 revenues were $11.7 billion [1].") == [("2019",)]
     assert _unsupported("In 2019 revenues were $11.7 billion [1].", "What were revenues in 2019?") == []

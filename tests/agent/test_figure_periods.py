@@ -259,6 +259,30 @@ def test_a_follow_up_keeps_the_quantity_and_changes_only_what_it_names(runtime: 
     assert f"Net income, {FY}: 14,881 [1]" in then("Net income?")  # a bare quantity names its own
 
 
+def test_a_chain_of_follow_ups_keeps_what_each_one_changed(runtime: Runtime) -> None:
+    """Issue 45, item 5 ("chains"): the planner saw only the previous raw question, so a third turn lost
+    what the second had changed: after "And in fiscal 2019?", "What about net income?" read the first
+    question's year again. The chain now resolves turn by turn."""
+    first = runtime.ask(
+        TurnRequest(ask="What were Northwind's total revenues in fiscal 2020?", scope=["northwind"])
+    )
+    session = first.session_id
+
+    def then(ask: str) -> str:
+        query = runtime.ask(TurnRequest(ask=ask, scope=["northwind"], session_id=session))
+        assert query.status == "completed" and query.answer is not None, query.error
+        return query.answer
+
+    assert "Total revenues, Fiscal year ended Jan 31, 2019: 514,405 [1]" in then("And in fiscal 2019?")
+    # the turn before named no quantity: the first turn's still holds
+    assert f"Total revenues, {FY}: 523,964 [1]" in then("And in fiscal 2020?")
+    assert "Total revenues, Fiscal year ended Jan 31, 2019: 514,405 [1]" in then("And in fiscal 2019?")
+    # the quantity changes; the period the turn before named stays
+    assert "Net income, Fiscal year ended Jan 31, 2019: 6,670 [1]" in then("What about net income?")
+    # the period changes; the quantity the turn before named stays
+    assert f"Net income, {FY}: 14,881 [1]" in then("And in fiscal 2020?")
+
+
 def test_how_a_quantity_moved_is_every_period_its_table_holds(runtime: Runtime) -> None:
     """Issue 45, item 3: "How have … changed over time?" names no years: the row in every period of its
     table, oldest first, and the direction, not the latest figure or three scattered quotes."""

@@ -99,10 +99,10 @@ def read_words(ask: str) -> tuple[list[str], list[str]] | None:
     margin = _MARGIN.search(ask)
     if margin:
         implied = [_MARGIN_PROFIT[margin.group("kind").lower()], *_REVENUE]
-        return [], sorted({w for name in implied for w in _words(name)})
+        return [], sorted({w for name in implied for w in operand_words(name)})
     changed = _CHANGED.search(ask)
     if changed and len(asked_years(ask)) == 2:
-        return sorted(_words(_OWNER.sub("", changed.group("q")))), []
+        return sorted(operand_words(_OWNER.sub("", changed.group("q")))), []
     return None
 
 
@@ -135,13 +135,18 @@ def operands(rows: list[Any]) -> list[Operand]:
     return out
 
 
+def asked_period_operands(ask: str, rows: list[Any]) -> list[Operand]:
+    """The operands of `rows` whose column is as long as the period the question names (of the same
+    year, a quarter's column is not the year's), or says no length."""
+    found = operands(rows)
+    months = period_length(ask)[0]
+    return found if months is None else [o for o in found if o.months in (months, None)]
+
+
 def worked(ask: str, rows: list[Any]) -> Worked | None:
     """The computation the question defines, over the cells in `rows`; None when it defines none of
     these, or an operand is missing or ambiguous, or the units do not reconcile."""
-    found = operands(rows)
-    months = period_length(ask)[0]
-    if months is not None:  # the asked period's columns, not another length's of the same year
-        found = [o for o in found if o.months in (months, None)]
+    found = asked_period_operands(ask, rows)
     years = asked_years(ask)
     for pattern, named in (
         (_DIVIDED, "{a} / {b}"),
@@ -178,7 +183,7 @@ def _ratio(
     b = next((o for o in (_named(name, same, want) for name in bottoms) if o is not None), None)
     if a is None or b is None or a.ref == b.ref or b.value == 0:
         return None
-    scale = _reconciled(a, b)
+    scale = reconciled(a, b)
     if scale is None:
         return None
     result = a.value * scale / b.value
@@ -194,18 +199,18 @@ def _change(ask: str, found: list[Operand], years: tuple[int, ...]) -> Worked | 
     both years, its head noun the quantity's (`Total sales change` is no net sales)."""
     first, last = sorted(years)
     changed = _CHANGED.search(ask)
-    quantity = sorted(_words(_OWNER.sub("", changed.group("q")))) if changed else []
+    quantity = sorted(operand_words(_OWNER.sub("", changed.group("q")))) if changed else []
     labels: dict[tuple[str, str], dict[int, Operand]] = {}
     for operand in found:
         if operand.year in (first, last):
             key = (operand.path, operand.label.casefold())
             labels.setdefault(key, {}).setdefault(operand.year, operand)
     both = [pair for pair in labels.values() if len(pair) == 2]
-    asked = _words(ask)
+    asked = operand_words(ask)
     both = [
         pair
         for pair in both
-        if _words(pair[first].label) <= asked
+        if operand_words(pair[first].label) <= asked
         and (not quantity or names_quantity(pair[first].label, quantity))
     ]
     if len(both) > 1:  # of rows alike, the one whose columns say they are the asked length
@@ -229,7 +234,7 @@ def _change(ask: str, found: list[Operand], years: tuple[int, ...]) -> Worked | 
         if relative:
             sentence += f" ({difference / abs(a.value) * 100:+.1f} %)"
     sentence += (
-        f", from {_printed(a)}{unit} in {first} [{a.ref}] to {_printed(b)}{unit} in {last} [{b.ref}]"
+        f", from {printed(a)}{unit} in {first} [{a.ref}] to {printed(b)}{unit} in {last} [{b.ref}]"
         f" ({_number(b.value, places)} − {_number(a.value, places)} = {_number(difference, places)}"
     )
     if relative:
@@ -243,12 +248,12 @@ def _named(phrase: str, pool: list[Operand], want: int | None = None) -> Operand
     the phrase in the label; None when none does or two rows do as well — but for the one row of them
     whose column says it is `want` months long (Netflix's `Revenues` for the year beside a quarterly
     table's `Total revenues`, whose header says no length)."""
-    wanted = _words(phrase)
+    wanted = operand_words(phrase)
     if not wanted:
         return None
     scored = []
     for operand in pool:
-        label = _words(operand.label) - {"total"}
+        label = operand_words(operand.label) - {"total"}
         if label and label <= wanted | {"total"}:
             scored.append((len(label & wanted) / len(wanted | label), operand))
     scored.sort(key=lambda pair: -pair[0])
@@ -261,7 +266,7 @@ def _named(phrase: str, pool: list[Operand], want: int | None = None) -> Operand
     return scored[0][1]
 
 
-def _reconciled(a: Operand, b: Operand) -> float | None:
+def reconciled(a: Operand, b: Operand) -> float | None:
     """The factor that puts `a` in `b`'s unit: 1 for the same unit, a power of a thousand between two
     scales; None for a scale against no unit (a per-share amount against millions)."""
     if a.unit == b.unit:
@@ -287,15 +292,16 @@ def _capital(text: str) -> str:
 
 def _said(operand: Operand) -> str:
     unit = f" {_UNIT_WORD[operand.unit]}" if operand.unit in _UNIT_WORD else ""
-    return f"{operand.label} {_printed(operand)}{unit}"
+    return f"{operand.label} {printed(operand)}{unit}"
 
 
-def _printed(operand: Operand) -> str:
+def printed(operand: Operand) -> str:
     """The figure as printed, its currency sign against it (`$ 8,830,669` → `$8,830,669`)."""
     return _SIGN_GAP.sub(r"\1", operand.text.strip())
 
 
-def _words(text: str) -> set[str]:
+def operand_words(text: str) -> set[str]:
+    """A label's or phrase's content words, stemmed (no stop words, no bare numbers)."""
     return {normalize_word(w) for w in words(text.casefold()) if w not in STOP_WORDS and not w.isdigit()}
 
 
@@ -323,9 +329,16 @@ def names_quantity(label: str, quantity: tuple[str, ...] | list[str]) -> bool:
     benefits` is no head count,
     `Cost of revenue` no revenue; `Net revenues`, `Revenues, net` and `Total net sales` are revenue
     and net sales."""
-    head = _HEAD_END.split(label, maxsplit=1)[0]
-    for part in re.split(r"\band\b|&", head, flags=re.IGNORECASE):  # `Cash and cash equivalents`
+    return bool(head_nouns(label) & set(quantity))
+
+
+def head_nouns(text: str) -> set[str]:
+    """The head nouns of a row label or a phrase (stemmed): the last word before a comma, a bracket or
+    a preposition, of either side of an `and` (`Cash and cash equivalents`: cash, equivalent)."""
+    head = _HEAD_END.split(text, maxsplit=1)[0]
+    out: set[str] = set()
+    for part in re.split(r"\band\b|&", head, flags=re.IGNORECASE):
         found = [w for w in words(part.casefold()) if w not in STOP_WORDS and not w.isdigit()]
-        if found and normalize_word(found[-1]) in set(quantity):
-            return True
-    return False
+        if found:
+            out.add(normalize_word(found[-1]))
+    return out

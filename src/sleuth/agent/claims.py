@@ -19,6 +19,9 @@ its markers cite, by the facts it states:
   words a computation ("grew", "difference", "margin", …). The operands are the figures the answer
   itself states and finds, and those of short cited spans (a table row, a cell), never every pair of
   numbers on a page, where almost any value is some difference;
+- a number a sentence's own working gives ("24.26 = 6,489 [1] / ((282 [2] + 253 [3]) / 2)", any
+  number of steps) is derived, with the working's small constants; its operands are held to their
+  spans like any other figure (`equations`);
 - a sentence with a fact found nowhere loses its markers (`claim_not_in_evidence`) and is reported
   unsupported; a sentence without markers whose facts none of the answer's cited spans states is
   reported as `uncited`, and so is every such sentence of an answer that cites nothing.
@@ -33,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from sleuth.agent.equations import shown_working
 from sleuth.agent.evidence import content_words
 from sleuth.agent.spans import EvidenceSpan
 from sleuth.format.numbers import Number, agree, extract_numbers
@@ -227,9 +231,12 @@ def check_claims(
         operands = [x for n in within for x in source(n).operands]
         computation = bool(_COMPUTATION.search(sentence))
         missing: list[str] = []
+        working = shown_working(sentence)  # "24.26 = 6,489 [1] / …": results its own working gives
         for claim in facts.numbers:
             if _stated(claim, numbers):
                 found_numbers.append(_full(claim))
+            elif any(agree(w, claim, forgive_sign=True) for w in working):
+                continue
             elif not _derived(claim, [*found_numbers, *operands], computation):
                 missing.append(claim.shown.strip())
         for words in facts.words:

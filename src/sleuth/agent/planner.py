@@ -19,12 +19,12 @@ figure is `planner_figures`'.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sleuth.agent.arithmetic import asks_change, names_quantity, read_words, worked
+from sleuth.agent.arithmetic import asks_change, names_quantity, read_words
 from sleuth.agent.extractive import (
-    PRONOUNS,
     asked_months,
     asked_quantity,
     asked_years,
@@ -37,6 +37,8 @@ from sleuth.agent.extractive import (
     quoted_phrases,
     raw_words,
 )
+from sleuth.agent.follow_ups import Previous, follows_on, names_period, resolve
+from sleuth.agent.formulas import averaged_words, over_periods, read_years, row_words, worked_out
 from sleuth.agent.planner_code import FigureAsk, StepCode
 from sleuth.agent.planner_figures import stated
 from sleuth.agent.planner_periods import asks_trend, per_period, trend_quantity
@@ -129,7 +131,7 @@ class OfflinePlanner:
         self,
         ask: str,
         scope: PlannerScope,
-        previous_ask: str | None = None,
+        previous: str | Sequence[str] | None = None,
         *,
         general_only: bool = False,
         previous_documents: tuple[tuple[str, str], ...] = (),
@@ -138,7 +140,9 @@ class OfflinePlanner:
         self.config: ModelConfig = OFFLINE_MODEL
         self.ask = ask
         self.scope = scope
-        self.previous_ask = previous_ask
+        asks = (previous,) if isinstance(previous, str) else tuple(previous or ())
+        #: The previous question, follow-ups in the chain resolved (`follow_ups.resolve`).
+        self.previous: Previous | None = resolve(asks)
         self.general_only = general_only
         self.count: int | None = None
         self.items: list[str] | None = None
@@ -283,27 +287,19 @@ class OfflinePlanner:
 
     @property
     def _follows(self) -> bool:
-        """Whether the ask continues the previous turn (§10.1): it goes on from it ("and in 2024?",
-        "what about its margin?"), points back (a pronoun), or is too short to stand alone."""
-        if not self.previous_ask:
-            return False
-        words = raw_words(self._ask)
-        continues = words[:1] in (["and"], ["also"], ["then"]) or words[:2] in (
-            ["what", "about"],
-            ["how", "about"],
-        )
-        return continues or any(w in PRONOUNS for w in words) or len(self._words) <= 2
+        """Whether the ask continues the previous turn (§10.1, `follow_ups.follows_on`)."""
+        return self.previous is not None and follows_on(self._ask)
 
     def _search_query(self) -> str | None:
         """Follow-ups (§10.1): a short ask that continues the previous one borrows its content words,
         but for what it names itself: its period replaces the previous one's years, its quantity the
         previous quantity (issue 45: "And in 2016?" after "What was Netflix's net income in 2017?")."""
-        if self.previous_ask is None or len(self._words) >= 6 or not self._follows:
+        if self.previous is None or len(self._words) >= 6 or not self._follows:
             return None
         own_years = bool(asked_years(self._ask))
-        replaced = set(asked_quantity(self.previous_ask)) if follow_up_quantity(self._ask) else set()
+        replaced = set(asked_quantity(self.previous.what)) if follow_up_quantity(self._ask) else set()
         extra: list[str] = []
-        for word in raw_words(self.previous_ask):
+        for word in raw_words(self.previous.text):
             norm = normalize_word(word)
             if word in STOP_WORDS or norm in self._words or word in extra or norm in replaced:
                 continue
@@ -337,27 +333,28 @@ class OfflinePlanner:
         # A follow-up means the previous question with what it names in its place (issue 45): its
         # quantity ("what about net income?") or, naming none, the previous one; its period ("and in
         # 2016?") or, naming none, the previous one.
-        follows = self._follows and self.previous_ask is not None
-        what = self._ask
-        if follows and not follow_up_quantity(self._ask):
-            what = self.previous_ask or self._ask
-        when = self._ask
-        if follows and not (asked_years(self._ask) or asked_months(self._ask) or named_quarter(self._ask)):
-            when = self.previous_ask or self._ask
+        previous = self.previous if self._follows else None
+        follows = previous is not None
+        what = previous.what if previous is not None and not follow_up_quantity(self._ask) else self._ask
+        when = previous.when if previous is not None and not names_period(self._ask) else self._ask
         moved = trend_quantity(what)  # "how has X changed": X
         quantity = asked_quantity(moved or what) or (follow_up_quantity(what) if follows else [])
         reads = read_words(what)  # a computation's quantity and the rows it implies (a margin's)
         if reads is not None:
             quantity = quantity or reads[0]
+        spanning = over_periods(what)  # an average, sum or CAGR over a run of years, or a formula
+        if spanning:
+            quantity = quantity or averaged_words(what)
         contexts = tuple(s for s in self.scope.slugs if self.scope.has_table(s, "_cells"))
         if not quantity or not contexts:
             return None
         return FigureAsk(
             tuple(quantity),
             contexts,
-            asks_computation(what) or reads is not None,
-            (*self._words, *quantity, *(reads[1] if reads else ())),
-            asked_years(when),
+            asks_computation(what) or reads is not None or spanning,
+            # a computation over periods reads rows by their other names ("PP&E": `Property and equipment`)
+            (*self._words, *quantity, *(reads[1] if reads else ()), *(row_words(what) if spanning else ())),
+            read_years(when) if spanning else asked_years(when),
             tuple(tuple(t) for t in named_tables(what)),
             asked_months(when),
             named_quarter(when),
@@ -416,7 +413,7 @@ class OfflinePlanner:
         first of the plan's `figures` (see `StepCode._figure_lines` for their order)."""
         searched = [*keyword_groups(plan)] + [plan_hits(plan, k) for k in ("named", "chunks")]
         if self._figure is not None and self._figure.exact:
-            done = worked(self._ask, plan.get("rows") or [])
+            done = worked_out(self._ask, plan.get("rows") or [])
             if done is not None:  # the computation the question defines, each operand cited
                 rest = [r for r in top_labels(searched) if r not in done.refs]
                 return _Finish(done.sentence, [*done.refs, *rest][:FINAL_EVIDENCE], "computed")

@@ -49,7 +49,7 @@ _STEM = inspect.getsource(stem).splitlines()
 #: And the quarter a column header names, read as the question's was (`format.periods.named_quarter`).
 _NAMED_QUARTER = inspect.getsource(named_quarter).splitlines()
 FIGURE_NAMED_CELLS = 200  # at most this many of a named document's cells are read
-FIGURE_ROWS = 6  # rows the question names, stated for a computed quantity
+FIGURE_ROWS = 12  # rows the question names (a quantity in each of several years), for a computed one
 #: Words a row label may hold beyond the question's own and still be named by it.
 LABEL_STOP = frozenset(
     {"and", "of", "the", "for", "to", "in", "on", "from", "by", "with", "per", "total", "a", "an"}

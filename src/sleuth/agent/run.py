@@ -205,7 +205,7 @@ class TurnRun(RunState):
     ) -> Model:
         """The loop's model: the fallback chain of the session's models, or the offline planner (which
         is told the documents the previous turn cited, so a follow-up reads them again)."""
-        previous_ask = next((m.content for m in reversed(history) if m.role == "user"), None)
+        earlier_asks = [m.content for m in history if m.role == "user"]  # a follow-up chain, oldest first
         if turn.model_override is not None:
             return turn.model_override
         if turn.workflow == "search_rag" or turn.offline:
@@ -213,7 +213,7 @@ class TurnRun(RunState):
             self.planner = OfflinePlanner(
                 turn.request.ask[:2000],
                 scope,
-                previous_ask,
+                earlier_asks,
                 general_only=turn.workflow == "search_rag",
                 previous_documents=previous_documents,
                 # A model answers this turn: the steps are the workflow's fixed retrieval, no planner's.

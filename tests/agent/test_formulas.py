@@ -1,0 +1,197 @@
+"""Computations over several periods a question defines (issue 45, item 2): averages and sums over a run
+of years, compound growth, and formulas spelled with symbols, each operand a cited cell — through the
+offline planner on a small annual report with three years of statements — and declined, never guessed,
+when the cells do not hold an operand or the definition leans on another definition."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sleuth.agent.formulas import over_periods, spanned_years, spelled_out, worked_out
+from sleuth.agent.turn import Runtime, TurnRequest
+from sleuth.compile.pipeline import compile_context
+from sleuth.sandbox import SandboxHost
+from sleuth.settings import current
+from sleuth.store.contexts.home import Home
+from sleuth.store.records.server_db import ServerDB
+
+YEARS = "Year ended December 31, 2019 | Year ended December 31, 2018 | Year ended December 31, 2017"
+REPORT = f"""# Contoso Games annual report 2019
+
+## Consolidated statements of operations
+
+| (Amounts in millions) | {YEARS} |
+|---|---|---|---|
+| Net revenues | 6,489 | 7,500 | 7,017 |
+| Cost of revenues | 2,000 | 2,517 | 2,501 |
+| Operating income | 1,607 | 1,988 | 1,309 |
+| Net income | 1,503 | 1,813 | 273 |
+
+## Consolidated balance sheets
+
+| (Amounts in millions) | December 31, 2019 | December 31, 2018 |
+|---|---|---|
+| Inventories | 120 | 100 |
+| Property and equipment, net | 253 | 282 |
+| Accounts payable | 292 | 253 |
+
+## Consolidated statements of cash flows
+
+| (Amounts in millions) | {YEARS} |
+|---|---|---|---|
+| Capital expenditures | (116) | (131) | (155) |
+"""
+
+
+def _row(
+    ref: str, label: str, year: int, text: str, value: float, unit: str | None = "millions"
+) -> list[Any]:
+    """A plan's cell entry as `StepCode._figure_lines` prints it."""
+    header = f"Year ended December 31, {year}"
+    return [ref, label, header, text, unit, "report.md", 1, value, "", year]
+
+
+ROWS = [
+    _row("E1", "Net revenues", 2017, "7,017", 7017),
+    _row("E2", "Net revenues", 2018, "7,500", 7500),
+    _row("E3", "Net revenues", 2019, "6,489", 6489),
+    _row("E4", "Property and equipment, net", 2018, "282", 282),
+    _row("E5", "Property and equipment, net", 2019, "253", 253),
+    _row("E6", "Net income", 2017, "273", 273),
+    _row("E7", "Net income", 2019, "1,503", 1503),
+]
+
+
+def test_runs_of_years_and_the_questions_this_module_answers() -> None:
+    assert spanned_years("the FY2017 - FY2019 3 year average") == (2017, 2018, 2019)
+    assert spanned_years("from FY2020 to FY2022") == (2020, 2021, 2022)
+    assert spanned_years("average PP&E between FY2018 and FY2019") == (2018, 2019)
+    assert spanned_years("revenue in 2019") == ()
+    assert spanned_years("from 1990 to 2019") == ()  # longer than a filing's tables go
+    assert (
+        spelled_out("average PP&E and COGS") == "average property plant and equipment and cost of goods sold"
+    )
+    assert over_periods("What is the FY2017 - FY2019 3 year average net profit margin?")
+    assert over_periods("What is the 2 year revenue CAGR from FY2020 to FY2022?")
+    assert over_periods(
+        "ROA is defined as: FY2017 net income / (average total assets between FY2016 and FY2017)"
+    )
+    # one period's arithmetic, and a definition in words, are `arithmetic.worked`'s
+    assert not over_periods("By how much did net income grow from 2018 to 2019?")
+    assert not over_periods(
+        "What is the 2025 operating margin, defined as operating income divided by revenue?"
+    )
+
+
+def test_a_missing_year_or_an_undefined_term_is_declined_not_guessed() -> None:
+    # 2018's net income is not among the cells: no average of the other two years
+    assert worked_out("What is the FY2017 - FY2019 3 year average net profit margin?", ROWS) is None
+    # a term defined by another definition (DSO, DPO) is outside the grammar
+    ccc = "What is the FY2019 CCC? CCC is defined as: DIO + DSO - DPO. DIO is defined as: 365 * inventory."
+    assert worked_out(ccc, ROWS) is None
+    # a growth rate needs the same row in both years
+    assert (
+        worked_out("What is the 2 year net income CAGR from FY2017 to FY2019?", ROWS[:1] + ROWS[5:6]) is None
+    )
+    # millions and a figure with no unit are not added
+    mixed = [*ROWS, _row("E9", "Employees", 2019, "9,500", 9500, None)]
+    sum_ask = "What is the 2019 total? Total is defined as: FY2019 net revenues + FY2019 employees."
+    assert worked_out(sum_ask, mixed) is None
+
+
+def test_a_formula_reads_each_term_in_its_year_and_shows_the_working() -> None:
+    ask = (
+        "What is the FY2019 fixed asset turnover ratio? Fixed asset turnover ratio is defined as: FY2019 "
+        "revenue / (average PP&E between FY2018 and FY2019). Round your answer to two decimal places."
+    )
+    done = worked_out(ask, ROWS)
+    assert done is not None
+    assert done.sentence == (
+        "FY2019 fixed asset turnover ratio: 24.26 = Net revenues 6,489 [E3] / ((Property and equipment, net"
+        " 282 [E4] + 253 [E5]) / 2)."
+    )
+    assert done.refs == ["E3", "E4", "E5"]
+
+
+@pytest.fixture(scope="module")
+def contoso(tmp_path_factory: pytest.TempPathFactory) -> Home:
+    """The report compiled once for the module (the tests only read it)."""
+    root = tmp_path_factory.mktemp("contoso")
+    corpus = root / "corpus"
+    corpus.mkdir()
+    (corpus / "annual-report.md").write_text(REPORT, encoding="utf-8")
+    home = Home(root / "home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SLEUTH_HOME", str(home.root))
+        compile_context("contoso", [corpus], home=home, settings=current())
+    return home
+
+
+@pytest.fixture
+def runtime(
+    contoso: Home, tmp_path: Path, agent_host: SandboxHost, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Runtime]:
+    monkeypatch.setenv("SLEUTH_HOME", str(contoso.root))
+    with Runtime(
+        contoso, db=ServerDB(tmp_path / "server.sqlite", replay_root=tmp_path), sandbox_host=agent_host
+    ) as rt:
+        yield rt
+
+
+@pytest.mark.parametrize(
+    ("ask", "answer", "cells"),
+    [
+        (
+            "What is the FY2017 - FY2019 3 year average of capex as a % of revenue for Contoso?",
+            "Capex as a percentage of revenue, average over 2017–2019: 1.9 % = (2.2 % + 1.7 %"
+            " + 1.8 %) / 3 (2017: 2.2 % = Capital expenditures (155) [1] / 7,017 [2]; 2018: 1.7 % = Capital"
+            " expenditures (131) [3] / 7,500 [4]; 2019: 1.8 % = Capital expenditures (116) [5] / 6,489 [6]).",
+            ["(155)", "7,017", "(131)", "7,500", "(116)", "6,489"],
+        ),
+        (
+            "What is the FY2017 - FY2019 3 year average net profit margin (as a %) for Contoso?",
+            "Net margin, average over 2017–2019: 17.1 % = (3.9 % + 24.2 % + 23.2 %) / 3 (2017: 3.9 % = Net"
+            " income 273 [1] / 7,017 [2]; 2018: 24.2 % = Net income 1,813 [3] / 7,500 [4]; 2019: 23.2 % = Net"
+            " income 1,503 [5] / 6,489 [6]).",
+            ["273", "7,017", "1,813", "7,500", "1,503", "6,489"],
+        ),
+        (
+            "What is Contoso's 2 year net revenues CAGR from FY2017 to FY2019?",
+            "Net revenues fell at a compound annual rate of -3.8 % from 2017 to 2019: -3.8 % = (6,489 [1] /"
+            " 7,017 [2])^(1/2) − 1.",
+            ["6,489", "7,017"],
+        ),
+        (
+            "What is Contoso's FY2019 days payable outstanding (DPO)? DPO is defined as: 365 * (average"
+            " accounts payable between FY2018 and FY2019) / (FY2019 COGS + change in inventory between"
+            " FY2018 and FY2019).",
+            "Contoso's FY2019 days payable outstanding (DPO): 49.24 = 365 × ((Accounts payable 253 [1] + 292"
+            " [2]) / 2) / (Cost of revenues 2,000 [3] + (Inventories 120 [4] − 100 [5])).",
+            ["253", "292", "2,000", "120", "100"],
+        ),
+    ],
+)
+def test_a_computation_over_periods_is_worked_out_from_cited_cells(
+    runtime: Runtime, ask: str, answer: str, cells: list[str]
+) -> None:
+    query = runtime.ask(TurnRequest(ask=ask, scope=["contoso"]))
+    assert query.status == "completed", query.error
+    assert query.answer == answer
+    assert query.synthesis is not None and query.synthesis.assurance == "computed"
+    # each operand's citation is its cell, in the order the working reads them
+    assert [c.cell.rsplit(": ", 1)[1] if c.cell else None for c in query.citations[: len(cells)]] == cells
+
+
+def test_a_definition_it_cannot_work_out_lists_the_figures(runtime: Runtime) -> None:
+    ask = (
+        "What is Contoso's FY2019 cash conversion cycle? CCC is defined as: DIO + DSO - DPO. DIO is defined"
+        " as: 365 * (average inventory between FY2018 and FY2019) / (FY2019 COGS)."
+    )
+    query = runtime.ask(TurnRequest(ask=ask, scope=["contoso"]))
+    assert query.status == "completed", query.error
+    assert query.synthesis is not None and query.synthesis.assurance != "computed"
+    assert query.answer is not None and "=" not in query.answer.split("\n")[0]
