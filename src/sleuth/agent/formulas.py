@@ -80,7 +80,12 @@ _SHARE = re.compile(r"^(?P<a>.+?)\s+as\s+a\s+(?:%|percent(?:age)?|share)\s+of\s+
 _MARGIN = re.compile(
     r"\b(?P<kind>gross|operating|net)\s+(?:profit\s+|income\s+)?(?:%\s+)?margins?\b", re.IGNORECASE
 )
-_MARGIN_PROFIT = {"gross": "gross profit", "operating": "operating income", "net": "net income"}
+#: A margin is its profit over revenue; the names statements give each profit, the usual one first.
+_MARGIN_PROFIT = {
+    "gross": ("gross profit", "gross margin"),
+    "operating": ("operating income", "operating profit", "income from operations", "operating earnings"),
+    "net": ("net income", "net earnings"),
+}
 _REVENUE = ("revenue", "revenues", "net revenues", "total revenues", "net sales", "total net sales", "sales")
 _PERCENT = re.compile(r"%|\bpercent", re.IGNORECASE)
 #: A formula the question spells out: what follows "defined as" up to the sentence's end.
@@ -113,6 +118,8 @@ def row_words(ask: str) -> list[str]:
     (`Net revenues`, `Property and equipment, net`, `Total assets`)."""
     spelled = spelled_out(ask)
     also = [name for full, names in _ALSO_LABELLED.items() if full in spelled.lower() for name in names]
+    for margin in _MARGIN.finditer(spelled):  # a margin reads its profit's rows and revenue's
+        also += [*_MARGIN_PROFIT[margin.group("kind").lower()], *_REVENUE]
     return sorted(operand_words(" ".join([spelled, *also])) | {"net", "total"})
 
 
@@ -257,11 +264,11 @@ def _yearly(what: str) -> tuple[str, Yearly, bool]:
     share = _SHARE.match(what)
     margin = _MARGIN.search(what)
     if share is not None:
-        top, bottoms = share.group("a"), [share.group("b")]
-        name = f"{_capital(top)} as a percentage of {share.group('b')}"
+        tops, bottoms = [share.group("a")], [share.group("b")]
+        name = f"{_capital(share.group('a'))} as a percentage of {share.group('b')}"
     elif margin is not None:
         kind = margin.group("kind").lower()
-        top, bottoms, name = _MARGIN_PROFIT[kind], list(_REVENUE), f"{kind.capitalize()} margin"
+        tops, bottoms, name = list(_MARGIN_PROFIT[kind]), list(_REVENUE), f"{kind.capitalize()} margin"
     else:
         quantity = what
 
@@ -274,7 +281,7 @@ def _yearly(what: str) -> tuple[str, Yearly, bool]:
         return _capital(what), one, False
 
     def ratio(pool: list[Operand]) -> tuple[float, str, list[str]] | None:
-        a = _resolve(top, pool)
+        a = next((c for c in (_resolve(top, pool) for top in tops) if c is not None), None)
         if a is None:
             return None
         same = [o for o in pool if o.path == a.path and o.ref != a.ref]

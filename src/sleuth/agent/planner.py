@@ -429,8 +429,11 @@ class OfflinePlanner:
                 return _Finish(each.text, [*each.refs, *rest][:FINAL_EVIDENCE], sure)
         entries = [e for e in plan.get("figures") or [] if stated(e) is not None]
         named = [e for e in entries if names_quantity(str(e[1]), quantity)]
-        if asks_change(self._ask):
-            named = entries = []  # one year's figure is not the change: the rows are listed below
+        if asks_change(self._ask) or over_periods(self._ask):
+            # one year's figure is not the change, nor the average or the formula the question defines
+            # (a filing's own `Days payable outstanding` row is its definition, not the asked one):
+            # the rows are listed below
+            named = entries = []
         if named:
             ref, sentence = stated(named[0]) or ("", "")
             rest = [r for r in top_labels(searched) if r != ref]
