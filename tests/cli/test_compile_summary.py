@@ -37,7 +37,9 @@ def _docs(root: Path) -> Path:
 def test_vectors_embedded_and_from_cache_are_counted_in_one_unit(tmp_path: Path, home: Home) -> None:
     runner = CliRunner()
     docs = _docs(tmp_path / "docs")
-    first = runner.invoke(app, ["compile", str(docs), "-c", "one", "--json"])
+    manifest = tmp_path / "manifest.json"  # 512-token chunks: the long section's are two windows each
+    manifest.write_text(json.dumps({"curate": {"chunks": {"chunking": {"target_size": 512}}}}))
+    first = runner.invoke(app, ["compile", str(docs), "-c", "one", "--json", "--manifest", str(manifest)])
     assert first.exit_code == 0, first.output
     counts = json.loads(first.stdout)["counts"]
     # a chunk longer than the embedder's window has several vectors: more vectors than chunks
@@ -48,7 +50,7 @@ def test_vectors_embedded_and_from_cache_are_counted_in_one_unit(tmp_path: Path,
     )
     assert counts["embedded"] == meta["count"]["chunk_vectors"] + meta["count"]["artifacts"]
 
-    again = runner.invoke(app, ["compile", str(docs), "-c", "two"])  # the same texts: all cached
+    again = runner.invoke(app, ["compile", str(docs), "-c", "two", "--manifest", str(manifest)])  # all cached
     assert again.exit_code == 0, again.output
     assert f"vectors: 0 embedded, {counts['embedded']} from cache" in again.output
     assert "-" not in again.output.split("vectors:", 1)[1].split(";", 1)[0]

@@ -218,9 +218,12 @@ def test_window_spans_read_every_word_of_a_chunk_once() -> None:
 def test_a_compile_reads_each_chunk_in_windows_and_a_chunk_scores_its_best(
     tmp_path: Path, home: Home
 ) -> None:
-    """The default layout: evidence-sized chunks (up to `target_size`), one vector per window."""
+    """The default layout: evidence-sized chunks (up to `target_size`), one vector per window; with a
+    512-token target, a chunk is read in two windows."""
     corpus = _ledger(tmp_path)
-    compile_context("notes", [corpus], None, home=home, settings=current())
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"curate": {"chunks": {"chunking": {"target_size": 512}}}}))
+    compile_context("notes", [corpus], manifest, home=home, settings=current())
     reader = VersionReader.live(home.find("notes"))
     embedder = get_embedder("default", threads=None)
     chunks = list(reader.chunks.values())

@@ -22,7 +22,7 @@ def test_empty_manifest_takes_documented_defaults() -> None:
     assert chunks.enabled is True
     assert chunks.embedding_model == "default"
     assert chunks.chunking.strategy == "markdown_heading"
-    assert (chunks.chunking.target_size, chunks.chunking.overlap) == (512, 0)
+    assert (chunks.chunking.target_size, chunks.chunking.overlap) == (256, 0)
     assert chunks.chunking.vectors == "windows"
     assert chunks.chunking.respect_sections is True
     assert chunks.keyword.enabled is True

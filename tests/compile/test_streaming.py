@@ -56,11 +56,13 @@ def test_the_version_is_the_same_whatever_the_embedding_buffer(
     """Windows are embedded a buffer at a time, longest first within it: the rows still land in
     chunk order (several windows per chunk with the default embedder), whatever the buffer holds."""
     write_corpus(corpus / "long", files=2, sections=4, chars=1900)  # chunks of two windows
+    long_chunks = tmp_path / "manifest.json"  # 512-token chunks: two windows each
+    long_chunks.write_text(json.dumps({"curate": {"chunks": {"chunking": {"target_size": 512}}}}))
     whole = Home(tmp_path / "whole")
-    compile_context("docs", [corpus], home=whole, settings=current())
+    compile_context("docs", [corpus], long_chunks, home=whole, settings=current())
     monkeypatch.setattr(build, "EMBED_BUFFER", 2)
     small = Home(tmp_path / "small")
-    compile_context("docs", [corpus], home=small, settings=current())
+    compile_context("docs", [corpus], long_chunks, home=small, settings=current())
     a, b = live_dir(whole, "docs") / "index" / "dense", live_dir(small, "docs") / "index" / "dense"
     assert json.loads((a / "chunks.ids.json").read_text()) == json.loads((b / "chunks.ids.json").read_text())
     rows = np.load(a / "chunks.rows.npy")

@@ -69,7 +69,8 @@ def embedder_window(manifest: Manifest, state: SourceState, *, embed_threads: in
 
 def chunk_window(chunking: Chunking, window: Window | None) -> Window | None:
     """The window the chunker fits chunks to: one embedder window (`vectors: fit`), or as many as
-    `target_size` holds (`windows`: a 512-token chunk is read in two, with no short third one)."""
+    `target_size` holds (`windows`: a 512-token chunk is read in two, with no short third one; the
+    default 256 fills one)."""
     if window is None or chunking.vectors == "head":
         return None
     if chunking.vectors == "fit":
