@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
 
 from sleuth.agent.records import Citation
 from sleuth.agent.turn import Runtime
+from sleuth.compile.pipeline import compile_context
+from sleuth.sandbox import SandboxHost
+from sleuth.settings import current
+from sleuth.store.contexts.home import Home
+from sleuth.store.records.server_db import ServerDB
 
 #: `make_runtime(replies, protocol="native")`: a Runtime whose provider models are scripted.
 RuntimeFactory = Callable[..., Runtime]
@@ -31,3 +40,28 @@ def assert_quotes_are_groundings(text: str, citations: Sequence[Citation]) -> in
             assert grounding in shown, (body, grounding)
             checked += 1
     return checked
+
+
+def report_home(root: Path, slug: str, report: str) -> Home:
+    """A home holding one Markdown report compiled as context `slug` (a test module compiles its
+    report once and its tests only read it)."""
+    corpus = root / "corpus"
+    corpus.mkdir()
+    (corpus / "annual-report.md").write_text(report, encoding="utf-8")
+    home = Home(root / "home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SLEUTH_HOME", str(home.root))
+        compile_context(slug, [corpus], home=home, settings=current())
+    return home
+
+
+@contextmanager
+def report_runtime(
+    home: Home, tmp_path: Path, host: SandboxHost, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Runtime]:
+    """A Runtime over `home` with its own server database (the offline planner answers)."""
+    monkeypatch.setenv("SLEUTH_HOME", str(home.root))
+    with Runtime(
+        home, db=ServerDB(tmp_path / "server.sqlite", replay_root=tmp_path), sandbox_host=host
+    ) as rt:
+        yield rt

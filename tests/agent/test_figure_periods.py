@@ -13,12 +13,10 @@ import pytest
 from sleuth.agent.extractive import asked_quantity
 from sleuth.agent.planner_periods import asks_trend, per_period
 from sleuth.agent.turn import Runtime, TurnRequest
-from sleuth.compile.pipeline import compile_context
 from sleuth.format.periods import named_quarter, period_length
 from sleuth.sandbox import SandboxHost
-from sleuth.settings import current
 from sleuth.store.contexts.home import Home
-from sleuth.store.records.server_db import ServerDB
+from tests.agent.support import report_home, report_runtime
 
 FY = "Fiscal year ended Jan 31, 2020"  # how an answer names the year's column
 QUARTERS = " | ".join(f"Fiscal Year Ended January 31, 2020 Q{n}" for n in range(1, 5))
@@ -75,25 +73,14 @@ At January 31, 2020, Northwind employed 2,200 people in its stores and offices.
 @pytest.fixture(scope="module")
 def northwind(tmp_path_factory: pytest.TempPathFactory) -> Home:
     """The report compiled once for the module (the tests only read it)."""
-    root = tmp_path_factory.mktemp("northwind")
-    corpus = root / "corpus"
-    corpus.mkdir()
-    (corpus / "annual-report.md").write_text(REPORT, encoding="utf-8")
-    home = Home(root / "home")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SLEUTH_HOME", str(home.root))
-        compile_context("northwind", [corpus], home=home, settings=current())
-    return home
+    return report_home(tmp_path_factory.mktemp("northwind"), "northwind", REPORT)
 
 
 @pytest.fixture
 def runtime(
     northwind: Home, tmp_path: Path, agent_host: SandboxHost, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Runtime]:
-    monkeypatch.setenv("SLEUTH_HOME", str(northwind.root))
-    with Runtime(
-        northwind, db=ServerDB(tmp_path / "server.sqlite", replay_root=tmp_path), sandbox_host=agent_host
-    ) as rt:
+    with report_runtime(northwind, tmp_path, agent_host, monkeypatch) as rt:
         yield rt
 
 

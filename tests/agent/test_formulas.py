@@ -13,11 +13,9 @@ import pytest
 
 from sleuth.agent.formulas import over_periods, row_words, spanned_years, spelled_out, worked_out
 from sleuth.agent.turn import Runtime, TurnRequest
-from sleuth.compile.pipeline import compile_context
 from sleuth.sandbox import SandboxHost
-from sleuth.settings import current
 from sleuth.store.contexts.home import Home
-from sleuth.store.records.server_db import ServerDB
+from tests.agent.support import report_home, report_runtime
 
 YEARS = "Year ended December 31, 2019 | Year ended December 31, 2018 | Year ended December 31, 2017"
 REPORT = f"""# Contoso Games annual report 2019
@@ -140,25 +138,14 @@ def test_a_formula_reads_each_term_in_its_year_and_shows_the_working() -> None:
 @pytest.fixture(scope="module")
 def contoso(tmp_path_factory: pytest.TempPathFactory) -> Home:
     """The report compiled once for the module (the tests only read it)."""
-    root = tmp_path_factory.mktemp("contoso")
-    corpus = root / "corpus"
-    corpus.mkdir()
-    (corpus / "annual-report.md").write_text(REPORT, encoding="utf-8")
-    home = Home(root / "home")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SLEUTH_HOME", str(home.root))
-        compile_context("contoso", [corpus], home=home, settings=current())
-    return home
+    return report_home(tmp_path_factory.mktemp("contoso"), "contoso", REPORT)
 
 
 @pytest.fixture
 def runtime(
     contoso: Home, tmp_path: Path, agent_host: SandboxHost, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Runtime]:
-    monkeypatch.setenv("SLEUTH_HOME", str(contoso.root))
-    with Runtime(
-        contoso, db=ServerDB(tmp_path / "server.sqlite", replay_root=tmp_path), sandbox_host=agent_host
-    ) as rt:
+    with report_runtime(contoso, tmp_path, agent_host, monkeypatch) as rt:
         yield rt
 
 
