@@ -101,6 +101,11 @@ def test_a_missing_year_or_an_undefined_term_is_declined_not_guessed() -> None:
     assert (
         worked_out("What is the 2 year net income CAGR from FY2017 to FY2019?", ROWS[:1] + ROWS[5:6]) is None
     )
+    # one year's figure in thousands and another's in millions are not averaged as printed
+    thousands = [_row("T1", "Net income", 2018, "1,813,000", 1813000, "thousands"), *ROWS[6:]]
+    assert worked_out("What was the average net income from 2018 to 2019?", thousands) is None
+    same = [_row("T1", "Net income", 2018, "1,813", 1813), *ROWS[6:]]
+    assert worked_out("What was the average net income from 2018 to 2019?", same) is not None
     # millions and a figure with no unit are not added
     mixed = [*ROWS, _row("E9", "Employees", 2019, "9,500", 9500, None)]
     sum_ask = "What is the 2019 total? Total is defined as: FY2019 net revenues + FY2019 employees."

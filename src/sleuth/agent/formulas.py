@@ -243,7 +243,9 @@ def _over_span(ask: str, found: list[Operand]) -> Worked | None:
     shown = _shown(result, percent, places + (0 if percent or not averaging else 1))
     refs = [ref for _y, _v, _s, r in values for ref in r]
     units = {o.unit for o in found if o.ref in refs}
-    if not percent and len(units) == 1:
+    if not percent and len(units) > 1:
+        return None  # one year in thousands, another in millions: no sum of the figures as printed
+    if not percent:
         shown += _unit(next(o for o in found if o.ref in refs))
     parts = "; ".join(f"{y}: {s}" for y, _v, s, _r in values)
     each = " + ".join(_shown(v, percent, places) for _y, v, _s, _r in values)
