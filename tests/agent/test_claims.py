@@ -214,6 +214,11 @@ def test_a_working_the_sentence_shows_derives_its_result_in_any_number_of_steps(
     # it holds, but 7,000,000 is in no cited span: the operand is flagged, and with it the sentence
     invented = "Average revenues: 9,346,356.5 = (11,692,713 [1] + 7,000,000 [1]) / 2."
     assert _unsupported(invented) == [("7,000,000",)]
+    # what a model writes is hostile: a working nested past the bound, or raised to a huge power, is
+    # read as no working (its figures are then held to the spans), never evaluated without limit
+    nested = "Revenues were 5 = " + "(" * 190 + "5" + ")" * 190 + " [1]."
+    assert _unsupported(nested) == [("5",)]
+    assert _unsupported("Growth was 1 = 10^10^10^10 [1].") == [("10",)]
 
 
 def test_the_question_frames_the_answer_and_file_names_pages_and_codes_are_read_as_such() -> None:

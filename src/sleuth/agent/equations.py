@@ -218,7 +218,7 @@ def _evaluate(tokens: list[_Token]) -> float | None:
 
     try:
         value = expression()
-    except (ValueError, IndexError, ZeroDivisionError, OverflowError):
+    except (ValueError, IndexError, ZeroDivisionError, OverflowError, RecursionError):
         return None
     return value if position == len(tokens) else None
 
