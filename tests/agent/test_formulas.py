@@ -126,6 +126,26 @@ def test_a_margin_reads_the_names_statements_give_its_profit_and_revenue() -> No
     assert {"earning", "sale"} <= set(row_words("What is the average operating margin and net margin?"))
 
 
+def test_a_term_reads_the_row_statements_label_it_with() -> None:
+    """Adobe's "operating cash flow ratio … defined as: cash from operations / total current liabilities":
+    the cash flow statement labels it `Net cash provided by operating activities`."""
+    rows = [
+        _row("E1", "Net cash provided by operating activities", 2017, "2,912,853", 2912853, "thousands"),
+        _row("E2", "Total current liabilities", 2017, "3,527,457", 3527457, "thousands"),
+        _row("E3", "Total liabilities", 2017, "6,075,687", 6075687, "thousands"),
+    ]
+    ask = (
+        "What is the FY2017 operating cash flow ratio for Adobe? Operating cash flow ratio is defined as:"
+        " cash from operations / total current liabilities."
+    )
+    done = worked_out(ask, rows)
+    assert done is not None and done.sentence.startswith(
+        "FY2017 operating cash flow ratio for Adobe: 0.83 = "
+    )
+    assert done.refs == ["E1", "E2"]
+    assert "activity" in row_words(ask)
+
+
 def test_a_formula_reads_each_term_in_its_year_and_shows_the_working() -> None:
     ask = (
         "What is the FY2019 fixed asset turnover ratio? Fixed asset turnover ratio is defined as: FY2019 "

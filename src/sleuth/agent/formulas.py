@@ -46,7 +46,12 @@ ABBREVIATIONS = {
     "d&a": "depreciation and amortization",
 }
 #: Other names statements give a spelled-out quantity (a row search reads them all).
-_ALSO_LABELLED = {"cost of goods sold": ("cost of sales", "cost of revenues")}
+_OPERATING_CASH = ("net cash provided by operating activities", "net cash from operating activities")
+_ALSO_LABELLED = {
+    "cost of goods sold": ("cost of sales", "cost of revenues"),
+    "cash from operations": _OPERATING_CASH,
+    "operating cash flow": _OPERATING_CASH,
+}
 _ABBREVIATED = re.compile(
     r"(?<![\w&])(" + "|".join(re.escape(a) for a in ABBREVIATIONS) + r")(?![\w&])", re.IGNORECASE
 )
@@ -439,19 +444,21 @@ def _resolve(phrase: str, pool: list[Operand]) -> Operand | None:
     """The cell whose row the phrase names: the row's head noun among the phrase's words (`Cost of
     sales` for cost of goods sold, `Property and equipment, net` for PP&E) and the most of their words
     in common; None when none does or two different figures tie."""
-    wanted = operand_words(spelled_out(phrase))
-    heads = head_nouns(spelled_out(phrase))
-    if not wanted:
-        return None
+    spelled = " ".join(spelled_out(phrase).lower().split())
+    names = [spelled, *_ALSO_LABELLED.get(spelled, ())]  # "cash from operations": `Net cash provided by …`
     scored: list[tuple[float, Operand]] = []
     for operand in pool:
         label = operand_words(operand.label) - {"total"}
-        if not label or not head_nouns(operand.label) & heads:
-            continue
-        common = len(label & wanted)
-        if common * 2 < len(label):  # most of the row's words are the phrase's
-            continue
-        scored.append((common / len(label | wanted), operand))
+        score = 0.0
+        for name in names:
+            wanted = operand_words(name)
+            if not label or not wanted or not head_nouns(operand.label) & head_nouns(name):
+                continue
+            common = len(label & wanted)
+            if common * 2 >= len(label):  # most of the row's words are the name's
+                score = max(score, common / len(label | wanted))
+        if score:
+            scored.append((score, operand))
     scored.sort(key=lambda pair: -pair[0])
     if not scored:
         return None
