@@ -39,8 +39,15 @@ _AS_SHARE = re.compile(
 )
 #: A margin is its profit over revenue.
 _MARGIN = re.compile(r"\b(?P<kind>gross|operating|net)\s+(?:profit\s+)?margins?\b", re.IGNORECASE)
-_MARGIN_PROFIT = {"gross": "gross profit", "operating": "operating income", "net": "net income"}
-_REVENUE = ("revenue", "revenues", "net revenue", "net revenues", "total revenue", "net sales", "sales")
+#: The names statements give each margin's profit, the usual one first (the one-period arithmetic reads
+#: that one; `formulas` reads them all).
+MARGIN_PROFITS = {
+    "gross": ("gross profit", "gross margin"),
+    "operating": ("operating income", "operating profit", "income from operations", "operating earnings"),
+    "net": ("net income", "net earnings"),
+}
+#: The names statements give revenue, tried in this order.
+REVENUE_NAMES = ("revenue", "revenues", "net revenue", "net revenues", "total revenue", "net sales", "sales")
 #: A change between two periods of one quantity.
 _CHANGE = re.compile(
     r"\b(?:by\s+how\s+much|chang\w*|grow\w*|grew|increas\w*|decreas\w*|declin\w*|differen\w*|rise|rose|fell)\b",
@@ -98,7 +105,7 @@ def read_words(ask: str) -> tuple[list[str], list[str]] | None:
     question that defines no computation here."""
     margin = _MARGIN.search(ask)
     if margin:
-        implied = [_MARGIN_PROFIT[margin.group("kind").lower()], *_REVENUE]
+        implied = [MARGIN_PROFITS[margin.group("kind").lower()][0], *REVENUE_NAMES]
         return [], sorted({w for name in implied for w in operand_words(name)})
     changed = _CHANGED.search(ask)
     if changed and len(asked_years(ask)) == 2:
@@ -160,13 +167,13 @@ def worked(ask: str, rows: list[Any]) -> Worked | None:
             # before the bracket or comma is not the numerator
             a = re.split(r"[(,]", match.group("a"))[-1].strip()
             b = match.group("b").split(")", 1)[0].strip()
-            name = _defined_name(ask) or _capital(named.format(a=a, b=b))
+            name = _defined_name(ask) or capitalised(named.format(a=a, b=b))
             return _ratio(ask, name, a, [b], found, years)
     margin = _MARGIN.search(ask)
     if margin:
         kind = margin.group("kind").lower()
         name = _defined_name(ask) or f"{kind.capitalize()} margin"
-        return _ratio(ask, name, _MARGIN_PROFIT[kind], list(_REVENUE), found, years)
+        return _ratio(ask, name, MARGIN_PROFITS[kind][0], list(REVENUE_NAMES), found, years)
     if _CHANGE.search(ask) and len(years) == 2:
         return _change(ask, found, years)
     return None
@@ -283,10 +290,11 @@ def _defined_name(ask: str) -> str | None:
     if named is None:
         return None
     name = " ".join(_YEARS.sub(" ", named.group("name")).split()).strip(" ,")
-    return _capital(name) if name else None
+    return capitalised(name) if name else None
 
 
-def _capital(text: str) -> str:
+def capitalised(text: str) -> str:
+    """`text` with its first letter upper-cased (a name at the start of a sentence)."""
     return text[:1].upper() + text[1:]
 
 

@@ -227,12 +227,16 @@ def _agrees(value: float, result: _Token, rounded: bool) -> bool:
     """The expression gives the printed figure: at its precision (half a unit of its last place; a
     whole unit where the working adds up rounded percentages), as a share it prints as a percentage,
     and either sign (an outflow in brackets is a share by its size)."""
-    decimals = len(result.text.split(".")[1]) if "." in result.text else 0
+    decimals = _decimals(result.text)
     slack = 10.0**-decimals * (1.0 if rounded else 0.5) + 1e-9
     candidates = [abs(value)] + ([abs(value) * 100] if result.percent else [])
     return any(close(v, result.value, decimals) or abs(v - result.value) <= slack for v in candidates)
 
 
 def _number(token: _Token) -> Number:
-    decimals = len(token.text.split(".")[1]) if "." in token.text else 0
-    return Number(token.value, decimals, percent=token.percent, shown=token.text)
+    return Number(token.value, _decimals(token.text), percent=token.percent, shown=token.text)
+
+
+def _decimals(figure: str) -> int:
+    """Decimal places a figure is printed with (`24.26` → 2)."""
+    return len(figure.split(".")[1]) if "." in figure else 0

@@ -22,9 +22,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from sleuth.agent.arithmetic import (
+    MARGIN_PROFITS,
+    REVENUE_NAMES,
     Operand,
     Worked,
     asked_period_operands,
+    capitalised,
     head_nouns,
     operand_words,
     printed,
@@ -82,16 +85,10 @@ _SUMMED = re.compile(
     re.IGNORECASE,
 )
 _SHARE = re.compile(r"^(?P<a>.+?)\s+as\s+a\s+(?:%|percent(?:age)?|share)\s+of\s+(?P<b>.+)$", re.IGNORECASE)
+#: A margin as an average names it: also "operating income % margin" (`arithmetic`'s reads "… profit margin").
 _MARGIN = re.compile(
     r"\b(?P<kind>gross|operating|net)\s+(?:profit\s+|income\s+)?(?:%\s+)?margins?\b", re.IGNORECASE
 )
-#: A margin is its profit over revenue; the names statements give each profit, the usual one first.
-_MARGIN_PROFIT = {
-    "gross": ("gross profit", "gross margin"),
-    "operating": ("operating income", "operating profit", "income from operations", "operating earnings"),
-    "net": ("net income", "net earnings"),
-}
-_REVENUE = ("revenue", "revenues", "net revenues", "total revenues", "net sales", "total net sales", "sales")
 _PERCENT = re.compile(r"%|\bpercent", re.IGNORECASE)
 #: A formula the question spells out: what follows "defined as" up to the sentence's end.
 _DEFINITION = re.compile(r"\bdefined\s+as\s*:?\s*(?P<f>.+?)(?=\.\s|\.$|\?|$)", re.IGNORECASE)
@@ -124,7 +121,7 @@ def row_words(ask: str) -> list[str]:
     spelled = spelled_out(ask)
     also = [name for full, names in _ALSO_LABELLED.items() if full in spelled.lower() for name in names]
     for margin in _MARGIN.finditer(spelled):  # a margin reads its profit's rows and revenue's
-        also += [*_MARGIN_PROFIT[margin.group("kind").lower()], *_REVENUE]
+        also += [*MARGIN_PROFITS[margin.group("kind").lower()], *REVENUE_NAMES]
     return sorted(operand_words(" ".join([spelled, *also])) | {"net", "total"})
 
 
@@ -154,15 +151,23 @@ def read_years(ask: str) -> tuple[int, ...]:
     return tuple(sorted(set(spanned_years(ask)) | set(asked_years(ask))))
 
 
-def averaged_words(ask: str) -> list[str]:
-    """The content words of what an average or sum over years is of ("capex as a % of revenue"):
-    the quantity such a question asks for, which names no single row."""
+def _over_what(ask: str) -> tuple[bool, str] | None:
+    """(an average?, what it is of, as the question says it) for an average or sum over years; None
+    for a question that names neither."""
     averaging = _AVERAGE.search(ask) is not None
     match = _AVERAGED.search(ask) if averaging else _SUMMED.search(ask)
     if match is None:
-        return []
-    what = (match.group("what") if averaging else match.group("what") or match.group("what2")) or ""
-    return sorted(operand_words(spelled_out(what)) - {"year", "average"})
+        return None
+    return averaging, (
+        match.group("what") if averaging else match.group("what") or match.group("what2")
+    ) or ""
+
+
+def averaged_words(ask: str) -> list[str]:
+    """The content words of what an average or sum over years is of ("capex as a % of revenue"):
+    the quantity such a question asks for, which names no single row."""
+    over = _over_what(ask)
+    return [] if over is None else sorted(operand_words(spelled_out(over[1])) - {"year", "average"})
 
 
 def worked_out(ask: str, rows: list[Any]) -> Worked | None:
@@ -228,11 +233,10 @@ def _over_span(ask: str, found: list[Operand]) -> Worked | None:
     """An average (or sum) over the run of years the question names of a quantity, a ratio of two, or
     a margin: each year's value from that year's cells, then their mean (or sum)."""
     years = spanned_years(ask)
-    averaging = _AVERAGE.search(ask) is not None
-    match = _AVERAGED.search(ask) if averaging else _SUMMED.search(ask)
-    if match is None or len(years) < 2:
+    over = _over_what(ask)
+    if over is None or len(years) < 2:
         return None
-    what = (match.group("what") if averaging else match.group("what") or match.group("what2")) or ""
+    averaging, what = over
     what = re.sub(r"^(?:\d+|two|three|four|five)[\s-]+years?\s+(?:average\s+)?(?:of\s+)?", "", what.strip())
     what = re.sub(r"^(?:the\s+)?(?:un)?adjusted\s+", "", what, flags=re.IGNORECASE)
     name, per_year, percent = _yearly(what)
@@ -272,10 +276,10 @@ def _yearly(what: str) -> tuple[str, Yearly, bool]:
     margin = _MARGIN.search(what)
     if share is not None:
         tops, bottoms = [share.group("a")], [share.group("b")]
-        name = f"{_capital(share.group('a'))} as a percentage of {share.group('b')}"
+        name = f"{capitalised(share.group('a'))} as a percentage of {share.group('b')}"
     elif margin is not None:
         kind = margin.group("kind").lower()
-        tops, bottoms, name = list(_MARGIN_PROFIT[kind]), list(_REVENUE), f"{kind.capitalize()} margin"
+        tops, bottoms, name = list(MARGIN_PROFITS[kind]), list(REVENUE_NAMES), f"{kind.capitalize()} margin"
     else:
         quantity = what
 
@@ -285,7 +289,7 @@ def _yearly(what: str) -> tuple[str, Yearly, bool]:
                 return None
             return cell.value, f"{cell.label} {printed(cell)}{_unit(cell)} [{cell.ref}]", [cell.ref]
 
-        return _capital(what), one, False
+        return capitalised(what), one, False
 
     def ratio(pool: list[Operand]) -> tuple[float, str, list[str]] | None:
         a = next((c for c in (_resolve(top, pool) for top in tops) if c is not None), None)
@@ -348,7 +352,7 @@ def _formula(ask: str, text: str, found: list[Operand]) -> Worked | None:
     if not result.refs:
         return None
     named = re.search(r"\b(?:what\s+(?:is|was)\s+(?:the\s+)?)(?P<n>[^?]+?)\?", ask, re.IGNORECASE)
-    name = _capital(named.group("n").strip()) if named else "The result"
+    name = capitalised(named.group("n").strip()) if named else "The result"
     return Worked(f"{name}: {result.value:,.2f} = {result.shown}.", list(dict.fromkeys(result.refs)))
 
 
@@ -483,10 +487,6 @@ def _places(text: str) -> int:
 def _unit(cell: Operand) -> str:
     """` million` for a cell of a table in millions; '' where its unit is no scale."""
     return f" {cell.unit.removesuffix('s')}" if cell.unit in UNIT_SCALES else ""
-
-
-def _capital(text: str) -> str:
-    return text[:1].upper() + text[1:]
 
 
 __all__ = [
