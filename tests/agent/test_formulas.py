@@ -244,3 +244,77 @@ def test_a_formula_it_cannot_work_out_is_not_answered_by_a_row_of_the_same_name(
         query.answer
     )
     assert query.synthesis is not None and query.synthesis.assurance == "nearest"
+
+
+def test_a_follow_up_moves_the_definition_to_its_year_and_never_states_the_same_name_row(
+    runtime: Runtime,
+) -> None:
+    """ "And in FY2018?" after a formula asks the formula one year earlier. The planner read the
+    computation from the raw follow-up, found none, and stated the filing's own `Days payable
+    outstanding` for 2018 (40 days), a row of the same name. Now every year of the definition moves by
+    one: 2017's payables are not in the report, so the figures are listed and no row is stated."""
+    dpo = (
+        "What is Contoso's FY2019 days payable outstanding (DPO)? DPO is defined as: 365 * (average"
+        " accounts payable between FY2018 and FY2019) / (FY2019 COGS + change in inventory between"
+        " FY2018 and FY2019)."
+    )
+    first = runtime.ask(TurnRequest(ask=dpo, scope=["contoso"]))
+    assert first.answer is not None and first.answer.startswith("Contoso's FY2019 days payable outstanding")
+    then = runtime.ask(TurnRequest(ask="And in FY2018?", scope=["contoso"], session_id=first.session_id))
+    assert then.status == "completed" and then.answer is not None, then.error
+    assert then.answer.startswith("The figures the question names"), then.answer
+    # the formula was read for 2018: its operands' 2018 cells are among the figures listed
+    assert "Accounts payable, Dec 31, 2018: 253" in then.answer and "Dec 31, 2019" not in then.answer
+    assert then.synthesis is not None and then.synthesis.assurance == "nearest"
+
+
+def test_a_follow_up_asks_the_previous_computation_for_the_years_it_names(runtime: Runtime) -> None:
+    """A growth rate's follow-up with its own two years is the same computation over those years."""
+    first = runtime.ask(
+        TurnRequest(
+            ask="What is Contoso's 2 year net revenues CAGR from FY2017 to FY2019?", scope=["contoso"]
+        )
+    )
+    assert first.answer is not None and "-3.8 %" in first.answer
+    then = runtime.ask(
+        TurnRequest(ask="And from FY2018 to FY2019?", scope=["contoso"], session_id=first.session_id)
+    )
+    assert then.answer is not None, then.error
+    assert then.answer.startswith("Net revenues fell at a compound annual rate of -13.5 % from 2018 to 2019")
+    assert then.synthesis is not None and then.synthesis.assurance == "computed"
+
+
+@pytest.mark.parametrize(
+    ("ask", "answer"),
+    [
+        (
+            "What is Contoso's FY2019 gross profit? Define gross profit as net revenues less cost of"
+            " revenues.",
+            "Contoso's FY2019 gross profit: 4,489.00 = Net revenues 6,489 [1] − Cost of revenues 2,000 [2].",
+        ),
+        (
+            "What is Contoso's FY2019 cost ratio? Define cost ratio as cost of revenues divided by net"
+            " revenues.",
+            "Cost of revenues / net revenues for 2019: 0.31 = Cost of revenues 2,000 [1] / Net revenues"
+            " 6,489 [2].",
+        ),
+    ],
+)
+def test_a_definition_in_words_is_worked_out(runtime: Runtime, ask: str, answer: str) -> None:
+    """FinanceBench's "Define net working capital as total current assets less total current
+    liabilities" and "Define working capital ratio as A divided by B" were listed as figures: the
+    planner read only "defined as" and symbols."""
+    query = runtime.ask(TurnRequest(ask=ask, scope=["contoso"]))
+    assert query.status == "completed", query.error
+    assert query.synthesis is not None and query.synthesis.assurance == "computed", query.answer
+    assert query.answer == answer
+
+
+def test_a_definition_the_asked_quantity_only_leans_on_is_not_the_answer() -> None:
+    """PepsiCo's "unadjusted EBITDA less capex" defines EBITDA only: working out EBITDA would answer
+    another question."""
+    ask = (
+        "What is the FY2019 net revenues less capex for Contoso? Define net revenues as net revenues"
+        " + operating income."
+    )
+    assert not over_periods(ask)

@@ -23,9 +23,11 @@ from sleuth.store.version.stop_words import STOP_WORDS
 
 _UNIT_WORD = {unit: unit.removesuffix("s") for unit in UNIT_SCALES}  # "millions" -> "million"
 _END = r"(?=\s*(?:[?.;,]|\b(?:for|in|during|as of|at|from|between|of fy|over the)\b|$))"
-#: "defined as A divided by B", "calculated as A / B", "ratio of A to B", "A as a percentage of B".
+#: "defined as A divided by B", "define X as A divided by B", "calculated as A / B", "ratio of A to B",
+#: "A as a percentage of B".
 _DIVIDED = re.compile(
-    r"\b(?:defined|calculated|computed|measured)\s+as\s+(?:the\s+)?(?P<a>.+?)\s+(?:divided\s+by|over|/|÷)\s+"
+    r"\b(?:defined|calculated|computed|measured|define\s+[^.?:]{1,80}?)\s+as\s+(?:the\s+)?(?P<a>.+?)"
+    r"\s+(?:divided\s+by|over|/|÷)\s+"
     rf"(?:the\s+)?(?P<b>.+?){_END}",
     re.IGNORECASE,
 )
@@ -337,7 +339,24 @@ def names_quantity(label: str, quantity: tuple[str, ...] | list[str]) -> bool:
     benefits` is no head count,
     `Cost of revenue` no revenue; `Net revenues`, `Revenues, net` and `Total net sales` are revenue
     and net sales."""
-    return bool(head_nouns(label) & set(quantity))
+    return bool(head_nouns(label) & set(quantity)) and not _other_kind(label, quantity)
+
+
+#: Words that say how much of a quantity a row holds, not which quantity it is.
+_GENERIC = frozenset({"total", "consolidated", "reported", "amount"})
+_BRACKETED = re.compile(r"\([^)]*\)")
+
+
+def _other_kind(label: str, quantity: tuple[str, ...] | list[str]) -> bool:
+    """The label names another kind of the quantity's head noun: a word of its own before the head
+    (`Operating income`) while a word the quantity names is not in it (`net income`). Words in brackets
+    qualify, they do not name: `Operating income (as a percentage of net sales)` holds no `net`."""
+    label = _BRACKETED.sub(" ", label)
+    head = _HEAD_END.split(label, maxsplit=1)[0]
+    own = {normalize_word(w) for w in words(head.casefold()) if w not in STOP_WORDS and not w.isdigit()}
+    said = {normalize_word(w) for w in words(label.casefold())}
+    asked = set(quantity) - _GENERIC
+    return bool(own - asked - _GENERIC) and bool(asked - said)
 
 
 def head_nouns(text: str) -> set[str]:

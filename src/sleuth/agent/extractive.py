@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sleuth.agent.spans import EvidenceSpan
+from sleuth.agent.word_families import family_root, states_count, with_families
 from sleuth.format.periods import period_length
 from sleuth.format.sentences import is_abbreviation
 from sleuth.store.text import stem, words
@@ -37,6 +38,7 @@ _PERIOD = re.compile(r"^(?:FY|CY|Q[1-4]|[1-2]H|H[1-2])[-_]?(?:\d{2}|\d{4})$|^Q[1
 _QUOTED = re.compile(r"\"([^\"\n]{2,200})\"|“([^”\n]{2,200})”|(?<![\w])'([^'\n]{2,200})'(?![\w])")
 _AMOUNT_WORDS = (
     "rate|amount|percentage|percent|price|cost|fee|limit|cap|maximum|minimum|total|budget|salary|revenue"
+    "|headcount|head count|workforce"
 )
 _AMOUNT = re.compile(
     rf"\bhow (?:much|many|long)\b|\bwhat(?:'s| is| was| are)\b.*\b(?:{_AMOUNT_WORDS})s?\b", re.IGNORECASE
@@ -52,7 +54,11 @@ _FIGURE = re.compile(
     r"|\b\d{1,3}(?:,\d{3})+(?:\.\d+)?\b",
     re.IGNORECASE,
 )
+#: A number on its own, not a digit inside a name ("3M", "Q3", "S&P 500" counts: it stands apart).
+_BARE_NUMBER = re.compile(r"(?<![^\W\d_])\d+(?:[.,]\d+)*(?![^\W\d_])")
 FIGURE_WEIGHT = 1.5  # an amount question's sentence that states a figure
+STATED_WEIGHT = 2.0  # ... and states it within `NEAR_WORDS` of the asked quantity's word
+NO_NUMBER_WEIGHT = 0.2  # an amount question's sentence with no number at all: it cannot answer
 _NUMBER_WORD = re.compile(
     r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|hundred)\b",
     re.IGNORECASE,
@@ -282,6 +288,9 @@ _PERIOD_WORDS = frozenset(
 )
 
 
+#: A number or a fiscal year as one word ("2019", "fy2019", "fy19"): a period, never a quantity.
+_YEAR_TOKEN = re.compile(r"(?:fy)?\d+")
+
 #: A question that starts by asking ("does it apply abroad?"), unlike a bare "gross profit?".
 _ASKING_WORD = re.compile(
     r"\s*(?:what|how|why|when|where|who|which|does|do|did|is|are|was|were|can|could|should|will|would|has|have)\b",
@@ -299,7 +308,11 @@ def follow_up_quantity(ask: str) -> list[str]:
     named = asked_quantity(ask)
     if named or not (_GOES_ON.match(ask) or not _ASKING_WORD.match(ask)):
         return named
-    return [w for w in content_words(ask) if not w.isdigit() and w not in _PERIOD_WORDS and w not in PRONOUNS]
+    return [
+        w
+        for w in content_words(ask)
+        if not _YEAR_TOKEN.fullmatch(w) and w not in _PERIOD_WORDS and w not in PRONOUNS
+    ]
 
 
 def asked_months(ask: str) -> int | None:
@@ -429,9 +442,15 @@ def _score_sentences(
     terms = [t for t in asked if t not in pointers] or asked
     idents = [t.casefold() for t in identifier_tokens(ask)]
     amount = asks_for_amount(ask)
-    span_words = [set(content_words(span.text)) for span in evidence]
+    quantity = {r for r in map(family_root, asked_quantity(ask)) if r is not None} if amount else set()
+    named = [set(content_words(re.sub(r"[\W_]+", " ", span.source_path))) for span in evidence]
+    span_words = [
+        with_families(content_words(span.text)) | n for span, n in zip(evidence, named, strict=True)
+    ]
     total = len(evidence)
     idf = {}
+    # a term meets a word of its family as the documents spell it ("employees": "employed")
+    terms = [family_root(t) or t for t in terms]
     for term in terms:
         df = sum(1 for words in span_words if term in words)
         idf[term] = math.log(1 + (total - df + 0.5) / (df + 0.5))
@@ -443,9 +462,12 @@ def _score_sentences(
         for start, end in _split_sentences(span.text):
             sentence = _Sentence(position, span, start, end)
             text = sentence.text
-            words = set(content_words(text))
+            words = with_families(content_words(text))
             # Evidence comes best first (search rank, fused): a later span needs more overlap to win.
             # An identifier the sentence holds is exact evidence wherever its span ranked.
+            # A word of the document's name ("Netflix" in NETFLIX_2017_10K.pdf) says which document,
+            # not which sentence: every sentence of that document holds it, saying it again or not.
+            words |= named[position - 1]
             score = sum(idf[t] for t in terms if t in words) / (1.0 + RANK_DECAY * (position - 1))
             folded = text.casefold()
             score += 2.0 * sum(1 for ident in idents if ident in folded)
@@ -458,8 +480,12 @@ def _score_sentences(
                 # than a bare number ("three days"), which counts more than none.
                 if _FIGURE.search(text):
                     score *= FIGURE_WEIGHT
-                elif any(ch.isdigit() for ch in text) or _NUMBER_WORD.search(text):
+                    if quantity and states_count(text, quantity):
+                        score *= STATED_WEIGHT  # "5,500 total employees": the quantity's own figure
+                elif _BARE_NUMBER.search(text) or _NUMBER_WORD.search(text):
                     score += 0.5
+                else:  # it cannot state how much or how many
+                    score *= NO_NUMBER_WEIGHT
             score *= 1.0 - share
             if score > 0:
                 scored.append((round(score, 9), sentence))

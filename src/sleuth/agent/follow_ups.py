@@ -9,6 +9,7 @@ revenues?" next keeps 2015. The planner reads the quantity from `Previous.what` 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -21,6 +22,9 @@ from sleuth.agent.extractive import (
     raw_words,
 )
 from sleuth.format.periods import named_quarter
+
+#: A four-digit year inside a question ("FY2019", "fiscal 2018", "2017–2019").
+_YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
 
 #: Earlier questions a chain is resolved over: a conversation's last few turns, not its whole history.
 MAX_CHAIN = 8
@@ -67,3 +71,25 @@ def resolve(asks: Sequence[str]) -> Previous | None:
         when = ask if names_period(ask) else out.when
         out = Previous(what, when)
     return out
+
+
+def moved_to(what: str, when: str) -> str | None:
+    """`what`, the question a follow-up's quantity comes from, asked for the period `when` names — the
+    text a computation the question defines is read from. "And in FY2018?" after "What is the FY2019
+    DPO? … average accounts payable between FY2018 and FY2019 …" asks the same formula one year earlier,
+    so every year in it moves by one; "And from 2017 to 2018?" after "By how much did revenues grow from
+    2016 to 2017?" puts its years in place of the previous two. None when the years do not line up (two
+    years for a definition over three): the computation is declined rather than read for other years."""
+    if what == when:
+        return what
+    target = sorted(asked_years(when))
+    years = sorted({int(y) for y in _YEAR.findall(what)})
+    if not target or not years:
+        return what
+    if len(target) == len(years):
+        moved = dict(zip(years, target, strict=True))
+    elif len(target) == 1:
+        moved = {y: y + target[0] - years[-1] for y in years}
+    else:
+        return None
+    return _YEAR.sub(lambda m: str(moved[int(m.group())]), what)

@@ -34,7 +34,7 @@ from sleuth.agent.arithmetic import (
     reconciled,
     worked,
 )
-from sleuth.agent.extractive import asked_months, asked_years
+from sleuth.agent.extractive import asked_months, asked_quantity, asked_years, content_words
 from sleuth.agent.planner_figures import UNIT_SCALES
 
 #: Standard abbreviations of financial statements, spelled as statements label their rows: a question's
@@ -92,6 +92,14 @@ _MARGIN = re.compile(
 _PERCENT = re.compile(r"%|\bpercent", re.IGNORECASE)
 #: A formula the question spells out: what follows "defined as" up to the sentence's end.
 _DEFINITION = re.compile(r"\bdefined\s+as\s*:?\s*(?P<f>.+?)(?=\.\s|\.$|\?|$)", re.IGNORECASE)
+#: "Define net working capital as total current assets less total current liabilities": the name and
+#: the formula, whose words for `+` and `-` are read as the symbols.
+_DEFINE = re.compile(
+    r"\bdefine\s+(?P<name>[^.?:]{1,80}?)\s+as\s*:?\s*(?P<f>.+?)(?=\.\s|\.$|\?|$)", re.IGNORECASE
+)
+_WORDED = {"less": " - ", "minus": " - ", "plus": " + "}
+_WORDED_OPERATOR = re.compile(r"\s+(less|minus|plus)\s+", re.IGNORECASE)
+_NOTE = re.compile(r"\s*\[[^\]]*\]")  # "[from cash flow statement]": where to read it, no term
 _TOKEN = re.compile(r"(\(|\)|\*|×|/|÷|\+|\s[-−–]\s)")
 _NUMBER = re.compile(r"^\d[\d,]*(?:\.\d+)?$")
 _YEAR = r"(?:FY\s?)?(?P<{}>(?:19|20)\d\d)"
@@ -315,13 +323,31 @@ def _yearly(what: str) -> tuple[str, Yearly, bool]:
 
 # ---------------------------------------------------------------------------------------- formulas
 def _formula_text(ask: str) -> str | None:
-    """The formula a question spells out with symbols after "defined as"; None for none (a definition
+    """The formula a question spells out with symbols after "defined as", or after "define X as" with
+    `less`, `minus` or `plus` for symbols where X is the quantity asked; None for none (a definition
     in words, "operating income divided by revenue", is `arithmetic.worked`'s)."""
+    found = _definition(ask)
+    if found is None:
+        return None
+    text = found[1]
+    return text if _TOKEN.search(text) and re.search(r"[/*+×÷]|\s[-−–]\s", text) else None
+
+
+def _definition(ask: str) -> tuple[int, str] | None:
+    """(where the definition starts, its formula) of the question's definition; None for none, and
+    for a "define X as" whose X is not what the question asks ("EBITDA less capex", defining EBITDA:
+    a definition the asked quantity only leans on)."""
     match = _DEFINITION.search(ask)
+    if match is not None:
+        return match.start(), match.group("f").strip()
+    match = _DEFINE.search(ask)
     if match is None:
         return None
-    text = match.group("f").strip()
-    return text if _TOKEN.search(text) and re.search(r"[/*+×÷]|\s[-−–]\s", text) else None
+    head = ask[: match.start()]
+    if set(content_words(match.group("name"))) != set(asked_quantity(head) or ["?"]):
+        return None
+    formula = _WORDED_OPERATOR.sub(lambda m: _WORDED[m.group(1).lower()], _NOTE.sub("", match.group("f")))
+    return match.start(), formula.strip()
 
 
 @dataclass(frozen=True)
@@ -339,7 +365,7 @@ class _Declined(Exception):
 
 
 def _formula(ask: str, text: str, found: list[Operand]) -> Worked | None:
-    head = ask[: ask.lower().find("defined")]
+    head = ask[: (_definition(ask) or (len(ask), ""))[0]]
     main = asked_years(head) or asked_years(ask)
     tokens = [t.strip() for t in _TOKEN.split(text) if t.strip()]
     try:

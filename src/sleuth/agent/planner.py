@@ -37,10 +37,10 @@ from sleuth.agent.extractive import (
     quoted_phrases,
     raw_words,
 )
-from sleuth.agent.follow_ups import Previous, follows_on, names_period, resolve
+from sleuth.agent.follow_ups import Previous, follows_on, moved_to, names_period, resolve
 from sleuth.agent.formulas import averaged_words, over_periods, read_years, row_words, worked_out
 from sleuth.agent.planner_code import FigureAsk, StepCode
-from sleuth.agent.planner_figures import stated
+from sleuth.agent.planner_figures import fiscal_naming, own_fiscal_year, stated
 from sleuth.agent.planner_periods import asks_trend, per_period, trend_quantity
 from sleuth.agent.planner_plans import (
     FINAL_EVIDENCE,
@@ -61,6 +61,7 @@ from sleuth.agent.planner_scope import (
 )
 from sleuth.agent.planner_sections import section_answer, section_words
 from sleuth.agent.records import Assurance
+from sleuth.agent.word_families import family_filters
 from sleuth.format.periods import named_quarter
 from sleuth.models.base import CompletionParams, Message, ModelConfig, Reply, TokenUsage, ToolCall, ToolSpec
 from sleuth.store.version.stop_words import STOP_WORDS
@@ -152,6 +153,9 @@ class OfflinePlanner:
         self._words = content_words(self._ask)
         self._query = self._search_query()
         self.code = StepCode(self._ask, self._query, scope, self._carried(previous_documents), author)
+        # the question a computation is read from: the ask, or a follow-up's previous question moved
+        # to the period the follow-up names (None: the years do not line up, so nothing is worked out)
+        self._computed: str | None = self._ask
         self._figure = self._figure_ask()
         self._section = section_words(self._ask) if self._figure is None else None
         self.detected_class: QuestionClass = "general" if general_only else classify(self._ask)
@@ -184,8 +188,19 @@ class OfflinePlanner:
             if not plan_hits(plan, "keyword") and done == 1 and (budget is None or done < budget):
                 return self._general_search(done)  # keyword search found nothing: fall back
             return self._finish(done, self._final_from(plan))
-        if step == "search" and (figure := self._figure_final(plan)) is not None:
-            return self._finish(done, figure)
+        if step == "search" and self._figure is not None:
+            figure = self._figure_final(plan)
+            family = family_filters(self._figure.quantity) if not self._figure.exact else []
+            if figure is not None and figure.answer is None and family and (budget is None or done < budget):
+                # cells share a word with it but none states it: the sentences that say it in the
+                # documents' own words (item 6), where a search by the question's words misses them
+                return self._run(done, self.code.prose(family), "Search the documents' own words for it.")
+            if figure is not None:
+                return self._finish(done, figure)
+        if step == "prose":
+            searched = next(read_plan(m.content) or {} for m in messages if m.role == "tool")
+            lists = [plan_hits(plan, "inside"), *(plan_hits(searched, k) for k in ("named", "chunks"))]
+            return self._finish(done, _Finish(None, top_labels(lists)))
         if step == "search" and self._section is not None and (budget is None or done < budget):
             return self._run(done, self.code.section(self._section), "Read the section the question names.")
         if step == "section":
@@ -342,6 +357,8 @@ class OfflinePlanner:
         reads = read_words(what)  # a computation's quantity and the rows it implies (a margin's)
         if reads is not None:
             quantity = quantity or reads[0]
+        if follows:
+            self._computed = moved_to(what, when)
         spanning = over_periods(what)  # an average, sum or CAGR over a run of years, or a formula
         if spanning:
             quantity = quantity or averaged_words(what)
@@ -354,11 +371,12 @@ class OfflinePlanner:
             asks_computation(what) or reads is not None or spanning,
             # a computation over periods reads rows by their other names ("PP&E": `Property and equipment`)
             (*self._words, *quantity, *(reads[1] if reads else ()), *(row_words(what) if spanning else ())),
-            read_years(when) if spanning else asked_years(when),
+            read_years(self._computed or when) if spanning else asked_years(when),
             tuple(tuple(t) for t in named_tables(what)),
             asked_months(when),
             named_quarter(when),
             asks_trend(self._ask) and not asked_years(when),
+            tuple(path for path, _issuer in self.scope.named_by_start),
         )
 
     # ------------------------------------------------------------------------ decisions
@@ -412,8 +430,9 @@ class OfflinePlanner:
         """One sentence that states the asked figure from its table cell, cited to the cell: the
         first of the plan's `figures` (see `StepCode._figure_lines` for their order)."""
         searched = [*keyword_groups(plan)] + [plan_hits(plan, k) for k in ("named", "chunks")]
-        if self._figure is not None and self._figure.exact:
-            done = worked_out(self._ask, plan.get("rows") or [])
+        computed = self._computed
+        if self._figure is not None and self._figure.exact and computed is not None:
+            done = worked_out(computed, plan.get("rows") or [])
             if done is not None:  # the computation the question defines, each operand cited
                 rest = [r for r in top_labels(searched) if r not in done.refs]
                 return _Finish(done.sentence, [*done.refs, *rest][:FINAL_EVIDENCE], "computed")
@@ -429,15 +448,24 @@ class OfflinePlanner:
                 return _Finish(each.text, [*each.refs, *rest][:FINAL_EVIDENCE], sure)
         entries = [e for e in plan.get("figures") or [] if stated(e) is not None]
         named = [e for e in entries if names_quantity(str(e[1]), quantity)]
-        if asks_change(self._ask) or over_periods(self._ask):
+        if computed is None or asks_change(computed) or over_periods(computed):
             # one year's figure is not the change, nor the average or the formula the question defines
             # (a filing's own `Days payable outstanding` row is its definition, not the asked one):
             # the rows are listed below
             named = entries = []
+        if not named and (own := self._own_fiscal_year(plan, quantity)) is not None:
+            rest = [r for r in top_labels(searched) if r != own[0]]
+            return _Finish(own[1], [own[0], *rest][:FINAL_EVIDENCE])
         if named:
             ref, sentence = stated(named[0]) or ("", "")
-            rest = [r for r in top_labels(searched) if r != ref]
-            return _Finish(sentence, [ref, *rest][:FINAL_EVIDENCE])
+            refs = [ref]
+            issuer = self.scope.issuer_naming_by_start(str(named[0][5]))
+            if issuer is not None:  # "fiscal 2022" ends in 2023 there: both readings, each cited
+                also = [e for e in plan.get("named_figures") or [] if str(e[1]) == str(named[0][1])]
+                sentence += fiscal_naming(named[0], issuer, also[0] if also else None)
+                refs += [str(e[0]) for e in also[:1]]
+            rest = [r for r in top_labels(searched) if r not in refs]
+            return _Finish(sentence, [*refs, *rest][:FINAL_EVIDENCE])
         if entries:  # rows that share a word with the quantity but are something else: what the
             # documents say in prose may state it ("employed 93,516 people"), so the quotes answer
             return _Finish(None, top_labels(searched))
@@ -452,6 +480,17 @@ class OfflinePlanner:
             refs = [ref for ref, _sentence in rows]
             rest = [r for r in top_labels(searched) if r not in refs]
             return _Finish("\n".join(lines), [*refs, *rest][:FINAL_EVIDENCE], "nearest")
+        return None
+
+    def _own_fiscal_year(self, plan: dict[str, Any], quantity: tuple[str, ...]) -> tuple[str, str] | None:
+        """(evidence label, sentence) of the asked quantity in the company's own fiscal year of the
+        asked number, where it names years by the year they begin and no column ends in that year."""
+        for entry in plan.get("named_figures") or []:
+            issuer = self.scope.issuer_naming_by_start(str(entry[5]))
+            if issuer is not None and names_quantity(str(entry[1]), quantity):
+                sentence = own_fiscal_year(entry, issuer)
+                if sentence is not None:
+                    return str(entry[0]), sentence
         return None
 
     def _count_final(self, plan: dict[str, Any]) -> _Finish:

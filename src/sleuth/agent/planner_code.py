@@ -104,6 +104,9 @@ class FigureAsk:
     #: It asks how the quantity moved ("over time", "each year") and names no years: every column's
     #: figure is read, not only the latest (`planner_periods.per_period` lines them up).
     trend: bool = False
+    #: Documents whose company names a fiscal year by the year it begins: their own fiscal Y (the
+    #: period ending in Y + 1) is read beside the period that ends in the asked year.
+    named_by_start: tuple[str, ...] = ()
 
     @property
     def year(self) -> int | None:
@@ -321,7 +324,13 @@ class StepCode:
         ]
         if figure is not None:
             lines += self._figure_lines(figure, named)
-        cut = ["chunks", "named", "artifacts", "tabled", *(["rows", "figures"] if figure is not None else [])]
+        cut = [
+            "chunks",
+            "named",
+            "artifacts",
+            "tabled",
+            *(["rows", "figures", "named_figures"] if figure else []),
+        ]
         lines += [
             f"print(plan_line(plan, {cut!r}))",
             "for h in {h.ref: h for h in [*tabled, *inside_named, *chunks]}.values():",
@@ -397,6 +406,8 @@ class StepCode:
             f"tables = {[list(t) for t in figure.tables]!r}  # the statements the question points at",
             "found = {}",
             "named_rows = {}",
+            f"named_by_start = {list(figure.named_by_start)!r}  # their fiscal Y ends in Y + 1",
+            "found_named = {}",
             "def cell_entry(c, path, page):",
             '    return [c["_evidence"], c["label"][:120], c["header"][:80], c["text"], c["unit"],',
             '            path, page, c["value"], (c["section"] or "")[:80], c["year"]]',
@@ -419,7 +430,7 @@ class StepCode:
             '    name = (c["label"].lower(), c["year"])',
             "    if name not in named_rows or key < named_rows[name][0]:",
             "        named_rows[name] = (key, cell_entry(c, path, page))",
-            "def consider(c, rank, path, page):",
+            "def consider(c, rank, path, page, year=year, found=found):",
             '    label = words(c["label"])',
             '    around = label | words(c["header"]) | words(c["section"])',
             "    inside = sum(1 for q in quantity if q in label)",
@@ -445,6 +456,8 @@ class StepCode:
             f"    for c in query_db({_CELLS_SQL!r}, [path, page]{', context=ctx' if many else ''}):",
             "        consider(c, rank, path, page)",
             "        consider_row(c, rank, path, page)",
+            "        if year is not None and path in named_by_start:  # the company's own fiscal `year`",
+            "            consider(c, rank, path, page, year + 1, found_named)",
         ]
         if named is not None and named[0] in figure.contexts:
             slug, _paths = named
@@ -455,10 +468,13 @@ class StepCode:
                 "for path in named:",
                 f"    for c in query_db({sql!r}, [path, *patterns]{self._ctx(slug)}):",
                 f"        consider(c, {FIGURE_PAGES}, path, c['page'])",
+                "        if year is not None and path in named_by_start:",
+                f"            consider(c, {FIGURE_PAGES}, path, c['page'], year + 1, found_named)",
             ]
         lines += [
             "figures = sorted(found.values(), key=lambda f: f[0])",
             'plan["figures"] = [entry for _key, entry in figures[:3]]',
+            'plan["named_figures"] = [e for _k, e in sorted(found_named.values(), key=lambda f: f[0])[:1]]',
             "rows_named = sorted(named_rows.values(), key=lambda f: f[0])",
             f'plan["rows"] = [entry for _key, entry in rows_named[:{FIGURE_ROWS}]]',
         ]
@@ -478,6 +494,26 @@ class StepCode:
         return section_code(
             self._preamble("read the section the question names, in its own headings."), wanted
         )
+
+    def prose(self, families: list[str]) -> str:
+        """The hybrid search narrowed to chunks that hold a word of the quantity's family as the
+        documents spell it (`word_families`): "employed 93,516 people" for "how many employees".
+        The families in turn, until one is in the documents."""
+        lines = self._preamble("the sentences that name the quantity in the documents' own words.")
+        lines += [
+            "inside = []",
+            f"for family in {families!r}:",
+            f"    inside = await search_source({self._q}, top_k=10, must_contain=[family])",
+            "    if inside:",
+            "        break",
+            "paths = sorted({h.name for h in inside})",
+            'plan = {"step": "prose", "class": "general", "paths": paths,',
+            '        "inside": [row(h) for h in inside]}',
+            'print(plan_line(plan, ["inside"]))',
+            "for h in inside:",
+            '    print(h.ref, h.name, "p.", h.fields["page"], h.fields["chunk_text"][:300])',
+        ]
+        return "\n".join(lines) + "\n"
 
     def drill(self, artifact: tuple[str, str | None] | None, sources: list[str]) -> str:
         """Cite from `artifact` (its name and context) and search inside `sources`."""

@@ -72,6 +72,13 @@ class PlannerScope:
     tables: tuple[TableInfo, ...] = ()
     types: tuple[TypeInfo, ...] = ()
     documents: tuple[tuple[str, DocumentResolver], ...] = ()  # per context, from its `_sources`
+    #: Documents whose company names a fiscal year by the calendar year it begins in (Ulta's "fiscal
+    #: 2022" ends in January 2023): source path → the issuer's name (`_sources.fiscal_year_named`).
+    named_by_start: tuple[tuple[str, str], ...] = ()
+
+    def issuer_naming_by_start(self, path: str) -> str | None:
+        """The issuer of `path` where it names fiscal years by the year they begin; else None."""
+        return next((issuer for p, issuer in self.named_by_start if p == path), None)
 
     def named_documents(self, ask: str) -> list[tuple[str, str]]:
         """(context, source path) of the documents the ask names ("3M's FY2018 10-K"), the way a
@@ -88,6 +95,7 @@ def planner_scope(contexts: Mapping[str, Path]) -> PlannerScope:
     tables: list[TableInfo] = []
     types: list[TypeInfo] = []
     documents: list[tuple[str, DocumentResolver]] = []
+    named_by_start: list[tuple[str, str]] = []
     try:
         for slug in contexts:
             rows: Sequence[Mapping[str, Any]]
@@ -97,6 +105,13 @@ def planner_scope(contexts: Mapping[str, Path]) -> PlannerScope:
                 rows = []
             if rows:
                 documents.append((slug, DocumentResolver({str(r["path"]): dict(r) for r in rows})))
+            named_by_start += [
+                (str(r["path"]), str(r.get("issuer") or "The company"))
+                for r in rows
+                if isinstance(r.get("fiscal_year_named"), int)
+                and isinstance(r.get("fiscal_year"), int)
+                and r["fiscal_year_named"] == r["fiscal_year"] - 1
+            ]
             try:
                 listed = knowledge.list_tables(context=slug)
             except (SleuthError, OSError):
@@ -127,7 +142,7 @@ def planner_scope(contexts: Mapping[str, Path]) -> PlannerScope:
                 types.append(TypeInfo(slug, spec.name, spec.kind, spec.count, has_roster, spec.table))
     finally:
         knowledge.close()
-    return PlannerScope(tuple(contexts), tuple(tables), tuple(types), tuple(documents))
+    return PlannerScope(tuple(contexts), tuple(tables), tuple(types), tuple(documents), tuple(named_by_start))
 
 
 # Every column: versions compiled before `aliases` existed lack it, and the resolver reads what is there.

@@ -1,0 +1,64 @@
+"""A quantity found in the words the documents themselves use (issue 45, item 6): "How many employees
+did 3M have?" is answered by "the Company employed 93,516 people", a sentence no table row and no
+stemmer ties to "employees" (Snowball keeps `employe` and `employ` apart). The question's word is cut
+to the root its family shares (`employ`), and the search is narrowed to chunks holding a word of that
+family as the corpus spells it (`must_contain=["employ*"]`): the corpus decides which words exist,
+not a list of synonyms.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from sleuth.store.text import words as raw_words
+
+#: Endings English adds to a root to make a word of its family, longest first: what is left is a
+#: prefix every member of the family starts with ("employ" of employee, employed, employment).
+_ENDINGS = (
+    "ments", "ment", "ations", "ation", "ings", "ing", "ions", "ion", "ees", "ee", "ers", "er", "ed",
+    "ies", "es", "s", "e", "y",
+)  # fmt: skip
+#: A root shorter than this matches too many words to narrow a search ("sal" of sales).
+MIN_ROOT = 4
+#: Words that say how much, not what: never the word a family is built on.
+_GENERIC = frozenset({"total", "amount", "number", "net", "gross", "consolidated", "annual", "year"})
+
+
+def family_root(word: str) -> str | None:
+    """The prefix `word`'s family shares: the word less its longest ending that leaves `MIN_ROOT`
+    letters; None for a word that is not letters or is too short to narrow anything."""
+    word = word.lower()
+    if not word.isalpha() or len(word) < MIN_ROOT:
+        return None
+    for ending in _ENDINGS:
+        if word.endswith(ending) and len(word) - len(ending) >= MIN_ROOT:
+            return word[: -len(ending)]
+    return word
+
+
+def family_filters(quantity: Sequence[str]) -> list[str]:
+    """`must_contain`'s texts for a quantity, to try in order: each word's root and `*` (any word of
+    its family), the head word (the last) first — "employee headcount" is `headcount*`, then
+    `employ*` where the documents never say "headcount"."""
+    roots = (family_root(w) for w in reversed(quantity) if w not in _GENERIC)
+    return list(dict.fromkeys(f"{root}*" for root in roots if root is not None))
+
+
+#: A number in a sentence, not a year: what a count or an amount is stated as.
+_AMOUNT_NUMBER = re.compile(r"^(?!(?:19|20)\d\d$)\d[\d,.]*%?$")
+NEAR_WORDS = 3  # a figure this many words from the quantity's word is stated of it
+
+
+def states_count(text: str, roots: set[str]) -> bool:
+    """Whether `text` states a number (not a year) within `NEAR_WORDS` words of a word of the asked
+    quantity's family (`roots`): "approximately 5,500 total employees", "employed 93,516 people"."""
+    tokens = text.split()
+    numbers = [i for i, t in enumerate(tokens) if _AMOUNT_NUMBER.match(t.strip("$€£()[],;:"))]
+    named = [i for i, t in enumerate(tokens) if any(w.startswith(tuple(roots)) for w in raw_words(t))]
+    return any(abs(i - j) <= NEAR_WORDS for i in numbers for j in named)
+
+
+def with_families(words: Sequence[str]) -> set[str]:
+    """`words` and the family root of each: a question's word meets a sentence's of its family."""
+    return {*words, *(r for r in map(family_root, words) if r is not None)}
