@@ -49,6 +49,8 @@ _STEM = inspect.getsource(stem).splitlines()
 #: And the quarter a column header names, read as the question's was (`format.periods.named_quarter`).
 _NAMED_QUARTER = inspect.getsource(named_quarter).splitlines()
 FIGURE_NAMED_CELLS = 200  # at most this many of a named document's cells are read
+FIGURE_OPERAND_CELLS = 400  # at most this many of a named document's cells are read for operands
+MAX_OPERAND_WORDS = 16  # question words a computation's operand rows are looked up by
 FIGURE_ROWS = 12  # rows the question names (a quantity in each of several years), for a computed one
 #: Words a row label may hold beyond the question's own and still be named by it.
 LABEL_STOP = frozenset(
@@ -426,7 +428,7 @@ class StepCode:
             "        return",
             '    if years and change_column.search(c["header"]):  # the change in the year, not its figure',
             "        return",
-            '    key = [-len(core), a_part(c), rank, c["column_no"]]',
+            '    key = [-len(core), a_part(c), rank, -c.get("size", 0), c["column_no"]]',
             '    name = (c["label"].lower(), c["year"])',
             "    if name not in named_rows or key < named_rows[name][0]:",
             "        named_rows[name] = (key, cell_entry(c, path, page))",
@@ -471,6 +473,7 @@ class StepCode:
                 "        if year is not None and path in named_by_start:",
                 f"            consider(c, {FIGURE_PAGES}, path, c['page'], year + 1, found_named)",
             ]
+            lines += self._operand_lines(figure, slug)
         lines += [
             "figures = sorted(found.values(), key=lambda f: f[0])",
             'plan["figures"] = [entry for _key, entry in figures[:3]]',
@@ -479,6 +482,25 @@ class StepCode:
             f'plan["rows"] = [entry for _key, entry in rows_named[:{FIGURE_ROWS}]]',
         ]
         return lines
+
+    def _operand_lines(self, figure: FigureAsk, slug: str) -> list[str]:
+        """A computation's operands wherever the named documents state them in the asked years: rows
+        whose label holds one of the question's words, beyond the top hits' pages (Coca-Cola's net
+        income is on a statement page the search did not rank). At most `FIGURE_OPERAND_CELLS`."""
+        likes = [w[:-1] if w.endswith("y") else w for w in figure.words if len(w) >= 4 and w.isalpha()]
+        likes = sorted(set(likes) - LABEL_STOP)[:MAX_OPERAND_WORDS]
+        if not figure.exact or not figure.years or not likes:
+            return []
+        sql = (
+            f"{_NAMED_CELLS_SQL} AND year IN ({', '.join('?' * len(figure.years))})"
+            f" AND ({' OR '.join(['label LIKE ?'] * len(likes))}) ORDER BY page LIMIT {FIGURE_OPERAND_CELLS}"
+        )
+        args = f"[path, *{list(figure.years)!r}, *{['%' + w + '%' for w in likes]!r}]"
+        return [
+            "for path in named:  # the operands on the named documents' other pages",
+            f"    for c in query_db({sql!r}, {args}{self._ctx(slug)}):",
+            f"        consider_row(c, {FIGURE_PAGES}, path, c['page'])",
+        ]
 
     def _named_sources(self) -> tuple[str, list[str]] | None:
         """The first context with documents the ask names, and their paths; for a follow-up that names

@@ -1,0 +1,94 @@
+"""A computation's operands on statement pages the search did not rank (issue 45, item 2): FinanceBench's
+Coca-Cola return on assets was listed, not worked out, because its net income sat on a statement page
+outside the eight pages the step read. The step now also reads, in the document the question names,
+the rows of the asked years whose labels hold the question's words."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pypdf import PdfWriter
+
+from sleuth.agent.turn import Runtime, TurnRequest
+from sleuth.compile.pipeline import compile_context
+from sleuth.sandbox import SandboxHost
+from sleuth.settings import current
+from sleuth.store.contexts.home import Home
+from tests.agent.support import report_runtime
+from tests.support import make_pdf, statement_pdf
+
+#: Pages of narrative that name the quantities but state none of the operands, each about its own
+#: topic (pages that repeat one another are boilerplate to the compiler, and never searched).
+TOPICS = [
+    "stores", "pricing", "logistics", "suppliers", "marketing", "research", "hiring", "leases", "taxes",
+    "pensions", "currency", "litigation", "insurance", "software", "energy", "water", "packaging",
+    "franchises", "warranties", "recalls", "patents", "training", "security", "freight", "rebates",
+    "licensing", "dividends", "buybacks", "debt", "credit",
+]  # fmt: skip
+NARRATIVE = [
+    f"Management's discussion of {topic}.\nHow {topic} affected Contoso's FY2019 return on assets (ROA):"
+    f" ROA is FY2019 net income over average total assets between FY2018 and FY2019, and {topic} moved"
+    f" both net income and total assets. The {topic} programme is reviewed against ROA each quarter."
+    for topic in TOPICS
+]
+YEARS = ("Year ended December 31, 2019", "Year ended December 31, 2018")
+
+
+@pytest.fixture(scope="module")
+def contoso(tmp_path_factory: pytest.TempPathFactory) -> Home:
+    root = tmp_path_factory.mktemp("operands")
+    parts = [
+        make_pdf(root / "parts" / "narrative.pdf", NARRATIVE),
+        statement_pdf(
+            root / "parts" / "income.pdf",
+            ["Contoso Corp", "Consolidated Statements of Income", "(in millions)",
+             ("", "Years ended December 31,"), ("", "2019", "2018"),
+             ("Revenues", "$ 9,120", "$ 8,410"), ("Operating income", "2,011", "2,230"),
+             ("Net income", "$ 1,503", "$ 1,813")],
+        ),
+        statement_pdf(
+            root / "parts" / "balance.pdf",
+            ["Contoso Corp", "Consolidated Balance Sheets", "(in millions)", ("", "December 31,"),
+             ("", "2019", "2018"), ("Total current assets", "$ 6,210", "$ 5,980"),
+             ("Total assets", "$ 19,845", "$ 17,890"), ("Total liabilities", "$ 9,001", "$ 8,700")],
+        ),
+    ]  # fmt: skip
+    writer = PdfWriter()
+    for part in parts:
+        writer.append(str(part))
+    corpus = root / "corpus"
+    corpus.mkdir()
+    with (corpus / "CONTOSO_2019_10K.pdf").open("wb") as out:
+        writer.write(out)
+    # another company's filing: a question names its document among several
+    make_pdf(corpus / "FABRIKAM_2019_10K.pdf", ["Fabrikam annual report 2019.\nFabrikam sells paint."])
+    home = Home(root / "home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SLEUTH_HOME", str(home.root))
+        compile_context("contoso", [corpus], home=home, settings=current())
+    return home
+
+
+@pytest.fixture
+def runtime(
+    contoso: Home, tmp_path: Path, agent_host: SandboxHost, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Runtime]:
+    with report_runtime(contoso, tmp_path, agent_host, monkeypatch) as rt:
+        yield rt
+
+
+def test_an_operand_on_an_unranked_statement_page_is_read(runtime: Runtime) -> None:
+    ask = (
+        "What is Contoso's FY2019 return on assets (ROA)? ROA is defined as: FY2019 net income / (average"
+        " total assets between FY2018 and FY2019)."
+    )
+    query = runtime.ask(TurnRequest(ask=ask, scope=["contoso"]))
+    assert query.status == "completed", query.error
+    assert query.answer is not None and query.answer.startswith(
+        "Contoso's FY2019 return on assets (ROA): 0.08 ="
+    ), query.answer
+    assert query.synthesis is not None and query.synthesis.assurance == "computed"
+    pages = {p for c in query.citations[:3] for p in c.pages}
+    assert pages == {31, 32}, pages  # the two statement pages, after thirty of narrative
