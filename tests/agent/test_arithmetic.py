@@ -119,3 +119,24 @@ def test_a_row_names_the_asked_quantity_by_its_head_noun(ask: str, label: str, n
     """Issue 45, item 1: a head count is not a benefits liability (3M's `Employee benefits 299` was
     stated as its head count), nor is the cost of revenue revenue."""
     assert names_quantity(label, asked_quantity(ask)) is named
+
+
+def test_a_share_of_a_quantity_and_the_company_name_are_not_the_quantity() -> None:
+    """Two rows that share the quantity's words but are something else, read once operands were
+    looked up across a whole filing: Best Buy's `% of revenue` (3.6 %) tied with `Revenue` and the
+    margin was declined; American Express's `American Express` row (a share price) was read as "the
+    effective tax rate of American Express"."""
+    quarter = "Three months ended Jul 29, 2023"
+    rows = [
+        ["E1", "Gross profit", quarter, "2,220", "millions", "b.pdf", 4, 2220.0, "", 2023],
+        ["E2", "Revenue", quarter, "$9,583", "millions", "b.pdf", 4, 9583.0, "", 2023],
+        ["E3", "% of revenue", quarter, "3.6%", "millions", "b.pdf", 20, 3.6, "", 2023],
+    ]
+    done = worked("What was Best Buy's gross margin (gross profit over revenue) in 2023?", rows)
+    assert done is not None and done.refs == ["E1", "E2"]
+    price = [
+        ["E1", "American Express", "2021", "$174.60", None, "a.pdf", 40, 174.6, "", 2021],
+        ["E2", "American Express", "2022", "$159.71", None, "a.pdf", 40, 159.71, "", 2022],
+    ]
+    ask = "How much has the effective tax rate of American Express changed between FY2021 and FY2022?"
+    assert worked(ask, price) is None

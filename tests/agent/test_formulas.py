@@ -318,3 +318,22 @@ def test_a_definition_the_asked_quantity_only_leans_on_is_not_the_answer() -> No
         " + operating income."
     )
     assert not over_periods(ask)
+
+
+def test_pp_and_e_is_the_net_row_where_a_note_also_gives_the_gross_total() -> None:
+    """CVS's note gives `Total property and equipment` (gross, 26,869) beside `Property and equipment,
+    net` (11,349, the balance sheet's): the turnover was worked out over the gross cost (7.61, not
+    17.98). Of rows that name a quantity alike, the net one is read."""
+    rows = [
+        _row("E1", "Net revenues", 2019, "6,489", 6489),
+        _row("E2", "Total property and equipment", 2018, "820", 820),
+        _row("E3", "Total property and equipment", 2019, "871", 871),
+        _row("E4", "Property and equipment, net", 2018, "282", 282),
+        _row("E5", "Property and equipment, net", 2019, "253", 253),
+    ]
+    ask = (
+        "What is the FY2019 fixed asset turnover ratio? Fixed asset turnover ratio is defined as: FY2019"
+        " revenue / (average PP&E between FY2018 and FY2019)."
+    )
+    done = worked_out(ask, rows)
+    assert done is not None and done.refs == ["E1", "E4", "E5"], done

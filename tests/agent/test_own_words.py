@@ -56,6 +56,8 @@ def test_a_word_meets_its_family_as_the_documents_spell_it() -> None:
     # a year beside the word is no count of it, nor is a number far from it
     assert not states_count("the 2002 Employee Stock Purchase Plan", {"employ"})
     assert not states_count("eligible employees may contribute up to 60% of their salary", {"employ"})
+    assert not states_count("existing employees and a 20% growth in headcount", {"employ"})  # a share
+    assert not states_count("Employee Stock Purchase Plan, (7) Registration", {"employ"})  # a list's mark
 
 
 @pytest.fixture(scope="module")

@@ -69,6 +69,8 @@ _NAMED = re.compile(
 )
 #: A possessive before the quantity (`Best Buy's revenue`): whose it is, not what.
 _OWNER = re.compile(r"^.*['’]s\s+")
+#: "… the effective tax rate of American Express": the owner after the quantity, a name in capitals.
+_OWNED_BY = re.compile(r"\s+of\s+(?:the\s+)?(?:[A-Z][\w&.'’-]*\s*)+$")
 _SIGN_GAP = re.compile(r"([$€£¥])\s+")
 _YEARS = re.compile(r"\b(?:fy\s?)?(?:19|20)\d\d\b|\bfy\d\d\b", re.IGNORECASE)
 
@@ -208,7 +210,8 @@ def _change(ask: str, found: list[Operand], years: tuple[int, ...]) -> Worked | 
     both years, its head noun the quantity's (`Total sales change` is no net sales)."""
     first, last = sorted(years)
     changed = _CHANGED.search(ask)
-    quantity = sorted(operand_words(_OWNER.sub("", changed.group("q")))) if changed else []
+    owned = _OWNED_BY.sub("", _OWNER.sub("", changed.group("q"))) if changed else ""
+    quantity = sorted(operand_words(owned))
     labels: dict[tuple[str, str], dict[int, Operand]] = {}
     for operand in found:
         if operand.year in (first, last):
@@ -263,7 +266,8 @@ def _named(phrase: str, pool: list[Operand], want: int | None = None) -> Operand
     scored = []
     for operand in pool:
         label = operand_words(operand.label) - {"total"}
-        if label and label <= wanted | {"total"}:
+        # its head noun the phrase's: `% of revenue` is a share, not revenue
+        if label and label <= wanted | {"total"} and head_nouns(operand.label) & wanted:
             scored.append((len(label & wanted) / len(wanted | label), operand))
     scored.sort(key=lambda pair: -pair[0])
     if not scored or scored[0][0] < 0.5:

@@ -57,7 +57,7 @@ _FIGURE = re.compile(
 #: A number on its own, not a digit inside a name ("3M", "Q3", "S&P 500" counts: it stands apart).
 _BARE_NUMBER = re.compile(r"(?<![^\W\d_])\d+(?:[.,]\d+)*(?![^\W\d_])")
 FIGURE_WEIGHT = 1.5  # an amount question's sentence that states a figure
-STATED_WEIGHT = 2.0  # ... and states it within `NEAR_WORDS` of the asked quantity's word
+STATED_TIER = 100.0  # ... and states it within `NEAR_WORDS` of the quantity's word: above all others
 NO_NUMBER_WEIGHT = 0.2  # an amount question's sentence with no number at all: it cannot answer
 _NUMBER_WORD = re.compile(
     r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|hundred)\b",
@@ -315,6 +315,16 @@ def follow_up_quantity(ask: str) -> list[str]:
     ]
 
 
+def stating_words(ask: str) -> list[str]:
+    """The words a sentence that states the asked amount would use: the quantity's, then the ask's
+    other content words written in lower case (no names), less periods and pronouns — "how many
+    people did Amazon employ": people, employ ("we employed approximately 798,000 … employees")."""
+    said = {w.lower() for w in re.findall(r"\b[a-z][a-z-]*\b", ask)}
+    own = [w for w in content_words(ask) if w in said or normalize_word(w) in said]
+    rest = [w for w in own if w.isalpha() and w not in _PERIOD_WORDS and w not in PRONOUNS]
+    return list(dict.fromkeys([*asked_quantity(ask), *rest]))
+
+
 def asked_months(ask: str) -> int | None:
     """How long a period a question asks for: the length it names (`second quarter`, `Q3`, `six months
     ended`, `fiscal year`; `format.periods.period_length`) or, where it names a year and no length,
@@ -442,7 +452,7 @@ def _score_sentences(
     terms = [t for t in asked if t not in pointers] or asked
     idents = [t.casefold() for t in identifier_tokens(ask)]
     amount = asks_for_amount(ask)
-    quantity = {r for r in map(family_root, asked_quantity(ask)) if r is not None} if amount else set()
+    quantity = {r for r in map(family_root, stating_words(ask)) if r is not None} if amount else set()
     named = [set(content_words(re.sub(r"[\W_]+", " ", span.source_path))) for span in evidence]
     span_words = [
         with_families(content_words(span.text)) | n for span, n in zip(evidence, named, strict=True)
@@ -481,7 +491,7 @@ def _score_sentences(
                 if _FIGURE.search(text):
                     score *= FIGURE_WEIGHT
                     if quantity and states_count(text, quantity):
-                        score *= STATED_WEIGHT  # "5,500 total employees": the quantity's own figure
+                        score += STATED_TIER  # "5,500 total employees": the quantity's own figure
                 elif _BARE_NUMBER.search(text) or _NUMBER_WORD.search(text):
                     score += 0.5
                 else:  # it cannot state how much or how many

@@ -470,6 +470,11 @@ def _scale(top: str | None, bottom: str | None) -> float:
 
 
 # ------------------------------------------------------------------------------------------ shared
+#: Words a row adds to say how much of a quantity it holds: `Total revenues` and `Net revenues` are
+#: revenue; where two such rows differ, the net one (what the balance sheet carries) is read.
+_QUALIFIERS = frozenset({"total", "net"})
+
+
 def _resolve(phrase: str, pool: list[Operand]) -> Operand | None:
     """The cell whose row the phrase names: the row's head noun among the phrase's words (`Cost of
     sales` for cost of goods sold, `Property and equipment, net` for PP&E) and the most of their words
@@ -478,7 +483,7 @@ def _resolve(phrase: str, pool: list[Operand]) -> Operand | None:
     names = [spelled, *_ALSO_LABELLED.get(spelled, ())]  # "cash from operations": `Net cash provided by …`
     scored: list[tuple[float, Operand]] = []
     for operand in pool:
-        label = operand_words(operand.label) - {"total"}
+        label = operand_words(operand.label) - _QUALIFIERS
         score = 0.0
         for name in names:
             wanted = operand_words(name)
@@ -493,6 +498,9 @@ def _resolve(phrase: str, pool: list[Operand]) -> Operand | None:
     if not scored:
         return None
     best = [o for s, o in scored if s == scored[0][0]]
+    carried = [o for o in best if "net" in operand_words(o.label)]
+    if len({o.value for o in best}) > 1 and len({o.value for o in carried}) == 1:
+        return carried[0]  # `Property and equipment, net` over the gross `Total property and equipment`
     if len({o.value for o in best}) > 1:
         want = asked_months(phrase)
         said = [o for o in best if want is not None and o.months == want]

@@ -36,6 +36,7 @@ from sleuth.agent.extractive import (
     normalize_word,
     quoted_phrases,
     raw_words,
+    stating_words,
 )
 from sleuth.agent.follow_ups import Previous, follows_on, moved_to, names_period, resolve
 from sleuth.agent.formulas import averaged_words, over_periods, read_years, row_words, worked_out
@@ -61,7 +62,7 @@ from sleuth.agent.planner_scope import (
 )
 from sleuth.agent.planner_sections import section_answer, section_words
 from sleuth.agent.records import Assurance
-from sleuth.agent.word_families import family_filters
+from sleuth.agent.word_families import family_filters, family_root
 from sleuth.format.periods import named_quarter
 from sleuth.models.base import CompletionParams, Message, ModelConfig, Reply, TokenUsage, ToolCall, ToolSpec
 from sleuth.store.version.stop_words import STOP_WORDS
@@ -190,17 +191,23 @@ class OfflinePlanner:
             return self._finish(done, self._final_from(plan))
         if step == "search" and self._figure is not None:
             figure = self._figure_final(plan)
-            family = family_filters(self._figure.quantity) if not self._figure.exact else []
-            if figure is not None and figure.answer is None and family and (budget is None or done < budget):
-                # cells share a word with it but none states it: the sentences that say it in the
-                # documents' own words (item 6), where a search by the question's words misses them
-                return self._run(done, self.code.prose(family), "Search the documents' own words for it.")
+            # No cell states it — cells that share a word with it, or none in the named documents
+            # (where a drill adds nothing): the sentences that say it in the documents' own words
+            # (item 6), which a search by the question's words misses.
+            unstated = figure.answer is None if figure is not None else bool(plan_hits(plan, "named"))
+            families = self._families() if unstated and (budget is None or done < budget) else []
+            if families:
+                stating = [r for r in map(family_root, stating_words(self._ask)) if r is not None]
+                return self._run(
+                    done, self.code.prose(families, stating), "Search the documents' words for it."
+                )
             if figure is not None:
                 return self._finish(done, figure)
         if step == "prose":
             searched = next(read_plan(m.content) or {} for m in messages if m.role == "tool")
-            lists = [plan_hits(plan, "inside"), *(plan_hits(searched, k) for k in ("named", "chunks"))]
-            return self._finish(done, _Finish(None, top_labels(lists)))
+            found = top_labels([plan_hits(plan, "inside")])  # the named documents' own sentences first
+            rest = top_labels([plan_hits(searched, k) for k in ("named", "chunks")])
+            return self._finish(done, _Finish(None, list(dict.fromkeys([*found, *rest]))[:FINAL_EVIDENCE]))
         if step == "search" and self._section is not None and (budget is None or done < budget):
             return self._run(done, self.code.section(self._section), "Read the section the question names.")
         if step == "section":
@@ -481,6 +488,15 @@ class OfflinePlanner:
             rest = [r for r in top_labels(searched) if r not in refs]
             return _Finish("\n".join(lines), [*refs, *rest][:FINAL_EVIDENCE], "nearest")
         return None
+
+    def _families(self) -> list[str]:
+        """The word families a sentence stating the asked amount would use (`word_families`): the
+        quantity's, then the ask's other words ("employ" of "how many people did Amazon employ"); none
+        for a computation, whose operands are cells."""
+        if self._figure is None or self._figure.exact:
+            return []
+        others = [w for w in stating_words(self._ask) if w not in self._figure.quantity]
+        return list(dict.fromkeys([*family_filters(self._figure.quantity), *family_filters(others)]))[:3]
 
     def _own_fiscal_year(self, plan: dict[str, Any], quantity: tuple[str, ...]) -> tuple[str, str] | None:
         """(evidence label, sentence) of the asked quantity in the company's own fiscal year of the

@@ -20,6 +20,7 @@ from sleuth.agent.planner_scope import (
     quote_ident,
 )
 from sleuth.agent.planner_sections import section_code
+from sleuth.agent.word_families import AMOUNT_NUMBER, NEAR_WORDS, states_count
 from sleuth.format.figures import CHANGE_COLUMN
 from sleuth.format.periods import NTH_QUARTER, QUARTER_NAMED, named_quarter
 from sleuth.store.text import stem
@@ -48,7 +49,17 @@ _NAMED_CELLS_SQL = (
 _STEM = inspect.getsource(stem).splitlines()
 #: And the quarter a column header names, read as the question's was (`format.periods.named_quarter`).
 _NAMED_QUARTER = inspect.getsource(named_quarter).splitlines()
+#: And whether a text states a number of the asked quantity (`word_families.states_count`), so the
+#: prose step puts the chunks that state it first.
+_STATES_COUNT = [
+    f"AMOUNT_NUMBER = re.compile({AMOUNT_NUMBER.pattern!r})",
+    f"NEAR_WORDS = {NEAR_WORDS}",
+    "def raw_words(text):",
+    '    return re.findall(r"[a-z0-9]+", text.lower())',
+    *inspect.getsource(states_count).splitlines(),
+]
 FIGURE_NAMED_CELLS = 200  # at most this many of a named document's cells are read
+PROSE_HITS = 20  # chunks a prose search reads for the sentence that states the amount
 FIGURE_OPERAND_CELLS = 400  # at most this many of a named document's cells are read for operands
 MAX_OPERAND_WORDS = 16  # question words a computation's operand rows are looked up by
 FIGURE_ROWS = 12  # rows the question names (a quantity in each of several years), for a computed one
@@ -58,6 +69,9 @@ LABEL_STOP = frozenset(
 )
 #: A table of one part of a company (`Selected financial data for the Domestic segment`): its
 #: `Revenue` is the part's, so it answers for the whole only after the whole's own tables.
+#: A cash flow statement's `Changes in operating assets and liabilities`: its `Accounts payable` is the
+#: year's change (4,086), not the payables (46,092), and answers neither.
+CHANGES_SECTION = re.compile(r"\bchanges?\s+in\b[^>]*\b(?:assets|liabilities|working\s+capital)\b", re.I)
 PART_OF = re.compile(r"\bsegments?\b|\bdivisions?\b", re.IGNORECASE)
 #: What starts the line a step prints for the planner (and that `sleuth ask` keeps from people).
 PLAN_PREFIX = "#PLAN "
@@ -398,6 +412,7 @@ class StepCode:
             f"exact = {figure.exact!r}  # a computed quantity: only a row of exactly its words answers",
             f"change_column = re.compile({CHANGE_COLUMN.pattern!r}, re.IGNORECASE)  # `% Change`",
             f"part_of = re.compile({PART_OF.pattern!r}, re.IGNORECASE)  # a table of one segment",
+            f"changes = re.compile({CHANGES_SECTION.pattern!r}, re.IGNORECASE)  # `Changes in … liabilities`",
             *_STEM,
             "def words(text):",
             '    return {stem(w) for w in re.findall(r"[a-z0-9]+", (text or "").lower())}',
@@ -420,6 +435,8 @@ class StepCode:
             '    core = words(c["label"]) - set(label_stop)',
             '    if "_evidence" not in c or not core or not core <= set(asked) or c["header"] is None:',
             "        return",
+            '    if changes.search(c["section"] or ""):  # a cash flow line of its change, not its amount',
+            "        return",
             '    if (years and c["year"] not in years) or (not years and not trend and c["column_no"] != 1):',
             "        return",
             '    if months and c["months"] and c["months"] != months:  # a quarter is not the year',
@@ -429,7 +446,7 @@ class StepCode:
             '    if years and change_column.search(c["header"]):  # the change in the year, not its figure',
             "        return",
             '    key = [-len(core), a_part(c), rank, -c.get("size", 0), c["column_no"]]',
-            '    name = (c["label"].lower(), c["year"])',
+            '    name = (tuple(sorted(core)), c["year"])  # `Net sales`, `Total net sales`: one, the best',
             "    if name not in named_rows or key < named_rows[name][0]:",
             "        named_rows[name] = (key, cell_entry(c, path, page))",
             "def consider(c, rank, path, page, year=year, found=found):",
@@ -437,6 +454,8 @@ class StepCode:
             '    around = label | words(c["header"]) | words(c["section"])',
             "    inside = sum(1 for q in quantity if q in label)",
             '    if "_evidence" not in c or not inside or not all(q in around for q in needed):',
+            "        return",
+            '    if changes.search(c["section"] or ""):',
             "        return",
             '    if year is not None and (c["year"] != year or change_column.search(c["header"])):',
             "        return",
@@ -517,17 +536,25 @@ class StepCode:
             self._preamble("read the section the question names, in its own headings."), wanted
         )
 
-    def prose(self, families: list[str]) -> str:
+    def prose(self, families: list[str], stating: list[str]) -> str:
         """The hybrid search narrowed to chunks that hold a word of the quantity's family as the
         documents spell it (`word_families`): "employed 93,516 people" for "how many employees".
-        The families in turn, until one is in the documents."""
+        One search a family, their hits in turn; a chunk that states a number of a `stating` root
+        (`word_families.states_count`) before those that do not."""
         lines = self._preamble("the sentences that name the quantity in the documents' own words.")
+        named = self._named_sources()  # the documents the question names: theirs, not another's
+        within = "" if named is None else f", sources={named[1]!r}{self._ctx(named[0])}"
         lines += [
-            "inside = []",
-            f"for family in {families!r}:",
-            f"    inside = await search_source({self._q}, top_k=10, must_contain=[family])",
-            "    if inside:",
-            "        break",
+            "found = await asyncio.gather(",
+            *(
+                f"    search_source({self._q}, top_k={PROSE_HITS}, must_contain=[{f!r}]{within}),"
+                for f in families
+            ),
+            ")",
+            "inside = list({h.ref: h for hits in found for h in hits}.values())",
+            *_STATES_COUNT,
+            f"roots = set({stating!r})",
+            'inside.sort(key=lambda h: not states_count(h.fields["chunk_text"], roots))',
             "paths = sorted({h.name for h in inside})",
             'plan = {"step": "prose", "class": "general", "paths": paths,',
             '        "inside": [row(h) for h in inside]}',

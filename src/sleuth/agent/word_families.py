@@ -45,8 +45,9 @@ def family_filters(quantity: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(f"{root}*" for root in roots if root is not None))
 
 
-#: A number in a sentence, not a year: what a count or an amount is stated as.
-_AMOUNT_NUMBER = re.compile(r"^(?!(?:19|20)\d\d$)\d[\d,.]*%?$")
+#: A number in a sentence, not a year, a list's `(5)` or a percentage (`20% growth in headcount` is no
+#: head count): what a count or an amount is stated as.
+AMOUNT_NUMBER = re.compile(r"^(?!(?:19|20)\d\d$)(?!\(\d{1,2}\)$)\(?\d[\d,.]*\)?$")
 NEAR_WORDS = 3  # a figure this many words from the quantity's word is stated of it
 
 
@@ -54,7 +55,7 @@ def states_count(text: str, roots: set[str]) -> bool:
     """Whether `text` states a number (not a year) within `NEAR_WORDS` words of a word of the asked
     quantity's family (`roots`): "approximately 5,500 total employees", "employed 93,516 people"."""
     tokens = text.split()
-    numbers = [i for i, t in enumerate(tokens) if _AMOUNT_NUMBER.match(t.strip("$€£()[],;:"))]
+    numbers = [i for i, t in enumerate(tokens) if AMOUNT_NUMBER.match(t.strip("$€£[],;:"))]
     named = [i for i, t in enumerate(tokens) if any(w.startswith(tuple(roots)) for w in raw_words(t))]
     return any(abs(i - j) <= NEAR_WORDS for i in numbers for j in named)
 
