@@ -4,8 +4,9 @@ says nothing until "(Millions) 2018 2017 2016" says which column is which year."
 from __future__ import annotations
 
 from sleuth.agent.citations import build_citations
-from sleuth.agent.extractive import extractive_answer, table_header
+from sleuth.agent.extractive import extractive_answer
 from sleuth.agent.spans import EvidenceSpan
+from sleuth.agent.table_rows import table_header
 
 STATEMENT = (
     "3M Company and Subsidiaries\nConsolidated Statement of Cash Flows\n(Millions) 2018 2017 2016\n"

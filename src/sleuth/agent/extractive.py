@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sleuth.agent.spans import EvidenceSpan
+from sleuth.agent.table_rows import LEAD, is_figure_row, table_header, trimmed
 from sleuth.agent.word_families import family_root, states_count, with_families
 from sleuth.format.periods import period_length
 from sleuth.format.sentences import is_abbreviation
@@ -45,7 +46,6 @@ _AMOUNT = re.compile(
 )
 _MARKER = re.compile(r"\[E(\d+)\]")
 _UNIT_START = re.compile(r"^\s*(?:#{1,6}\s|[-*+•]\s|>|\||\d{1,3}[.)]\s|\[[ xX]\]\s)")
-_LEAD = re.compile(r"(?:#{1,6}\s+|[-*+•]\s+|>\s*|\|\s*|\d{1,3}[.)]\s+|\[[ xX]\]\s+)+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"”')\]]?\s+(?=[\"“(\[]?[A-Z0-9$€£])")
 _PUNCTUATED = re.compile(r"[.!?;:,](?:\s|$)")  # a line holding a sentence end is no heading
 _NUMBERED_HEADING = re.compile(r"\d+(?:\.\d+)+\.?\s+[A-Z][^.!?;:,\n]{0,60}$")  # "2.1 Revenue by Segment"
@@ -358,18 +358,6 @@ class _Sentence:
         return self.span.text[self.start : self.end]
 
 
-def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
-    """Narrow [start, end) past whitespace, list and heading markers and table pipes."""
-    while start < end and text[start].isspace():
-        start += 1
-    lead = _LEAD.match(text, start, end)
-    if lead:
-        start = lead.end()
-    while end > start and (text[end - 1].isspace() or text[end - 1] == "|"):
-        end -= 1
-    return start, end
-
-
 def _units(text: str) -> list[tuple[int, int]]:
     """Paragraph-like units: blank lines end one; headings, bullets and table rows stand alone, and
     so does a short unpunctuated line that opens a paragraph (a heading in PDF or DOCX text).
@@ -381,7 +369,7 @@ def _units(text: str) -> list[tuple[int, int]]:
     offset = 0
     for line in text.splitlines(keepends=True):
         stripped = line.strip()
-        bare = stripped[m.end() :] if (m := _LEAD.match(stripped)) else stripped
+        bare = stripped[m.end() :] if (m := LEAD.match(stripped)) else stripped
         short = 0 < len(bare) <= 60 and not _PUNCTUATED.search(bare)
         row = is_figure_row(bare)
         begins = _UNIT_START.match(line) is not None or (short and closed) or row
@@ -415,7 +403,7 @@ def _split_sentences(text: str) -> list[tuple[int, int]]:
         ends = [m for m in _SENTENCE_END.finditer(text, ustart, uend) if not _after_abbreviation(text, m)]
         cuts = [ustart] + [m.end() for m in ends] + [uend]
         for a, b in itertools.pairwise(cuts):
-            s, e = _trimmed(text, a, b)
+            s, e = trimmed(text, a, b)
             if text[a:s].lstrip().startswith("#") or _NUMBERED_HEADING.match(text[s:e]):
                 continue  # a heading names a section; it does not say anything
             if len(_WORD.findall(text[s:e].lower())) >= 4 and any(ch.isalpha() for ch in text[s:e]):
@@ -554,55 +542,3 @@ def extractive_answer(
             where += f', under "{s.span.text[header[0] : header[1]]}"'
         lines.append(f'{where}: "{s.text}" [{s.position}]')
     return "\n".join(lines)
-
-
-_CELL = re.compile(r"\(?[$€£]?\s?\d{1,3}(?:,\d{3})+(?:\.\d+)?\)?|\(?[$€£]?\s?\d+\.\d+\)?%?")
-_PERIOD_CELL = re.compile(
-    r"(?<![\d,.])(?:19|20)\d\d(?![\d,.])|\b(?:Q[1-4]|FY\s?\d{2,4}|H[12])\b", re.IGNORECASE
-)
-_SENTENCE_MARK = re.compile(r"[.!?;:](?:\s|$)")
-_DIVIDER = re.compile(r"^\s*\|?\s*:?-{3,}")
-MAX_HEADER_DISTANCE = 60  # lines above a row searched for its column header
-MAX_HEADER_WORDS = 20
-
-
-def is_figure_row(line: str) -> bool:
-    """A line of two or more amounts that is not a sentence: a table row in PDF text (a sentence
-    that happens to hold two amounts is prose, not a row)."""
-    return len(_CELL.findall(line)) >= 2 and not line.rstrip().endswith((".", "!", "?"))
-
-
-def table_header(text: str, start: int, end: int) -> tuple[int, int] | None:
-    """Offsets of the column header of the table row holding text[start:end], or None when it is
-    not a table row. A Markdown row's header is the first row of its pipe block; a row of figures
-    in PDF text (two or more amounts on one line) takes the nearest line above that names two or
-    more periods ("(Millions) 2018 2017 2016", "Q1 Q2 Q3 Q4"), the way statements head columns."""
-    row_start = text.rfind("\n", 0, start) + 1
-    row_end = text.find("\n", end)
-    row_end = len(text) if row_end == -1 else row_end
-    row = text[row_start:row_end]
-    above = text[:row_start].split("\n")[:-1]
-    if row.lstrip().startswith("|"):
-        first = None
-        offset = row_start
-        for line in reversed(above):
-            offset -= len(line) + 1
-            if not line.lstrip().startswith("|"):
-                break
-            if not _DIVIDER.match(line):
-                first = (offset, offset + len(line))
-        return _trimmed(text, *first) if first is not None else None
-    if not is_figure_row(row):
-        return None
-    offset = row_start
-    for distance, line in enumerate(reversed(above), 1):
-        offset -= len(line) + 1
-        if distance > MAX_HEADER_DISTANCE:
-            break
-        if (
-            len(_PERIOD_CELL.findall(line)) >= 2
-            and len(_WORD.findall(line.lower())) <= MAX_HEADER_WORDS
-            and not _SENTENCE_MARK.search(line.rstrip() + " ")  # a date's comma is fine
-        ):
-            return _trimmed(text, offset, offset + len(line))
-    return None
