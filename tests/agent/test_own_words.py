@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sleuth.agent.turn import Runtime, TurnRequest
-from sleuth.agent.word_families import family_filters, family_root, states_count
+from sleuth.agent.word_families import count_distance, family_filters, family_root
 from sleuth.sandbox import SandboxHost
 from sleuth.store.contexts.home import Home
 from tests.agent.support import report_home, report_runtime
@@ -51,13 +51,18 @@ def test_a_word_meets_its_family_as_the_documents_spell_it() -> None:
     assert family_root("2018") is None and family_root("tax") is None  # nothing to narrow by
     assert family_filters(["total", "employee"]) == ["employ*"]  # not `total`
     assert family_filters(["employee", "headcount"]) == ["headcount*", "employ*"]  # the head word first
-    assert states_count("we had approximately 5,500 total employees.", {"employ"})
-    assert states_count("the Company employed 93,516 people", {"employ"})
+    assert count_distance("we had approximately 5,500 total employees.", {"employ"}) == 2
+    assert count_distance("the Company employed 93,516 people", {"employ"}) == 1
     # a year beside the word is no count of it, nor is a number far from it
-    assert not states_count("the 2002 Employee Stock Purchase Plan", {"employ"})
-    assert not states_count("eligible employees may contribute up to 60% of their salary", {"employ"})
-    assert not states_count("existing employees and a 20% growth in headcount", {"employ"})  # a share
-    assert not states_count("Employee Stock Purchase Plan, (7) Registration", {"employ"})  # a list's mark
+    assert count_distance("the 2002 Employee Stock Purchase Plan", {"employ"}) is None
+    assert count_distance("eligible employees may contribute up to 60% of their salary", {"employ"}) is None
+    assert count_distance("existing employees and a 20% growth in headcount", {"employ"}) is None  # a share
+    assert (
+        count_distance("Employee Stock Purchase Plan, (7) Registration", {"employ"}) is None
+    )  # a list's mark
+    assert (
+        count_distance("Employee Retirement Plan (Exhibit 10.2 to Form 10-K)", {"employ"}) is None
+    )  # a pointer
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from sleuth.agent.spans import EvidenceSpan
 from sleuth.agent.table_rows import LEAD, is_figure_row, table_header, trimmed
-from sleuth.agent.word_families import family_root, states_count, with_families
+from sleuth.agent.word_families import NEAR_WORDS, count_distance, family_root, with_families
 from sleuth.format.periods import period_length
 from sleuth.format.sentences import is_abbreviation
 from sleuth.store.text import stem, words
@@ -57,7 +57,8 @@ _FIGURE = re.compile(
 #: A number on its own, not a digit inside a name ("3M", "Q3", "S&P 500" counts: it stands apart).
 _BARE_NUMBER = re.compile(r"(?<![^\W\d_])\d+(?:[.,]\d+)*(?![^\W\d_])")
 FIGURE_WEIGHT = 1.5  # an amount question's sentence that states a figure
-STATED_TIER = 100.0  # ... and states it within `NEAR_WORDS` of the quantity's word: above all others
+FINAL_EVIDENCE = 8  # the spans a step chose (`final(evidence=…)`): the rest were only seen on the way
+STATED_TIER = 100.0  # ... and, among the chosen spans, states a number of the quantity: above all others
 NO_NUMBER_WEIGHT = 0.2  # an amount question's sentence with no number at all: it cannot answer
 _NUMBER_WORD = re.compile(
     r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|hundred)\b",
@@ -478,8 +479,11 @@ def _score_sentences(
                 # than a bare number ("three days"), which counts more than none.
                 if _FIGURE.search(text):
                     score *= FIGURE_WEIGHT
-                    if quantity and states_count(text, quantity):
-                        score += STATED_TIER  # "5,500 total employees": the quantity's own figure
+                    apart = (
+                        count_distance(text, quantity) if quantity and position <= FINAL_EVIDENCE else None
+                    )
+                    if apart is not None:  # "5,500 total employees": the quantity's own figure, the
+                        score += STATED_TIER * (NEAR_WORDS + 1 - apart)  # closer the better
                 elif _BARE_NUMBER.search(text) or _NUMBER_WORD.search(text):
                     score += 0.5
                 else:  # it cannot state how much or how many

@@ -75,8 +75,10 @@ OFFLINE_MODEL = ModelConfig(
 MAX_ASK_CHARS = 2000  # the SDK's `query` limit (§5.1)
 MAX_CARRIED = 5  # documents a follow-up carries from the previous turn
 LIST_SHOWN = 50
+MAX_STATING = 3  # chunks that state a number of the quantity put before the first search's evidence
 MAX_STEPS_GUARD = 6  # the planner needs at most four; this only stops a confused conversation
 
+_HOW_MANY = re.compile(r"\bhow many\b", re.IGNORECASE)
 _COUNT = re.compile(r"\b(?:how many|number of|count of|how often|total number)\b", re.IGNORECASE)
 _LIST = re.compile(
     r"\b(?:list|name all|enumerate|what are the|all the)\b|\bwhich\b(?=.*\bare\b)", re.IGNORECASE
@@ -191,10 +193,14 @@ class OfflinePlanner:
             return self._finish(done, self._final_from(plan))
         if step == "search" and self._figure is not None:
             figure = self._figure_final(plan)
-            # No cell states it — cells that share a word with it, or none in the named documents
-            # (where a drill adds nothing): the sentences that say it in the documents' own words
-            # (item 6), which a search by the question's words misses.
-            unstated = figure.answer is None if figure is not None else bool(plan_hits(plan, "named"))
+            # No cell states it — cells that share a word with it, or, for a count ("how many
+            # employees": prose states it, not tables), none in the named documents (where a drill
+            # adds nothing): the sentences that say it in the documents' own words (item 6).
+            unstated = (
+                figure.answer is None
+                if figure is not None
+                else bool(plan_hits(plan, "named")) and _HOW_MANY.search(self._ask) is not None
+            )
             families = self._families() if unstated and (budget is None or done < budget) else []
             if families:
                 stating = [r for r in map(family_root, stating_words(self._ask)) if r is not None]
@@ -205,9 +211,16 @@ class OfflinePlanner:
                 return self._finish(done, figure)
         if step == "prose":
             searched = next(read_plan(m.content) or {} for m in messages if m.role == "tool")
-            found = top_labels([plan_hits(plan, "inside")])  # the named documents' own sentences first
-            rest = top_labels([plan_hits(searched, k) for k in ("named", "chunks")])
-            return self._finish(done, _Finish(None, list(dict.fromkeys([*found, *rest]))[:FINAL_EVIDENCE]))
+            # the chunks that state a number of it, then the first search's best, then the rest
+            found = top_labels([plan_hits(plan, "inside")])
+            said = plan.get("stating")
+            first = min(said, MAX_STATING) if isinstance(said, int) else 0
+            named = plan_hits(searched, "named")  # a question that names documents: theirs only
+            paths = {h.path for h in named}
+            chunks = [h for h in plan_hits(searched, "chunks") if not paths or h.path in paths]
+            rest = top_labels([named, chunks])
+            labels = [*found[:first], *rest, *found[first:]]
+            return self._finish(done, _Finish(None, list(dict.fromkeys(labels))[:FINAL_EVIDENCE]))
         if step == "search" and self._section is not None and (budget is None or done < budget):
             return self._run(done, self.code.section(self._section), "Read the section the question names.")
         if step == "section":

@@ -20,7 +20,7 @@ from sleuth.agent.planner_scope import (
     quote_ident,
 )
 from sleuth.agent.planner_sections import section_code
-from sleuth.agent.word_families import AMOUNT_NUMBER, NEAR_WORDS, states_count
+from sleuth.agent.word_families import AMOUNT_NUMBER, NEAR_WORDS, REFERENCE_WORDS, SCALES, count_distance
 from sleuth.format.figures import CHANGE_COLUMN
 from sleuth.format.periods import NTH_QUARTER, QUARTER_NAMED, named_quarter
 from sleuth.store.text import stem
@@ -49,14 +49,15 @@ _NAMED_CELLS_SQL = (
 _STEM = inspect.getsource(stem).splitlines()
 #: And the quarter a column header names, read as the question's was (`format.periods.named_quarter`).
 _NAMED_QUARTER = inspect.getsource(named_quarter).splitlines()
-#: And whether a text states a number of the asked quantity (`word_families.states_count`), so the
-#: prose step puts the chunks that state it first.
+#: And how near a number of the asked quantity a text is (`count_distance`): the prose step's order.
 _STATES_COUNT = [
     f"AMOUNT_NUMBER = re.compile({AMOUNT_NUMBER.pattern!r})",
     f"NEAR_WORDS = {NEAR_WORDS}",
+    f"REFERENCE_WORDS = {sorted(REFERENCE_WORDS)!r}",
+    f"SCALES = {SCALES!r}",
     "def raw_words(text):",
     '    return re.findall(r"[a-z0-9]+", text.lower())',
-    *inspect.getsource(states_count).splitlines(),
+    *inspect.getsource(count_distance).splitlines(),
 ]
 FIGURE_NAMED_CELLS = 200  # at most this many of a named document's cells are read
 PROSE_HITS = 20  # chunks a prose search reads for the sentence that states the amount
@@ -537,10 +538,9 @@ class StepCode:
         )
 
     def prose(self, families: list[str], stating: list[str]) -> str:
-        """The hybrid search narrowed to chunks that hold a word of the quantity's family as the
-        documents spell it (`word_families`): "employed 93,516 people" for "how many employees".
-        One search a family, their hits in turn; a chunk that states a number of a `stating` root
-        (`word_families.states_count`) before those that do not."""
+        """One hybrid search a family, narrowed to chunks that hold a word of it as the documents spell
+        it (`word_families`), their hits in turn; those that state a number of a `stating` root first,
+        the closest first (`count_distance`): "employed 93,516 people" for "how many employees"."""
         lines = self._preamble("the sentences that name the quantity in the documents' own words.")
         named = self._named_sources()  # the documents the question names: theirs, not another's
         within = "" if named is None else f", sources={named[1]!r}{self._ctx(named[0])}"
@@ -554,10 +554,12 @@ class StepCode:
             "inside = list({h.ref: h for hits in found for h in hits}.values())",
             *_STATES_COUNT,
             f"roots = set({stating!r})",
-            'inside.sort(key=lambda h: not states_count(h.fields["chunk_text"], roots))',
+            'apart = {h.ref: count_distance(h.fields["chunk_text"], roots) for h in inside}',
+            "inside.sort(key=lambda h: (apart[h.ref] is None, apart[h.ref] or 0))  # the closest first",
+            "stating = sum(1 for h in inside if apart[h.ref] is not None)",
             "paths = sorted({h.name for h in inside})",
             'plan = {"step": "prose", "class": "general", "paths": paths,',
-            '        "inside": [row(h) for h in inside]}',
+            '        "inside": [row(h) for h in inside], "stating": stating}',
             'print(plan_line(plan, ["inside"]))',
             "for h in inside:",
             '    print(h.ref, h.name, "p.", h.fields["page"], h.fields["chunk_text"][:300])',

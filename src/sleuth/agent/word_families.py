@@ -48,16 +48,31 @@ def family_filters(quantity: Sequence[str]) -> list[str]:
 #: A number in a sentence, not a year, a list's `(5)` or a percentage (`20% growth in headcount` is no
 #: head count): what a count or an amount is stated as.
 AMOUNT_NUMBER = re.compile(r"^(?!(?:19|20)\d\d$)(?!\(\d{1,2}\)$)\(?\d[\d,.]*\)?$")
+#: Words after which a number points somewhere (`Exhibit 10.2`, `Item 7`, `Note 13`): no amount.
+REFERENCE_WORDS = frozenset(
+    {"exhibit", "exhibits", "item", "items", "note", "notes", "section", "part", "rule", "form", "no"}
+    | {"schedule", "article", "page", "pages", "level", "tier", "phase", "plan"}
+)
+SCALES = (["thousand"], ["million"], ["billion"], ["trillion"])
 NEAR_WORDS = 3  # a figure this many words from the quantity's word is stated of it
 
 
-def states_count(text: str, roots: set[str]) -> bool:
-    """Whether `text` states a number (not a year) within `NEAR_WORDS` words of a word of the asked
-    quantity's family (`roots`): "approximately 5,500 total employees", "employed 93,516 people"."""
+def count_distance(text: str, roots: set[str]) -> int | None:
+    """How many words apart `text` puts a number (not a year, a pointer's or a percentage) and a word
+    of the asked quantity's family (`roots`), at the closest: 1 for "approximately 116,000 employees",
+    2 for "5,500 total employees"; None past `NEAR_WORDS` or for none."""
     tokens = text.split()
-    numbers = [i for i, t in enumerate(tokens) if AMOUNT_NUMBER.match(t.strip("$€£[],;:"))]
+    numbers = [
+        i
+        for i, t in enumerate(tokens)
+        if AMOUNT_NUMBER.match(t.strip("$€£[],;:"))
+        and not (i and tokens[i - 1].lower().strip(".,:;(") in REFERENCE_WORDS)
+        # `10.3` on its own is a reference or a ratio; `$1.5` and `1.5 million` are amounts
+        and ("." not in t.strip(".,;:") or t[:1] in "$€£" or tokens[i + 1 : i + 2] in SCALES)
+    ]
     named = [i for i, t in enumerate(tokens) if any(w.startswith(tuple(roots)) for w in raw_words(t))]
-    return any(abs(i - j) <= NEAR_WORDS for i in numbers for j in named)
+    apart = [abs(i - j) for i in numbers for j in named if abs(i - j) <= NEAR_WORDS]
+    return min(apart) if apart else None
 
 
 def with_families(words: Sequence[str]) -> set[str]:
