@@ -468,12 +468,13 @@ class OfflinePlanner:
                 return _Finish(each.text, [*each.refs, *rest][:FINAL_EVIDENCE], sure)
         entries = [e for e in plan.get("figures") or [] if stated(e) is not None]
         named = [e for e in entries if names_quantity(str(e[1]), quantity)]
-        if computed is None or asks_change(computed) or over_periods(computed):
+        one_figure = not (computed is None or asks_change(computed) or over_periods(computed))
+        if not one_figure:
             # one year's figure is not the change, nor the average or the formula the question defines
             # (a filing's own `Days payable outstanding` row is its definition, not the asked one):
             # the rows are listed below
             named = entries = []
-        if not named and (own := self._own_fiscal_year(plan, quantity)) is not None:
+        if one_figure and not named and (own := self._own_fiscal_year(plan, quantity)) is not None:
             rest = [r for r in top_labels(searched) if r != own[0]]
             return _Finish(own[1], [own[0], *rest][:FINAL_EVIDENCE])
         if named:
