@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from sleuth.agent.formulas import over_periods, row_words, spanned_years, spelled_out, worked_out
+from sleuth.agent.formulas import other_names, over_periods, row_words, spanned_years, spelled_out, worked_out
 from sleuth.agent.turn import Runtime, TurnRequest
 from sleuth.sandbox import SandboxHost
 from sleuth.store.contexts.home import Home
@@ -337,3 +337,12 @@ def test_pp_and_e_is_the_net_row_where_a_note_also_gives_the_gross_total() -> No
     )
     done = worked_out(ask, rows)
     assert done is not None and done.refs == ["E1", "E4", "E5"], done
+
+
+def test_a_quantitys_other_names_are_the_fields_not_the_corpus() -> None:
+    assert other_names("What is the FY2016 COGS for Microsoft?")[:2] == [
+        "cost of goods sold",
+        "cost of sales",
+    ]
+    assert "purchases of property plant and equipment" in other_names("the FY2018 capital expenditure amount")
+    assert other_names("What were net sales in 2019?") == []

@@ -49,7 +49,8 @@ def contoso(tmp_path_factory: pytest.TempPathFactory) -> Home:
             root / "parts" / "income.pdf",
             ["Contoso Corp", "Consolidated Statements of Income", "(in millions)",
              ("", "Years ended December 31,"), ("", "2019", "2018"),
-             ("Revenues", "$ 9,120", "$ 8,410"), ("Operating income", "2,011", "2,230"),
+             ("Revenues", "$ 9,120", "$ 8,410"), ("Cost of sales", "5,470", "5,020"),
+             ("Operating income", "2,011", "2,230"),
              ("Net income", "$ 1,503", "$ 1,813")],
         ),
         statement_pdf(
@@ -65,7 +66,9 @@ def contoso(tmp_path_factory: pytest.TempPathFactory) -> Home:
              ("", "Years ended December 31,"), ("", "2019", "2018"),
              ("Net income", "$ 1,503", "$ 1,813"), "Changes in operating assets and liabilities",
              ("Accounts payable", "230", "198"), ("Inventories", "(41)", "(12)"),
-             ("Net cash provided by operating activities", "2,104", "2,033")],
+             ("Net cash provided by operating activities", "2,104", "2,033"),
+             "Cash flows from investing activities",
+             ("Purchases of property and equipment", "(312)", "(287)")],
         ),
     ]  # fmt: skip
     writer = PdfWriter()
@@ -133,3 +136,21 @@ def test_a_count_no_table_states_is_read_from_the_named_documents_prose(runtime:
     # the second step searched the named filing's chunks that hold a word of the `employ` family
     prose = query.steps[-1].code.get("source", "")
     assert "must_contain=['employ*']" in prose and "CONTOSO_2019_10K.pdf" in prose, prose
+
+
+@pytest.mark.parametrize(
+    ("ask", "stated"),
+    [
+        ("What was Contoso's FY2019 capital expenditure?", "Purchases of property and equipment"),
+        ("What was Contoso's FY2019 COGS?", "Cost of sales"),
+    ],
+)
+def test_a_quantity_is_read_by_the_names_statements_give_it(runtime: Runtime, ask: str, stated: str) -> None:
+    """3M's "capital expenditure" is its cash flow statement's `Purchases of property, plant and
+    equipment`, Microsoft's "COGS" its `Total cost of revenue`: the field's other names for a quantity
+    (`formulas.other_names`), read after a row of the question's own words."""
+    query = runtime.ask(TurnRequest(ask=ask, scope=["contoso"]))
+    assert query.status == "completed" and query.answer is not None, query.error
+    assert query.answer.startswith("According to uploads/corpus/CONTOSO_2019_10K.pdf"), query.answer
+    assert f"{stated}, " in query.answer.split("\n")[0], query.answer
+    assert query.synthesis is not None and query.synthesis.assurance == "matched"

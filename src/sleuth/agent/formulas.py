@@ -50,10 +50,19 @@ ABBREVIATIONS = {
 }
 #: Other names statements give a spelled-out quantity (a row search reads them all).
 _OPERATING_CASH = ("net cash provided by operating activities", "net cash from operating activities")
+_CAPITAL_SPENDING = (
+    "purchases of property and equipment",
+    "purchases of property plant and equipment",
+    "additions to property and equipment",
+    "payments for property and equipment",
+    "capital spending",
+)
 _ALSO_LABELLED = {
     "cost of goods sold": ("cost of sales", "cost of revenues"),
     "cash from operations": _OPERATING_CASH,
+    "cash flow from operating activities": _OPERATING_CASH,
     "operating cash flow": _OPERATING_CASH,
+    "capital expenditure": _CAPITAL_SPENDING,
 }
 _ABBREVIATED = re.compile(
     r"(?<![\w&])(" + "|".join(re.escape(a) for a in ABBREVIATIONS) + r")(?![\w&])", re.IGNORECASE
@@ -120,6 +129,20 @@ _WHERE = re.compile(r"\s+(?:from|in|on|per)\s+the\s+[\w\s]*?(?:statement|sheet)s
 def spelled_out(text: str) -> str:
     """`text` with the field's abbreviations written as statements label them (`ABBREVIATIONS`)."""
     return _ABBREVIATED.sub(lambda m: ABBREVIATIONS[m.group(1).lower()], text)
+
+
+def other_names(ask: str) -> list[str]:
+    """The names statements give a quantity the question names otherwise: its abbreviation spelled
+    out (`COGS`: cost of goods sold) and the other labels of the field's spelled-out quantities
+    (capital expenditures: `Purchases of property, plant and equipment`) — the vocabulary of financial
+    statements, not of one corpus."""
+    spelled = spelled_out(ask)
+    named = [ABBREVIATIONS[m.group(1).lower()] for m in _ABBREVIATED.finditer(ask)]
+    return list(
+        dict.fromkeys(
+            named + [n for full, ns in _ALSO_LABELLED.items() if full in spelled.lower() for n in ns]
+        )
+    )
 
 
 def row_words(ask: str) -> list[str]:
@@ -526,6 +549,7 @@ def _unit(cell: Operand) -> str:
 __all__ = [
     "ABBREVIATIONS",
     "averaged_words",
+    "other_names",
     "over_periods",
     "read_years",
     "row_words",

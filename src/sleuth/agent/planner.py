@@ -39,7 +39,7 @@ from sleuth.agent.extractive import (
     stating_words,
 )
 from sleuth.agent.follow_ups import Previous, follows_on, moved_to, names_period, resolve
-from sleuth.agent.formulas import averaged_words, over_periods, read_years, row_words, worked_out
+from sleuth.agent.formulas import averaged_words, other_names, over_periods, read_years, row_words, worked_out
 from sleuth.agent.planner_code import FigureAsk, StepCode
 from sleuth.agent.planner_figures import fiscal_naming, own_fiscal_year, stated
 from sleuth.agent.planner_periods import asks_trend, per_period, trend_quantity
@@ -49,6 +49,7 @@ from sleuth.agent.planner_plans import (
     fuse,
     keyword_groups,
     plan_hits,
+    prose_evidence,
     read_plan,
     step_budget,
     tabled_first,
@@ -75,7 +76,6 @@ OFFLINE_MODEL = ModelConfig(
 MAX_ASK_CHARS = 2000  # the SDK's `query` limit (§5.1)
 MAX_CARRIED = 5  # documents a follow-up carries from the previous turn
 LIST_SHOWN = 50
-MAX_STATING = 3  # chunks that state a number of the quantity put before the first search's evidence
 MAX_STEPS_GUARD = 6  # the planner needs at most four; this only stops a confused conversation
 
 _HOW_MANY = re.compile(r"\bhow many\b", re.IGNORECASE)
@@ -211,16 +211,7 @@ class OfflinePlanner:
                 return self._finish(done, figure)
         if step == "prose":
             searched = next(read_plan(m.content) or {} for m in messages if m.role == "tool")
-            # the chunks that state a number of it, then the first search's best, then the rest
-            found = top_labels([plan_hits(plan, "inside")])
-            said = plan.get("stating")
-            first = min(said, MAX_STATING) if isinstance(said, int) else 0
-            named = plan_hits(searched, "named")  # a question that names documents: theirs only
-            paths = {h.path for h in named}
-            chunks = [h for h in plan_hits(searched, "chunks") if not paths or h.path in paths]
-            rest = top_labels([named, chunks])
-            labels = [*found[:first], *rest, *found[first:]]
-            return self._finish(done, _Finish(None, list(dict.fromkeys(labels))[:FINAL_EVIDENCE]))
+            return self._finish(done, _Finish(None, prose_evidence(plan, searched)))
         if step == "search" and self._section is not None and (budget is None or done < budget):
             return self._run(done, self.code.section(self._section), "Read the section the question names.")
         if step == "section":
@@ -382,6 +373,8 @@ class OfflinePlanner:
         spanning = over_periods(what)  # an average, sum or CAGR over a run of years, or a formula
         if spanning:
             quantity = quantity or averaged_words(what)
+        named = [tuple(content_words(n)) for n in other_names(what)]  # capex: `Purchases of property …`
+        others = tuple(n for n in named if set(n) != set(quantity))
         contexts = tuple(s for s in self.scope.slugs if self.scope.has_table(s, "_cells"))
         if not quantity or not contexts:
             return None
@@ -389,14 +382,20 @@ class OfflinePlanner:
             tuple(quantity),
             contexts,
             asks_computation(what) or reads is not None or spanning,
-            # a computation over periods reads rows by their other names ("PP&E": `Property and equipment`)
-            (*self._words, *quantity, *(reads[1] if reads else ()), *(row_words(what) if spanning else ())),
+            (  # rows by their other names too ("PP&E": `Property and equipment`)
+                *self._words,
+                *quantity,
+                *(reads[1] if reads else ()),
+                *(row_words(what) if spanning else ()),
+                *sum(others, ()),
+            ),
             read_years(self._computed or when) if spanning else asked_years(when),
             tuple(tuple(t) for t in named_tables(what)),
             asked_months(when),
             named_quarter(when),
             asks_trend(self._ask) and not asked_years(when),
             tuple(path for path, _issuer in self.scope.named_by_start),
+            others,
         )
 
     # ------------------------------------------------------------------------ decisions
@@ -467,7 +466,8 @@ class OfflinePlanner:
                 sure: Assurance = "matched" if each.complete else "nearest"
                 return _Finish(each.text, [*each.refs, *rest][:FINAL_EVIDENCE], sure)
         entries = [e for e in plan.get("figures") or [] if stated(e) is not None]
-        named = [e for e in entries if names_quantity(str(e[1]), quantity)]
+        others = self._figure.others if self._figure is not None else ()
+        named = [e for e in entries if any(names_quantity(str(e[1]), q) for q in (quantity, *others))]
         one_figure = not (computed is None or asks_change(computed) or over_periods(computed))
         if not one_figure:
             # one year's figure is not the change, nor the average or the formula the question defines

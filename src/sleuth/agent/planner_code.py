@@ -14,13 +14,13 @@ from sleuth.agent.extractive import (
     identifier_tokens,
     normalize_word,
 )
+from sleuth.agent.planner_prose import prose_code
 from sleuth.agent.planner_scope import (
     PlannerScope,
     Target,
     quote_ident,
 )
 from sleuth.agent.planner_sections import section_code
-from sleuth.agent.word_families import AMOUNT_NUMBER, NEAR_WORDS, REFERENCE_WORDS, SCALES, count_distance
 from sleuth.format.figures import CHANGE_COLUMN
 from sleuth.format.periods import NTH_QUARTER, QUARTER_NAMED, named_quarter
 from sleuth.store.text import stem
@@ -49,18 +49,7 @@ _NAMED_CELLS_SQL = (
 _STEM = inspect.getsource(stem).splitlines()
 #: And the quarter a column header names, read as the question's was (`format.periods.named_quarter`).
 _NAMED_QUARTER = inspect.getsource(named_quarter).splitlines()
-#: And how near a number of the asked quantity a text is (`count_distance`): the prose step's order.
-_STATES_COUNT = [
-    f"AMOUNT_NUMBER = re.compile({AMOUNT_NUMBER.pattern!r})",
-    f"NEAR_WORDS = {NEAR_WORDS}",
-    f"REFERENCE_WORDS = {sorted(REFERENCE_WORDS)!r}",
-    f"SCALES = {SCALES!r}",
-    "def raw_words(text):",
-    '    return re.findall(r"[a-z0-9]+", text.lower())',
-    *inspect.getsource(count_distance).splitlines(),
-]
 FIGURE_NAMED_CELLS = 200  # at most this many of a named document's cells are read
-PROSE_HITS = 20  # chunks a prose search reads for the sentence that states the amount
 FIGURE_OPERAND_CELLS = 400  # at most this many of a named document's cells are read for operands
 MAX_OPERAND_WORDS = 16  # question words a computation's operand rows are looked up by
 FIGURE_ROWS = 12  # rows the question names (a quantity in each of several years), for a computed one
@@ -124,6 +113,9 @@ class FigureAsk:
     #: Documents whose company names a fiscal year by the year it begins: their own fiscal Y (the
     #: period ending in Y + 1) is read beside the period that ends in the asked year.
     named_by_start: tuple[str, ...] = ()
+    #: Other names statements give the quantity (`formulas.other_names`), each as its words: a row
+    #: labelled so answers as well, after a row of the question's own words.
+    others: tuple[tuple[str, ...], ...] = ()
 
     @property
     def year(self) -> int | None:
@@ -425,6 +417,7 @@ class StepCode:
             "found = {}",
             "named_rows = {}",
             f"named_by_start = {list(figure.named_by_start)!r}  # their fiscal Y ends in Y + 1",
+            f"others = {[list(o) for o in figure.others]!r}  # the quantity's other names, as words",
             "found_named = {}",
             "def cell_entry(c, path, page):",
             '    return [c["_evidence"], c["label"][:120], c["header"][:80], c["text"], c["unit"],',
@@ -450,7 +443,8 @@ class StepCode:
             '    name = (tuple(sorted(core)), c["year"])  # `Net sales`, `Total net sales`: one, the best',
             "    if name not in named_rows or key < named_rows[name][0]:",
             "        named_rows[name] = (key, cell_entry(c, path, page))",
-            "def consider(c, rank, path, page, year=year, found=found):",
+            "def consider(c, rank, path, page, year=year, found=found,",
+            "             quantity=quantity, needed=needed, alias=0):",
             '    label = words(c["label"])',
             '    around = label | words(c["header"]) | words(c["section"])',
             "    inside = sum(1 for q in quantity if q in label)",
@@ -465,8 +459,8 @@ class StepCode:
             '    if exact and (inside < len(quantity) or label - set(quantity) - {"total"}):',
             "        return",
             '    titled = not tables or any(set(t) <= words(c["title"]) for t in tables)',
-            "    key = [len(needed) - inside, not titled, a_part(c), len(label - set(quantity)), rank,",
-            '           -c.get("size", 0), c["column_no"]]',
+            "    key = [len(needed) - inside, alias, not titled, a_part(c), len(label - set(quantity)),",
+            '           rank, -c.get("size", 0), c["column_no"]]',
             '    if c["_evidence"] not in found or key < found[c["_evidence"]][0]:',
             '        found[c["_evidence"]] = (key, cell_entry(c, path, page))',
             "pages = []",
@@ -477,6 +471,8 @@ class StepCode:
             f"for rank, (path, page, ctx) in enumerate(pages[:{FIGURE_PAGES}]):",
             f"    for c in query_db({_CELLS_SQL!r}, [path, page]{', context=ctx' if many else ''}):",
             "        consider(c, rank, path, page)",
+            "        for other in others:  # the quantity's other names (`Purchases of property …`)",
+            "            consider(c, rank, path, page, quantity=other, needed=other, alias=1)",
             "        consider_row(c, rank, path, page)",
             "        if year is not None and path in named_by_start:  # the company's own fiscal `year`",
             "            consider(c, rank, path, page, year + 1, found_named)",
@@ -493,6 +489,18 @@ class StepCode:
                 "        if year is not None and path in named_by_start:",
                 f"            consider(c, {FIGURE_PAGES}, path, c['page'], year + 1, found_named)",
             ]
+            for other in figure.others:  # the rows of the quantity's other names, likewise
+                likes = " AND ".join(["label LIKE ?"] * len(other))
+                sql = (
+                    f"{_NAMED_CELLS_SQL} AND {likes} ORDER BY length(label), page LIMIT {FIGURE_NAMED_CELLS}"
+                )
+                patterns = ["%" + (q[:-1] if q.endswith("y") else q) + "%" for q in other]
+                lines += [
+                    "for path in named:",
+                    f"    for c in query_db({sql!r}, [path, *{patterns!r}]{self._ctx(slug)}):",
+                    f"        consider(c, {FIGURE_PAGES}, path, c['page'], quantity={list(other)!r},",
+                    f"                 needed={list(other)!r}, alias=1)",
+                ]
             lines += self._operand_lines(figure, slug)
         lines += [
             "figures = sorted(found.values(), key=lambda f: f[0])",
@@ -538,33 +546,11 @@ class StepCode:
         )
 
     def prose(self, families: list[str], stating: list[str]) -> str:
-        """One hybrid search a family, narrowed to chunks that hold a word of it as the documents spell
-        it (`word_families`), their hits in turn; those that state a number of a `stating` root first,
-        the closest first (`count_distance`): "employed 93,516 people" for "how many employees"."""
+        """The prose step (`planner_prose`), in the documents the question names where it names some."""
         lines = self._preamble("the sentences that name the quantity in the documents' own words.")
         named = self._named_sources()  # the documents the question names: theirs, not another's
         within = "" if named is None else f", sources={named[1]!r}{self._ctx(named[0])}"
-        lines += [
-            "found = await asyncio.gather(",
-            *(
-                f"    search_source({self._q}, top_k={PROSE_HITS}, must_contain=[{f!r}]{within}),"
-                for f in families
-            ),
-            ")",
-            "inside = list({h.ref: h for hits in found for h in hits}.values())",
-            *_STATES_COUNT,
-            f"roots = set({stating!r})",
-            'apart = {h.ref: count_distance(h.fields["chunk_text"], roots) for h in inside}',
-            "inside.sort(key=lambda h: (apart[h.ref] is None, apart[h.ref] or 0))  # the closest first",
-            "stating = sum(1 for h in inside if apart[h.ref] is not None)",
-            "paths = sorted({h.name for h in inside})",
-            'plan = {"step": "prose", "class": "general", "paths": paths,',
-            '        "inside": [row(h) for h in inside], "stating": stating}',
-            'print(plan_line(plan, ["inside"]))',
-            "for h in inside:",
-            '    print(h.ref, h.name, "p.", h.fields["page"], h.fields["chunk_text"][:300])',
-        ]
-        return "\n".join(lines) + "\n"
+        return prose_code(lines, self._q, families, stating, within)
 
     def drill(self, artifact: tuple[str, str | None] | None, sources: list[str]) -> str:
         """Cite from `artifact` (its name and context) and search inside `sources`."""

@@ -143,3 +143,22 @@ def tabled_first(plan: dict[str, Any], labels: list[str]) -> list[str]:
     who says "in the balance sheet" means that page, wherever a search ranked it."""
     tabled = [h.ref for h in plan_hits(plan, "tabled") if h.ref is not None][: FINAL_EVIDENCE // 2]
     return list(dict.fromkeys([*tabled, *labels]))[:FINAL_EVIDENCE]  # half left for the searches
+
+
+#: Chunks that state a number of the quantity put before the first search's evidence.
+MAX_STATING = 3
+
+
+def prose_evidence(plan: dict[str, Any], searched: dict[str, Any]) -> list[str]:
+    """The evidence after a prose step (`plan`) that followed the search `searched`: up to
+    `MAX_STATING` chunks that state a number of the quantity, then the search's best (in the named
+    documents, where the question names some: another company's head count is no answer), then the
+    rest of the prose step's."""
+    found = top_labels([plan_hits(plan, "inside")])
+    said = plan.get("stating")
+    first = min(said, MAX_STATING) if isinstance(said, int) else 0
+    named = plan_hits(searched, "named")
+    paths = {h.path for h in named}
+    chunks = [h for h in plan_hits(searched, "chunks") if not paths or h.path in paths]
+    labels = [*found[:first], *top_labels([named, chunks]), *found[first:]]
+    return list(dict.fromkeys(labels))[:FINAL_EVIDENCE]
