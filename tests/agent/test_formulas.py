@@ -346,3 +346,7 @@ def test_a_quantitys_other_names_are_the_fields_not_the_corpus() -> None:
     ]
     assert "purchases of property plant and equipment" in other_names("the FY2018 capital expenditure amount")
     assert other_names("What were net sales in 2019?") == []
+    # only the names of a quantity the question asks wholly: "EBITDA less capex" is not capex
+    assert other_names("What is the FY2022 unadjusted EBITDA less capex?", ["ebitda", "less", "capex"]) == []
+    assert other_names("What is the FY2018 capital expenditure amount?", ["capital", "expenditure"])
+    assert other_names("What is the FY2016 COGS for Microsoft?", ["cog"])

@@ -17,7 +17,7 @@ lists the figures it found instead.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,18 +131,28 @@ def spelled_out(text: str) -> str:
     return _ABBREVIATED.sub(lambda m: ABBREVIATIONS[m.group(1).lower()], text)
 
 
-def other_names(ask: str) -> list[str]:
+def other_names(ask: str, quantity: Sequence[str] | None = None) -> list[str]:
     """The names statements give a quantity the question names otherwise: its abbreviation spelled
     out (`COGS`: cost of goods sold) and the other labels of the field's spelled-out quantities
     (capital expenditures: `Purchases of property, plant and equipment`) — the vocabulary of financial
-    statements, not of one corpus."""
-    spelled = spelled_out(ask)
-    named = [ABBREVIATIONS[m.group(1).lower()] for m in _ABBREVIATED.finditer(ask)]
-    return list(
-        dict.fromkeys(
-            named + [n for full, ns in _ALSO_LABELLED.items() if full in spelled.lower() for n in ns]
-        )
-    )
+    statements, not of one corpus. With `quantity` (the asked quantity's words), only the names of a
+    quantity it is wholly: "EBITDA less capex" is not capex."""
+    names: list[str] = []
+    for m in _ABBREVIATED.finditer(ask):
+        full = ABBREVIATIONS[m.group(1).lower()]
+        names += [n for n in (full, *_ALSO_LABELLED.get(full, ())) if _wholly(quantity, full, m.group(1))]
+    spelled = spelled_out(ask).lower()
+    for full, also in _ALSO_LABELLED.items():
+        if full in spelled and _wholly(quantity, full, full):
+            names += also
+    return list(dict.fromkeys(names))
+
+
+def _wholly(quantity: Sequence[str] | None, full: str, said: str) -> bool:
+    """Whether the asked quantity's words are all the field quantity's (`full`, or as `said`)."""
+    return quantity is None or set(quantity) <= set(content_words(full)) | set(content_words(said)) | {
+        "amount"
+    }
 
 
 def row_words(ask: str) -> list[str]:

@@ -373,7 +373,7 @@ class OfflinePlanner:
         spanning = over_periods(what)  # an average, sum or CAGR over a run of years, or a formula
         if spanning:
             quantity = quantity or averaged_words(what)
-        named = [tuple(content_words(n)) for n in other_names(what)]  # capex: `Purchases of property …`
+        named = [tuple(content_words(n)) for n in other_names(what, quantity)]  # capex: `Purchases of …`
         others = tuple(n for n in named if set(n) != set(quantity))
         contexts = tuple(s for s in self.scope.slugs if self.scope.has_table(s, "_cells"))
         if not quantity or not contexts:
