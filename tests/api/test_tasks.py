@@ -315,3 +315,51 @@ def _taken_over(store: TaskStore, cleaned: list[str]) -> Callable[[dict[str, Any
         return job
 
     return build
+
+
+def test_a_run_that_takes_its_hold_during_a_heartbeat_is_not_lost(tmp_path: Path) -> None:
+    """A clean clone's archive import ended `cancelled` ("this process lost its hold"): the heartbeat
+    read the worker's holds, the run's `start` then committed its hold and the run marked itself held,
+    and the heartbeat, looking at the runs after its read, took the new run for one whose lease had run
+    out. The interleaving is forced here: the renewal lets the run start between its read and its check."""
+    worker = "worker:a:1:x"
+    renewed, holding, finish = threading.Event(), threading.Event(), threading.Event()
+    handles: list[TaskHandle] = []
+
+    def build(_args: dict[str, Any]) -> Job:
+        def job(handle: TaskHandle) -> None:
+            handles.append(handle)
+            holding.set()
+            assert finish.wait(30)
+
+        return job
+
+    with TaskStore(tmp_path / "tasks.sqlite") as store:
+        service = TaskService(store, tmp_path / "files", 1, 60.0, worker=worker, kinds={"curate": build})
+        task = store.create("curate", context_id="c", context_slug="s", created_by="me")
+        store.set_job(task["id"], {"kind": "curate", "args": {}, "phases": []})
+        start, renew = store.start, store.renew
+
+        def late_start(*args: Any, **kwargs: Any) -> bool:
+            assert renewed.wait(30)  # after the heartbeat read the holds
+            return start(*args, **kwargs)
+
+        def read_then_let_the_run_start(*args: Any, **kwargs: Any) -> list[tuple[str, str]]:
+            held = renew(*args, **kwargs)
+            renewed.set()
+            assert holding.wait(30)  # the run has taken its hold and marked itself held
+            return held
+
+        store.start = late_start  # type: ignore[method-assign]
+        store.renew = read_then_let_the_run_start  # type: ignore[method-assign]
+        run = threading.Thread(target=service.run_queued, args=(task["id"],))
+        run.start()
+        try:
+            service.beat()
+            stopped = not handles or handles[0].cancelled
+        finally:
+            finish.set()
+            run.join(30)
+            service.close()
+        assert not stopped, "a run that took its hold during a heartbeat was stopped as lost"
+        assert store.require(task["id"])["state"] == "completed"

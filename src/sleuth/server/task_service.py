@@ -232,6 +232,10 @@ class TaskService:
     def beat(self) -> None:
         if self.worker is None:
             return
+        # The runs held before the renewal reads the holds: a run whose hold is taken meanwhile (its
+        # `start` commits after the read) is not in the read, and is not lost.
+        with self._lock:
+            holding = {t: item.handle for t, item in self._live.items() if item.handle.holder is not None}
         try:
             self.store.renew_parts(self.worker)
             renewed = self.store.renew(self.worker, 3 * self.heartbeat_s)
@@ -243,12 +247,7 @@ class TaskService:
                     error = None if stored is None else stored["error"]
                     live.handle.request_cancel(error or "cancelled")
             held = {task_id for task_id, _ in renewed}
-            with self._lock:
-                lost = [
-                    item.handle
-                    for task_id, item in self._live.items()
-                    if item.handle.holder is not None and task_id not in held and not item.handle.cancelled
-                ]
+            lost = [h for task_id, h in holding.items() if task_id not in held and not h.cancelled]
             for handle in lost:  # its lease ran out while this process could not renew it
                 log.warning("task %s: this process lost its hold; stopping it", handle.task_id)
                 handle.request_cancel("cancelled: this worker lost its hold on the task")
