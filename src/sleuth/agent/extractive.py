@@ -121,6 +121,11 @@ _ASKED_END = re.compile(
 _AUXILIARY = re.compile(
     r"^(?:did|does|do|was|were|is|are|has|have|had|will|would|can|could)\b", re.IGNORECASE
 )
+#: "… generate in cash flow from operating activities", "… pay out in cash dividends": money moved.
+_MOVED_IN = re.compile(
+    r"\b(?:generate|pay(?:\s+out)?|spend|earn|receive|invest|return)\s+(?:in|on|as)\s+(?P<q>.+)$",
+    re.IGNORECASE,
+)
 #: Words that frame a quantity without naming it: its kind, unit or period.
 _FRAME_WORDS = frozenset(
     {
@@ -168,14 +173,20 @@ def asked_quantity(ask: str) -> list[str]:
     the FY2018 capital expenditure amount (in USD millions) for 3M?" → `capital`, `expenditure`.
 
     The phrase runs from the question word to the first preposition, clause or bracket; names (a
-    capitalised word inside the question), periods, units and framing words are left out. Empty when
-    the question asks no such thing or names the quantity after its subject ("how much did X pay")."""
+    capitalised word inside the question), periods, units and framing words are left out; in "how much
+    did X generate / pay out / spend in Y", Y. Empty when the question asks no such thing ("how much did
+    X pay")."""
     match = _ASKED.search(ask)
     if match is None:
         return []
-    rest = _BRACKETED.sub(" ", match.group("rest"))  # `(in USD millions)`, `(D&A from …)`: asides
+    rest = _BRACKETED.sub(" ", match.group("rest")).lstrip()  # `(in USD millions)`, `(D&A …)`: asides
     if _AUXILIARY.match(rest):
-        return []
+        # "how much did Block generate in cash flow from operating activities": the quantity after
+        # the verb that moves money; any other "how much did X …" names none
+        moved = _MOVED_IN.search(rest)
+        if moved is None:
+            return []
+        rest = moved.group("q")
     end = _ASKED_END.search(rest)
     phrase = rest[: end.start()] if end else rest
     out: list[str] = []
