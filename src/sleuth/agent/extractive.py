@@ -57,7 +57,7 @@ _FIGURE = re.compile(
 #: A number on its own, not a digit inside a name ("3M", "Q3", "S&P 500" counts: it stands apart).
 _BARE_NUMBER = re.compile(r"(?<![^\W\d_])\d+(?:[.,]\d+)*(?![^\W\d_])")
 FIGURE_WEIGHT = 1.5  # an amount question's sentence that states a figure
-FINAL_EVIDENCE = 8  # the spans a step chose (`final(evidence=…)`): the rest were only seen on the way
+FINAL_EVIDENCE = 8  # spans a `final` hands in at most: the spans a step chose; the rest were only seen
 STATED_TIER = 100.0  # ... and, among the chosen spans, states a number of the quantity: above all others
 NO_NUMBER_WEIGHT = 0.2  # an amount question's sentence with no number at all: it cannot answer
 _NUMBER_WORD = re.compile(
@@ -337,6 +337,12 @@ def stating_words(ask: str) -> list[str]:
     return list(dict.fromkeys([*asked_quantity(ask), *rest]))
 
 
+def stating_roots(ask: str) -> list[str]:
+    """The family roots of `stating_words` (`word_families.family_root`): what a number must stand
+    near to state the asked amount."""
+    return [r for r in map(family_root, stating_words(ask)) if r is not None]
+
+
 def asked_months(ask: str) -> int | None:
     """How long a period a question asks for: the length it names (`second quarter`, `Q3`, `six months
     ended`, `fiscal year`; `format.periods.period_length`) or, where it names a year and no length,
@@ -452,7 +458,7 @@ def _score_sentences(
     terms = [t for t in asked if t not in pointers] or asked
     idents = [t.casefold() for t in identifier_tokens(ask)]
     amount = asks_for_amount(ask)
-    quantity = {r for r in map(family_root, stating_words(ask)) if r is not None} if amount else set()
+    quantity = set(stating_roots(ask)) if amount else set()
     named = [set(content_words(re.sub(r"[\W_]+", " ", span.source_path))) for span in evidence]
     span_words = [
         with_families(content_words(span.text)) | n for span, n in zip(evidence, named, strict=True)

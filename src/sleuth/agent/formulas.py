@@ -219,7 +219,7 @@ def worked_out(ask: str, rows: list[Any]) -> Worked | None:
     found = asked_period_operands(ask, rows)
     formula = _formula_text(ask)
     if formula is not None:
-        return _formula(ask, formula, found)
+        return _formula(ask, *formula, found)
     if _CAGR.search(ask):
         return _cagr(ask, found)
     return _over_span(ask, found)
@@ -355,15 +355,16 @@ def _yearly(what: str) -> tuple[str, Yearly, bool]:
 
 
 # ---------------------------------------------------------------------------------------- formulas
-def _formula_text(ask: str) -> str | None:
-    """The formula a question spells out with symbols after "defined as", or after "define X as" with
-    `less`, `minus` or `plus` for symbols where X is the quantity asked; None for none (a definition
-    in words, "operating income divided by revenue", is `arithmetic.worked`'s)."""
+def _formula_text(ask: str) -> tuple[int, str] | None:
+    """(where it is defined, the formula) of a formula the question spells out with symbols after
+    "defined as", or after "define X as" with `less`, `minus` or `plus` for symbols where X is the
+    quantity asked; None for none (a definition in words, "operating income divided by revenue", is
+    `arithmetic.worked`'s)."""
     found = _definition(ask)
     if found is None:
         return None
     text = found[1]
-    return text if _TOKEN.search(text) and re.search(r"[/*+×÷]|\s[-−–]\s", text) else None
+    return found if _TOKEN.search(text) and re.search(r"[/*+×÷]|\s[-−–]\s", text) else None
 
 
 def _definition(ask: str) -> tuple[int, str] | None:
@@ -397,8 +398,9 @@ class _Declined(Exception):
     """A formula this module cannot work out from the cells: the planner lists the figures instead."""
 
 
-def _formula(ask: str, text: str, found: list[Operand]) -> Worked | None:
-    head = ask[: (_definition(ask) or (len(ask), ""))[0]]
+def _formula(ask: str, at: int, text: str, found: list[Operand]) -> Worked | None:
+    """The formula `text`, defined at `at` in the ask (a term's year is the one named before it)."""
+    head = ask[:at]
     main = asked_years(head) or asked_years(ask)
     tokens = [t.strip() for t in _TOKEN.split(text) if t.strip()]
     try:

@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from sleuth.agent.arithmetic import asks_change, names_quantity, read_words
 from sleuth.agent.extractive import (
+    FINAL_EVIDENCE,
     asked_months,
     asked_quantity,
     asked_years,
@@ -36,6 +37,7 @@ from sleuth.agent.extractive import (
     normalize_word,
     quoted_phrases,
     raw_words,
+    stating_roots,
     stating_words,
 )
 from sleuth.agent.follow_ups import Previous, follows_on, moved_to, names_period, resolve
@@ -44,7 +46,6 @@ from sleuth.agent.planner_code import FigureAsk, StepCode
 from sleuth.agent.planner_figures import fiscal_naming, own_fiscal_year, stated
 from sleuth.agent.planner_periods import asks_trend, per_period, trend_quantity
 from sleuth.agent.planner_plans import (
-    FINAL_EVIDENCE,
     artifact_hits,
     fuse,
     keyword_groups,
@@ -63,7 +64,7 @@ from sleuth.agent.planner_scope import (
 )
 from sleuth.agent.planner_sections import section_answer, section_words
 from sleuth.agent.records import Assurance
-from sleuth.agent.word_families import family_filters, family_root
+from sleuth.agent.word_families import family_filters
 from sleuth.format.periods import named_quarter
 from sleuth.models.base import CompletionParams, Message, ModelConfig, Reply, TokenUsage, ToolCall, ToolSpec
 from sleuth.store.version.stop_words import STOP_WORDS
@@ -203,7 +204,7 @@ class OfflinePlanner:
             )
             families = self._families() if unstated and (budget is None or done < budget) else []
             if families:
-                stating = [r for r in map(family_root, stating_words(self._ask)) if r is not None]
+                stating = stating_roots(self._ask)
                 return self._run(
                     done, self.code.prose(families, stating), "Search the documents' words for it."
                 )

@@ -57,11 +57,11 @@ FIGURE_ROWS = 12  # rows the question names (a quantity in each of several years
 LABEL_STOP = frozenset(
     {"and", "of", "the", "for", "to", "in", "on", "from", "by", "with", "per", "total", "a", "an"}
 )
-#: A table of one part of a company (`Selected financial data for the Domestic segment`): its
-#: `Revenue` is the part's, so it answers for the whole only after the whole's own tables.
 #: A cash flow statement's `Changes in operating assets and liabilities`: its `Accounts payable` is the
 #: year's change (4,086), not the payables (46,092), and answers neither.
 CHANGES_SECTION = re.compile(r"\bchanges?\s+in\b[^>]*\b(?:assets|liabilities|working\s+capital)\b", re.I)
+#: A table of one part of a company (`Selected financial data for the Domestic segment`): its
+#: `Revenue` is the part's, so it answers for the whole only after the whole's own tables.
 PART_OF = re.compile(r"\bsegments?\b|\bdivisions?\b", re.IGNORECASE)
 #: What starts the line a step prints for the planner (and that `sleuth ask` keeps from people).
 PLAN_PREFIX = "#PLAN "
@@ -479,28 +479,19 @@ class StepCode:
         ]
         if named is not None and named[0] in figure.contexts:
             slug, _paths = named
-            likes = " AND ".join(["label LIKE ?"] * len(needed))
-            sql = f"{_NAMED_CELLS_SQL} AND {likes} ORDER BY length(label), page LIMIT {FIGURE_NAMED_CELLS}"
-            lines += [
-                "patterns = ['%' + (q[:-1] if q.endswith('y') else q) + '%' for q in needed]",
-                "for path in named:",
-                f"    for c in query_db({sql!r}, [path, *patterns]{self._ctx(slug)}):",
-                f"        consider(c, {FIGURE_PAGES}, path, c['page'])",
-                "        if year is not None and path in named_by_start:",
-                f"            consider(c, {FIGURE_PAGES}, path, c['page'], year + 1, found_named)",
-            ]
+            lines += self._named_cells(
+                slug,
+                needed,
+                [
+                    f"consider(c, {FIGURE_PAGES}, path, c['page'])",
+                    "if year is not None and path in named_by_start:",
+                    f"    consider(c, {FIGURE_PAGES}, path, c['page'], year + 1, found_named)",
+                ],
+            )
             for other in figure.others:  # the rows of the quantity's other names, likewise
-                likes = " AND ".join(["label LIKE ?"] * len(other))
-                sql = (
-                    f"{_NAMED_CELLS_SQL} AND {likes} ORDER BY length(label), page LIMIT {FIGURE_NAMED_CELLS}"
-                )
-                patterns = ["%" + (q[:-1] if q.endswith("y") else q) + "%" for q in other]
-                lines += [
-                    "for path in named:",
-                    f"    for c in query_db({sql!r}, [path, *{patterns!r}]{self._ctx(slug)}):",
-                    f"        consider(c, {FIGURE_PAGES}, path, c['page'], quantity={list(other)!r},",
-                    f"                 needed={list(other)!r}, alias=1)",
-                ]
+                words = list(other)
+                call = f"consider(c, {FIGURE_PAGES}, path, c['page'], quantity={words!r}, needed={words!r},"
+                lines += self._named_cells(slug, words, [call, "         alias=1)"])
             lines += self._operand_lines(figure, slug)
         lines += [
             "figures = sorted(found.values(), key=lambda f: f[0])",
@@ -511,19 +502,30 @@ class StepCode:
         ]
         return lines
 
+    def _named_cells(self, slug: str, words: list[str], call: list[str]) -> list[str]:
+        """In each named document, the cells whose label holds every one of `words`, shortest label
+        first, at most `FIGURE_NAMED_CELLS`; `call` is run for each cell `c`."""
+        likes = " AND ".join(["label LIKE ?"] * len(words))
+        sql = f"{_NAMED_CELLS_SQL} AND {likes} ORDER BY length(label), page LIMIT {FIGURE_NAMED_CELLS}"
+        return [
+            "for path in named:",
+            f"    for c in query_db({sql!r}, [path, *{[_like(w) for w in words]!r}]{self._ctx(slug)}):",
+            *(f"        {line}" for line in call),
+        ]
+
     def _operand_lines(self, figure: FigureAsk, slug: str) -> list[str]:
         """A computation's operands wherever the named documents state them in the asked years: rows
         whose label holds one of the question's words, beyond the top hits' pages (Coca-Cola's net
         income is on a statement page the search did not rank). At most `FIGURE_OPERAND_CELLS`."""
-        likes = [w[:-1] if w.endswith("y") else w for w in figure.words if len(w) >= 4 and w.isalpha()]
-        likes = sorted(set(likes) - LABEL_STOP)[:MAX_OPERAND_WORDS]
+        likes = sorted({w for w in figure.words if len(w) >= 4 and w.isalpha()} - LABEL_STOP)
+        likes = sorted({_like(w) for w in likes})[:MAX_OPERAND_WORDS]
         if not figure.exact or not figure.years or not likes:
             return []
         sql = (
             f"{_NAMED_CELLS_SQL} AND year IN ({', '.join('?' * len(figure.years))})"
             f" AND ({' OR '.join(['label LIKE ?'] * len(likes))}) ORDER BY page LIMIT {FIGURE_OPERAND_CELLS}"
         )
-        args = f"[path, *{list(figure.years)!r}, *{['%' + w + '%' for w in likes]!r}]"
+        args = f"[path, *{list(figure.years)!r}, *{likes!r}]"
         return [
             "for path in named:  # the operands on the named documents' other pages",
             f"    for c in query_db({sql!r}, {args}{self._ctx(slug)}):",
@@ -584,3 +586,9 @@ class StepCode:
             '    print(h.ref, h.name, "p.", h.fields["page"], h.fields["chunk_text"][:300])',
         ]
         return "\n".join(lines) + "\n"
+
+
+def _like(word: str) -> str:
+    """A `LIKE` pattern for a row label holding a stemmed word: `inventory` is cut to `inventor`, so
+    `Inventories` holds it."""
+    return "%" + (word[:-1] if word.endswith("y") else word) + "%"

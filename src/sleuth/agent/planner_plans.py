@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sleuth.agent.extractive import FINAL_EVIDENCE
 from sleuth.agent.planner_code import PLAN_PREFIX
 from sleuth.models.base import Message
 from sleuth.store.version.fusion import RRF_K
 
-FINAL_EVIDENCE = 8  # spans a `final` hands in at most
 _STEPS_LEFT = re.compile(r"at most (\d+) steps?", re.IGNORECASE)
 
 
