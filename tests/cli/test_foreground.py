@@ -173,6 +173,25 @@ def test_the_heartbeat_fails_a_dead_processs_turns_without_a_restart(home: Home)
         state.close()
 
 
+def test_a_turn_whose_hold_is_still_being_taken_is_not_lost(home: Home) -> None:
+    """A clean clone's turn on a worker ended in 0.09 s ("this process lost its hold"): its runner
+    registers before its hold commits, and a heartbeat in between read no hold for it and stopped it.
+    Here the heartbeat beats at that point: the runner registered, the turn waiting, no hold yet."""
+    state = open_server(home)
+    try:
+        waiting = _in_progress(state.db, "taken from the queue", None)
+        turns: Any = state.turns
+        stopped: list[str] = []
+        turns.runtime.cancel = lambda query_id, *_: stopped.append(query_id)  # what a lost turn gets
+        with turns._lock:
+            turns._running.add(waiting)  # `_run_held` before `hold_turn` commits
+        turns.beat()
+        assert stopped == [], "a turn whose hold was being taken was stopped as lost"
+        assert state.db.hold_turn(waiting, turns.worker, turns.lease_s)  # the hold, as the runner takes it
+    finally:
+        state.close()
+
+
 def test_recover_orphans_keeps_what_recover_interrupted_cleared(tmp_path: Path) -> None:
     """A claim whose turn already ended is released; one whose turn is alive stays."""
     db = ServerDB(tmp_path / "server.sqlite")

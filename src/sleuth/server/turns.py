@@ -147,6 +147,9 @@ class TurnExecutor:
         self._lock = threading.Lock()
         self._running: set[str] = set()
         self._held: set[str] = set()  # admitted here, held from admission, running or waiting for a thread
+        # taken from the queue and held in the database: a runner is in `_running` before its hold
+        # commits, and a heartbeat that read the holds in between must not take it for lost
+        self._holding: set[str] = set()
         self._mean_turn_s: float | None = None  # a moving average of finished turns' durations
         self._stop = threading.Event()
         self._beat: threading.Thread | None = None
@@ -246,6 +249,8 @@ class TurnExecutor:
                 stored = self.db.get_query(query_id)
                 future.set_result(Query.model_validate(stored) if stored else turn.query)
                 return
+            with self._lock:
+                self._holding.add(query_id)
             self.start_heartbeat()
             if self.db.cancel_asked(query_id):
                 turn.cancel_event.set()
@@ -260,6 +265,7 @@ class TurnExecutor:
                 if not taken:
                     self._running.discard(query_id)
                     self._held.discard(query_id)
+                    self._holding.discard(query_id)
                     mean = self._mean_turn_s
                     self._mean_turn_s = took if mean is None else 0.8 * mean + 0.2 * took
             self.hub.notify(query_id)  # no longer active: followers may finish
@@ -294,7 +300,7 @@ class TurnExecutor:
         writes), and with a queue fails the turns of dead workers, but only once this process has
         itself been connected for two leases (after an outage, the others renew first)."""
         with self._lock:
-            running = sorted(self._running | self._held)
+            running = sorted(self._holding | self._held)
         try:
             held = self.db.renew_holds(self.worker, self.lease_s, running)
             if not running:  # nothing renewed: one round trip, so an outage is seen here too
@@ -309,7 +315,7 @@ class TurnExecutor:
             if h.cancel_requested:
                 self.runtime.cancel(h.query_id)
         for query_id in running:
-            if query_id not in still and query_id in (self._running | self._held):
+            if query_id not in still and query_id in (self._holding | self._held):
                 log.warning("turn %s: this process lost its hold; stopping it", query_id)
                 self.runtime.cancel(query_id)
         if not self._reach.trusted:
