@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from pypdf import PdfWriter
 
 from sleuth.agent.records import Citation
 from sleuth.agent.turn import Runtime
@@ -48,6 +49,25 @@ def report_home(root: Path, slug: str, report: str) -> Home:
     corpus = root / "corpus"
     corpus.mkdir()
     (corpus / "annual-report.md").write_text(report, encoding="utf-8")
+    home = Home(root / "home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SLEUTH_HOME", str(home.root))
+        compile_context(slug, [corpus], home=home, settings=current())
+    return home
+
+
+def filing_home(root: Path, slug: str, name: str, parts: Sequence[Path], *others: Path) -> Home:
+    """A home holding one filing `name` made of the PDF `parts` in order (narrative, then statements),
+    and any `others` beside it, compiled as context `slug`."""
+    writer = PdfWriter()
+    for part in parts:
+        writer.append(str(part))
+    corpus = root / "corpus"
+    corpus.mkdir(exist_ok=True)
+    with (corpus / name).open("wb") as out:
+        writer.write(out)
+    for other in others:
+        (corpus / other.name).write_bytes(other.read_bytes())
     home = Home(root / "home")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SLEUTH_HOME", str(home.root))

@@ -140,3 +140,30 @@ def test_a_share_of_a_quantity_and_the_company_name_are_not_the_quantity() -> No
     ]
     ask = "How much has the effective tax rate of American Express changed between FY2021 and FY2022?"
     assert worked(ask, price) is None
+
+
+def test_a_margin_reads_its_profit_by_each_name_statements_give_it() -> None:
+    """Lockheed Martin's operating margin: its statement says `Operating profit`, and the filing's own
+    `Operating margin` row (a segment's) had been stated instead of the computed 12.7 %."""
+    rows = [
+        ["E1", "Operating profit", "Year ended Dec 31, 2022", "8,348", "millions", "p", 63, 8348.0, "", 2022],
+        [
+            "E2",
+            "Total net sales",
+            "Year ended Dec 31, 2022",
+            "65,984",
+            "millions",
+            "p",
+            63,
+            65984.0,
+            "",
+            2022,
+        ],
+    ]
+    done = worked(
+        "What was Lockheed Martin's operating margin in 2022, operating profit divided by total net sales?",
+        rows,
+    )
+    assert done is not None and done.sentence.startswith(
+        "Operating margin for 2022: 12.7 % = Operating profit"
+    ), done

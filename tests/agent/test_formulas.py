@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from sleuth.agent.arithmetic import changed_quantity
 from sleuth.agent.formulas import other_names, over_periods, row_words, spanned_years, spelled_out, worked_out
 from sleuth.agent.turn import Runtime, TurnRequest
 from sleuth.sandbox import SandboxHost
@@ -350,3 +351,28 @@ def test_a_quantitys_other_names_are_the_fields_not_the_corpus() -> None:
     assert other_names("What is the FY2022 unadjusted EBITDA less capex?", ["ebitda", "less", "capex"]) == []
     assert other_names("What is the FY2018 capital expenditure amount?", ["capital", "expenditure"])
     assert other_names("What is the FY2016 COGS for Microsoft?", ["cog"])
+    # revenue's other name, for revenue asked wholly ("total revenue" is revenue; "deferred revenue" is not)
+    assert other_names("What was the total revenue in 2019?", ["total", "revenue"]) == ["net sales"]
+    assert other_names("What was deferred revenue in 2019?", ["deferred", "revenue"]) == []
+
+
+@pytest.mark.parametrize(
+    ("ask", "quantity"),
+    [
+        ("By how much did Contoso's revenue grow from 2018 to 2019?", "revenue"),
+        ("What is Amazon's year-over-year change in revenue from FY2016 to FY2017?", "revenue"),
+        ("What is the FY2019 - FY2020 total revenue growth rate for Block?", "total revenue"),
+        ("What was the change in operating income of Contoso between 2018 and 2019?", "operating income"),
+        ("What was revenue in 2019?", None),
+    ],
+)
+def test_a_change_question_names_its_quantity_in_each_phrasing(ask: str, quantity: str | None) -> None:
+    assert changed_quantity(ask) == quantity
+
+
+def test_a_name_inside_a_change_question_is_whose_the_quantity_is() -> None:
+    """ "Was there any change in the number of Best Buy stores between …" stated a row called `Best Buy`
+    (a share of something) as the store count's change."""
+    assert changed_quantity(
+        "Was there any change in the number of Best Buy stores between Q2 of FY2024 and FY2023?"
+    ) == ("number of stores")

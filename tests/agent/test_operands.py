@@ -9,14 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pypdf import PdfWriter
 
 from sleuth.agent.turn import Runtime, TurnRequest
-from sleuth.compile.pipeline import compile_context
 from sleuth.sandbox import SandboxHost
-from sleuth.settings import current
 from sleuth.store.contexts.home import Home
-from tests.agent.support import report_runtime
+from tests.agent.support import filing_home, report_runtime
 from tests.support import make_pdf, statement_pdf
 
 #: Pages of narrative that name the quantities but state none of the operands, each about its own
@@ -56,7 +53,8 @@ def contoso(tmp_path_factory: pytest.TempPathFactory) -> Home:
         statement_pdf(
             root / "parts" / "balance.pdf",
             ["Contoso Corp", "Consolidated Balance Sheets", "(in millions)", ("", "December 31,"),
-             ("", "2019", "2018"), ("Total current assets", "$ 6,210", "$ 5,980"),
+             ("", "2019", "2018"), ("Cash", "$ 1,210", "$ 980"),
+             ("Total current assets", "$ 6,210", "$ 5,980"),
              ("Total assets", "$ 19,845", "$ 17,890"), ("Accounts payable", "2,210", "1,980"),
              ("Total liabilities", "$ 9,001", "$ 8,700")],
         ),
@@ -72,20 +70,11 @@ def contoso(tmp_path_factory: pytest.TempPathFactory) -> Home:
              ("Purchases of property and equipment", "(312)", "(287)")],
         ),
     ]  # fmt: skip
-    writer = PdfWriter()
-    for part in parts:
-        writer.append(str(part))
-    corpus = root / "corpus"
-    corpus.mkdir()
-    with (corpus / "CONTOSO_2019_10K.pdf").open("wb") as out:
-        writer.write(out)
     # another company's filing: a question names its document among several
-    make_pdf(corpus / "FABRIKAM_2019_10K.pdf", ["Fabrikam annual report 2019.\nFabrikam sells paint."])
-    home = Home(root / "home")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SLEUTH_HOME", str(home.root))
-        compile_context("contoso", [corpus], home=home, settings=current())
-    return home
+    other = make_pdf(
+        root / "parts" / "FABRIKAM_2019_10K.pdf", ["Fabrikam annual report 2019.\nFabrikam sells paint."]
+    )
+    return filing_home(root, "contoso", "CONTOSO_2019_10K.pdf", parts, other)
 
 
 @pytest.fixture
@@ -146,6 +135,10 @@ def test_a_count_no_table_states_is_read_from_the_named_documents_prose(runtime:
         ("What was Contoso's FY2019 COGS?", "Cost of sales"),
         (  # Block's: the quantity after the verb, then its statement's name
             "How much did Contoso generate in cash flow from operating activities in FY2019?",
+            "Net cash provided by operating activities",
+        ),
+        (  # General Mills': the amount and where it came from, not the balance sheet's `Cash`
+            "How much cash did Contoso generate from operating activities in FY2019?",
             "Net cash provided by operating activities",
         ),
     ],

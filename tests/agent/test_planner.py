@@ -28,10 +28,10 @@ from sleuth.agent.extractive import (
     normalize_word,
     pointer_words,
 )
-from sleuth.agent.planner import OfflinePlanner, classify
+from sleuth.agent.planner import OfflinePlanner
 from sleuth.agent.planner_figures import figure_sentence
 from sleuth.agent.planner_plans import read_plan
-from sleuth.agent.planner_scope import PlannerScope, planner_scope
+from sleuth.agent.planner_scope import PlannerScope, classify, planner_scope
 from sleuth.agent.spans import EvidenceSpan, SpanResolver
 from sleuth.models.base import CompletionParams, Message, ToolCall
 from sleuth.sandbox import Limits, SandboxHost

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from sleuth.agent.planner_code import FigureAsk, StepCode
+from sleuth.agent.planner_code import StepCode
+from sleuth.agent.planner_figures import FigureAsk
 from sleuth.agent.planner_scope import PlannerScope, Target, planner_scope
 from sleuth.sdk.knowledge import PRIMITIVES
 from sleuth.store.version.documents import DocumentResolver

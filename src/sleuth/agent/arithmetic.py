@@ -16,6 +16,7 @@ from typing import Any
 
 from sleuth.agent.extractive import asked_months, asked_years, normalize_word
 from sleuth.agent.planner_figures import UNIT_SCALES
+from sleuth.agent.statement_names import MARGIN_PROFITS, REVENUE_NAMES, also_labelled
 from sleuth.format.figures import CHANGE_COLUMN
 from sleuth.format.periods import period_length
 from sleuth.store.text import words
@@ -41,15 +42,6 @@ _AS_SHARE = re.compile(
 )
 #: A margin is its profit over revenue.
 _MARGIN = re.compile(r"\b(?P<kind>gross|operating|net)\s+(?:profit\s+)?margins?\b", re.IGNORECASE)
-#: The names statements give each margin's profit, the usual one first (the one-period arithmetic reads
-#: that one; `formulas` reads them all).
-MARGIN_PROFITS = {
-    "gross": ("gross profit", "gross margin"),
-    "operating": ("operating income", "operating profit", "income from operations", "operating earnings"),
-    "net": ("net income", "net earnings"),
-}
-#: The names statements give revenue, tried in this order.
-REVENUE_NAMES = ("revenue", "revenues", "net revenue", "net revenues", "total revenue", "net sales", "sales")
 #: A change between two periods of one quantity.
 _CHANGE = re.compile(
     r"\b(?:by\s+how\s+much|chang\w*|grow\w*|grew|increas\w*|decreas\w*|declin\w*|differen\w*|rise|rose|fell)\b",
@@ -61,6 +53,14 @@ _CHANGED = re.compile(
     r"(?:chang|grow|grew|increas|decreas|declin|rise|rose|fall|fell)\w*",
     re.IGNORECASE,
 )
+#: "(year-over-year) change in revenue from FY2016 to FY2017", "growth of X between …": the quantity.
+_CHANGE_IN = re.compile(
+    r"\b(?:chang|grow|increas|decreas|declin)\w*\s+(?:rate\s+)?(?:in|of)\s+(?:the\s+)?(?P<q>[^?.;,()]+?)"
+    r"\s+(?:from|between)\b",
+    re.IGNORECASE,
+)
+#: "the FY2019 - FY2020 total revenue growth rate": the lower-case words before "growth rate".
+_GROWTH_RATE = re.compile(r"(?P<q>\b[a-z&]+(?:\s+[a-z&]+){0,3}?)\s+(?:growth|change)\s+rate\b")
 _PERCENT = re.compile(r"\bpercent\w*|%|\brate\b", re.IGNORECASE)
 _NAMED = re.compile(
     r"^\s*(?:what|how\s+much)\s+(?:is|was|were)\s+(?:the\s+)?(?P<name>.+?)\s*,?\s*"
@@ -87,6 +87,7 @@ class Operand:
     value: float
     unit: str | None
     months: int | None = None  # the column's period length, as its header says
+    titled: bool = True  # its table's title names a statement the question points at (or it names none)
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,24 @@ class Worked:
 
 def asks_change(ask: str) -> bool:
     """A question about how one quantity changed between the two years it names."""
-    return _CHANGED.search(ask) is not None and len(asked_years(ask)) == 2
+    return changed_quantity(ask) is not None and len(asked_years(ask)) == 2
+
+
+def changed_quantity(ask: str) -> str | None:
+    """What a change question asks about, as it says it: "how did X change", "the change in X from …",
+    "the X growth rate" (the owner's name left out); None for none."""
+    for pattern in (_CHANGED, _CHANGE_IN, _GROWTH_RATE):
+        match = pattern.search(ask)
+        if match is not None:
+            said = _OWNED_BY.sub("", _OWNER.sub("", match.group("q")))
+            said = re.sub(
+                r"^(?:(?:year[\s-]+over[\s-]+year|annual|the|what|is|was)\s+)+", "", said, flags=re.I
+            )
+            # a name in a sentence-case question is whose the quantity is ("the number of Best Buy
+            # stores"), not what it is: a row called `Best Buy` is no store count
+            kept = [w for w in said.split() if ask.istitle() or not (w[:1].isupper() and not w.isupper())]
+            return " ".join(kept) or None
+    return None
 
 
 def read_words(ask: str) -> tuple[list[str], list[str]] | None:
@@ -111,9 +129,9 @@ def read_words(ask: str) -> tuple[list[str], list[str]] | None:
     if margin:
         implied = [MARGIN_PROFITS[margin.group("kind").lower()][0], *REVENUE_NAMES]
         return [], sorted({w for name in implied for w in operand_words(name)})
-    changed = _CHANGED.search(ask)
+    changed = changed_quantity(ask)
     if changed and len(asked_years(ask)) == 2:
-        return sorted(operand_words(_OWNER.sub("", changed.group("q")))), []
+        return sorted(operand_words(changed)), sorted(operand_words(" ".join(also_labelled(changed))))
     return None
 
 
@@ -141,6 +159,7 @@ def operands(rows: list[Any]) -> list[Operand]:
                 float(value),
                 unit if isinstance(unit, str) else None,
                 period_length(header)[0] if isinstance(header, str) else None,
+                entry[10] is not False if len(entry) > 10 else True,
             )
         )
     return out
@@ -174,10 +193,11 @@ def worked(ask: str, rows: list[Any]) -> Worked | None:
             name = _defined_name(ask) or capitalised(named.format(a=a, b=b))
             return _ratio(ask, name, a, [b], found, years)
     margin = _MARGIN.search(ask)
-    if margin:
+    if margin:  # its profit by each name statements give it (Lockheed Martin's `Operating profit`)
         kind = margin.group("kind").lower()
         name = _defined_name(ask) or f"{kind.capitalize()} margin"
-        return _ratio(ask, name, MARGIN_PROFITS[kind][0], list(REVENUE_NAMES), found, years)
+        tried = (_ratio(ask, name, top, list(REVENUE_NAMES), found, years) for top in MARGIN_PROFITS[kind])
+        return next((done for done in tried if done is not None), None)
     if _CHANGE.search(ask) and len(years) == 2:
         return _change(ask, found, years)
     return None
@@ -209,21 +229,21 @@ def _change(ask: str, found: list[Operand], years: tuple[int, ...]) -> Worked | 
     """One quantity in two years: the rows the question names, one label of one document holding
     both years, its head noun the quantity's (`Total sales change` is no net sales)."""
     first, last = sorted(years)
-    changed = _CHANGED.search(ask)
-    owned = _OWNED_BY.sub("", _OWNER.sub("", changed.group("q"))) if changed else ""
+    owned = changed_quantity(ask) or ""
     quantity = sorted(operand_words(owned))
+    also = [sorted(operand_words(name)) for name in also_labelled(owned)]  # revenue's `Net sales`
     labels: dict[tuple[str, str], dict[int, Operand]] = {}
     for operand in found:
         if operand.year in (first, last):
             key = (operand.path, operand.label.casefold())
             labels.setdefault(key, {}).setdefault(operand.year, operand)
     both = [pair for pair in labels.values() if len(pair) == 2]
-    asked = operand_words(ask)
+    asked = operand_words(ask).union(*also)
     both = [
         pair
         for pair in both
         if operand_words(pair[first].label) <= asked
-        and (not quantity or names_quantity(pair[first].label, quantity))
+        and (not quantity or any(names_quantity(pair[first].label, q) for q in (quantity, *also)))
     ]
     if len(both) > 1:  # of rows alike, the one whose columns say they are the asked length
         want = asked_months(ask)

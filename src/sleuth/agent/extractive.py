@@ -126,6 +126,11 @@ _MOVED_IN = re.compile(
     r"\b(?:generate|pay(?:\s+out)?|spend|earn|receive|invest|return)\s+(?:in|on|as)\s+(?P<q>.+)$",
     re.IGNORECASE,
 )
+#: "how much cash did X generate from operating activities": the amount and where it came from.
+_MOVED_FROM = re.compile(
+    r"^(?P<x>[a-z][\w\s]*?)\s+(?:did|does|do|has|have|had)\s+.+?\s+(?:generate|earn|receive|provide)\w*"
+    r"\s+(?P<q>from\s+[a-z][\w\s]*?)(?=\s+(?:in|for|during|as\s+of|at)\b|[?(,.]|$)"
+)
 #: Words that frame a quantity without naming it: its kind, unit or period.
 _FRAME_WORDS = frozenset(
     {
@@ -175,12 +180,15 @@ def asked_quantity(ask: str) -> list[str]:
     The phrase runs from the question word to the first preposition, clause or bracket; names (a
     capitalised word inside the question), periods, units and framing words are left out; in "how much
     did X generate / pay out / spend in Y", Y. Empty when the question asks no such thing ("how much did
-    X pay")."""
+    X pay"); in "how much X did Y generate from Z", X and Z ("cash … from operating activities")."""
     match = _ASKED.search(ask)
     if match is None:
         return []
     rest = _BRACKETED.sub(" ", match.group("rest")).lstrip()  # `(in USD millions)`, `(D&A …)`: asides
-    if _AUXILIARY.match(rest):
+    source = _MOVED_FROM.match(rest)
+    if source is not None:  # "cash … from operating activities": cash from operating activities
+        rest = f"{source.group('x')} {source.group('q').replace('from ', '', 1)}"
+    elif _AUXILIARY.match(rest):
         # "how much did Block generate in cash flow from operating activities": the quantity after
         # the verb that moves money; any other "how much did X …" names none
         moved = _MOVED_IN.search(rest)

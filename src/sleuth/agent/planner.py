@@ -21,8 +21,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
+from sleuth.agent import formulas
 from sleuth.agent.arithmetic import asks_change, names_quantity, read_words
 from sleuth.agent.extractive import (
     FINAL_EVIDENCE,
@@ -32,7 +33,6 @@ from sleuth.agent.extractive import (
     asks_computation,
     content_words,
     follow_up_quantity,
-    identifier_tokens,
     named_tables,
     normalize_word,
     quoted_phrases,
@@ -41,9 +41,8 @@ from sleuth.agent.extractive import (
     stating_words,
 )
 from sleuth.agent.follow_ups import Previous, follows_on, moved_to, names_period, resolve
-from sleuth.agent.formulas import averaged_words, other_names, over_periods, read_years, row_words, worked_out
-from sleuth.agent.planner_code import FigureAsk, StepCode
-from sleuth.agent.planner_figures import fiscal_naming, own_fiscal_year, stated
+from sleuth.agent.planner_code import StepCode
+from sleuth.agent.planner_figures import FigureAsk, fiscal_naming, own_fiscal_year, stated
 from sleuth.agent.planner_periods import asks_trend, per_period, trend_quantity
 from sleuth.agent.planner_plans import (
     artifact_hits,
@@ -57,9 +56,15 @@ from sleuth.agent.planner_plans import (
     top_labels,
 )
 from sleuth.agent.planner_scope import (
+    COUNT_WORDS,
+    HOW_MANY,
+    LIST_WORDS,
     PlannerScope,
+    QuestionClass,
     TableInfo,
     Target,
+    classify,
+    head_word,
     quote_ident,
 )
 from sleuth.agent.planner_sections import section_answer, section_words
@@ -69,8 +74,6 @@ from sleuth.format.periods import named_quarter
 from sleuth.models.base import CompletionParams, Message, ModelConfig, Reply, TokenUsage, ToolCall, ToolSpec
 from sleuth.store.version.stop_words import STOP_WORDS
 
-QuestionClass = Literal["count", "list", "exact_id", "general"]
-
 OFFLINE_MODEL = ModelConfig(
     id="sleuth/offline", provider="offline", model="offline-planner", tool_protocol="native"
 )
@@ -79,38 +82,10 @@ MAX_CARRIED = 5  # documents a follow-up carries from the previous turn
 LIST_SHOWN = 50
 MAX_STEPS_GUARD = 6  # the planner needs at most four; this only stops a confused conversation
 
-_HOW_MANY = re.compile(r"\bhow many\b", re.IGNORECASE)
-_COUNT = re.compile(r"\b(?:how many|number of|count of|how often|total number)\b", re.IGNORECASE)
-_LIST = re.compile(
-    r"\b(?:list|name all|enumerate|what are the|all the)\b|\bwhich\b(?=.*\bare\b)", re.IGNORECASE
-)
 _YEAR = re.compile(r"(?<!\d)(19\d\d|20\d\d)(?!\d)")
 _TIME_COLUMN = ("date", "year", "period", "created", "time")
 _DOC_NOUNS = frozenset({"document", "doc", "file", "source", "page"})
 _ERROR_LINE = re.compile(r"^(?:Traceback \(most recent call last\)|[A-Za-z_.]*(?:Error|Exception): )", re.M)
-
-
-# -------------------------------------------------------------------------------- classification
-def classify(ask: str) -> QuestionClass:
-    """The class the words of the ask suggest (§10.1), before tables and types are matched."""
-    if _COUNT.search(ask):
-        return "count"
-    if _LIST.search(ask):
-        return "list"
-    if identifier_tokens(ask):
-        return "exact_id"
-    return "general"
-
-
-def _head(ask: str, trigger: re.Pattern[str]) -> str | None:
-    """The first content word after the class trigger ("how many *products*"), as written."""
-    match = trigger.search(ask)
-    tail = ask[match.end() :] if match else ask
-    for words in (raw_words(tail), raw_words(ask)):
-        for word in words:
-            if word not in STOP_WORDS and not word.isdigit():
-                return word
-    return None
 
 
 @dataclass
@@ -200,7 +175,7 @@ class OfflinePlanner:
             unstated = (
                 figure.answer is None
                 if figure is not None
-                else bool(plan_hits(plan, "named")) and _HOW_MANY.search(self._ask) is not None
+                else bool(plan_hits(plan, "named")) and HOW_MANY.search(self._ask) is not None
             )
             families = self._families() if unstated and (budget is None or done < budget) else []
             if families:
@@ -228,7 +203,7 @@ class OfflinePlanner:
         Candidates need a word overlap ≥ 1; the one naming the counted noun ("how many *products*")
         wins, then the best overlap, then the §10.1 order of the class, then the larger, then scope
         order."""
-        head = _head(self._ask, _COUNT if kind == "count" else _LIST)
+        head = head_word(self._ask, COUNT_WORDS if kind == "count" else LIST_WORDS)
         head_norm = normalize_word(head) if head else ""
         words = set(self._words)
         rank = (
@@ -371,32 +346,40 @@ class OfflinePlanner:
             quantity = quantity or reads[0]
         if follows:
             self._computed = moved_to(what, when)
-        spanning = over_periods(what)  # an average, sum or CAGR over a run of years, or a formula
+        spanning = formulas.over_periods(what)  # an average, sum or CAGR over a run of years, or a formula
         if spanning:
-            quantity = quantity or averaged_words(what)
-        named = [tuple(content_words(n)) for n in other_names(what, quantity)]  # capex: `Purchases of …`
+            quantity = quantity or formulas.averaged_words(what)
+        named = [tuple(content_words(n)) for n in formulas.other_names(what, quantity)]  # capex: …
         others = tuple(n for n in named if set(n) != set(quantity))
         contexts = tuple(s for s in self.scope.slugs if self.scope.has_table(s, "_cells"))
         if not quantity or not contexts:
             return None
+        exact = asks_computation(what) or reads is not None or spanning or formulas.builds_on(what)
+        # the rows of the computation's operands: its quantity's, those it implies, those its formulas
+        # and defined terms read ("EBITDA": operating income, D&A), and their other names
+        operands = (
+            *quantity,
+            *(reads[1] if reads else ()),
+            *formulas.definition_words(what),
+            *sum(others, ()),
+        )
         return FigureAsk(
             tuple(quantity),
             contexts,
-            asks_computation(what) or reads is not None or spanning,
+            exact,
             (  # rows by their other names too ("PP&E": `Property and equipment`)
                 *self._words,
-                *quantity,
-                *(reads[1] if reads else ()),
-                *(row_words(what) if spanning else ()),
-                *sum(others, ()),
+                *operands,
+                *(formulas.row_words(what) if spanning else ()),
             ),
-            read_years(self._computed or when) if spanning else asked_years(when),
+            formulas.read_years(self._computed or when) if spanning else asked_years(when),
             tuple(tuple(t) for t in named_tables(what)),
             asked_months(when),
             named_quarter(when),
             asks_trend(self._ask) and not asked_years(when),
             tuple(path for path, _issuer in self.scope.named_by_start),
             others,
+            tuple(dict.fromkeys(operands)) if exact else (),
         )
 
     # ------------------------------------------------------------------------ decisions
@@ -452,7 +435,7 @@ class OfflinePlanner:
         searched = [*keyword_groups(plan)] + [plan_hits(plan, k) for k in ("named", "chunks")]
         computed = self._computed
         if self._figure is not None and self._figure.exact and computed is not None:
-            done = worked_out(computed, plan.get("rows") or [])
+            done = formulas.worked_out(computed, plan.get("rows") or [])
             if done is not None:  # the computation the question defines, each operand cited
                 rest = [r for r in top_labels(searched) if r not in done.refs]
                 return _Finish(done.sentence, [*done.refs, *rest][:FINAL_EVIDENCE], "computed")
@@ -469,7 +452,7 @@ class OfflinePlanner:
         entries = [e for e in plan.get("figures") or [] if stated(e) is not None]
         others = self._figure.others if self._figure is not None else ()
         named = [e for e in entries if any(names_quantity(str(e[1]), q) for q in (quantity, *others))]
-        one_figure = not (computed is None or asks_change(computed) or over_periods(computed))
+        one_figure = not (computed is None or asks_change(computed) or formulas.over_periods(computed))
         if not one_figure:
             # one year's figure is not the change, nor the average or the formula the question defines
             # (a filing's own `Days payable outstanding` row is its definition, not the asked one):

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import inspect
 import re
-from dataclasses import dataclass
 
 from sleuth.agent.extractive import (
     caption_words,
     identifier_tokens,
     normalize_word,
 )
+from sleuth.agent.planner_figures import FigureAsk
 from sleuth.agent.planner_prose import prose_code
 from sleuth.agent.planner_scope import (
     PlannerScope,
@@ -25,7 +25,7 @@ from sleuth.format.figures import CHANGE_COLUMN
 from sleuth.format.periods import NTH_QUARTER, QUARTER_NAMED, named_quarter
 from sleuth.store.text import stem
 
-MAX_PLAN_CHARS = 2000  # the whole `#PLAN …` line
+MAX_PLAN_CHARS = 4000  # the whole `#PLAN …` line: a three-year formula's dozen operand rows fit
 FIGURE_PAGES = 8  # pages of the top hits whose table cells a figure question reads
 TABLED_PAGES = 2  # pages of the tables a question names that are read whole
 TABLED_CHUNKS = 3  # chunks of each such page kept as evidence (a statement fills one to three)
@@ -52,7 +52,7 @@ _NAMED_QUARTER = inspect.getsource(named_quarter).splitlines()
 FIGURE_NAMED_CELLS = 200  # at most this many of a named document's cells are read
 FIGURE_OPERAND_CELLS = 400  # at most this many of a named document's cells are read for operands
 MAX_OPERAND_WORDS = 16  # question words a computation's operand rows are looked up by
-FIGURE_ROWS = 12  # rows the question names (a quantity in each of several years), for a computed one
+FIGURE_ROWS = 16  # rows the question names (a quantity in each of several years), for a computed one
 #: Words a row label may hold beyond the question's own and still be named by it.
 LABEL_STOP = frozenset(
     {"and", "of", "the", "for", "to", "in", "on", "from", "by", "with", "per", "total", "a", "an"}
@@ -60,6 +60,9 @@ LABEL_STOP = frozenset(
 #: A cash flow statement's `Changes in operating assets and liabilities`: its `Accounts payable` is the
 #: year's change (4,086), not the payables (46,092), and answers neither.
 CHANGES_SECTION = re.compile(r"\bchanges?\s+in\b[^>]*\b(?:assets|liabilities|working\s+capital)\b", re.I)
+#: What a row's label adds after its quantity to say what was netted from it: `Capital expenditures, net
+#: of construction payable` is capital expenditures.
+NET_OF = re.compile(r",?\s+net\s+of\b.*$", re.IGNORECASE)
 #: A table of one part of a company (`Selected financial data for the Domestic segment`): its
 #: `Revenue` is the part's, so it answers for the whole only after the whole's own tables.
 PART_OF = re.compile(r"\bsegments?\b|\bdivisions?\b", re.IGNORECASE)
@@ -85,42 +88,6 @@ def row(h):
     return [h.ref, round(h.score, 6), paths.index(h.name), h.fields["page"], h.fields["start"]]
 """
 """Defined in every step that prints hits: one hit as a `#PLAN` row (its path by index in `paths`)."""
-
-
-@dataclass(frozen=True)
-class FigureAsk:
-    """What a figure question asks for (`extractive.asked_quantity`, `asked_year`) and the contexts
-    whose tables can answer it."""
-
-    quantity: tuple[str, ...]
-    contexts: tuple[str, ...]
-    #: The question asks for a computed quantity: only a row labelled with exactly its words answers.
-    exact: bool = False
-    #: The question's content words (stemmed) and the years it names: the rows it names are read too.
-    words: tuple[str, ...] = ()
-    years: tuple[int, ...] = ()
-    #: The statements or tables the question points at (`extractive.named_tables`): a cell of a table
-    #: whose title holds one of them ranks above the same row elsewhere.
-    tables: tuple[tuple[str, ...], ...] = ()
-    #: How long a period the question asks for (`asked_months`): a cell of a column as long answers it,
-    #: or one whose length its table does not say; a quarter's column never answers a year's question.
-    months: int | None = None
-    #: The quarter it names (`second quarter`, `Q2`): a column that names another quarter is not it.
-    quarter: int | None = None
-    #: It asks how the quantity moved ("over time", "each year") and names no years: every column's
-    #: figure is read, not only the latest (`planner_periods.per_period` lines them up).
-    trend: bool = False
-    #: Documents whose company names a fiscal year by the year it begins: their own fiscal Y (the
-    #: period ending in Y + 1) is read beside the period that ends in the asked year.
-    named_by_start: tuple[str, ...] = ()
-    #: Other names statements give the quantity (`formulas.other_names`), each as its words: a row
-    #: labelled so answers as well, after a row of the question's own words.
-    others: tuple[tuple[str, ...], ...] = ()
-
-    @property
-    def year(self) -> int | None:
-        """The one year the question names; None for none or several (`extractive.asked_year`)."""
-        return self.years[0] if len(self.years) == 1 else None
 
 
 class StepCode:
@@ -410,23 +377,27 @@ class StepCode:
             "def words(text):",
             '    return {stem(w) for w in re.findall(r"[a-z0-9]+", (text or "").lower())}',
             f"asked = {sorted(set(figure.words))!r}  # the question's words: rows it names are read too",
+            f"operands = {sorted(set(figure.operands))!r}  # a computation's operand words: their rows first",
             f"years = {list(figure.years)!r}  # the years it names",
             f"trend = {figure.trend!r}  # how the quantity moved, no years named: every column",
             f"label_stop = {sorted(LABEL_STOP)!r}",
+            f"net_of = re.compile({NET_OF.pattern!r}, re.IGNORECASE)  # `…, net of construction payable`",
             f"tables = {[list(t) for t in figure.tables]!r}  # the statements the question points at",
             "found = {}",
             "named_rows = {}",
             f"named_by_start = {list(figure.named_by_start)!r}  # their fiscal Y ends in Y + 1",
             f"others = {[list(o) for o in figure.others]!r}  # the quantity's other names, as words",
             "found_named = {}",
+            "def titled_of(c):  # a table whose title names a statement the question points at",
+            '    return not tables or any(set(t) <= words(c["title"]) for t in tables)',
             "def cell_entry(c, path, page):",
             '    return [c["_evidence"], c["label"][:120], c["header"][:80], c["text"], c["unit"],',
-            '            path, page, c["value"], (c["section"] or "")[:80], c["year"]]',
+            '            path, page, c["value"], (c["section"] or "")[:80], c["year"], titled_of(c)]',
             f"names_part = {bool(PART_OF.search(' '.join(figure.words)))!r}  # the question names a segment",
             "def a_part(c):  # a segment's table answers for the whole only when the question names one",
             '    return bool(part_of.search(c["title"] or "")) and not names_part',
             "def consider_row(c, rank, path, page):",
-            '    core = words(c["label"]) - set(label_stop)',
+            '    core = words(net_of.sub("", c["label"])) - set(label_stop)  # not what it nets',
             '    if "_evidence" not in c or not core or not core <= set(asked) or c["header"] is None:',
             "        return",
             '    if changes.search(c["section"] or ""):  # a cash flow line of its change, not its amount',
@@ -439,10 +410,11 @@ class StepCode:
             "        return",
             '    if years and change_column.search(c["header"]):  # the change in the year, not its figure',
             "        return",
-            '    key = [-len(core), a_part(c), rank, -c.get("size", 0), c["column_no"]]',
+            "    titled = titled_of(c)",
+            '    key = [bool(operands) and not core - {"net"} <= set(operands), -len(core), not titled,',
+            '           not c["unit"], a_part(c), rank, -c.get("size", 0), c["column_no"]]  # unit said',
             '    name = (tuple(sorted(core)), c["year"])  # `Net sales`, `Total net sales`: one, the best',
-            "    if name not in named_rows or key < named_rows[name][0]:",
-            "        named_rows[name] = (key, cell_entry(c, path, page))",
+            "    named_rows.setdefault(name, []).append((key, cell_entry(c, path, page)))",
             "def consider(c, rank, path, page, year=year, found=found,",
             "             quantity=quantity, needed=needed, alias=0):",
             '    label = words(c["label"])',
@@ -458,7 +430,7 @@ class StepCode:
             "        return",
             '    if exact and (inside < len(quantity) or label - set(quantity) - {"total"}):',
             "        return",
-            '    titled = not tables or any(set(t) <= words(c["title"]) for t in tables)',
+            "    titled = titled_of(c)",
             "    key = [len(needed) - inside, alias, not titled, a_part(c), len(label - set(quantity)),",
             '           rank, -c.get("size", 0), c["column_no"]]',
             '    if c["_evidence"] not in found or key < found[c["_evidence"]][0]:',
@@ -497,7 +469,16 @@ class StepCode:
             "figures = sorted(found.values(), key=lambda f: f[0])",
             'plan["figures"] = [entry for _key, entry in figures[:3]]',
             'plan["named_figures"] = [e for _k, e in sorted(found_named.values(), key=lambda f: f[0])[:1]]',
-            "rows_named = sorted(named_rows.values(), key=lambda f: f[0])",
+            "spans = {}  # the years each row of each page holds: a row that holds them all is one series",
+            "for (core, _y), held in named_rows.items():",
+            "    for _key, e in held:",
+            "        spans.setdefault((core, e[5], e[6], e[1]), set()).add(e[9])",
+            "def spanned(core, f, held):  # a row with several columns of the year is quarters or parts",
+            "    row = (f[1][5], f[1][6], f[1][1])",
+            "    columns = len({e[0] for _k, e in held if (e[5], e[6], e[1]) == row})  # cells, once each",
+            "    return (*f[0][:2], columns > 1, -len(spans[(core, *row)]), *f[0][2:])",
+            "rows_named = sorted((min(held, key=lambda f, core=core, held=held: spanned(core, f, held))",
+            "                     for (core, _y), held in named_rows.items()), key=lambda f: f[0])",
             f'plan["rows"] = [entry for _key, entry in rows_named[:{FIGURE_ROWS}]]',
         ]
         return lines
@@ -516,21 +497,29 @@ class StepCode:
     def _operand_lines(self, figure: FigureAsk, slug: str) -> list[str]:
         """A computation's operands wherever the named documents state them in the asked years: rows
         whose label holds one of the question's words, beyond the top hits' pages (Coca-Cola's net
-        income is on a statement page the search did not rank). At most `FIGURE_OPERAND_CELLS`."""
-        likes = sorted({w for w in figure.words if len(w) >= 4 and w.isalpha()} - LABEL_STOP)
-        likes = sorted({_like(w) for w in likes})[:MAX_OPERAND_WORDS]
-        if not figure.exact or not figure.years or not likes:
+        income is on a statement page the search did not rank). The operands' own words are looked up
+        first, shortest label first (an MD&A's hundred `… revenues` cells do not crowd out the
+        statement's `Total net revenues`); at most `FIGURE_OPERAND_CELLS` cells a lookup."""
+        if not figure.exact or not figure.years:
             return []
-        sql = (
-            f"{_NAMED_CELLS_SQL} AND year IN ({', '.join('?' * len(figure.years))})"
-            f" AND ({' OR '.join(['label LIKE ?'] * len(likes))}) ORDER BY page LIMIT {FIGURE_OPERAND_CELLS}"
-        )
-        args = f"[path, *{list(figure.years)!r}, *{likes!r}]"
-        return [
-            "for path in named:  # the operands on the named documents' other pages",
-            f"    for c in query_db({sql!r}, {args}{self._ctx(slug)}):",
-            f"        consider_row(c, {FIGURE_PAGES}, path, c['page'])",
-        ]
+        lines = []
+        for order, words in (("length(label), page", figure.operands), ("page", sorted(figure.words))):
+            likes = list(dict.fromkeys(_like(w) for w in words if len(w) >= 4 and w.isalpha()))
+            likes = [w for w in likes if w.strip("%") not in LABEL_STOP][:MAX_OPERAND_WORDS]
+            if not likes:
+                continue
+            sql = (
+                f"{_NAMED_CELLS_SQL} AND year IN ({', '.join('?' * len(figure.years))})"
+                f" AND ({' OR '.join(['label LIKE ?'] * len(likes))}) ORDER BY {order}"
+                f" LIMIT {FIGURE_OPERAND_CELLS}"
+            )
+            lines += [
+                "for path in named:  # the operands on the named documents' other pages",
+                f"    for c in query_db({sql!r}, [path, *{list(figure.years)!r}, *{likes!r}]"
+                f"{self._ctx(slug)}):",
+                f"        consider_row(c, {FIGURE_PAGES}, path, c['page'])",
+            ]
+        return lines
 
     def _named_sources(self) -> tuple[str, list[str]] | None:
         """The first context with documents the ask names, and their paths; for a follow-up that names

@@ -1,10 +1,12 @@
-"""How the offline planner states a figure it read from a table cell: the cell as its row, period and
-printed figure say it, its unit, and the amount in words when the unit scales it (spec/runtime.md §10).
+"""What a figure question asks for (`FigureAsk`), and how the offline planner states a figure it read
+from a table cell: the cell as its row, period and printed figure say it, its unit, and the amount in
+words when the unit scales it (spec/runtime.md §10).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from sleuth.format.figures import cell_caption
@@ -85,3 +87,43 @@ def own_fiscal_year(entry: list[Any], issuer: str) -> str | None:
     if said is None or period_length(str(entry[2]))[0] != 12:
         return None
     return f"{said[1]} {issuer} {BY_START}, so this is the year it calls by the asked number."
+
+
+@dataclass(frozen=True)
+class FigureAsk:
+    """What a figure question asks for (`extractive.asked_quantity`, `asked_year`) and the contexts
+    whose tables can answer it."""
+
+    quantity: tuple[str, ...]
+    contexts: tuple[str, ...]
+    #: The question asks for a computed quantity: only a row labelled with exactly its words answers.
+    exact: bool = False
+    #: The question's content words (stemmed) and the years it names: the rows it names are read too.
+    words: tuple[str, ...] = ()
+    years: tuple[int, ...] = ()
+    #: The statements or tables the question points at (`extractive.named_tables`): a cell of a table
+    #: whose title holds one of them ranks above the same row elsewhere.
+    tables: tuple[tuple[str, ...], ...] = ()
+    #: How long a period the question asks for (`asked_months`): a cell of a column as long answers it,
+    #: or one whose length its table does not say; a quarter's column never answers a year's question.
+    months: int | None = None
+    #: The quarter it names (`second quarter`, `Q2`): a column that names another quarter is not it.
+    quarter: int | None = None
+    #: It asks how the quantity moved ("over time", "each year") and names no years: every column's
+    #: figure is read, not only the latest (`planner_periods.per_period` lines them up).
+    trend: bool = False
+    #: Documents whose company names a fiscal year by the year it begins: their own fiscal Y (the
+    #: period ending in Y + 1) is read beside the period that ends in the asked year.
+    named_by_start: tuple[str, ...] = ()
+    #: Other names statements give the quantity (`formulas.other_names`), each as its words: a row
+    #: labelled so answers as well, after a row of the question's own words.
+    others: tuple[tuple[str, ...], ...] = ()
+    #: A computation's operand words (its quantity, the rows it implies, their other names): the rows
+    #: they name are looked up first and rank above rows named only by the question's other words
+    #: ("the statement of income" names `Net income`; "capex as a % of revenue" does not).
+    operands: tuple[str, ...] = ()
+
+    @property
+    def year(self) -> int | None:
+        """The one year the question names; None for none or several (`extractive.asked_year`)."""
+        return self.years[0] if len(self.years) == 1 else None

@@ -1,17 +1,19 @@
 """What the offline planner knows before its first step (spec/runtime.md §10.2): per scoped context its
 tables, artifact types and documents, read from the pinned versions on the host; and the target a
-count or list question is matched to.
+count or list question is matched to, and the class its words suggest (§10.1).
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from sleuth.agent.extractive import (
+    identifier_tokens,
     normalize_word,
     raw_words,
 )
@@ -19,6 +21,36 @@ from sleuth.sdk.errors import SleuthError
 from sleuth.sdk.knowledge import Knowledge, ScopedContext
 from sleuth.store.version.documents import DocumentResolver
 from sleuth.store.version.stop_words import STOP_WORDS
+
+QuestionClass = Literal["count", "list", "exact_id", "general"]
+HOW_MANY = re.compile(r"\bhow many\b", re.IGNORECASE)
+COUNT_WORDS = re.compile(r"\b(?:how many|number of|count of|how often|total number)\b", re.IGNORECASE)
+LIST_WORDS = re.compile(
+    r"\b(?:list|name all|enumerate|what are the|all the)\b|\bwhich\b(?=.*\bare\b)", re.IGNORECASE
+)
+
+
+# -------------------------------------------------------------------------------- classification
+def classify(ask: str) -> QuestionClass:
+    """The class the words of the ask suggest (§10.1), before tables and types are matched."""
+    if COUNT_WORDS.search(ask):
+        return "count"
+    if LIST_WORDS.search(ask):
+        return "list"
+    if identifier_tokens(ask):
+        return "exact_id"
+    return "general"
+
+
+def head_word(ask: str, trigger: re.Pattern[str]) -> str | None:
+    """The first content word after the class trigger ("how many *products*"), as written."""
+    match = trigger.search(ask)
+    tail = ask[match.end() :] if match else ask
+    for words in (raw_words(tail), raw_words(ask)):
+        for word in words:
+            if word not in STOP_WORDS and not word.isdigit():
+                return word
+    return None
 
 
 # ---------------------------------------------------------------------------------------- scope
