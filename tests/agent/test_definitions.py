@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from sleuth.agent.definitions import terms
+from sleuth.agent.definitions import definition_words, terms
 from sleuth.agent.formulas import worked_out
 
 PATH = "uploads/CONTOSO_2019_10K.pdf"
@@ -129,3 +129,38 @@ def test_a_margin_of_a_quantity_the_field_does_not_name_is_declined() -> None:
     assert worked_out("What is the FY2019 contribution margin for Contoso?", rows) is None
     done = worked_out("What is the FY2019 D&A % margin for Contoso?", rows)  # D&A: the field's
     assert done is not None and done.sentence.startswith("FY2019 D&A % margin: 4.5 %"), done
+
+
+def test_a_term_read_from_a_named_statement_reads_what_its_label_says_it_is_of() -> None:
+    """Netflix's D&A is `Depreciation and amortization of property, equipment and intangibles` in its cash
+    flow statement; a deferred tax table's `Depreciation and amortization` (43,204) had been read."""
+    rows = [
+        _row("E1", "Revenues", 2015, "6,779,511"),
+        _row("E2", "Operating income", 2015, "305,826"),
+        _row("E3", "Depreciation and amortization of property, equipment and intangibles", 2015, "62,283"),
+        _row("E4", "Depreciation and amortization", 2015, "(43,204)", title=False),
+    ]
+    ask = (
+        "What is the FY2015 unadjusted EBITDA % margin for Netflix? Calculate unadjusted EBITDA using"
+        " unadjusted operating income and D&A (from cash flow statement)."
+    )
+    done = worked_out(ask, rows)
+    assert done is not None and done.sentence.startswith("FY2015 unadjusted EBITDA % margin: 5.4 %"), done
+    assert "[E4]" not in done.sentence
+    # with no row of the cash flow statement the question points at, no D&A: declined, not guessed
+    assert worked_out(ask, [r for r in rows if r[0] != "E3"]) is None
+
+
+@pytest.mark.parametrize(
+    "ask",
+    [
+        "What is the FY2015 depreciation and amortization (D&A from cash flow statement) % margin for AMD?",
+        "What is the FY2018 - FY2020 3 year average unadjusted EBITDA % margin for Walmart? Define unadjusted"
+        " EBITDA as unadjusted operating income + depreciation and amortization.",
+    ],
+)
+def test_a_margins_rows_are_looked_up_by_its_parts_and_revenue(ask: str) -> None:
+    """AMD's D&A margin and Walmart's average EBITDA margin read no revenue row when the margin's term
+    was not recognised in the words around it; the planner looks rows up by these words."""
+    words = definition_words(ask)
+    assert {"revenue", "depreciation", "amortization"} <= set(words), words

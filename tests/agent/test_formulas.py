@@ -376,3 +376,36 @@ def test_a_name_inside_a_change_question_is_whose_the_quantity_is() -> None:
     assert changed_quantity(
         "Was there any change in the number of Best Buy stores between Q2 of FY2024 and FY2023?"
     ) == ("number of stores")
+
+
+def test_total_assets_is_never_net_assets_and_consolidated_qualifies() -> None:
+    """Coca-Cola's ROA read `Net assets` (a subsidiary's, in a table titled after the balance sheet) for
+    "average total assets", and its `CONSOLIDATED NET INCOME` was no net income to the step."""
+    rows = [
+        ["E1", "Net assets", "December 31 2017", "18,977", "millions", "p", 70, 18977.0, "", 2017, True],
+        ["E2", "Net assets", "December 31 2016", "23,220", "millions", "p", 70, 23220.0, "", 2016, True],
+        ["E3", "Total assets", "December 31 2017", "87,896", "millions", "p", 72, 87896.0, "", 2017, False],
+        ["E4", "Total assets", "December 31 2016", "87,270", "millions", "p", 72, 87270.0, "", 2016, False],
+        [
+            "E5",
+            "CONSOLIDATED NET INCOME",
+            "Year Ended December 31 2017",
+            "1,283",
+            "millions",
+            "p",
+            49,
+            1283.0,
+            "",
+            2017,
+        ],
+    ]
+    ask = (
+        "What is the FY2017 return on assets (ROA) for Coca Cola? ROA is defined as: FY2017 net income /"
+        " (average total assets between FY2016 and FY2017). Use the balance sheet."
+    )
+    done = worked_out(ask, rows)
+    assert done is not None and "Total assets" in done.sentence and "Net assets" not in done.sentence, done
+    assert done.sentence.startswith(
+        "FY2017 return on assets (ROA) for Coca Cola: 0.01 = CONSOLIDATED NET INCOME"
+    )
+    assert spelled_out("net PPNE") == "net property plant and equipment net"

@@ -73,7 +73,7 @@ def contoso(tmp_path_factory: pytest.TempPathFactory) -> Home:
             ["Contoso Corp", "Consolidated Statements of Cash Flows", "(in millions)",
              ("", "Years ended December 31,"), THREE_YEARS,
              ("Net income", "$ 1,503", "$ 1,813", "$ 1,200"),
-             ("Depreciation and amortization", "410", "380", "350"),
+             ("Depreciation and amortization of property and equipment", "410", "380", "350"),
              ("Net cash provided by operating activities", "2,104", "2,033", "1,950"),
              "Cash flows from investing activities",
              ("Capital expenditures, net of construction payable", "(312)", "(287)", "(250)")],
@@ -142,8 +142,8 @@ def test_a_margin_of_a_defined_term_reads_the_terms_parts(runtime: Runtime) -> N
         "What is the FY2019 unadjusted EBITDA % margin for Contoso? Calculate unadjusted EBITDA using"
         " unadjusted operating income and D&A (from cash flow statement).",
     )
-    # (1,150 + 410) / 9,120 = 17.1 %, D&A read from the cash flow statement
+    # (1,150 + 410) / 9,120 = 17.1 %, D&A read from the cash flow statement, whose label says what it is of
     assert answer.startswith(
         "FY2019 unadjusted EBITDA % margin: 17.1 % = (EBITDA (Operating income 1,150 [1] + Depreciation and"
-        " amortization 410 [2])) / Total net sales 9,120 [3]."
+        " amortization of property and equipment 410 [2])) / Total net sales 9,120 [3]."
     ), answer

@@ -22,7 +22,7 @@ from sleuth.agent.arithmetic import Operand, Worked, capitalised, operand_words,
 from sleuth.agent.extractive import asked_quantity, asked_years, content_words
 from sleuth.agent.named_rows import pair, resolve
 from sleuth.agent.planner_figures import UNIT_SCALES
-from sleuth.agent.statement_names import ALSO_LABELLED, FIELD_DEFINITIONS, spelled_out
+from sleuth.agent.statement_names import ABBREVIATIONS, ALSO_LABELLED, FIELD_DEFINITIONS, spelled_out
 
 _SENTENCE_END = r"(?=\.\s|\.$|\?|$)"
 #: A formula the question spells out: what follows "defined as" up to the sentence's end.
@@ -212,8 +212,9 @@ def margin_of(what: str, known: dict[str, str]) -> str | None:
         return None
     term = match.group("t")
     spelled = spelled_out(term).lower()
-    named = spelled != term.lower() or any(full in spelled for full in ALSO_LABELLED)
-    return term if term_key(term) in known or named else None
+    named = any(full in spelled for full in (*ABBREVIATIONS.values(), *ALSO_LABELLED))
+    key = term_key(term)  # "… 3 year average unadjusted EBITDA": EBITDA
+    return term if named or any(key == k or key.endswith(f" {k}") for k in known) else None
 
 
 def builds_on(ask: str) -> bool:

@@ -5,6 +5,8 @@ noun the phrase names, by the question's words or the names statements give the 
 
 from __future__ import annotations
 
+import re
+
 from sleuth.agent.arithmetic import Operand, head_nouns, operand_words
 from sleuth.agent.extractive import asked_months
 from sleuth.agent.statement_names import QUALIFIERS, also_labelled, spelled_out
@@ -14,15 +16,19 @@ def resolve(phrase: str, pool: list[Operand]) -> Operand | None:
     """The cell whose row the phrase names: the row's head noun among the phrase's words (`Cost of
     sales` for cost of goods sold, `Property and equipment, net` for PP&E) and the most of their words
     in common; None when none does or two different figures tie. `Total revenues` and `Net revenues`
-    are revenue; where two such rows differ, the net one (what the balance sheet carries) is read. Of
+    are revenue; where two such rows differ, the one with the phrase's own qualifier (`Total assets` for
+    "total assets", never `Net assets`), else the net one (what the balance sheet carries) is read. Of
     rows that name it alike, those of the statements the question points at ("… the balance sheet")."""
     spelled = " ".join(spelled_out(phrase).lower().split())
     names = [spelled, *also_labelled(spelled)]  # "cash from operations": `Net cash provided by …`
     scored: list[tuple[float, Operand]] = []
     for operand in pool:
-        label = operand_words(operand.label) - QUALIFIERS
+        # the label, or what it says its quantity is of where that names two words or more
+        # (`Depreciation and amortization of property, equipment and intangibles`)
+        head = operand_words(operand.label.lower().split(" of ")[0]) - QUALIFIERS
+        labels = [operand_words(operand.label) - QUALIFIERS, *([head] if len(head) >= 2 else [])]
         score = 0.0
-        for name in names:
+        for name, label in ((n, w) for n in names for w in labels):
             wanted = operand_words(name)
             if not label or not wanted or not head_nouns(operand.label) & head_nouns(name):
                 continue
@@ -35,6 +41,8 @@ def resolve(phrase: str, pool: list[Operand]) -> Operand | None:
     if not scored:
         return None
     best = [o for s, o in scored if s == scored[0][0]]
+    qualified = set(spelled.split()) & QUALIFIERS  # "total assets": `Total assets`, not `Net assets`
+    best = [o for o in best if qualified and qualified <= set(re.findall(r"\w+", o.label.lower()))] or best
     best = [o for o in best if o.titled] or best  # of rows alike, those of the statements it points at
     carried = [o for o in best if "net" in operand_words(o.label)]
     if len({o.value for o in best}) > 1 and len({o.value for o in carried}) == 1:

@@ -13,7 +13,7 @@ from sleuth.agent.extractive import (
     identifier_tokens,
     normalize_word,
 )
-from sleuth.agent.planner_figures import FigureAsk
+from sleuth.agent.planner_figures import NET_OF, OF_WHAT, FigureAsk
 from sleuth.agent.planner_prose import prose_code
 from sleuth.agent.planner_scope import (
     PlannerScope,
@@ -55,14 +55,27 @@ MAX_OPERAND_WORDS = 16  # question words a computation's operand rows are looked
 FIGURE_ROWS = 16  # rows the question names (a quantity in each of several years), for a computed one
 #: Words a row label may hold beyond the question's own and still be named by it.
 LABEL_STOP = frozenset(
-    {"and", "of", "the", "for", "to", "in", "on", "from", "by", "with", "per", "total", "a", "an"}
+    {
+        "and",
+        "of",
+        "the",
+        "for",
+        "to",
+        "in",
+        "on",
+        "from",
+        "by",
+        "with",
+        "per",
+        "total",
+        "consolidated",
+        "a",
+        "an",
+    }
 )
 #: A cash flow statement's `Changes in operating assets and liabilities`: its `Accounts payable` is the
 #: year's change (4,086), not the payables (46,092), and answers neither.
 CHANGES_SECTION = re.compile(r"\bchanges?\s+in\b[^>]*\b(?:assets|liabilities|working\s+capital)\b", re.I)
-#: What a row's label adds after its quantity to say what was netted from it: `Capital expenditures, net
-#: of construction payable` is capital expenditures.
-NET_OF = re.compile(r",?\s+net\s+of\b.*$", re.IGNORECASE)
 #: A table of one part of a company (`Selected financial data for the Domestic segment`): its
 #: `Revenue` is the part's, so it answers for the whole only after the whole's own tables.
 PART_OF = re.compile(r"\bsegments?\b|\bdivisions?\b", re.IGNORECASE)
@@ -382,6 +395,7 @@ class StepCode:
             f"trend = {figure.trend!r}  # how the quantity moved, no years named: every column",
             f"label_stop = {sorted(LABEL_STOP)!r}",
             f"net_of = re.compile({NET_OF.pattern!r}, re.IGNORECASE)  # `…, net of construction payable`",
+            f"of_what = re.compile({OF_WHAT.pattern!r}, re.IGNORECASE)  # what a two-word quantity is of",
             f"tables = {[list(t) for t in figure.tables]!r}  # the statements the question points at",
             "found = {}",
             "named_rows = {}",
@@ -398,6 +412,9 @@ class StepCode:
             '    return bool(part_of.search(c["title"] or "")) and not names_part',
             "def consider_row(c, rank, path, page):",
             '    core = words(net_of.sub("", c["label"])) - set(label_stop)  # not what it nets',
+            '    head = words(of_what.sub("", c["label"])) - set(label_stop)',
+            "    if not core <= set(asked) and len(head) >= 2:  # `Depreciation and amortization of …`",
+            "        core = head",
             '    if "_evidence" not in c or not core or not core <= set(asked) or c["header"] is None:',
             "        return",
             '    if changes.search(c["section"] or ""):  # a cash flow line of its change, not its amount',

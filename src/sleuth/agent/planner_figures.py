@@ -12,6 +12,13 @@ from typing import Any
 from sleuth.format.figures import cell_caption
 from sleuth.format.periods import period_length
 
+#: What a row's label adds after its quantity to say what was netted from it: `Capital expenditures, net
+#: of construction payable` is capital expenditures.
+NET_OF = re.compile(r",?\s+net\s+of\b.*$", re.IGNORECASE)
+#: What a label says its quantity is of: `Depreciation and amortization of property, equipment and
+#: intangibles` is depreciation and amortization where its head names two words or more (`Cost of sales`
+#: is no cost).
+OF_WHAT = re.compile(r"\s+of\s+.*$", re.IGNORECASE)
 #: What a table's unit (`_cells.unit`) multiplies its figures by; the planner's arithmetic scales by it too.
 UNIT_SCALES = {"thousands": 1e3, "millions": 1e6, "billions": 1e9}
 #: Rows a table's `(in millions)` does not scale: per-share amounts, share and head counts, ratios.

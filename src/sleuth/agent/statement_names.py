@@ -16,6 +16,7 @@ from sleuth.agent.extractive import content_words
 ABBREVIATIONS = {
     "pp&e": "property plant and equipment",
     "ppe": "property plant and equipment",
+    "ppne": "property plant and equipment net",  # PP&E, net: the balance sheet's
     "cogs": "cost of goods sold",
     "capex": "capital expenditures",
     "sg&a": "selling general and administrative",
@@ -57,7 +58,7 @@ FIELD_DEFINITIONS = {
     "ebitda": "operating income + depreciation and amortization from the cash flow statement"
 }
 #: Words that say how much of a quantity a name holds, not which quantity: "total revenue" is revenue.
-QUALIFIERS = frozenset({"total", "net"})
+QUALIFIERS = frozenset({"total", "net", "consolidated"})
 _ABBREVIATED = re.compile(
     r"(?<![\w&])(" + "|".join(re.escape(a) for a in ABBREVIATIONS) + r")(?![\w&])", re.IGNORECASE
 )
