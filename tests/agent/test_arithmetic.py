@@ -4,10 +4,11 @@ sample annual report's income table (2025 and 2024, in millions) through the off
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from sleuth.agent.arithmetic import Operand, names_quantity, operands, worked
+from sleuth.agent.arithmetic import Operand, names_quantity, operands, read_words, worked
 from sleuth.agent.extractive import asked_quantity
 from sleuth.agent.request import TurnRequest
 from tests.agent.support import RuntimeFactory
@@ -167,3 +168,98 @@ def test_a_margin_reads_its_profit_by_each_name_statements_give_it() -> None:
     assert done is not None and done.sentence.startswith(
         "Operating margin for 2022: 12.7 % = Operating profit"
     ), done
+
+
+def _cells(*cells: tuple[str, str, int, str]) -> list[list[Any]]:
+    return [
+        [ref, label, f"Year ended {year}", text, "millions", "p", 1, float(text.replace(",", "")), "", year]
+        for ref, label, year, text in cells
+    ]
+
+
+@pytest.mark.parametrize(
+    ("ask", "cells", "answer"),
+    [
+        (  # Best Buy: the definition in brackets, without "defined as"
+            "What was Best Buy's current ratio (total current assets divided by total current liabilities) at"
+            " January 28, 2023?",
+            _cells(
+                ("E1", "Total current assets", 2023, "8,802"),
+                ("E2", "Total current liabilities", 2023, "8,979"),
+            ),
+            "Best Buy's current ratio for 2023: 0.98 = Total current assets",
+        ),
+        (  # Verizon: "over" in brackets; the name without its dangling "in"
+            "What was Verizon's operating margin in 2022 (operating income over total operating revenues)?",
+            _cells(
+                ("E1", "Operating Income", 2022, "30,467"),
+                ("E2", "Total Operating Revenues", 2022, "136,835"),
+            ),
+            "Verizon's operating margin for 2022: 22.3 % = Operating Income",
+        ),
+        (  # Microsoft: "by what percentage did X increase in 2023 over 2022"
+            "By what percentage did Microsoft's research and development expense increase in fiscal 2023 over"
+            " fiscal 2022?",
+            _cells(
+                ("E1", "Research and development", 2022, "24,512"),
+                ("E2", "Research and development", 2023, "27,195"),
+            ),
+            "Research and development grew by 2,683 million (+10.9 %)",
+        ),
+        (  # Walmart: one year "compared with the prior fiscal year"; its own words over revenue's other name
+            "By how much did Walmart's total revenues grow in the fiscal year ended January 31, 2020 compared"
+            " with the prior fiscal year?",
+            _cells(
+                ("E1", "Net sales", 2020, "519,926"),
+                ("E2", "Net sales", 2019, "510,329"),
+                ("E3", "Total revenues", 2020, "523,964"),
+                ("E4", "Total revenues", 2019, "514,405"),
+            ),
+            "Total revenues grew by 9,559 million (+1.9 %), from 514,405 million in 2019",
+        ),
+    ],
+)
+def test_a_computation_in_the_analysts_own_phrasing(ask: str, cells: list[list[Any]], answer: str) -> None:
+    """The analyst set's misses: each of these was quoted or listed, its operands on one statement."""
+    done = worked(ask, cells)
+    assert done is not None and done.sentence.startswith(answer), done
+
+
+def test_a_change_of_an_amount_spent_is_the_change_of_its_size() -> None:
+    """Verizon's capital expenditures, printed `(20,286)` and `(23,087)`: the spending grew 13.8 %, and the
+    answer had said it "fell"."""
+    rows = [
+        ["E1", "Capital expenditures", "Year ended 2021", "(20,286)", "millions", "p", 1, -20286.0, "", 2021],
+        ["E2", "Capital expenditures", "Year ended 2022", "(23,087)", "millions", "p", 1, -23087.0, "", 2022],
+    ]
+    done = worked("By how much did Verizon's capital expenditures change from 2021 to 2022?", rows)
+    assert done is not None and done.sentence.startswith(
+        "Capital expenditures grew (amounts spent, in brackets) by 2,801 million (+13.8 %), from (20,286)"
+    ), done
+    assert "(23,087 − 20,286 = 2,801; 2,801 / 20,286 = +13.8 %)" in done.sentence
+
+
+def test_what_share_of_one_quantity_was_spent_on_another() -> None:
+    """3M's "What share of net sales did 3M spend on research, development and related expenses": the
+    second quantity over the first, its name kept whole (it holds a comma)."""
+    rows = [
+        [
+            "E1",
+            "Research, development and related expenses",
+            "Year ended 2022",
+            "1,862",
+            "millions",
+            "p",
+            1,
+            1862.0,
+            "",
+            2022,
+        ],
+        ["E2", "Net sales", "Year ended 2022", "34,229", "millions", "p", 1, 34229.0, "", 2022],
+    ]
+    ask = "What share of net sales did 3M spend on research, development and related expenses in 2022?"
+    done = worked(ask, rows)
+    assert done is not None and done.sentence.startswith(
+        "Research, development and related expenses as a percentage of net sales for 2022: 5.4 %"
+    ), done
+    assert read_words(ask) == (["development", "expense", "related", "research"], ["net", "sale"])

@@ -32,12 +32,24 @@ _DIVIDED = re.compile(
     rf"(?:the\s+)?(?P<b>.+?){_END}",
     re.IGNORECASE,
 )
+#: "… current ratio (total current assets divided by total current liabilities)": a definition in brackets.
+_BRACKETED_RATIO = re.compile(
+    r"\((?:the\s+|i\.e\.,?\s+)?(?P<a>[^()]+?)\s+(?:divided\s+by|over|/|÷)\s+(?:the\s+)?(?P<b>[^()]+?)\)",
+    re.IGNORECASE,
+)
 _RATIO_OF = re.compile(
     rf"\bratio\s+of\s+(?:the\s+)?(?P<a>.+?)\s+to\s+(?:the\s+)?(?P<b>.+?){_END}", re.IGNORECASE
 )
 _AS_SHARE = re.compile(
     r"\b(?:what|how much)\s+(?:is|was|were)\s+(?:the\s+)?(?P<a>.+?)\s+"
     rf"as\s+a\s+(?:percent(?:age)?|share|%)\s+of\s+(?:the\s+)?(?P<b>.+?){_END}",
+    re.IGNORECASE,
+)
+#: "What share of net sales did 3M spend on research, development and related expenses": A over B.
+_SPENT_SHARE = re.compile(
+    r"\bwhat\s+(?:share|percent(?:age)?|proportion|portion)\s+of\s+(?:its\s+|the\s+)?(?P<b>[^?]+?)\s+"
+    r"(?:did|does|do)\s+.+?\s+(?:spend|pay|invest|use)\s+on\s+(?:the\s+)?(?P<a>[^?]+?)"
+    r"(?=\s+(?:in|for|during)\b|[?.;]|$)",
     re.IGNORECASE,
 )
 #: A margin is its profit over revenue.
@@ -49,7 +61,8 @@ _CHANGE = re.compile(
 )
 #: "By how much did operating income grow …", "How did revenue change …": the quantity it names.
 _CHANGED = re.compile(
-    r"\b(?:by\s+how\s+much|how\s+much|how)\s+(?:did|has|have|had)\s+(?:the\s+)?(?P<q>.+?)\s+"
+    r"\b(?:by\s+how\s+much|by\s+what\s+(?:percentage|percent|amount|rate)|how\s+much|how)\s+"
+    r"(?:did|has|have|had)\s+(?:the\s+)?(?P<q>.+?)\s+"
     r"(?:chang|grow|grew|increas|decreas|declin|rise|rose|fall|fell)\w*",
     re.IGNORECASE,
 )
@@ -64,7 +77,7 @@ _GROWTH_RATE = re.compile(r"(?P<q>\b[a-z&]+(?:\s+[a-z&]+){0,3}?)\s+(?:growth|cha
 _PERCENT = re.compile(r"\bpercent\w*|%|\brate\b", re.IGNORECASE)
 _NAMED = re.compile(
     r"^\s*(?:what|how\s+much)\s+(?:is|was|were)\s+(?:the\s+)?(?P<name>.+?)\s*,?\s*"
-    r"(?:defined|calculated|computed|measured)\b",
+    r"(?:(?:defined|calculated|computed|measured)\b|\((?=[^()]+\s(?:divided\s+by|over)\s))",
     re.IGNORECASE,
 )
 #: A possessive before the quantity (`Best Buy's revenue`): whose it is, not what.
@@ -129,6 +142,9 @@ def read_words(ask: str) -> tuple[list[str], list[str]] | None:
     if margin:
         implied = [MARGIN_PROFITS[margin.group("kind").lower()][0], *REVENUE_NAMES]
         return [], sorted({w for name in implied for w in operand_words(name)})
+    spent = _SPENT_SHARE.search(ask)  # "what share of net sales did X spend on R&D": both rows
+    if spent:
+        return sorted(operand_words(spent.group("a"))), sorted(operand_words(spent.group("b")))
     changed = changed_quantity(ask)
     if changed and len(asked_years(ask)) == 2:
         return sorted(operand_words(changed)), sorted(operand_words(" ".join(also_labelled(changed))))
@@ -178,8 +194,13 @@ def worked(ask: str, rows: list[Any]) -> Worked | None:
     these, or an operand is missing or ambiguous, or the units do not reconcile."""
     found = asked_period_operands(ask, rows)
     years = asked_years(ask)
+    spent = _SPENT_SHARE.search(ask)  # its own phrase: "research, development and …" holds a comma
+    if spent:
+        a, b = spent.group("a").strip(), spent.group("b").strip()
+        return _ratio(ask, capitalised(f"{a} as a percentage of {b}"), a, [b], found, years)
     for pattern, named in (
         (_DIVIDED, "{a} / {b}"),
+        (_BRACKETED_RATIO, "{a} / {b}"),
         (_RATIO_OF, "The ratio of {a} to {b}"),
         (_AS_SHARE, "{a} as a percentage of {b}"),
     ):
@@ -245,6 +266,9 @@ def _change(ask: str, found: list[Operand], years: tuple[int, ...]) -> Worked | 
         if operand_words(pair[first].label) <= asked
         and (not quantity or any(names_quantity(pair[first].label, q) for q in (quantity, *also)))
     ]
+    own = [pair for pair in both if names_quantity(pair[first].label, quantity)]
+    if len(both) > 1 and len(own) == 1:  # "total revenues": `Total revenues`, not also `Net sales`
+        both = own
     if len(both) > 1:  # of rows alike, the one whose columns say they are the asked length
         want = asked_months(ask)
         said = [pair for pair in both if all(o.months == want for o in pair.values())]
@@ -254,24 +278,27 @@ def _change(ask: str, found: list[Operand], years: tuple[int, ...]) -> Worked | 
     a, b = both[0][first], both[0][last]
     if a.unit != b.unit:
         return None
-    difference = b.value - a.value
+    # amounts spent, printed in brackets on a cash flow statement: the spending grew when its size did
+    spent = a.value < 0 and b.value < 0 and "(" in a.text and "(" in b.text
+    first_value, last_value = (abs(a.value), abs(b.value)) if spent else (a.value, b.value)
+    difference = last_value - first_value
     places = max(_places(a.text), _places(b.text))
     points = a.text.rstrip().endswith("%") and b.text.rstrip().endswith("%")  # a rate's change
     unit = f" {_UNIT_WORD[a.unit]}" if a.unit in _UNIT_WORD and not points else ""
     verb = "grew" if difference > 0 else "fell" if difference < 0 else "did not change"
-    sentence = f"{a.label} {verb}"
-    relative = bool(difference and a.value and not points)
+    sentence = f"{a.label} {verb}" + (" (amounts spent, in brackets)" if spent else "")
+    relative = bool(difference and first_value and not points)
     if difference:
         sentence += f" by {abs(difference):,.{places}f}" + (" percentage points" if points else unit)
         if relative:
-            sentence += f" ({difference / abs(a.value) * 100:+.1f} %)"
+            sentence += f" ({difference / abs(first_value) * 100:+.1f} %)"
     sentence += (
         f", from {printed(a)}{unit} in {first} [{a.ref}] to {printed(b)}{unit} in {last} [{b.ref}]"
-        f" ({_number(b.value, places)} − {_number(a.value, places)} = {_number(difference, places)}"
+        f" ({_number(last_value, places)} − {_number(first_value, places)} = {_number(difference, places)}"
     )
     if relative:
-        sentence += f"; {_number(difference, places)} / {_number(abs(a.value), places)}"
-        sentence += f" = {difference / abs(a.value) * 100:+.1f} %"
+        sentence += f"; {_number(difference, places)} / {_number(abs(first_value), places)}"
+        sentence += f" = {difference / abs(first_value) * 100:+.1f} %"
     return Worked(sentence + ").", [a.ref, b.ref])
 
 
@@ -316,6 +343,7 @@ def _defined_name(ask: str) -> str | None:
     if named is None:
         return None
     name = " ".join(_YEARS.sub(" ", named.group("name")).split()).strip(" ,")
+    name = re.sub(r"\s+(?:in|for|at|during|of|as\s+of)$", "", name)  # "… margin in 2022": its year is said
     return capitalised(name) if name else None
 
 

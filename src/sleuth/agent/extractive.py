@@ -291,16 +291,25 @@ def asks_computation(ask: str) -> bool:
 
 
 def asked_years(ask: str) -> tuple[int, ...]:
-    """The years a question names (`FY2018`, `FY18`, `2018`), in order, at most three."""
+    """The years a question names (`FY2018`, `FY18`, `2018`), in order, at most three; one year
+    "compared with the prior fiscal year" names that year too, after it."""
     years: list[int] = []
     for match in _ASKED_YEAR.finditer(ask):
         raw = match.group(1) or match.group(2)
         year = int(raw) + 2000 if len(raw) == 2 else int(raw)
         if year not in years:
             years.append(year)
+    if len(years) == 1 and _PRIOR_YEAR.search(ask):
+        years.append(years[0] - 1)
     return tuple(years[:3])
 
 
+#: "… compared with the prior fiscal year", "over the previous year": the year before the one named.
+_PRIOR_YEAR = re.compile(
+    r"\b(?:compared\s+(?:with|to)|over|versus|vs\.?|from)\s+(?:the\s+)?(?:prior|previous|preceding)\s+"
+    r"(?:fiscal\s+)?year\b",
+    re.IGNORECASE,
+)
 #: Words that name a period, not a quantity ("and in fiscal 2019?", "the second quarter?").
 _PERIOD_WORDS = frozenset(
     {"fiscal", "year", "years", "annual", "quarter", "quarters", "month", "months", "week", "weeks", "fy"}

@@ -19,6 +19,9 @@ NET_OF = re.compile(r",?\s+net\s+of\b.*$", re.IGNORECASE)
 #: intangibles` is depreciation and amortization where its head names two words or more (`Cost of sales`
 #: is no cost).
 OF_WHAT = re.compile(r"\s+of\s+.*$", re.IGNORECASE)
+#: A financial statement's title (`Consolidated Statement of Income`, `Balance Sheets`): a computation's
+#: operand is read there before a note's table of the same row (3M's stock-based compensation by line).
+STATEMENT = re.compile(r"\bstatements?\s+of\b|\bbalance\s+sheets?\b", re.IGNORECASE)
 #: What a table's unit (`_cells.unit`) multiplies its figures by; the planner's arithmetic scales by it too.
 UNIT_SCALES = {"thousands": 1e3, "millions": 1e6, "billions": 1e9}
 #: Rows a table's `(in millions)` does not scale: per-share amounts, share and head counts, ratios.
