@@ -164,3 +164,14 @@ def test_a_margins_rows_are_looked_up_by_its_parts_and_revenue(ask: str) -> None
     was not recognised in the words around it; the planner looks rows up by these words."""
     words = definition_words(ask)
     assert {"revenue", "depreciation", "amortization"} <= set(words), words
+
+
+def test_a_formula_nested_past_any_statements_depth_is_declined_not_a_crash() -> None:
+    """A question is hostile until proven otherwise: 1,500 nested brackets had raised RecursionError in
+    the planner (the turn failed); now the formula is declined like any other it cannot work out."""
+    nested = "(" * 1500 + "FY2019 net sales * 2" + ")" * 1500
+    assert worked_out(f"What is the FY2019 X? X is defined as: {nested}.", ROWS) is None
+    # twelve levels still work
+    assert worked_out(
+        f"What is the FY2019 X? X is defined as: {'(' * 12}FY2019 net sales * 2{')' * 12}.", ROWS
+    )

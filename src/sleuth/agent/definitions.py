@@ -68,6 +68,7 @@ _MARGIN_OF = re.compile(r"^(?P<t>.+?)\s+(?:%\s+)?margins?$", re.IGNORECASE)
 _PROFIT_MARGIN = re.compile(r"^(?:gross|operating|net)(?:\s+(?:profit|income))?$", re.IGNORECASE)
 _LESS = re.compile(r"^(?P<a>.+?)\s+(?:less|minus)\s+(?P<b>.+)$", re.IGNORECASE)
 MAX_DEPTH = 4  # terms defined by terms: deeper is no definition a question gives
+MAX_BRACKETS = 12  # brackets inside brackets: deeper is no formula a question spells out
 
 
 def formula_text(ask: str) -> tuple[int, str] | None:
@@ -258,6 +259,7 @@ class _Parser:
         self.year = year
         self.known = known
         self.depth = depth
+        self.brackets = 0  # brackets open now
 
     def _take(self) -> str:
         if not self.rest:
@@ -298,9 +300,13 @@ class _Parser:
     def factor(self) -> _Value:
         token = self._take()
         if token == "(":
+            self.brackets += 1
+            if self.brackets > MAX_BRACKETS:
+                raise _Declined  # a question's text is hostile until proven otherwise: no deep recursion
             inner = self.expression()
             if self._take() != ")":
                 raise _Declined
+            self.brackets -= 1
             return _Value(inner.value, f"({inner.shown})", inner.refs, inner.unit, inner.outflow)
         if _NUMBER.match(token):
             return _Value(float(token.replace(",", "")), token, (), None)
