@@ -81,7 +81,7 @@ _NAMED = re.compile(
     re.IGNORECASE,
 )
 #: A possessive before the quantity (`Best Buy's revenue`): whose it is, not what.
-_OWNER = re.compile(r"^.*['’]s\s+")
+OWNER = re.compile(r"^.*['’]s\s+")
 #: "… the effective tax rate of American Express": the owner after the quantity, a name in capitals.
 _OWNED_BY = re.compile(r"\s+of\s+(?:the\s+)?(?:[A-Z][\w&.'’-]*\s*)+$")
 _SIGN_GAP = re.compile(r"([$€£¥])\s+")
@@ -122,7 +122,7 @@ def changed_quantity(ask: str) -> str | None:
     for pattern in (_CHANGED, _CHANGE_IN, _GROWTH_RATE):
         match = pattern.search(ask)
         if match is not None:
-            said = _OWNED_BY.sub("", _OWNER.sub("", match.group("q")))
+            said = _OWNED_BY.sub("", OWNER.sub("", match.group("q")))
             said = re.sub(
                 r"^(?:(?:year[\s-]+over[\s-]+year|annual|the|what|is|was)\s+)+", "", said, flags=re.I
             )

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sleuth.agent.arithmetic import (
+    OWNER,
     Operand,
     Worked,
     asked_period_operands,
@@ -164,11 +165,9 @@ def _cagr(ask: str, found: list[Operand]) -> Worked | None:
     if named is None:
         return None
     said = re.sub(
-        r"^.*['’]s\s+|^(?:what|how\s+much)\s+(?:is|was|were)\s+(?:the\s+)?",
-        "",
-        named.group("q").strip(),
-        flags=re.I,
+        r"^(?:what|how\s+much)\s+(?:is|was|were)\s+(?:the\s+)?", "", named.group("q").strip(), flags=re.I
     )
+    said = OWNER.sub("", said)  # "… Lockheed Martin's 2 year total revenue": whose it is, not what
     quantity = re.sub(r"^(?:\d+|two|three|four|five)[\s-]+years?\s+", "", said, flags=re.I)
     both = pair(quantity, found, first, last)
     if both is None:

@@ -9,6 +9,7 @@ import re
 
 from sleuth.agent.arithmetic import Operand, head_nouns, operand_words
 from sleuth.agent.extractive import asked_months
+from sleuth.agent.planner_figures import OF_WHAT
 from sleuth.agent.statement_names import QUALIFIERS, also_labelled, spelled_out
 
 
@@ -25,7 +26,7 @@ def resolve(phrase: str, pool: list[Operand]) -> Operand | None:
     for operand in pool:
         # the label, or what it says its quantity is of where that names two words or more
         # (`Depreciation and amortization of property, equipment and intangibles`)
-        head = operand_words(operand.label.lower().split(" of ")[0]) - QUALIFIERS
+        head = operand_words(OF_WHAT.sub("", operand.label)) - QUALIFIERS  # as the step reads it
         labels = [operand_words(operand.label) - QUALIFIERS, *([head] if len(head) >= 2 else [])]
         score = 0.0
         for name, label in ((n, w) for n in names for w in labels):

@@ -23,8 +23,7 @@ ABBREVIATIONS = {
     "r&d": "research and development",
     "d&a": "depreciation and amortization",
 }
-#: The names statements give each margin's profit, the usual one first (the one-period arithmetic reads
-#: that one; `formulas` reads them all).
+#: The names statements give each margin's profit, the usual one first: a margin tries each in turn.
 MARGIN_PROFITS = {
     "gross": ("gross profit", "gross margin"),
     "operating": ("operating income", "operating profit", "income from operations", "operating earnings"),
