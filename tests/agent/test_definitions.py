@@ -78,6 +78,12 @@ def test_terms_are_the_questions_definitions_then_the_fields() -> None:
             "FY2019 unadjusted EBITDA less capex: 1,040.00 million = (EBITDA (Operating profit 1,150 [E3] +"
             " Depreciation and amortization 410 [E5])) − (Capital spending (520) [E7]).",
         ),
+        (  # whose it is and its unit, in either order: "… for Contoso in USD millions"
+            "What is the FY2019 unadjusted EBITDA less capex for Contoso in USD millions? Define unadjusted"
+            " EBITDA as unadjusted operating income + depreciation and amortization.",
+            "FY2019 unadjusted EBITDA less capex: 1,040.00 million = (EBITDA (Operating profit 1,150 [E3] +"
+            " Depreciation and amortization 410 [E5])) − (Capital spending (520) [E7]).",
+        ),
         (
             "What is Contoso's FY2019 unadjusted operating income + depreciation and amortization from the"
             " cash flow statement (unadjusted EBITDA) in USD millions?",

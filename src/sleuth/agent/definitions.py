@@ -134,7 +134,7 @@ def definition_words(ask: str) -> list[str]:
     asked = formula_text(ask)
     texts += [asked[1]] if asked is not None else []
     built = _built(ask)
-    texts += [built[0].replace("__revenue__", "revenue")] if built is not None else []
+    texts += [built[0]] if built is not None else []
     spelled = spelled_out(" ".join(texts)).lower()
     also = [n for full, names in ALSO_LABELLED.items() if full in spelled for n in names]
     return sorted(operand_words(" ".join([spelled, *also])) - {"average", "change", "fy", "unadjusted"})
@@ -193,14 +193,12 @@ def defined(ask: str, found: list[Operand]) -> Worked | None:
     text, year, percent = built
     years = asked_years(ask)
     year = year or (years[0] if len(years) == 1 else None)
-    result = evaluate(text.replace("__revenue__", "revenue"), found, year, terms(ask))
+    result = evaluate(text, found, year, terms(ask))
     if result is None or year is None:
         return None
     unit = f" {result.unit.removesuffix('s')}" if result.unit in UNIT_SCALES else ""
     said = f"{result.value * 100:,.1f} %" if percent else f"{result.value:,.2f}{unit}"
-    asked = _ASKED.search(ask)
-    named = re.sub(r"\s*\([^)]*\)", "", asked.group("q")) if asked else "the result"
-    name = capitalised(_WHOSE.sub("", _OWNER.sub("", _UNIT_SAID.sub("", named).strip())))
+    name = capitalised(_asked_phrase(ask) or "the result")
     return Worked(f"{name}: {said} = {result.shown}.", list(dict.fromkeys(result.refs)))
 
 
@@ -218,6 +216,16 @@ def margin_of(what: str, known: dict[str, str]) -> str | None:
     return term if named or any(key == k or key.endswith(f" {k}") for k in known) else None
 
 
+def _asked_phrase(ask: str) -> str | None:
+    """What a "what is …?" question asks, as it says it: without its asides in brackets, its unit
+    ("in USD millions"), whose it is ("Contoso's", "for PepsiCo"); None for no such question."""
+    match = _ASKED.search(ask)
+    if match is None:
+        return None
+    said = _UNIT_SAID.sub("", re.sub(r"\s*\([^)]*\)", "", match.group("q"))).strip()
+    return _WHOSE.sub("", _OWNER.sub("", said))
+
+
 def builds_on(ask: str) -> bool:
     """Whether the asked quantity is built on a defined term or spelled with operators (`defined`)."""
     return _built(ask) is not None
@@ -225,19 +233,17 @@ def builds_on(ask: str) -> bool:
 
 def _built(ask: str) -> tuple[str, int | None, bool] | None:
     """(the formula of the asked quantity, the year it names, a percentage?) where it is built on a
-    defined term or spelled with operators; None otherwise. `__revenue__` stands for revenue."""
-    match = _ASKED.search(ask)
-    if match is None:
+    defined term or spelled with operators; None otherwise."""
+    asked = _asked_phrase(ask)
+    if asked is None:
         return None
-    asked = _WHOSE.sub("", _OWNER.sub("", re.sub(r"\s*\([^)]*\)", "", match.group("q"))))
-    asked = _UNIT_SAID.sub("", asked).strip()
     dated = _YEAR_BEFORE.match(asked)
     year = int(dated.group("y")) if dated else None
     asked = dated.group("q") if dated else asked
     known = terms(ask)
     margined = margin_of(asked, known)
     if margined is not None:
-        return f"({margined}) / __revenue__", year, True
+        return f"({margined}) / revenue", year, True
     less = _LESS.match(asked)
     if less is not None and term_key(less.group("a")) in known:
         return f"({less.group('a')}) - ({less.group('b')})", year, False
