@@ -140,7 +140,7 @@ def read_words(ask: str) -> tuple[list[str], list[str]] | None:
     question that defines no computation here."""
     margin = _MARGIN.search(ask)
     if margin:
-        implied = [MARGIN_PROFITS[margin.group("kind").lower()][0], *REVENUE_NAMES]
+        implied = [*MARGIN_PROFITS[margin.group("kind").lower()], *REVENUE_NAMES]  # each, as `worked` tries
         return [], sorted({w for name in implied for w in operand_words(name)})
     spent = _SPENT_SHARE.search(ask)  # "what share of net sales did X spend on R&D": both rows
     if spent:
