@@ -242,24 +242,21 @@ def test_a_change_of_an_amount_spent_is_the_change_of_its_size() -> None:
 def test_what_share_of_one_quantity_was_spent_on_another() -> None:
     """3M's "What share of net sales did 3M spend on research, development and related expenses": the
     second quantity over the first, its name kept whole (it holds a comma)."""
-    rows = [
-        [
-            "E1",
-            "Research, development and related expenses",
-            "Year ended 2022",
-            "1,862",
-            "millions",
-            "p",
-            1,
-            1862.0,
-            "",
-            2022,
-        ],
-        ["E2", "Net sales", "Year ended 2022", "34,229", "millions", "p", 1, 34229.0, "", 2022],
-    ]
+    rows = _cells(
+        ("E1", "Research, development and related expenses", 2022, "1,862"),
+        ("E2", "Net sales", 2022, "34,229"),
+    )
     ask = "What share of net sales did 3M spend on research, development and related expenses in 2022?"
     done = worked(ask, rows)
     assert done is not None and done.sentence.startswith(
         "Research, development and related expenses as a percentage of net sales for 2022: 5.4 %"
     ), done
     assert read_words(ask) == (["development", "expense", "related", "research"], ["net", "sale"])
+
+
+def test_a_margin_reads_the_rows_of_each_name_its_profit_has() -> None:
+    """The step read only `operating income` rows for "What was Lockheed Martin's operating margin in
+    2022?", so the margin could not be worked out and a segment table's own `Operating margin` 10.6 %
+    was stated (the consolidated one is 12.7 %): the rows it reads are those `worked` tries."""
+    implied = read_words("What was Lockheed Martin's operating margin in 2022?")
+    assert implied is not None and {"profit", "operating", "income", "revenue", "sale"} <= set(implied[1])
